@@ -1,0 +1,41 @@
+"""transpiler: write a GPU kernel once in Python, get CUDA C, HIP, GLSL and Metal source.
+
+``import transpiler as qd`` gives the whole kernel language, spelled as in Quadrants.
+"""
+from . import math, simt, types  # noqa: F401
+from .errors import TranspileError  # noqa: F401
+from .ir.types import (  # noqa: F401
+    bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
+)
+from .lang import (  # noqa: F401
+    Func, Kernel, Template, abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas,
+    atomic_exchange, atomic_max, atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor,
+    cast, ceil, cos, cosh, exp, floor, func, kernel, log, loop_config, max, min, ndrange,
+    pow, round, rsqrt, select, sin, sinh, sqrt, static, static_assert, tan, tanh, template,
+    trunc,
+)
+from .translate import TARGETS, Translation, translate  # noqa: F401
+
+__version__ = "0.1.0"
+
+int8, int16, int32, int64 = i8, i16, i32, i64
+uint8, uint16, uint32, uint64 = u8, u16, u32, u64
+float16, float32, float64 = f16, f32, f64
+global_thread_idx = simt.block.global_thread_idx
+
+# Architectures for qd.init: strings, so that naming one imports nothing heavy.
+cuda, vulkan, cpu = "cuda", "vulkan", "cpu"
+
+
+def ndarray(dtype, shape):
+    """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``."""
+    from .runtime.ndarray import Ndarray
+
+    return Ndarray(dtype, shape)
+
+
+def init(arch: str = "vulkan", **options) -> None:
+    """Choose where kernels run when called from Python (the runtime loads on first call)."""
+    from .runtime import init as _init
+
+    _init(arch, **options)

@@ -1,0 +1,233 @@
+"""The command line: ``emit``, ``check`` and ``inspect`` (``python cli.py ...`` in a checkout,
+``transpiler ...`` once installed).
+
+Exit codes: 0 success; 1 the kernel is wrong (a located diagnostic on stderr) or a
+toolchain rejected the output; 2 bad usage; 3 a needed toolchain is missing.
+The emit path imports no toolchain, CuPy or Vulkan.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+EXIT_OK, EXIT_KERNEL, EXIT_USAGE, EXIT_TOOLCHAIN = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def load_kernels(path: str) -> tuple[dict, object]:
+    """Import ``path`` and return its @qd.kernel objects in definition order."""
+    from .errors import TranspileError
+    from .lang import Kernel
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"no such file: {path}")
+    name = "_qd_user_" + file.stem.replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(file.resolve().parent))
+    try:
+        spec.loader.exec_module(module)
+    except TranspileError:
+        raise
+    except SyntaxError as exc:
+        from .ir.nodes import Loc
+
+        raise TranspileError(f"invalid Python syntax: {exc.msg}",
+                             Loc(str(file), exc.lineno or 1, max((exc.offset or 1) - 1, 0))) from None
+    except Exception as exc:  # noqa: BLE001 - report where the user's module failed
+        from .ir.nodes import Loc
+
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == file.resolve()]
+        loc = Loc(str(file), frames[-1].lineno, 0) if frames else None
+        raise TranspileError(f"importing {file.name} failed: {type(exc).__name__}: {exc}", loc) from None
+    finally:
+        sys.path.pop(0)
+    kernels = {k: v for k, v in vars(module).items() if isinstance(v, Kernel)}
+    kernels = dict(sorted(kernels.items(), key=lambda kv: kv[1].fn.__code__.co_firstlineno))
+    return kernels, module
+
+
+def pick_kernels(kernels: dict, wanted: list[str] | None, path: str) -> list:
+    if not kernels:
+        raise UsageError(f"{path} defines no @qd.kernel")
+    if not wanted:
+        return list(kernels.values())
+    missing = [w for w in wanted if w not in kernels]
+    if missing:
+        raise UsageError(f"no kernel named {', '.join(missing)} in {path} (it has: {', '.join(kernels)})")
+    return [kernels[w] for w in wanted]
+
+
+def parse_targets(value: str) -> list[str]:
+    from .translate import TARGETS
+
+    if value == "all":
+        return list(TARGETS)
+    targets = [t.strip() for t in value.split(",") if t.strip()]
+    bad = [t for t in targets if t not in TARGETS]
+    if bad:
+        raise UsageError(f"unknown target {', '.join(bad)}; choose from {', '.join(TARGETS)} or all")
+    return targets
+
+
+def parse_templates(items: list[str] | None) -> dict:
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--template expects NAME=VALUE, got {item!r}")
+        try:
+            out[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise UsageError(f"--template {name}: {value!r} is not a Python literal") from None
+    return out
+
+
+def translations(args) -> list:
+    from .translate import translate
+
+    kernels, _ = load_kernels(args.file)
+    picked = pick_kernels(kernels, args.kernel, args.file)
+    targets = parse_targets(args.target)
+    options = {"template_args": parse_templates(args.template), "line_directives": getattr(args, "line_directives", False)}
+    return [(k, t, translate(k, t, **options)) for k in picked for t in targets]
+
+
+def cmd_emit(args) -> int:
+    results = translations(args)
+    targets = sorted({t for _, t, _ in results}, key=[r[1] for r in results].index)
+    if args.output is None:
+        for _, _, tr in results:
+            for text in tr.sources.values():
+                sys.stdout.write(text)
+                sys.stdout.write("\n")
+            sys.stdout.write(json.dumps(tr.manifest, indent=2) + "\n")
+        return EXIT_OK
+    for kernel, target, tr in results:
+        out = Path(args.output) / target if len(targets) > 1 else Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in tr.sources.items():
+            (out / name).write_text(text)
+        (out / f"{kernel.__name__}.json").write_text(json.dumps(tr.manifest, indent=2) + "\n")
+        if not args.quiet:
+            print(f"{kernel.__name__} [{target}]: " + ", ".join(str(out / n) for n in [*tr.sources,
+                                                                                       f"{kernel.__name__}.json"]))
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    from .toolchains import check_sources
+
+    failed = False
+    for kernel, target, tr in translations(args):
+        options = {"resources": args.resources, "arch": args.arch}
+        for v in check_sources(target, tr.sources, tr.manifest, options):
+            status = "ok" if v.ok else "REJECTED"
+            print(f"{kernel.__name__} [{target}] {v.file}: {v.tool}: {status} ({v.seconds:.2f} s)")
+            for entry, usage in v.details.items():
+                print("    " + entry + ": " + ", ".join(f"{k} {val}" for k, val in usage.items()))
+            if not v.ok:
+                failed = True
+                print(v.message, file=sys.stderr)
+    return EXIT_KERNEL if failed else EXIT_OK
+
+
+def cmd_inspect(args) -> int:
+    from .ir.printer import dump_kernel
+
+    results = translations(args)
+    shown_ir = set()
+    for kernel, target, tr in results:
+        if id(kernel) not in shown_ir:
+            shown_ir.add(id(kernel))
+            print(f"==== typed IR of {kernel.__name__}")
+            print(dump_kernel(tr.ir))
+        src_file = tr.ir.file
+        py_lines = Path(src_file).read_text().splitlines()
+        for name, text in tr.sources.items():
+            print(f"==== {target}: {name}")
+            print(side_by_side(text, py_lines))
+    return EXIT_OK
+
+
+def side_by_side(text: str, py_lines: list[str]) -> str:
+    """Each generated line, with the Python line it came from printed above its first use."""
+    from .toolchains import _COMMENT
+
+    out, last = [], None
+    for line in text.splitlines():
+        m = _COMMENT.search(line)
+        if m:
+            n = int(m.group(2))
+            if n != last and 0 < n <= len(py_lines):
+                out.append(f"{'':>6}# {m.group(1)}:{n}: {py_lines[n - 1].strip()}")
+            last = n
+        out.append(f"{'':>6}{line}")
+    return "\n".join(out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="transpiler", description="Python GPU kernels to CUDA, HIP, GLSL and Metal source.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp, kernel_required=False):
+        sp.add_argument("file", help="a Python file that defines @qd.kernel functions")
+        sp.add_argument("--target", default="cuda", help="cuda, hip, glsl, msl, a comma-separated list, or all")
+        sp.add_argument("--kernel", action="append", required=kernel_required,
+                        help="a kernel to translate (repeatable; default: every kernel in the file)")
+        sp.add_argument("--template", action="append", metavar="NAME=VALUE",
+                        help="the value of a qd.template() parameter, as a Python literal")
+
+    e = sub.add_parser("emit", help="write the generated sources and manifests")
+    common(e)
+    e.add_argument("-o", "--output", help="directory to write into (one sub-directory per target when "
+                                          "several are asked for); default: stdout")
+    e.add_argument("--line-directives", action="store_true", help="emit #line directives pointing at the Python")
+    e.add_argument("-q", "--quiet", action="store_true", help="do not list the files written")
+    e.set_defaults(run=cmd_emit)
+
+    c = sub.add_parser("check", help="compile the generated sources with the real toolchains")
+    common(c)
+    c.add_argument("--resources", action="store_true", help="report registers and shared memory (CUDA)")
+    c.add_argument("--arch", default="sm_90", help="CUDA architecture for the cubin (default sm_90)")
+    c.set_defaults(run=cmd_check)
+
+    i = sub.add_parser("inspect", help="show the typed IR and the generated source beside the Python lines")
+    common(i, kernel_required=True)
+    i.set_defaults(run=cmd_inspect)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import ToolchainMissing, TranspileError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except TranspileError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_KERNEL
+    except ToolchainMissing as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_TOOLCHAIN
+    except BrokenPipeError:
+        os._exit(EXIT_OK)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Diagnostics located at the user's Python source: ``file.py:LINE:COL: error: ...``."""
+from __future__ import annotations
+
+import linecache
+import os
+
+from .ir.nodes import Loc
+
+
+def display_path(path: str) -> str:
+    """The path relative to the working directory when it lies inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def format_diagnostic(severity: str, message: str, loc: Loc | None, hint: str | None = None) -> str:
+    if loc is None:
+        text = f"{severity}: {message}"
+    else:
+        text = f"{display_path(loc.file)}:{loc.line}:{loc.col + 1}: {severity}: {message}"
+        line = linecache.getline(loc.file, loc.line).rstrip("\n")
+        if line:
+            text += f"\n    {line}\n    {' ' * loc.col}^"
+    if hint:
+        text += f"\nhint: {hint}"
+    return text
+
+
+class TranspileError(Exception):
+    """The user's kernel cannot be translated. ``str()`` is the full located diagnostic."""
+
+    def __init__(self, message: str, loc: Loc | None = None, hint: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(format_diagnostic("error", message, loc, hint))
+
+
+class ToolchainMissing(Exception):
+    """A vendor toolchain needed for a check or a run is not installed."""
+
+    def __init__(self, tool: str, install_hint: str):
+        self.tool = tool
+        self.install_hint = install_hint
+        super().__init__(f"{tool} is not available; install it with: {install_hint}")
+
+
+class ToolchainRejected(Exception):
+    """The vendor compiler rejected generated source; ``message`` is mapped to Python lines."""
+
+    def __init__(self, tool: str, message: str):
+        self.tool = tool
+        self.message = message
+        super().__init__(f"{tool} rejected the generated source:\n{message}")

@@ -1,0 +1,203 @@
+"""Calls to ``qd.*`` built-ins: each handler checks its arguments and builds IR nodes."""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Callable
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+from .values import CT
+
+if TYPE_CHECKING:
+    from .lower import KernelLowering
+
+_FLOAT_MATH = ("sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",
+               "sinh", "cosh", "tanh", "floor", "ceil", "round", "trunc")
+_BIT_MATH = ("popcnt", "clz", "ffs")
+
+HANDLERS: dict[str, Callable] = {}
+
+
+def handler(*names: str):
+    def wrap(fn: Callable) -> Callable:
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+
+    return wrap
+
+
+def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
+    fn = HANDLERS.get(name)
+    if fn is None:
+        raise lo.error(node, f"qd.{name}() is not supported here")
+    return fn(lo, name, node)
+
+
+def _args(lo: KernelLowering, node: ast.Call, name: str, n: int | tuple[int, int]):
+    lo_n, hi_n = (n, n) if isinstance(n, int) else n
+    if node.keywords:
+        raise lo.error(node, f"qd.{name}() takes positional arguments only")
+    if not lo_n <= len(node.args) <= hi_n:
+        want = str(lo_n) if lo_n == hi_n else f"{lo_n} to {hi_n}"
+        raise lo.error(node, f"qd.{name}() takes {want} argument(s), got {len(node.args)}")
+    return [lo.expr(a) for a in node.args]
+
+
+@handler("static")
+def _static(lo, name, node):
+    return CT(lo.static_value(node))
+
+
+@handler("static_assert")
+def _static_assert(lo, name, node):
+    args = node.args
+    if not 1 <= len(args) <= 2:
+        raise lo.error(node, "qd.static_assert(cond, msg=None) takes 1 or 2 arguments")
+    cond = lo.static_value(args[0], what="qd.static_assert")
+    if not cond:
+        msg = lo.static_value(args[1], what="a qd.static_assert message") if len(args) > 1 else \
+            f"static assertion failed: {ast.unparse(args[0])}"
+        raise lo.error(node, str(msg))
+    return CT(None)
+
+
+@handler("ndrange")
+def _ndrange(lo, name, node):
+    raise lo.error(node, "qd.ndrange() can only drive a for loop")
+
+
+@handler("loop_config")
+def _loop_config(lo, name, node):
+    raise lo.error(node, "qd.loop_config() must be a statement right before a top-level for loop")
+
+
+def cast_call(lo: KernelLowering, dtype: T.DType, node: ast.Call):
+    if len(node.args) != 1 or node.keywords:
+        raise lo.error(node, f"qd.{dtype.name}(x) takes exactly one argument")
+    v = lo.expr(node.args[0])
+    if isinstance(v, CT) and isinstance(v.value, (bool, int, float)):
+        return ir.Const(dtype, lo.loc(node), _convert_const(v.value, dtype))
+    return lo.coerce(lo.to_expr(v, node.args[0]), dtype, node, explicit=True)
+
+
+def _convert_const(value, dtype: T.DType):
+    if dtype is T.bool_:
+        return bool(value)
+    if dtype.is_float:
+        return float(value)
+    from .lower import _retype_const
+
+    return _retype_const(ir.Const(T.i64, None, int(value)), dtype).value
+
+
+@handler("cast")
+def _cast(lo, name, node):
+    if len(node.args) != 2 or node.keywords:
+        raise lo.error(node, "qd.cast(x, dtype) takes exactly two arguments")
+    dtype = lo.static_value(node.args[1], what="the dtype of qd.cast")
+    if not isinstance(dtype, T.DType):
+        raise lo.error(node.args[1], f"`{ast.unparse(node.args[1])}` is not a scalar type")
+    fake = ast.Call(func=node.func, args=[node.args[0]], keywords=[])
+    ast.copy_location(fake, node)
+    return cast_call(lo, dtype, fake)
+
+
+@handler("select")
+def _select(lo, name, node):
+    c, a, b = _args(lo, node, name, 3)
+    if isinstance(c, CT):
+        return a if c.value else b
+    cond = lo.truth(lo.to_expr(c, node.args[0]), node.args[0])
+    ea, eb = lo.to_expr(a, node.args[1]), lo.to_expr(b, node.args[2])
+    ta, tb = lo.operand_types(a, ea, b, eb)
+    t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
+    return ir.Select(t, lo.loc(node), cond, lo.coerce(ea, t, node), lo.coerce(eb, t, node))
+
+
+@handler("min", "max")
+def _minmax(lo, name, node):
+    args = _args(lo, node, name, (2, 64))
+    result = args[0]
+    for nxt in args[1:]:
+        if isinstance(result, CT) and isinstance(nxt, CT):
+            result = CT(min(result.value, nxt.value) if name == "min" else max(result.value, nxt.value))
+            continue
+        ea, eb = lo.to_expr(result, node), lo.to_expr(nxt, node)
+        ta, tb = lo.operand_types(result, ea, nxt, eb)
+        t = T.promote(ta, tb)
+        result = ir.Math(t, lo.loc(node), name, [lo.coerce(ea, t, node), lo.coerce(eb, t, node)])
+    return result
+
+
+@handler("abs")
+def _abs(lo, name, node):
+    (a,) = _args(lo, node, name, 1)
+    if isinstance(a, CT):
+        return CT(abs(a.value))
+    e = lo.to_expr(a, node.args[0])
+    if e.type is T.bool_:
+        e = lo.coerce(e, T.i32, node)
+    if e.type.kind == "uint":
+        return e
+    return ir.Math(e.type, lo.loc(node), "abs", [e])
+
+
+def _float_arg(lo, v, node) -> ir.Expr:
+    e = lo.to_expr(v, node)
+    return e if e.type.is_float else lo.coerce(e, T.DEFAULT_FLOAT, node, explicit=True)
+
+
+@handler(*_FLOAT_MATH)
+def _float_math(lo, name, node):
+    (a,) = _args(lo, node, name, 1)
+    e = _float_arg(lo, a, node.args[0])
+    return ir.Math(e.type, lo.loc(node), name, [e])
+
+
+@handler("atan2", "pow")
+def _float_math2(lo, name, node):
+    a, b = _args(lo, node, name, 2)
+    ea, eb = _float_arg(lo, a, node.args[0]), _float_arg(lo, b, node.args[1])
+    t = T.promote(ea.type, eb.type)
+    return ir.Math(t, lo.loc(node), name, [lo.coerce(ea, t, node), lo.coerce(eb, t, node)])
+
+
+@handler(*_BIT_MATH)
+def _bit_math(lo, name, node):
+    (a,) = _args(lo, node, name, 1)
+    e = lo.to_expr(a, node.args[0])
+    if not e.type.is_int or e.type.bits not in (32, 64):
+        raise lo.error(node.args[0], f"qd.math.{name} needs an i32, u32, i64 or u64 argument, got {e.type.name}")
+    return ir.Math(T.i32, lo.loc(node), name, [e])
+
+
+@handler("block.thread_idx", "block.global_thread_idx")
+def _thread_index(lo, name, node):
+    _args(lo, node, name, 0)
+    return ir.ThreadIndex(T.i32, lo.loc(node), name.split(".")[1])
+
+
+@handler("atomic_add", "atomic_sub", "atomic_mul", "atomic_min", "atomic_max", "atomic_and",
+         "atomic_or", "atomic_xor", "atomic_exchange", "atomic_cas")
+def _atomic(lo, name, node):
+    op = name[len("atomic_"):]
+    n = 3 if op == "cas" else 2
+    if node.keywords or len(node.args) != n:
+        raise lo.error(node, f"qd.{name}() takes {n} arguments")
+    target = node.args[0]
+    if not isinstance(target, ast.Subscript):
+        what = "a local variable" if isinstance(target, ast.Name) else "this expression"
+        raise lo.error(target, f"the first argument of qd.{name} must be an ndarray element such as a[i], "
+                               f"not {what}")
+    array, indices = lo.lvalue(target)
+    values = [lo.rvalue(a) for a in node.args[1:]]
+    expected = None
+    if op == "cas":
+        expected = lo.coerce(values[0], array.type.dtype, node.args[1])
+        values = values[1:]
+        if array.type.dtype.is_float:
+            raise TranspileError(f"qd.atomic_cas on {array.type.dtype.name}: compare-and-swap needs an integer "
+                                 "element", lo.loc(node))
+    return lo.make_atomic(op, array, indices, values[0], node, f"qd.{name}", expected)

@@ -1,0 +1,52 @@
+"""Reading a kernel's Python source into an AST whose positions are those of the file."""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import TranspileError
+from ..ir.nodes import Loc
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFunction:
+    node: ast.FunctionDef
+    file: str
+    indent: int  # columns removed by dedenting; added back in every Loc
+
+    def loc(self, node: ast.AST) -> Loc:
+        return Loc(self.file, node.lineno, node.col_offset + self.indent)
+
+
+_cache: dict[object, ParsedFunction] = {}
+
+
+def parse_function(fn: Callable) -> ParsedFunction:
+    """Parse ``fn``'s definition once per code object (later calls hit the cache)."""
+    code = getattr(fn, "__code__", None)
+    key = code if code is not None else fn
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        file = inspect.getsourcefile(fn) or inspect.getfile(fn)
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise TranspileError(f"cannot read the source of {fn.__qualname__}: {exc}",
+                             hint="kernels must be defined in a .py file") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    first = text.splitlines()[0]
+    indent = len(first) - len(first.lstrip())
+    tree = ast.parse(dedented)
+    ast.increment_lineno(tree, start - 1)
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise TranspileError(f"{fn.__qualname__} is not a plain function definition",
+                             Loc(file, start, indent))
+    parsed = ParsedFunction(node, file, indent)
+    _cache[key] = parsed
+    return parsed

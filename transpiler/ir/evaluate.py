@@ -1,0 +1,45 @@
+"""Evaluate the host-computable expressions of a kernel (its range bounds) with Python
+integers, so a runtime can size the grid before launching."""
+from __future__ import annotations
+
+from . import nodes as ir
+
+
+class NotHostComputable(Exception):
+    pass
+
+
+def evaluate(e: ir.Expr, scalars: dict[str, object], shapes: dict[str, tuple[int, ...]],
+             env: dict[int, ir.Expr] | None = None):
+    """``scalars``: parameter name -> value; ``shapes``: ndarray name -> shape;
+    ``env``: values of the top-level locals the expression may read (see ``uniform_env``)."""
+    env = env or {}
+
+    def ev(x: ir.Expr):
+        if isinstance(x, ir.Const):
+            return x.value
+        if isinstance(x, ir.ParamRef):
+            return scalars[x.param.name]
+        if isinstance(x, ir.Shape):
+            return shapes[x.array.name][x.dim]
+        if isinstance(x, ir.LocalRef) and id(x.var) in env:
+            return ev(env[id(x.var)])
+        if isinstance(x, ir.Cast):
+            v = ev(x.a)
+            return float(v) if x.type.is_float else int(v)
+        if isinstance(x, ir.Unary) and x.op == "neg":
+            return -ev(x.a)
+        if isinstance(x, ir.BinOp):
+            a, b = ev(x.a), ev(x.b)
+            ops = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+                   "floordiv": lambda: a // b, "mod": lambda: a % b, "truediv": lambda: a / b,
+                   "truncdiv": lambda: int(a / b), "truncmod": lambda: a - int(a / b) * b,
+                   "lshift": lambda: a << b, "rshift": lambda: a >> b, "bitand": lambda: a & b,
+                   "bitor": lambda: a | b, "bitxor": lambda: a ^ b, "pow": lambda: a ** b}
+            return ops[x.op]()
+        if isinstance(x, ir.Math) and x.fn in ("min", "max", "abs"):
+            args = [ev(a) for a in x.args]
+            return {"min": min, "max": max, "abs": abs}[x.fn](*args)
+        raise NotHostComputable(type(x).__name__)
+
+    return ev(e)

@@ -1,0 +1,292 @@
+"""IR nodes: typed expressions and statements in structured control flow.
+
+Every node carries the source location it came from, so diagnostics, comments in the
+output and toolchain messages all point back at the user's Python line. SIMT
+primitives are their own nodes with explicit kinds, never strings of target code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from .types import DType, NdarrayType, SharedArrayType
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    file: str   # the path as the user gave it
+    line: int
+    col: int    # 0-based, as in Python's ast
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+
+# ----------------------------------------------------------------------------- values
+
+@dataclass(eq=False, slots=True)
+class Local:
+    """A kernel-local variable. ``name`` is the user's name; targets may rename it."""
+
+    name: str
+    type: DType
+    loc: Loc
+    loop_var: bool = False  # Python ignores assignments to it between iterations; C would not
+
+
+@dataclass(eq=False, slots=True)
+class Param:
+    """A kernel parameter: a scalar, or an ndarray with its shape."""
+
+    name: str
+    type: Union[DType, NdarrayType]
+    index: int
+    loc: Loc
+
+    @property
+    def is_array(self) -> bool:
+        return isinstance(self.type, NdarrayType)
+
+
+@dataclass(eq=False, slots=True)
+class SharedArray:
+    """A block-shared array declared in a task (``qd.simt.block.SharedArray``)."""
+
+    name: str
+    type: SharedArrayType
+    loc: Loc
+
+
+Array = Union[Param, SharedArray]
+
+
+# ----------------------------------------------------------------------------- expressions
+
+@dataclass(eq=False, slots=True)
+class Expr:
+    type: DType
+    loc: Loc
+
+
+@dataclass(eq=False, slots=True)
+class Const(Expr):
+    value: Union[int, float, bool]
+
+
+@dataclass(eq=False, slots=True)
+class LocalRef(Expr):
+    var: Local
+
+
+@dataclass(eq=False, slots=True)
+class ParamRef(Expr):
+    param: Param
+
+
+@dataclass(eq=False, slots=True)
+class Shape(Expr):
+    """``a.shape[dim]`` of an ndarray parameter (always i32)."""
+
+    array: Param
+    dim: int
+
+
+@dataclass(eq=False, slots=True)
+class Load(Expr):
+    array: Array
+    indices: list[Expr]
+
+
+BINARY_OPS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+              "lshift", "rshift", "bitand", "bitor", "bitxor",
+              "truncdiv", "truncmod")  # C's / and % on integers, for indices known non-negative
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+@dataclass(eq=False, slots=True)
+class BinOp(Expr):
+    """Arithmetic on two operands already converted to ``type`` (Python semantics)."""
+
+    op: str
+    a: Expr
+    b: Expr
+
+
+@dataclass(eq=False, slots=True)
+class Compare(Expr):
+    """A comparison of two operands of one type; the result is ``bool``."""
+
+    op: str
+    a: Expr
+    b: Expr
+
+
+@dataclass(eq=False, slots=True)
+class Logical(Expr):
+    """Short-circuit ``and`` / ``or`` on booleans."""
+
+    op: str  # "and" | "or"
+    a: Expr
+    b: Expr
+
+
+@dataclass(eq=False, slots=True)
+class Unary(Expr):
+    op: str  # "neg" | "not" | "invert"
+    a: Expr
+
+
+@dataclass(eq=False, slots=True)
+class Cast(Expr):
+    a: Expr
+
+
+@dataclass(eq=False, slots=True)
+class Select(Expr):
+    """``a if cond else b``: only the chosen side is evaluated."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+
+
+MATH_FUNCS = {
+    # name: number of arguments; all of them float -> float unless noted in the frontend
+    "sqrt": 1, "rsqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1,
+    "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "tanh": 1,
+    "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "abs": 1, "atan2": 2, "pow": 2,
+    "min": 2, "max": 2,
+    # integer bit helpers, -> i32
+    "popcnt": 1, "clz": 1, "ffs": 1,
+}
+
+
+@dataclass(eq=False, slots=True)
+class Math(Expr):
+    fn: str
+    args: list[Expr]
+
+
+THREAD_INDICES = ("thread_idx", "block_idx", "block_dim", "grid_dim", "global_thread_idx", "grid_stride")
+
+
+@dataclass(eq=False, slots=True)
+class ThreadIndex(Expr):
+    """A hardware index along x: the thread in its block, the block, sizes; always i32."""
+
+    kind: str
+
+
+ATOMIC_OPS = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "exchange", "cas")
+
+
+@dataclass(eq=False, slots=True)
+class Atomic(Expr):
+    """An atomic read-modify-write on a memory element; evaluates to the old value."""
+
+    op: str
+    array: Array
+    indices: list[Expr]
+    value: Expr
+    expected: Expr | None = None  # only for "cas": atomic_cas(x, expected, value)
+
+
+# ----------------------------------------------------------------------------- statements
+
+@dataclass(eq=False, slots=True)
+class Stmt:
+    loc: Loc
+
+
+@dataclass(eq=False, slots=True)
+class Declare(Stmt):
+    var: Local
+    init: Expr | None
+
+
+@dataclass(eq=False, slots=True)
+class Assign(Stmt):
+    var: Local
+    value: Expr
+
+
+@dataclass(eq=False, slots=True)
+class Store(Stmt):
+    array: Array
+    indices: list[Expr]
+    value: Expr
+
+
+@dataclass(eq=False, slots=True)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass(eq=False, slots=True)
+class If(Stmt):
+    cond: Expr
+    then: list[Stmt]
+    orelse: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False, slots=True)
+class For(Stmt):
+    """``for var in range(start, stop, step)``; ``step_sign`` is +1 / -1 when known, else 0."""
+
+    var: Local
+    start: Expr
+    stop: Expr
+    step: Expr
+    step_sign: int
+    body: list[Stmt]
+
+
+@dataclass(eq=False, slots=True)
+class While(Stmt):
+    cond: Expr
+    body: list[Stmt]
+
+
+@dataclass(eq=False, slots=True)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False, slots=True)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False, slots=True)
+class DeclareShared(Stmt):
+    array: SharedArray
+
+
+# ----------------------------------------------------------------------------- kernel
+
+@dataclass(eq=False, slots=True)
+class Task:
+    """One GPU entry point. A parallel task runs ``body`` once per index of ``ranges``
+    (row-major over the dimensions) through a grid-stride loop; a serial task runs it
+    on a single thread."""
+
+    name: str
+    kind: str                       # "parallel" | "serial"
+    loop_vars: list[Local]          # one per range dimension (parallel only)
+    ranges: list[tuple[Expr, Expr]]  # (begin, end) per dimension (parallel only)
+    block_dim: int
+    body: list[Stmt]
+    loc: Loc
+    shared: list[SharedArray] = field(default_factory=list)
+
+    def extent(self) -> list[Expr]:
+        return [end for _, end in self.ranges]
+
+
+@dataclass(eq=False, slots=True)
+class Kernel:
+    name: str
+    file: str
+    loc: Loc
+    params: list[Param]
+    tasks: list[Task]

@@ -1,0 +1,109 @@
+"""A stable text dump of the IR: the ``inspect`` command's view and a golden-test target.
+
+Every value shows its type (``add.f32(a, b)``); every statement ends with its Python line.
+Locals are numbered per kernel in order of appearance so the dump never depends on
+object identity."""
+from __future__ import annotations
+
+import os
+
+from . import nodes as ir
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.ids: dict[int, str] = {}
+        self.objs: list = []  # keep the objects alive so ids stay unique
+
+    def __call__(self, var) -> str:
+        key = id(var)
+        if key not in self.ids:
+            self.ids[key] = f"{var.name}.{len(self.ids)}"
+            self.objs.append(var)
+        return self.ids[key]
+
+
+def dump_expr(e: ir.Expr, names: _Names) -> str:
+    t = e.type.name
+    if isinstance(e, ir.Const):
+        return f"{e.value!r}:{t}"
+    if isinstance(e, ir.LocalRef):
+        return names(e.var)
+    if isinstance(e, ir.ParamRef):
+        return e.param.name
+    if isinstance(e, ir.Shape):
+        return f"{e.array.name}.shape[{e.dim}]"
+    if isinstance(e, ir.Load):
+        return f"{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+    if isinstance(e, (ir.BinOp, ir.Compare, ir.Logical)):
+        return f"{e.op}.{t}({dump_expr(e.a, names)}, {dump_expr(e.b, names)})"
+    if isinstance(e, ir.Unary):
+        return f"{e.op}.{t}({dump_expr(e.a, names)})"
+    if isinstance(e, ir.Cast):
+        return f"cast.{t}({dump_expr(e.a, names)})"
+    if isinstance(e, ir.Select):
+        return f"select.{t}({dump_expr(e.cond, names)}, {dump_expr(e.a, names)}, {dump_expr(e.b, names)})"
+    if isinstance(e, ir.Math):
+        return f"{e.fn}.{t}({', '.join(dump_expr(a, names) for a in e.args)})"
+    if isinstance(e, ir.ThreadIndex):
+        return f"{e.kind}()"
+    if isinstance(e, ir.Atomic):
+        where = f"{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+        extra = f", expected={dump_expr(e.expected, names)}" if e.expected is not None else ""
+        return f"atomic_{e.op}.{t}({where}, {dump_expr(e.value, names)}{extra})"
+    raise TypeError(f"no dump for {type(e).__name__}")
+
+
+def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str]) -> None:
+    pad = "  " * indent
+
+    def line(text: str, st: ir.Stmt) -> None:
+        out.append(f"{pad}{text}  # {os.path.basename(st.loc.file)}:{st.loc.line}")
+
+    for st in stmts:
+        if isinstance(st, ir.Declare):
+            init = "" if st.init is None else " = " + dump_expr(st.init, names)
+            line(f"let {names(st.var)}: {st.var.type.name}{init}", st)
+        elif isinstance(st, ir.Assign):
+            line(f"{names(st.var)} = {dump_expr(st.value, names)}", st)
+        elif isinstance(st, ir.Store):
+            idx = ", ".join(dump_expr(i, names) for i in st.indices)
+            line(f"{st.array.name}[{idx}] = {dump_expr(st.value, names)}", st)
+        elif isinstance(st, ir.ExprStmt):
+            line(dump_expr(st.expr, names), st)
+        elif isinstance(st, ir.If):
+            line(f"if {dump_expr(st.cond, names)}:", st)
+            dump_stmts(st.then, names, indent + 1, out)
+            if st.orelse:
+                out.append(f"{pad}else:")
+                dump_stmts(st.orelse, names, indent + 1, out)
+        elif isinstance(st, ir.For):
+            rng = ", ".join(dump_expr(x, names) for x in (st.start, st.stop, st.step))
+            line(f"for {names(st.var)} in range({rng}):", st)
+            dump_stmts(st.body, names, indent + 1, out)
+        elif isinstance(st, ir.While):
+            line(f"while {dump_expr(st.cond, names)}:", st)
+            dump_stmts(st.body, names, indent + 1, out)
+        elif isinstance(st, ir.Break):
+            line("break", st)
+        elif isinstance(st, ir.Continue):
+            line("continue", st)
+        elif isinstance(st, ir.DeclareShared):
+            line(f"shared {st.array.name}: {st.array.type!r}", st)
+        else:
+            raise TypeError(f"no dump for {type(st).__name__}")
+
+
+def dump_kernel(k: ir.Kernel) -> str:
+    names = _Names()
+    params = ", ".join(f"{p.name}: {p.type!r}" for p in k.params)
+    out = [f"kernel {k.name}({params})  # {os.path.basename(k.file)}:{k.loc.line}"]
+    for t in k.tasks:
+        head = f"task {t.name} {t.kind}"
+        if t.kind == "parallel":
+            dims = ", ".join(f"{names(v)} in [{dump_expr(b, names)}, {dump_expr(e, names)})"
+                             for v, (b, e) in zip(t.loop_vars, t.ranges))
+            head += f" block_dim={t.block_dim} for {dims}"
+        out.append(f"{head}:  # {os.path.basename(t.loc.file)}:{t.loc.line}")
+        dump_stmts(t.body, names, 1, out)
+    return "\n".join(out) + "\n"

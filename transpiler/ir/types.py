@@ -1,0 +1,139 @@
+"""IR types: scalar dtypes, ndarrays, shared arrays, and the promotion rules.
+
+The promotion rules follow Quadrants (and so Taichi): a float wins over an int, the
+wider type wins, and at equal width an unsigned int wins over a signed one. Untyped
+Python literals adapt to the other operand (``x_u8 + 1`` stays ``u8``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DType:
+    """A scalar type. Also usable as a value constructor inside kernels: ``qd.u32(x)``."""
+
+    name: str   # "i32", "f16", "bool", ...
+    kind: str   # "int", "uint", "float", "bool"
+    bits: int
+
+    def __repr__(self) -> str:
+        return f"qd.{self.name}"
+
+    def __call__(self, value):  # host-side use: convert like numpy would
+        return self.np_dtype.type(value)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def np_dtype(self):
+        import numpy as np  # lazily: emitting text must not pay for numpy
+
+        return np.dtype(_NP_NAMES[self.name])
+
+    @property
+    def nbytes(self) -> int:
+        return max(self.bits // 8, 1)
+
+
+_NP_NAMES = {
+    "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "f32": "float32", "f64": "float64",
+}
+
+bool_ = DType("bool", "bool", 1)
+i8, i16, i32, i64 = (DType(f"i{b}", "int", b) for b in (8, 16, 32, 64))
+u8, u16, u32, u64 = (DType(f"u{b}", "uint", b) for b in (8, 16, 32, 64))
+f16, f32, f64 = (DType(f"f{b}", "float", b) for b in (16, 32, 64))
+
+SCALARS: dict[str, DType] = {t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64)}
+DEFAULT_INT = i32
+DEFAULT_FLOAT = f32
+
+
+def from_numpy(dt) -> DType:
+    """The DType of a numpy dtype (or numpy scalar type)."""
+    import numpy as np
+
+    name = np.dtype(dt).name
+    for key, np_name in _NP_NAMES.items():
+        if np_name == name:
+            return SCALARS[key]
+    raise TypeError(f"numpy dtype {name} has no kernel equivalent")
+
+
+@dataclass(frozen=True, slots=True)
+class NdarrayType:
+    """A global-memory array parameter: ``qd.types.ndarray(dtype=..., ndim=...)``."""
+
+    dtype: DType
+    ndim: int
+
+    def __repr__(self) -> str:
+        return f"ndarray({self.dtype.name}, {self.ndim}d)"
+
+
+@dataclass(frozen=True, slots=True)
+class SharedArrayType:
+    """A block-shared array with a shape fixed at compile time."""
+
+    dtype: DType
+    shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n * self.dtype.nbytes
+
+    def __repr__(self) -> str:
+        return f"shared({self.dtype.name}, {list(self.shape)})"
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The common type of a binary arithmetic operation on ``a`` and ``b``."""
+    if a == b:
+        return i32 if a is bool_ else a
+    if a is bool_:
+        a = i32
+    if b is bool_:
+        b = i32
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            return a if a.bits >= b.bits else b
+        return a if a.is_float else b
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return a if a.kind == "uint" else b
+
+
+def literal_type(value) -> DType:
+    """The type an untyped Python literal gets when nothing else decides it."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return i32 if -(2**31) <= value < 2**31 else i64
+    return DEFAULT_FLOAT
+
+
+def fits(value: int, t: DType) -> bool:
+    """Whether the Python int ``value`` is representable in the integer type ``t``."""
+    if t.kind == "uint":
+        return 0 <= value < 2**t.bits
+    return -(2 ** (t.bits - 1)) <= value < 2 ** (t.bits - 1)

@@ -1,0 +1,347 @@
+"""The shared C-like renderer: walks the typed IR once and writes statements and
+expressions with the spellings of a ``Dialect`` (one subclass per target, mostly tables).
+
+Expressions are printed with the fewest parentheses C's precedence allows. Every
+statement ends with a ``// file.py:LINE`` comment pointing at the Python it came from.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+
+# C operator precedence (higher binds tighter).
+PREC_PRIMARY, PREC_UNARY, PREC_MUL, PREC_ADD, PREC_SHIFT = 16, 15, 13, 12, 11
+PREC_REL, PREC_EQ, PREC_BITAND, PREC_BITXOR, PREC_BITOR = 10, 9, 8, 7, 6
+PREC_AND, PREC_OR, PREC_COND = 5, 4, 3
+
+BINARY = {  # IR op -> (C operator, precedence)
+    "add": ("+", PREC_ADD), "sub": ("-", PREC_ADD), "mul": ("*", PREC_MUL),
+    "truediv": ("/", PREC_MUL), "truncdiv": ("/", PREC_MUL), "truncmod": ("%", PREC_MUL),
+    "lshift": ("<<", PREC_SHIFT), "rshift": (">>", PREC_SHIFT),
+    "bitand": ("&", PREC_BITAND), "bitxor": ("^", PREC_BITXOR), "bitor": ("|", PREC_BITOR),
+}
+COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),
+           "ge": (">=", PREC_REL), "eq": ("==", PREC_EQ), "ne": ("!=", PREC_EQ)}
+
+
+def f32_repr(value: float) -> str:
+    """The shortest decimal that reads back as the same float32."""
+    bits = struct.pack("<f", value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == bits:
+            return text
+    return repr(value)
+
+
+def float_text(text: str) -> str:
+    """Make a decimal read as a floating literal in C (``1`` -> ``1.0``)."""
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+@dataclass
+class Helper:
+    """A helper function a module needs, rendered by the template macro ``name``."""
+
+    name: str
+    dtype: str   # the dtype name it is instantiated for
+    ctype: str   # its spelling in the target
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.dtype)
+
+
+class Dialect:
+    """Spellings of one C-like target language. Subclasses fill in the tables."""
+
+    name = ""
+    file_ext = ""
+    types: dict[str, str] = {}
+    reserved: frozenset[str] = frozenset()
+    thread_index: dict[str, str] = {}
+    float_funcs: dict[str, str] = {}  # IR math fn -> C name (f64 spelling)
+    subgroup_size: int | None = None
+
+    def type_name(self, t: T.DType, loc: ir.Loc | None = None) -> str:
+        try:
+            return self.types[t.name]
+        except KeyError:
+            raise TranspileError(f"{t.name} is not supported on the {self.name} target", loc) from None
+
+    def literal(self, value, t: T.DType) -> str:
+        raise NotImplementedError
+
+    def cast(self, text: str, t: T.DType) -> str:
+        return f"{self.types[t.name]}({text})"
+
+    def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
+        raise NotImplementedError
+
+    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
+        raise NotImplementedError
+
+    def compute_type(self, t: T.DType) -> T.DType:
+        """The type arithmetic on ``t`` is carried out in (C promotes narrow ints)."""
+        return t
+
+    def array_ref(self, r: Renderer, array: ir.Array, index: str) -> str:
+        return f"{r.array_name(array)}[{index}]"
+
+    def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
+        """Python's floor division, modulo and integer power, as helper calls."""
+        t = e.type
+        if e.op == "floordiv" and t.kind == "uint":
+            return r.narrow(f"{r.text(e.a, PREC_MUL)} / {r.text(e.b, PREC_MUL + 1)}", PREC_MUL, t)
+        if e.op == "mod" and t.kind == "uint":
+            return r.narrow(f"{r.text(e.a, PREC_MUL)} % {r.text(e.b, PREC_MUL + 1)}", PREC_MUL, t)
+        name = {"floordiv": "floordiv", "mod": "mod", "pow": "ipow"}.get(e.op)
+        if name is None:
+            return None
+        return f"{r.helper(name, t)}({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY
+
+
+@dataclass
+class Renderer:
+    """Renders the statements of one entry point."""
+
+    dialect: Dialect
+    line_directives: bool = False
+    lines: list[str] = field(default_factory=list)
+    helpers: dict[tuple[str, str], Helper] = field(default_factory=dict)
+    features: set[str] = field(default_factory=set)
+    used_types: set[str] = field(default_factory=set)
+    names: dict[int, str] = field(default_factory=dict)
+    shape_names: dict[tuple[int, int], str] = field(default_factory=dict)
+    scopes: list[set[str]] = field(default_factory=lambda: [set()])
+    keep: list = field(default_factory=list)
+    last_line: tuple[str, int] | None = None
+
+    # ------------------------------------------------------------------ names
+
+    def sanitize(self, name: str) -> str:
+        if name in self.dialect.reserved or name.startswith(("qd_", "gl_", "__")):
+            return name + "_"
+        return name
+
+    def taken(self, name: str) -> bool:
+        return any(name in s for s in self.scopes)
+
+    def declare_name(self, obj, base: str) -> str:
+        base = self.sanitize(base)
+        name, k = base, 1
+        while self.taken(name):
+            name = f"{base}_{k}"
+            k += 1
+        self.scopes[-1].add(name)
+        self.names[id(obj)] = name
+        self.keep.append(obj)
+        return name
+
+    def reserve(self, name: str) -> None:
+        self.scopes[0].add(name)
+
+    def local_name(self, var: ir.Local) -> str:
+        try:
+            return self.names[id(var)]
+        except KeyError:
+            raise TranspileError(f"internal error: `{var.name}` used before its declaration", var.loc) from None
+
+    def array_name(self, array: ir.Array) -> str:
+        return self.names[id(array)]
+
+    def param_name(self, p: ir.Param) -> str:
+        return self.names[id(p)]
+
+    def helper(self, name: str, t: T.DType) -> str:
+        """Request a helper function; returns the name to call."""
+        h = Helper(name, t.name, self.dialect.type_name(t))
+        self.helpers.setdefault(h.key, h)
+        return "qd_" + name
+
+    def type(self, t: T.DType, loc: ir.Loc | None = None) -> str:
+        self.used_types.add(t.name)
+        return self.dialect.type_name(t, loc)
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, e: ir.Expr) -> tuple[str, int]:
+        method = getattr(self, "expr_" + type(e).__name__)
+        return method(e)
+
+    def text(self, e: ir.Expr, min_prec: int = 0) -> str:
+        s, p = self.expr(e)
+        return f"({s})" if p < min_prec else s
+
+    def expr_Const(self, e: ir.Const):
+        self.used_types.add(e.type.name)
+        s = self.dialect.literal(e.value, e.type)
+        return s, (PREC_UNARY if s.startswith("-") else PREC_PRIMARY)
+
+    def expr_LocalRef(self, e: ir.LocalRef):
+        return self.local_name(e.var), PREC_PRIMARY
+
+    def expr_ParamRef(self, e: ir.ParamRef):
+        return self.param_name(e.param), PREC_PRIMARY
+
+    def expr_Shape(self, e: ir.Shape):
+        return self.shape_names[(id(e.array), e.dim)], PREC_PRIMARY
+
+    def linear_index(self, array: ir.Array, indices: list[ir.Expr]) -> str:
+        if len(indices) == 1:
+            return self.text(indices[0])
+        # Row-major: ((i * n1 + j) * n2 + k)
+        acc = self.text(indices[0], PREC_MUL)
+        for dim, idx in enumerate(indices[1:], start=1):
+            if isinstance(array, ir.SharedArray):
+                extent = str(array.type.shape[dim])
+            else:
+                extent = self.shape_names[(id(array), dim)]
+            acc = f"{acc} * {extent} + {self.text(idx, PREC_ADD + 1)}"
+            if dim < len(indices) - 1:
+                acc = f"({acc})"
+        return acc
+
+    def expr_Load(self, e: ir.Load):
+        return self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices)), PREC_PRIMARY
+
+    def narrow(self, text: str, prec: int, t: T.DType) -> tuple[str, int]:
+        """C computes narrow ints as int: convert the result back to ``t``."""
+        if self.dialect.compute_type(t) != t:
+            return self.dialect.cast(text, t), PREC_PRIMARY
+        return text, prec
+
+    def expr_BinOp(self, e: ir.BinOp):
+        t = e.type
+        special = self.dialect.binop_special(self, e)
+        if special is not None:
+            return special
+        op, prec = BINARY[e.op]
+        s = f"{self.text(e.a, prec)} {op} {self.text(e.b, prec + 1)}"
+        return self.narrow(s, prec, t)
+
+    def expr_Compare(self, e: ir.Compare):
+        op, prec = COMPARE[e.op]
+        return f"{self.text(e.a, prec + 1)} {op} {self.text(e.b, prec + 1)}", prec
+
+    def expr_Logical(self, e: ir.Logical):
+        if e.op == "and":
+            return f"{self.text(e.a, PREC_AND)} && {self.text(e.b, PREC_AND + 1)}", PREC_AND
+        # Parenthesize && inside || even where C would not need it: it reads better.
+        return f"{self.text(e.a, PREC_AND + 1)} || {self.text(e.b, PREC_AND + 1)}", PREC_OR
+
+    def expr_Unary(self, e: ir.Unary):
+        sym = {"neg": "-", "not": "!", "invert": "~"}[e.op]
+        inner = self.text(e.a, PREC_UNARY)
+        if sym == "-" and inner.startswith("-"):
+            inner = f"({inner})"
+        return self.narrow(f"{sym}{inner}", PREC_UNARY, e.type)
+
+    def expr_Cast(self, e: ir.Cast):
+        self.used_types.add(e.type.name)
+        return self.dialect.cast(self.text(e.a), e.type), PREC_PRIMARY
+
+    def expr_Select(self, e: ir.Select):
+        s = f"{self.text(e.cond, PREC_OR)} ? {self.text(e.a, PREC_COND)} : {self.text(e.b, PREC_COND)}"
+        return s, PREC_COND
+
+    def expr_Math(self, e: ir.Math):
+        args = [self.text(a) for a in e.args]
+        return self.narrow(self.dialect.math(self, e, args), PREC_PRIMARY, e.type)
+
+    def expr_ThreadIndex(self, e: ir.ThreadIndex):
+        return self.dialect.thread_index[e.kind], PREC_PRIMARY
+
+    def expr_Atomic(self, e: ir.Atomic):
+        ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
+        value = self.text(e.value)
+        expected = self.text(e.expected) if e.expected is not None else None
+        return self.dialect.atomic(self, e, ref, value, expected), PREC_PRIMARY
+
+    # ------------------------------------------------------------------ statements
+
+    def comment(self, loc: ir.Loc) -> str:
+        return f"  // {os.path.basename(loc.file)}:{loc.line}"
+
+    def put(self, depth: int, text: str, loc: ir.Loc | None) -> None:
+        if self.line_directives and loc is not None and self.last_line != (loc.file, loc.line):
+            self.lines.append(f'#line {loc.line} "{os.path.basename(loc.file)}"')
+            self.last_line = (loc.file, loc.line)
+        self.lines.append("    " * depth + text + (self.comment(loc) if loc is not None else ""))
+
+    def block(self, stmts: list[ir.Stmt], depth: int) -> None:
+        self.scopes.append(set())
+        try:
+            for st in stmts:
+                getattr(self, "stmt_" + type(st).__name__)(st, depth)
+        finally:
+            self.scopes.pop()
+
+    def stmt_Declare(self, st: ir.Declare, depth: int) -> None:
+        t = self.type(st.var.type, st.loc)
+        init = None if st.init is None else self.text(st.init)
+        name = self.declare_name(st.var, st.var.name)
+        self.put(depth, f"{t} {name};" if init is None else f"{t} {name} = {init};", st.loc)
+
+    def stmt_Assign(self, st: ir.Assign, depth: int) -> None:
+        self.put(depth, f"{self.local_name(st.var)} = {self.text(st.value)};", st.loc)
+
+    def stmt_Store(self, st: ir.Store, depth: int) -> None:
+        ref = self.dialect.array_ref(self, st.array, self.linear_index(st.array, st.indices))
+        self.put(depth, f"{ref} = {self.text(st.value)};", st.loc)
+
+    def stmt_ExprStmt(self, st: ir.ExprStmt, depth: int) -> None:
+        self.put(depth, f"{self.text(st.expr)};", st.loc)
+
+    def stmt_If(self, st: ir.If, depth: int, prefix: str = "") -> None:
+        self.put(depth, f"{prefix}if ({self.text(st.cond)}) {{", st.loc)
+        self.block(st.then, depth + 1)
+        if len(st.orelse) == 1 and isinstance(st.orelse[0], ir.If):
+            self.stmt_If(st.orelse[0], depth, prefix="} else ")
+            return
+        if st.orelse:
+            self.put(depth, "} else {", None)
+            self.block(st.orelse, depth + 1)
+        self.put(depth, "}", None)
+
+    def stmt_For(self, st: ir.For, depth: int) -> None:
+        self.scopes.append(set())
+        try:
+            t = self.type(st.var.type, st.loc)
+            start = self.text(st.start)
+            name = self.declare_name(st.var, st.var.name)
+            stop = self.text(st.stop, PREC_REL + 1)
+            if st.step_sign > 0:
+                cond = f"{name} < {stop}"
+            elif st.step_sign < 0:
+                cond = f"{name} > {stop}"
+            else:
+                step = self.text(st.step, PREC_REL + 1)
+                cond = f"{step} > 0 ? {name} < {stop} : {name} > {stop}"
+            if isinstance(st.step, ir.Const) and st.step.value == 1:
+                inc = f"++{name}"
+            elif isinstance(st.step, ir.Const) and st.step.value == -1:
+                inc = f"--{name}"
+            else:
+                inc = f"{name} += {self.text(st.step, PREC_COND)}"
+            self.put(depth, f"for ({t} {name} = {start}; {cond}; {inc}) {{", st.loc)
+            self.block(st.body, depth + 1)
+        finally:
+            self.scopes.pop()
+        self.put(depth, "}", None)
+
+    def stmt_While(self, st: ir.While, depth: int) -> None:
+        self.put(depth, f"while ({self.text(st.cond)}) {{", st.loc)
+        self.block(st.body, depth + 1)
+        self.put(depth, "}", None)
+
+    def stmt_Break(self, st: ir.Break, depth: int) -> None:
+        self.put(depth, "break;", st.loc)
+
+    def stmt_Continue(self, st: ir.Continue, depth: int) -> None:
+        self.put(depth, "continue;", st.loc)

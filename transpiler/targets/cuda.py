@@ -1,0 +1,147 @@
+"""CUDA C++ for NVRTC: spellings, and the entry-point signature.
+
+Self-contained: NVRTC gets no include paths, so the fixed-width integer typedefs and the
+f16 type come from the template's prelude rather than from headers.
+"""
+from __future__ import annotations
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+from .base import Renderer
+from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
+from .emit import EntryPoint, Target, shape_arg_names
+
+# IR math function -> the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf).
+FLOAT_FUNCS = {
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
+    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
+    "abs": "fabs", "atan2": "atan2", "pow": "pow", "min": "fmin", "max": "fmax",
+}
+# (fn, bits) -> spelling, for integer arguments.
+INT_FUNCS = {
+    ("min", 32): "min", ("min", 64): "min", ("max", 32): "max", ("max", 64): "max",
+    ("abs", 32): "abs", ("abs", 64): "llabs",
+    ("popcnt", 32): "__popc", ("popcnt", 64): "__popcll", ("clz", 32): "__clz",
+    ("clz", 64): "__clzll", ("ffs", 32): "__ffs", ("ffs", 64): "__ffsll",
+}
+# Atomics CUDA has as single instructions: (op, dtype) -> (function, the type its pointer
+# must have when it differs from the element's, e.g. i64 adds through unsigned long long).
+NATIVE_ATOMICS = {
+    **{("add", t): ("atomicAdd", None) for t in ("i32", "u32", "u64", "f32", "f64")},
+    ("add", "i64"): ("atomicAdd", "u64"),
+    **{(op, t): (fn, None) for op, fn in (("min", "atomicMin"), ("max", "atomicMax"))
+       for t in ("i32", "u32", "i64", "u64")},
+    **{(op, t): (fn, None) for op, fn in (("and", "atomicAnd"), ("or", "atomicOr"), ("xor", "atomicXor"))
+       for t in ("i32", "u32", "u64")},
+    **{(op, "i64"): (fn, "u64") for op, fn in (("and", "atomicAnd"), ("or", "atomicOr"), ("xor", "atomicXor"))},
+    **{("exchange", t): ("atomicExch", None) for t in ("i32", "u32", "u64", "f32")},
+    ("exchange", "i64"): ("atomicExch", "u64"),
+    **{("cas", t): ("atomicCAS", None) for t in ("i32", "u32", "u64")},
+    ("cas", "i64"): ("atomicCAS", "u64"),
+}
+
+
+class CudaDialect(CxxDialect):
+    name = "cuda"
+    file_ext = ".cu"
+    subgroup_size = 32
+    types = {"bool": "bool", "f16": "qd_half", "f32": "float", "f64": "double",
+             **{k: v[0] for k, v in FIXED_WIDTH.items()}}
+    reserved = CXX_KEYWORDS | frozenset("""
+        threadIdx blockIdx blockDim gridDim warpSize half kernel device shared
+        __global__ __device__ __shared__ __host__ __restrict__
+    """.split()) | frozenset(FLOAT_FUNCS.values()) | frozenset(v + "f" for v in FLOAT_FUNCS.values())
+    thread_index = {
+        "thread_idx": "(int32_t)threadIdx.x",
+        "block_idx": "(int32_t)blockIdx.x",
+        "block_dim": "(int32_t)blockDim.x",
+        "grid_dim": "(int32_t)gridDim.x",
+        "global_thread_idx": "(int32_t)(blockIdx.x * blockDim.x + threadIdx.x)",
+        "grid_stride": "(int32_t)(blockDim.x * gridDim.x)",
+    }
+    atomics = NATIVE_ATOMICS
+
+    def compute_type(self, t: T.DType) -> T.DType:
+        return T.f32 if t is T.f16 else super().compute_type(t)
+
+    def special_float(self, v: float, t: T.DType) -> str:
+        if t.name == "f64":
+            bits = {"inf": "0x7ff0000000000000ll", "-inf": "0xfff0000000000000ll",
+                    "nan": "0x7ff8000000000000ll"}[repr(v)]
+            return f"__longlong_as_double({bits})"
+        bits = {"inf": "0x7f800000", "-inf": "0xff800000", "nan": "0x7fc00000"}[repr(v)]
+        text = f"__int_as_float({bits})"
+        return text if t.name == "f32" else self.cast(text, t)
+
+    def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
+        t = e.args[0].type
+        if t.is_float:
+            if e.fn == "rsqrt" and t.name == "f64":
+                return f"rsqrt({args[0]})"
+            base = FLOAT_FUNCS[e.fn]
+            return f"{base}{'' if t.name == 'f64' else 'f'}({', '.join(args)})"
+        bits = 64 if t.bits == 64 else 32
+        fn = INT_FUNCS.get((e.fn, bits))
+        if fn is None:
+            raise TranspileError(f"{e.fn} on {t.name} is not supported on the {self.name} target", e.loc)
+        return f"{fn}({', '.join(args)})"
+
+    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
+        t = e.type
+        native = self.atomics.get((e.op, t.name))
+        if native is None:
+            raise TranspileError(f"qd.atomic_{e.op} on {t.name} is not supported on the {self.name} target", e.loc)
+        fn, as_type = native
+        args = [value] if expected is None else [expected, value]
+        if as_type is None:
+            return f"{fn}(&{ref}, {', '.join(args)})"
+        ct = self.types[as_type]
+        r.used_types.add(as_type)
+        cast_args = ", ".join(f"({ct})({a})" for a in args)
+        return f"({self.types[t.name]}){fn}(({ct}*)&{ref}, {cast_args})"
+
+
+class CudaTarget(Target):
+    name = "cuda"
+    dialect = CudaDialect()
+    template = "cuda/module.cu.j2"
+    file_ext = ".cu"
+    language = "CUDA C++ for NVRTC (sm_70+)"
+
+    def signature(self, r: Renderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
+        out = []
+        for p in kernel.params:
+            name = r.declare_name(p, p.name)
+            if p.is_array:
+                out.append(f"{r.type(p.type.dtype, p.loc)}* {name}")
+                for d, shape in enumerate(shape_arg_names(p)):
+                    sname = r.declare_name((p, d), shape)
+                    r.shape_names[(id(p), d)] = sname
+                    out.append(f"{r.type(T.i32)} {sname}")
+            else:
+                out.append(f"{r.type(p.type, p.loc)} {name}")
+        return out
+
+    def param_manifest(self, kernel: ir.Kernel) -> list[dict]:
+        out, arg = [], 0
+        for p in kernel.params:
+            if p.is_array:
+                shape_args = list(range(arg + 1, arg + 1 + p.type.ndim))
+                out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
+                            "arg_index": arg, "shape_arg_indices": shape_args, "shape_dtype": "i32"})
+                arg += 1 + p.type.ndim
+            else:
+                out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})
+                arg += 1
+        return out
+
+    def requirements(self, features: set[str], used_types: set[str]) -> dict:
+        return {"min_sm": 70, "nvrtc_options": ["-std=c++17"], "extensions": []}
+
+    def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
+        typedefs = [(FIXED_WIDTH[t][0], FIXED_WIDTH[t][1]) for t in
+                    ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64") if t in used_types]
+        return {"typedefs": typedefs, "uses_half": "f16" in used_types, "dialect_dir": "cuda",
+                "qd_inline": "__device__ __forceinline__", "fmod": {"f16": "fmodf", "f32": "fmodf", "f64": "fmod"}}

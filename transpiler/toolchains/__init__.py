@@ -1,0 +1,84 @@
+"""Drive the real vendor compilers over generated sources and report their verdicts,
+with every compiler message mapped back to the Python line it came from."""
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import ToolchainMissing  # noqa: F401 - re-exported for callers
+
+
+@dataclass
+class Verdict:
+    """One toolchain's answer for one generated file."""
+
+    target: str
+    tool: str
+    file: str
+    ok: bool
+    seconds: float
+    message: str = ""          # the compiler's log, lines mapped to Python locations
+    details: dict = field(default_factory=dict)  # e.g. registers per entry point
+
+
+_COMMENT = re.compile(r"//\s*([\w.\-]+\.py):(\d+)\s*$")
+
+
+def python_line_of(source: str, line_no: int) -> str | None:
+    """The ``file.py:LINE`` comment on generated line ``line_no`` (or the closest one above)."""
+    lines = source.splitlines()
+    for k in range(min(line_no, len(lines)) - 1, -1, -1):
+        m = _COMMENT.search(lines[k])
+        if m:
+            return f"{m.group(1)}:{m.group(2)}"
+    return None
+
+
+def map_log(log: str, file: str, source: str, pattern: str) -> str:
+    """Prefix each compiler message that names a line of ``file`` with its Python location.
+    ``pattern`` is a regex with a group named ``line`` matching the compiler's location."""
+    out = []
+    rx = re.compile(pattern)
+    for line in log.splitlines():
+        m = rx.search(line)
+        if m and (not m.groupdict().get("file") or os.path.basename(m.group("file")) == file):
+            where = python_line_of(source, int(m.group("line")))
+            if where:
+                line = f"{where}: {line}"
+        out.append(line)
+    return "\n".join(out)
+
+
+Checker = Callable[[str, str, dict, dict], Verdict]
+_CHECKERS: dict[str, Callable[[], Checker]] = {}
+# The module that registers each target's checker.
+_CHECKER_MODULES = {"cuda": "nvrtc_check", "hip": "hip_check", "glsl": "glsl_check", "msl": "msl_check"}
+
+
+def register(target: str):
+    def wrap(factory: Callable[[], Checker]):
+        _CHECKERS[target] = factory
+        return factory
+
+    return wrap
+
+
+def check_sources(target: str, sources: dict[str, str], manifest: dict, options: dict | None = None) -> list[Verdict]:
+    """Compile every generated file of one translation; raises ToolchainMissing."""
+    import importlib
+
+    importlib.import_module(f"{__name__}.{_CHECKER_MODULES[target]}")
+    factory = _CHECKERS.get(target)
+    if factory is None:
+        raise ToolchainMissing(f"a {target} checker", "no checker is registered for this target")
+    check = factory()
+    return [check(name, text, manifest, options or {}) for name, text in sources.items()]
+
+
+def timed(fn: Callable, *args, **kwargs):
+    t0 = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - t0

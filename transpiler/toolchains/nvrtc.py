@@ -1,0 +1,104 @@
+"""NVRTC from the pip wheel (``nvidia-cuda-nvrtc``), through ctypes: no driver, no GPU,
+and no ``cuda-bindings`` needed. Compiles to PTX and to an sm_XX cubin."""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import re
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..errors import ToolchainMissing
+
+INSTALL_HINT = "pip install nvidia-cuda-nvrtc"
+
+
+@dataclass
+class NvrtcResult:
+    ok: bool
+    log: str
+    ptx: bytes = b""
+    cubin: bytes = b""
+
+
+def _candidates() -> list[str]:
+    found = []
+    for base in sys.path:
+        for pattern in ("nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
+                        "nvidia/cu12/lib/libnvrtc.so.12"):
+            found.extend(glob.glob(os.path.join(base, pattern)))
+    found.extend(glob.glob("/usr/local/cuda/lib64/libnvrtc.so*"))
+    return found
+
+
+@lru_cache(maxsize=None)
+def library() -> ctypes.CDLL:
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+        return lib
+    raise ToolchainMissing("NVRTC", INSTALL_HINT)
+
+
+def version() -> str:
+    lib = library()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return f"{major.value}.{minor.value}"
+
+
+def _get(lib, prog, size_fn: str, get_fn: str) -> bytes:
+    n = ctypes.c_size_t()
+    if getattr(lib, size_fn)(prog, ctypes.byref(n)) != 0:
+        return b""
+    buf = ctypes.create_string_buffer(n.value)
+    getattr(lib, get_fn)(prog, buf)
+    return buf.raw[: n.value]
+
+
+def compile_cuda(source: str, name: str = "kernel.cu", arch: str = "sm_90", cubin: bool = True,
+                 options: tuple[str, ...] = ("-std=c++17",), verbose: bool = False) -> NvrtcResult:
+    """Compile ``source``; with ``cubin`` for a real architecture (SASS), else PTX only."""
+    lib = library()
+    prog = ctypes.c_void_p()
+    rc = lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None)
+    if rc != 0:
+        return NvrtcResult(False, lib.nvrtcGetErrorString(rc).decode())
+    arch_opt = f"-arch={arch}" if cubin else f"-arch=compute_{arch.split('_')[-1]}"
+    opts = [arch_opt, *options] + (["--ptxas-options=-v"] if verbose else [])
+    argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    try:
+        rc = lib.nvrtcCompileProgram(prog, len(opts), argv)
+        log = _get(lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
+        if rc != 0:
+            return NvrtcResult(False, log or lib.nvrtcGetErrorString(rc).decode())
+        ptx = _get(lib, prog, "nvrtcGetPTXSize", "nvrtcGetPTX")
+        out = _get(lib, prog, "nvrtcGetCUBINSize", "nvrtcGetCUBIN") if cubin else b""
+        return NvrtcResult(True, log, ptx, out)
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def resource_usage(log: str) -> dict[str, dict]:
+    """Registers, shared memory and spills per entry point from a ``-v`` ptxas log."""
+    usage: dict[str, dict] = {}
+    current = None
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'|Function properties for (\w+)", line)
+        if m:
+            current = m.group(1) or m.group(2)
+            usage.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        for key, pattern in (("registers", r"Used (\d+) registers"), ("shared_bytes", r"(\d+) bytes smem"),
+                             ("spill_stores", r"(\d+) bytes spill stores"), ("spill_loads", r"(\d+) bytes spill loads")):
+            m = re.search(pattern, line)
+            if m:
+                usage[current][key] = int(m.group(1))
+    return usage

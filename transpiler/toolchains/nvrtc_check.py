@@ -1,0 +1,25 @@
+"""The CUDA compile check: NVRTC to an sm_XX cubin."""
+from __future__ import annotations
+
+from . import Verdict, map_log, register, timed
+
+NVRTC_LOCATION = r"(?P<file>[\w.\-]+)\((?P<line>\d+)\): (error|warning)"
+
+
+@register("cuda")
+def _cuda():
+    from . import nvrtc
+
+    nvrtc.library()  # raises ToolchainMissing before any file is tried
+    tool = f"NVRTC {nvrtc.version()}"
+
+    def check(name: str, text: str, manifest: dict, options: dict) -> Verdict:
+        arch = options.get("arch", "sm_90")
+        result, seconds = timed(nvrtc.compile_cuda, text, name, arch=arch, cubin=True,
+                                options=tuple(manifest["requirements"].get("nvrtc_options", [])),
+                                verbose=bool(options.get("resources")))
+        details = nvrtc.resource_usage(result.log) if result.ok and options.get("resources") else {}
+        message = "" if result.ok and not options.get("resources") else map_log(result.log, name, text, NVRTC_LOCATION)
+        return Verdict("cuda", f"{tool} {arch}", name, result.ok, seconds, message if not result.ok else "", details)
+
+    return check

@@ -1,0 +1,66 @@
+"""``qd.translate``: one kernel to one target's sources and manifest."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import lang
+from .errors import TranspileError
+from .ir import nodes as ir
+
+TARGETS = ("cuda", "hip", "glsl", "msl")
+
+
+@dataclass
+class Translation:
+    """The generated files (name -> text, in launch order) and the binding manifest."""
+
+    target: str
+    sources: dict[str, str]
+    manifest: dict
+    ir: ir.Kernel
+
+
+def _freeze(d: dict | None):
+    if not d:
+        return ()
+    items = []
+    for k, v in sorted(d.items()):
+        try:
+            hash(v)
+        except TypeError:
+            v = id(v)
+        items.append((k, v))
+    return tuple(items)
+
+
+def lower(kernel: lang.Kernel, template_args: dict | None = None, arg_types: dict | None = None) -> ir.Kernel:
+    """The typed IR of one instantiation, cached on the kernel object."""
+    from .frontend.lower import lower_kernel
+
+    cache = kernel.__dict__.setdefault("_ir_cache", {})
+    key = (_freeze(template_args), _freeze(arg_types))
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = lower_kernel(kernel, template_args, arg_types)
+    return hit
+
+
+def translate(kernel: lang.Kernel, target: str, **options) -> Translation:
+    """Translate ``kernel`` for ``target`` ("cuda", "hip", "glsl" or "msl").
+
+    Options: ``template_args`` (values of qd.template() parameters), ``arg_types``
+    (annotations for parameters that have none), ``line_directives`` (emit #line).
+    Raises ``TranspileError`` with a located message when the kernel is not valid."""
+    from .targets import get_target
+
+    if not isinstance(kernel, lang.Kernel):
+        raise TypeError(f"qd.translate expects a @qd.kernel, got {kernel!r}")
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+    try:
+        t = get_target(target)
+    except (KeyError, ModuleNotFoundError):
+        raise TranspileError(f"the {target} target is not available in this version") from None
+    kir = lower(kernel, options.get("template_args"), options.get("arg_types"))
+    sources, manifest = t.translate(kir, options)
+    return Translation(target, sources, manifest, kir)
