@@ -18,6 +18,7 @@ from .. import lang
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..passes import fold
 from .source import ParsedFunction, parse_function
 from .values import CT, ArrayHandle, ShapeHandle, TupleValue
 
@@ -289,8 +290,8 @@ class KernelLowering:
     def flush_serial(self) -> None:
         if not self.serial:
             return
-        body = self.with_uniform_defs(self.serial, [])
-        self.tasks.append(ir.Task("", "serial", [], [], 1, body, self.serial_loc))
+        prelude = self.uniform_prelude(self.serial, [])
+        self.tasks.append(ir.Task("", "serial", [], [], 1, self.serial, self.serial_loc, prelude=prelude))
         self.serial = []
         self.serial_loc = None
 
@@ -338,10 +339,10 @@ class KernelLowering:
                     return False
         return True
 
-    def with_uniform_defs(self, body: list[ir.Stmt], extra_exprs: list[ir.Expr]) -> list[ir.Stmt]:
-        """Prefix ``body`` with the top-level definitions it (transitively) reads."""
+    def uniform_prelude(self, body: list[ir.Stmt], extra_exprs: list[ir.Expr]) -> list[ir.Stmt]:
+        """The top-level definitions ``body`` and ``extra_exprs`` (transitively) read."""
         if not self.uniform_defs:
-            return body
+            return []
         needed: set[ir.Local] = set()
         for e in extra_exprs:
             needed |= _locals_read_expr(e)
@@ -355,7 +356,7 @@ class KernelLowering:
                 if value is not None:
                     needed |= _locals_read_expr(value)
         picked.reverse()
-        return picked + body
+        return picked
 
     def loop_config(self, call: ast.Call) -> None:
         for kw in call.keywords:
@@ -381,8 +382,8 @@ class KernelLowering:
             raise self.error(s, "for/else is not supported in kernels")
         if serialize:
             body = self.lower_block([s])
-            body = self.with_uniform_defs(body, [])
-            self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc))
+            prelude = self.uniform_prelude(body, [])
+            self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
             return
         ranges = self.loop_ranges(s.iter)
         names = self.loop_targets(s.target, len(ranges))
@@ -402,8 +403,8 @@ class KernelLowering:
             body, self.block = self.block, saved_block
             self.pop_scope()
         bounds = [e for r in ranges for e in r]
-        body = self.with_uniform_defs(body, bounds)
-        self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc))
+        prelude = self.uniform_prelude(body, bounds)
+        self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc, prelude=prelude))
 
     def loop_ranges(self, it: ast.expr) -> list[tuple[ir.Expr, ir.Expr]]:
         if not isinstance(it, ast.Call):
@@ -690,10 +691,12 @@ class KernelLowering:
             if step.value == 0:
                 raise self.error(it.args[2], "range() step must not be zero")
             sign = 1 if step.value > 0 else -1
-        # Python evaluates the bounds once; a bound that may change in the body is copied.
-        if not _is_loop_invariant(stop):
+        # Python evaluates the bounds once; a bound the body may change is copied first.
+        changed = {n.id for st in s.body for n in ast.walk(st) if isinstance(n, ast.Name)
+                   and isinstance(n.ctx, ast.Store)}
+        if not _is_loop_invariant(stop, changed):
             stop = self.hoist(stop, "end", s)
-        if not _is_loop_invariant(step):
+        if not _is_loop_invariant(step, changed):
             step = self.hoist(step, "step", s)
         if not isinstance(s.target, ast.Name):
             raise self.error(s.target, "a loop variable must be a plain name")
@@ -962,7 +965,7 @@ class KernelLowering:
         if op == "floordiv" and t.is_float:
             q = ir.BinOp(t, loc, "truediv", self.coerce(ea, t, node), self.coerce(eb, t, node))
             return ir.Math(t, loc, "floor", [q])
-        return ir.BinOp(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+        return fold.binop(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
 
     def operand_types(self, a, ea: ir.Expr, b, eb: ir.Expr) -> tuple[T.DType, T.DType]:
         """Types for promotion: a Python literal adapts to the other operand's type."""
@@ -1312,8 +1315,14 @@ def _is_simple(e: ir.Expr) -> bool:
     return isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape))
 
 
-def _is_loop_invariant(e: ir.Expr) -> bool:
-    return isinstance(e, (ir.Const, ir.ParamRef, ir.Shape))
+def _is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
+    """No memory reads and no locals the loop body assigns (by their Python names)."""
+    for n in iter_expr(e):
+        if isinstance(n, (ir.Load, ir.Atomic)):
+            return False
+        if isinstance(n, ir.LocalRef) and n.var.name in assigned_in_body:
+            return False
+    return True
 
 
 def _has_side_effects(e: ir.Expr) -> bool:

@@ -278,6 +278,9 @@ class Task:
     body: list[Stmt]
     loc: Loc
     shared: list[SharedArray] = field(default_factory=list)
+    # Top-level locals the task reads, recomputed before its loop (they are pure values
+    # of parameters and shapes, so every task can recompute them instead of sharing them).
+    prelude: list[Stmt] = field(default_factory=list)
 
     def extent(self) -> list[Expr]:
         return [end for _, end in self.ranges]

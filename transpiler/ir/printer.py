@@ -105,5 +105,8 @@ def dump_kernel(k: ir.Kernel) -> str:
                              for v, (b, e) in zip(t.loop_vars, t.ranges))
             head += f" block_dim={t.block_dim} for {dims}"
         out.append(f"{head}:  # {os.path.basename(t.loc.file)}:{t.loc.line}")
+        if t.prelude:
+            out.append("  prelude:")
+            dump_stmts(t.prelude, names, 2, out)
         dump_stmts(t.body, names, 1, out)
     return "\n".join(out) + "\n"

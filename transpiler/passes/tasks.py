@@ -33,6 +33,10 @@ def _rem(a: ir.Expr, b: ir.Expr) -> ir.Expr:
 
 def task_loop(task: ir.Task) -> list[ir.Stmt]:
     """The statements of a task's entry point (the body of the generated function)."""
+    return task.prelude + _loop(task)
+
+
+def _loop(task: ir.Task) -> list[ir.Stmt]:
     if task.kind == "serial":
         return task.body
     loc = task.loc

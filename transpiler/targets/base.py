@@ -25,6 +25,8 @@ BINARY = {  # IR op -> (C operator, precedence)
     "lshift": ("<<", PREC_SHIFT), "rshift": (">>", PREC_SHIFT),
     "bitand": ("&", PREC_BITAND), "bitxor": ("^", PREC_BITXOR), "bitor": ("|", PREC_BITOR),
 }
+BITWISE = ("lshift", "rshift", "bitand", "bitxor", "bitor")
+COMPOUND = ("add", "sub", "mul", "truediv", "lshift", "rshift", "bitand", "bitxor", "bitor")
 COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),
            "ge": (">=", PREC_REL), "eq": ("==", PREC_EQ), "ne": ("!=", PREC_EQ)}
 
@@ -42,6 +44,10 @@ def f32_repr(value: float) -> str:
 def float_text(text: str) -> str:
     """Make a decimal read as a floating literal in C (``1`` -> ``1.0``)."""
     return text if any(c in text for c in ".en") else text + ".0"
+
+
+def _same_op(e: ir.Expr, op: str) -> bool:
+    return isinstance(e, ir.BinOp) and e.op == op
 
 
 @dataclass
@@ -222,8 +228,13 @@ class Renderer:
         if special is not None:
             return special
         op, prec = BINARY[e.op]
-        s = f"{self.text(e.a, prec)} {op} {self.text(e.b, prec + 1)}"
-        return self.narrow(s, prec, t)
+        if e.op in BITWISE:
+            # Spell out the grouping of mixed bit operations; C's precedence there surprises.
+            left = self.text(e.a, prec if _same_op(e.a, e.op) else PREC_UNARY)
+            right = self.text(e.b, PREC_UNARY)
+        else:
+            left, right = self.text(e.a, prec), self.text(e.b, prec + 1)
+        return self.narrow(f"{left} {op} {right}", prec, t)
 
     def expr_Compare(self, e: ir.Compare):
         op, prec = COMPARE[e.op]
@@ -289,7 +300,14 @@ class Renderer:
         self.put(depth, f"{t} {name};" if init is None else f"{t} {name} = {init};", st.loc)
 
     def stmt_Assign(self, st: ir.Assign, depth: int) -> None:
-        self.put(depth, f"{self.local_name(st.var)} = {self.text(st.value)};", st.loc)
+        name = self.local_name(st.var)
+        v = st.value
+        if isinstance(v, ir.BinOp) and v.op in COMPOUND and isinstance(v.a, ir.LocalRef) and v.a.var is st.var \
+                and self.dialect.compute_type(v.type) == v.type and self.dialect.binop_special(self, v) is None:
+            op = BINARY[v.op][0]
+            self.put(depth, f"{name} {op}= {self.text(v.b)};", st.loc)
+            return
+        self.put(depth, f"{name} = {self.text(v)};", st.loc)
 
     def stmt_Store(self, st: ir.Store, depth: int) -> None:
         ref = self.dialect.array_ref(self, st.array, self.linear_index(st.array, st.indices))
@@ -327,6 +345,8 @@ class Renderer:
                 inc = f"++{name}"
             elif isinstance(st.step, ir.Const) and st.step.value == -1:
                 inc = f"--{name}"
+            elif isinstance(st.step, ir.Const) and st.step.value < 0:
+                inc = f"{name} -= {self.dialect.literal(-st.step.value, st.step.type)}"
             else:
                 inc = f"{name} += {self.text(st.step, PREC_COND)}"
             self.put(depth, f"for ({t} {name} = {start}; {cond}; {inc}) {{", st.loc)

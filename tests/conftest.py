@@ -1,0 +1,89 @@
+"""Shared test fixtures: the kernel corpus, executors, and the snapshot-update flag."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+import transpiler as qd  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-snapshots", action="store_true",
+                     help="rewrite tests/snapshots from the current output instead of comparing")
+
+
+def load_module(path: Path):
+    name = f"corpus_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def corpus() -> list[tuple[str, qd.Kernel, dict]]:
+    """(id, kernel, template_args) for every kernel in tests/kernels, in file order."""
+    out = []
+    for path in sorted(KERNELS.glob("*.py")):
+        module = load_module(path)
+        templates = getattr(module, "TEMPLATE_ARGS", {})
+        kernels = [v for v in vars(module).values() if isinstance(v, qd.Kernel)]
+        kernels.sort(key=lambda k: k.fn.__code__.co_firstlineno)
+        for k in kernels:
+            out.append((f"{path.stem}.{k.__name__}", k, templates.get(k.__name__, {})))
+    return out
+
+
+def have_gpu() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no CuPy, no driver or no device all mean "no GPU"
+        return False
+
+
+# Every execution test runs on each executor. All but "cuda" exist on any machine the
+# README's test command has set up; "cuda" needs an NVIDIA GPU.
+EXECUTORS = ["vulkan", "cpu-cuda", "cpu-hip", "cuda"]
+
+
+@pytest.fixture(params=EXECUTORS)
+def executor(request):
+    name = request.param
+    if name == "cuda":
+        if not have_gpu():
+            pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
+        qd.init(arch="cuda")
+    elif name == "vulkan":
+        qd.init(arch="vulkan")
+    elif name == "cpu-cuda":
+        qd.init(arch="cpu")
+    elif name == "cpu-hip":
+        qd.init(arch="cpu", dialect="hip")
+    return name
+
+
+@pytest.fixture
+def rng():
+    import numpy as np
+
+    return np.random.default_rng(1234)
+
+
+def tool_available(name: str) -> bool:
+    return shutil.which(name) is not None
+
+
+_ = os
