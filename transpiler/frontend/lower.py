@@ -538,6 +538,8 @@ class KernelLowering:
             v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
             self.emit(ir.Assign(self.loc(stmt), bound, v))
             return
+        if isinstance(value, CT) and isinstance(value.value, str):
+            raise self.error(stmt.value if hasattr(stmt, "value") else target, "strings are not supported in kernels")
         if isinstance(value, (ArrayHandle, ShapeHandle)) or (
                 isinstance(value, CT) and not _is_py_scalar(value.value)):
             self.scope.names[name] = value  # an alias of an array or a translation-time object
@@ -830,8 +832,8 @@ class KernelLowering:
         raise TranspileError("a tuple cannot be used as a single value here", loc)
 
     def expr_Constant(self, node: ast.Constant):
-        if isinstance(node.value, str):
-            raise self.error(node, "strings are not supported in kernels")
+        # A string is a translation-time value (qd.static_assert messages); using one at
+        # run time is the error, reported by to_expr / assign_name.
         if node.value is None or node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
             raise self.error(node, f"`{node.value!r}` is not supported in kernels")
         return CT(node.value)

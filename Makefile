@@ -1,0 +1,31 @@
+# The two set-up commands of the README, and a few conveniences.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+OUT ?= out
+export HIP_PLATFORM := amd
+
+.PHONY: emit test bench check clean
+
+# Main job: install what emitting needs, then transpile every example to all four targets.
+emit:
+	scripts/setup.sh base
+	@for f in examples/*.py; do \
+		$(PY) cli.py emit $$f --target all -o $(OUT)/$$(basename $$f .py) || exit 1; \
+	done
+
+# Install every toolchain the tests drive (apt packages and pip wheels), then run the suite.
+test:
+	scripts/setup.sh toolchains
+	$(PY) -m pytest -q
+
+# Compile every example with the real toolchains.
+check:
+	scripts/setup.sh toolchains
+	@for f in examples/*.py; do $(PY) cli.py check $$f --target all || exit 1; done
+
+bench:
+	scripts/setup.sh toolchains
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(OUT) build .pytest_cache

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up a Debian 12 machine for the transpiler.
+#   scripts/setup.sh base        the Python environment the main job needs (.venv)
+#   scripts/setup.sh toolchains  that, plus every vendor toolchain the tests drive
+# Idempotent: packages already present are not installed again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+what="${1:-base}"
+
+APT_PACKAGES=(
+  glslang-tools spirv-tools spirv-cross            # GLSL -> SPIR-V, validation, MSL reference spellings
+  mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-tools   # Vulkan on lavapipe (CPU) + loader headers
+  hipcc libamdhip64-dev rocm-device-libs           # HIP: hipcc and hipRTC (ROCm 5.2)
+  clang-19 lld-19 llvm-19                          # the Metal shim check, AMDGPU disassembly
+  g++ cmake                                        # the CPU SIMT emulator and the C++ hosts
+)
+PIP_BASE=(jinja2 numpy)
+PIP_TOOLCHAINS=(
+  pytest jsonschema
+  nvidia-cuda-nvrtc nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump   # NVRTC, ptxas, nvdisasm, cuobjdump
+  vulkan                                           # Vulkan from Python (cffi)
+)
+
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+pip_install() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@"; }
+pip_install "${PIP_BASE[@]}"
+
+if [ "$what" = "toolchains" ]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  pip_install "${PIP_TOOLCHAINS[@]}"
+fi

@@ -1,0 +1,225 @@
+"""Kernels that must be rejected. The line that should be reported carries a comment
+`# error: <text the message must contain>`; test_diagnostics.py checks both."""
+import transpiler as qd
+
+vec = qd.types.ndarray(dtype=qd.f32, ndim=1)
+ivec = qd.types.ndarray(dtype=qd.i32, ndim=1)
+
+
+def plain_python(x):
+    return x + 1
+
+
+@qd.func
+def recursive(n):
+    return recursive(n - 1)  # error: recursion is not supported
+
+
+@qd.func
+def early_return(x):
+    if x > 0:
+        return x  # error: must be its last statement
+    y = x * 2
+    return y
+
+
+@qd.kernel
+def list_comp(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = sum([1 for _ in range(3)])  # error: list comprehensions are not supported
+
+
+@qd.kernel
+def try_except(a: vec):
+    for i in range(a.shape[0]):
+        try:  # error: try/except statements are not supported
+            a[i] = 1.0
+        except Exception:
+            pass
+
+
+@qd.kernel
+def strings(a: vec):
+    for i in range(a.shape[0]):
+        s = "hello"  # error: strings are not supported
+        a[i] = 0.0
+
+
+@qd.kernel
+def lambdas(a: vec):
+    for i in range(a.shape[0]):
+        f = lambda v: v  # noqa: E731  # error: lambdas are not supported
+        a[i] = f(1.0)
+
+
+@qd.kernel
+def classes(a: vec):
+    for i in range(a.shape[0]):
+        class Foo:  # error: class definitions statements are not supported
+            pass
+        a[i] = 0.0
+
+
+@qd.kernel
+def calls_recursive(a: ivec):
+    for i in range(a.shape[0]):
+        a[i] = recursive(a[i])
+
+
+@qd.kernel
+def unknown_function(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = plain_python(a[i])  # error: call to unknown Python function `plain_python`
+
+
+@qd.kernel
+def undefined_name(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = not_defined_anywhere * 2.0  # error: undefined name `not_defined_anywhere`
+
+
+@qd.kernel
+def float_into_int_local(a: vec, b: ivec):
+    for i in range(a.shape[0]):
+        acc = 0
+        acc += a[i]  # error: `acc` is i32 (from its first assignment at line 84) and cannot hold a f32
+
+
+@qd.kernel
+def float_index(a: vec):
+    for i in range(a.shape[0]):
+        a[a[i]] = 1.0  # error: an index must be an integer, not f32
+
+
+@qd.kernel
+def bitwise_on_float(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = a[i] & 1  # error: `&` needs integer operands, got f32 and i32
+
+
+@qd.kernel
+def wrong_dims(a: vec):
+    for i in range(a.shape[0]):
+        a[i, 0] = 1.0  # error: `a` has 1 dimension(s) but is indexed with 2
+
+
+@qd.kernel
+def missing_annotation(a):  # error: parameter `a` has no type annotation
+    for i in range(a.shape[0]):
+        a[i] = 1.0
+
+
+@qd.kernel
+def bad_annotation(a: int):  # error: unsupported annotation
+    for i in range(a):
+        pass
+
+
+@qd.kernel
+def break_in_parallel(a: vec):
+    for i in range(a.shape[0]):
+        break  # error: break is not allowed in a parallel loop
+
+
+@qd.kernel
+def assign_outer_in_parallel(a: vec):
+    total = 0.0
+    for i in range(a.shape[0]):
+        total += a[i]  # error: cannot assign to `total` inside a parallel loop
+
+
+@qd.kernel
+def assign_loop_var(a: vec):
+    for i in range(a.shape[0]):
+        for k in range(3):
+            k = 5  # error: cannot assign to the loop variable `k`
+        a[i] = 0.0
+
+
+@qd.kernel
+def returns_value(a: vec) -> qd.f32:  # error: kernels cannot return values
+    for i in range(a.shape[0]):
+        a[i] = 0.0
+
+
+@qd.kernel
+def atomic_on_local(a: vec):
+    for i in range(a.shape[0]):
+        x = 1.0
+        qd.atomic_add(x, 1.0)  # error: must be an ndarray element such as a[i], not a local variable
+
+
+@qd.kernel
+def bitwise_atomic_float(a: vec):
+    for i in range(a.shape[0]):
+        qd.atomic_or(a[0], 1.0)  # error: bitwise atomics need an integer element
+
+
+@qd.kernel
+def static_not_constant(a: vec, n: qd.i32):
+    for i in range(a.shape[0]):
+        if qd.static(n > 2):  # error: needs a value known at translation time
+            a[i] = 0.0
+
+
+@qd.kernel
+def scoped_local(a: vec):
+    for i in range(a.shape[0]):
+        if a[i] > 0.0:
+            v = 1.0
+        a[i] = v  # error: undefined name `v`
+
+
+@qd.kernel
+def kernel_calls_kernel(a: vec):
+    for i in range(a.shape[0]):
+        list_comp(a)  # error: cannot be called from a kernel
+
+
+@qd.kernel
+def slices(a: vec):
+    for i in range(a.shape[0]):
+        a[0:2] = 1.0  # error: slices are not supported
+
+
+@qd.kernel
+def assert_stmt(a: vec):
+    for i in range(a.shape[0]):
+        assert a[i] > 0  # error: assert is not supported
+
+
+@qd.kernel
+def calls_early_return(a: ivec):
+    for i in range(a.shape[0]):
+        a[i] = early_return(a[i])
+
+
+@qd.kernel
+def wrong_arg_count(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = qd.sqrt(a[i], 2.0)  # error: qd.sqrt() takes 1 argument(s), got 2
+
+
+@qd.kernel
+def int_pow_runtime_exponent(a: ivec):
+    for i in range(a.shape[0]):
+        a[i] = a[i] ** a[i]  # error: an integer power needs a non-negative exponent known at translation time
+
+
+@qd.kernel
+def float_to_int_store(a: ivec, b: vec):
+    for i in range(a.shape[0]):
+        a[i] = b[i] * 2.0  # error: implicit conversion from f32 to i32 would truncate
+
+
+@qd.kernel
+def static_assert_fails(a: vec):
+    qd.static_assert(1 > 2, "the block must be bigger")  # error: the block must be bigger
+    for i in range(a.shape[0]):
+        a[i] = 0.0
+
+
+@qd.kernel
+def f64_on_metal(a: qd.types.ndarray(dtype=qd.f64, ndim=1)):  # error@msl: f64
+    for i in range(a.shape[0]):
+        a[i] = 1.0

@@ -1,0 +1,125 @@
+"""The command line: emit, check, inspect, and its exit codes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD = Path(__file__).resolve().parent / "bad_kernels.py"
+
+
+def cli(*args, env=None, cwd=ROOT):
+    return subprocess.run([sys.executable, str(ROOT / "cli.py"), *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=env)
+
+
+def test_emit_to_stdout():
+    r = cli("emit", "examples/saxpy.py", "--target", "cuda")
+    assert r.returncode == 0, r.stderr
+    assert 'extern "C" __global__ void __launch_bounds__(128) saxpy(' in r.stdout
+    assert "y[i] = a * x[i] + y[i];  // saxpy.py:" in r.stdout
+    manifest = json.loads(r.stdout[r.stdout.index("\n{\n  \"kernel\"") + 1:])
+    assert manifest["entry_points"][0]["name"] == "saxpy"
+
+
+def test_emit_to_directory(tmp_path):
+    r = cli("emit", "examples/saxpy.py", "--target", "cuda", "-o", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "saxpy.cu").read_text().startswith("// CUDA C++")
+    assert json.loads((tmp_path / "saxpy.json").read_text())["target"] == "cuda"
+
+
+def test_emit_all_targets_uses_one_folder_per_target(tmp_path):
+    r = cli("emit", "examples/saxpy.py", "--target", "all", "-o", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cuda", "glsl", "hip", "msl"]
+    for target in ("cuda", "glsl", "hip", "msl"):
+        assert (tmp_path / target / "saxpy.json").exists()
+
+
+def test_bad_kernel_exits_1_with_located_error():
+    r = cli("emit", BAD, "--kernel", "list_comp")
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("tests/bad_kernels.py:") and ": error: list comprehensions are not supported" in first
+    assert r.stderr.splitlines()[2].strip() == "^"
+
+
+def test_import_failure_is_located(tmp_path):
+    bad = tmp_path / "broken.py"
+    bad.write_text("import transpiler as qd\n\nx = 1 / 0\n")
+    r = cli("emit", bad)
+    assert r.returncode == 1
+    assert "broken.py:3:1: error: importing broken.py failed: ZeroDivisionError" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_syntax_error_is_located(tmp_path):
+    bad = tmp_path / "syntax.py"
+    bad.write_text("import transpiler as qd\n\ndef f(:\n    pass\n")
+    r = cli("emit", bad)
+    assert r.returncode == 1 and "syntax.py:3:" in r.stderr and "invalid Python syntax" in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["emit"],
+    ["emit", "examples/saxpy.py", "--target", "fortran"],
+    ["emit", "examples/saxpy.py", "--kernel", "nope"],
+    ["emit", "no_such_file.py"],
+    ["frobnicate"],
+])
+def test_usage_errors_exit_2(args):
+    r = cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_check_passes_nvrtc():
+    r = cli("check", "examples/saxpy.py", "--target", "cuda", "--resources")
+    assert r.returncode == 0, r.stderr
+    assert "saxpy [cuda] saxpy.cu: NVRTC" in r.stdout and ": ok (" in r.stdout
+    assert "registers" in r.stdout
+
+
+def test_check_missing_toolchain_exits_3(tmp_path):
+    # A Python that cannot see the NVRTC wheel: run from a copy of the tree with no site-packages.
+    env = dict(os.environ, PYTHONNOUSERSITE="1")
+    code = ("import sys; sys.path = [p for p in sys.path if 'site-packages' not in p] + "
+            "[p for p in sys.path if 'site-packages' in p and 'nvidia' not in p]; "
+            "import transpiler.toolchains.nvrtc as n; n._candidates = lambda: []; "
+            "from transpiler.cli import main; sys.exit(main(['check', 'examples/saxpy.py']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 3, r.stderr
+    assert "pip install nvidia-cuda-nvrtc" in r.stderr
+
+
+def test_inspect_shows_ir_and_python_lines():
+    r = cli("inspect", "examples/saxpy.py", "--kernel", "saxpy")
+    assert r.returncode == 0, r.stderr
+    assert "==== typed IR of saxpy" in r.stdout
+    assert "y[i.0] = add.f32(mul.f32(a, x[i.0]), y[i.0])" in r.stdout
+    assert "# saxpy.py:8: y[i] = a * x[i] + y[i]" in r.stdout
+
+
+def test_template_values_from_the_command_line():
+    r = cli("emit", "tests/kernels/static.py", "--template", "radius=3")
+    assert r.returncode == 0, r.stderr
+    assert "x[i - 3] + x[i + 3]" in r.stdout
+    r = cli("emit", "tests/kernels/static.py")
+    assert r.returncode == 1 and "template parameter `radius` needs a value" in r.stderr
+
+
+def test_emit_path_imports_nothing_heavy():
+    code = ("import sys, io; from transpiler.cli import main; sys.stdout = io.StringIO(); "
+            "main(['emit', 'examples/saxpy.py', '--target', 'all']); sys.stdout = sys.__stdout__; "
+            "heavy = [m for m in ('numpy', 'cupy', 'vulkan', 'cuda', 'transpiler.toolchains.nvrtc', "
+            "'transpiler.runtime') if m in sys.modules]; print(heavy)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
