@@ -223,3 +223,10 @@ def static_assert_fails(a: vec):
 def f64_on_metal(a: qd.types.ndarray(dtype=qd.f64, ndim=1)):  # error@msl: f64
     for i in range(a.shape[0]):
         a[i] = 1.0
+
+
+@qd.kernel
+def serial_local_read(a: vec):
+    first = a[0]  # error: `first` is computed in a serial part of the kernel
+    for i in range(a.shape[0]):
+        a[i] = first

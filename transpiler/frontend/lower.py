@@ -286,6 +286,8 @@ class KernelLowering:
         for st in self.serial:
             if isinstance(st, ir.Declare):
                 self.serial_locals.setdefault(st.var, st.loc)
+        for var in _locals_assigned(self.serial) & self.top_level_locals:
+            self.serial_locals.setdefault(var, var.loc)
 
     def flush_serial(self) -> None:
         if not self.serial:
@@ -306,7 +308,8 @@ class KernelLowering:
             target, value = s.target, s.value
         else:
             return False
-        if not isinstance(target, ast.Name) or value is None:
+        names = target.elts if isinstance(target, ast.Tuple) else [target]
+        if value is None or not all(isinstance(t, ast.Name) for t in names):
             return False
         if isinstance(s, ast.AugAssign):
             bound, _ = self.scope.lookup(target.id)
@@ -341,6 +344,7 @@ class KernelLowering:
 
     def uniform_prelude(self, body: list[ir.Stmt], extra_exprs: list[ir.Expr]) -> list[ir.Stmt]:
         """The top-level definitions ``body`` and ``extra_exprs`` (transitively) read."""
+        self.check_no_serial_locals(body, extra_exprs)
         if not self.uniform_defs:
             return []
         needed: set[ir.Local] = set()
@@ -357,6 +361,20 @@ class KernelLowering:
                     needed |= _locals_read_expr(value)
         picked.reverse()
         return picked
+
+    def check_no_serial_locals(self, body: list[ir.Stmt], extra_exprs: list[ir.Expr]) -> None:
+        """A task cannot read a local another task computed: tasks are separate launches."""
+        reads = _locals_read(body)
+        for e in extra_exprs:
+            reads |= _locals_read_expr(e)
+        foreign = [v for v in reads - _locals_declared(body) if v in self.serial_locals]
+        if foreign:
+            var = min(foreign, key=lambda v: (v.loc.line, v.loc.col))
+            where = self.serial_locals[var]
+            raise TranspileError(
+                f"`{var.name}` is computed in a serial part of the kernel (line {where.line}) and cannot be read "
+                "by another task: each top-level loop is a separate launch", var.loc,
+                hint="compute it only from parameters, shapes and constants, or pass it through an ndarray")
 
     def loop_config(self, call: ast.Call) -> None:
         for kw in call.keywords:
@@ -508,7 +526,7 @@ class KernelLowering:
             # Evaluate every right-hand side before assigning any target: `a, b = b, a`.
             temps = []
             for item in items:
-                if isinstance(item, ir.Expr) and not isinstance(item, ir.Const):
+                if isinstance(item, ir.Expr) and not isinstance(item, (ir.Const, ir.ParamRef, ir.Shape)):
                     tmp = self.new_temp("tmp", item, stmt)
                     item = ir.LocalRef(tmp.type, tmp.loc, tmp)
                 temps.append(item)
@@ -1357,6 +1375,28 @@ def _locals_read(stmts: list[ir.Stmt]) -> set[ir.Local]:
             out |= _locals_read_expr(e)
         for body in stmt_bodies(st):
             out |= _locals_read(body)
+    return out
+
+
+def _locals_assigned(stmts: list[ir.Stmt]) -> set[ir.Local]:
+    out: set[ir.Local] = set()
+    for st in stmts:
+        if isinstance(st, ir.Assign):
+            out.add(st.var)
+        for body in stmt_bodies(st):
+            out |= _locals_assigned(body)
+    return out
+
+
+def _locals_declared(stmts: list[ir.Stmt]) -> set[ir.Local]:
+    out: set[ir.Local] = set()
+    for st in stmts:
+        if isinstance(st, ir.Declare):
+            out.add(st.var)
+        elif isinstance(st, ir.For):
+            out.add(st.var)
+        for body in stmt_bodies(st):
+            out |= _locals_declared(body)
     return out
 
 

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir import types as T
+from . import fold
 
 
 def _sub(a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    if isinstance(b, ir.Const) and b.value == 0:
-        return a
-    return ir.BinOp(T.i32, a.loc, "sub", a, b)
+    return fold.binop(T.i32, a.loc, "sub", a, b)
 
 
 def _add(a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    if isinstance(a, ir.Const) and a.value == 0:
-        return b
-    return ir.BinOp(T.i32, a.loc, "add", a, b)
+    return fold.binop(T.i32, a.loc, "add", a, b)
 
 
 def _mul(a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    return ir.BinOp(T.i32, a.loc, "mul", a, b)
+    return fold.binop(T.i32, a.loc, "mul", a, b)
 
 
 def _div(a: ir.Expr, b: ir.Expr) -> ir.Expr:

@@ -208,7 +208,7 @@ class Renderer:
                 extent = str(array.type.shape[dim])
             else:
                 extent = self.shape_names[(id(array), dim)]
-            acc = f"{acc} * {extent} + {self.text(idx, PREC_ADD + 1)}"
+            acc = f"{acc} * {extent} + {self.text(idx, PREC_ADD)}"
             if dim < len(indices) - 1:
                 acc = f"({acc})"
         return acc

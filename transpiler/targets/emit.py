@@ -71,6 +71,7 @@ class Target:
     file_ext = ""
     one_file_per_task = False
     language = ""  # the header line's language and version
+    renderer_class = Renderer  # a target whose language needs other expression spellings subclasses it
 
     # ---------------------------------------------------------------- per target
 
@@ -90,7 +91,7 @@ class Target:
     # ---------------------------------------------------------------- shared
 
     def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
-        r = Renderer(self.dialect, line_directives=bool(options.get("line_directives")))
+        r = self.renderer_class(self.dialect, line_directives=bool(options.get("line_directives")))
         params = self.signature(r, kernel, task)
         body = task_loop(task)
         r.block(body, 0)

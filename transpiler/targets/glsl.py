@@ -1,0 +1,390 @@
+"""GLSL 4.50 compute shaders for Vulkan 1.2 (glslang -> SPIR-V): spellings, the resource
+layout every task file shares, and the manifest a Vulkan host binds against.
+
+Vulkan runs one SPIR-V module per pipeline, so each task is its own ``<task>.comp`` file
+whose entry point is ``main``. Every file declares every ndarray parameter (binding k is
+the k-th ndarray parameter) and the same push-constant block, so one descriptor set and
+one pipeline layout serve all of a kernel's tasks.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+from .base import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, Renderer, f32_repr, float_text
+from .emit import EntryPoint, Target, shape_arg_names
+
+GLSL_VERSION = "450"
+VULKAN_VERSION = "1.2"
+SPIRV_VERSION = "1.5"  # what glslang emits for --target-env vulkan1.2
+
+TYPES = {"bool": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int", "i64": "int64_t",
+         "u8": "uint8_t", "u16": "uint16_t", "u32": "uint", "u64": "uint64_t",
+         "f16": "float16_t", "f32": "float", "f64": "double"}
+
+# GLSL 4.60 keywords and words reserved for future use, the explicit-arithmetic type names,
+# and every built-in function: a local named `min` would hide the function for the rest of
+# its scope, so it is renamed like a keyword.
+GLSL_KEYWORDS = frozenset("""
+const uniform buffer shared attribute varying coherent volatile restrict readonly writeonly
+atomic_uint layout centroid flat smooth noperspective patch sample invariant precise break
+continue do for while switch case default if else subroutine in out inout int void bool true
+false float double discard return uint lowp mediump highp precision struct
+common partition active asm class union enum typedef template this resource goto inline
+noinline public static extern external interface long short half fixed unsigned superp input
+output filter sizeof cast namespace using main
+int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t float16_t float32_t float64_t
+""".split())
+GLSL_BUILTINS = frozenset("""
+radians degrees sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh pow exp log exp2
+log2 sqrt inversesqrt abs sign floor trunc round roundEven ceil fract mod modf min max clamp
+mix step smoothstep isnan isinf floatBitsToInt floatBitsToUint intBitsToFloat uintBitsToFloat
+fma frexp ldexp packUnorm2x16 packSnorm2x16 packUnorm4x8 packSnorm4x8 unpackUnorm2x16
+unpackSnorm2x16 unpackUnorm4x8 unpackSnorm4x8 packHalf2x16 unpackHalf2x16 packDouble2x32
+unpackDouble2x32 packUint2x32 unpackUint2x32 packInt2x32 unpackInt2x32 length distance dot
+cross normalize faceforward reflect refract matrixCompMult outerProduct transpose determinant
+inverse lessThan lessThanEqual greaterThan greaterThanEqual equal notEqual any all not
+uaddCarry usubBorrow umulExtended imulExtended bitfieldExtract bitfieldInsert bitfieldReverse
+bitCount findLSB findMSB atomicAdd atomicMin atomicMax atomicAnd atomicOr atomicXor
+atomicExchange atomicCompSwap atomicCounter atomicCounterIncrement atomicCounterDecrement
+barrier memoryBarrier memoryBarrierShared memoryBarrierBuffer memoryBarrierImage
+memoryBarrierAtomicCounter groupMemoryBarrier texture textureSize texelFetch imageLoad
+imageStore imageSize
+""".split())
+# Vector, matrix, sampler, image and texture type names form families too large to list.
+_RESERVED_PATTERN = re.compile(
+    r"^((i|u|b|d|f16|f32|f64|i8|i16|i32|i64|u8|u16|u32|u64)?vec[234]"
+    r"|(d|f16|f32|f64)?mat[234](x[234])?"
+    r"|[iu]?(sampler|image|texture|subpassInput)\w*)$")
+
+# IR math function -> GLSL built-in (one overloaded name serves every float width).
+FLOAT_FUNCS = {
+    "sqrt": "sqrt", "rsqrt": "inversesqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
+    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "roundEven", "trunc": "trunc",
+    "abs": "abs", "atan2": "atan", "pow": "pow", "min": "min", "max": "max",
+}
+# GLSL declares these for double too; the rest (exp, sin, pow, ...) exist for 16- and 32-bit
+# floats only, so an f64 argument goes through f32 and the manifest says so.
+F64_NATIVE = frozenset({"sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "abs", "min", "max"})
+
+# Vulkan features (VkPhysicalDevice*Features member names) -> the GLSL extension that gives
+# the shader access, and the device extension needed beyond Vulkan 1.2 core.
+FEATURES = {
+    "shaderInt8": ("GL_EXT_shader_explicit_arithmetic_types_int8", None),
+    "shaderInt16": ("GL_EXT_shader_explicit_arithmetic_types_int16", None),
+    "shaderFloat16": ("GL_EXT_shader_explicit_arithmetic_types_float16", None),
+    "shaderInt64": ("GL_EXT_shader_explicit_arithmetic_types_int64", None),
+    "shaderFloat64": (None, None),
+    "storageBuffer8BitAccess": (None, None),
+    "storageBuffer16BitAccess": (None, None),
+    "shaderBufferInt64Atomics": ("GL_EXT_shader_atomic_int64", None),
+    "shaderBufferFloat32Atomics": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
+    "shaderBufferFloat32AtomicAdd": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
+    "shaderBufferFloat64Atomics": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
+    "shaderBufferFloat64AtomicAdd": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
+    "shaderBufferFloat32AtomicMinMax": ("GL_EXT_shader_atomic_float2", "VK_EXT_shader_atomic_float2"),
+    "shaderBufferFloat64AtomicMinMax": ("GL_EXT_shader_atomic_float2", "VK_EXT_shader_atomic_float2"),
+}
+# What using a dtype anywhere in a shader needs.
+TYPE_FEATURES = {"i8": "shaderInt8", "u8": "shaderInt8", "i16": "shaderInt16", "u16": "shaderInt16",
+                 "f16": "shaderFloat16", "i64": "shaderInt64", "u64": "shaderInt64", "f64": "shaderFloat64"}
+# What a dtype needs as the element of a storage buffer, beyond its arithmetic.
+STORAGE_FEATURES = {8: "storageBuffer8BitAccess", 16: "storageBuffer16BitAccess"}
+
+ATOMIC_FUNCS = {"add": "atomicAdd", "min": "atomicMin", "max": "atomicMax", "and": "atomicAnd",
+                "or": "atomicOr", "xor": "atomicXor", "exchange": "atomicExchange", "cas": "atomicCompSwap"}
+# (op, dtype) -> the Vulkan features a native GLSL atomic on a storage buffer needs. What is
+# missing here (atomic_mul, f16, narrow ints, float CAS) needs a CAS-loop legalization.
+NATIVE_ATOMICS: dict[tuple[str, str], tuple[str, ...]] = {
+    **{(op, t): () for op in ATOMIC_FUNCS for t in ("i32", "u32")},
+    **{(op, t): ("shaderBufferInt64Atomics",) for op in ATOMIC_FUNCS for t in ("i64", "u64")},
+    ("add", "f32"): ("shaderBufferFloat32AtomicAdd",),
+    ("exchange", "f32"): ("shaderBufferFloat32Atomics",),
+    ("min", "f32"): ("shaderBufferFloat32AtomicMinMax",),
+    ("max", "f32"): ("shaderBufferFloat32AtomicMinMax",),
+    ("add", "f64"): ("shaderBufferFloat64AtomicAdd",),
+    ("exchange", "f64"): ("shaderBufferFloat64Atomics",),
+    ("min", "f64"): ("shaderBufferFloat64AtomicMinMax",),
+    ("max", "f64"): ("shaderBufferFloat64AtomicMinMax",),
+}
+# Scalars narrower than 32 bits travel widened in the push constants: 8/16-bit push-constant
+# members would need storagePushConstant8/16, which many devices lack.
+PUSH_WIDENED = {"i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32", "f16": "f32"}
+# A note in `features` (never a Vulkan feature): this f64 function is computed in f32.
+F64_VIA_F32 = "f64-via-f32:"
+
+
+class GlslDialect(Dialect):
+    name = "glsl"
+    file_ext = ".comp"
+    subgroup_size = None  # whatever the device reports (lavapipe: 8)
+    types = TYPES
+    reserved = GLSL_KEYWORDS | GLSL_BUILTINS
+    thread_index = {
+        "thread_idx": "int(gl_LocalInvocationID.x)",
+        "block_idx": "int(gl_WorkGroupID.x)",
+        "block_dim": "int(gl_WorkGroupSize.x)",
+        "grid_dim": "int(gl_NumWorkGroups.x)",
+        "global_thread_idx": "int(gl_GlobalInvocationID.x)",
+        "grid_stride": "int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)",
+    }
+    atomics = NATIVE_ATOMICS
+
+    def literal(self, value, t: T.DType) -> str:
+        if t is T.bool_:
+            return "true" if value else "false"
+        if t.is_float:
+            return self.float_literal(float(value), t)
+        value = int(value)
+        if t.bits < 32:  # no literal suffix exists for 8-bit ints; a constructor reads the same for all
+            return f"{TYPES[t.name]}({value})"
+        if t.name == "i32":
+            return "(-2147483647 - 1)" if value == -(2**31) else str(value)
+        if t.name == "i64":
+            return "(-9223372036854775807l - 1l)" if value == -(2**63) else f"{value}l"
+        return f"{value}{'u' if t.bits == 32 else 'ul'}"
+
+    def float_literal(self, v: float, t: T.DType) -> str:
+        if v != v or v in (float("inf"), float("-inf")):
+            return self.special_float(v, t)
+        if t.name == "f64":
+            return float_text(repr(v)) + "lf"
+        text = float_text(f32_repr(v))
+        return text if t.name == "f32" else text + "hf"
+
+    def special_float(self, v: float, t: T.DType) -> str:
+        # GLSL has no literal for infinities or NaN; build them from their bit patterns.
+        if t.name == "f64":
+            high = {"inf": "0x7ff00000u", "-inf": "0xfff00000u", "nan": "0x7ff80000u"}[repr(v)]
+            return f"packDouble2x32(uvec2(0u, {high}))"
+        bits = {"inf": "0x7f800000u", "-inf": "0xff800000u", "nan": "0x7fc00000u"}[repr(v)]
+        text = f"uintBitsToFloat({bits})"
+        return text if t.name == "f32" else f"float16_t({text})"
+
+    def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
+        t = e.args[0].type
+        if t.is_float:
+            fn = FLOAT_FUNCS[e.fn]
+            if t.name == "f64" and e.fn not in F64_NATIVE:
+                r.features.add(F64_VIA_F32 + e.fn)
+                return f"double({fn}({', '.join(f'float({a})' for a in args)}))"
+            return f"{fn}({', '.join(args)})"
+        if e.fn in ("min", "max", "abs"):
+            return f"{e.fn}({', '.join(args)})"
+        if e.fn == "popcnt" and t.bits == 32:
+            return f"bitCount({args[0]})"
+        if e.fn in ("popcnt", "clz", "ffs") and t.bits in (32, 64):
+            return f"{r.helper(e.fn, t)}({args[0]})"
+        raise TranspileError(f"{e.fn} on {t.name} is not supported on the {self.name} target", e.loc)
+
+    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
+        t = e.type
+        needs = self.atomics.get((e.op, t.name))
+        if needs is None:
+            spelled = "+=" if e.op == "add" else f"qd.atomic_{e.op}"
+            raise TranspileError(
+                f"{spelled} on {t.name} has no native atomic on the {self.name} target", e.loc,
+                hint="atomics on glsl exist for i32/u32 (all ops), i64/u64 (with VK_KHR_shader_atomic_int64) "
+                     "and f32/f64 add, exchange, min and max (with VK_EXT_shader_atomic_float/_float2)")
+        r.features.update(needs)
+        args = [value] if expected is None else [expected, value]
+        return f"{ATOMIC_FUNCS[e.op]}({ref}, {', '.join(args)})"
+
+    def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
+        t = e.type
+        if t is T.bool_ and e.op in ("bitand", "bitor", "bitxor"):
+            # GLSL has no &, | or ^ on bool. The logical forms short-circuit, which only
+            # matters when the right side has an effect: then go through uint.
+            if e.op == "bitxor":
+                return f"{r.text(e.a, PREC_EQ + 1)} != {r.text(e.b, PREC_EQ + 1)}", PREC_EQ
+            if _has_atomic(e.b):
+                op = "&" if e.op == "bitand" else "|"
+                return f"bool(uint({r.text(e.a)}) {op} uint({r.text(e.b)}))", PREC_PRIMARY
+            if e.op == "bitand":
+                return f"{r.text(e.a, PREC_AND)} && {r.text(e.b, PREC_AND + 1)}", PREC_AND
+            return f"{r.text(e.a, PREC_AND + 1)} || {r.text(e.b, PREC_AND + 1)}", PREC_OR
+        if t.is_float and e.op == "mod":
+            # GLSL's mod is x - y * floor(x / y): its result already takes the divisor's sign.
+            return f"mod({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY
+        if t.is_float and e.op == "floordiv":
+            return f"floor({r.text(e.a)} / {r.text(e.b)})", PREC_PRIMARY
+        return super().binop_special(r, e)
+
+
+def _has_atomic(e: ir.Expr) -> bool:
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Atomic):
+            return True
+        for f in ("a", "b", "cond", "value", "expected"):
+            sub = getattr(n, f, None)
+            if isinstance(sub, ir.Expr):
+                stack.append(sub)
+        stack.extend(getattr(n, "indices", None) or [])
+        stack.extend(getattr(n, "args", None) or [])
+    return False
+
+
+@dataclass
+class GlslRenderer(Renderer):
+    """The shared renderer, with what GLSL spells differently from C."""
+
+    layout: dict = field(default_factory=dict)  # the task's resource declarations, for the template
+    widened: dict[int, str] = field(default_factory=dict)  # id(param) -> its dtype as written
+
+    def sanitize(self, name: str) -> str:
+        if _RESERVED_PATTERN.match(name):
+            return name + "_"
+        return super().sanitize(name)
+
+    def expr_ParamRef(self, e: ir.ParamRef):
+        name = self.param_name(e.param)
+        if id(e.param) in self.widened:
+            return f"{TYPES[e.param.type.name]}({name})", PREC_PRIMARY
+        return name, PREC_PRIMARY
+
+    def expr_Compare(self, e: ir.Compare):
+        if e.a.type is T.bool_ and e.op in ("lt", "le", "gt", "ge"):
+            # GLSL orders numbers only; False < True as ints, as Python has it.
+            op = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}[e.op]
+            return f"int({self.text(e.a)}) {op} int({self.text(e.b)})", PREC_REL
+        return super().expr_Compare(e)
+
+
+# ----------------------------------------------------------------------------- resource layout
+
+@dataclass
+class PushMember:
+    name: str      # the parameter's (or shape's) name
+    dtype: str     # as the host writes it
+    offset: int
+
+
+def push_constant_layout(kernel: ir.Kernel) -> tuple[list[tuple[ir.Param, int | None, PushMember]], int]:
+    """Every scalar and every ndarray extent, in parameter order, at std430 offsets.
+    Returns (param, dim or None, member) triples and the block's size in bytes."""
+    out, offset = [], 0
+    for p in kernel.params:
+        if p.is_array:
+            items = [(d, name, "i32") for d, name in enumerate(shape_arg_names(p))]
+        else:
+            items = [(None, p.name, PUSH_WIDENED.get(p.type.name, p.type.name))]
+        for dim, name, dtype in items:
+            size = 4 if dtype == "bool" else T.SCALARS[dtype].nbytes
+            offset = -(-offset // size) * size
+            out.append((p, dim, PushMember(name, dtype, offset)))
+            offset += size
+    return out, offset
+
+
+def array_bindings(kernel: ir.Kernel) -> dict[int, int]:
+    """id(param) -> binding: the k-th ndarray parameter is binding k of set 0."""
+    return {id(p): k for k, p in enumerate(q for q in kernel.params if q.is_array)}
+
+
+class GlslTarget(Target):
+    name = "glsl"
+    dialect = GlslDialect()
+    template = "glsl/module.comp.j2"
+    file_ext = ".comp"
+    one_file_per_task = True
+    language = f"GLSL {GLSL_VERSION} compute shader for Vulkan {VULKAN_VERSION} (glslangValidator -V)"
+    renderer_class = GlslRenderer
+
+    def signature(self, r: GlslRenderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
+        bindings = array_bindings(kernel)
+        members, _ = push_constant_layout(kernel)
+        buffers, push = [], []
+        # Declare in parameter order, shapes right after their array, as the CUDA signature
+        # does, so a name that needs a suffix gets the same one in every target.
+        by_param = {}
+        for p, dim, m in members:
+            by_param.setdefault(id(p), []).append((dim, m))
+        for p in kernel.params:
+            name = r.declare_name(p, p.name)
+            if p.is_array:
+                elem = p.type.dtype
+                if elem.bits in STORAGE_FEATURES:
+                    r.features.add(STORAGE_FEATURES[elem.bits])
+                buffers.append({"binding": bindings[id(p)], "block": f"qd_buffer_{name}",
+                                "ctype": r.type(elem, p.loc), "name": name})
+                for dim, m in by_param[id(p)]:
+                    sname = r.declare_name((p, dim), m.name)
+                    r.shape_names[(id(p), dim)] = sname
+                    push.append({"offset": m.offset, "ctype": r.type(T.i32), "name": sname, "note": ""})
+            else:
+                ((_, m),) = by_param[id(p)]
+                r.type(p.type, p.loc)
+                note = ""
+                if m.dtype != p.type.name:
+                    r.widened[id(p)] = m.dtype
+                    note = f"{p.type.name}, widened to {m.dtype}"
+                push.append({"offset": m.offset, "ctype": r.type(T.SCALARS[m.dtype]), "name": name, "note": note})
+        r.layout = {"buffers": buffers, "push_constants": push}
+        return [f"{b['ctype']} {b['name']}[]" for b in buffers] + [f"{m['ctype']} {m['name']}" for m in push]
+
+    def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
+        entry, r = super().render_entry(kernel, task, options)
+        entry.extras.update(r.layout)
+        return entry, r
+
+    def param_manifest(self, kernel: ir.Kernel) -> list[dict]:
+        bindings = array_bindings(kernel)
+        members, _ = push_constant_layout(kernel)
+        offsets: dict[int, list[PushMember]] = {}
+        for p, _, m in members:
+            offsets.setdefault(id(p), []).append(m)
+        out = []
+        for p in kernel.params:
+            if p.is_array:
+                out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
+                            "set": 0, "binding": bindings[id(p)],
+                            "shape_push_constant_offsets": [m.offset for m in offsets[id(p)]],
+                            "shape_dtype": "i32"})
+            else:
+                (m,) = offsets[id(p)]
+                entry = {"name": p.name, "kind": "scalar", "dtype": p.type.name, "push_constant_offset": m.offset}
+                if m.dtype != p.type.name:
+                    entry["push_constant_dtype"] = m.dtype
+                out.append(entry)
+        return out
+
+    def requirements(self, features: set[str], used_types: set[str]) -> dict:
+        vk = vulkan_features(features, used_types)
+        return {
+            "vulkan": VULKAN_VERSION,
+            "glsl": GLSL_VERSION,
+            "spirv": SPIRV_VERSION,
+            "extensions": glsl_extensions(vk),
+            "device_extensions": sorted({FEATURES[f][1] for f in vk if FEATURES[f][1]}),
+            "features": vk,
+            "f64_functions_in_f32": sorted(f[len(F64_VIA_F32):] for f in features if f.startswith(F64_VIA_F32)),
+        }
+
+    def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
+        sources, manifest = super().translate(kernel, options)
+        _, size = push_constant_layout(kernel)
+        # Vulkan guarantees only 128 bytes of push constants (maxPushConstantsSize).
+        manifest["requirements"]["push_constant_bytes"] = size
+        for e in manifest["entry_points"]:
+            e["entry"] = "main"
+        return sources, manifest
+
+    def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
+        return {"extensions": glsl_extensions(vulkan_features(features, used_types)),
+                "lit": lambda value, dtype: self.dialect.literal(value, T.SCALARS[dtype])}
+
+
+def vulkan_features(features: set[str], used_types: set[str]) -> list[str]:
+    out = {f for f in features if f in FEATURES}
+    out |= {TYPE_FEATURES[t] for t in used_types if t in TYPE_FEATURES}
+    return sorted(out)
+
+
+def glsl_extensions(vk_features: list[str]) -> list[str]:
+    return sorted({FEATURES[f][0] for f in vk_features if FEATURES[f][0]})
