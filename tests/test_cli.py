@@ -123,3 +123,33 @@ def test_emit_path_imports_nothing_heavy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_line_directives_are_opt_in():
+    plain = cli("emit", "examples/saxpy.py", "--target", "cuda").stdout
+    assert "#line" not in plain
+    r = cli("emit", "examples/saxpy.py", "--target", "cuda", "--line-directives")
+    assert r.returncode == 0 and '#line 8 "saxpy.py"' in r.stdout
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.py")))
+def test_every_example_passes_every_toolchain(example):
+    r = cli("check", f"examples/{example}", "--target", "all")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "REJECTED" not in r.stdout
+
+
+def test_rejected_source_is_mapped_to_the_python_line(tmp_path):
+    from transpiler.toolchains import check_sources
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    import transpiler as qd
+    from conftest import load_module
+
+    saxpy = load_module(ROOT / "examples" / "saxpy.py").saxpy
+    tr = qd.translate(saxpy, "cuda")
+    name, text = next(iter(tr.sources.items()))
+    broken = text.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + undefined_symbol;")
+    (v,) = check_sources("cuda", {name: broken}, tr.manifest)
+    assert not v.ok
+    assert "saxpy.py:8: saxpy.cu(" in v.message and "undefined_symbol" in v.message

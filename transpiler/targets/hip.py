@@ -1,0 +1,84 @@
+"""HIP C++ for hipcc and hipRTC: the CUDA dialect with AMD's differences.
+
+One source compiles both ways: hipcc needs ``<hip/hip_runtime.h>``, hipRTC supplies the same
+declarations itself and rejects the include, so the prelude guards it with ``__HIPCC_RTC__``.
+Both provide the fixed-width integer typedefs, but disagree on them (``int64_t`` is ``long``
+under hipcc and ``long long`` under hipRTC), so the source never redefines them and every
+call whose overload depends on that difference spells its argument type out.
+"""
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from .base import Helper, Renderer
+from .cuda import CudaDialect, CudaTarget
+from .emit import EntryPoint
+
+# ROCm 5.2 has no atomicMin/atomicMax for signed 64-bit ints: the clang builtins do.
+BUILTIN_ATOMICS = {("min", "i64"): "__hip_atomic_fetch_min", ("max", "i64"): "__hip_atomic_fetch_max"}
+
+# Architectures each wavefront size is compiled and checked for.
+CHECK_ARCHS = {64: ["gfx90a"], 32: ["gfx1030"]}
+
+
+class HipDialect(CudaDialect):
+    name = "hip"
+    file_ext = ".hip"
+    reserved = CudaDialect.reserved | frozenset("_Float16 __fp16 hipThreadIdx_x hipBlockIdx_x".split())
+
+    def __init__(self, subgroup_size: int = 64):
+        self.subgroup_size = subgroup_size
+
+    def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
+        t = e.args[0].type
+        if e.fn == "ffs" and t.bits == 64:
+            # HIP overloads __ffsll for long long and unsigned long long; hipcc's int64_t is
+            # long, which matches neither better, so name the type.
+            return f"__ffsll((unsigned long long)({args[0]}))"
+        return super().math(r, e, args)
+
+    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
+        t = e.type
+        if e.op == "add" and t.name in ("f32", "f64") and isinstance(e.array, ir.Param):
+            r.features.add("global_float_atomic_add")
+            return f"{r.helper('atomic_add', t)}(&{ref}, {value})"
+        builtin = BUILTIN_ATOMICS.get((e.op, t.name))
+        if builtin is not None:
+            scope = "__HIP_MEMORY_SCOPE_WORKGROUP" if isinstance(e.array, ir.SharedArray) else \
+                "__HIP_MEMORY_SCOPE_AGENT"
+            return f"{builtin}(&{ref}, {value}, __ATOMIC_RELAXED, {scope})"
+        return super().atomic(r, e, ref, value, expected)
+
+
+class HipTarget(CudaTarget):
+    name = "hip"
+    dialect = HipDialect(64)
+    template = "hip/module.hip.j2"
+    file_ext = ".hip"
+
+    @property
+    def language(self) -> str:  # type: ignore[override]
+        return f"HIP C++ for hipcc and hipRTC (ROCm 5.2+, wave{self.dialect.subgroup_size})"
+
+    def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
+        # RDNA runs wave32 natively; CDNA (and RDNA with -mwavefrontsize64) runs wave64.
+        self.dialect = HipDialect(32 if options.get("wave32") else 64)
+        return super().translate(kernel, options)
+
+    def requirements(self, features: set[str], used_types: set[str]) -> dict:
+        wave = self.dialect.subgroup_size
+        req = {"wavefront_size": wave, "offload_arch": CHECK_ARCHS[wave], "compile_options": ["-O3"],
+               "extensions": []}
+        if wave == 64:
+            req["rdna_compile_options"] = ["-mwavefrontsize64"]
+        if "global_float_atomic_add" in features:
+            # The native float atomics of gfx90a / gfx94x ignore fine-grained (host-coherent)
+            # memory: such arrays must come from hipMalloc, not hipHostMalloc.
+            req["coarse_grained_memory"] = True
+        return req
+
+    def module_context(self, entries: list[EntryPoint], helpers: list[Helper], features: set[str],
+                       used_types: set[str]) -> dict:
+        ctx = super().module_context(entries, helpers, features, used_types)
+        ctx["dialect_dir"] = "hip"
+        return ctx
+

@@ -1,0 +1,87 @@
+"""The GLSL compile check: glslangValidator to SPIR-V for Vulkan 1.2, then spirv-val.
+
+glslang alone accepts some modules Vulkan forbids (64-bit OpBitCount, for one), so
+spirv-val runs on its output with the same target environment. The runtime shares
+``compile_glsl`` (without the validation pass) to build its pipelines.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from functools import lru_cache
+
+from ..errors import ToolchainMissing, ToolchainRejected
+from . import Verdict, map_log, register
+
+TARGET_ENV = "vulkan1.2"
+INSTALL_HINT = "apt-get install glslang-tools spirv-tools (Debian/Ubuntu), or the Vulkan SDK"
+# glslang: "ERROR: saxpy.comp:9: 'x' : undeclared identifier"
+GLSLANG_LOCATION = r"(ERROR|WARNING): (?P<file>[^:\s]+):(?P<line>\d+):"
+
+
+@lru_cache(maxsize=None)
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise ToolchainMissing(name, INSTALL_HINT)
+    return path
+
+
+@lru_cache(maxsize=None)
+def glslang_version() -> str:
+    out = subprocess.run([tool("glslangValidator"), "--version"], capture_output=True, text=True).stdout
+    for line in out.splitlines():  # "Glslang Version: 11:12.0.0"
+        if line.startswith("Glslang Version:"):
+            return line.split(":")[-1].strip()
+    return "unknown"
+
+
+def _clean(log: str, name: str) -> str:
+    """glslang's log without the echoed file name and the blank lines around messages."""
+    return "\n".join(ln for ln in log.splitlines() if ln.strip() and ln.strip() != name)
+
+
+def compile_glsl(text: str, name: str, validate: bool = False) -> bytes:
+    """SPIR-V for one ``.comp`` file; raises ToolchainRejected with messages mapped to
+    Python lines. ``name`` must end in ``.comp``: glslang picks the stage from it."""
+    glslang = tool("glslangValidator")
+    with tempfile.TemporaryDirectory(prefix="qd-glsl-") as tmp:
+        src, spv = os.path.join(tmp, name), os.path.join(tmp, name + ".spv")
+        with open(src, "w") as f:
+            f.write(text)
+        # Run inside the directory so messages name the file, not the temporary path.
+        proc = subprocess.run([glslang, "-V", "--target-env", TARGET_ENV, "-o", spv, name],
+                              cwd=tmp, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log = _clean(proc.stdout + proc.stderr, name)
+            raise ToolchainRejected(f"glslangValidator {glslang_version()}",
+                                    map_log(log, name, text, GLSLANG_LOCATION))
+        if validate:
+            val = subprocess.run([tool("spirv-val"), "--target-env", TARGET_ENV, spv], capture_output=True, text=True)
+            if val.returncode != 0:
+                # spirv-val names SPIR-V instructions, not source lines: say which file it was.
+                raise ToolchainRejected("spirv-val", f"{name}: " + _clean(val.stdout + val.stderr, name))
+        with open(spv, "rb") as f:
+            return f.read()
+
+
+@register("glsl")
+def _glsl():
+    tool("glslangValidator")  # raise ToolchainMissing before any file is tried
+    tool("spirv-val")
+    name = f"glslang {glslang_version()} + spirv-val ({TARGET_ENV})"
+
+    def check(file: str, text: str, manifest: dict, options: dict) -> Verdict:
+        t0 = time.perf_counter()
+        try:
+            spirv = compile_glsl(text, file, validate=True)
+        except ToolchainRejected as exc:
+            return Verdict("glsl", name, file, False, time.perf_counter() - t0, exc.message)
+        seconds = time.perf_counter() - t0
+        return Verdict("glsl", name, file, True, seconds, "", {"main": {"spirv_bytes": len(spirv)}}
+                       if options.get("resources") else {})
+
+    return check
