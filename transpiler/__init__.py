@@ -12,7 +12,7 @@ from .lang import (  # noqa: F401
     atomic_exchange, atomic_max, atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor,
     cast, ceil, cos, cosh, exp, floor, func, kernel, log, loop_config, max, min, ndrange,
     pow, round, rsqrt, select, sin, sinh, sqrt, static, static_assert, tan, tanh, template,
-    trunc,
+    trunc, volatile_load,
 )
 from .translate import TARGETS, Translation, translate  # noqa: F401
 

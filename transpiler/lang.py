@@ -156,6 +156,11 @@ pow, abs = _math("pow"), _math("abs")  # noqa: A001
 popcnt, clz, ffs = _math("popcnt"), _math("clz"), _math("ffs")
 
 
+@builtin("volatile_load")
+def volatile_load(x):
+    """Read the ndarray element ``x`` from memory every time: never cached, hoisted or merged."""
+
+
 def _atomic(op: str):
     stub = builtin(f"atomic_{op}")(lambda *args: None)
     stub.__name__ = f"atomic_{op}"

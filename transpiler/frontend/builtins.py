@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import warnings
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import TranspileError
@@ -177,6 +178,38 @@ def _bit_math(lo, name, node):
 def _thread_index(lo, name, node):
     _args(lo, node, name, 0)
     return ir.ThreadIndex(T.i32, lo.loc(node), name.split(".")[1])
+
+
+_DEPRECATED = {"block.mem_sync": "block.mem_fence", "grid.memfence": "grid.mem_fence"}
+
+
+@handler("block.mem_fence", "grid.mem_fence", "block.mem_sync", "grid.memfence")
+def _fence(lo, name, node):
+    _args(lo, node, name, 0)
+    if name in _DEPRECATED:
+        loc = lo.loc(node)
+        warnings.warn(f"{loc}: qd.simt.{name}() is deprecated; use qd.simt.{_DEPRECATED[name]}()",
+                      DeprecationWarning, stacklevel=2)
+        name = _DEPRECATED[name]
+    scope = "block" if name.startswith("block.") else "device"
+    lo.emit(ir.Fence(lo.loc(node), scope))
+    return CT(None)
+
+
+@handler("volatile_load")
+def _volatile_load(lo, name, node):
+    if node.keywords or len(node.args) != 1:
+        raise lo.error(node, "qd.volatile_load() takes exactly one argument")
+    target = node.args[0]
+    if not isinstance(target, ast.Subscript):
+        what = "a local variable" if isinstance(target, ast.Name) else "this expression"
+        raise lo.error(target, f"qd.volatile_load needs an ndarray element such as a[i], not {what}",
+                       hint="a local cannot be changed by another thread; read it directly")
+    array, indices = lo.lvalue(target)
+    if isinstance(array, ir.SharedArray):
+        raise lo.error(target, "qd.volatile_load reads global memory; this is a shared array",
+                       hint="after block.sync() a plain read of shared memory sees the block's writes")
+    return ir.VolatileLoad(array.type.dtype, lo.loc(node), array, indices)
 
 
 @handler("atomic_add", "atomic_sub", "atomic_mul", "atomic_min", "atomic_max", "atomic_and",

@@ -158,6 +158,8 @@ MATH_FUNCS = {
     "min": 2, "max": 2,
     # integer bit helpers, -> i32
     "popcnt": 1, "clz": 1, "ffs": 1,
+    # float -> bool
+    "isnan": 1,
 }
 
 
@@ -182,13 +184,37 @@ ATOMIC_OPS = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "exchange",
 
 @dataclass(eq=False, slots=True)
 class Atomic(Expr):
-    """An atomic read-modify-write on a memory element; evaluates to the old value."""
+    """An atomic read-modify-write on a memory element; evaluates to the old value.
+
+    ``type`` is the type the memory is accessed as: the element type, or (after CAS
+    legalization) the unsigned integer of the same width when the element is a float."""
 
     op: str
     array: Array
     indices: list[Expr]
     value: Expr
     expected: Expr | None = None  # only for "cas": atomic_cas(x, expected, value)
+
+    @property
+    def reinterpreted(self) -> bool:
+        return self.type != self.array.type.dtype
+
+
+@dataclass(eq=False, slots=True)
+class BitCast(Expr):
+    """The bits of ``a`` read as ``type`` (same width)."""
+
+    a: Expr
+
+
+@dataclass(eq=False, slots=True)
+class VolatileLoad(Expr):
+    """``qd.volatile_load(a[i])``: a load the compiler may not cache, hoist or merge."""
+
+    array: Array
+    indices: list[Expr]
+
+
 
 
 # ----------------------------------------------------------------------------- statements
@@ -245,6 +271,16 @@ class For(Stmt):
 class While(Stmt):
     cond: Expr
     body: list[Stmt]
+
+
+FENCE_SCOPES = ("subgroup", "block", "device", "system")
+
+
+@dataclass(eq=False, slots=True)
+class Fence(Stmt):
+    """A memory fence ordering this thread's accesses as seen by threads in ``scope``."""
+
+    scope: str
 
 
 @dataclass(eq=False, slots=True)

@@ -96,6 +96,39 @@ class Dialect:
         """The type arithmetic on ``t`` is carried out in (C promotes narrow ints)."""
         return t
 
+    # ---------------------------------------------------------------- atomics and memory order
+
+    def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
+        """"native", "bits" (native on the same-width unsigned int), "cas", or None.
+        A dialect without a table spells (or rejects) every atomic itself."""
+        return "native"
+
+    def atomic_support(self, op: str, t: T.DType, space: str, loc: ir.Loc | None) -> str:
+        """How ``qd.atomic_<op>`` on a ``t`` element in ``space`` memory lowers here; the
+        seed's rejections first, then this target's table."""
+        what = f"qd.atomic_{op} on {t.name}"
+        if t is T.bool_ or t.bits < 16 or (t.is_int and t.bits == 16 and op != "cas"):
+            raise TranspileError(f"{what} is not supported on the {self.name} target: atomics need 32- or "
+                                 "64-bit elements", loc, hint="use an i32 / u32 (or i64 / u64) array")
+        if op == "exchange" and t is T.f16:
+            raise TranspileError(f"{what} is not supported on any target", loc, hint="use an f32 element")
+        if op == "exchange" and t.is_float and space == "shared":
+            raise TranspileError(f"{what} in shared memory is not supported on any target", loc,
+                                 hint="exchange an integer slot holding the value's bits")
+        form = self.atomic_table(op, t, space)
+        if form is None:
+            raise TranspileError(f"{what} ({space} memory) is not supported on the {self.name} target", loc)
+        return form
+
+    def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
+        raise NotImplementedError
+
+    def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
+        raise NotImplementedError
+
+    def fence(self, scope: str, loc: ir.Loc) -> str:
+        raise NotImplementedError
+
     def array_ref(self, r: Renderer, array: ir.Array, index: str) -> str:
         return f"{r.array_name(array)}[{index}]"
 
@@ -268,6 +301,14 @@ class Renderer:
     def expr_ThreadIndex(self, e: ir.ThreadIndex):
         return self.dialect.thread_index[e.kind], PREC_PRIMARY
 
+    def expr_BitCast(self, e: ir.BitCast):
+        self.used_types.add(e.type.name)
+        return self.dialect.bitcast(self.text(e.a), e.a.type, e.type), PREC_PRIMARY
+
+    def expr_VolatileLoad(self, e: ir.VolatileLoad):
+        ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
+        return self.dialect.volatile_load(self, e, ref), PREC_PRIMARY
+
     def expr_Atomic(self, e: ir.Atomic):
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
         value = self.text(e.value)
@@ -359,6 +400,9 @@ class Renderer:
         self.put(depth, f"while ({self.text(st.cond)}) {{", st.loc)
         self.block(st.body, depth + 1)
         self.put(depth, "}", None)
+
+    def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
+        self.put(depth, self.dialect.fence(st.scope, st.loc), st.loc)
 
     def stmt_Break(self, st: ir.Break, depth: int) -> None:
         self.put(depth, "break;", st.loc)

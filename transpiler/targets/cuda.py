@@ -40,6 +40,17 @@ NATIVE_ATOMICS = {
     ("exchange", "i64"): ("atomicExch", "u64"),
     **{("cas", t): ("atomicCAS", None) for t in ("i32", "u32", "u64")},
     ("cas", "i64"): ("atomicCAS", "u64"),
+    ("cas", "u16"): ("atomicCAS", None),   # sm_70+: what f16 CAS loops are built on
+}
+# Reinterpretations between a float and the unsigned int of its width.
+BITCASTS = {
+    ("f32", "u32"): "__float_as_uint({})", ("u32", "f32"): "__uint_as_float({})",
+    ("f64", "u64"): "(uint64_t)__double_as_longlong({})", ("u64", "f64"): "__longlong_as_double((long long)({}))",
+    ("f16", "u16"): "qd_half({}).bits", ("u16", "f16"): "qd_half_from_bits({})",
+}
+FENCES = {  # see docs/lowering.md for the SASS each one becomes
+    "subgroup": "__threadfence_block();", "block": "__threadfence_block();",
+    "device": "__threadfence();", "system": "__threadfence_system();",
 }
 
 
@@ -62,6 +73,26 @@ class CudaDialect(CxxDialect):
         "grid_stride": "(int32_t)(blockDim.x * gridDim.x)",
     }
     atomics = NATIVE_ATOMICS
+    bitcasts = BITCASTS
+    fences = FENCES
+
+    def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
+        if (op, t.name) in self.atomics:
+            return "native"
+        if op == "exchange" and t.name == "f64":
+            return "bits"
+        if op in ("add", "mul", "min", "max") and (t.is_float or t.bits >= 32):
+            return "cas"
+        return None
+
+    def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
+        return self.bitcasts[(src.name, dst.name)].format(text)
+
+    def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
+        return f"{r.helper('volatile_load', e.type)}(&{ref})"
+
+    def fence(self, scope: str, loc) -> str:
+        return self.fences[scope]
 
     def compute_type(self, t: T.DType) -> T.DType:
         return T.f32 if t is T.f16 else super().compute_type(t)
@@ -77,6 +108,8 @@ class CudaDialect(CxxDialect):
 
     def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
         t = e.args[0].type
+        if e.fn == "isnan":
+            return f"isnan({'float(' + args[0] + ')' if t.name == 'f16' else args[0]})"
         if t.is_float:
             if e.fn == "rsqrt" and t.name == "f64":
                 return f"rsqrt({args[0]})"
@@ -95,8 +128,10 @@ class CudaDialect(CxxDialect):
             raise TranspileError(f"qd.atomic_{e.op} on {t.name} is not supported on the {self.name} target", e.loc)
         fn, as_type = native
         args = [value] if expected is None else [expected, value]
-        if as_type is None:
+        if as_type is None and not e.reinterpreted:
             return f"{fn}(&{ref}, {', '.join(args)})"
+        if as_type is None:  # a float element updated through its bits
+            return f"{fn}(({self.types[t.name]}*)&{ref}, {', '.join(args)})"
         ct = self.types[as_type]
         r.used_types.add(as_type)
         cast_args = ", ".join(f"({ct})({a})" for a in args)

@@ -168,7 +168,8 @@ class GlslDialect(Dialect):
     def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
         t = e.args[0].type
         if t.is_float:
-            fn = FLOAT_FUNCS[e.fn]
+            # GLSL's pow is undefined for a base <= 0, where C's (and so CUDA's) is not.
+            fn = r.helper("pow", T.f32 if t.name == "f64" else t) if e.fn == "pow" else FLOAT_FUNCS[e.fn]
             if t.name == "f64" and e.fn not in F64_NATIVE:
                 r.features.add(F64_VIA_F32 + e.fn)
                 return f"double({fn}({', '.join(f'float({a})' for a in args)}))"
@@ -377,7 +378,11 @@ class GlslTarget(Target):
 
     def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
         return {"extensions": glsl_extensions(vulkan_features(features, used_types)),
-                "lit": lambda value, dtype: self.dialect.literal(value, T.SCALARS[dtype])}
+                "lit": self.template_literal}
+
+    def template_literal(self, value, dtype: str) -> str:
+        """A typed constant for the helper templates; "inf" and "nan" come as strings."""
+        return self.dialect.literal(float(value) if isinstance(value, str) else value, T.SCALARS[dtype])
 
 
 def vulkan_features(features: set[str], used_types: set[str]) -> list[str]:

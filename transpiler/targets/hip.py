@@ -2,15 +2,16 @@
 
 One source compiles both ways: hipcc needs ``<hip/hip_runtime.h>``, hipRTC supplies the same
 declarations itself and rejects the include, so the prelude guards it with ``__HIPCC_RTC__``.
-Both provide the fixed-width integer typedefs, but disagree on them (``int64_t`` is ``long``
-under hipcc and ``long long`` under hipRTC), so the source never redefines them and every
-call whose overload depends on that difference spells its argument type out.
+Both provide the 32- and 64-bit fixed-width integer typedefs, but disagree on them (``int64_t``
+is ``long`` under hipcc and ``long long`` under hipRTC), so the source never redefines those,
+and every call whose overload depends on that difference spells its argument type out.
 """
 from __future__ import annotations
 
 from ..ir import nodes as ir
 from .base import Helper, Renderer
 from .cuda import CudaDialect, CudaTarget
+from .cxx import FIXED_WIDTH
 from .emit import EntryPoint
 
 # ROCm 5.2 has no atomicMin/atomicMax for signed 64-bit ints: the clang builtins do.
@@ -80,5 +81,8 @@ class HipTarget(CudaTarget):
                        used_types: set[str]) -> dict:
         ctx = super().module_context(entries, helpers, features, used_types)
         ctx["dialect_dir"] = "hip"
+        # hipRTC declares the 32- and 64-bit fixed-width integers but not the narrow ones.
+        narrow = {FIXED_WIDTH[t][0] for t in ("i8", "i16", "u8", "u16")}
+        ctx["rtc_typedefs"] = [(name, ctype) for name, ctype in ctx["typedefs"] if name in narrow]
         return ctx
 

@@ -1,0 +1,172 @@
+"""Legalize atomics per target: an atomic the target has no instruction for becomes a
+compare-and-swap loop (or, for exchange, a native exchange on the value's bits), built
+here once in the IR rather than spelled by hand at each call site.
+
+Which form an atomic takes comes from the dialect's capability table:
+``dialect.atomic_support(op, dtype, space)`` answers "native", "bits" (native on the
+unsigned integer of the same width, e.g. f32 exchange on SPIR-V), "cas", or raises a
+located ``TranspileError`` naming op, dtype and target.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+
+UINT_OF_WIDTH = {16: T.u16, 32: T.u32, 64: T.u64}
+
+
+def space_of(array: ir.Array) -> str:
+    return "shared" if isinstance(array, ir.SharedArray) else "global"
+
+
+def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
+    """A copy of ``kernel`` whose atomics the dialect can all spell directly."""
+    needs = False
+    for task in kernel.tasks:
+        for e in _all_exprs(task.prelude + task.body):
+            if isinstance(e, ir.Atomic):
+                form = dialect.atomic_support(e.op, e.type, space_of(e.array), e.loc)
+                needs |= form != "native"
+    if not needs:
+        return kernel
+    rw = _Rewriter(dialect)
+    tasks = [dataclasses.replace(t, body=rw.block(t.body), prelude=rw.block(t.prelude)) for t in kernel.tasks]
+    return dataclasses.replace(kernel, tasks=tasks)
+
+
+def _all_exprs(stmts: list[ir.Stmt]):
+    from ..frontend.lower import iter_expr, stmt_bodies, stmt_exprs
+
+    for st in stmts:
+        for e in stmt_exprs(st):
+            yield from iter_expr(e)
+        for body in stmt_bodies(st):
+            yield from _all_exprs(body)
+
+
+class _Rewriter:
+    def __init__(self, dialect):
+        self.dialect = dialect
+
+    def block(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for st in stmts:
+            out.extend(self.stmt(st))
+        return out
+
+    def stmt(self, st: ir.Stmt) -> list[ir.Stmt]:
+        pre: list[ir.Stmt] = []
+        if isinstance(st, ir.ExprStmt) and isinstance(st.expr, ir.Atomic):
+            expr = self.atomic(st.expr, pre, result_used=False)
+            return pre + ([] if expr is None else [ir.ExprStmt(st.loc, expr)])
+        if isinstance(st, ir.While):
+            cond = self.expr(st.cond, pre, conditional=False)
+            if pre:
+                raise TranspileError(f"this atomic needs a compare-and-swap loop on the {self.dialect.name} target "
+                                     "and cannot sit in a while condition", st.loc,
+                                     hint="compute it in a statement before the loop and at the end of its body")
+            return [ir.While(st.loc, cond, self.block(st.body))]
+        changes = {}
+        for f in dataclasses.fields(st):
+            v = getattr(st, f.name)
+            if isinstance(v, ir.Expr):
+                changes[f.name] = self.expr(v, pre, conditional=False)
+            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
+                changes[f.name] = [self.expr(x, pre, conditional=False) for x in v]
+            elif isinstance(v, list) and (not v or isinstance(v[0], ir.Stmt)) and f.name != "indices":
+                changes[f.name] = self.block(v)
+        return pre + [dataclasses.replace(st, **changes)]
+
+    def expr(self, e: ir.Expr, pre: list[ir.Stmt], conditional: bool) -> ir.Expr:
+        changes = {}
+        for f in dataclasses.fields(e):
+            v = getattr(e, f.name)
+            # Operands evaluated only sometimes: the right of and/or, the arms of a select.
+            cond_child = conditional or (isinstance(e, ir.Logical) and f.name == "b") or \
+                (isinstance(e, ir.Select) and f.name in ("a", "b"))
+            if isinstance(v, ir.Expr):
+                changes[f.name] = self.expr(v, pre, cond_child)
+            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
+                changes[f.name] = [self.expr(x, pre, cond_child) for x in v]
+        new = dataclasses.replace(e, **changes) if changes else e
+        if isinstance(new, ir.Atomic):
+            form = self.dialect.atomic_support(new.op, new.type, space_of(new.array), new.loc)
+            if form != "native" and conditional:
+                raise TranspileError(f"qd.atomic_{new.op} on {new.type.name} needs a compare-and-swap loop on the "
+                                     f"{self.dialect.name} target and cannot be evaluated conditionally here", new.loc,
+                                     hint="call it in a statement of its own")
+            return self.atomic(new, pre, result_used=True)
+        return new
+
+    def atomic(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
+        form = self.dialect.atomic_support(a.op, a.type, space_of(a.array), a.loc)
+        if form == "native":
+            return a
+        t = a.type
+        loc = a.loc
+        if form == "bits":
+            u = UINT_OF_WIDTH[t.bits]
+            expected = None if a.expected is None else ir.BitCast(u, loc, a.expected)
+            native = ir.Atomic(u, loc, a.op, a.array, a.indices, ir.BitCast(u, loc, a.value), expected)
+            return ir.BitCast(t, loc, native)
+        return self.cas_loop(a, pre, result_used)
+
+    def cas_loop(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
+        t, loc = a.type, a.loc
+        mem = UINT_OF_WIDTH[t.bits] if t.is_float else t
+        if self.dialect.atomic_support("cas", mem, space_of(a.array), loc) != "native":
+            raise TranspileError(f"qd.atomic_{a.op} on {t.name} needs a compare-and-swap loop, and the "
+                                 f"{self.dialect.name} target has no {mem.bits}-bit compare-and-swap "
+                                 f"on {space_of(a.array)} memory", loc)
+        indices = [self.once(i, "index", pre) for i in a.indices]
+        value = self.once(a.value, "operand", pre)
+        # Named after the array so they read as its story and leave the user's names alone.
+        old = ir.Local(f"{a.array.name}_old", t, loc)
+        pre.append(ir.Declare(loc, old, ir.Load(t, loc, a.array, indices)))
+        assumed = ir.Local(f"{a.array.name}_assumed", t, loc)
+        seen = ir.Local(f"{a.array.name}_seen", mem, loc)
+
+        def ref(var: ir.Local) -> ir.Expr:
+            return ir.LocalRef(var.type, loc, var)
+
+        def bits(e: ir.Expr) -> ir.Expr:
+            return ir.BitCast(mem, loc, e) if t.is_float else e
+
+        desired = combine(a.op, ref(assumed), value, t, loc)
+        cas = ir.Atomic(mem, loc, "cas", a.array, indices, bits(desired), bits(ref(assumed)))
+        body = [
+            ir.Declare(loc, assumed, ref(old)),
+            ir.Declare(loc, seen, cas),
+            ir.Assign(loc, old, ir.BitCast(t, loc, ref(seen)) if t.is_float else ref(seen)),
+            ir.If(loc, ir.Compare(T.bool_, loc, "eq", ref(seen), bits(ref(assumed))), [ir.Break(loc)], []),
+        ]
+        pre.append(ir.While(loc, ir.Const(T.bool_, loc, True), body))
+        return ref(old) if result_used else None
+
+    def once(self, e: ir.Expr, name: str, pre: list[ir.Stmt]) -> ir.Expr:
+        """``e`` evaluated a single time: simple expressions as they are, others in a local."""
+        if isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape, ir.ThreadIndex)):
+            return e
+        var = ir.Local(name, e.type, e.loc)
+        pre.append(ir.Declare(e.loc, var, e))
+        return ir.LocalRef(e.type, e.loc, var)
+
+
+def combine(op: str, cur: ir.Expr, v: ir.Expr, t: T.DType, loc: ir.Loc) -> ir.Expr:
+    """The value a CAS loop tries to store for ``op``."""
+    if op in ("add", "mul"):
+        return ir.BinOp(t, loc, op, cur, v)
+    if op == "exchange":
+        return v
+    if op in ("min", "max"):
+        chosen = ir.Math(t, loc, op, [cur, v])
+        if not t.is_float:
+            return chosen
+        # minNum / maxNum: when exactly one operand is NaN the other one wins.
+        cur_nan = ir.Math(T.bool_, loc, "isnan", [cur])
+        v_nan = ir.Math(T.bool_, loc, "isnan", [v])
+        return ir.Select(t, loc, cur_nan, v, ir.Select(t, loc, v_nan, cur, chosen))
+    raise TranspileError(f"internal error: no CAS form for atomic_{op}", loc)

@@ -1,0 +1,602 @@
+// qd_simt.h: run the transpiler's CUDA (and HIP) output unchanged on the CPU.
+//
+// A wrapper translation unit includes this header, then the generated .cu/.hip file, then
+// one QD_EMU_ENTRY(name) per entry point. The scheduler itself (fibers, barriers, the
+// watchdog) lives in qd_simt_rt.cpp, built once into a shared library the kernel links to,
+// so that a kernel TU sees almost no libc names that could collide with kernel names.
+//
+// Execution model: the threads of one block run as fibers on one OS thread, switched only
+// at barriers, warp collectives and (every few thousand iterations) loop back-edges; blocks
+// run one after another in index order. Because a single OS thread runs one block at a
+// time, a function-local `static` is exactly one instance per running block, which is how
+// `__shared__` is provided: the generated text keeps `__shared__ T x[N];` inside the body.
+//
+// Macros this header defines for the generated text: QD_SIMT_EMULATOR (templates test it
+// where the GPU spelling cannot run on a host, e.g. the PTX `asm` in qd_half), and, in HIP
+// mode (-DQD_EMU_HIP), __HIPCC_RTC__ so the source takes its hipRTC branch with no includes.
+#ifndef QD_SIMT_H
+#define QD_SIMT_H
+
+#define QD_SIMT_EMULATOR 1
+
+#ifndef QD_EMU_WARP_SIZE
+#ifdef QD_EMU_HIP
+#define QD_EMU_WARP_SIZE 64
+#else
+#define QD_EMU_WARP_SIZE 32
+#endif
+#endif
+
+// ----------------------------------------------------------------------------- runtime ABI
+// Shared between the kernel TU and qd_simt_rt.cpp; plain C so the library can be rebuilt
+// independently of any kernel.
+
+extern "C" {
+
+struct qd_emu_uint3 { unsigned x, y, z; };
+
+// The lanes of one warp collective, handed to the collective's compute function when the
+// last member arrives. `value`/`arg` hold each member's operands; it fills `result`.
+struct qd_emu_lanes {
+    unsigned long long members;   // lanes taking part (bit i = lane i)
+    int width;                    // the shuffle segment width
+    int warp_size;
+    unsigned long long value[64];
+    long long arg[64];
+    unsigned long long result[64];
+};
+typedef void (*qd_emu_compute_fn)(qd_emu_lanes*);
+
+// Launch configuration, filled by the kernel TU's launcher from the caller's int64 array.
+struct qd_emu_config {
+    long long grid[3], block[3];
+    long long watchdog_ms;    // no progress for this long while looping: report a hang
+    long long flags;          // QD_EMU_POISON_SHARED | ...
+    long long first_block;    // run blocks [first_block, last_block) in linear order
+    long long last_block;
+};
+#define QD_EMU_POISON_SHARED 1
+
+// Status codes qd_emu_run returns; the message explains (generated lines as @L<n>@).
+#define QD_EMU_OK 0
+#define QD_EMU_DEADLOCK 1
+#define QD_EMU_HANG 2
+#define QD_EMU_TRAP 3
+#define QD_EMU_SIGNAL 4
+#define QD_EMU_BAD_LAUNCH 5
+
+typedef void (*qd_emu_call_fn)(void* ctx);
+
+int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cfg, int warp_size,
+               char* shared_begin, char* shared_end, char* err, int errlen);
+int qd_emu_block_barrier(int line, const char* what, int pred);
+unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int use_live_mask,
+                                  unsigned long long value, long long arg, int width, qd_emu_compute_fn fn);
+unsigned long long qd_emu_live_lanes(void);
+void qd_emu_tick_slow(int line);
+void qd_emu_yield(int line);
+[[noreturn]] void qd_emu_trap(int line, const char* what);
+
+// The hardware indices of the running fiber; the scheduler rewrites them at each switch.
+extern qd_emu_uint3 threadIdx, blockIdx, blockDim, gridDim;
+extern unsigned qd_emu_ticks;
+
+}  // extern "C"
+
+#ifndef QD_EMU_BUILDING_RUNTIME
+
+#include <cmath>
+#include <bit>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ----------------------------------------------------------------------------- types
+
+// The fixed-width names the generated text uses are renamed, because a host header may have
+// declared ::int64_t as `long` where the CUDA prelude (and hipRTC) say `long long`. Same
+// types as the CUDA prelude, so its typedefs (and HIP's narrow ones) redeclare these.
+typedef signed char qd_emu_int8_t;
+typedef short qd_emu_int16_t;
+typedef int qd_emu_int32_t;
+typedef long long qd_emu_int64_t;
+typedef unsigned char qd_emu_uint8_t;
+typedef unsigned short qd_emu_uint16_t;
+typedef unsigned int qd_emu_uint32_t;
+typedef unsigned long long qd_emu_uint64_t;
+
+typedef qd_emu_uint3 uint3;
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(qd_emu_uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+
+inline constexpr int warpSize = QD_EMU_WARP_SIZE;
+
+#ifndef QD_EMU_HIP
+// IEEE binary16 with the CUDA prelude's interface (the prelude's version is PTX asm).
+// Round to nearest even on the way in, exact on the way out.
+struct qd_half {
+    unsigned short bits;
+    qd_half() = default;
+    qd_half(float f) : bits(from_float(f)) {}
+    operator float() const { return to_float(bits); }
+
+    static unsigned short from_float(float f) {
+        unsigned x = std::bit_cast<unsigned>(f);
+        unsigned sign = (x >> 16) & 0x8000u;
+        unsigned ax = x & 0x7fffffffu;
+        if (ax >= 0x7f800000u)  // inf or nan (nan keeps a quiet payload bit)
+            return (unsigned short)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
+        if (ax >= 0x477ff000u)  // rounds to >= 65520: overflow to inf
+            return (unsigned short)(sign | 0x7c00u);
+        if (ax < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+            if (ax < 0x33000000u)  // below half the smallest subnormal: rounds to zero
+                return (unsigned short)sign;
+            unsigned mant = (ax & 0x7fffffu) | 0x800000u;
+            int shift = 126 - (int)(ax >> 23);  // 14..24 bits to drop to reach 2^-24 units
+            unsigned q = mant >> shift, rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+            q += (rem > halfway || (rem == halfway && (q & 1u)));
+            return (unsigned short)(sign | q);
+        }
+        unsigned r = ax - 0x38000000u;  // rebias the exponent from 127 to 15
+        unsigned q = r >> 13, rem = r & 0x1fffu;
+        q += (rem > 0x1000u || (rem == 0x1000u && (q & 1u)));
+        return (unsigned short)(sign | q);
+    }
+    static float to_float(unsigned short h) {
+        unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+        if (e == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
+        if (e == 0) {
+            float v = (float)m * 5.9604644775390625e-08f;  // m * 2^-24, exact
+            return sign ? -v : v;
+        }
+        return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
+    }
+};
+#endif
+
+// ----------------------------------------------------------------------------- fences, misc
+
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+template <class T> inline T __ldg(const T* p) { return *p; }
+extern "C" int printf(const char* __restrict fmt, ...);
+
+// ----------------------------------------------------------------------------- math
+
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float fdividef(float x, float y) { return x / y; }
+inline float __saturatef(float x) { return x != x ? 0.0f : fminf(fmaxf(x, 0.0f), 1.0f); }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+
+// CUDA's integer and floating min/max overloads (host C++ has none in the global namespace).
+#define QD_EMU_MINMAX(R, A, B)                                        \
+    inline R min(A a, B b) { return (R)a < (R)b ? (R)a : (R)b; }      \
+    inline R max(A a, B b) { return (R)a > (R)b ? (R)a : (R)b; }
+QD_EMU_MINMAX(int, int, int)
+QD_EMU_MINMAX(unsigned, unsigned, unsigned)
+QD_EMU_MINMAX(unsigned, int, unsigned)
+QD_EMU_MINMAX(unsigned, unsigned, int)
+QD_EMU_MINMAX(long, long, long)
+QD_EMU_MINMAX(unsigned long, unsigned long, unsigned long)
+QD_EMU_MINMAX(long long, long long, long long)
+QD_EMU_MINMAX(unsigned long long, unsigned long long, unsigned long long)
+QD_EMU_MINMAX(unsigned long long, long long, unsigned long long)
+QD_EMU_MINMAX(unsigned long long, unsigned long long, long long)
+#undef QD_EMU_MINMAX
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+inline double min(float a, double b) { return fmin(a, b); }
+inline double max(float a, double b) { return fmax(a, b); }
+inline double min(double a, float b) { return fmin(a, b); }
+inline double max(double a, float b) { return fmax(a, b); }
+
+// ----------------------------------------------------------------------------- bit casts and bits
+
+inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
+inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
+inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
+inline double __longlong_as_double(long long x) { return std::bit_cast<double>(x); }
+inline long long __double_as_longlong(double x) { return std::bit_cast<long long>(x); }
+inline double __hiloint2double(int hi, int lo) {
+    return std::bit_cast<double>(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo);
+}
+inline int __double2hiint(double x) { return (int)(std::bit_cast<unsigned long long>(x) >> 32); }
+inline int __double2loint(double x) { return (int)std::bit_cast<unsigned long long>(x); }
+inline int __float2int_rz(float x) { return (int)x; }
+inline int __float2int_rn(float x) { return (int)rintf(x); }
+inline int __float2int_rd(float x) { return (int)floorf(x); }
+inline int __float2int_ru(float x) { return (int)ceilf(x); }
+inline unsigned __float2uint_rz(float x) { return (unsigned)x; }
+inline long long __float2ll_rz(float x) { return (long long)x; }
+inline float __int2float_rn(int x) { return (float)x; }
+inline float __uint2float_rn(unsigned x) { return (float)x; }
+inline float __ll2float_rn(long long x) { return (float)x; }
+inline float __double2float_rn(double x) { return (float)x; }
+inline int __double2int_rz(double x) { return (int)x; }
+
+inline int __popc(unsigned x) { return std::popcount(x); }
+inline int __popcll(unsigned long long x) { return std::popcount(x); }
+inline int __clz(int x) { return std::countl_zero((unsigned)x); }
+inline int __clzll(long long x) { return std::countl_zero((unsigned long long)x); }
+inline int __ffs(int x) { return x == 0 ? 0 : std::countr_zero((unsigned)x) + 1; }
+inline int __ffs(unsigned x) { return x == 0 ? 0 : std::countr_zero(x) + 1; }
+inline int __ffsll(long long x) { return x == 0 ? 0 : std::countr_zero((unsigned long long)x) + 1; }
+inline int __ffsll(unsigned long long x) { return x == 0 ? 0 : std::countr_zero(x) + 1; }
+inline unsigned __brev(unsigned x) {
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
+    return __builtin_bswap32(x);
+}
+inline unsigned long long __brevll(unsigned long long x) {
+    return ((unsigned long long)__brev((unsigned)x) << 32) | __brev((unsigned)(x >> 32));
+}
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    unsigned long long v = ((unsigned long long)y << 32) | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    return r;
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
+    unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned)((v << (s & 31)) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
+    unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned)(v >> (s & 31));
+}
+inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+
+// ----------------------------------------------------------------------------- atomics
+// GCC/Clang __atomic builtins (what std::atomic_ref is made of, without <atomic>, which
+// drags unistd.h and friends into the kernel's namespace). One OS thread runs a block, so
+// relaxed order is enough; race-check builds ask for acq_rel so TSan sees the
+// happens-before a GPU's fence + atomic pair gives.
+#ifndef QD_EMU_ATOMIC_ORDER
+#define QD_EMU_ATOMIC_ORDER __ATOMIC_RELAXED
+#endif
+
+namespace qd_emu {
+template <class T, class F>
+inline T atomic_rmw(T* p, F f) {
+    using U = std::conditional_t<sizeof(T) == 8, unsigned long long,
+              std::conditional_t<sizeof(T) == 4, unsigned, unsigned short>>;
+    U* u = reinterpret_cast<U*>(p);
+    U old = __atomic_load_n(u, QD_EMU_ATOMIC_ORDER);
+    for (;;) {
+        U nw = std::bit_cast<U>(static_cast<T>(f(std::bit_cast<T>(old))));
+        if (__atomic_compare_exchange_n(u, &old, nw, true, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER))
+            return std::bit_cast<T>(old);
+    }
+}
+template <class T>
+inline T atomic_cas(T* p, T expected, T desired) {
+    __atomic_compare_exchange_n(p, &expected, desired, false, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER);
+    return expected;  // the old value, whether or not it matched
+}
+}  // namespace qd_emu
+
+#define QD_EMU_ATOMIC_SCOPES(NAME, T, PARAMS, BODY) \
+    inline T NAME PARAMS BODY                       \
+    inline T NAME##_block PARAMS BODY               \
+    inline T NAME##_system PARAMS BODY
+#define QD_EMU_ATOMIC_INT(T)                                                                          \
+    QD_EMU_ATOMIC_SCOPES(atomicAdd, T, (T* p, T v), { return __atomic_fetch_add(p, v, QD_EMU_ATOMIC_ORDER); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicSub, T, (T* p, T v), { return __atomic_fetch_sub(p, v, QD_EMU_ATOMIC_ORDER); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicAnd, T, (T* p, T v), { return __atomic_fetch_and(p, v, QD_EMU_ATOMIC_ORDER); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicOr, T, (T* p, T v), { return __atomic_fetch_or(p, v, QD_EMU_ATOMIC_ORDER); })   \
+    QD_EMU_ATOMIC_SCOPES(atomicXor, T, (T* p, T v), { return __atomic_fetch_xor(p, v, QD_EMU_ATOMIC_ORDER); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicExch, T, (T* p, T v), { return __atomic_exchange_n(p, v, QD_EMU_ATOMIC_ORDER); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicMin, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T o) { return o < v ? o : v; }); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicMax, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T o) { return o > v ? o : v; }); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicCAS, T, (T* p, T e, T v), { return qd_emu::atomic_cas(p, e, v); })
+QD_EMU_ATOMIC_INT(int)
+QD_EMU_ATOMIC_INT(unsigned)
+QD_EMU_ATOMIC_INT(long long)
+QD_EMU_ATOMIC_INT(unsigned long long)
+QD_EMU_ATOMIC_SCOPES(atomicCAS, unsigned short, (unsigned short* p, unsigned short e, unsigned short v),
+                     { return qd_emu::atomic_cas(p, e, v); })
+QD_EMU_ATOMIC_SCOPES(atomicInc, unsigned, (unsigned* p, unsigned lim),
+                     { return qd_emu::atomic_rmw(p, [lim](unsigned o) { return o >= lim ? 0u : o + 1; }); })
+QD_EMU_ATOMIC_SCOPES(atomicDec, unsigned, (unsigned* p, unsigned lim),
+                     { return qd_emu::atomic_rmw(p, [lim](unsigned o) { return (o == 0 || o > lim) ? lim : o - 1; }); })
+#define QD_EMU_ATOMIC_FLOAT(T)                                                                              \
+    QD_EMU_ATOMIC_SCOPES(atomicAdd, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T o) { return o + v; }); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicSub, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T o) { return o - v; }); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicExch, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T) { return v; }); })
+QD_EMU_ATOMIC_FLOAT(float)
+QD_EMU_ATOMIC_FLOAT(double)
+#ifdef QD_EMU_HIP
+// HIP has floating min/max atomics (CUDA does not: its code gets CAS loops instead).
+#define QD_EMU_ATOMIC_FMINMAX(T)                                                                            \
+    QD_EMU_ATOMIC_SCOPES(atomicMin, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T o) { return fmin(o, v); }); }) \
+    QD_EMU_ATOMIC_SCOPES(atomicMax, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T o) { return fmax(o, v); }); })
+QD_EMU_ATOMIC_FMINMAX(float)
+QD_EMU_ATOMIC_FMINMAX(double)
+#undef QD_EMU_ATOMIC_FMINMAX
+inline float unsafeAtomicAdd(float* p, float v) { return atomicAdd(p, v); }
+inline double unsafeAtomicAdd(double* p, double v) { return atomicAdd(p, v); }
+inline float safeAtomicAdd(float* p, float v) { return atomicAdd(p, v); }
+inline double safeAtomicAdd(double* p, double v) { return atomicAdd(p, v); }
+
+// clang's scoped atomic builtins, as the HIP target spells them.
+#define __HIP_MEMORY_SCOPE_SINGLETHREAD 1
+#define __HIP_MEMORY_SCOPE_WAVEFRONT 2
+#define __HIP_MEMORY_SCOPE_WORKGROUP 3
+#define __HIP_MEMORY_SCOPE_AGENT 4
+#define __HIP_MEMORY_SCOPE_SYSTEM 5
+template <class T> inline T __hip_atomic_fetch_add(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T o) { return (T)(o + v); }); }
+template <class T> inline T __hip_atomic_fetch_min(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T o) { return o < v ? o : v; }); }
+template <class T> inline T __hip_atomic_fetch_max(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T o) { return o > v ? o : v; }); }
+template <class T> inline T __hip_atomic_fetch_and(T* p, T v, int, int) { return __atomic_fetch_and(p, v, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline T __hip_atomic_fetch_or(T* p, T v, int, int) { return __atomic_fetch_or(p, v, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline T __hip_atomic_fetch_xor(T* p, T v, int, int) { return __atomic_fetch_xor(p, v, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline T __hip_atomic_exchange(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T) { return v; }); }
+template <class T> inline T __hip_atomic_load(T* p, int, int) { return qd_emu::atomic_rmw(p, [](T o) { return o; }); }
+template <class T> inline void __hip_atomic_store(T* p, T v, int, int) { qd_emu::atomic_rmw(p, [v](T) { return v; }); }
+template <class T> inline bool __hip_atomic_compare_exchange_strong(T* p, T* expected, T desired, int, int, int) {
+    T want = *expected;
+    T old = qd_emu::atomic_rmw(p, [want, desired](T o) { return std::bit_cast<decltype(std::declval<T&>())>(o) == want ? desired : o; });
+    if (old == want) return true;
+    *expected = old;
+    return false;
+}
+#define __builtin_amdgcn_fence(order, scope) __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
+#undef QD_EMU_ATOMIC_INT
+#undef QD_EMU_ATOMIC_FLOAT
+
+// ----------------------------------------------------------------------------- warp collectives
+
+namespace qd_emu {
+
+#if QD_EMU_WARP_SIZE == 64 || defined(QD_EMU_HIP)
+typedef unsigned long long lanemask_t;   // HIP's ballot / activemask are 64-bit at any wave size
+#else
+typedef unsigned lanemask_t;
+#endif
+
+template <class T>
+inline unsigned long long to_bits(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp operand must fit in 64 bits");
+    unsigned long long b = 0;
+    __builtin_memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <class T>
+inline T from_bits(unsigned long long b) {
+    T v;
+    __builtin_memcpy(&v, &b, sizeof(T));
+    return v;
+}
+inline int lane_of(int lane, int width) { return lane; }
+
+enum ShflKind { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR };
+
+// Source lane for each shuffle kind, as PTX `shfl.sync` defines it (and HIP's __shfl_* do):
+// outside the caller's `width`-wide segment, a lane keeps its own value.
+template <int K>
+inline void shfl_compute(qd_emu_lanes* L) {
+    int w = L->width;
+    for (int lane = 0; lane < L->warp_size; ++lane) {
+        if (!((L->members >> lane) & 1)) continue;
+        int seg = lane & ~(w - 1), src;
+        long long a = L->arg[lane];
+        if (K == SHFL_IDX) src = seg + (int)(a & (w - 1));
+        else if (K == SHFL_UP) src = (lane - seg) >= a ? lane - (int)a : lane;
+        else if (K == SHFL_DOWN) src = (lane - seg) + a < w ? lane + (int)a : lane;
+        else { src = lane ^ (int)a; if (src >= seg + w || src >= L->warp_size) src = lane; }
+        // Reading a lane that is not taking part is undefined on the GPU: keep our own value.
+        L->result[lane] = ((L->members >> src) & 1) ? L->value[src] : L->value[lane];
+    }
+}
+template <int K, class T>
+inline T shfl(int line, const char* what, unsigned long long mask, int live, T var, long long arg, int width) {
+    if (width <= 0 || width > QD_EMU_WARP_SIZE || (width & (width - 1))) width = QD_EMU_WARP_SIZE;
+    return from_bits<T>(qd_emu_warp_op(line, what, mask, live, to_bits(var), arg, width, &shfl_compute<K>));
+}
+
+inline void ballot_compute(qd_emu_lanes* L) {
+    unsigned long long b = 0;
+    for (int lane = 0; lane < L->warp_size; ++lane)
+        if (((L->members >> lane) & 1) && L->value[lane]) b |= 1ull << lane;
+    for (int lane = 0; lane < L->warp_size; ++lane) L->result[lane] = b;
+}
+inline unsigned long long ballot(int line, const char* what, unsigned long long mask, int live, bool pred) {
+    return qd_emu_warp_op(line, what, mask, live, pred ? 1 : 0, 0, QD_EMU_WARP_SIZE, &ballot_compute);
+}
+inline void nop_compute(qd_emu_lanes*) {}
+
+template <class T, int OP>  // 0 add, 1 min, 2 max
+inline void reduce_compute(qd_emu_lanes* L) {
+    T acc{};
+    bool first = true;
+    for (int lane = 0; lane < L->warp_size; ++lane) {
+        if (!((L->members >> lane) & 1)) continue;
+        T v = from_bits<T>(L->value[lane]);
+        if (first) acc = v, first = false;
+        else if (OP == 0) acc = (T)(acc + v);
+        else if (OP == 1) acc = v < acc ? v : acc;
+        else acc = v > acc ? v : acc;
+    }
+    for (int lane = 0; lane < L->warp_size; ++lane) L->result[lane] = to_bits(acc);
+}
+template <int OP, class T>
+inline T reduce(int line, const char* what, unsigned long long mask, T v) {
+    return from_bits<T>(qd_emu_warp_op(line, what, mask, 0, to_bits(v), 0, QD_EMU_WARP_SIZE, &reduce_compute<T, OP>));
+}
+
+inline void match_any_compute(qd_emu_lanes* L) {
+    for (int lane = 0; lane < L->warp_size; ++lane) {
+        if (!((L->members >> lane) & 1)) continue;
+        unsigned long long m = 0;
+        for (int o = 0; o < L->warp_size; ++o)
+            if (((L->members >> o) & 1) && L->value[o] == L->value[lane]) m |= 1ull << o;
+        L->result[lane] = m;
+    }
+}
+inline void match_all_compute(qd_emu_lanes* L) {
+    bool same = true;
+    int first = std::countr_zero(L->members);
+    for (int lane = 0; lane < L->warp_size; ++lane)
+        if (((L->members >> lane) & 1) && L->value[lane] != L->value[first]) same = false;
+    for (int lane = 0; lane < L->warp_size; ++lane) L->result[lane] = same ? L->members : 0;
+}
+
+}  // namespace qd_emu
+
+template <class T>
+inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
+
+#define __shfl_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __shfl_up_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __shfl_down_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_DOWN>(__LINE__, "__shfl_down_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __shfl_xor_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_XOR>(__LINE__, "__shfl_xor_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+// The optional `width` argument: append warpSize when the call gave only the lane/offset.
+#define QD_EMU_WIDTH(...) QD_EMU_WIDTH_PICK(__VA_ARGS__, , QD_EMU_WIDTH_DEFAULT)
+#define QD_EMU_WIDTH_PICK(a, b, c, ...) c
+#define QD_EMU_WIDTH_DEFAULT , QD_EMU_WARP_SIZE
+#define __ballot_sync(mask, pred) ((::qd_emu::lanemask_t)::qd_emu::ballot(__LINE__, "__ballot_sync", (mask), 0, (pred)))
+#define __any_sync(mask, pred) ((int)(::qd_emu::ballot(__LINE__, "__any_sync", (mask), 0, (pred)) != 0))
+#define __all_sync(mask, pred) ((int)(::qd_emu::ballot(__LINE__, "__all_sync", (mask), 0, !(pred)) == 0))
+#define __reduce_add_sync(mask, v) ::qd_emu::reduce<0>(__LINE__, "__reduce_add_sync", (mask), (v))
+#define __reduce_min_sync(mask, v) ::qd_emu::reduce<1>(__LINE__, "__reduce_min_sync", (mask), (v))
+#define __reduce_max_sync(mask, v) ::qd_emu::reduce<2>(__LINE__, "__reduce_max_sync", (mask), (v))
+#define __match_any_sync(mask, v) ((::qd_emu::lanemask_t)qd_emu_warp_op(__LINE__, "__match_any_sync", (mask), 0, qd_emu_match_bits(v), 0, QD_EMU_WARP_SIZE, &::qd_emu::match_any_compute))
+#define __match_all_sync(mask, v, pred) ::qd_emu::match_all(__LINE__, (mask), qd_emu_match_bits(v), (pred))
+#define __syncwarp(...) ((void)qd_emu_warp_op(__LINE__, "__syncwarp", QD_EMU_SYNCWARP_MASK(__VA_ARGS__), 0, 0, 0, QD_EMU_WARP_SIZE, &::qd_emu::nop_compute))
+#define QD_EMU_SYNCWARP_MASK(...) (0 __VA_OPT__(, ) __VA_ARGS__ __VA_OPT__(+ 0) QD_EMU_FULL_IF_EMPTY(__VA_ARGS__))
+#define QD_EMU_FULL_IF_EMPTY(...) __VA_OPT__(, 0) + (~0ull)
+#define __activemask() ((::qd_emu::lanemask_t)qd_emu_live_lanes())
+
+namespace qd_emu {
+inline lanemask_t match_all(int line, unsigned long long mask, unsigned long long bits, int* pred) {
+    unsigned long long r = qd_emu_warp_op(line, "__match_all_sync", mask, 0, bits, 0, QD_EMU_WARP_SIZE, &match_all_compute);
+    *pred = r != 0;
+    return (lanemask_t)r;
+}
+}  // namespace qd_emu
+
+#ifdef QD_EMU_HIP
+// HIP's mask-free spellings act on the lanes that are still running.
+#define __shfl(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __shfl_up(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __shfl_down(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_DOWN>(__LINE__, "__shfl_down", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __shfl_xor(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_XOR>(__LINE__, "__shfl_xor", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __ballot(pred) ((unsigned long long)::qd_emu::ballot(__LINE__, "__ballot", ~0ull, 1, (pred)))
+#define __any(pred) ((int)(::qd_emu::ballot(__LINE__, "__any", ~0ull, 1, (pred)) != 0))
+#define __all(pred) ((int)(::qd_emu::ballot(__LINE__, "__all", ~0ull, 1, !(pred)) == 0))
+#define __lane_id() ((unsigned)((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % QD_EMU_WARP_SIZE))
+#define __builtin_amdgcn_s_barrier() ((void)qd_emu_block_barrier(__LINE__, "__builtin_amdgcn_s_barrier", 1))
+#define __builtin_amdgcn_wave_barrier() ((void)qd_emu_warp_op(__LINE__, "__builtin_amdgcn_wave_barrier", ~0ull, 1, 0, 0, QD_EMU_WARP_SIZE, &::qd_emu::nop_compute))
+#endif
+
+// ----------------------------------------------------------------------------- block barriers
+
+#define __syncthreads() ((void)qd_emu_block_barrier(__LINE__, "__syncthreads()", 1))
+#define __syncthreads_count(p) qd_emu_block_barrier(__LINE__, "__syncthreads_count()", (p) ? 1 : 0)
+#define __syncthreads_and(p) ((int)(qd_emu_block_barrier(__LINE__, "__syncthreads_and()", (p) ? 1 : 0) == (int)(blockDim.x * blockDim.y * blockDim.z)))
+#define __syncthreads_or(p) ((int)(qd_emu_block_barrier(__LINE__, "__syncthreads_or()", (p) ? 1 : 0) != 0))
+#define __nanosleep(ns) qd_emu_yield(__LINE__)
+#define __trap() qd_emu_trap(__LINE__, "__trap()")
+#define __brkpt() qd_emu_trap(__LINE__, "__brkpt()")
+
+// ----------------------------------------------------------------------------- the launcher
+
+// Linker-made bounds of the section every `__shared__` variable lands in (poisoned per block).
+extern "C" char __start_qd_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_qd_shared[] __attribute__((weak, visibility("hidden")));
+
+namespace qd_emu {
+template <class... Ts, std::size_t... I>
+inline std::tuple<Ts...> unpack(void** args, std::index_sequence<I...>) {
+    return std::tuple<Ts...>(*static_cast<Ts*>(args[I])...);
+}
+// args[i] points at the i-th parameter's value (cuLaunchKernel's convention).
+template <class... Ts>
+inline int launch(void (*kernel)(Ts...), void** args, const long long* cfg, char* err, int errlen) {
+    struct Ctx {
+        void (*k)(Ts...);
+        std::tuple<Ts...> a;
+    } ctx{kernel, unpack<Ts...>(args, std::index_sequence_for<Ts...>{})};
+    qd_emu_config c;
+    for (int i = 0; i < 3; ++i) c.grid[i] = cfg[i], c.block[i] = cfg[3 + i];
+    c.watchdog_ms = cfg[6];
+    c.flags = cfg[7];
+    c.first_block = cfg[8];
+    c.last_block = cfg[9];
+    return qd_emu_run([](void* p) { auto* x = static_cast<Ctx*>(p); std::apply(x->k, x->a); }, &ctx, &c,
+                      QD_EMU_WARP_SIZE, __start_qd_shared, __stop_qd_shared, err, errlen);
+}
+}  // namespace qd_emu
+
+#define QD_EMU_ENTRY(name)                                                                       \
+    extern "C" __attribute__((visibility("default"))) int qd_launch_##name(                      \
+        void** args, const long long* cfg, char* err, int errlen) {                              \
+        return ::qd_emu::launch(name, args, cfg, err, errlen);                                   \
+    }
+
+// ----------------------------------------------------------------------------- spellings
+// Everything below rewrites the generated text; nothing after this point may use loops.
+
+#define __global__
+#define __device__
+#define __host__
+#define __noinline__ __attribute__((noinline))
+#define __forceinline__ inline __attribute__((always_inline))
+#define __launch_bounds__(...)
+#define __constant__
+// One OS thread runs one block at a time, so a function-local static is per block.
+#define __shared__ static __attribute__((section("qd_shared"), aligned(16)))
+
+#define int8_t qd_emu_int8_t
+#define int16_t qd_emu_int16_t
+#define int32_t qd_emu_int32_t
+#define int64_t qd_emu_int64_t
+#define uint8_t qd_emu_uint8_t
+#define uint16_t qd_emu_uint16_t
+#define uint32_t qd_emu_uint32_t
+#define uint64_t qd_emu_uint64_t
+
+#ifdef QD_EMU_HIP
+#define __HIPCC_RTC__ 1
+#endif
+
+// Every loop ticks: every few thousand iterations the fiber yields (so a thread spinning on
+// another thread of its block lets it run) and checks the watchdog (so a spin on something
+// that never happens is reported with this line instead of hanging).
+#define QD_EMU_TICK_MASK 0x3fffu
+#define qd_emu_tick(line) (__builtin_expect((++qd_emu_ticks & QD_EMU_TICK_MASK) == 0, 0) ? (qd_emu_tick_slow(line), true) : true)
+#define for(...) for (__VA_ARGS__) if (!qd_emu_tick(__LINE__)) {} else
+#define while(...) while (qd_emu_tick(__LINE__) && (__VA_ARGS__))
+
+#endif  // QD_EMU_BUILDING_RUNTIME
+#endif  // QD_SIMT_H

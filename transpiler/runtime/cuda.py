@@ -1,0 +1,59 @@
+"""Run the CUDA output on an NVIDIA GPU through CuPy (``qd.init(arch=qd.cuda)``).
+
+CuPy compiles the very text ``qd.translate(kernel, "cuda")`` returns (NVRTC underneath),
+so what runs is what a C++ host would embed. Arrays are copied to the device before the
+launches and back afterwards; the tasks run in order on one stream."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import nodes as ir
+from . import Backend, Launch
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def __init__(self, **options):
+        try:
+            import cupy
+        except ImportError:
+            raise RuntimeError("qd.init(arch=qd.cuda) needs CuPy: pip install cupy-cuda13x") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # noqa: BLE001 - CuPy raises driver errors of several types
+            raise RuntimeError(f"qd.init(arch=qd.cuda) found no usable CUDA driver: {exc}") from None
+        if count == 0:
+            raise RuntimeError("qd.init(arch=qd.cuda) found no CUDA GPU")
+        self.cupy = cupy
+        self.options = options
+
+    def compile(self, kernel: ir.Kernel, options: dict):
+        from ..targets import get_target
+
+        sources, manifest = get_target("cuda").translate(kernel, options)
+        (source,) = sources.values()
+        module = self.cupy.RawModule(code=source, options=tuple(manifest["requirements"]["nvrtc_options"]),
+                                     name_expressions=None)
+        functions = {e["name"]: module.get_function(e["name"]) for e in manifest["entry_points"]}
+        return manifest, functions
+
+    def run(self, program, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
+        manifest, functions = program
+        cp = self.cupy
+        device = {p.name: cp.asarray(values[p.name]) for p in kernel.params if p.is_array}
+        args = []
+        for p in kernel.params:
+            if p.is_array:
+                args.append(device[p.name])
+                args.extend(np.int32(n) for n in values[p.name].shape)
+            else:
+                args.append(values[p.name])
+        for launch in launches:
+            if launch.blocks == 0:
+                continue
+            block = launch.task.block_dim if launch.task.kind == "parallel" else 1
+            functions[launch.task.name]((launch.blocks,), (block,), tuple(args))
+        cp.cuda.get_current_stream().synchronize()
+        for name, arr in device.items():
+            values[name][...] = cp.asnumpy(arr)

@@ -1,0 +1,527 @@
+"""Run kernels through Vulkan: the GLSL target's files -> SPIR-V (glslang) -> one compute
+pipeline per task, on any Vulkan 1.2 device. A machine without a GPU uses Mesa's
+lavapipe (llvmpipe on the CPU).
+
+The binding contract is the manifest's: ndarray k is a storage buffer at set 0, binding
+k; scalars and extents are push constants at the recorded offsets. Buffers are
+host-visible and host-coherent, so a launch is: copy the arrays in, record every task's
+dispatch into one command buffer (a compute->compute barrier between them), submit, wait,
+copy the written arrays back into the caller's numpy arrays.
+
+Every cffi struct handed to a Vulkan call is bound to a Python variable until the call
+returns: an inline nested struct is garbage-collected before the call reads it.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import struct
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ToolchainMissing
+from ..ir import nodes as ir
+from . import Backend, Launch
+
+INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
+VULKAN_API = (1, 2)
+
+# Optional device features the GLSL target may ask for: the struct that carries each one,
+# the device extension that struct needs (None: core in Vulkan 1.2), and its members.
+CORE_FEATURES = ("shaderInt64", "shaderFloat64", "shaderInt16")
+FEATURE_STRUCTS = (
+    ("VkPhysicalDeviceVulkan11Features", "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES", None,
+     ("storageBuffer16BitAccess",)),
+    ("VkPhysicalDeviceVulkan12Features", "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES", None,
+     ("storageBuffer8BitAccess", "shaderInt8", "shaderFloat16", "shaderBufferInt64Atomics",
+      "shaderSharedInt64Atomics", "vulkanMemoryModel", "vulkanMemoryModelDeviceScope")),
+    ("VkPhysicalDeviceShaderAtomicFloatFeaturesEXT",
+     "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT", "VK_EXT_shader_atomic_float",
+     ("shaderBufferFloat32Atomics", "shaderBufferFloat32AtomicAdd", "shaderBufferFloat64Atomics",
+      "shaderBufferFloat64AtomicAdd", "shaderSharedFloat32Atomics", "shaderSharedFloat32AtomicAdd",
+      "shaderSharedFloat64Atomics", "shaderSharedFloat64AtomicAdd")),
+    ("VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT",
+     "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_2_FEATURES_EXT", "VK_EXT_shader_atomic_float2",
+     ("shaderBufferFloat32AtomicMinMax", "shaderBufferFloat64AtomicMinMax",
+      "shaderSharedFloat32AtomicMinMax", "shaderSharedFloat64AtomicMinMax")),
+)
+# Device kinds, most wanted first.
+DEVICE_RANK = ("VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU", "VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU",
+               "VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU", "VK_PHYSICAL_DEVICE_TYPE_CPU",
+               "VK_PHYSICAL_DEVICE_TYPE_OTHER")
+PUSH_FORMATS = {"bool": "<I", "i32": "<i", "u32": "<I", "i64": "<q", "u64": "<Q", "f32": "<f", "f64": "<d"}
+
+
+class DeviceUnsupported(RuntimeError):
+    """The chosen Vulkan device lacks something a kernel needs (a feature, a limit)."""
+
+
+def _vulkan():
+    try:
+        import vulkan
+    except (ImportError, OSError) as exc:  # OSError: the package is there, libvulkan.so.1 is not
+        raise ToolchainMissing(f"Vulkan ({exc})", INSTALL_HINT) from None
+    return vulkan
+
+
+def _text(value) -> str:
+    """A char array from the `vulkan` package: it hands some out as str, some as cdata."""
+    if isinstance(value, str):
+        return value
+    from vulkan import ffi
+
+    return ffi.string(value).decode()
+
+
+# ----------------------------------------------------------------------------- the device
+
+class Device:
+    """One Vulkan instance, physical device, logical device and compute queue, created
+    once per process (see ``device()``) with every optional feature the device has."""
+
+    def __init__(self, choice: str | int | None = None):
+        vk = self.vk = _vulkan()
+        self.ffi = vk.ffi
+        self.lock = threading.Lock()
+        app = vk.VkApplicationInfo(pApplicationName="transpiler", apiVersion=vk.VK_MAKE_VERSION(*VULKAN_API, 0))
+        info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
+        try:
+            self.instance = vk.vkCreateInstance(info, None)
+        except vk.VkError as exc:
+            raise ToolchainMissing(f"a Vulkan driver ({type(exc).__name__})", INSTALL_HINT) from None
+        self.physical = self._pick(choice)
+        props = vk.vkGetPhysicalDeviceProperties(self.physical)
+        self.name = _text(props.deviceName)
+        self.type = next(t for t in DEVICE_RANK if getattr(vk, t) == props.deviceType)
+        limits = props.limits
+        self.max_push_constants = limits.maxPushConstantsSize
+        self.max_workgroup_size = limits.maxComputeWorkGroupSize[0]
+        self.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations
+        self.max_workgroups = limits.maxComputeWorkGroupCount[0]
+        self.subgroup_size = self._subgroup_size()
+        self.extensions = {_text(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
+        self.features = self._create_device()
+        self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
+        self.memory_type = self._host_memory_type()
+        pool_info = vk.VkCommandPoolCreateInfo(flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                               queueFamilyIndex=self.queue_family)
+        self.command_pool = vk.vkCreateCommandPool(self.device, pool_info, None)
+        self.fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+
+    def __repr__(self) -> str:
+        return f"<Vulkan device {self.name!r} ({self.type[len('VK_PHYSICAL_DEVICE_TYPE_'):].lower()})>"
+
+    def _pick(self, choice):
+        vk = self.vk
+        candidates = []
+        for k, pd in enumerate(vk.vkEnumeratePhysicalDevices(self.instance)):
+            props = vk.vkGetPhysicalDeviceProperties(pd)
+            name = _text(props.deviceName)
+            major, minor = vk.VK_VERSION_MAJOR(props.apiVersion), vk.VK_VERSION_MINOR(props.apiVersion)
+            if (major, minor) < VULKAN_API:
+                continue
+            if choice is not None and not (choice == k or (isinstance(choice, str) and choice.lower() in name.lower())):
+                continue
+            rank = next(r for r, t in enumerate(DEVICE_RANK) if getattr(vk, t) == props.deviceType)
+            candidates.append((rank, k, pd))
+        if not candidates:
+            wanted = f" matching {choice!r}" if choice is not None else ""
+            raise ToolchainMissing(f"a Vulkan {VULKAN_API[0]}.{VULKAN_API[1]} device{wanted}", INSTALL_HINT)
+        return min(candidates, key=lambda c: c[:2])[2]
+
+    def _subgroup_size(self) -> int:
+        vk, ffi = self.vk, self.ffi
+        sub = ffi.new("VkPhysicalDeviceSubgroupProperties*")
+        sub.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
+        props2 = ffi.new("VkPhysicalDeviceProperties2*")
+        props2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+        props2.pNext = sub
+        vk.vkGetPhysicalDeviceProperties2(self.physical, props2)
+        return int(sub.subgroupSize)
+
+    def _feature_chain(self):
+        """A VkPhysicalDeviceFeatures2 chain over the structs this device can fill:
+        (head, [(member names, struct)], keep-alive list)."""
+        vk, ffi = self.vk, self.ffi
+        head = ffi.new("VkPhysicalDeviceFeatures2*")
+        head.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+        parts, prev = [(CORE_FEATURES, head.features)], head
+        keep = [head]
+        for cname, stype, ext, names in FEATURE_STRUCTS:
+            if ext is not None and ext not in self.extensions:
+                continue
+            s = ffi.new(cname + "*")
+            s.sType = getattr(vk, stype)
+            prev.pNext = s
+            prev = s
+            parts.append((names, s))
+            keep.append(s)
+        return head, parts, keep
+
+    def _create_device(self) -> frozenset[str]:
+        vk = self.vk
+        query, query_parts, _keep_query = self._feature_chain()
+        vk.vkGetPhysicalDeviceFeatures2(self.physical, query)
+        supported = {n for names, s in query_parts for n in names if getattr(s, n)}
+        # Enable everything optional the device has: kernels come later and share the device.
+        enable, enable_parts, _keep_enable = self._feature_chain()
+        for names, s in enable_parts:
+            for n in names:
+                if n in supported:
+                    setattr(s, n, vk.VK_TRUE)
+        exts = sorted({ext for _, _, ext, names in FEATURE_STRUCTS
+                       if ext is not None and ext in self.extensions and supported & set(names)})
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        self.queue_family = next(k for k, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT)
+        queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1,
+                                                pQueuePriorities=[1.0])
+        info = vk.VkDeviceCreateInfo(pNext=enable, pQueueCreateInfos=[queue_info], ppEnabledExtensionNames=exts)
+        self.device = vk.vkCreateDevice(self.physical, info, None)
+        self.enabled_extensions = frozenset(exts)
+        return frozenset(supported)
+
+    def _host_memory_type(self) -> tuple[int, int]:
+        """(memory type bits usable, flags wanted): host-visible and coherent, device-local
+        too when there is such a type (integrated GPUs, ReBAR, lavapipe)."""
+        vk = self.vk
+        mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        self.memory_types = [mem.memoryTypes[k].propertyFlags for k in range(mem.memoryTypeCount)]
+        return vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+
+    def memory_type_index(self, type_bits: int) -> int:
+        vk = self.vk
+        want = self.memory_type
+        usable = [k for k, flags in enumerate(self.memory_types) if type_bits & (1 << k) and flags & want == want]
+        if not usable:
+            raise DeviceUnsupported(f"{self.name} has no host-visible, host-coherent memory for storage buffers")
+        local = [k for k in usable if self.memory_types[k] & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
+        return (local or usable)[0]
+
+
+_devices: dict[object, Device] = {}
+_devices_lock = threading.Lock()
+
+
+def get_device(choice: str | int | None = None) -> Device:
+    """The process-wide Vulkan device: ``choice`` is an index or part of a device name;
+    by default a discrete GPU, else an integrated one, else the CPU (lavapipe)."""
+    with _devices_lock:
+        dev = _devices.get(choice)
+        if dev is None:
+            dev = _devices[choice] = Device(choice)
+            if len(_devices) == 1:
+                atexit.register(_shutdown)
+        return dev
+
+
+def _shutdown() -> None:
+    for dev in _devices.values():
+        try:
+            dev.vk.vkDeviceWaitIdle(dev.device)
+        except Exception:  # noqa: BLE001 - the interpreter is exiting; nothing to report to
+            pass
+
+
+# ----------------------------------------------------------------------------- SPIR-V
+
+_spirv_cache: dict[str, bytes] = {}
+
+
+def _cache_dir() -> str | None:
+    base = os.environ.get("QD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "transpiler")
+    return os.path.join(base, "spirv")
+
+
+def spirv_for(text: str, name: str) -> bytes:
+    """SPIR-V for one GLSL file, cached by the hash of its text (in memory and on disk:
+    glslang takes ~0.1 s a file, the rest of a launch well under a millisecond)."""
+    from ..toolchains.glsl_check import TARGET_ENV, compile_glsl, glslang_version
+
+    key = hashlib.sha256(f"{glslang_version()}\0{TARGET_ENV}\0{text}".encode()).hexdigest()
+    hit = _spirv_cache.get(key)
+    if hit is not None:
+        return hit
+    path = None
+    cache = _cache_dir()
+    if cache is not None:
+        path = os.path.join(cache, key + ".spv")
+        try:
+            with open(path, "rb") as f:
+                hit = f.read()
+        except OSError:
+            hit = None
+    if not hit:
+        hit = compile_glsl(text, name)
+        if path is not None:
+            try:
+                os.makedirs(cache, exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as f:
+                    f.write(hit)
+                os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
+            except OSError:
+                pass  # a read-only home only costs the recompilation
+    _spirv_cache[key] = hit
+    return hit
+
+
+# ----------------------------------------------------------------------------- programs
+
+@dataclass
+class _Buffer:
+    buffer: object
+    memory: object
+    capacity: int
+    view: np.ndarray  # the persistently mapped memory, as bytes
+
+
+@dataclass
+class VulkanProgram:
+    """One kernel instantiation on one device: pipelines, layouts and its buffers."""
+
+    kernel: ir.Kernel
+    sources: dict[str, str]
+    manifest: dict
+    set_layout: object
+    pipeline_layout: object
+    modules: list
+    pipelines: dict[str, object]   # task name -> pipeline
+    descriptor_pool: object
+    descriptor_set: object
+    command_buffer: object
+    push_bytes: int
+    push_members: list[tuple[str, int | None, str, int]]  # (param, dim or None, dtype, offset)
+    bindings: dict[str, int]       # ndarray name -> binding
+    written: frozenset[str]        # ndarrays some task stores to: only these are copied back
+    buffers: dict[int, _Buffer] = field(default_factory=dict)
+    bound: dict[int, object] = field(default_factory=dict)  # binding -> buffer in the descriptor set
+
+
+def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
+    out: set[str] = set()
+
+    def expr(e):
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ir.Atomic) and isinstance(n.array, ir.Param):
+                out.add(n.array.name)
+            for f in ("a", "b", "cond", "value", "expected"):
+                sub = getattr(n, f, None)
+                if isinstance(sub, ir.Expr):
+                    stack.append(sub)
+            stack.extend(getattr(n, "indices", None) or [])
+            stack.extend(getattr(n, "args", None) or [])
+
+    def block(stmts):
+        for st in stmts:
+            if isinstance(st, ir.Store) and isinstance(st.array, ir.Param):
+                out.add(st.array.name)
+            for f in ("init", "value", "expr", "cond", "start", "stop", "step"):
+                sub = getattr(st, f, None)
+                if isinstance(sub, ir.Expr):
+                    expr(sub)
+            for idx in getattr(st, "indices", None) or []:
+                expr(idx)
+            for f in ("then", "orelse", "body"):
+                sub = getattr(st, f, None)
+                if sub:
+                    block(sub)
+
+    for task in kernel.tasks:
+        block(task.body)
+    return frozenset(out)
+
+
+class VulkanBackend(Backend):
+    """``qd.init(arch="vulkan", device=None)``: ``device`` picks a physical device by index
+    or by part of its name; the default prefers a discrete GPU and falls back to the CPU."""
+
+    name = "vulkan"
+
+    def __init__(self, device: str | int | None = None, **_options):
+        self.device = get_device(device)
+
+    @property
+    def subgroup_size(self) -> int:
+        """What the device reports (lavapipe: 8); kernels must not assume 32."""
+        return self.device.subgroup_size
+
+    # ---------------------------------------------------------------- compile
+
+    def compile(self, kernel: ir.Kernel, options: dict) -> VulkanProgram:
+        from ..targets.glsl import GlslTarget
+
+        dev, vk = self.device, self.device.vk
+        sources, manifest = GlslTarget().translate(kernel, {})
+        self._check_requirements(kernel, manifest)
+        arrays = [p for p in manifest["params"] if p["kind"] == "ndarray"]
+        set_layout = pipeline_layout = pool = dset = None
+        bindings = [vk.VkDescriptorSetLayoutBinding(binding=p["binding"], descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                    descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                    for p in arrays]
+        set_layouts = []
+        if bindings:
+            layout_info = vk.VkDescriptorSetLayoutCreateInfo(pBindings=bindings)
+            set_layout = vk.vkCreateDescriptorSetLayout(dev.device, layout_info, None)
+            set_layouts = [set_layout]
+            pool_size = vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=len(bindings))
+            pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, pPoolSizes=[pool_size])
+            pool = vk.vkCreateDescriptorPool(dev.device, pool_info, None)
+            alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, pSetLayouts=set_layouts)
+            dset = vk.vkAllocateDescriptorSets(dev.device, alloc)[0]
+        push_bytes = -(-manifest["requirements"]["push_constant_bytes"] // 4) * 4
+        ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_bytes)] \
+            if push_bytes else []
+        pl_info = vk.VkPipelineLayoutCreateInfo(pSetLayouts=set_layouts or None, pPushConstantRanges=ranges or None)
+        pipeline_layout = vk.vkCreatePipelineLayout(dev.device, pl_info, None)
+        modules, pipelines = [], {}
+        for e in manifest["entry_points"]:
+            spirv = spirv_for(sources[e["file"]], e["file"])
+            sm_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
+            module = vk.vkCreateShaderModule(dev.device, sm_info, None)
+            modules.append(module)
+            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
+                                                       pName=e["entry"])
+            create = vk.VkComputePipelineCreateInfo(stage=stage, layout=pipeline_layout)
+            pipelines[e["name"]] = vk.vkCreateComputePipelines(dev.device, None, 1, [create], None)[0]
+        cb_info = vk.VkCommandBufferAllocateInfo(commandPool=dev.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                                 commandBufferCount=1)
+        with dev.lock:  # the pool is shared by every program on this device
+            command_buffer = vk.vkAllocateCommandBuffers(dev.device, cb_info)[0]
+        members = []
+        for p in manifest["params"]:
+            if p["kind"] == "ndarray":
+                members += [(p["name"], d, "i32", off) for d, off in enumerate(p["shape_push_constant_offsets"])]
+            else:
+                members.append((p["name"], None, p.get("push_constant_dtype", p["dtype"]), p["push_constant_offset"]))
+        return VulkanProgram(kernel, sources, manifest, set_layout, pipeline_layout, modules, pipelines, pool, dset,
+                             command_buffer, push_bytes, members, {p["name"]: p["binding"] for p in arrays},
+                             written_arrays(kernel))
+
+    def _check_requirements(self, kernel: ir.Kernel, manifest: dict) -> None:
+        dev, req = self.device, manifest["requirements"]
+        missing = [f for f in req["features"] if f not in dev.features]
+        if missing:
+            raise DeviceUnsupported(f"kernel {kernel.name} needs the Vulkan feature(s) {', '.join(missing)}, which "
+                                    f"{dev.name} does not support")
+        if req["push_constant_bytes"] > dev.max_push_constants:
+            raise DeviceUnsupported(f"kernel {kernel.name} passes {req['push_constant_bytes']} bytes of scalars and "
+                                    f"extents as push constants; {dev.name} allows {dev.max_push_constants}")
+        for e in manifest["entry_points"]:
+            if e["block_dim"] > min(dev.max_workgroup_size, dev.max_workgroup_invocations):
+                raise DeviceUnsupported(f"kernel {kernel.name}: block_dim {e['block_dim']} exceeds {dev.name}'s "
+                                        f"limit of {min(dev.max_workgroup_size, dev.max_workgroup_invocations)}")
+
+    # ---------------------------------------------------------------- run
+
+    def run(self, program: VulkanProgram, kernel: ir.Kernel, values: dict[str, object],
+            launches: list[Launch]) -> None:
+        dev, vk = self.device, self.device.vk
+        with dev.lock:
+            arrays = {name: values[name] for name in program.bindings}
+            self._bind_buffers(program, arrays)
+            for name, arr in arrays.items():
+                if arr.nbytes:
+                    program.buffers[program.bindings[name]].view[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
+            push = self._push_constants(program, values, arrays)
+            self._record(program, push, launches)
+            submit = vk.VkSubmitInfo(pCommandBuffers=[program.command_buffer])
+            vk.vkQueueSubmit(dev.queue, 1, [submit], dev.fence)
+            vk.vkWaitForFences(dev.device, 1, [dev.fence], vk.VK_TRUE, 2**64 - 1)
+            vk.vkResetFences(dev.device, 1, [dev.fence])
+            for name in program.written:
+                arr = arrays[name]
+                if arr.nbytes:
+                    arr.reshape(-1).view(np.uint8)[:] = program.buffers[program.bindings[name]].view[:arr.nbytes]
+
+    def _bind_buffers(self, program: VulkanProgram, arrays: dict[str, np.ndarray]) -> None:
+        """Grow each binding's buffer to fit its array; point the descriptor set at it."""
+        dev, vk = self.device, self.device.vk
+        writes, infos = [], []
+        for name, arr in arrays.items():
+            binding = program.bindings[name]
+            need = max(16, -(-arr.nbytes // 16) * 16)
+            buf = program.buffers.get(binding)
+            if buf is None or buf.capacity < need:
+                if buf is not None:
+                    self._free(buf)
+                buf = program.buffers[binding] = self._allocate(need)
+            if program.bound.get(binding) is not buf.buffer:
+                info = vk.VkDescriptorBufferInfo(buffer=buf.buffer, offset=0, range=buf.capacity)
+                infos.append(info)
+                writes.append(vk.VkWriteDescriptorSet(dstSet=program.descriptor_set, dstBinding=binding,
+                                                      descriptorCount=1,
+                                                      descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                      pBufferInfo=[info]))
+                program.bound[binding] = buf.buffer
+        if writes:
+            vk.vkUpdateDescriptorSets(dev.device, len(writes), writes, 0, None)
+
+    def _allocate(self, size: int) -> _Buffer:
+        dev, vk = self.device, self.device.vk
+        info = vk.VkBufferCreateInfo(size=size, usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        buffer = vk.vkCreateBuffer(dev.device, info, None)
+        req = vk.vkGetBufferMemoryRequirements(dev.device, buffer)
+        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=dev.memory_type_index(req.memoryTypeBits))
+        memory = vk.vkAllocateMemory(dev.device, alloc, None)
+        vk.vkBindBufferMemory(dev.device, buffer, memory, 0)
+        mapped = vk.vkMapMemory(dev.device, memory, 0, req.size, 0)
+        return _Buffer(buffer, memory, size, np.frombuffer(mapped, dtype=np.uint8))
+
+    def _free(self, buf: _Buffer) -> None:
+        dev, vk = self.device, self.device.vk
+        buf.view = None
+        vk.vkUnmapMemory(dev.device, buf.memory)
+        vk.vkDestroyBuffer(dev.device, buf.buffer, None)
+        vk.vkFreeMemory(dev.device, buf.memory, None)
+
+    def _push_constants(self, program: VulkanProgram, values: dict, arrays: dict) -> bytearray:
+        data = bytearray(program.push_bytes)
+        for name, dim, dtype, offset in program.push_members:
+            if dim is not None:
+                value = arrays[name].shape[dim]
+                if value >= 2**31:
+                    raise ValueError(f"{program.kernel.name}(): `{name}` has {value} elements along dimension {dim}; "
+                                     "extents are 32-bit")
+            else:
+                value = values[name].item()
+                value = float(value) if dtype.startswith("f") else int(value)
+            struct.pack_into(PUSH_FORMATS[dtype], data, offset, value)
+        return data
+
+    def _record(self, program: VulkanProgram, push: bytearray, launches: list[Launch]) -> None:
+        vk, ffi = self.device.vk, self.device.ffi
+        cb = program.command_buffer
+        vk.vkResetCommandBuffer(cb, 0)
+        begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        vk.vkBeginCommandBuffer(cb, begin)
+        compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        stage = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        if program.descriptor_set is not None:
+            vk.vkCmdBindDescriptorSets(cb, compute, program.pipeline_layout, 0, 1, [program.descriptor_set], 0, None)
+        if program.push_bytes:
+            push_data = ffi.from_buffer(push)
+            vk.vkCmdPushConstants(cb, program.pipeline_layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, program.push_bytes,
+                                  push_data)
+        # Each task sees every write of the tasks before it, as the launches' order promises.
+        between = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                                     dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
+        first = True
+        for launch in launches:
+            if launch.blocks == 0:
+                continue
+            if not first:
+                vk.vkCmdPipelineBarrier(cb, stage, stage, 0, 1, [between], 0, None, 0, None)
+            first = False
+            vk.vkCmdBindPipeline(cb, compute, program.pipelines[launch.task.name])
+            vk.vkCmdDispatch(cb, launch.blocks, 1, 1)
+        # Make the results visible to the host's reads after the fence.
+        to_host = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
+        vk.vkCmdPipelineBarrier(cb, stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [to_host], 0, None, 0, None)
+        vk.vkEndCommandBuffer(cb)
