@@ -1,5 +1,5 @@
-"""Kernels that must be rejected. The line that should be reported carries a comment
-`# error: <text the message must contain>`; test_diagnostics.py checks both."""
+"""Kernels that must be rejected. The line that should be reported carries an
+"error:" comment with text the message must contain; test_diagnostics.py checks both."""
 import transpiler as qd
 
 vec = qd.types.ndarray(dtype=qd.f32, ndim=1)

@@ -100,7 +100,8 @@ def translations(args) -> list:
     kernels, _ = load_kernels(args.file)
     picked = pick_kernels(kernels, args.kernel, args.file)
     targets = parse_targets(args.target)
-    options = {"template_args": parse_templates(args.template), "line_directives": getattr(args, "line_directives", False)}
+    options = {"template_args": parse_templates(args.template),
+               "line_directives": getattr(args, "line_directives", False), "wave32": args.wave32}
     return [(k, t, translate(k, t, **options)) for k in picked for t in targets]
 
 
@@ -188,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a kernel to translate (repeatable; default: every kernel in the file)")
         sp.add_argument("--template", action="append", metavar="NAME=VALUE",
                         help="the value of a qd.template() parameter, as a Python literal")
+        sp.add_argument("--wave32", action="store_true", help="HIP: compile for 32-wide wavefronts (RDNA)")
 
     e = sub.add_parser("emit", help="write the generated sources and manifests")
     common(e)

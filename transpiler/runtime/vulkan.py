@@ -333,17 +333,18 @@ def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
                     block(sub)
 
     for task in kernel.tasks:
-        block(task.body)
+        block(task.prelude + task.body)
     return frozenset(out)
 
 
 class VulkanBackend(Backend):
-    """``qd.init(arch="vulkan", device=None)``: ``device`` picks a physical device by index
-    or by part of its name; the default prefers a discrete GPU and falls back to the CPU."""
+    """``qd.init(arch="vulkan", device=None, fast_math=False)``: ``device`` picks a physical
+    device by index or by part of its name; the default prefers a discrete GPU and falls
+    back to the CPU. ``fast_math`` lets the driver reassociate and fuse float arithmetic."""
 
     name = "vulkan"
 
-    def __init__(self, device: str | int | None = None, **_options):
+    def __init__(self, device: str | int | None = None, fast_math: bool = False, **_options):
         self.device = get_device(device)
 
     @property
@@ -357,7 +358,7 @@ class VulkanBackend(Backend):
         from ..targets.glsl import GlslTarget
 
         dev, vk = self.device, self.device.vk
-        sources, manifest = GlslTarget().translate(kernel, {})
+        sources, manifest = GlslTarget().translate(kernel, {"fast_math": bool(options.get("fast_math"))})
         self._check_requirements(kernel, manifest)
         arrays = [p for p in manifest["params"] if p["kind"] == "ndarray"]
         set_layout = pipeline_layout = pool = dset = None
@@ -424,9 +425,9 @@ class VulkanBackend(Backend):
         dev, vk = self.device, self.device.vk
         with dev.lock:
             arrays = {name: values[name] for name in program.bindings}
-            self._bind_buffers(program, arrays)
+            owners = self._bind_buffers(program, arrays)
             for name, arr in arrays.items():
-                if arr.nbytes:
+                if arr.nbytes and owners[name] == name:
                     program.buffers[program.bindings[name]].view[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
             push = self._push_constants(program, values, arrays)
             self._record(program, push, launches)
@@ -434,33 +435,46 @@ class VulkanBackend(Backend):
             vk.vkQueueSubmit(dev.queue, 1, [submit], dev.fence)
             vk.vkWaitForFences(dev.device, 1, [dev.fence], vk.VK_TRUE, 2**64 - 1)
             vk.vkResetFences(dev.device, 1, [dev.fence])
-            for name in program.written:
+            for name in sorted({owners[w] for w in program.written}):
                 arr = arrays[name]
                 if arr.nbytes:
                     arr.reshape(-1).view(np.uint8)[:] = program.buffers[program.bindings[name]].view[:arr.nbytes]
 
-    def _bind_buffers(self, program: VulkanProgram, arrays: dict[str, np.ndarray]) -> None:
-        """Grow each binding's buffer to fit its array; point the descriptor set at it."""
+    def _bind_buffers(self, program: VulkanProgram, arrays: dict[str, np.ndarray]) -> dict[str, str]:
+        """Grow each binding's buffer to fit its array; point the descriptor set at it.
+        The same numpy array passed for two parameters gets one buffer, as one pointer
+        would on CUDA. Returns parameter -> the parameter whose buffer it uses."""
         dev, vk = self.device, self.device.vk
-        writes, infos = [], []
+        owners: dict[str, str] = {}
+        by_memory: dict[tuple, str] = {}
         for name, arr in arrays.items():
+            key = (arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str)
+            owners[name] = by_memory.setdefault(key, name) if arr.nbytes else name
+        for name, arr in arrays.items():
+            if owners[name] != name:
+                continue
             binding = program.bindings[name]
             need = max(16, -(-arr.nbytes // 16) * 16)
             buf = program.buffers.get(binding)
             if buf is None or buf.capacity < need:
                 if buf is not None:
                     self._free(buf)
-                buf = program.buffers[binding] = self._allocate(need)
-            if program.bound.get(binding) is not buf.buffer:
-                info = vk.VkDescriptorBufferInfo(buffer=buf.buffer, offset=0, range=buf.capacity)
-                infos.append(info)
-                writes.append(vk.VkWriteDescriptorSet(dstSet=program.descriptor_set, dstBinding=binding,
-                                                      descriptorCount=1,
-                                                      descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                      pBufferInfo=[info]))
-                program.bound[binding] = buf.buffer
+                program.buffers[binding] = self._allocate(need)
+        writes, infos = [], []  # infos: the structs the writes point at, alive until the update
+        for name, owner in owners.items():
+            binding = program.bindings[name]
+            buf = program.buffers[program.bindings[owner]]
+            if program.bound.get(binding) is buf.buffer:
+                continue
+            info = vk.VkDescriptorBufferInfo(buffer=buf.buffer, offset=0, range=buf.capacity)
+            infos.append(info)
+            writes.append(vk.VkWriteDescriptorSet(dstSet=program.descriptor_set, dstBinding=binding, descriptorCount=1,
+                                                  descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                  pBufferInfo=[info]))
+            program.bound[binding] = buf.buffer
         if writes:
             vk.vkUpdateDescriptorSets(dev.device, len(writes), writes, 0, None)
+        return owners
 
     def _allocate(self, size: int) -> _Buffer:
         dev, vk = self.device, self.device.vk

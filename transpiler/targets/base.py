@@ -142,7 +142,9 @@ class Dialect:
         name = {"floordiv": "floordiv", "mod": "mod", "pow": "ipow"}.get(e.op)
         if name is None:
             return None
-        return f"{r.helper(name, t)}({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY
+        # A float kept in a storage-only type (f16 as a struct) computes in its compute type.
+        ht = self.compute_type(t) if t.is_float else t
+        return r.narrow(f"{r.helper(name, ht)}({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY, t)
 
 
 @dataclass

@@ -73,6 +73,7 @@ F64_NATIVE = frozenset({"sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "abs
 
 # Vulkan features (VkPhysicalDevice*Features member names) -> the GLSL extension that gives
 # the shader access, and the device extension needed beyond Vulkan 1.2 core.
+_ATOMIC_FLOAT = ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float")
 FEATURES = {
     "shaderInt8": ("GL_EXT_shader_explicit_arithmetic_types_int8", None),
     "shaderInt16": ("GL_EXT_shader_explicit_arithmetic_types_int16", None),
@@ -82,12 +83,9 @@ FEATURES = {
     "storageBuffer8BitAccess": (None, None),
     "storageBuffer16BitAccess": (None, None),
     "shaderBufferInt64Atomics": ("GL_EXT_shader_atomic_int64", None),
-    "shaderBufferFloat32Atomics": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
-    "shaderBufferFloat32AtomicAdd": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
-    "shaderBufferFloat64Atomics": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
-    "shaderBufferFloat64AtomicAdd": ("GL_EXT_shader_atomic_float", "VK_EXT_shader_atomic_float"),
-    "shaderBufferFloat32AtomicMinMax": ("GL_EXT_shader_atomic_float2", "VK_EXT_shader_atomic_float2"),
-    "shaderBufferFloat64AtomicMinMax": ("GL_EXT_shader_atomic_float2", "VK_EXT_shader_atomic_float2"),
+    "shaderSharedInt64Atomics": ("GL_EXT_shader_atomic_int64", None),
+    "shaderBufferFloat32AtomicAdd": _ATOMIC_FLOAT,
+    "shaderSharedFloat32AtomicAdd": _ATOMIC_FLOAT,
 }
 # What using a dtype anywhere in a shader needs.
 TYPE_FEATURES = {"i8": "shaderInt8", "u8": "shaderInt8", "i16": "shaderInt16", "u16": "shaderInt16",
@@ -97,20 +95,30 @@ STORAGE_FEATURES = {8: "storageBuffer8BitAccess", 16: "storageBuffer16BitAccess"
 
 ATOMIC_FUNCS = {"add": "atomicAdd", "min": "atomicMin", "max": "atomicMax", "and": "atomicAnd",
                 "or": "atomicOr", "xor": "atomicXor", "exchange": "atomicExchange", "cas": "atomicCompSwap"}
-# (op, dtype) -> the Vulkan features a native GLSL atomic on a storage buffer needs. What is
-# missing here (atomic_mul, f16, narrow ints, float CAS) needs a CAS-loop legalization.
+# The capability table: (op, dtype) -> the Vulkan features a native GLSL atomic on a storage
+# buffer needs (on shared memory: the same names with Shared for Buffer). Every device has
+# the 32-bit integer ones; f32 add is in nearly every desktop driver. Float exchange goes
+# through the bits (see atomic_table); float min/max and f64 add are CAS loops, as
+# Quadrants has them on SPIR-V: their extensions (atomic_float2, Float64AtomicAdd) are rare.
 NATIVE_ATOMICS: dict[tuple[str, str], tuple[str, ...]] = {
     **{(op, t): () for op in ATOMIC_FUNCS for t in ("i32", "u32")},
     **{(op, t): ("shaderBufferInt64Atomics",) for op in ATOMIC_FUNCS for t in ("i64", "u64")},
     ("add", "f32"): ("shaderBufferFloat32AtomicAdd",),
-    ("exchange", "f32"): ("shaderBufferFloat32Atomics",),
-    ("min", "f32"): ("shaderBufferFloat32AtomicMinMax",),
-    ("max", "f32"): ("shaderBufferFloat32AtomicMinMax",),
-    ("add", "f64"): ("shaderBufferFloat64AtomicAdd",),
-    ("exchange", "f64"): ("shaderBufferFloat64Atomics",),
-    ("min", "f64"): ("shaderBufferFloat64AtomicMinMax",),
-    ("max", "f64"): ("shaderBufferFloat64AtomicMinMax",),
 }
+# Reinterpretations of a value's bits: (from, to) -> GLSL function.
+BITCASTS = {
+    ("f32", "u32"): "floatBitsToUint", ("u32", "f32"): "uintBitsToFloat",
+    ("f32", "i32"): "floatBitsToInt", ("i32", "f32"): "intBitsToFloat",
+    ("f64", "u64"): "doubleBitsToUint64", ("u64", "f64"): "uint64BitsToDouble",
+    ("f64", "i64"): "doubleBitsToInt64", ("i64", "f64"): "int64BitsToDouble",
+    ("f16", "u16"): "float16BitsToUint16", ("u16", "f16"): "uint16BitsToFloat16",
+    ("f16", "i16"): "float16BitsToInt16", ("i16", "f16"): "int16BitsToFloat16",
+}
+# Fences by scope. GLSL's barriers order every memory kind; Vulkan has no system scope for
+# storage buffers, so "system" is the device-scope one (what Quadrants emits for
+# grid.mem_fence: OpMemoryBarrier(Device, AcquireRelease | UniformMemory ...)).
+FENCES = {"subgroup": "groupMemoryBarrier();", "block": "groupMemoryBarrier();",
+          "device": "memoryBarrier();", "system": "memoryBarrier();"}
 # Scalars narrower than 32 bits travel widened in the push constants: 8/16-bit push-constant
 # members would need storagePushConstant8/16, which many devices lack.
 PUSH_WIDENED = {"i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32", "f16": "f32"}
@@ -133,6 +141,8 @@ class GlslDialect(Dialect):
         "grid_stride": "int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)",
     }
     atomics = NATIVE_ATOMICS
+    bitcasts = BITCASTS
+    fences = FENCES
 
     def literal(self, value, t: T.DType) -> str:
         if t is T.bool_:
@@ -167,6 +177,8 @@ class GlslDialect(Dialect):
 
     def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
         t = e.args[0].type
+        if e.fn == "isnan":
+            return f"isnan({args[0]})"
         if t.is_float:
             # GLSL's pow is undefined for a base <= 0, where C's (and so CUDA's) is not.
             fn = r.helper("pow", T.f32 if t.name == "f64" else t) if e.fn == "pow" else FLOAT_FUNCS[e.fn]
@@ -182,18 +194,34 @@ class GlslDialect(Dialect):
             return f"{r.helper(e.fn, t)}({args[0]})"
         raise TranspileError(f"{e.fn} on {t.name} is not supported on the {self.name} target", e.loc)
 
+    def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
+        if (op, t.name) in self.atomics:
+            return "native"
+        if t.bits == 16:
+            return None  # GLSL has no 16-bit atomics at all, so not even a CAS loop
+        if op == "exchange" and t.name in ("f32", "f64"):
+            return "bits"  # atomicExchange on the uint of the same width: no float extension needed
+        if op in ("add", "mul", "min", "max") and (t.is_float or t.bits >= 32):
+            return "cas"
+        return None
+
     def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
         t = e.type
         needs = self.atomics.get((e.op, t.name))
-        if needs is None:
-            spelled = "+=" if e.op == "add" else f"qd.atomic_{e.op}"
-            raise TranspileError(
-                f"{spelled} on {t.name} has no native atomic on the {self.name} target", e.loc,
-                hint="atomics on glsl exist for i32/u32 (all ops), i64/u64 (with VK_KHR_shader_atomic_int64) "
-                     "and f32/f64 add, exchange, min and max (with VK_EXT_shader_atomic_float/_float2)")
-        r.features.update(needs)
+        if needs is None:  # legalize_atomics turns every other combination into a native one
+            raise TranspileError(f"qd.atomic_{e.op} on {t.name} is not supported on the {self.name} target", e.loc)
+        shared = isinstance(e.array, ir.SharedArray)
+        r.features.update(f.replace("Buffer", "Shared") if shared else f for f in needs)
+        if e.reinterpreted:  # e.g. a CAS loop on an f32 array works on its bits through a uint view
+            ref = r.alias_ref(e.array, t, "", r.linear_index(e.array, e.indices))
         args = [value] if expected is None else [expected, value]
         return f"{ATOMIC_FUNCS[e.op]}({ref}, {', '.join(args)})"
+
+    def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
+        return f"{self.bitcasts[(src.name, dst.name)]}({text})"
+
+    def fence(self, scope: str, loc: ir.Loc) -> str:
+        return self.fences[scope]
 
     def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
         t = e.type
@@ -237,11 +265,29 @@ class GlslRenderer(Renderer):
 
     layout: dict = field(default_factory=dict)  # the task's resource declarations, for the template
     widened: dict[int, str] = field(default_factory=dict)  # id(param) -> its dtype as written
+    aliases: dict[tuple[int, str, str], dict] = field(default_factory=dict)
+    coherent: bool = False  # a device-scope fence or a volatile load needs coherent buffers
+    precise: bool = True    # see GlslTarget.translate
 
     def sanitize(self, name: str) -> str:
         if _RESERVED_PATTERN.match(name):
             return name + "_"
         return super().sanitize(name)
+
+    def alias_ref(self, array: ir.Array, t: T.DType, qualifier: str, index: str) -> str:
+        """``array[index]`` through a second declaration of its buffer (same binding) with
+        another element type or qualifier: GLSL cannot cast a buffer element in place."""
+        if isinstance(array, ir.SharedArray):
+            raise TranspileError(f"shared array `{array.name}` cannot be reinterpreted or read volatile "
+                                 f"on the glsl target", array.loc)
+        key = (id(array), t.name, qualifier)
+        alias = self.aliases.get(key)
+        if alias is None:
+            base = self.array_name(array)
+            name = f"qd_{base}_{qualifier or 'as_' + t.name}"  # qd_ names never collide with the user's
+            alias = self.aliases[key] = {"array": base, "name": name, "block": f"qd_buffer_{name[3:]}",
+                                         "ctype": self.type(t), "qualifier": qualifier, "param": array}
+        return f"{alias['name']}[{index}]"
 
     def expr_ParamRef(self, e: ir.ParamRef):
         name = self.param_name(e.param)
@@ -255,6 +301,27 @@ class GlslRenderer(Renderer):
             op = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}[e.op]
             return f"int({self.text(e.a)}) {op} int({self.text(e.b)})", PREC_REL
         return super().expr_Compare(e)
+
+    def stmt_Declare(self, st: ir.Declare, depth: int) -> None:
+        if not (self.precise and st.var.type.is_float):
+            super().stmt_Declare(st, depth)
+            return
+        t = self.type(st.var.type, st.loc)
+        init = None if st.init is None else self.text(st.init)
+        name = self.declare_name(st.var, st.var.name)
+        self.put(depth, f"precise {t} {name};" if init is None else f"precise {t} {name} = {init};", st.loc)
+
+    def expr_VolatileLoad(self, e: ir.VolatileLoad):
+        # A `volatile` view of the buffer: each read is an OpLoad with the Volatile memory
+        # access (and the buffer Coherent), which no driver caches, hoists or merges.
+        self.coherent = True
+        return self.alias_ref(e.array, e.type, "volatile", self.linear_index(e.array, e.indices)), PREC_PRIMARY
+
+    def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
+        if st.scope in ("device", "system"):
+            # Other workgroups see a store only through coherent buffers (no stale L1 lines).
+            self.coherent = True
+        super().stmt_Fence(st, depth)
 
 
 # ----------------------------------------------------------------------------- resource layout
@@ -297,7 +364,10 @@ class GlslTarget(Target):
     language = f"GLSL {GLSL_VERSION} compute shader for Vulkan {VULKAN_VERSION} (glslangValidator -V)"
     renderer_class = GlslRenderer
 
+    fast_math = False
+
     def signature(self, r: GlslRenderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
+        r.precise = not self.fast_math
         bindings = array_bindings(kernel)
         members, _ = push_constant_layout(kernel)
         buffers, push = [], []
@@ -312,8 +382,9 @@ class GlslTarget(Target):
                 elem = p.type.dtype
                 if elem.bits in STORAGE_FEATURES:
                     r.features.add(STORAGE_FEATURES[elem.bits])
+                ctype = r.type(elem, p.loc)
                 buffers.append({"binding": bindings[id(p)], "block": f"qd_buffer_{name}",
-                                "ctype": r.type(elem, p.loc), "name": name})
+                                "ctype": f"precise {ctype}" if r.precise and elem.is_float else ctype, "name": name})
                 for dim, m in by_param[id(p)]:
                     sname = r.declare_name((p, dim), m.name)
                     r.shape_names[(id(p), dim)] = sname
@@ -331,7 +402,13 @@ class GlslTarget(Target):
 
     def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
         entry, r = super().render_entry(kernel, task, options)
-        entry.extras.update(r.layout)
+        bindings = array_bindings(kernel)
+        qualifier = "coherent " if r.coherent else ""
+        buffers = [dict(b, qualifier=qualifier) for b in r.layout["buffers"]]
+        aliases = [dict(a, binding=bindings[id(a["param"])],
+                        qualifier=a["qualifier"] + " " if a["qualifier"] else qualifier)
+                   for a in sorted(r.aliases.values(), key=lambda a: (bindings[id(a["param"])], a["name"]))]
+        entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.layout["push_constants"])
         return entry, r
 
     def param_manifest(self, kernel: ir.Kernel) -> list[dict]:
@@ -368,6 +445,11 @@ class GlslTarget(Target):
         }
 
     def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
+        # Float locals and float buffer elements are `precise` unless fast_math is asked for:
+        # without it Mesa (and other drivers) reassociate float arithmetic, which is not
+        # Python's evaluation order and turns a Kahan summation's compensation into 0.
+        # `precise` also forbids fusing a * b + c into an fma, which CUDA does by default.
+        self.fast_math = bool(options.get("fast_math"))
         sources, manifest = super().translate(kernel, options)
         _, size = push_constant_layout(kernel)
         # Vulkan guarantees only 128 bytes of push constants (maxPushConstantsSize).
@@ -377,7 +459,11 @@ class GlslTarget(Target):
         return sources, manifest
 
     def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
-        return {"extensions": glsl_extensions(vulkan_features(features, used_types)),
+        extensions = glsl_extensions(vulkan_features(features, used_types))
+        if any(line.lstrip().startswith("#line") for e in entries for line in e.lines):
+            # Core GLSL's #line takes a source-string number; a file name needs this extension.
+            extensions = sorted(extensions + ["GL_GOOGLE_cpp_style_line_directive"])
+        return {"extensions": extensions,
                 "lit": self.template_literal}
 
     def template_literal(self, value, dtype: str) -> str:

@@ -17,8 +17,10 @@ from .emit import EntryPoint
 # ROCm 5.2 has no atomicMin/atomicMax for signed 64-bit ints: the clang builtins do.
 BUILTIN_ATOMICS = {("min", "i64"): "__hip_atomic_fetch_min", ("max", "i64"): "__hip_atomic_fetch_max"}
 
-# Architectures each wavefront size is compiled and checked for.
+# Architectures each wavefront size is compiled and checked for. GCN/CDNA (gfx9) runs wave64
+# only; ROCm's HIP headers refuse wave64 on RDNA (gfx10+), so RDNA means wave32.
 CHECK_ARCHS = {64: ["gfx90a"], 32: ["gfx1030"]}
+ARCH_FAMILY = {64: "gfx9 (GCN, CDNA)", 32: "gfx10+ (RDNA)"}
 
 
 class HipDialect(CudaDialect):
@@ -61,19 +63,16 @@ class HipTarget(CudaTarget):
         return f"HIP C++ for hipcc and hipRTC (ROCm 5.2+, wave{self.dialect.subgroup_size})"
 
     def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
-        # RDNA runs wave32 natively; CDNA (and RDNA with -mwavefrontsize64) runs wave64.
         self.dialect = HipDialect(32 if options.get("wave32") else 64)
         return super().translate(kernel, options)
 
     def requirements(self, features: set[str], used_types: set[str]) -> dict:
         wave = self.dialect.subgroup_size
-        req = {"wavefront_size": wave, "offload_arch": CHECK_ARCHS[wave], "compile_options": ["-O3"],
-               "extensions": []}
-        if wave == 64:
-            req["rdna_compile_options"] = ["-mwavefrontsize64"]
+        req = {"wavefront_size": wave, "arch_family": ARCH_FAMILY[wave], "offload_arch": CHECK_ARCHS[wave],
+               "compile_options": ["-O3"], "extensions": []}
         if "global_float_atomic_add" in features:
-            # The native float atomics of gfx90a / gfx94x ignore fine-grained (host-coherent)
-            # memory: such arrays must come from hipMalloc, not hipHostMalloc.
+            # The native float atomics of gfx90a / gfx94x do not work on fine-grained
+            # (host-coherent) memory: such arrays must come from hipMalloc, not hipHostMalloc.
             req["coarse_grained_memory"] = True
         return req
 

@@ -155,6 +155,16 @@ def check_archs(manifest: dict, options: dict) -> list[str]:
     return list(manifest.get("requirements", {}).get("offload_arch") or ["gfx90a"])
 
 
+def wave_mismatch(arch: str, wave: int | None) -> str | None:
+    """Why ``arch`` cannot run a source that assumes ``wave`` lanes, if it cannot."""
+    rdna = re.fullmatch(r"gfx1\d{3}", arch) is not None
+    if wave == 64 and rdna:
+        return f"the source assumes wave64, but HIP on {arch} (RDNA) runs wave32 only: translate with wave32=True"
+    if wave == 32 and not rdna:
+        return f"the source assumes wave32, but {arch} runs wave64 only: translate without wave32"
+    return None
+
+
 def resource_usage(code_object: str) -> dict[str, dict]:
     """Registers, LDS bytes and wavefront size per kernel, from the code object's metadata."""
     readelf = shutil.which("llvm-readelf-19") or shutil.which("llvm-readelf")
@@ -185,6 +195,10 @@ def _hip():
 
     def check(name: str, text: str, manifest: dict, options: dict) -> Verdict:
         archs = check_archs(manifest, options)
+        for arch in archs:
+            why = wave_mismatch(arch, manifest.get("subgroup_size"))
+            if why:
+                return Verdict("hip", f"hipcc {hipcc_version()} {arch}", name, False, 0.0, why)
         with tempfile.TemporaryDirectory(prefix="qd-hip-") as work:
             t0 = time.perf_counter()
             results = compile_both(name, text, archs, work)

@@ -11,12 +11,15 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 
 // IEEE binary16 in 16 bits; arithmetic happens in float, results round on conversion back.
+#ifndef QD_SIMT_EMULATOR  // the CPU emulator's qd_simt.h has its own (PTX asm cannot run there)
 struct qd_half {
     unsigned short bits;
     qd_half() = default;
     __device__ qd_half(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
     __device__ operator float() const { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f; }
 };
+#endif
+__device__ __forceinline__ qd_half qd_half_from_bits(unsigned short bits) { qd_half h; h.bits = bits; return h; }
 
 // widen: parallel task from dtypes.py:8, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) widen(

@@ -359,15 +359,22 @@ template <class T> inline T __hip_atomic_fetch_max(T* p, T v, int, int) { return
 template <class T> inline T __hip_atomic_fetch_and(T* p, T v, int, int) { return __atomic_fetch_and(p, v, QD_EMU_ATOMIC_ORDER); }
 template <class T> inline T __hip_atomic_fetch_or(T* p, T v, int, int) { return __atomic_fetch_or(p, v, QD_EMU_ATOMIC_ORDER); }
 template <class T> inline T __hip_atomic_fetch_xor(T* p, T v, int, int) { return __atomic_fetch_xor(p, v, QD_EMU_ATOMIC_ORDER); }
-template <class T> inline T __hip_atomic_exchange(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T) { return v; }); }
-template <class T> inline T __hip_atomic_load(T* p, int, int) { return qd_emu::atomic_rmw(p, [](T o) { return o; }); }
-template <class T> inline void __hip_atomic_store(T* p, T v, int, int) { qd_emu::atomic_rmw(p, [v](T) { return v; }); }
+template <class T> inline T __hip_atomic_exchange(T* p, T v, int, int) {
+    T old;
+    __atomic_exchange(p, &v, &old, QD_EMU_ATOMIC_ORDER);
+    return old;
+}
+template <class T> inline T __hip_atomic_load(T* p, int, int) {
+    T v;
+    __atomic_load(p, &v, QD_EMU_ATOMIC_ORDER);
+    return v;
+}
+template <class T> inline void __hip_atomic_store(T* p, T v, int, int) { __atomic_store(p, &v, QD_EMU_ATOMIC_ORDER); }
 template <class T> inline bool __hip_atomic_compare_exchange_strong(T* p, T* expected, T desired, int, int, int) {
-    T want = *expected;
-    T old = qd_emu::atomic_rmw(p, [want, desired](T o) { return std::bit_cast<decltype(std::declval<T&>())>(o) == want ? desired : o; });
-    if (old == want) return true;
-    *expected = old;
-    return false;
+    return __atomic_compare_exchange(p, expected, &desired, false, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER);
+}
+template <class T> inline bool __hip_atomic_compare_exchange_weak(T* p, T* expected, T desired, int, int, int) {
+    return __atomic_compare_exchange(p, expected, &desired, false, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER);
 }
 #define __builtin_amdgcn_fence(order, scope) __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
@@ -397,7 +404,6 @@ inline T from_bits(unsigned long long b) {
     __builtin_memcpy(&v, &b, sizeof(T));
     return v;
 }
-inline int lane_of(int lane, int width) { return lane; }
 
 enum ShflKind { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR };
 
@@ -419,7 +425,8 @@ inline void shfl_compute(qd_emu_lanes* L) {
     }
 }
 template <int K, class T>
-inline T shfl(int line, const char* what, unsigned long long mask, int live, T var, long long arg, int width) {
+inline T shfl(int line, const char* what, unsigned long long mask, int live, T var, long long arg,
+              int width = QD_EMU_WARP_SIZE) {
     if (width <= 0 || width > QD_EMU_WARP_SIZE || (width & (width - 1))) width = QD_EMU_WARP_SIZE;
     return from_bits<T>(qd_emu_warp_op(line, what, mask, live, to_bits(var), arg, width, &shfl_compute<K>));
 }
@@ -476,14 +483,10 @@ inline void match_all_compute(qd_emu_lanes* L) {
 template <class T>
 inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
 
-#define __shfl_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
-#define __shfl_up_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
-#define __shfl_down_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_DOWN>(__LINE__, "__shfl_down_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
-#define __shfl_xor_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_XOR>(__LINE__, "__shfl_xor_sync", (mask), 0, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
-// The optional `width` argument: append warpSize when the call gave only the lane/offset.
-#define QD_EMU_WIDTH(...) QD_EMU_WIDTH_PICK(__VA_ARGS__, , QD_EMU_WIDTH_DEFAULT)
-#define QD_EMU_WIDTH_PICK(a, b, c, ...) c
-#define QD_EMU_WIDTH_DEFAULT , QD_EMU_WARP_SIZE
+#define __shfl_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl_sync", (mask), 0, (var), __VA_ARGS__)
+#define __shfl_up_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up_sync", (mask), 0, (var), __VA_ARGS__)
+#define __shfl_down_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_DOWN>(__LINE__, "__shfl_down_sync", (mask), 0, (var), __VA_ARGS__)
+#define __shfl_xor_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_XOR>(__LINE__, "__shfl_xor_sync", (mask), 0, (var), __VA_ARGS__)
 #define __ballot_sync(mask, pred) ((::qd_emu::lanemask_t)::qd_emu::ballot(__LINE__, "__ballot_sync", (mask), 0, (pred)))
 #define __any_sync(mask, pred) ((int)(::qd_emu::ballot(__LINE__, "__any_sync", (mask), 0, (pred)) != 0))
 #define __all_sync(mask, pred) ((int)(::qd_emu::ballot(__LINE__, "__all_sync", (mask), 0, !(pred)) == 0))
@@ -492,12 +495,13 @@ inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
 #define __reduce_max_sync(mask, v) ::qd_emu::reduce<2>(__LINE__, "__reduce_max_sync", (mask), (v))
 #define __match_any_sync(mask, v) ((::qd_emu::lanemask_t)qd_emu_warp_op(__LINE__, "__match_any_sync", (mask), 0, qd_emu_match_bits(v), 0, QD_EMU_WARP_SIZE, &::qd_emu::match_any_compute))
 #define __match_all_sync(mask, v, pred) ::qd_emu::match_all(__LINE__, (mask), qd_emu_match_bits(v), (pred))
-#define __syncwarp(...) ((void)qd_emu_warp_op(__LINE__, "__syncwarp", QD_EMU_SYNCWARP_MASK(__VA_ARGS__), 0, 0, 0, QD_EMU_WARP_SIZE, &::qd_emu::nop_compute))
-#define QD_EMU_SYNCWARP_MASK(...) (0 __VA_OPT__(, ) __VA_ARGS__ __VA_OPT__(+ 0) QD_EMU_FULL_IF_EMPTY(__VA_ARGS__))
-#define QD_EMU_FULL_IF_EMPTY(...) __VA_OPT__(, 0) + (~0ull)
+#define __syncwarp(...) ::qd_emu::syncwarp(__LINE__ __VA_OPT__(, ) __VA_ARGS__)
 #define __activemask() ((::qd_emu::lanemask_t)qd_emu_live_lanes())
 
 namespace qd_emu {
+inline void syncwarp(int line, unsigned long long mask = ~0ull) {
+    qd_emu_warp_op(line, "__syncwarp", mask, 0, 0, 0, QD_EMU_WARP_SIZE, &nop_compute);
+}
 inline lanemask_t match_all(int line, unsigned long long mask, unsigned long long bits, int* pred) {
     unsigned long long r = qd_emu_warp_op(line, "__match_all_sync", mask, 0, bits, 0, QD_EMU_WARP_SIZE, &match_all_compute);
     *pred = r != 0;
@@ -507,10 +511,10 @@ inline lanemask_t match_all(int line, unsigned long long mask, unsigned long lon
 
 #ifdef QD_EMU_HIP
 // HIP's mask-free spellings act on the lanes that are still running.
-#define __shfl(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
-#define __shfl_up(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
-#define __shfl_down(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_DOWN>(__LINE__, "__shfl_down", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
-#define __shfl_xor(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_XOR>(__LINE__, "__shfl_xor", ~0ull, 1, (var), __VA_ARGS__ QD_EMU_WIDTH(__VA_ARGS__))
+#define __shfl(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl", ~0ull, 1, (var), __VA_ARGS__)
+#define __shfl_up(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up", ~0ull, 1, (var), __VA_ARGS__)
+#define __shfl_down(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_DOWN>(__LINE__, "__shfl_down", ~0ull, 1, (var), __VA_ARGS__)
+#define __shfl_xor(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_XOR>(__LINE__, "__shfl_xor", ~0ull, 1, (var), __VA_ARGS__)
 #define __ballot(pred) ((unsigned long long)::qd_emu::ballot(__LINE__, "__ballot", ~0ull, 1, (pred)))
 #define __any(pred) ((int)(::qd_emu::ballot(__LINE__, "__any", ~0ull, 1, (pred)) != 0))
 #define __all(pred) ((int)(::qd_emu::ballot(__LINE__, "__all", ~0ull, 1, !(pred)) == 0))
@@ -594,7 +598,11 @@ inline int launch(void (*kernel)(Ts...), void** args, const long long* cfg, char
 // another thread of its block lets it run) and checks the watchdog (so a spin on something
 // that never happens is reported with this line instead of hanging).
 #define QD_EMU_TICK_MASK 0x3fffu
+#ifdef QD_EMU_TSAN  // every fiber bumps the counter: an atomic, so TSan does not call it a race
+#define qd_emu_tick(line) (__builtin_expect((__atomic_add_fetch(&qd_emu_ticks, 1, __ATOMIC_RELAXED) & QD_EMU_TICK_MASK) == 0, 0) ? (qd_emu_tick_slow(line), true) : true)
+#else
 #define qd_emu_tick(line) (__builtin_expect((++qd_emu_ticks & QD_EMU_TICK_MASK) == 0, 0) ? (qd_emu_tick_slow(line), true) : true)
+#endif
 #define for(...) for (__VA_ARGS__) if (!qd_emu_tick(__LINE__)) {} else
 #define while(...) while (qd_emu_tick(__LINE__) && (__VA_ARGS__))
 

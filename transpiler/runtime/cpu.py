@@ -1,0 +1,493 @@
+"""Run the CUDA (or HIP) text the transpiler emits on the CPU, unchanged.
+
+The generated ``.cu``/``.hip`` file is compiled by the host C++ compiler after
+``cpu/qd_simt.h``, which supplies the GPU built-ins: every GPU thread of a block is a
+fiber, blocks run in index order, ``__shared__`` is per block, barriers and warp
+collectives really wait. The scheduler lives in ``cpu/qd_simt_rt.cpp``, built once into a
+shared library that each kernel library links to. Both are cached by content hash under
+``$XDG_CACHE_HOME/transpiler/cpu`` (``~/.cache/...``), or ``$QD_CPU_CACHE``.
+
+A kernel that can never finish is not left hanging: a barrier or warp collective that some
+thread never reaches raises ``DeadlockError`` at once, a loop that spins with nothing else
+happening raises it after ``watchdog_s``; both name the Python line. Faults inside the
+kernel (integer division by zero, a wild pointer, stack overflow) raise ``KernelError``.
+
+``race_check=True`` runs each launch in a child process built with ThreadSanitizer
+(fibers are TSan threads; barriers and warp collectives are its synchronization) and raises
+``RaceError`` naming the two Python lines of the first data race.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import linecache
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ToolchainMissing
+from ..ir import nodes as ir
+from . import Backend, Launch
+
+HERE = Path(__file__).resolve().parent / "cpu"
+HEADER = HERE / "qd_simt.h"
+RUNTIME_SRC = HERE / "qd_simt_rt.cpp"
+DRIVER_SRC = HERE / "qd_race_driver.cpp"
+
+# Status codes of qd_emu_run (qd_simt.h).
+_OK, _DEADLOCK, _HANG, _TRAP, _SIGNAL, _BAD_LAUNCH = range(6)
+_POISON_SHARED = 1
+_ERRLEN = 1 << 16
+
+# Compiler flags: -fwrapv because GPU integer arithmetic wraps (and numpy's does), where C++
+# optimizers would assume signed overflow never happens; -g1 keeps line tables so a fault's
+# address maps back to a generated line, and from there to the Python line.
+_COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-fwrapv", "-fno-strict-aliasing", "-pthread", "-U_FORTIFY_SOURCE"]
+
+
+class KernelError(RuntimeError):
+    """A kernel run by the CPU emulator failed: a trap, a crash, a bad launch."""
+
+
+class DeadlockError(KernelError):
+    """Threads wait for each other forever: a barrier or warp collective not every thread
+    reaches, or a loop waiting for something that never happens."""
+
+
+class RaceError(KernelError):
+    """ThreadSanitizer saw two threads access the same memory without synchronization."""
+
+
+# ----------------------------------------------------------------------------- toolchain
+
+def cache_root() -> Path:
+    env = os.environ.get("QD_CPU_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "transpiler" / "cpu"
+
+
+_compiler_ids: dict[str, str] = {}
+_build_lock = threading.Lock()
+
+
+def find_compiler(name: str | None = None) -> str:
+    """The host C++ compiler: ``name``, else $CXX, else g++, else clang++."""
+    candidates = [name] if name else [os.environ.get("CXX"), "g++", "clang++", "clang++-19"]
+    for c in candidates:
+        if c and shutil.which(c):
+            return shutil.which(c)
+    raise ToolchainMissing(name or "a C++20 compiler (g++ or clang++)", "apt-get install g++")
+
+
+def _compiler_id(cxx: str) -> str:
+    if cxx not in _compiler_ids:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+        _compiler_ids[cxx] = cxx + "\n" + out.stdout.splitlines()[0] if out.stdout else cxx
+    return _compiler_ids[cxx]
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _run_compiler(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise KernelError(f"building {what} for the CPU emulator failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
+
+
+def _publish(tmp_dir: Path, final: Path) -> None:
+    """Move a finished build into place atomically (another process may race us to it)."""
+    try:
+        os.replace(tmp_dir, final)
+    except OSError:
+        if not final.exists():
+            raise
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def runtime_library(cxx: str, tsan: bool = False) -> Path:
+    """The scheduler library (qd_simt_rt.cpp), built once per compiler and header version."""
+    flags = _COMMON_FLAGS + (["-O1", "-fsanitize=thread"] if tsan else ["-O2"])
+    key = _digest("rt", HEADER.read_text(), RUNTIME_SRC.read_text(), _compiler_id(cxx), " ".join(flags))
+    final = cache_root() / f"rt-{key}"
+    lib = final / "libqd_simt.so"
+    if lib.exists():
+        return lib
+    with _build_lock:
+        if lib.exists():
+            return lib
+        cache_root().mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="rt-", dir=cache_root()))
+        _run_compiler([cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "libqd_simt.so"), "-ldl"],
+                      "the SIMT runtime")
+        _publish(tmp, final)
+    return lib
+
+
+def runtime_object(cxx: str) -> Path:
+    """qd_simt_rt.cpp compiled for race-check executables: TSan fiber hooks on, the
+    scheduler itself not instrumented (its bookkeeping is shared by all fibers on purpose)."""
+    flags = _COMMON_FLAGS + ["-O2", "-DQD_EMU_TSAN"]
+    key = _digest("rt-tsan", HEADER.read_text(), RUNTIME_SRC.read_text(), _compiler_id(cxx), " ".join(flags))
+    final = cache_root() / f"rt-{key}"
+    obj = final / "qd_simt_rt.o"
+    if obj.exists():
+        return obj
+    with _build_lock:
+        if obj.exists():
+            return obj
+        cache_root().mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="rt-", dir=cache_root()))
+        _run_compiler([cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "qd_simt_rt.o")],
+                      "the SIMT runtime (race check)")
+        _publish(tmp, final)
+    return obj
+
+
+_ENTRY_RE = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
+
+
+# ----------------------------------------------------------------------------- a compiled module
+
+@dataclass
+class CpuModule:
+    """One generated source compiled for the emulator; ``launch`` runs an entry point."""
+
+    source_name: str
+    source: str
+    dialect: str
+    warp_size: int
+    entries: list[str]
+    lib_path: Path
+    build_dir: Path
+    python_files: dict[str, str] = field(default_factory=dict)  # basename -> full path, for source lines
+    race_check: bool = False      # lib_path is then a TSan executable run in a child process
+    _lib: ctypes.CDLL | None = None
+    _fns: dict = field(default_factory=dict)
+
+    def _fn(self, entry: str):
+        fn = self._fns.get(entry)
+        if fn is None:
+            if self._lib is None:
+                self._lib = ctypes.CDLL(str(self.lib_path))
+            fn = getattr(self._lib, f"qd_launch_{entry}")
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            self._fns[entry] = fn
+        return fn
+
+    def launch(self, entry: str, grid, block, args: Sequence, *, watchdog_s: float = 10.0,
+               poison_shared: bool = True, arg_names: Sequence[str] | None = None) -> None:
+        """Run ``entry`` over ``grid`` blocks of ``block`` threads (ints or 1-3 tuples).
+
+        ``args`` in the kernel's parameter order: numpy arrays pass their data pointer (the
+        kernel writes them in place), numpy scalars pass their value with their own dtype."""
+        self.launch_many([(entry, grid, block)], args, watchdog_s=watchdog_s, poison_shared=poison_shared,
+                         arg_names=arg_names)
+
+    def launch_many(self, launches: Sequence[tuple[str, object, object]], args: Sequence, *,
+                    watchdog_s: float = 10.0, poison_shared: bool = True,
+                    arg_names: Sequence[str] | None = None) -> None:
+        """Several launches in order over one argument list (a kernel's tasks)."""
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray):
+                if not a.flags.c_contiguous:
+                    raise TypeError(f"argument {i}: arrays must be C-contiguous")
+            elif not isinstance(a, np.generic):
+                raise TypeError(f"argument {i}: pass a numpy array or numpy scalar, got {type(a).__name__}")
+        flags = _POISON_SHARED if poison_shared else 0
+        cfgs = [(entry, np.array([*_dim3(grid), *_dim3(block), int(watchdog_s * 1000), flags, 0, -1], dtype=np.int64))
+                for entry, grid, block in launches]
+        if self.race_check:
+            self._run_child(cfgs, args, arg_names)
+            return
+        slots = np.zeros(max(1, len(args)), dtype=np.uint64)
+        raw = slots.view(np.uint8)
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray):
+                slots[i] = a.ctypes.data
+            else:
+                b = np.asarray(a).tobytes()
+                raw[8 * i:8 * i + len(b)] = np.frombuffer(b, dtype=np.uint8)
+        base = slots.ctypes.data
+        ptrs = np.array([base + 8 * i for i in range(len(slots))], dtype=np.uint64)
+        err = ctypes.create_string_buffer(_ERRLEN)
+        for entry, cfg in cfgs:
+            rc = self._fn(entry)(ptrs.ctypes.data, cfg.ctypes.data, err, _ERRLEN)
+            if rc != _OK:
+                raise self.error(rc, err.value.decode(errors="replace"), entry)
+
+    def _run_child(self, cfgs, args: Sequence, arg_names: Sequence[str] | None) -> None:
+        with tempfile.TemporaryDirectory(prefix="qd-race-") as tmp:
+            inp, outp = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
+            with open(inp, "wb") as f:
+                f.write(struct.pack("<I", len(args)))
+                for a in args:
+                    b = a.tobytes() if isinstance(a, np.ndarray) else np.asarray(a).tobytes()
+                    f.write(struct.pack("<IQ", 0 if isinstance(a, np.ndarray) else 1, len(b)))
+                    f.write(b)
+                f.write(struct.pack("<I", len(cfgs)))
+                for entry, cfg in cfgs:
+                    f.write(struct.pack("<I", self.entries.index(entry)))
+                    f.write(cfg.tobytes())
+            env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0 "
+                                                "report_thread_leaks=0 " + os.environ.get("TSAN_OPTIONS", ""))
+            proc = subprocess.run([str(self.lib_path), str(inp), str(outp)], capture_output=True, text=True, env=env)
+            err = proc.stderr
+            if "ThreadSanitizer: data race" in err:
+                raise RaceError(self.race_message(err, args, arg_names))
+            m = re.search(r"^QD_EMU_ERROR (\d+)\n(.*)", err, re.S | re.M)
+            if m:
+                entry = cfgs[0][0] if len(cfgs) == 1 else "kernel"
+                raise self.error(int(m.group(1)), m.group(2).strip(), entry)
+            if proc.returncode != 0:
+                raise KernelError(f"the race-check run failed (exit status {proc.returncode}):\n{err[-4000:]}")
+            data = outp.read_bytes()
+            pos = 0
+            for a in args:
+                if isinstance(a, np.ndarray) and a.nbytes:
+                    a.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, np.uint8, a.nbytes, pos)
+                    pos += a.nbytes
+
+    def race_message(self, report: str, args: Sequence, arg_names: Sequence[str] | None) -> str:
+        """The first TSan report, told in the kernel's terms: which array (element), which
+        two Python lines, which GPU threads."""
+        ranges = [(int(i), int(b, 16), int(e, 16)) for i, b, e in re.findall(r"QD_RACE_ARRAY (\d+) (0x\w+) (0x\w+)", report)]
+        shared = re.search(r"QD_RACE_SHARED (0x\w+) (0x\w+)", report)
+        names = dict(re.findall(r"Thread (T\d+) '([^']*)'", report))
+        body = report[report.index("WARNING: ThreadSanitizer: data race"):]
+        accesses = []
+        for m in re.finditer(r"^  (Previous )?(atomic )?(read|write) of size (\d+) at (0x\w+) by (thread (T\d+)|main thread)"
+                             r"[^\n]*\n((?:    #\d+[^\n]*\n)*)", body, re.M | re.I):
+            line = None
+            for fm in re.finditer(r"#\d+ \S+ (\S+):(\d+)", m.group(8)):
+                if os.path.basename(fm.group(1)) == self.source_name:
+                    line = int(fm.group(2))
+                    if ".py:" in self.python_location(line):
+                        break
+            who = names.get(m.group(7) or "", m.group(6))
+            accesses.append((f"{m.group(2) or ''}{m.group(3)}".lower(), int(m.group(5), 16), line, who))
+        if not accesses:
+            return "data race (ThreadSanitizer):\n" + body[:4000]
+        what = "memory"
+        addr = accesses[0][1]
+        for i, b, e in ranges:
+            if b <= addr < e:
+                a = args[i]
+                name = arg_names[i] if arg_names and i < len(arg_names) else f"argument {i}"
+                k = (addr - b) // a.itemsize
+                idx = np.unravel_index(k, a.shape) if a.ndim > 1 else (k,)
+                what = f"`{name}`[{', '.join(str(int(x)) for x in idx)}]"
+        if shared and int(shared.group(1), 16) <= addr < int(shared.group(2), 16):
+            what = "shared memory"
+        parts = []
+        for kind, _, line, who in accesses[:2]:
+            loc = "@L%d@" % line if line else "an unknown line"
+            parts.append(f"{kind} at {loc} by {who}")
+        text = f"data race on {what}: " + "; previous ".join(parts)
+        return str(self.error(_TRAP, text, "race check")).split(": ", 1)[1]
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def python_location(self, gen_line: int) -> str:
+        """``file.py:LINE`` from the ``// file.py:LINE`` comment on a generated line."""
+        lines = self.source.splitlines()
+        if 1 <= gen_line <= len(lines):
+            m = re.search(r"//\s*([\w.\-]+\.py):(\d+)\s*$", lines[gen_line - 1])
+            if m:
+                return f"{m.group(1)}:{m.group(2)}"
+        return f"{self.source_name}:{gen_line}"
+
+    def _pc_line(self, offset: int) -> int | None:
+        """The generated line of a code address in the kernel library (innermost first,
+        preferring a frame whose line carries a Python location)."""
+        tool = shutil.which("addr2line")
+        if tool is None:
+            return None
+        out = subprocess.run([tool, "-i", "-e", str(self.lib_path), hex(offset)], capture_output=True, text=True)
+        found = None
+        for row in out.stdout.splitlines():
+            m = re.match(r"(.*):(\d+)", row.split(" (discriminator")[0])
+            if not m or os.path.basename(m.group(1)) != self.source_name:
+                continue
+            line = int(m.group(2))
+            if ".py:" in self.python_location(line):
+                return line
+            found = found or line
+        return found
+
+    def error(self, rc: int, message: str, entry: str) -> KernelError:
+        locs: list[str] = []
+
+        def line_sub(m):
+            loc = self.python_location(int(m.group(1)))
+            if loc not in locs:
+                locs.append(loc)
+            return loc
+
+        def pc_sub(m):
+            line = self._pc_line(int(m.group(1), 16))
+            if line is None:
+                return f"{self.lib_path.name}+0x{m.group(1)}"
+            return line_sub(re.match(r"(\d+)", str(line)))
+
+        text = re.sub(r"@L(\d+)@", line_sub, message)
+        text = re.sub(r"@PC([0-9a-f]+)@", pc_sub, text)
+        for loc in locs:
+            file, _, line = loc.rpartition(":")
+            src = linecache.getline(self.python_files.get(file, file), int(line)).rstrip() if file.endswith(".py") else ""
+            if src:
+                text += f"\n    {loc}: {src.strip()}"
+        text = f"{entry}: {text}"
+        cls = DeadlockError if rc in (_DEADLOCK, _HANG) else KernelError
+        return cls(text)
+
+
+def _dim3(v) -> tuple[int, int, int]:
+    t = (int(v),) if isinstance(v, (int, np.integer)) else tuple(int(x) for x in v)
+    if not 1 <= len(t) <= 3:
+        raise ValueError(f"a grid or block size has 1 to 3 dimensions, got {v!r}")
+    return (t + (1, 1))[:3]
+
+
+def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = "cuda", wave32: bool = False,
+                 entries: Sequence[str] | None = None, compiler: str | None = None, opt: str = "-O2",
+                 python_files: dict[str, str] | None = None) -> CpuModule:
+    """Compile one generated (or hand-written) CUDA/HIP source for the emulator, cached by
+    content. ``entries`` defaults to every ``__global__`` function in the source."""
+    if dialect not in ("cuda", "hip"):
+        raise ValueError(f"dialect must be 'cuda' or 'hip', got {dialect!r}")
+    cxx = find_compiler(compiler)
+    warp = 32 if dialect == "cuda" or wave32 else 64
+    names = list(entries) if entries is not None else _ENTRY_RE.findall(source)
+    defines = [f"-DQD_EMU_WARP_SIZE={warp}"] + (["-DQD_EMU_HIP"] if dialect == "hip" else [])
+    flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
+    rt = runtime_library(cxx)
+    wrapper = f'#include "qd_simt.h"\n#include "{source_name}"\n' + "".join(f"QD_EMU_ENTRY({n})\n" for n in names)
+    key = _digest("k", source, source_name, wrapper, HEADER.read_text(), _compiler_id(cxx), " ".join(flags), str(rt))
+    final = cache_root() / f"k-{key}"
+    lib = final / "kernel.so"
+    if not lib.exists():
+        cache_root().mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="k-", dir=cache_root()))
+        (tmp / source_name).write_text(source)
+        (tmp / "wrapper.cpp").write_text(wrapper)
+        _run_compiler([cxx, *flags, "-shared", f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / "kernel.so"),
+                       str(rt), f"-Wl,-rpath,{rt.parent}"], f"{source_name}")
+        _publish(tmp, final)
+    return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}))
+
+
+# ----------------------------------------------------------------------------- the backend
+
+@dataclass
+class CpuProgram:
+    module: CpuModule
+    manifest: dict
+    entries: dict[str, dict]          # entry name -> its manifest entry
+    cappable: dict[str, bool]         # entry name -> grid may shrink without changing results
+
+
+# Node types whose meaning does not depend on which thread or block runs an iteration: a task
+# made of these alone computes the same for any grid, so the CPU may run fewer blocks.
+_GRID_FREE = (ir.Declare, ir.Assign, ir.Store, ir.ExprStmt, ir.If, ir.For, ir.While, ir.Break, ir.Continue,
+              ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape, ir.Load, ir.BinOp, ir.Compare, ir.Logical, ir.Unary,
+              ir.Cast, ir.Select, ir.Math, ir.Atomic)
+
+
+def _grid_free(node) -> bool:
+    if isinstance(node, list):
+        return all(_grid_free(x) for x in node)
+    if isinstance(node, (ir.Local, ir.Param, str, int, float, bool, type(None))):
+        return True
+    if not isinstance(node, _GRID_FREE):
+        return False  # thread/block indices, shared arrays, collectives: the grid shows
+    return all(_grid_free(getattr(node, f.name)) for f in fields(node) if f.name not in ("loc", "type"))
+
+
+class CpuBackend(Backend):
+    """``qd.init(arch="cpu")``: the CUDA text (``dialect="hip"``: the HIP text, wave64 unless
+    ``wave32=True``) compiled for the host and run by the SIMT emulator.
+
+    Options: ``watchdog_s`` (how long a loop may spin with nothing else happening before it
+    is reported as a hang), ``race_check`` (ThreadSanitizer in a child process),
+    ``compiler`` (host C++ compiler), ``opt`` (optimization flag), ``poison_shared`` (fill
+    shared memory with NaN/INT_MAX patterns at block start), ``max_blocks`` (run at most
+    this many blocks for tasks whose result cannot depend on the grid; 0 = as planned)."""
+
+    name = "cpu"
+
+    def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
+                 watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
+                 poison_shared: bool = True, max_blocks: int = 0):
+        if dialect not in ("cuda", "hip"):
+            raise ValueError(f"qd.init(arch='cpu'): dialect must be 'cuda' or 'hip', got {dialect!r}")
+        self.dialect = dialect
+        self.wave32 = bool(wave32)
+        self.race_check = bool(race_check)
+        self.watchdog_s = float(watchdog_s)
+        self.compiler = find_compiler(compiler)
+        self.opt = opt
+        self.poison_shared = bool(poison_shared)
+        self.max_blocks = int(max_blocks)
+
+    def compile(self, kernel: ir.Kernel, options: dict) -> CpuProgram:
+        from ..targets import get_target
+
+        target = get_target(self.dialect)
+        topts = {"wave32": True} if self.dialect == "hip" and self.wave32 else {}
+        sources, manifest = target.translate(kernel, topts)
+        (name, text), = sources.items()
+        entries = {e["name"]: e for e in manifest["entry_points"]}
+        pyfiles = {os.path.basename(kernel.file): kernel.file}
+        if self.race_check:
+            from .cpu_race import build_race_module
+
+            module = build_race_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
+                                       compiler=self.compiler, python_files=pyfiles)
+        else:
+            module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
+                                  compiler=self.compiler, opt=self.opt, python_files=pyfiles)
+        cappable = {t.name: t.kind == "parallel" and _grid_free(t.body) and not t.shared for t in kernel.tasks}
+        return CpuProgram(module, manifest, entries, cappable)
+
+    def arguments(self, program: CpuProgram, values: dict[str, object]) -> list:
+        args: list = []
+        for p in program.manifest["params"]:
+            v = values[p["name"]]
+            if p["kind"] == "ndarray":
+                args.append(v)
+                args.extend(np.int32(s) for s in v.shape)
+            else:
+                args.append(v)
+        return args
+
+    def run(self, program: CpuProgram, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
+        args = self.arguments(program, values)
+        for launch in launches:
+            if launch.blocks <= 0:
+                continue
+            entry = program.entries[launch.task.name]
+            blocks = launch.blocks
+            if self.max_blocks > 0 and program.cappable.get(launch.task.name):
+                blocks = min(blocks, self.max_blocks)
+            program.module.launch(entry["name"], blocks, entry["block_dim"], args, watchdog_s=self.watchdog_s,
+                                  poison_shared=self.poison_shared)

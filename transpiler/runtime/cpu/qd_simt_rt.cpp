@@ -1,0 +1,799 @@
+// qd_simt_rt.cpp: the scheduler behind qd_simt.h. Built once into a shared library that
+// every emulated kernel links to.
+//
+// Each GPU thread of the running block is a fiber; all fibers of a launch share one OS
+// thread, and blocks run one after another in linear index order. A fiber gives up the CPU
+// only at a block barrier, a warp collective, __nanosleep, or a loop back-edge every few
+// thousand iterations (qd_simt.h's `for`/`while` hook). So:
+//   - a barrier that some thread never reaches shows up as "nothing left to run" and is
+//     reported at once, with the barrier's generated line (@L<n>@ in the message; Python
+//     maps it to the Python line through the `// file.py:LINE` comment on that line);
+//   - a spin that never ends is caught by a watchdog polled from the loop hook: no barrier
+//     completed, no thread finished and no block started for `watchdog_ms`.
+// A thread that finishes hands its stack straight to the next thread that has not started,
+// so a block without barriers runs on one stack with no scheduler round trips.
+#define QD_EMU_BUILDING_RUNTIME 1
+#include "qd_simt.h"
+
+#include <csetjmp>
+#include <csignal>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <vector>
+
+#define QD_EXPORT extern "C" __attribute__((visibility("default")))
+
+#define QD_EXPORT_VAR __attribute__((visibility("default")))  // declared extern "C" in qd_simt.h
+
+QD_EXPORT_VAR qd_emu_uint3 threadIdx = {0, 0, 0};
+QD_EXPORT_VAR qd_emu_uint3 blockIdx = {0, 0, 0};
+QD_EXPORT_VAR qd_emu_uint3 blockDim = {1, 1, 1};
+QD_EXPORT_VAR qd_emu_uint3 gridDim = {1, 1, 1};
+QD_EXPORT_VAR unsigned qd_emu_ticks = 0;
+
+// Race-check builds (-DQD_EMU_TSAN, kernel compiled with -fsanitize=thread, this file not):
+// each fiber is a TSan thread, switched without implied synchronization, and barriers and
+// warp collectives are the only happens-before edges between threads of a block.
+#ifdef QD_EMU_TSAN
+extern "C" {
+void* __tsan_get_current_fiber(void);
+void* __tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void* fiber);
+void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+void __tsan_set_fiber_name(void* fiber, const char* name);
+void __tsan_acquire(void* addr);
+void __tsan_release(void* addr);
+void AnnotateNewMemory(const char* file, int line, const volatile void* mem, size_t size);
+}
+#endif
+
+namespace {
+
+struct Fiber;
+void fiber_main(Fiber* f);
+
+// ----------------------------------------------------------------------------- contexts
+
+#if defined(__x86_64__) && !defined(QD_EMU_FORCE_UCONTEXT)
+// Callee-saved registers, MXCSR and the x87 control word: all a SysV call may rely on.
+extern "C" void qd_emu_switch(void** save_sp, void* new_sp);
+extern "C" void qd_emu_trampoline();
+asm(R"(
+    .text
+    .p2align 4
+    .globl qd_emu_switch
+    .hidden qd_emu_switch
+    .type qd_emu_switch,@function
+qd_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size qd_emu_switch, .-qd_emu_switch
+
+    .p2align 4
+    .globl qd_emu_trampoline
+    .hidden qd_emu_trampoline
+    .type qd_emu_trampoline,@function
+qd_emu_trampoline:
+    movq %r12, %rdi
+    callq *%r13
+    ud2
+    .size qd_emu_trampoline, .-qd_emu_trampoline
+)");
+
+struct Context {
+    void* sp;
+};
+inline void ctx_switch(Context* save, Context* to) { qd_emu_switch(&save->sp, to->sp); }
+void ctx_make(Context* c, char* lo, size_t size, Fiber* f) {
+    uintptr_t top = ((uintptr_t)(lo + size)) & ~(uintptr_t)15;
+    unsigned long long* sp = (unsigned long long*)(top - 80);
+    // [mxcsr | x87 cw] r15 r14 r13 r12 rbx rbp ret: after the pops and `ret`, rsp is 16-aligned
+    // at the trampoline, which `call`s fiber_main as the ABI expects.
+    sp[0] = 0x1f80ull | (0x037full << 32);
+    sp[1] = 0;
+    sp[2] = 0;
+    sp[3] = (unsigned long long)(uintptr_t)&fiber_main;
+    sp[4] = (unsigned long long)(uintptr_t)f;
+    sp[5] = 0;
+    sp[6] = 0;
+    sp[7] = (unsigned long long)(uintptr_t)&qd_emu_trampoline;
+    c->sp = sp;
+}
+#else
+// Portable fallback: ucontext (slower: every switch is a sigprocmask system call).
+struct Context {
+    ucontext_t uc;
+};
+void uc_entry(unsigned lo, unsigned hi) { fiber_main((Fiber*)(((uintptr_t)hi << 32) | (uintptr_t)lo)); }
+inline void ctx_switch(Context* save, Context* to) { swapcontext(&save->uc, &to->uc); }
+void ctx_make(Context* c, char* lo, size_t size, Fiber* f) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = lo;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = nullptr;
+    uintptr_t p = (uintptr_t)f;
+    makecontext(&c->uc, (void (*)())uc_entry, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
+}
+#endif
+
+// ----------------------------------------------------------------------------- state
+
+enum : unsigned char { NEW, READY, RUNNING, BLOCKED, DONE };
+enum : unsigned char { W_NONE, W_BLOCK, W_WARP, W_SPIN };
+
+struct Fiber {
+    Context ctx;
+    char* stack;           // low end of its stack while it has one
+    unsigned tid;          // linear index in the block
+    qd_emu_uint3 idx;
+    unsigned char state, wait;
+    int line;              // the barrier / collective it waits at, or its last loop line
+    const char* what;
+    unsigned long long value, result, mask;
+    long long arg;
+#ifdef QD_EMU_TSAN
+    void* tsan;
+    char name[64];
+#endif
+};
+
+struct Group {  // one pending warp collective
+    unsigned long long members, arrived;
+    const char* what;
+    int line, width;
+    qd_emu_compute_fn fn;
+};
+struct Warp {
+    unsigned long long existing;  // lanes the block has (the last warp may be partial)
+    int n;
+    Group g[64];
+};
+
+std::vector<Fiber> fibers;
+std::vector<Warp> warps;
+std::vector<unsigned> queue;
+unsigned nthreads, warp_size, qhead, qcount, ndone;
+Fiber* cur;
+Context sched_ctx;
+#ifdef QD_EMU_TSAN
+void* sched_tsan;
+// Sync objects of the running block: fresh heap bytes per block, so that a barrier in block
+// b+1 does not inherit block b's accesses (blocks are concurrent on a GPU). [0]: the block
+// barrier, [1 + w]: warp w.
+char* block_sync;
+#endif
+
+unsigned bar_arrived;
+int bar_count, bar_line;
+const char* bar_what;
+std::vector<Fiber*> bar_waiters;
+
+qd_emu_call_fn g_call;
+void* g_ctx;
+int abort_code;
+std::string msg;
+unsigned long long progress, seen_progress;
+double seen_time, watchdog_s;
+char *sh_begin, *sh_end;
+bool poison;
+unsigned long long cur_block;
+
+size_t stack_size, page_size;
+std::vector<char*> free_stacks, all_stacks;
+pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// Signals: a fault in a kernel becomes an error for this launch, not the end of Python.
+sigjmp_buf sig_jmp;
+volatile sig_atomic_t in_kernel;
+pthread_t launch_thread;
+struct sigaction old_actions[32];
+const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+int sig_no, sig_code;
+void *sig_addr, *sig_pc;
+char alt_stack_mem[1 << 16];
+
+double now() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void appendf(std::string& s, const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    s += buf;
+}
+
+std::string tid_ranges(const std::vector<unsigned>& tids) {
+    std::string s;
+    for (size_t i = 0; i < tids.size();) {
+        size_t j = i;
+        while (j + 1 < tids.size() && tids[j + 1] == tids[j] + 1) ++j;
+        if (!s.empty()) s += ", ";
+        if (j == i) appendf(s, "%u", tids[i]);
+        else appendf(s, "%u-%u", tids[i], tids[j]);
+        i = j + 1;
+    }
+    return s;
+}
+
+std::string threads_text(const std::vector<unsigned>& tids) {
+    std::string s;
+    appendf(s, "%s %s", tids.size() == 1 ? "thread" : "threads", tid_ranges(tids).c_str());
+    return s;
+}
+
+std::string block_text() {
+    std::string s;
+    if (gridDim.y == 1 && gridDim.z == 1) appendf(s, "block %u of %u", blockIdx.x, gridDim.x);
+    else appendf(s, "block (%u, %u, %u) of (%u, %u, %u)", blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y, gridDim.z);
+    return s;
+}
+
+// ----------------------------------------------------------------------------- stacks
+
+char* get_stack() {
+    if (!free_stacks.empty()) {
+        char* s = free_stacks.back();
+        free_stacks.pop_back();
+        return s;
+    }
+    size_t total = stack_size + page_size;
+    void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "qd_simt: cannot map a %zu-byte fiber stack\n", total);
+        abort();
+    }
+    mprotect(base, page_size, PROT_NONE);  // guard page: an overflow faults instead of corrupting
+    all_stacks.push_back((char*)base);
+    return (char*)base + page_size;
+}
+
+void release_stack(char* s) {
+    if (s) free_stacks.push_back(s);
+}
+
+// ----------------------------------------------------------------------------- scheduling
+
+inline void activate(Fiber* f) {
+    cur = f;
+    threadIdx = f->idx;
+}
+
+inline void push(Fiber* f) {
+    unsigned slot = qhead + qcount++;
+    if (slot >= nthreads) slot -= nthreads;
+    queue[slot] = f->tid;
+}
+
+inline Fiber* pop() {
+    Fiber* f = &fibers[queue[qhead]];
+    if (++qhead == nthreads) qhead = 0;
+    --qcount;
+    return f;
+}
+
+inline void switch_to_sched(Fiber* f) {
+#ifdef QD_EMU_TSAN
+    __tsan_switch_to_fiber(sched_tsan, 1 /* no synchronization: fibers are concurrent threads */);
+#endif
+    ctx_switch(&f->ctx, &sched_ctx);
+}
+
+void suspend(Fiber* f) { switch_to_sched(f); }
+
+[[noreturn]] void abort_fiber(int code) {
+    abort_code = code;
+    switch_to_sched(cur);
+    __builtin_unreachable();
+}
+
+void fiber_main(Fiber* f) {
+    (void)f;
+    for (;;) {
+        g_call(g_ctx);
+        Fiber* me = cur;
+        me->state = DONE;
+        me->wait = W_NONE;
+        ++ndone;
+        ++progress;
+#ifndef QD_EMU_TSAN
+        if (qcount && fibers[queue[qhead]].state == NEW) {
+            // Run the next thread right here, on this stack: no switch, no fresh stack.
+            Fiber* nx = pop();
+            nx->stack = me->stack;
+            me->stack = nullptr;
+            activate(nx);
+            nx->state = RUNNING;
+            continue;
+        }
+#endif
+        // Nobody touches this stack before the switch below has left it.
+        release_stack(me->stack);
+        me->stack = nullptr;
+        switch_to_sched(me);
+    }
+}
+
+void describe_block(std::string& s) {
+    // Where every unfinished thread of the block is.
+    struct Spot {
+        unsigned char wait;
+        int line;
+        const char* what;
+        std::vector<unsigned> tids;
+    };
+    std::vector<Spot> spots;
+    std::vector<unsigned> done, fresh;
+    for (auto& f : fibers) {
+        if (f.state == DONE) { done.push_back(f.tid); continue; }
+        if (f.state == NEW) { fresh.push_back(f.tid); continue; }
+        // A fiber with no wait is either the one running (looping, or we would not be here)
+        // or one a barrier just released.
+        unsigned char w = f.wait != W_NONE ? f.wait : &f == cur ? (unsigned char)W_SPIN : (unsigned char)W_NONE;
+        Spot* sp = nullptr;
+        for (auto& x : spots)
+            if (x.wait == w && x.line == f.line && (w == W_SPIN || w == W_NONE || strcmp(x.what, f.what) == 0)) sp = &x;
+        if (!sp) {
+            spots.push_back({w, f.line, (w == W_SPIN || w == W_NONE) ? "" : f.what, {}});
+            sp = &spots.back();
+        }
+        sp->tids.push_back(f.tid);
+    }
+    for (auto& x : spots) {
+        if (x.wait == W_SPIN) appendf(s, "; %s loop at @L%d@", threads_text(x.tids).c_str(), x.line);
+        else if (x.wait == W_NONE) appendf(s, "; %s can run on from @L%d@", threads_text(x.tids).c_str(), x.line);
+        else appendf(s, "; %s wait at %s at @L%d@", threads_text(x.tids).c_str(), x.what, x.line);
+    }
+    if (!fresh.empty()) appendf(s, "; %s never started", threads_text(fresh).c_str());
+    if (!done.empty()) appendf(s, "; %s finished", threads_text(done).c_str());
+}
+
+void report_deadlock() {
+    msg.clear();
+    appendf(msg, "deadlock in %s (%u threads): no thread can continue", block_text().c_str(), nthreads);
+    describe_block(msg);
+    // Warp collectives: name the lanes each one still waits for.
+    for (size_t w = 0; w < warps.size(); ++w) {
+        for (int i = 0; i < warps[w].n; ++i) {
+            const Group& g = warps[w].g[i];
+            std::vector<unsigned> missing;
+            for (unsigned l = 0; l < warp_size; ++l)
+                if (((g.members >> l) & 1) && !((g.arrived >> l) & 1)) missing.push_back((unsigned)(w * warp_size + l));
+            appendf(msg, "; %s at @L%d@ in warp %zu still needs %s", g.what, g.line, w, threads_text(missing).c_str());
+        }
+    }
+    if (bar_arrived) appendf(msg, "; a block barrier completes only when all %u threads of the block reach it", nthreads);
+    abort_code = QD_EMU_DEADLOCK;
+}
+
+void check_watchdog(int line) {
+    if (progress != seen_progress) {
+        seen_progress = progress;
+        seen_time = now();
+        return;
+    }
+    if (now() - seen_time <= watchdog_s) return;
+    msg.clear();
+    appendf(msg, "no progress for %.1f s in %s: thread %u is looping at @L%d@", watchdog_s, block_text().c_str(),
+            cur->tid, line);
+    describe_block(msg);
+    appendf(msg, ". Blocks run one at a time in index order here, so a block that waits for a later "
+                 "block (or a spin on a value nothing writes) never finishes");
+    abort_fiber(QD_EMU_HANG);
+}
+
+void run_block(unsigned long long b) {
+    cur_block = b;
+    blockIdx.x = (unsigned)(b % gridDim.x);
+    blockIdx.y = (unsigned)((b / gridDim.x) % gridDim.y);
+    blockIdx.z = (unsigned)(b / ((unsigned long long)gridDim.x * gridDim.y));
+    if (poison && sh_begin && sh_end > sh_begin) {
+        // Shared memory starts out as garbage on a GPU: make reads before writes visible.
+        // 0x7fffffff is a NaN as f32 and (twice) as f64, and INT_MAX as i32.
+        size_t n = (size_t)(sh_end - sh_begin);
+        for (size_t i = 0; i < n; ++i) sh_begin[i] = (char)((i & 3) == 3 ? 0x7f : 0xff);
+    }
+    for (unsigned i = 0; i < nthreads; ++i) {
+        fibers[i].state = NEW;
+        fibers[i].wait = W_NONE;
+        queue[i] = i;
+    }
+    qhead = 0;
+    qcount = nthreads;
+    ndone = 0;
+    bar_arrived = 0;
+    bar_waiters.clear();
+    for (auto& w : warps) w.n = 0;
+    ++progress;
+#ifdef QD_EMU_TSAN
+    block_sync = (char*)malloc(warps.size() + 1);
+    // Shared memory is a new allocation for every block: forget the last block's accesses.
+    if (sh_begin && sh_end > sh_begin) AnnotateNewMemory(__FILE__, __LINE__, sh_begin, (size_t)(sh_end - sh_begin));
+#endif
+    while (qcount) {
+        Fiber* f = pop();
+        activate(f);
+        if (f->state == NEW) {
+            f->stack = get_stack();
+            ctx_make(&f->ctx, f->stack, stack_size, f);
+#ifdef QD_EMU_TSAN
+            f->tsan = __tsan_create_fiber(0);
+            snprintf(f->name, sizeof f->name, "thread %u of %s", f->tid, block_text().c_str());
+            __tsan_set_fiber_name(f->tsan, f->name);
+            AnnotateNewMemory(__FILE__, __LINE__, f->stack, stack_size);  // the last owner's frames
+#endif
+        }
+        f->state = RUNNING;
+#ifdef QD_EMU_TSAN
+        __tsan_switch_to_fiber(f->tsan, 1);
+#endif
+        ctx_switch(&sched_ctx, &f->ctx);
+        if (abort_code) return;
+    }
+#ifdef QD_EMU_TSAN
+    for (auto& f : fibers) {
+        if (f.tsan) __tsan_destroy_fiber(f.tsan);
+        f.tsan = nullptr;
+    }
+    free(block_sync);
+    block_sync = nullptr;
+#endif
+    if (ndone != nthreads) report_deadlock();
+}
+
+void on_signal(int sig, siginfo_t* si, void* ucv) {
+    if (!in_kernel || !pthread_equal(pthread_self(), launch_thread)) {
+        // Not ours: put the previous handler back; the faulting instruction runs again into it.
+        sigaction(sig, &old_actions[sig], nullptr);
+        return;
+    }
+    ucontext_t* uc = (ucontext_t*)ucv;
+#if defined(__x86_64__)
+    sig_pc = (void*)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    sig_pc = (void*)uc->uc_mcontext.pc;
+#else
+    sig_pc = nullptr;
+    (void)uc;
+#endif
+    sig_no = sig;
+    sig_code = si->si_code;
+    sig_addr = si->si_addr;
+    siglongjmp(sig_jmp, 1);
+}
+
+void describe_signal() {
+    msg.clear();
+    const char* what = "crashed";
+    bool overflow = false;
+    for (char* s : all_stacks)
+        if ((char*)sig_addr >= s && (char*)sig_addr < s + page_size) overflow = true;
+    if (sig_no == SIGFPE) what = sig_code == FPE_INTDIV ? "integer division by zero" : "arithmetic fault (SIGFPE)";
+    else if (overflow) what = "stack overflow";
+    else if (sig_no == SIGSEGV) what = "invalid memory access (SIGSEGV)";
+    else if (sig_no == SIGBUS) what = "bus error (SIGBUS)";
+    else if (sig_no == SIGILL) what = "illegal instruction (SIGILL)";
+    appendf(msg, "%s", what);
+    if (cur) appendf(msg, " in thread %u of %s", cur->tid, block_text().c_str());
+    if (sig_no == SIGSEGV && !overflow) appendf(msg, ", address %p", sig_addr);
+    Dl_info pc_info, kernel_info;
+    if (sig_pc && dladdr(sig_pc, &pc_info) && dladdr((void*)g_call, &kernel_info) &&
+        pc_info.dli_fbase == kernel_info.dli_fbase)
+        appendf(msg, " at @PC%llx@", (unsigned long long)((char*)sig_pc - (char*)pc_info.dli_fbase));
+    else if (sig_pc && dladdr(sig_pc, &pc_info) && pc_info.dli_fname)
+        appendf(msg, " inside %s%s%s", pc_info.dli_fname, pc_info.dli_sname ? " " : "", pc_info.dli_sname ? pc_info.dli_sname : "");
+}
+
+void run_blocks(const qd_emu_config* cfg) {
+    unsigned long long total = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+    unsigned long long first = cfg->first_block < 0 ? 0 : (unsigned long long)cfg->first_block;
+    unsigned long long last = total;
+    if (cfg->last_block >= 0 && (unsigned long long)cfg->last_block < total) last = (unsigned long long)cfg->last_block;
+    for (unsigned long long b = first; b < last && !abort_code; ++b) run_block(b);
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------- the ABI
+
+QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cfg, int wsize, char* shared_begin,
+                         char* shared_end, char* err, int errlen) {
+    for (int i = 0; i < 3; ++i) {
+        if (cfg->grid[i] < 1 || cfg->block[i] < 1 || cfg->grid[i] > 0x7fffffff) {
+            snprintf(err, errlen, "bad launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", cfg->grid[0],
+                     cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2]);
+            return QD_EMU_BAD_LAUNCH;
+        }
+    }
+    long long nt = cfg->block[0] * cfg->block[1] * cfg->block[2];
+    if (nt > 4096 || wsize < 1 || wsize > 64) {
+        snprintf(err, errlen, "bad launch: %lld threads per block (warp size %d)", nt, wsize);
+        return QD_EMU_BAD_LAUNCH;
+    }
+    pthread_mutex_lock(&launch_lock);
+    if (!page_size) {
+        page_size = (size_t)sysconf(_SC_PAGESIZE);
+        const char* kb = getenv("QD_EMU_STACK_KB");
+        stack_size = (size_t)(kb ? atol(kb) : 256) * 1024;
+        stack_size = (stack_size + page_size - 1) / page_size * page_size;
+    }
+    g_call = call;
+    g_ctx = ctx;
+    warp_size = (unsigned)wsize;
+    nthreads = (unsigned)nt;
+    gridDim = {(unsigned)cfg->grid[0], (unsigned)cfg->grid[1], (unsigned)cfg->grid[2]};
+    blockDim = {(unsigned)cfg->block[0], (unsigned)cfg->block[1], (unsigned)cfg->block[2]};
+    fibers.assign(nthreads, Fiber{});
+    for (unsigned t = 0; t < nthreads; ++t) {
+        fibers[t].tid = t;
+        fibers[t].idx = {t % blockDim.x, (t / blockDim.x) % blockDim.y, t / (blockDim.x * blockDim.y)};
+    }
+    unsigned nwarps = (nthreads + warp_size - 1) / warp_size;
+    warps.resize(nwarps);
+    for (unsigned w = 0; w < nwarps; ++w) {
+        unsigned lanes = nthreads - w * warp_size < warp_size ? nthreads - w * warp_size : warp_size;
+        warps[w].existing = lanes == 64 ? ~0ull : ((1ull << lanes) - 1);
+        warps[w].n = 0;
+    }
+    queue.assign(nthreads, 0);
+    abort_code = 0;
+    msg.clear();
+    watchdog_s = cfg->watchdog_ms / 1000.0;
+    sh_begin = shared_begin;
+    sh_end = shared_end;
+    poison = (cfg->flags & QD_EMU_POISON_SHARED) != 0;
+    cur = nullptr;
+    progress = 1;
+    seen_progress = 0;
+#ifdef QD_EMU_TSAN
+    sched_tsan = __tsan_get_current_fiber();
+#endif
+
+
+    // Catch faults for the duration of the launch, on a stack of our own (a fiber that
+    // overflowed its stack has none left).
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    stack_t alt, old_alt;
+    alt.ss_sp = alt_stack_mem;
+    alt.ss_size = sizeof alt_stack_mem;
+    alt.ss_flags = 0;
+    sigaltstack(&alt, &old_alt);
+    for (int s : kSignals) sigaction(s, &sa, &old_actions[s]);
+    launch_thread = pthread_self();
+    in_kernel = 1;
+
+    if (sigsetjmp(sig_jmp, 1) == 0) {
+        run_blocks(cfg);
+    } else {
+        in_kernel = 0;
+#ifdef QD_EMU_TSAN
+        __tsan_switch_to_fiber(sched_tsan, 1);  // we came here from the faulting fiber's stack
+#endif
+        describe_signal();
+        abort_code = QD_EMU_SIGNAL;
+    }
+    in_kernel = 0;
+    for (int s : kSignals) sigaction(s, &old_actions[s], nullptr);
+    sigaltstack(&old_alt, nullptr);
+
+    for (auto& f : fibers) {
+        release_stack(f.stack);
+        f.stack = nullptr;
+#ifdef QD_EMU_TSAN
+        if (f.tsan) __tsan_destroy_fiber(f.tsan);
+        f.tsan = nullptr;
+#endif
+    }
+#ifdef QD_EMU_TSAN
+    free(block_sync);
+    block_sync = nullptr;
+#endif
+    int rc = abort_code;
+    if (rc) snprintf(err, errlen, "%s", msg.c_str());
+    cur = nullptr;
+    pthread_mutex_unlock(&launch_lock);
+    return rc;
+}
+
+QD_EXPORT int qd_emu_block_barrier(int line, const char* what, int pred) {
+    Fiber* f = cur;
+    f->line = line;
+    f->what = what;
+    if (bar_arrived == 0) {
+        bar_line = line;
+        bar_what = what;
+        bar_count = 0;
+    } else if (line != bar_line || strcmp(what, bar_what) != 0) {
+        std::vector<unsigned> waiting;
+        for (Fiber* w : bar_waiters) waiting.push_back(w->tid);
+        msg.clear();
+        appendf(msg, "barrier divergence in %s: thread %u reached %s at @L%d@ while %s wait at %s at @L%d@ "
+                     "(every thread of a block must reach the same barrier)",
+                block_text().c_str(), f->tid, what, line, threads_text(waiting).c_str(), bar_what, bar_line);
+        abort_fiber(QD_EMU_DEADLOCK);
+    }
+    bar_count += pred != 0;
+#ifdef QD_EMU_TSAN
+    __tsan_release(block_sync);
+#endif
+    if (++bar_arrived == nthreads) {
+        int r = bar_count;
+        bar_arrived = 0;
+        ++progress;
+        for (Fiber* w : bar_waiters) {
+            w->result = (unsigned long long)r;
+            w->state = READY;
+            w->wait = W_NONE;
+            push(w);
+        }
+        bar_waiters.clear();
+#ifdef QD_EMU_TSAN
+        __tsan_acquire(block_sync);
+#endif
+        return r;
+    }
+    f->wait = W_BLOCK;
+    f->state = BLOCKED;
+    bar_waiters.push_back(f);
+    suspend(f);
+#ifdef QD_EMU_TSAN
+    __tsan_acquire(block_sync);
+#endif
+    return (int)f->result;
+}
+
+QD_EXPORT unsigned long long qd_emu_live_lanes(void) {
+    unsigned w = cur->tid / warp_size;
+    unsigned long long m = 0;
+    for (unsigned l = 0; l < warp_size && w * warp_size + l < nthreads; ++l)
+        if (fibers[w * warp_size + l].state != DONE) m |= 1ull << l;
+    return m;
+}
+
+QD_EXPORT unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int use_live_mask,
+                                            unsigned long long value, long long arg, int width, qd_emu_compute_fn fn) {
+    Fiber* f = cur;
+    unsigned w = f->tid / warp_size, lane = f->tid % warp_size, base = w * warp_size;
+    Warp& W = warps[w];
+    unsigned long long m = (use_live_mask ? qd_emu_live_lanes() : mask) & W.existing;
+    f->line = line;
+    f->what = what;
+    if (!((m >> lane) & 1)) {
+        msg.clear();
+        appendf(msg, "thread %u (lane %u of warp %u) in %s calls %s at @L%d@ with mask 0x%llx, which leaves out its own lane",
+                f->tid, lane, w, block_text().c_str(), what, line, mask);
+        abort_fiber(QD_EMU_DEADLOCK);
+    }
+    int gi = -1;
+    for (int i = 0; i < W.n; ++i)
+        if (W.g[i].members & m) gi = i;
+    if (gi >= 0) {
+        Group& g = W.g[gi];
+        if (g.members != m || strcmp(g.what, what) != 0 || g.fn != fn) {
+            std::vector<unsigned> waiting;
+            for (unsigned l = 0; l < warp_size; ++l)
+                if ((g.arrived >> l) & 1) waiting.push_back(base + l);
+            msg.clear();
+            appendf(msg, "warp divergence in %s, warp %u: thread %u calls %s at @L%d@ (mask 0x%llx) while %s wait at "
+                         "%s at @L%d@ (mask 0x%llx); lanes named in a mask must all call the same collective",
+                    block_text().c_str(), w, f->tid, what, line, m, threads_text(waiting).c_str(), g.what, g.line,
+                    g.members);
+            abort_fiber(QD_EMU_DEADLOCK);
+        }
+    } else {
+        gi = W.n++;
+        W.g[gi] = Group{m, 0, what, line, width, fn};
+    }
+    Group& g = W.g[gi];
+    f->value = value;
+    f->arg = arg;
+#ifdef QD_EMU_TSAN
+    __tsan_release(block_sync + 1 + w);
+#endif
+    g.arrived |= 1ull << lane;
+    if (g.arrived != g.members) {
+        f->wait = W_WARP;
+        f->state = BLOCKED;
+        suspend(f);
+#ifdef QD_EMU_TSAN
+        __tsan_acquire(block_sync + 1 + w);
+#endif
+        return f->result;
+    }
+    qd_emu_lanes L;
+    L.members = m;
+    L.width = g.width;
+    L.warp_size = (int)warp_size;
+    for (unsigned l = 0; l < warp_size; ++l) {
+        if (!((m >> l) & 1)) continue;
+        L.value[l] = fibers[base + l].value;
+        L.arg[l] = fibers[base + l].arg;
+        L.result[l] = 0;
+    }
+    fn(&L);
+    W.g[gi] = W.g[--W.n];
+    ++progress;
+    for (unsigned l = 0; l < warp_size; ++l) {
+        if (!((m >> l) & 1)) continue;
+        Fiber* o = &fibers[base + l];
+        o->result = L.result[l];
+        if (o != f) {
+            o->state = READY;
+            o->wait = W_NONE;
+            push(o);
+        }
+    }
+#ifdef QD_EMU_TSAN
+    __tsan_acquire(block_sync + 1 + w);
+#endif
+    return f->result;
+}
+
+QD_EXPORT void qd_emu_tick_slow(int line) {
+    Fiber* f = cur;
+    f->line = line;
+    check_watchdog(line);
+    if (qcount) {  // let the rest of the block run: it may be what this loop waits for
+        f->state = READY;
+        f->wait = W_SPIN;
+        push(f);
+        suspend(f);
+        f->wait = W_NONE;
+    }
+}
+
+QD_EXPORT void qd_emu_yield(int line) {
+    Fiber* f = cur;
+    f->line = line;
+    check_watchdog(line);
+    if (qcount) {
+        f->state = READY;
+        f->wait = W_SPIN;
+        push(f);
+        suspend(f);
+        f->wait = W_NONE;
+    }
+}
+
+QD_EXPORT void qd_emu_trap(int line, const char* what) {
+    msg.clear();
+    appendf(msg, "thread %u of %s executed %s at @L%d@", cur->tid, block_text().c_str(), what, line);
+    abort_fiber(QD_EMU_TRAP);
+}
