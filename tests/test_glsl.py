@@ -461,3 +461,49 @@ def test_fence_and_volatile_spin_wait(vulkan):
     flags, data = np.zeros(1, np.int32), np.zeros(2, np.float32)
     publish(flags, data)
     assert flags[0] == 1 and list(data) == [42.0, 43.0]
+
+
+@qd.kernel
+def kahan_sum(x: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for _ in range(1):
+        s = 0.0
+        c = 0.0
+        for k in range(x.shape[0]):
+            y = x[k] - c
+            t = s + y
+            c = (t - s) - y
+            s = t
+        out[0] = s
+        out[1] = c
+
+
+def test_floats_are_precise_unless_fast_math():
+    (source,) = translate(kahan_sum).sources.values()
+    assert "precise float t = s + y;" in source and "buffer qd_buffer_x { precise float x[]; }" in source
+    (fast,) = translate(kahan_sum, fast_math=True).sources.values()
+    assert "precise" not in fast
+
+
+def test_line_directives_enable_the_file_name_extension():
+    (source,) = translate(plain_f32, line_directives=True).sources.values()
+    assert "#extension GL_GOOGLE_cpp_style_line_directive : require" in source
+    assert f'#line {plain_f32.fn.__code__.co_firstlineno + 3} "test_glsl.py"' in source
+    (plain,) = translate(plain_f32).sources.values()
+    assert "#line" not in plain and "GL_GOOGLE" not in plain
+
+
+def test_kahan_summation_survives_the_driver(vulkan):
+    # Mesa reassociates float arithmetic that is not `precise`: the compensation c would be
+    # folded to 0. (Kept under 65535 iterations: llvmpipe ends any shader invocation's loops
+    # after that many back-edges in total, LP_MAX_TGSI_LOOP_ITERATIONS.)
+    x = np.full(20000, 0.1, np.float32)
+    x[0] = 1e4
+    out = np.zeros(2, np.float32)
+    kahan_sum(x, out)
+    s, c = np.float32(0), np.float32(0)
+    for v in x.tolist():
+        y = np.float32(v) - c
+        t = s + y
+        c = (t - s) - y
+        s = t
+    assert out[0] == s and out[1] == c and c != 0

@@ -104,6 +104,13 @@ def builtin(name: str):
     return wrap
 
 
+def comptime(fn: Callable) -> Callable:
+    """Mark a plain Python function as callable from kernels when every argument is known at
+    translation time; the call is evaluated then and its result becomes a constant."""
+    fn._qd_comptime = True
+    return fn
+
+
 def static(x, *xs):
     """Evaluate at translation time: ``if qd.static(c):`` and ``for i in qd.static(range(n)):``."""
     return (x, *xs) if xs else x

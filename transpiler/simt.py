@@ -1,41 +1,67 @@
-"""``qd.simt``: thread indexing, barriers, fences and shared memory, by scope.
+"""``qd.simt``: SIMT primitives by scope.
 
 ``qd.simt.block`` works on the threads of one block (CUDA CTA, Vulkan/Metal workgroup),
-``qd.simt.grid`` across all blocks of a launch. Each function is a marker the frontend
-lowers to an IR node; see ``shared/seeds`` for their semantics."""
+``qd.simt.subgroup`` on the lanes of one subgroup (warp, wavefront, SIMD-group),
+``qd.simt.grid`` across all blocks of a launch. The primitives are markers the frontend
+lowers to IR nodes; the block-wide reductions, scans and the radix rank are written once,
+in the kernel language itself, on top of them (``transpiler/blocklib.py``). Semantics:
+``shared/seeds``."""
+from __future__ import annotations
+
 from types import SimpleNamespace
 
 from .lang import builtin
 
 
-@builtin("block.thread_idx")
-def _thread_idx(): ...
+def _marker(name: str, doc: str):
+    stub = builtin(name)(lambda *args, **kwargs: None)
+    stub.__name__ = name.split(".")[-1]
+    stub.__doc__ = doc
+    return stub
 
 
-@builtin("block.global_thread_idx")
-def _global_thread_idx(): ...
+_block = {
+    "thread_idx": "The index of the calling thread within its block.",
+    "global_thread_idx": "The index of the calling thread within the launch.",
+    "sync": "Block barrier: every thread of the block waits here; prior writes become visible to the block.",
+    "sync_all_nonzero": "Block barrier that returns non-zero when the predicate is non-zero on every thread.",
+    "sync_any_nonzero": "Block barrier that returns non-zero when the predicate is non-zero on any thread.",
+    "sync_count_nonzero": "Block barrier that returns how many threads have a non-zero predicate.",
+    "mem_fence": "Order this thread's memory accesses as seen by the threads of its block (no barrier).",
+    "mem_sync": "Deprecated alias of block.mem_fence().",
+    "SharedArray": "SharedArray(shape, dtype): memory shared by the threads of a block, sized at translation time.",
+}
+_subgroup = {
+    "invocation_id": "The calling lane's index within its subgroup.",
+    "group_size": "The subgroup width of the target (a translation-time int).",
+    "log2_group_size": "log2 of the subgroup width (a translation-time int).",
+    "shuffle": "shuffle(value, lane): the value held by `lane`.",
+    "shuffle_up": "shuffle_up(value, delta): the value of lane - delta (own value when below 0).",
+    "shuffle_down": "shuffle_down(value, delta): the value of lane + delta (own value past the end).",
+    "shuffle_xor": "shuffle_xor(value, mask): the value of lane ^ mask.",
+    "broadcast": "broadcast(value, lane): the value of `lane` (a uniform lane index) in every lane.",
+    "broadcast_first": "The value of lane 0 in every lane.",
+    "ballot": "A u64 mask of the lanes whose predicate is non-zero.",
+    "all_true": "1 when the predicate is non-zero on every lane, else 0.",
+    "any_true": "1 when the predicate is non-zero on any lane, else 0.",
+    "sync": "Subgroup barrier.",
+    "mem_fence": "Order memory accesses as seen by the subgroup.",
+    **{f"{kind}_{op}": f"Subgroup {kind.replace('_', ' ')} with {op} (every lane gets its result)."
+       for kind in ("reduce", "reduce_all", "inclusive", "exclusive") for op in ("add", "min", "max")},
+}
+
+block = SimpleNamespace(**{k: _marker(f"block.{k}", d) for k, d in _block.items()})
+subgroup = SimpleNamespace(**{k: _marker(f"subgroup.{k}", d) for k, d in _subgroup.items()})
+grid = SimpleNamespace(
+    mem_fence=_marker("grid.mem_fence", "Order this thread's memory accesses as seen by every thread of the launch."),
+    memfence=_marker("grid.memfence", "Deprecated alias of grid.mem_fence()."),
+)
 
 
-@builtin("block.mem_fence")
-def _block_mem_fence():
-    """Order this thread's memory accesses as seen by the threads of its block."""
+def _install_block_algorithms() -> None:
+    from . import blocklib
 
-
-@builtin("block.mem_sync")
-def _block_mem_sync():
-    """Deprecated alias of block.mem_fence()."""
-
-
-@builtin("grid.mem_fence")
-def _grid_mem_fence():
-    """Order this thread's memory accesses as seen by every thread of the launch."""
-
-
-@builtin("grid.memfence")
-def _grid_memfence():
-    """Deprecated alias of grid.mem_fence()."""
-
-
-block = SimpleNamespace(thread_idx=_thread_idx, global_thread_idx=_global_thread_idx,
-                        mem_fence=_block_mem_fence, mem_sync=_block_mem_sync)
-grid = SimpleNamespace(mem_fence=_grid_mem_fence, memfence=_grid_memfence)
+    for name in blocklib.__all__:
+        setattr(block, name, getattr(blocklib, name))
+    for name in blocklib.SUBGROUP_FUNCS:
+        setattr(subgroup, name, getattr(blocklib, name))

@@ -33,15 +33,16 @@ def _freeze(d: dict | None):
     return tuple(items)
 
 
-def lower(kernel: lang.Kernel, template_args: dict | None = None, arg_types: dict | None = None) -> ir.Kernel:
+def lower(kernel: lang.Kernel, template_args: dict | None = None, arg_types: dict | None = None,
+          subgroup_size: int | None = None) -> ir.Kernel:
     """The typed IR of one instantiation, cached on the kernel object."""
     from .frontend.lower import lower_kernel
 
     cache = kernel.__dict__.setdefault("_ir_cache", {})
-    key = (_freeze(template_args), _freeze(arg_types))
+    key = (_freeze(template_args), _freeze(arg_types), subgroup_size)
     hit = cache.get(key)
     if hit is None:
-        hit = cache[key] = lower_kernel(kernel, template_args, arg_types)
+        hit = cache[key] = lower_kernel(kernel, template_args, arg_types, subgroup_size)
     return hit
 
 
@@ -61,6 +62,6 @@ def translate(kernel: lang.Kernel, target: str, **options) -> Translation:
         t = get_target(target)
     except (KeyError, ModuleNotFoundError):
         raise TranspileError(f"the {target} target is not available in this version") from None
-    kir = lower(kernel, options.get("template_args"), options.get("arg_types"))
+    kir = lower(kernel, options.get("template_args"), options.get("arg_types"), t.subgroup_size(options))
     sources, manifest = t.translate(kir, options)
     return Translation(target, sources, manifest, kir)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .values import CT
+from .values import CT, ArrayHandle
 
 if TYPE_CHECKING:
     from .lower import KernelLowering
@@ -210,6 +210,136 @@ def _volatile_load(lo, name, node):
         raise lo.error(target, "qd.volatile_load reads global memory; this is a shared array",
                        hint="after block.sync() a plain read of shared memory sees the block's writes")
     return ir.VolatileLoad(array.type.dtype, lo.loc(node), array, indices)
+
+
+# ----------------------------------------------------------------------------- block scope
+
+@handler("block.SharedArray")
+def _shared_array(lo, name, node):
+    if node.keywords and any(k.arg not in ("shape", "dtype") for k in node.keywords):
+        raise lo.error(node, "qd.simt.block.SharedArray(shape, dtype) takes a shape and a dtype")
+    args = list(node.args) + [k.value for k in sorted(node.keywords, key=lambda k: k.arg != "shape")]
+    if len(args) != 2:
+        raise lo.error(node, "qd.simt.block.SharedArray(shape, dtype) takes a shape and a dtype")
+    shape = lo.static_value(args[0], what="the shape of a SharedArray")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape) if isinstance(shape, (tuple, list)) else None
+    if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
+        raise lo.error(args[0], "a SharedArray shape is a positive int or a tuple of them, known at translation time")
+    dtype = lo.static_value(args[1], what="the dtype of a SharedArray")
+    if not isinstance(dtype, T.DType) or dtype is T.bool_:
+        raise lo.error(args[1], f"`{ast.unparse(args[1])}` is not a numeric scalar type")
+    if not lo.in_parallel:
+        raise lo.error(node, "a SharedArray belongs to a block: allocate it inside a parallel (top-level) loop")
+    array = ir.SharedArray("", T.SharedArrayType(dtype, shape), lo.loc(node))
+    lo.task_shared.append(array)
+    lo.emit(ir.DeclareShared(lo.loc(node), array))
+    return ArrayHandle(array)
+
+
+@handler("block.sync")
+def _block_sync(lo, name, node):
+    _args(lo, node, name, 0)
+    lo.require_parallel(node, "qd.simt.block.sync()")
+    lo.emit(ir.Barrier(lo.loc(node), "block"))
+    return CT(None)
+
+
+@handler("block.sync_all_nonzero", "block.sync_any_nonzero", "block.sync_count_nonzero")
+def _block_vote(lo, name, node):
+    (p,) = _args(lo, node, name, 1)
+    lo.require_parallel(node, f"qd.simt.{name}()")
+    pred = lo.truth(lo.to_expr(p, node.args[0]), node.args[0])
+    op = name.split("_")[1]  # sync_all_nonzero -> all
+    return ir.BlockVote(T.i32, lo.loc(node), op, pred)
+
+
+# ----------------------------------------------------------------------------- subgroup scope
+
+@handler("subgroup.group_size")
+def _group_size(lo, name, node):
+    _args(lo, node, name, 0)
+    return CT(lo.require_subgroup_size(node))
+
+
+@handler("subgroup.log2_group_size")
+def _log2_group_size(lo, name, node):
+    _args(lo, node, name, 0)
+    return CT(lo.require_subgroup_size(node).bit_length() - 1)
+
+
+@handler("subgroup.invocation_id")
+def _invocation_id(lo, name, node):
+    _args(lo, node, name, 0)
+    lo.require_parallel(node, "qd.simt.subgroup.invocation_id()")
+    return ir.SubgroupOp(T.i32, lo.loc(node), "invocation_id", [])
+
+
+@handler("subgroup.sync")
+def _subgroup_sync(lo, name, node):
+    _args(lo, node, name, 0)
+    lo.emit(ir.Barrier(lo.loc(node), "subgroup"))
+    return CT(None)
+
+
+@handler("subgroup.mem_fence")
+def _subgroup_fence(lo, name, node):
+    _args(lo, node, name, 0)
+    lo.emit(ir.Fence(lo.loc(node), "subgroup"))
+    return CT(None)
+
+
+def _lane_arg(lo, v, node) -> ir.Expr:
+    e = lo.to_expr(v, node)
+    if not e.type.is_int:
+        raise lo.error(node, f"a lane index or offset must be an integer, not {e.type.name}")
+    return lo.coerce(e, T.u32, node, explicit=True)
+
+
+@handler("subgroup.shuffle", "subgroup.shuffle_up", "subgroup.shuffle_down", "subgroup.shuffle_xor",
+         "subgroup.broadcast")
+def _shuffle(lo, name, node):
+    v, k = _args(lo, node, name, 2)
+    lo.require_parallel(node, f"qd.simt.{name}()")
+    value = lo.to_expr(v, node.args[0])
+    if value.type is T.bool_:
+        value = lo.coerce(value, T.i32, node.args[0])
+    return ir.SubgroupOp(value.type, lo.loc(node), name.split(".")[1], [value, _lane_arg(lo, k, node.args[1])])
+
+
+@handler("subgroup.broadcast_first")
+def _broadcast_first(lo, name, node):
+    (v,) = _args(lo, node, name, 1)
+    value = lo.to_expr(v, node.args[0])
+    return ir.SubgroupOp(value.type, lo.loc(node), "broadcast", [value, ir.Const(T.u32, lo.loc(node), 0)])
+
+
+@handler("subgroup.ballot")
+def _ballot(lo, name, node):
+    (p,) = _args(lo, node, name, 1)
+    lo.require_parallel(node, "qd.simt.subgroup.ballot()")
+    return ir.SubgroupOp(T.u64, lo.loc(node), "ballot", [lo.truth(lo.to_expr(p, node.args[0]), node.args[0])])
+
+
+@handler("subgroup.all_true", "subgroup.any_true")
+def _vote(lo, name, node):
+    (p,) = _args(lo, node, name, 1)
+    lo.require_parallel(node, f"qd.simt.{name}()")
+    op = "all" if name.endswith("all_true") else "any"
+    vote = ir.SubgroupOp(T.bool_, lo.loc(node), op, [lo.truth(lo.to_expr(p, node.args[0]), node.args[0])])
+    return lo.coerce(vote, T.i32, node)
+
+
+@handler(*(f"subgroup.{kind}_{op}" for kind in ("reduce", "reduce_all", "inclusive", "exclusive")
+           for op in ("add", "min", "max")))
+def _subgroup_fold(lo, name, node):
+    (v,) = _args(lo, node, name, 1)
+    lo.require_parallel(node, f"qd.simt.{name}()")
+    value = lo.to_expr(v, node.args[0])
+    if value.type is T.bool_:
+        value = lo.coerce(value, T.i32, node.args[0])
+    kind, op = name.split(".")[1].rsplit("_", 1)
+    kind = "reduce" if kind == "reduce_all" else kind
+    return ir.SubgroupOp(value.type, lo.loc(node), f"{kind}_{op}", [value])
 
 
 @handler("atomic_add", "atomic_sub", "atomic_mul", "atomic_min", "atomic_max", "atomic_and",

@@ -124,8 +124,10 @@ class KernelLowering:
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
-                 arg_types: dict[str, object] | None = None):
+                 arg_types: dict[str, object] | None = None, subgroup_size: int | None = None):
         self.kernel = kernel
+        self.subgroup_size = subgroup_size  # the target's, when it is known at translation time
+        self.task_shared: list[ir.SharedArray] = []
         self.template_args = dict(template_args or {})
         self.arg_types = dict(arg_types or {})
         self.parsed = parse_function(kernel.fn)
@@ -413,6 +415,7 @@ class KernelLowering:
             loop_vars.append(var)
         saved_block, self.block = self.block, []
         self.in_parallel = True
+        self.task_shared = []
         try:
             for st in s.body:
                 self.stmt(st)
@@ -422,7 +425,8 @@ class KernelLowering:
             self.pop_scope()
         bounds = [e for r in ranges for e in r]
         prelude = self.uniform_prelude(body, bounds)
-        self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc, prelude=prelude))
+        self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc,
+                                  shared=self.task_shared, prelude=prelude))
 
     def loop_ranges(self, it: ast.expr) -> list[tuple[ir.Expr, ir.Expr]]:
         if not isinstance(it, ast.Call):
@@ -558,6 +562,8 @@ class KernelLowering:
             return
         if isinstance(value, CT) and isinstance(value.value, str):
             raise self.error(stmt.value if hasattr(stmt, "value") else target, "strings are not supported in kernels")
+        if isinstance(value, ArrayHandle) and isinstance(value.array, ir.SharedArray) and not value.array.name:
+            value.array.name = name  # a SharedArray takes the name it is first bound to
         if isinstance(value, (ArrayHandle, ShapeHandle)) or (
                 isinstance(value, CT) and not _is_py_scalar(value.value)):
             self.scope.names[name] = value  # an alias of an array or a translation-time object
@@ -569,6 +575,17 @@ class KernelLowering:
         var = ir.Local(name, v.type, self.loc(target))
         self.scope.names[name] = var
         self.emit(ir.Declare(self.loc(stmt), var, v))
+
+    def require_parallel(self, node: ast.AST, what: str) -> None:
+        if not self.in_parallel:
+            raise self.error(node, f"{what} works on the threads of a block: call it inside a parallel "
+                                   "(top-level) loop")
+
+    def require_subgroup_size(self, node: ast.AST) -> int:
+        if self.subgroup_size is None:
+            raise self.error(node, "the subgroup size of this target is not known at translation time",
+                             hint="pass subgroup_size=N to qd.translate (the device's size)")
+        return self.subgroup_size
 
     def check_writable(self, var: ir.Local, scope: Scope, node: ast.AST) -> None:
         if var.loop_var:
@@ -1137,7 +1154,7 @@ class KernelLowering:
 
             return call_builtin(self, fn.__name__, node)
         if fn in _CT_PY_CALLABLES or getattr(fn, "__module__", None) == "math" or \
-                getattr(fn, "__self__", None) is pymath:
+                getattr(fn, "__self__", None) is pymath or getattr(fn, "_qd_comptime", False):
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             if all(isinstance(a, CT) for a in args) and all(isinstance(v, CT) for v in kwargs.values()):
@@ -1425,6 +1442,10 @@ def stmt_bodies(st: ir.Stmt) -> list[list[ir.Stmt]]:
 
 
 def lower_kernel(kernel: lang.Kernel, template_args: dict | None = None,
-                 arg_types: dict | None = None) -> ir.Kernel:
-    return KernelLowering(kernel, template_args, arg_types).run()
+                 arg_types: dict | None = None, subgroup_size: int | None = None) -> ir.Kernel:
+    ir_kernel = KernelLowering(kernel, template_args, arg_types, subgroup_size).run()
+    for task in ir_kernel.tasks:
+        for array in task.shared:
+            array.name = array.name or "shared"
+    return ir_kernel
 

@@ -200,6 +200,38 @@ class Atomic(Expr):
         return self.type != self.array.type.dtype
 
 
+SUBGROUP_OPS = {
+    # op: result type rule ("value" = the first argument's type)
+    "invocation_id": "i32", "shuffle": "value", "shuffle_up": "value", "shuffle_down": "value",
+    "shuffle_xor": "value", "broadcast": "value", "ballot": "u64", "all": "bool", "any": "bool",
+    "reduce_add": "value", "reduce_min": "value", "reduce_max": "value",
+    "inclusive_add": "value", "inclusive_min": "value", "inclusive_max": "value",
+    "exclusive_add": "value", "exclusive_min": "value", "exclusive_max": "value",
+}
+
+
+@dataclass(eq=False, slots=True)
+class SubgroupOp(Expr):
+    """A collective over the lanes of a subgroup (warp / wavefront / SIMD-group). Every lane
+    of the subgroup must execute it (uniform control flow). Reductions broadcast to all
+    lanes; scans give each lane the fold of the lanes up to (excluding) itself."""
+
+    op: str
+    args: list[Expr]
+
+
+BLOCK_VOTES = ("all", "any", "count")
+
+
+@dataclass(eq=False, slots=True)
+class BlockVote(Expr):
+    """``block.sync_{all,any,count}_nonzero(p)``: a block barrier that also folds a
+    predicate over the block (i32 result, the same in every thread)."""
+
+    op: str
+    pred: Expr
+
+
 @dataclass(eq=False, slots=True)
 class BitCast(Expr):
     """The bits of ``a`` read as ``type`` (same width)."""
@@ -279,6 +311,17 @@ FENCE_SCOPES = ("subgroup", "block", "device", "system")
 @dataclass(eq=False, slots=True)
 class Fence(Stmt):
     """A memory fence ordering this thread's accesses as seen by threads in ``scope``."""
+
+    scope: str
+
+
+BARRIER_SCOPES = ("subgroup", "block")
+
+
+@dataclass(eq=False, slots=True)
+class Barrier(Stmt):
+    """``block.sync()`` / ``subgroup.sync()``: every thread of the scope waits for the others;
+    memory written before it is visible to the scope after it."""
 
     scope: str
 

@@ -117,7 +117,11 @@ class _Rewriter:
     def cas_loop(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
         t, loc = a.type, a.loc
         mem = UINT_OF_WIDTH[t.bits] if t.is_float else t
-        if self.dialect.atomic_support("cas", mem, space_of(a.array), loc) != "native":
+        try:
+            cas_form = self.dialect.atomic_support("cas", mem, space_of(a.array), loc)
+        except TranspileError:
+            cas_form = None
+        if cas_form != "native":
             raise TranspileError(f"qd.atomic_{a.op} on {t.name} needs a compare-and-swap loop, and the "
                                  f"{self.dialect.name} target has no {mem.bits}-bit compare-and-swap "
                                  f"on {space_of(a.array)} memory", loc)

@@ -353,7 +353,8 @@ class CpuModule:
         text = re.sub(r"@PC([0-9a-f]+)@", pc_sub, text)
         for loc in locs:
             file, _, line = loc.rpartition(":")
-            src = linecache.getline(self.python_files.get(file, file), int(line)).rstrip() if file.endswith(".py") else ""
+            path = self.python_files.get(file)
+            src = linecache.getline(path, int(line)).rstrip() if path else ""
             if src:
                 text += f"\n    {loc}: {src.strip()}"
         text = f"{entry}: {text}"
@@ -370,30 +371,51 @@ def _dim3(v) -> tuple[int, int, int]:
 
 def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = "cuda", wave32: bool = False,
                  entries: Sequence[str] | None = None, compiler: str | None = None, opt: str = "-O2",
-                 python_files: dict[str, str] | None = None) -> CpuModule:
+                 python_files: dict[str, str] | None = None, race_check: bool = False) -> CpuModule:
     """Compile one generated (or hand-written) CUDA/HIP source for the emulator, cached by
-    content. ``entries`` defaults to every ``__global__`` function in the source."""
+    content. ``entries`` defaults to every ``__global__`` function in the source.
+    ``race_check`` builds a ThreadSanitizer executable instead (see the module docstring)."""
     if dialect not in ("cuda", "hip"):
         raise ValueError(f"dialect must be 'cuda' or 'hip', got {dialect!r}")
     cxx = find_compiler(compiler)
     warp = 32 if dialect == "cuda" or wave32 else 64
     names = list(entries) if entries is not None else _ENTRY_RE.findall(source)
     defines = [f"-DQD_EMU_WARP_SIZE={warp}"] + (["-DQD_EMU_HIP"] if dialect == "hip" else [])
-    flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
-    rt = runtime_library(cxx)
     wrapper = f'#include "qd_simt.h"\n#include "{source_name}"\n' + "".join(f"QD_EMU_ENTRY({n})\n" for n in names)
-    key = _digest("k", source, source_name, wrapper, HEADER.read_text(), _compiler_id(cxx), " ".join(flags), str(rt))
+    if race_check:
+        # -O1: TSan reports stay close to the source; seq_cst atomics: a GPU's fence + atomic
+        # publication is a happens-before edge TSan can see (it does not model fences).
+        flags = _COMMON_FLAGS + ["-O1", "-fsanitize=thread", "-w", "-DQD_EMU_TSAN",
+                                 "-DQD_EMU_ATOMIC_ORDER=__ATOMIC_SEQ_CST"] + defines
+        rt = runtime_object(cxx)
+        wrapper += ('extern "C" { extern qd_entry_fn_t const qd_race_entries[] = {'
+                    + ", ".join(f"qd_launch_{n}" for n in names)
+                    + f"}}; extern const int qd_race_nentries = {len(names)}; }}\n")
+        wrapper = wrapper.replace('#include "qd_simt.h"\n', '#include "qd_simt.h"\n'
+                                  'typedef int (*qd_entry_fn_t)(void**, const long long*, char*, int);\n', 1)
+        out_name = "race"
+    else:
+        flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
+        rt = runtime_library(cxx)
+        out_name = "kernel.so"
+    key = _digest("k", source, source_name, wrapper, HEADER.read_text(), _compiler_id(cxx), " ".join(flags), str(rt),
+                  DRIVER_SRC.read_text() if race_check else "")
     final = cache_root() / f"k-{key}"
-    lib = final / "kernel.so"
+    lib = final / out_name
     if not lib.exists():
         cache_root().mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="k-", dir=cache_root()))
         (tmp / source_name).write_text(source)
         (tmp / "wrapper.cpp").write_text(wrapper)
-        _run_compiler([cxx, *flags, "-shared", f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / "kernel.so"),
-                       str(rt), f"-Wl,-rpath,{rt.parent}"], f"{source_name}")
+        if race_check:
+            cmd = [cxx, *flags, f"-I{HERE}", str(tmp / "wrapper.cpp"), str(DRIVER_SRC), str(rt), "-o", str(tmp / out_name),
+                   "-ldl"]
+        else:
+            cmd = [cxx, *flags, "-shared", f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name), str(rt),
+                   f"-Wl,-rpath,{rt.parent}"]
+        _run_compiler(cmd, source_name)
         _publish(tmp, final)
-    return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}))
+    return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}), race_check)
 
 
 # ----------------------------------------------------------------------------- the backend
@@ -458,30 +480,28 @@ class CpuBackend(Backend):
         (name, text), = sources.items()
         entries = {e["name"]: e for e in manifest["entry_points"]}
         pyfiles = {os.path.basename(kernel.file): kernel.file}
-        if self.race_check:
-            from .cpu_race import build_race_module
-
-            module = build_race_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
-                                       compiler=self.compiler, python_files=pyfiles)
-        else:
-            module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
-                                  compiler=self.compiler, opt=self.opt, python_files=pyfiles)
+        module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
+                              compiler=self.compiler, opt=self.opt, python_files=pyfiles, race_check=self.race_check)
         cappable = {t.name: t.kind == "parallel" and _grid_free(t.body) and not t.shared for t in kernel.tasks}
         return CpuProgram(module, manifest, entries, cappable)
 
-    def arguments(self, program: CpuProgram, values: dict[str, object]) -> list:
+    def arguments(self, program: CpuProgram, values: dict[str, object]) -> tuple[list, list[str]]:
+        """The entry points' argument list in manifest order (arrays, their shapes as i32,
+        scalars), and a name for each argument (for race reports)."""
         args: list = []
+        names: list[str] = []
         for p in program.manifest["params"]:
             v = values[p["name"]]
+            args.append(v)
+            names.append(p["name"])
             if p["kind"] == "ndarray":
-                args.append(v)
                 args.extend(np.int32(s) for s in v.shape)
-            else:
-                args.append(v)
-        return args
+                names.extend(f"{p['name']}.shape[{d}]" for d in range(v.ndim))
+        return args, names
 
     def run(self, program: CpuProgram, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
-        args = self.arguments(program, values)
+        args, names = self.arguments(program, values)
+        todo = []
         for launch in launches:
             if launch.blocks <= 0:
                 continue
@@ -489,5 +509,6 @@ class CpuBackend(Backend):
             blocks = launch.blocks
             if self.max_blocks > 0 and program.cappable.get(launch.task.name):
                 blocks = min(blocks, self.max_blocks)
-            program.module.launch(entry["name"], blocks, entry["block_dim"], args, watchdog_s=self.watchdog_s,
-                                  poison_shared=self.poison_shared)
+            todo.append((entry["name"], blocks, entry["block_dim"]))
+        program.module.launch_many(todo, args, watchdog_s=self.watchdog_s, poison_shared=self.poison_shared,
+                                   arg_names=names)

@@ -10,6 +10,10 @@ copy the written arrays back into the caller's numpy arrays.
 
 Every cffi struct handed to a Vulkan call is bound to a Python variable until the call
 returns: an inline nested struct is garbage-collected before the call reads it.
+
+lavapipe caveat: llvmpipe ends a shader invocation's loops after 65535 back-edges in total
+(LP_MAX_TGSI_LOOP_ITERATIONS in Mesa's gallivm), silently. Grid-stride loops stay far
+below that; a serial loop (or a spin-wait) longer than it is cut short on the CPU driver.
 """
 from __future__ import annotations
 
@@ -80,7 +84,7 @@ def _text(value) -> str:
 
 class Device:
     """One Vulkan instance, physical device, logical device and compute queue, created
-    once per process (see ``device()``) with every optional feature the device has."""
+    once per process (see ``get_device``) with every optional feature the device has."""
 
     def __init__(self, choice: str | int | None = None):
         vk = self.vk = _vulkan()
@@ -105,7 +109,8 @@ class Device:
         self.extensions = {_text(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
         self.features = self._create_device()
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
-        self.memory_type = self._host_memory_type()
+        mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        self.memory_types = [mem.memoryTypes[k].propertyFlags for k in range(mem.memoryTypeCount)]
         pool_info = vk.VkCommandPoolCreateInfo(flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                                queueFamilyIndex=self.queue_family)
         self.command_pool = vk.vkCreateCommandPool(self.device, pool_info, None)
@@ -183,22 +188,17 @@ class Device:
         self.enabled_extensions = frozenset(exts)
         return frozenset(supported)
 
-    def _host_memory_type(self) -> tuple[int, int]:
-        """(memory type bits usable, flags wanted): host-visible and coherent, device-local
-        too when there is such a type (integrated GPUs, ReBAR, lavapipe)."""
+    def memory_types_for(self, type_bits: int) -> list[int]:
+        """Memory types a buffer can live in, best first: host-visible and host-coherent
+        (so arrays are copied with memcpy and no flushes), device-local too where a type is
+        both (integrated GPUs, resizable BAR, lavapipe)."""
         vk = self.vk
-        mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
-        self.memory_types = [mem.memoryTypes[k].propertyFlags for k in range(mem.memoryTypeCount)]
-        return vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-
-    def memory_type_index(self, type_bits: int) -> int:
-        vk = self.vk
-        want = self.memory_type
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
         usable = [k for k, flags in enumerate(self.memory_types) if type_bits & (1 << k) and flags & want == want]
         if not usable:
             raise DeviceUnsupported(f"{self.name} has no host-visible, host-coherent memory for storage buffers")
-        local = [k for k in usable if self.memory_types[k] & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
-        return (local or usable)[0]
+        local = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        return sorted(usable, key=lambda k: not self.memory_types[k] & local)
 
 
 _devices: dict[object, Device] = {}
@@ -302,35 +302,20 @@ class VulkanProgram:
 
 
 def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
+    """The ndarray parameters some task stores to or updates atomically."""
+    from ..frontend.lower import iter_expr, stmt_bodies, stmt_exprs
+
     out: set[str] = set()
 
-    def expr(e):
-        stack = [e]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ir.Atomic) and isinstance(n.array, ir.Param):
-                out.add(n.array.name)
-            for f in ("a", "b", "cond", "value", "expected"):
-                sub = getattr(n, f, None)
-                if isinstance(sub, ir.Expr):
-                    stack.append(sub)
-            stack.extend(getattr(n, "indices", None) or [])
-            stack.extend(getattr(n, "args", None) or [])
-
-    def block(stmts):
+    def block(stmts: list[ir.Stmt]) -> None:
         for st in stmts:
             if isinstance(st, ir.Store) and isinstance(st.array, ir.Param):
                 out.add(st.array.name)
-            for f in ("init", "value", "expr", "cond", "start", "stop", "step"):
-                sub = getattr(st, f, None)
-                if isinstance(sub, ir.Expr):
-                    expr(sub)
-            for idx in getattr(st, "indices", None) or []:
-                expr(idx)
-            for f in ("then", "orelse", "body"):
-                sub = getattr(st, f, None)
-                if sub:
-                    block(sub)
+            for e in stmt_exprs(st):
+                out.update(n.array.name for n in iter_expr(e) if isinstance(n, ir.Atomic)
+                           and isinstance(n.array, ir.Param))
+            for body in stmt_bodies(st):
+                block(body)
 
     for task in kernel.tasks:
         block(task.prelude + task.body)
@@ -346,6 +331,7 @@ class VulkanBackend(Backend):
 
     def __init__(self, device: str | int | None = None, fast_math: bool = False, **_options):
         self.device = get_device(device)
+        self.fast_math = fast_math
 
     @property
     def subgroup_size(self) -> int:
@@ -358,7 +344,8 @@ class VulkanBackend(Backend):
         from ..targets.glsl import GlslTarget
 
         dev, vk = self.device, self.device.vk
-        sources, manifest = GlslTarget().translate(kernel, {"fast_math": bool(options.get("fast_math"))})
+        fast_math = bool(options.get("fast_math", self.fast_math))
+        sources, manifest = GlslTarget().translate(kernel, {"fast_math": fast_math})
         self._check_requirements(kernel, manifest)
         arrays = [p for p in manifest["params"] if p["kind"] == "ndarray"]
         set_layout = pipeline_layout = pool = dset = None
@@ -482,8 +469,18 @@ class VulkanBackend(Backend):
                                      sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
         buffer = vk.vkCreateBuffer(dev.device, info, None)
         req = vk.vkGetBufferMemoryRequirements(dev.device, buffer)
-        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=dev.memory_type_index(req.memoryTypeBits))
-        memory = vk.vkAllocateMemory(dev.device, alloc, None)
+        memory = None
+        candidates = dev.memory_types_for(req.memoryTypeBits)
+        for k, index in enumerate(candidates):
+            alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
+            try:
+                memory = vk.vkAllocateMemory(dev.device, alloc, None)
+                break
+            except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory):
+                # A small device-local window (no resizable BAR) fills up: fall back to host memory.
+                if k == len(candidates) - 1:
+                    vk.vkDestroyBuffer(dev.device, buffer, None)
+                    raise
         vk.vkBindBufferMemory(dev.device, buffer, memory, 0)
         mapped = vk.vkMapMemory(dev.device, memory, 0, req.size, 0)
         return _Buffer(buffer, memory, size, np.frombuffer(mapped, dtype=np.uint8))

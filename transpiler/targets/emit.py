@@ -76,6 +76,10 @@ class Target:
 
     # ---------------------------------------------------------------- per target
 
+    def subgroup_size(self, options: dict) -> int | None:
+        """The subgroup width code for this target is specialized to (None: unknown)."""
+        return self.dialect.subgroup_size
+
     def signature(self, r: Renderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
         raise NotImplementedError
 

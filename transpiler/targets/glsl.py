@@ -245,18 +245,9 @@ class GlslDialect(Dialect):
 
 
 def _has_atomic(e: ir.Expr) -> bool:
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ir.Atomic):
-            return True
-        for f in ("a", "b", "cond", "value", "expected"):
-            sub = getattr(n, f, None)
-            if isinstance(sub, ir.Expr):
-                stack.append(sub)
-        stack.extend(getattr(n, "indices", None) or [])
-        stack.extend(getattr(n, "args", None) or [])
-    return False
+    from ..frontend.lower import iter_expr
+
+    return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
 
 
 @dataclass

@@ -21,6 +21,10 @@ extern char __start_qd_shared[] __attribute__((weak));
 extern char __stop_qd_shared[] __attribute__((weak));
 }
 
+// Linked after the kernel, so it closes the section: the kernel's page-aligned __shared__
+// variables then fill whole pages the runtime may remap (qd_simt_rt.cpp, fresh_pages).
+__attribute__((section("qd_shared"), aligned(4096), used)) char qd_shared_end_pad[4096];
+
 static bool get(FILE* f, void* p, size_t n) { return n == 0 || fread(p, 1, n, f) == n; }
 
 int main(int argc, char** argv) {

@@ -579,7 +579,11 @@ inline int launch(void (*kernel)(Ts...), void** args, const long long* cfg, char
 #define __launch_bounds__(...)
 #define __constant__
 // One OS thread runs one block at a time, so a function-local static is per block.
+#ifdef QD_EMU_TSAN  // whole pages, which the scheduler can swap for fresh ones per block
+#define __shared__ static __attribute__((section("qd_shared"), aligned(4096)))
+#else
 #define __shared__ static __attribute__((section("qd_shared"), aligned(16)))
+#endif
 
 #define int8_t qd_emu_int8_t
 #define int16_t qd_emu_int16_t

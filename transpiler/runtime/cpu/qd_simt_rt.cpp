@@ -53,8 +53,17 @@ void __tsan_switch_to_fiber(void* fiber, unsigned flags);
 void __tsan_set_fiber_name(void* fiber, const char* name);
 void __tsan_acquire(void* addr);
 void __tsan_release(void* addr);
-void AnnotateNewMemory(const char* file, int line, const volatile void* mem, size_t size);
 }
+#endif
+
+// Fiber stacks: generated kernels are shallow, but TSan-instrumented frames are larger, and a
+// race build re-maps each stack when a fiber starts, which costs time per byte.
+#ifndef QD_EMU_DEFAULT_STACK_KB
+#ifdef QD_EMU_TSAN
+#define QD_EMU_DEFAULT_STACK_KB 128
+#else
+#define QD_EMU_DEFAULT_STACK_KB 256
+#endif
 #endif
 
 namespace {
@@ -197,6 +206,9 @@ int bar_count, bar_line;
 const char* bar_what;
 std::vector<Fiber*> bar_waiters;
 
+#ifdef QD_EMU_TSAN
+char launch_done;  // sync object: every fiber's end happens before the launch returns
+#endif
 qd_emu_call_fn g_call;
 void* g_ctx;
 int abort_code;
@@ -281,6 +293,17 @@ char* get_stack() {
     return (char*)base + page_size;
 }
 
+#ifdef QD_EMU_TSAN
+// Replace whole pages by fresh ones: TSan's mmap hook then forgets every earlier access to
+// them (and records one by the scheduler, which happens before the fibers it starts next).
+void fresh_pages(char* p, size_t n) {
+    if (mmap(p, n, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
+        perror("qd_simt: mmap");
+        abort();
+    }
+}
+#endif
+
 void release_stack(char* s) {
     if (s) free_stacks.push_back(s);
 }
@@ -316,6 +339,9 @@ void suspend(Fiber* f) { switch_to_sched(f); }
 
 [[noreturn]] void abort_fiber(int code) {
     abort_code = code;
+#ifdef QD_EMU_TSAN
+    __tsan_release(&launch_done);  // the scheduler reads `msg`, which this fiber wrote
+#endif
     switch_to_sched(cur);
     __builtin_unreachable();
 }
@@ -329,7 +355,9 @@ void fiber_main(Fiber* f) {
         me->wait = W_NONE;
         ++ndone;
         ++progress;
-#ifndef QD_EMU_TSAN
+#ifdef QD_EMU_TSAN
+        __tsan_release(&launch_done);  // the launch returns after every thread: the host may read
+#else
         if (qcount && fibers[queue[qhead]].state == NEW) {
             // Run the next thread right here, on this stack: no switch, no fresh stack.
             Fiber* nx = pop();
@@ -420,12 +448,6 @@ void run_block(unsigned long long b) {
     blockIdx.x = (unsigned)(b % gridDim.x);
     blockIdx.y = (unsigned)((b / gridDim.x) % gridDim.y);
     blockIdx.z = (unsigned)(b / ((unsigned long long)gridDim.x * gridDim.y));
-    if (poison && sh_begin && sh_end > sh_begin) {
-        // Shared memory starts out as garbage on a GPU: make reads before writes visible.
-        // 0x7fffffff is a NaN as f32 and (twice) as f64, and INT_MAX as i32.
-        size_t n = (size_t)(sh_end - sh_begin);
-        for (size_t i = 0; i < n; ++i) sh_begin[i] = (char)((i & 3) == 3 ? 0x7f : 0xff);
-    }
     for (unsigned i = 0; i < nthreads; ++i) {
         fibers[i].state = NEW;
         fibers[i].wait = W_NONE;
@@ -441,20 +463,28 @@ void run_block(unsigned long long b) {
 #ifdef QD_EMU_TSAN
     block_sync = (char*)malloc(warps.size() + 1);
     // Shared memory is a new allocation for every block: forget the last block's accesses.
-    if (sh_begin && sh_end > sh_begin) AnnotateNewMemory(__FILE__, __LINE__, sh_begin, (size_t)(sh_end - sh_begin));
+    // In race builds every __shared__ variable is page-aligned and the race driver ends the
+    // section with a page of padding, so the section minus its last page is whole pages.
+    if (sh_begin && sh_end - sh_begin > (std::ptrdiff_t)page_size) fresh_pages(sh_begin, (size_t)(sh_end - sh_begin) - page_size);
 #endif
+    if (poison && sh_begin && sh_end > sh_begin) {
+        // Shared memory starts out as garbage on a GPU: make reads before writes visible.
+        // 0x7fffffff is a NaN as f32 and (twice) as f64, and INT_MAX as i32.
+        size_t n = (size_t)(sh_end - sh_begin);
+        for (size_t i = 0; i < n; ++i) sh_begin[i] = (char)((i & 3) == 3 ? 0x7f : 0xff);
+    }
     while (qcount) {
         Fiber* f = pop();
         activate(f);
         if (f->state == NEW) {
             f->stack = get_stack();
-            ctx_make(&f->ctx, f->stack, stack_size, f);
 #ifdef QD_EMU_TSAN
+            fresh_pages(f->stack, stack_size);  // the stack's last owner ran in another block
             f->tsan = __tsan_create_fiber(0);
             snprintf(f->name, sizeof f->name, "thread %u of %s", f->tid, block_text().c_str());
             __tsan_set_fiber_name(f->tsan, f->name);
-            AnnotateNewMemory(__FILE__, __LINE__, f->stack, stack_size);  // the last owner's frames
 #endif
+            ctx_make(&f->ctx, f->stack, stack_size, f);
         }
         f->state = RUNNING;
 #ifdef QD_EMU_TSAN
@@ -492,6 +522,9 @@ void on_signal(int sig, siginfo_t* si, void* ucv) {
     sig_no = sig;
     sig_code = si->si_code;
     sig_addr = si->si_addr;
+#ifdef QD_EMU_TSAN
+    __tsan_switch_to_fiber(sched_tsan, 1);  // TSan finds the jump buffer in the thread that set it
+#endif
     siglongjmp(sig_jmp, 1);
 }
 
@@ -547,7 +580,7 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
     if (!page_size) {
         page_size = (size_t)sysconf(_SC_PAGESIZE);
         const char* kb = getenv("QD_EMU_STACK_KB");
-        stack_size = (size_t)(kb ? atol(kb) : 256) * 1024;
+        stack_size = (size_t)(kb ? atol(kb) : QD_EMU_DEFAULT_STACK_KB) * 1024;
         stack_size = (stack_size + page_size - 1) / page_size * page_size;
     }
     g_call = call;
@@ -569,6 +602,9 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
         warps[w].n = 0;
     }
     queue.assign(nthreads, 0);
+    bar_waiters.clear();
+    bar_waiters.reserve(nthreads);  // no allocation (and no TSan-visible memmove) inside a block
+    free_stacks.reserve(all_stacks.size() + nthreads);
     abort_code = 0;
     msg.clear();
     watchdog_s = cfg->watchdog_ms / 1000.0;
@@ -603,9 +639,6 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
         run_blocks(cfg);
     } else {
         in_kernel = 0;
-#ifdef QD_EMU_TSAN
-        __tsan_switch_to_fiber(sched_tsan, 1);  // we came here from the faulting fiber's stack
-#endif
         describe_signal();
         abort_code = QD_EMU_SIGNAL;
     }
@@ -624,6 +657,9 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
 #ifdef QD_EMU_TSAN
     free(block_sync);
     block_sync = nullptr;
+#endif
+#ifdef QD_EMU_TSAN
+    __tsan_acquire(&launch_done);
 #endif
     int rc = abort_code;
     if (rc) snprintf(err, errlen, "%s", msg.c_str());
