@@ -12,8 +12,11 @@ from .lang import (  # noqa: F401
     atomic_exchange, atomic_max, atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor,
     cast, ceil, cos, cosh, exp, floor, func, kernel, log, loop_config, max, min, ndrange,
     pow, round, rsqrt, select, sin, sinh, sqrt, static, static_assert, tan, tanh, template,
-    trunc, volatile_load,
+    trunc, typeof, volatile_load,
 )
+from .simt import _install_block_algorithms
+
+_install_block_algorithms()
 from .translate import TARGETS, Translation, translate  # noqa: F401
 
 __version__ = "0.1.0"

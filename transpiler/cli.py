@@ -106,6 +106,8 @@ def translations(args) -> list:
 
 
 def cmd_emit(args) -> int:
+    from .header import header_name, render_header
+
     results = translations(args)
     targets = sorted({t for _, t, _ in results}, key=[r[1] for r in results].index)
     if args.output is None:
@@ -114,6 +116,8 @@ def cmd_emit(args) -> int:
                 sys.stdout.write(text)
                 sys.stdout.write("\n")
             sys.stdout.write(json.dumps(tr.manifest, indent=2) + "\n")
+            if args.header:
+                sys.stdout.write(render_header(tr.sources, tr.manifest))
         return EXIT_OK
     for kernel, target, tr in results:
         out = Path(args.output) / target if len(targets) > 1 else Path(args.output)
@@ -121,9 +125,12 @@ def cmd_emit(args) -> int:
         for name, text in tr.sources.items():
             (out / name).write_text(text)
         (out / f"{kernel.__name__}.json").write_text(json.dumps(tr.manifest, indent=2) + "\n")
+        written = [*tr.sources, f"{kernel.__name__}.json"]
+        if args.header:
+            written.append(header_name(tr.manifest))
+            (out / written[-1]).write_text(render_header(tr.sources, tr.manifest))
         if not args.quiet:
-            print(f"{kernel.__name__} [{target}]: " + ", ".join(str(out / n) for n in [*tr.sources,
-                                                                                       f"{kernel.__name__}.json"]))
+            print(f"{kernel.__name__} [{target}]: " + ", ".join(str(out / n) for n in written))
     return EXIT_OK
 
 
@@ -197,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
                                           "several are asked for); default: stdout")
     e.add_argument("--line-directives", action="store_true", help="emit #line directives pointing at the Python")
     e.add_argument("-q", "--quiet", action="store_true", help="do not list the files written")
+    e.add_argument("--header", action="store_true", help="also write a C++17 header per kernel and target, "
+                                                         "<kernel>.<target>.h, embedding the source and its bindings")
     e.set_defaults(run=cmd_emit)
 
     c = sub.add_parser("check", help="compile the generated sources with the real toolchains")

@@ -143,6 +143,11 @@ def min(*args): ...  # noqa: A001 - the Quadrants spelling
 def max(*args): ...  # noqa: A001
 
 
+@builtin("typeof")
+def typeof(x):
+    """The dtype of a run-time value, as a translation-time value (for typed constants)."""
+
+
 @builtin("static_assert")
 def static_assert(cond, msg=None): ...
 

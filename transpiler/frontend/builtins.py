@@ -64,6 +64,14 @@ def _static_assert(lo, name, node):
     return CT(None)
 
 
+@handler("typeof")
+def _typeof(lo, name, node):
+    (v,) = _args(lo, node, name, 1)
+    if isinstance(v, CT) and not isinstance(v.value, (bool, int, float)):
+        raise lo.error(node.args[0], "qd.typeof() needs a scalar value")
+    return CT(lo.to_expr(v, node.args[0]).type)
+
+
 @handler("ndrange")
 def _ndrange(lo, name, node):
     raise lo.error(node, "qd.ndrange() can only drive a for loop")

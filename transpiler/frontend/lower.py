@@ -90,6 +90,13 @@ class _FuncFrame:
         self.result: ir.Local | None = None
         self.result_name = result_name
         self.returns_tuple: list[ir.Local] | None = None
+        # How often each name is assigned in the function: a name assigned once keeps
+        # what is known about its first value (e.g. that it is non-negative).
+        self.stores: dict[str, int] = {}
+        for n in ast.walk(parsed.node):
+            target = n.id if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) else None
+            if target:
+                self.stores[target] = self.stores.get(target, 0) + 1
 
 
 def _closure_vars(fn: Callable) -> dict[str, object]:
@@ -413,6 +420,8 @@ class KernelLowering:
             var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True)
             self.scope.names[name] = var
             loop_vars.append(var)
+        for var, (begin, _) in zip(loop_vars, ranges):
+            var.nonneg = nonneg(begin)
         saved_block, self.block = self.block, []
         self.in_parallel = True
         self.task_shared = []
@@ -492,6 +501,11 @@ class KernelLowering:
             self.emit(ir.ExprStmt(self.loc(s), v))
 
     def stmt_Assign(self, s: ast.Assign) -> None:
+        if self.is_static_call(s.value) and all(isinstance(t, ast.Name) for t in s.targets):
+            value = CT(self.static_value(s.value))  # `n = qd.static(...)` names a translation-time value
+            for t in s.targets:
+                self.scope.names[t.id] = value
+            return
         value = self.expr(s.value)
         if len(s.targets) > 1 and isinstance(value, ir.Expr) and _has_side_effects(value):
             tmp = self.new_temp("tmp", value, s)
@@ -573,6 +587,7 @@ class KernelLowering:
                              hint=f"copy it into a local first: `{name}_local = {name}`")
         v = self.to_expr(value, target)
         var = ir.Local(name, v.type, self.loc(target))
+        var.nonneg = v.type.is_int and self.frame.stores.get(name, 0) == 1 and nonneg(v)
         self.scope.names[name] = var
         self.emit(ir.Declare(self.loc(stmt), var, v))
 
@@ -686,6 +701,7 @@ class KernelLowering:
         loc = self.loc(s)
         self.push_scope()
         var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True)
+        var.nonneg = nonneg(begin)
         self.scope.names[name] = var
         saved, self.block = self.block, []
         self.loop_depth += 1
@@ -739,6 +755,7 @@ class KernelLowering:
             raise self.error(s.target, "a loop variable must be a plain name")
         self.push_scope()
         var = ir.Local(s.target.id, t, self.loc(s.target), loop_var=True)
+        var.nonneg = nonneg(start) and sign > 0
         self.scope.names[s.target.id] = var
         saved, self.block = self.block, []
         self.loop_depth += 1
@@ -999,6 +1016,10 @@ class KernelLowering:
             if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):
                 raise self.error(node, "an integer power needs a non-negative exponent known at translation time",
                                  hint="convert the base to a float for a run-time exponent")
+        if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and \
+                isinstance(eb, ir.Const) and eb.value > 0:
+            # Both sides non-negative: Python's floor division is C's truncating one.
+            op = "truncdiv" if op == "floordiv" else "truncmod"
         if op == "floordiv" and t.is_float:
             q = ir.BinOp(t, loc, "truediv", self.coerce(ea, t, node), self.coerce(eb, t, node))
             return ir.Math(t, loc, "floor", [q])
@@ -1190,9 +1211,8 @@ class KernelLowering:
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]
-        self.check_returns(body, parsed, func)
 
-        frame = _FuncFrame(func.fn, parsed, f"{func.__name__}_result")
+        frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
         saved_scope = self.scope
         saved_declares = getattr(self, "frame_declares", None)
         self.frame_declares = []
@@ -1206,23 +1226,37 @@ class KernelLowering:
         self.frames.append(frame)
         self.inline_stack.append(func.fn)
         try:
+            runtime_params = []
             for pname, value in bound.arguments.items():
-                ann = annotations.get(pname)
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not _is_py_scalar(value.value) or pname not in assigned):
                     callee_root.names[pname] = value
-                    continue
+                else:
+                    runtime_params.append((pname, value))
+            # `if qd.static(...)` chains that make up the whole body pick their branch first,
+            # so a function like `if static(op == "add"): return a + b ...` inlines as an expression.
+            body = self.static_select(body)
+            self.check_returns(body, parsed, func)
+            single = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+            uses = _name_loads(body)
+            for pname, value in runtime_params:
+                ann = annotations.get(pname)
                 e = self.to_expr(value, node)
                 if isinstance(ann, T.DType):
                     e = self.coerce(e, ann, node, explicit=True)
-                if pname in assigned or not _is_simple(e):
+                inline_once = single and uses.get(pname, 0) <= 1 and not _has_side_effects(e)
+                if pname in assigned or not (_is_simple(e) or inline_once):
                     var = ir.Local(pname, e.type, self.loc(fdef))
                     self.emit(ir.Declare(self.loc(node), var, e))
                     callee_root.names[pname] = var
                 else:
                     callee_root.names[pname] = e
-            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-                result = self.expr(body[0].value)
+            returns = sum(isinstance(n, ast.Return) for st in body for n in ast.walk(st))
+            if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
+                # One return, at the very end: its value is the call's value, no result variable.
+                for st in body[:-1]:
+                    self.stmt(st)
+                result = self.expr(body[-1].value)
             else:
                 for st in body:
                     self.stmt(st)
@@ -1239,6 +1273,11 @@ class KernelLowering:
             declares, self.frame_declares = self.frame_declares, saved_declares
         outer_block[start:start] = declares
         return result
+
+    def static_select(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        while len(body) == 1 and isinstance(body[0], ast.If) and self.is_static_call(body[0].test):
+            body = body[0].body if self.static_value(body[0].test) else body[0].orelse
+        return body
 
     def check_returns(self, body: list[ast.stmt], parsed: ParsedFunction, func: lang.Func) -> None:
         """``return`` may only end the function (possibly in both arms of a final if)."""
@@ -1346,6 +1385,35 @@ def _retype_const(c: ir.Const, t: T.DType) -> ir.Const:
     if t.kind == "int" and v >= 1 << (t.bits - 1):
         v -= 1 << t.bits
     return ir.Const(t, c.loc, v)
+
+
+def _name_loads(body: list[ast.stmt]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def nonneg(e: ir.Expr) -> bool:
+    """Whether an integer expression is known to be >= 0 (lets // and % be C's / and %)."""
+    if isinstance(e, ir.Const):
+        return not isinstance(e.value, float) and e.value >= 0
+    if isinstance(e, (ir.Shape, ir.ThreadIndex)):
+        return True
+    if isinstance(e, ir.LocalRef):
+        return e.var.nonneg
+    if isinstance(e, ir.BinOp):
+        if e.op in ("add", "mul", "truncdiv", "truncmod", "floordiv", "mod", "rshift"):
+            return nonneg(e.a) and nonneg(e.b)
+        if e.op == "bitand":
+            return nonneg(e.a) or nonneg(e.b)
+    if isinstance(e, ir.Cast):
+        return e.a.type.kind == "uint" and e.type.bits > e.a.type.bits or (e.a.type.is_int and nonneg(e.a))
+    if isinstance(e, ir.SubgroupOp) and e.op == "invocation_id":
+        return True
+    return False
 
 
 def _is_simple(e: ir.Expr) -> bool:

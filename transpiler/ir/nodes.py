@@ -32,6 +32,7 @@ class Local:
     type: DType
     loc: Loc
     loop_var: bool = False  # Python ignores assignments to it between iterations; C would not
+    nonneg: bool = False    # known >= 0 (loop variables over non-negative ranges)
 
 
 @dataclass(eq=False, slots=True)

@@ -57,6 +57,7 @@ class Helper:
     name: str
     dtype: str   # the dtype name it is instantiated for
     ctype: str   # its spelling in the target
+    extra: dict = field(default_factory=dict, compare=False)  # e.g. a typed identity literal
 
     @property
     def key(self) -> tuple[str, str]:
@@ -129,6 +130,21 @@ class Dialect:
     def fence(self, scope: str, loc: ir.Loc) -> str:
         raise NotImplementedError
 
+    # ---------------------------------------------------------------- block and subgroup
+
+    def barrier(self, scope: str, loc: ir.Loc) -> str:
+        raise TranspileError(f"{scope} barriers are not supported on the {self.name} target yet", loc)
+
+    def block_vote(self, r: Renderer, e: ir.BlockVote, pred: str) -> str:
+        raise TranspileError(f"block.sync_{e.op}_nonzero is not supported on the {self.name} target yet", e.loc)
+
+    def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
+        raise TranspileError(f"subgroup.{e.op} is not supported on the {self.name} target yet", e.loc)
+
+    def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
+        """The declaration of a block-shared array in an entry point's body."""
+        raise TranspileError(f"shared arrays are not supported on the {self.name} target yet", array.loc)
+
     def array_ref(self, r: Renderer, array: ir.Array, index: str) -> str:
         return f"{r.array_name(array)}[{index}]"
 
@@ -199,9 +215,9 @@ class Renderer:
     def param_name(self, p: ir.Param) -> str:
         return self.names[id(p)]
 
-    def helper(self, name: str, t: T.DType) -> str:
+    def helper(self, name: str, t: T.DType, **extra) -> str:
         """Request a helper function; returns the name to call."""
-        h = Helper(name, t.name, self.dialect.type_name(t))
+        h = Helper(name, t.name, self.dialect.type_name(t), extra)
         self.helpers.setdefault(h.key, h)
         return "qd_" + name
 
@@ -311,6 +327,13 @@ class Renderer:
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
         return self.dialect.volatile_load(self, e, ref), PREC_PRIMARY
 
+    def expr_BlockVote(self, e: ir.BlockVote):
+        return self.dialect.block_vote(self, e, self.text(e.pred)), PREC_PRIMARY
+
+    def expr_SubgroupOp(self, e: ir.SubgroupOp):
+        args = [self.text(a) for a in e.args]
+        return self.narrow(self.dialect.subgroup(self, e, args), PREC_PRIMARY, e.type)
+
     def expr_Atomic(self, e: ir.Atomic):
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
         value = self.text(e.value)
@@ -402,6 +425,12 @@ class Renderer:
         self.put(depth, f"while ({self.text(st.cond)}) {{", st.loc)
         self.block(st.body, depth + 1)
         self.put(depth, "}", None)
+
+    def stmt_Barrier(self, st: ir.Barrier, depth: int) -> None:
+        self.put(depth, self.dialect.barrier(st.scope, st.loc), st.loc)
+
+    def stmt_DeclareShared(self, st: ir.DeclareShared, depth: int) -> None:
+        pass  # shared arrays are declared once per entry point (see Target.render_entry)
 
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
         self.put(depth, self.dialect.fence(st.scope, st.loc), st.loc)

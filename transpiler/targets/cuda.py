@@ -48,10 +48,34 @@ BITCASTS = {
     ("f64", "u64"): "(uint64_t)__double_as_longlong({})", ("u64", "f64"): "__longlong_as_double((long long)({}))",
     ("f16", "u16"): "qd_half({}).bits", ("u16", "f16"): "qd_half_from_bits({})",
 }
+FULL_MASK = "0xffffffffu"
+SHUFFLES = {  # every lane takes part: the full-warp mask
+    "shuffle": "__shfl_sync(0xffffffffu, {v}, {k})", "broadcast": "__shfl_sync(0xffffffffu, {v}, {k})",
+    "shuffle_up": "__shfl_up_sync(0xffffffffu, {v}, {k})", "shuffle_down": "__shfl_down_sync(0xffffffffu, {v}, {k})",
+    "shuffle_xor": "__shfl_xor_sync(0xffffffffu, {v}, {k})",
+}
+SUBGROUP = {
+    "invocation_id": "(int32_t)(threadIdx.x & 31u)",
+    "ballot": "(uint64_t)__ballot_sync(0xffffffffu, {p})",
+    "all": "__all_sync(0xffffffffu, {p})", "any": "__any_sync(0xffffffffu, {p})",
+}
+BARRIERS = {"block": "__syncthreads();", "subgroup": "__syncwarp();"}
+BLOCK_VOTES = {"all": "__syncthreads_and({p})", "any": "__syncthreads_or({p})", "count": "__syncthreads_count({p})"}
 FENCES = {  # see docs/lowering.md for the SASS each one becomes
     "subgroup": "__threadfence_block();", "block": "__threadfence_block();",
     "device": "__threadfence();", "system": "__threadfence_system();",
 }
+
+
+def identity_value(op: str, t: T.DType):
+    """The typed identity of add / min / max (what an exclusive scan gives lane 0)."""
+    if op == "add":
+        return 0.0 if t.is_float else 0
+    if t.is_float:
+        return float("inf") if op == "min" else float("-inf")
+    if op == "min":
+        return (1 << (t.bits - 1)) - 1 if t.is_signed else (1 << t.bits) - 1
+    return -(1 << (t.bits - 1)) if t.is_signed else 0
 
 
 class CudaDialect(CxxDialect):
@@ -87,6 +111,40 @@ class CudaDialect(CxxDialect):
 
     def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
         return self.bitcasts[(src.name, dst.name)].format(text)
+
+    shuffles = SHUFFLES
+    subgroup_ops = SUBGROUP
+    barriers = BARRIERS
+    block_votes = BLOCK_VOTES
+
+    def barrier(self, scope: str, loc) -> str:
+        return self.barriers[scope]
+
+    def block_vote(self, r: Renderer, e: ir.BlockVote, pred: str) -> str:
+        return self.block_votes[e.op].format(p=pred)
+
+    def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
+        size = " * ".join(str(n) for n in array.type.shape)
+        return f"__shared__ {r.type(array.type.dtype)} {name}[{size}];"
+
+    def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
+        if e.op in self.shuffles:
+            value = args[0]
+            if e.type is T.f16:
+                value = f"float({value})"  # warp shuffles move 32- and 64-bit values
+            return self.shuffles[e.op].format(v=value, k=args[1])
+        if e.op in ("ballot", "all", "any"):
+            return self.subgroup_ops[e.op].format(p=args[0])
+        if e.op == "invocation_id":
+            return self.subgroup_ops[e.op]
+        # Reductions and scans: helper functions (native __reduce_*_sync where the hardware has it).
+        kind, op = e.op.split("_")
+        t = self.compute_type(e.type)
+        extra = {}
+        if kind == "exclusive":
+            r.helper(f"subgroup_inclusive_{op}", t)
+            extra["identity"] = self.literal(identity_value(op, t), t)
+        return f"{r.helper(e.op.replace('reduce', 'subgroup_reduce').replace('inclusive', 'subgroup_inclusive').replace('exclusive', 'subgroup_exclusive'), t, **extra)}({args[0]})"
 
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"{r.helper('volatile_load', e.type)}(&{ref})"
@@ -179,4 +237,7 @@ class CudaTarget(Target):
         typedefs = [(FIXED_WIDTH[t][0], FIXED_WIDTH[t][1]) for t in
                     ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64") if t in used_types]
         return {"typedefs": typedefs, "uses_half": "f16" in used_types, "dialect_dir": "cuda",
+                "warp_size": 32, "lane_id": "(int)(threadIdx.x & 31u)",
+                "shfl_xor": "__shfl_xor_sync(0xffffffffu, {}, {})", "shfl_up": "__shfl_up_sync(0xffffffffu, {}, {})",
+                "native_warp_reduce": "__CUDA_ARCH__ >= 800",
                 "qd_inline": "__device__ __forceinline__", "fmod": {"f16": "fmodf", "f32": "fmodf", "f64": "fmod"}}

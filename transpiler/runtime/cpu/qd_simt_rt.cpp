@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
+#include <algorithm>
 #include <vector>
 
 #define QD_EXPORT extern "C" __attribute__((visibility("default")))
@@ -171,7 +172,6 @@ struct Fiber {
     long long arg;
 #ifdef QD_EMU_TSAN
     void* tsan;
-    char name[64];
 #endif
 };
 
@@ -180,10 +180,11 @@ struct Group {  // one pending warp collective
     const char* what;
     int line, width;
     qd_emu_compute_fn fn;
+    bool dynamic;  // members are whoever arrives before the warp converges (see converged())
 };
 struct Warp {
     unsigned long long existing;  // lanes the block has (the last warp may be partial)
-    int n;
+    int n, ndynamic;
     Group g[64];
 };
 
@@ -199,6 +200,18 @@ void* sched_tsan;
 // b+1 does not inherit block b's accesses (blocks are concurrent on a GPU). [0]: the block
 // barrier, [1 + w]: warp w.
 char* block_sync;
+char block_start;  // sync object: the scheduler's per-block setup happens before the block runs
+// TSan threads for the fibers, in `tsan_pools` sets of nthreads used by blocks in turn. They
+// live for the whole launch: TSan recycles the ids of destroyed threads, and two blocks
+// sharing an id would look like one thread's program order (the same holds, unavoidably,
+// for blocks a multiple of tsan_pools apart). Each has its own stack for the same reason.
+struct PoolFiber {
+    void* tsan;
+    char* stack;
+    char name[64];
+};
+std::vector<PoolFiber> pool;
+unsigned tsan_pools;
 #endif
 
 unsigned bar_arrived;
@@ -348,6 +361,9 @@ void suspend(Fiber* f) { switch_to_sched(f); }
 
 void fiber_main(Fiber* f) {
     (void)f;
+#ifdef QD_EMU_TSAN
+    __tsan_acquire(&block_start);  // host writes before the launch, this block's fresh shared memory
+#endif
     for (;;) {
         g_call(g_ctx);
         Fiber* me = cur;
@@ -369,7 +385,9 @@ void fiber_main(Fiber* f) {
         }
 #endif
         // Nobody touches this stack before the switch below has left it.
+#ifndef QD_EMU_TSAN
         release_stack(me->stack);
+#endif
         me->stack = nullptr;
         switch_to_sched(me);
     }
@@ -458,7 +476,7 @@ void run_block(unsigned long long b) {
     ndone = 0;
     bar_arrived = 0;
     bar_waiters.clear();
-    for (auto& w : warps) w.n = 0;
+    for (auto& w : warps) w.n = w.ndynamic = 0;
     ++progress;
 #ifdef QD_EMU_TSAN
     block_sync = (char*)malloc(warps.size() + 1);
@@ -466,6 +484,18 @@ void run_block(unsigned long long b) {
     // In race builds every __shared__ variable is page-aligned and the race driver ends the
     // section with a page of padding, so the section minus its last page is whole pages.
     if (sh_begin && sh_end - sh_begin > (std::ptrdiff_t)page_size) fresh_pages(sh_begin, (size_t)(sh_end - sh_begin) - page_size);
+    unsigned set = (unsigned)(b % tsan_pools);
+    for (unsigned t = 0; t < nthreads; ++t) {
+        PoolFiber& p = pool[set * nthreads + t];
+        if (!p.tsan) {
+            p.tsan = __tsan_create_fiber(0);
+            p.stack = get_stack();
+        }
+        snprintf(p.name, sizeof p.name, "thread %u of %s", t, block_text().c_str());
+        __tsan_set_fiber_name(p.tsan, p.name);
+        fibers[t].tsan = p.tsan;
+    }
+    __tsan_release(&block_start);
 #endif
     if (poison && sh_begin && sh_end > sh_begin) {
         // Shared memory starts out as garbage on a GPU: make reads before writes visible.
@@ -477,12 +507,10 @@ void run_block(unsigned long long b) {
         Fiber* f = pop();
         activate(f);
         if (f->state == NEW) {
-            f->stack = get_stack();
 #ifdef QD_EMU_TSAN
-            fresh_pages(f->stack, stack_size);  // the stack's last owner ran in another block
-            f->tsan = __tsan_create_fiber(0);
-            snprintf(f->name, sizeof f->name, "thread %u of %s", f->tid, block_text().c_str());
-            __tsan_set_fiber_name(f->tsan, f->name);
+            f->stack = pool[(unsigned)(b % tsan_pools) * nthreads + f->tid].stack;
+#else
+            f->stack = get_stack();
 #endif
             ctx_make(&f->ctx, f->stack, stack_size, f);
         }
@@ -494,10 +522,6 @@ void run_block(unsigned long long b) {
         if (abort_code) return;
     }
 #ifdef QD_EMU_TSAN
-    for (auto& f : fibers) {
-        if (f.tsan) __tsan_destroy_fiber(f.tsan);
-        f.tsan = nullptr;
-    }
     free(block_sync);
     block_sync = nullptr;
 #endif
@@ -599,7 +623,7 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
     for (unsigned w = 0; w < nwarps; ++w) {
         unsigned lanes = nthreads - w * warp_size < warp_size ? nthreads - w * warp_size : warp_size;
         warps[w].existing = lanes == 64 ? ~0ull : ((1ull << lanes) - 1);
-        warps[w].n = 0;
+        warps[w].n = warps[w].ndynamic = 0;
     }
     queue.assign(nthreads, 0);
     bar_waiters.clear();
@@ -616,6 +640,13 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
     seen_progress = 0;
 #ifdef QD_EMU_TSAN
     sched_tsan = __tsan_get_current_fiber();
+    {
+        // TSan (v2) allows 8128 threads: as many sets as fit, at most 8.
+        unsigned long long total = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+        unsigned fit = 6000 / nthreads;
+        tsan_pools = (unsigned)std::min<unsigned long long>(total, std::max(1u, std::min(8u, fit)));
+        pool.assign((size_t)tsan_pools * nthreads, PoolFiber{});
+    }
 #endif
 
 
@@ -646,14 +677,19 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
     for (int s : kSignals) sigaction(s, &old_actions[s], nullptr);
     sigaltstack(&old_alt, nullptr);
 
+#ifdef QD_EMU_TSAN
+    for (auto& f : fibers) f.stack = nullptr;  // pool stacks, released below
+    for (auto& p : pool) {
+        if (p.tsan) __tsan_destroy_fiber(p.tsan);
+        release_stack(p.stack);
+    }
+    pool.clear();
+#else
     for (auto& f : fibers) {
         release_stack(f.stack);
         f.stack = nullptr;
-#ifdef QD_EMU_TSAN
-        if (f.tsan) __tsan_destroy_fiber(f.tsan);
-        f.tsan = nullptr;
-#endif
     }
+#endif
 #ifdef QD_EMU_TSAN
     free(block_sync);
     block_sync = nullptr;
@@ -715,86 +751,124 @@ QD_EXPORT int qd_emu_block_barrier(int line, const char* what, int pred) {
     return (int)f->result;
 }
 
-QD_EXPORT unsigned long long qd_emu_live_lanes(void) {
-    unsigned w = cur->tid / warp_size;
-    unsigned long long m = 0;
-    for (unsigned l = 0; l < warp_size && w * warp_size + l < nthreads; ++l)
-        if (fibers[w * warp_size + l].state != DONE) m |= 1ull << l;
-    return m;
+// A collective whose members are "the lanes that got here" (__activemask, HIP's mask-free
+// __shfl/__ballot): it completes once every other lane of the warp is somewhere else for
+// good: finished, waiting at a barrier or another collective, or spinning. That is what a
+// GPU's active mask is at that point: the lanes that took this path together.
+bool converged(unsigned w, const Group& g) {
+    unsigned base = w * warp_size;
+    for (unsigned l = 0; l < warp_size; ++l) {
+        if (!((warps[w].existing >> l) & 1) || ((g.arrived >> l) & 1)) continue;
+        const Fiber& o = fibers[base + l];
+        bool elsewhere = o.state == DONE || o.state == BLOCKED || (o.state == READY && o.wait == W_SPIN);
+        if (!elsewhere) return false;
+    }
+    return true;
 }
 
-QD_EXPORT unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int use_live_mask,
-                                            unsigned long long value, long long arg, int width, qd_emu_compute_fn fn) {
-    Fiber* f = cur;
-    unsigned w = f->tid / warp_size, lane = f->tid % warp_size, base = w * warp_size;
+// Run a complete collective: compute every member's result, wake the members but `self`.
+void complete(unsigned w, int gi, Fiber* self) {
     Warp& W = warps[w];
-    unsigned long long m = (use_live_mask ? qd_emu_live_lanes() : mask) & W.existing;
-    f->line = line;
-    f->what = what;
-    if (!((m >> lane) & 1)) {
-        msg.clear();
-        appendf(msg, "thread %u (lane %u of warp %u) in %s calls %s at @L%d@ with mask 0x%llx, which leaves out its own lane",
-                f->tid, lane, w, block_text().c_str(), what, line, mask);
-        abort_fiber(QD_EMU_DEADLOCK);
-    }
-    int gi = -1;
-    for (int i = 0; i < W.n; ++i)
-        if (W.g[i].members & m) gi = i;
-    if (gi >= 0) {
-        Group& g = W.g[gi];
-        if (g.members != m || strcmp(g.what, what) != 0 || g.fn != fn) {
-            std::vector<unsigned> waiting;
-            for (unsigned l = 0; l < warp_size; ++l)
-                if ((g.arrived >> l) & 1) waiting.push_back(base + l);
-            msg.clear();
-            appendf(msg, "warp divergence in %s, warp %u: thread %u calls %s at @L%d@ (mask 0x%llx) while %s wait at "
-                         "%s at @L%d@ (mask 0x%llx); lanes named in a mask must all call the same collective",
-                    block_text().c_str(), w, f->tid, what, line, m, threads_text(waiting).c_str(), g.what, g.line,
-                    g.members);
-            abort_fiber(QD_EMU_DEADLOCK);
-        }
-    } else {
-        gi = W.n++;
-        W.g[gi] = Group{m, 0, what, line, width, fn};
-    }
-    Group& g = W.g[gi];
-    f->value = value;
-    f->arg = arg;
-#ifdef QD_EMU_TSAN
-    __tsan_release(block_sync + 1 + w);
-#endif
-    g.arrived |= 1ull << lane;
-    if (g.arrived != g.members) {
-        f->wait = W_WARP;
-        f->state = BLOCKED;
-        suspend(f);
-#ifdef QD_EMU_TSAN
-        __tsan_acquire(block_sync + 1 + w);
-#endif
-        return f->result;
-    }
+    Group g = W.g[gi];
+    W.g[gi] = W.g[--W.n];
+    if (g.dynamic) --W.ndynamic;
+    unsigned base = w * warp_size;
     qd_emu_lanes L;
-    L.members = m;
+    L.members = g.arrived;
     L.width = g.width;
     L.warp_size = (int)warp_size;
     for (unsigned l = 0; l < warp_size; ++l) {
-        if (!((m >> l) & 1)) continue;
+        if (!((g.arrived >> l) & 1)) continue;
         L.value[l] = fibers[base + l].value;
         L.arg[l] = fibers[base + l].arg;
         L.result[l] = 0;
     }
-    fn(&L);
-    W.g[gi] = W.g[--W.n];
+    g.fn(&L);
     ++progress;
     for (unsigned l = 0; l < warp_size; ++l) {
-        if (!((m >> l) & 1)) continue;
+        if (!((g.arrived >> l) & 1)) continue;
         Fiber* o = &fibers[base + l];
         o->result = L.result[l];
-        if (o != f) {
+        if (o != self) {
             o->state = READY;
             o->wait = W_NONE;
             push(o);
         }
+    }
+}
+
+// A lane of warp w went elsewhere for good: a convergence collective may be complete now.
+void warp_changed(unsigned w) {
+    Warp& W = warps[w];
+    for (int i = 0; W.ndynamic && i < W.n;) {
+        if (W.g[i].dynamic && converged(w, W.g[i])) complete(w, i, nullptr);  // entry i replaced: look again
+        else ++i;
+    }
+}
+
+[[noreturn]] void warp_divergence(unsigned w, Fiber* f, const char* what, int line, unsigned long long m, const Group& g) {
+    std::vector<unsigned> waiting;
+    for (unsigned l = 0; l < warp_size; ++l)
+        if ((g.arrived >> l) & 1) waiting.push_back(w * warp_size + l);
+    msg.clear();
+    appendf(msg, "warp divergence in %s, warp %u: thread %u calls %s at @L%d@ (mask 0x%llx) while %s wait at "
+                 "%s at @L%d@ (mask 0x%llx); lanes named in a mask must all call the same collective",
+            block_text().c_str(), w, f->tid, what, line, m, threads_text(waiting).c_str(), g.what, g.line, g.members);
+    abort_fiber(QD_EMU_DEADLOCK);
+}
+
+}  // namespace
+
+QD_EXPORT unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int converge,
+                                            unsigned long long value, long long arg, int width, qd_emu_compute_fn fn) {
+    Fiber* f = cur;
+    unsigned w = f->tid / warp_size, lane = f->tid % warp_size;
+    Warp& W = warps[w];
+    unsigned long long bit = 1ull << lane;
+    f->line = line;
+    f->what = what;
+    f->value = value;
+    f->arg = arg;
+    int gi = -1;
+    if (converge) {
+        for (int i = 0; i < W.n; ++i)
+            if (W.g[i].dynamic && W.g[i].line == line && W.g[i].fn == fn && strcmp(W.g[i].what, what) == 0) gi = i;
+        if (gi < 0) {
+            gi = W.n++;
+            W.g[gi] = Group{0, 0, what, line, width, fn, true};
+            ++W.ndynamic;
+        }
+        W.g[gi].members |= bit;
+    } else {
+        unsigned long long m = mask & W.existing;
+        if (!(m & bit)) {
+            msg.clear();
+            appendf(msg, "thread %u (lane %u of warp %u) in %s calls %s at @L%d@ with mask 0x%llx, which leaves out its "
+                         "own lane", f->tid, lane, w, block_text().c_str(), what, line, mask);
+            abort_fiber(QD_EMU_DEADLOCK);
+        }
+        for (int i = 0; i < W.n; ++i)
+            if (!W.g[i].dynamic && (W.g[i].members & m)) gi = i;
+        if (gi >= 0) {
+            const Group& g = W.g[gi];
+            if (g.members != m || strcmp(g.what, what) != 0 || g.fn != fn) warp_divergence(w, f, what, line, m, g);
+        } else {
+            gi = W.n++;
+            W.g[gi] = Group{m, 0, what, line, width, fn, false};
+        }
+    }
+#ifdef QD_EMU_TSAN
+    __tsan_release(block_sync + 1 + w);
+#endif
+    Group& g = W.g[gi];
+    g.arrived |= bit;
+    if (g.dynamic ? converged(w, g) : g.arrived == g.members) {
+        complete(w, gi, f);
+    } else {
+        f->wait = W_WARP;
+        f->state = BLOCKED;
+        warp_changed(w);  // this lane is now elsewhere for another convergence collective
+        if (f->state == BLOCKED) suspend(f);
     }
 #ifdef QD_EMU_TSAN
     __tsan_acquire(block_sync + 1 + w);

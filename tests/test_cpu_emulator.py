@@ -1,0 +1,654 @@
+"""The CPU SIMT emulator (transpiler/runtime/cpu*): the emitted CUDA and HIP text run
+unchanged on the host, compared with NumPy; barriers, warp collectives, shared memory and
+atomics tested through hand-written sources; deadlocks, hangs, faults and races reported
+with the Python line instead of hanging or crashing."""
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+import time
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.runtime.cpu import DeadlockError, KernelError, RaceError, build_module
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                                reason="needs a host C++20 compiler")
+
+DIALECTS = ["cuda", "hip"]
+
+
+def line_of(fn, marker: str) -> int:
+    """The file line of the source line of ``fn`` that contains ``marker``."""
+    lines, first = inspect.getsourcelines(getattr(fn, "fn", fn))
+    for k, text in enumerate(lines):
+        if marker in text:
+            return first + k
+    raise AssertionError(f"{marker!r} not in {fn}")
+
+
+@pytest.fixture(params=DIALECTS)
+def dialect(request):
+    qd.init(arch="cpu", dialect=request.param)
+    yield request.param
+    qd.init(arch="cpu")
+
+
+# ----------------------------------------------------------------------------- Python kernels
+
+@qd.kernel
+def saxpy(a: qd.f32, x: qd.types.ndarray(dtype=qd.f32, ndim=1), y: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@qd.kernel
+def blur_rows(src: qd.types.ndarray(dtype=qd.f32, ndim=2), dst: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i, j in qd.ndrange(src.shape[0], (1, src.shape[1] - 1)):
+        dst[i, j] = (src[i, j - 1] + src[i, j] + src[i, j + 1]) / 3.0
+
+
+@qd.kernel
+def prefix_then_scale(x: qd.types.ndarray(dtype=qd.i32, ndim=1), acc: qd.types.ndarray(dtype=qd.i32, ndim=1),
+                      y: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    acc[0] = 0                      # a serial task
+    for i in range(x.shape[0]):     # parallel
+        acc[0] += x[i]
+    acc[1] = acc[0] * 2             # serial again, between two parallel loops
+    for i in range(x.shape[0]):
+        y[i] = x[i] * acc[1] - acc[0]
+
+
+@qd.kernel
+def contend(ci: qd.types.ndarray(dtype=qd.i32, ndim=1), cf: qd.types.ndarray(dtype=qd.f32, ndim=1),
+            old: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(old.shape[0]):
+        ci[0] += 1
+        cf[0] += 1.0
+        old[i] = qd.atomic_add(ci[1], 1)
+        qd.atomic_max(ci[2], i)
+        qd.atomic_min(ci[3], -i)
+
+
+@qd.kernel
+def pydivmod(a: qd.types.ndarray(dtype=qd.i32, ndim=1), b: qd.types.ndarray(dtype=qd.i32, ndim=1),
+             q: qd.types.ndarray(dtype=qd.i32, ndim=1), r: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(a.shape[0]):
+        q[i] = a[i] // b[i]  # DIV
+        r[i] = a[i] % b[i]
+
+
+@qd.kernel
+def half_scale(x: qd.types.ndarray(dtype=qd.f16, ndim=1), y: qd.types.ndarray(dtype=qd.f16, ndim=1), s: qd.f32):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * s
+
+
+@qd.kernel
+def spin_forever(flag: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        while flag[0] == 0:  # SPIN
+            out[i] += 1
+
+
+@qd.kernel
+def shift_left(a: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(a.shape[0] - 1):
+        a[i] = a[i + 1] * 2  # RACE
+
+
+def test_saxpy(dialect, rng):
+    n = 1_000_003  # not a multiple of the block size
+    x = rng.random(n, dtype=np.float32)
+    y = rng.random(n, dtype=np.float32)
+    expect = np.float32(2.5) * x + y
+    saxpy(2.5, x, y)
+    np.testing.assert_allclose(y, expect, rtol=1e-6)
+
+
+def test_ndrange_2d(dialect, rng):
+    src = rng.random((67, 45), dtype=np.float32)
+    dst = np.full_like(src, -7.0)
+    blur_rows(src, dst)
+    expect = dst.copy()
+    expect[:, 1:-1] = (src[:, :-2] + src[:, 1:-1] + src[:, 2:]) / np.float32(3.0)
+    np.testing.assert_allclose(dst, expect, rtol=1e-6)
+    assert (dst[:, 0] == -7.0).all() and (dst[:, -1] == -7.0).all()
+
+
+def test_multitask_with_serial_tasks(dialect, rng):
+    x = rng.integers(-100, 100, 5000).astype(np.int32)
+    acc = np.array([123, 456], np.int32)
+    y = np.zeros_like(x)
+    prefix_then_scale(x, acc, y)
+    total = int(x.sum())
+    assert acc.tolist() == [total, 2 * total]
+    np.testing.assert_array_equal(y, x * (2 * total) - total)
+
+
+def test_atomics_under_contention(dialect):
+    n = 200_000  # f32 counts stay exact below 2**24
+    ci = np.array([5, 0, -1, 1], np.int32)
+    cf = np.array([0.5], np.float32)
+    old = np.full(n, -1, np.int32)
+    contend(ci, cf, old)
+    assert ci.tolist() == [5 + n, n, n - 1, -(n - 1)]
+    assert cf[0] == np.float32(0.5 + n)
+    np.testing.assert_array_equal(np.sort(old), np.arange(n))  # every ticket handed out once
+
+
+def test_python_floor_division_and_modulo(dialect, rng):
+    a = rng.integers(-1000, 1000, 4000).astype(np.int32)
+    b = rng.integers(-40, 40, 4000).astype(np.int32)
+    b[b == 0] = -3
+    q, r = np.zeros_like(a), np.zeros_like(a)
+    pydivmod(a, b, q, r)
+    np.testing.assert_array_equal(q, a // b)
+    np.testing.assert_array_equal(r, a % b)
+
+
+def test_half_rounds_like_numpy(dialect, rng):
+    x = (rng.standard_normal(20000) * 1000).astype(np.float16)
+    x[:4] = [np.float16(6.1e-5), np.float16(-3.0e-7), np.float16(65000), np.float16(0)]  # subnormal, overflow
+    y = np.zeros_like(x)
+    half_scale(x, y, 1.37)
+    np.testing.assert_array_equal(y, (x.astype(np.float32) * np.float32(1.37)).astype(np.float16))
+
+
+def test_integer_division_by_zero_names_the_line(dialect):
+    a = np.arange(10, dtype=np.int32)
+    b = np.ones(10, np.int32)
+    b[7] = 0
+    q, r = np.zeros_like(a), np.zeros_like(a)
+    with pytest.raises(KernelError, match="integer division by zero") as info:
+        pydivmod(a, b, q, r)
+    assert f"test_cpu_emulator.py:{line_of(pydivmod, '# DIV')}" in str(info.value)
+
+
+def test_endless_spin_is_reported_not_hung():
+    qd.init(arch="cpu", watchdog_s=0.3)
+    try:
+        start = time.monotonic()
+        with pytest.raises(DeadlockError, match="no progress") as info:
+            spin_forever(np.zeros(1, np.int32), np.zeros(300, np.int32))
+        assert time.monotonic() - start < 10
+        assert f"test_cpu_emulator.py:{line_of(spin_forever, '# SPIN')}" in str(info.value)
+        assert "while flag[0] == 0" in str(info.value)  # the Python source line is quoted
+    finally:
+        qd.init(arch="cpu")
+
+
+def test_race_check_names_both_lines():
+    qd.init(arch="cpu", race_check=True)
+    try:
+        with pytest.raises(RaceError) as info:
+            shift_left(np.arange(300, dtype=np.int32))
+        msg = str(info.value)
+        assert "data race on `a`[" in msg
+        assert msg.count(f"test_cpu_emulator.py:{line_of(shift_left, '# RACE')}") >= 2, msg
+        # A race-free kernel runs to the right answer in the child process.
+        x = np.arange(1000, dtype=np.float32)
+        y = np.ones(1000, np.float32)
+        saxpy(2.0, x, y)
+        np.testing.assert_array_equal(y, 2 * np.arange(1000, dtype=np.float32) + 1)
+    finally:
+        qd.init(arch="cpu")
+
+
+def test_translation_errors_are_not_hidden():
+    with pytest.raises(ValueError, match="dialect"):
+        qd.init(arch="cpu", dialect="metal")
+    qd.init(arch="cpu")
+
+
+# ----------------------------------------------------------------------------- hand-written sources
+# The kernel language does not expose barriers, shared arrays or warp collectives yet: test
+# the header's built-ins directly. `// emu.py:N` comments stand in for the transpiler's.
+
+PRIMS = r"""
+#define FULL 0xffffffffu
+
+extern "C" __global__ void __launch_bounds__(256) shared_rotate(int* out)
+{
+    __shared__ int s[256];
+    int t = threadIdx.x;
+    s[t] = blockIdx.x * 1000 + t;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + t] = s[(t + 1) % blockDim.x];
+}
+
+extern "C" __global__ void shared_uninit(float* out)
+{
+    __shared__ float s[64];
+    out[threadIdx.x] = s[threadIdx.x];  // read before any write: garbage on a GPU
+}
+
+extern "C" __global__ void sync_preds(const int* pred, int* out)
+{
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    int p = pred[g];
+    out[3 * g + 0] = __syncthreads_count(p);
+    out[3 * g + 1] = __syncthreads_and(p);
+    out[3 * g + 2] = __syncthreads_or(p);
+}
+
+extern "C" __global__ void warp_ops(const int* in, int* out)
+{
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    int v = in[g];
+    out[8 * g + 0] = __shfl_xor_sync(FULL, v, 1);
+    out[8 * g + 1] = __shfl_up_sync(FULL, v, 3);
+    out[8 * g + 2] = __shfl_down_sync(FULL, v, 5, 16);
+    out[8 * g + 3] = __shfl_sync(FULL, v, 7);
+    out[8 * g + 4] = (int)__ballot_sync(FULL, v & 1);
+    out[8 * g + 5] = __reduce_add_sync(FULL, v);
+    out[8 * g + 6] = (int)__match_any_sync(FULL, v & 3);
+    out[8 * g + 7] = __any_sync(FULL, v == 5) + 2 * __all_sync(FULL, v >= 0) + 4 * __popc(__activemask());
+}
+
+extern "C" __global__ void warp_reduce_float(const float* in, float* out)
+{
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = in[g];
+    for (int d = 16; d > 0; d /= 2) {
+        v += __shfl_down_sync(FULL, v, d);
+        __syncwarp();
+    }
+    if (threadIdx.x % 32 == 0) out[g / 32] = v;
+}
+
+extern "C" __global__ void shared_atomics(int* out, float* fout, unsigned long long* uout)
+{
+    __shared__ int cnt;
+    __shared__ float fs;
+    __shared__ unsigned long long bits;
+    if (threadIdx.x == 0) { cnt = 0; fs = 0.0f; bits = 0; }
+    __syncthreads();
+    atomicAdd(&cnt, 1);
+    atomicAdd(&fs, 0.25f);
+    atomicOr(&bits, 1ull << (threadIdx.x % 64));
+    atomicMax(&out[gridDim.x], (int)(blockIdx.x * blockDim.x + threadIdx.x));
+    __syncthreads();
+    if (threadIdx.x == 0) { out[blockIdx.x] = cnt; fout[blockIdx.x] = fs; uout[blockIdx.x] = bits; }
+}
+
+extern "C" __global__ void global_atomics(int* i, unsigned* u, long long* l, unsigned long long* ull, float* f, double* d)
+{
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(i, 1);
+    atomicSub(i + 1, 2);
+    atomicMin(i + 2, -g);
+    atomicXor(u, 1u << (g % 32));
+    atomicInc(u + 1, 9u);
+    atomicMax(l, (long long)g * 1000000000ll);
+    atomicAdd(ull, 3ull);
+    unsigned long long seen = 0;
+    while (true) {
+        unsigned long long cur = ull[1];
+        if (atomicCAS(ull + 1, cur, cur + 2) == cur) break;
+    }
+    atomicAdd(f, 0.5f);
+    atomicAdd(d, 0.25);
+    atomicExch(f + 1, 7.0f);
+}
+
+extern "C" __global__ void divergent_barrier(int* out)
+{
+    if (threadIdx.x < 64) {
+        __syncthreads();  // emu.py:11
+    }
+    out[threadIdx.x] = 1;
+}
+
+extern "C" __global__ void two_barriers(int* out)
+{
+    if (threadIdx.x % 2 == 0) {
+        __syncthreads();  // emu.py:21
+    } else {
+        __syncthreads();  // emu.py:22
+    }
+}
+
+extern "C" __global__ void partial_shuffle(int* out)
+{
+    int v = threadIdx.x;
+    if (threadIdx.x < 16) {
+        v = __shfl_xor_sync(FULL, v, 1);  // emu.py:31
+    }
+    out[threadIdx.x] = v;
+}
+
+extern "C" __global__ void wait_for_later_block(volatile int* flag)
+{
+    if (blockIdx.x == 0) {
+        while (flag[1] == 0) {  // emu.py:41
+        }
+    } else {
+        flag[1] = 1;
+    }
+}
+
+extern "C" __global__ void wait_in_block(volatile int* flag, int* out)
+{
+    if (threadIdx.x == 0) {
+        while (flag[0] == 0) {
+        }
+        out[0] = 42;
+    }
+    if (threadIdx.x == blockDim.x - 1) flag[0] = 1;
+}
+
+extern "C" __global__ void chained_blocks(volatile int* flags, int* out)
+{
+    if (threadIdx.x == 0) {
+        int prev = 0;
+        if (blockIdx.x > 0) {
+            while (flags[blockIdx.x - 1] == 0) {
+            }
+            prev = out[blockIdx.x - 1];
+        }
+        out[blockIdx.x] = prev + blockIdx.x;
+        __threadfence();
+        flags[blockIdx.x] = 1;
+    }
+}
+
+extern "C" __global__ void dims(int* out)
+{
+    int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    int g = b * blockDim.x * blockDim.y * blockDim.z + t;
+    out[4 * g + 0] = threadIdx.x + 10 * threadIdx.y + 100 * threadIdx.z;
+    out[4 * g + 1] = blockIdx.x + 10 * blockIdx.y + 100 * blockIdx.z;
+    out[4 * g + 2] = warpSize;
+    out[4 * g + 3] = b;
+}
+
+extern "C" __global__ void trap_at(int* out)
+{
+    if (threadIdx.x == 3) __trap();  // emu.py:91
+}
+
+extern "C" __global__ void bits(const unsigned* in, int* out, float* fo)
+{
+    unsigned v = in[threadIdx.x];
+    out[5 * threadIdx.x + 0] = __popc(v);
+    out[5 * threadIdx.x + 1] = __clz((int)v);
+    out[5 * threadIdx.x + 2] = __ffs((int)v);
+    out[5 * threadIdx.x + 3] = __float_as_int(__int_as_float((int)v)) == (int)v;
+    out[5 * threadIdx.x + 4] = min((int)v, 100) + max(-5, (int)(v % 7)) + abs(-(int)(v % 3));
+    fo[threadIdx.x] = rsqrtf((float)(v % 1000) + 1.0f);
+}
+"""
+
+HIP_PRIMS = r"""
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#endif
+extern "C" __global__ void wave_ops(const int* in, long long* out)
+{
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    int v = in[g];
+    out[6 * g + 0] = __shfl_xor(v, 33);
+    out[6 * g + 1] = __shfl_up(v, 3);
+    out[6 * g + 2] = __shfl(v, 40);
+    out[6 * g + 3] = (long long)__ballot(v & 1);
+    out[6 * g + 4] = __shfl_down_sync(0xffffffffffffffffull, v, 1);
+    out[6 * g + 5] = warpSize + 1000 * (int)__lane_id();
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def prims():
+    return {d: build_module(PRIMS, "emu.cu" if d == "cuda" else "emu.hip", dialect=d) for d in DIALECTS}
+
+
+@pytest.fixture(params=DIALECTS)
+def mod(request, prims):
+    return prims[request.param]
+
+
+def test_shared_memory_is_per_block(mod):
+    out = np.zeros(6 * 256, np.int32)
+    mod.launch("shared_rotate", 6, 256, [out])
+    t = np.arange(256)
+    expect = np.concatenate([b * 1000 + (t + 1) % 256 for b in range(6)])
+    np.testing.assert_array_equal(out, expect)
+
+
+def test_shared_memory_starts_as_garbage(mod):
+    out = np.zeros(64, np.float32)
+    mod.launch("shared_uninit", 1, 64, [out])
+    assert np.isnan(out).all()  # poisoned: a kernel that forgets to initialise shows it
+    mod.launch("shared_uninit", 1, 64, [out], poison_shared=False)
+
+
+def test_syncthreads_count_and_or(mod, rng):
+    blocks, threads = 3, 100  # not a multiple of the warp size
+    pred = (rng.random(blocks * threads) < 0.4).astype(np.int32)
+    pred[threads:2 * threads] = 1  # one block where every thread says yes
+    pred[2 * threads:] = 0         # one where none does
+    out = np.zeros(3 * blocks * threads, np.int32)
+    mod.launch("sync_preds", blocks, threads, [pred, out])
+    got = out.reshape(blocks, threads, 3)
+    for b in range(blocks):
+        p = pred[b * threads:(b + 1) * threads]
+        assert (got[b, :, 0] == p.sum()).all()
+        assert (got[b, :, 1] == int(p.all())).all()
+        assert (got[b, :, 2] == int(p.any())).all()
+
+
+def test_warp_collectives_at_32(prims, rng):
+    mod = prims["cuda"]
+    n = 96
+    v = rng.integers(0, 10, n).astype(np.int32)
+    out = np.zeros(8 * n, np.int32)
+    mod.launch("warp_ops", 1, n, [v, out])
+    o = out.reshape(n, 8)
+    g = np.arange(n)
+    lane, base = g % 32, g - g % 32
+    np.testing.assert_array_equal(o[:, 0], v[g ^ 1])
+    np.testing.assert_array_equal(o[:, 1], np.where(lane >= 3, v[g - 3], v))
+    np.testing.assert_array_equal(o[:, 2], np.where(lane % 16 + 5 < 16, v[np.minimum(g + 5, n - 1)], v))
+    np.testing.assert_array_equal(o[:, 3], v[base + 7])
+    ballots = [sum(1 << k for k in range(32) if v[w * 32 + k] & 1) for w in range(n // 32)]
+    np.testing.assert_array_equal(o[:, 4].astype(np.uint32), np.repeat(np.array(ballots, np.uint32), 32))
+    np.testing.assert_array_equal(o[:, 5], np.repeat(v.reshape(-1, 32).sum(1), 32))
+    match = [sum(1 << k for k in range(32) if (v[base[i] + k] & 3) == (v[i] & 3)) for i in range(n)]
+    np.testing.assert_array_equal(o[:, 6].astype(np.uint32), np.array(match, np.uint32))
+    anyall = [int((v[w * 32:(w + 1) * 32] == 5).any()) + 2 + 4 * 32 for w in range(n // 32)]
+    np.testing.assert_array_equal(o[:, 7], np.repeat(anyall, 32))
+
+
+def test_warp_reduction_loop(prims, rng):
+    x = rng.random(256, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    prims["cuda"].launch("warp_reduce_float", 2, 128, [x, out])
+    np.testing.assert_allclose(out, x.reshape(8, 32).sum(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("wave32", [False, True])
+def test_hip_wavefront_collectives(wave32, rng):
+    mod = build_module(HIP_PRIMS, "wave.hip", dialect="hip", wave32=wave32)
+    ws = 32 if wave32 else 64
+    n = 128
+    v = rng.integers(0, 100, n).astype(np.int32)
+    out = np.zeros(6 * n, np.int64)
+    mod.launch("wave_ops", 1, n, [v, out])
+    o = out.reshape(n, 6)
+    g = np.arange(n)
+    lane, base = g % ws, g - g % ws
+    src = g ^ 33
+    np.testing.assert_array_equal(o[:, 0], np.where(src // ws == g // ws, v[np.minimum(src, n - 1)], v))
+    np.testing.assert_array_equal(o[:, 1], np.where(lane >= 3, v[g - 3], v))
+    np.testing.assert_array_equal(o[:, 2], v[base + 40 % ws])
+    ballots = np.array([sum(1 << k for k in range(ws) if v[w * ws + k] & 1) for w in range(n // ws)], np.uint64)
+    np.testing.assert_array_equal(o[:, 3].astype(np.uint64), np.repeat(ballots, ws))
+    np.testing.assert_array_equal(o[:, 4], np.where(lane + 1 < ws, v[np.minimum(g + 1, n - 1)], v))
+    np.testing.assert_array_equal(o[:, 5], ws + 1000 * lane)
+
+
+def test_atomics_on_shared_memory(mod):
+    blocks, threads = 4, 160
+    out = np.zeros(blocks + 1, np.int32)
+    fout = np.zeros(blocks, np.float32)
+    uout = np.zeros(blocks, np.uint64)
+    mod.launch("shared_atomics", blocks, threads, [out, fout, uout])
+    assert out[:blocks].tolist() == [threads] * blocks
+    assert out[blocks] == blocks * threads - 1
+    assert fout.tolist() == [threads * 0.25] * blocks
+    assert uout.tolist() == [2**64 - 1] * blocks
+
+
+def test_atomic_signatures_and_exact_counts(mod):
+    blocks, threads = 50, 128
+    n = blocks * threads
+    i = np.array([3, 0, 10], np.int32)
+    u = np.array([0, 0], np.uint32)
+    ll = np.array([-5], np.int64)
+    ull = np.array([0, 0], np.uint64)
+    f = np.array([0.0, 0.0], np.float32)
+    d = np.array([1.0], np.float64)
+    mod.launch("global_atomics", blocks, threads, [i, u, ll, ull, f, d])
+    assert i.tolist() == [3 + n, -2 * n, -(n - 1)]
+    assert u[0] == 0  # each bit flipped n/32 (even) times
+    assert u[1] == n % 10  # atomicInc wraps at 9
+    assert ll[0] == (n - 1) * 1_000_000_000
+    assert ull.tolist() == [3 * n, 2 * n]
+    assert f.tolist() == [0.5 * n, 7.0]
+    assert d[0] == 1.0 + 0.25 * n
+
+
+def test_grid_and_block_in_three_dimensions(mod):
+    grid, block = (3, 2, 2), (4, 2, 3)
+    n = 12 * 24
+    out = np.zeros(4 * n, np.int32)
+    mod.launch("dims", grid, block, [out])
+    o = out.reshape(n, 4)
+    t = np.arange(24)
+    tx, ty, tz = t % 4, t // 4 % 2, t // 8
+    np.testing.assert_array_equal(o[:24, 0], tx + 10 * ty + 100 * tz)
+    b = np.arange(12)
+    np.testing.assert_array_equal(o[::24, 1], b % 3 + 10 * (b // 3 % 2) + 100 * (b // 6))
+    assert (o[:, 2] == mod.warp_size).all()
+    np.testing.assert_array_equal(o[:, 3], np.repeat(b, 24))
+
+
+def test_bit_and_math_builtins(prims, rng):
+    v = rng.integers(1, 2**31, 64, dtype=np.uint32)
+    v[0] = 1 << 20
+    out = np.zeros(5 * 64, np.int32)
+    fo = np.zeros(64, np.float32)
+    prims["cuda"].launch("bits", 1, 64, [v, out, fo])
+    o = out.reshape(64, 5)
+    np.testing.assert_array_equal(o[:, 0], [bin(int(x)).count("1") for x in v])
+    np.testing.assert_array_equal(o[:, 1], [32 - int(x).bit_length() for x in v])
+    np.testing.assert_array_equal(o[:, 2], [(int(x) & -int(x)).bit_length() for x in v])
+    assert (o[:, 3] == 1).all()
+    vi = v.astype(np.int64)
+    np.testing.assert_array_equal(o[:, 4], np.minimum(vi, 100) + np.maximum(-5, vi % 7) + vi % 3)
+    np.testing.assert_allclose(fo, 1 / np.sqrt((v % 1000).astype(np.float32) + 1), rtol=1e-6)
+
+
+def test_divergent_barrier_is_a_deadlock(mod):
+    start = time.monotonic()
+    with pytest.raises(DeadlockError) as info:
+        mod.launch("divergent_barrier", 2, 128, [np.zeros(128, np.int32)])
+    msg = str(info.value)
+    assert "threads 0-63 wait at __syncthreads() at emu.py:11" in msg
+    assert "threads 64-127 finished" in msg
+    assert time.monotonic() - start < 5  # found at once, not by the watchdog
+
+
+def test_two_different_barriers_are_reported(mod):
+    with pytest.raises(DeadlockError, match=r"barrier divergence.*emu.py:22.*emu.py:21"):
+        mod.launch("two_barriers", 1, 64, [np.zeros(64, np.int32)])
+
+
+def test_shuffle_with_missing_lanes_is_a_deadlock(mod):
+    with pytest.raises(DeadlockError) as info:
+        mod.launch("partial_shuffle", 1, 32, [np.zeros(32, np.int32)])
+    msg = str(info.value)
+    assert "__shfl_xor_sync at emu.py:31" in msg and "still needs threads 16-31" in msg
+
+
+def test_spin_on_a_later_block_is_reported(mod):
+    with pytest.raises(DeadlockError, match=r"no progress for 0\.3 s in block 0 of 2.*looping at emu\.py:41"):
+        mod.launch("wait_for_later_block", 2, 32, [np.zeros(2, np.int32)], watchdog_s=0.3)
+
+
+def test_spin_on_another_thread_of_the_block_completes(mod):
+    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    mod.launch("wait_in_block", 1, 256, [flag, out])
+    assert out[0] == 42
+
+
+def test_blocks_run_in_order_so_chained_blocks_complete(mod):
+    blocks = 3000
+    flags, out = np.zeros(blocks, np.int32), np.zeros(blocks, np.int32)
+    mod.launch("chained_blocks", blocks, 32, [flags, out])
+    np.testing.assert_array_equal(out, np.cumsum(np.arange(blocks)))
+
+
+def test_trap_names_the_line(mod):
+    with pytest.raises(KernelError, match=r"thread 3 of block 0 of 1 executed __trap\(\) at emu.py:91"):
+        mod.launch("trap_at", 1, 8, [np.zeros(8, np.int32)])
+
+
+def test_bad_arguments_are_python_errors(prims):
+    with pytest.raises(TypeError, match="numpy"):
+        prims["cuda"].launch("trap_at", 1, 8, [[1, 2, 3]])
+    with pytest.raises(KernelError, match="bad launch"):
+        prims["cuda"].launch("trap_at", 1, 5000, [np.zeros(8, np.int32)])
+
+
+RACY = r"""
+extern "C" __global__ void no_barrier(int* out)
+{
+    __shared__ int s[128];
+    s[threadIdx.x] = threadIdx.x;  // emu.py:4
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];  // emu.py:5
+}
+
+extern "C" __global__ void with_barrier(int* out)
+{
+    __shared__ int s[128];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+}
+
+extern "C" __global__ void across_blocks(int* a)
+{
+    if (threadIdx.x == 0) a[blockIdx.x + 1] = a[blockIdx.x] + 1;  // emu.py:18
+}
+"""
+
+
+def test_race_check_on_shared_and_global_memory():
+    mod = build_module(RACY, "emu.cu", race_check=True)
+    with pytest.raises(RaceError, match=r"data race on shared memory: .*emu\.py:[45].*emu\.py:[45]"):
+        mod.launch("no_barrier", 2, 128, [np.zeros(256, np.int32)])
+    out = np.zeros(256, np.int32)
+    mod.launch("with_barrier", 2, 128, [out])  # shared memory reused by block 1: no false report
+    np.testing.assert_array_equal(out, np.tile((np.arange(128) + 1) % 128, 2))
+    with pytest.raises(RaceError, match=r"data race on `a`\[1\].*emu\.py:18.*emu\.py:18"):
+        mod.launch("across_blocks", 2, 32, [np.zeros(3, np.int32)], arg_names=["a"])
+
+
+def test_generated_source_compiles_unchanged():
+    """The emulator consumes exactly what `qd.translate` emits."""
+    for target in DIALECTS:
+        tr = qd.translate(half_scale, target)
+        (name, text), = tr.sources.items()
+        assert "qd_simt" not in text.replace("QD_SIMT_EMULATOR", "")
+        mod = build_module(text, name, dialect=target)
+        x = np.array([1.5, -2.25, 1000], np.float16)
+        y = np.zeros_like(x)
+        mod.launch("half_scale", 1, 128, [x, np.int32(3), y, np.int32(3), np.float32(2.0)])
+        assert y.tolist() == [3.0, -4.5, 2000.0]
+        assert re.search(r"extern \"C\" __global__ void __launch_bounds__\(\d+\) half_scale", text)

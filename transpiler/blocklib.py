@@ -1,0 +1,407 @@
+"""Block-wide reductions, scans and the radix rank, written once in the kernel language on
+top of the subgroup primitives, ``SharedArray`` and ``block.sync()``. The frontend inlines
+them like any ``@qd.func``, so every target gets the same algorithm, specialized to its
+subgroup width at translation time (32 on CUDA and Metal, 64 or 32 on HIP, the device's
+on Vulkan).
+
+Shape of every block collective: each subgroup folds its lanes with native subgroup
+operations, one lane per subgroup publishes to a shared slot, one barrier, then every
+subgroup folds the published values itself (so every thread has the block's result and
+no second broadcast round is needed). A barrier before publishing keeps a collective
+called in a loop from overwriting slots another subgroup is still reading.
+"""
+from __future__ import annotations
+
+import math
+
+import transpiler as qd
+from transpiler.lang import comptime
+
+__all__ = ["reduce", "reduce_add", "reduce_min", "reduce_max", "reduce_all", "reduce_all_add",
+           "reduce_all_min", "reduce_all_max", "inclusive_scan", "inclusive_add", "inclusive_min",
+           "inclusive_max", "exclusive_scan", "exclusive_add", "exclusive_min", "exclusive_max",
+           "radix_rank_match_atomic_or"]
+SUBGROUP_FUNCS = ["elect", "ballot_first_n", "lanemask_lt", "lanemask_le", "lanemask_eq", "lanemask_gt",
+                  "lanemask_ge", "all_equal", "reduce_add_tiled", "reduce_min_tiled", "reduce_max_tiled",
+                  "inclusive_add_tiled", "inclusive_min_tiled", "inclusive_max_tiled",
+                  "exclusive_add_tiled", "exclusive_min_tiled", "exclusive_max_tiled"]
+
+block = qd.simt.block
+subgroup = qd.simt.subgroup
+
+
+@comptime
+def identity(op, dtype):
+    """The value ``op`` leaves unchanged, typed: add 0, min the type's max (+inf), max the
+    type's min (-inf, 0 for unsigned)."""
+    if op == "add":
+        return dtype(0)
+    info = None if dtype.is_float else (dtype.bits, dtype.is_signed)
+    if op == "min":
+        return dtype(math.inf) if info is None else dtype((1 << (info[0] - (1 if info[1] else 0))) - 1)
+    if op == "max":
+        return dtype(-math.inf) if info is None else dtype(-(1 << (info[0] - 1)) if info[1] else 0)
+    raise ValueError(f"no identity for {op!r}; use exclusive_scan(value, block_dim, op, identity, dtype)")
+
+
+@comptime
+def _subgroups(block_dim, size):
+    if block_dim % size != 0:
+        raise ValueError(f"block_dim {block_dim} must be a positive multiple of the subgroup size {size}")
+    return block_dim // size
+
+
+@qd.func
+def _combine(op: qd.template(), a, b):
+    if qd.static(op == "add"):
+        return a + b
+    elif qd.static(op == "min"):
+        return min(a, b)
+    elif qd.static(op == "max"):
+        return max(a, b)
+    else:
+        return op(a, b)
+
+
+@qd.func
+def _subgroup_reduce(value, op: qd.template()):
+    """Every lane gets the fold of its subgroup: native where the op is add/min/max,
+    otherwise an xor butterfly of shuffles."""
+    if qd.static(op == "add"):
+        return subgroup.reduce_add(value)
+    elif qd.static(op == "min"):
+        return subgroup.reduce_min(value)
+    elif qd.static(op == "max"):
+        return subgroup.reduce_max(value)
+    else:
+        v = value
+        for k in qd.static(range(subgroup.log2_group_size())):
+            v = op(v, subgroup.shuffle_xor(v, qd.u32(subgroup.group_size() >> (k + 1))))
+        return v
+
+
+@qd.func
+def _subgroup_inclusive(value, op: qd.template()):
+    if qd.static(op == "add"):
+        return subgroup.inclusive_add(value)
+    elif qd.static(op == "min"):
+        return subgroup.inclusive_min(value)
+    elif qd.static(op == "max"):
+        return subgroup.inclusive_max(value)
+    else:
+        lane = subgroup.invocation_id()
+        v = value
+        for k in qd.static(range(subgroup.log2_group_size())):
+            other = subgroup.shuffle_up(v, qd.u32(1 << k))
+            if lane >= (1 << k):
+                v = op(other, v)
+        return v
+
+
+@qd.func
+def _block_fold(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template()):
+    """The fold of ``value`` over the block, in every thread."""
+    v = _subgroup_reduce(qd.cast(value, dtype), op)
+    if qd.static(block_dim > subgroup.group_size()):
+        n = qd.static(_subgroups(block_dim, subgroup.group_size()))
+        partials = block.SharedArray((n,), dtype)
+        tid = block.thread_idx()
+        lane = tid % subgroup.group_size()
+        block.sync()
+        if lane == 0:
+            partials[tid // subgroup.group_size()] = v
+        block.sync()
+        if qd.static(isinstance(op, str)):
+            # Lanes fold the published values in parallel, then across the subgroup.
+            acc = identity(op, dtype)
+            for k in qd.static(range(0, n, subgroup.group_size())):
+                if lane + k < n:
+                    acc = _combine(op, acc, partials[lane + k])
+            v = _subgroup_reduce(acc, op) if qd.static(n > 1) else acc
+        else:
+            # A user operator has no known identity: fold in order, in every thread.
+            v = partials[0]
+            for k in range(1, n):
+                v = op(v, partials[k])
+    return v
+
+
+@qd.func
+def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template(), inclusive: qd.template(),
+                ident):
+    """Inclusive (or exclusive, seeded with ``ident``) scan of ``value`` over the block."""
+    x = qd.cast(value, dtype)
+    incl = _subgroup_inclusive(x, op)
+    result = incl
+    if qd.static(not inclusive):
+        result = subgroup.shuffle_up(incl, qd.u32(1))
+        if subgroup.invocation_id() == 0:
+            result = ident
+    if qd.static(block_dim > subgroup.group_size()):
+        n = qd.static(_subgroups(block_dim, subgroup.group_size()))
+        totals = block.SharedArray((n,), dtype)
+        tid = block.thread_idx()
+        sub = tid // subgroup.group_size()
+        block.sync()
+        if tid % subgroup.group_size() == subgroup.group_size() - 1:
+            totals[sub] = incl
+        block.sync()
+        # Every earlier subgroup's total, folded in front of this subgroup's own scan
+        # (ident is op's identity, so the first subgroup is unchanged).
+        prefix = ident
+        for k in range(sub):
+            prefix = _combine(op, prefix, totals[k])
+        result = _combine(op, prefix, result)
+    return result
+
+
+# ----------------------------------------------------------------------------- public API
+
+@qd.func
+def reduce(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template()):
+    """The fold of ``value`` over the block with the @qd.func ``op``; valid in thread 0
+    (every thread gets it here)."""
+    return _block_fold(value, block_dim, op, dtype)
+
+
+@qd.func
+def reduce_all(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template()):
+    """The fold of ``value`` over the block, in every thread."""
+    return _block_fold(value, block_dim, op, dtype)
+
+
+@qd.func
+def reduce_add(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_fold(value, block_dim, "add", dtype)
+
+
+@qd.func
+def reduce_min(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_fold(value, block_dim, "min", dtype)
+
+
+@qd.func
+def reduce_max(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_fold(value, block_dim, "max", dtype)
+
+
+@qd.func
+def reduce_all_add(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_fold(value, block_dim, "add", dtype)
+
+
+@qd.func
+def reduce_all_min(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_fold(value, block_dim, "min", dtype)
+
+
+@qd.func
+def reduce_all_max(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_fold(value, block_dim, "max", dtype)
+
+
+@qd.func
+def inclusive_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template()):
+    return _block_scan(value, block_dim, op, dtype, True, qd.cast(0, dtype))
+
+
+@qd.func
+def inclusive_add(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_scan(value, block_dim, "add", dtype, True, identity("add", dtype))
+
+
+@qd.func
+def inclusive_min(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_scan(value, block_dim, "min", dtype, True, identity("min", dtype))
+
+
+@qd.func
+def inclusive_max(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_scan(value, block_dim, "max", dtype, True, identity("max", dtype))
+
+
+@qd.func
+def exclusive_scan(value, block_dim: qd.template(), op: qd.template(), identity_value, dtype: qd.template()):
+    return _block_scan(value, block_dim, op, dtype, False, qd.cast(identity_value, dtype))
+
+
+@qd.func
+def exclusive_add(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_scan(value, block_dim, "add", dtype, False, identity("add", dtype))
+
+
+@qd.func
+def exclusive_min(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_scan(value, block_dim, "min", dtype, False, identity("min", dtype))
+
+
+@qd.func
+def exclusive_max(value, block_dim: qd.template(), dtype: qd.template()):
+    return _block_scan(value, block_dim, "max", dtype, False, identity("max", dtype))
+
+
+# ----------------------------------------------------------------------------- subgroup helpers
+
+@qd.func
+def elect():
+    """1 in lane 0 of the subgroup, else 0."""
+    return qd.i32(subgroup.invocation_id() == 0)
+
+
+@qd.func
+def ballot_first_n(predicate, n: qd.template()):
+    """The low ``n`` (<= 32) bits of the ballot of ``predicate``, as a u32."""
+    keep = predicate != 0
+    if qd.static(n < 32):
+        keep = keep and subgroup.invocation_id() < n
+    return qd.u32(subgroup.ballot(keep) & qd.u64(0xFFFFFFFF))
+
+
+@qd.func
+def lanemask_lt(lane):
+    return (qd.u32(1) << qd.u32(lane)) - qd.u32(1)
+
+
+@qd.func
+def lanemask_le(lane):
+    return qd.select(lane >= 31, qd.u32(0xFFFFFFFF), (qd.u32(2) << qd.u32(lane)) - qd.u32(1))
+
+
+@qd.func
+def lanemask_eq(lane):
+    return qd.u32(1) << qd.u32(lane)
+
+
+@qd.func
+def lanemask_gt(lane):
+    return ~lanemask_le(lane)
+
+
+@qd.func
+def lanemask_ge(lane):
+    return ~lanemask_lt(lane)
+
+
+@qd.func
+def all_equal(value):
+    """1 when every lane holds the same value, else 0."""
+    return subgroup.all_true(value == subgroup.broadcast(value, qd.u32(0)))
+
+
+@qd.func
+def _tiled_reduce(value, log2_size: qd.template(), op: qd.template()):
+    v = value
+    for k in qd.static(range(log2_size)):
+        v = _combine(op, v, subgroup.shuffle_xor(v, qd.u32(1 << k)))
+    return v
+
+
+@qd.func
+def _tiled_inclusive(value, log2_size: qd.template(), op: qd.template()):
+    lane = subgroup.invocation_id() & ((1 << log2_size) - 1)
+    v = value
+    for k in qd.static(range(log2_size)):
+        other = subgroup.shuffle_up(v, qd.u32(1 << k))
+        if lane >= (1 << k):
+            v = _combine(op, other, v)
+    return v
+
+
+@qd.func
+def _tiled_exclusive(value, log2_size: qd.template(), op: qd.template()):
+    lane = subgroup.invocation_id() & ((1 << log2_size) - 1)
+    incl = _tiled_inclusive(value, log2_size, op)
+    shifted = subgroup.shuffle_up(incl, qd.u32(1))
+    return qd.select(lane == 0, identity(op, qd.typeof(value)), shifted)
+
+
+@qd.func
+def reduce_add_tiled(value, log2_size: qd.template()):
+    return _tiled_reduce(value, log2_size, "add")
+
+
+@qd.func
+def reduce_min_tiled(value, log2_size: qd.template()):
+    return _tiled_reduce(value, log2_size, "min")
+
+
+@qd.func
+def reduce_max_tiled(value, log2_size: qd.template()):
+    return _tiled_reduce(value, log2_size, "max")
+
+
+@qd.func
+def inclusive_add_tiled(value, log2_size: qd.template()):
+    return _tiled_inclusive(value, log2_size, "add")
+
+
+@qd.func
+def inclusive_min_tiled(value, log2_size: qd.template()):
+    return _tiled_inclusive(value, log2_size, "min")
+
+
+@qd.func
+def inclusive_max_tiled(value, log2_size: qd.template()):
+    return _tiled_inclusive(value, log2_size, "max")
+
+
+@qd.func
+def exclusive_add_tiled(value, log2_size: qd.template()):
+    return _tiled_exclusive(value, log2_size, "add")
+
+
+@qd.func
+def exclusive_min_tiled(value, log2_size: qd.template()):
+    return _tiled_exclusive(value, log2_size, "min")
+
+
+@qd.func
+def exclusive_max_tiled(value, log2_size: qd.template()):
+    return _tiled_exclusive(value, log2_size, "max")
+
+
+@qd.func
+def radix_rank_match_atomic_or(key, block_dim: qd.template(), radix_bits: qd.template(), bit_start, num_bits,
+                               bins: qd.template(), excl_prefix: qd.template()):
+    """The stable rank of ``key``'s digit (bits [bit_start, bit_start + num_bits)) in the
+    block: the number of threads holding a smaller digit, plus the threads before this one
+    holding the same digit. ``bins`` receives the per-digit counts and ``excl_prefix`` their
+    exclusive prefix sum; both are SharedArray((1 << radix_bits,), qd.i32).
+
+    Works at any subgroup width (8 on lavapipe, 32, 64): each subgroup finds the lanes
+    sharing its digit with one ballot per digit bit (the "match"), the first of them
+    publishes the group's count, then one thread per digit turns the per-subgroup counts
+    into offsets."""
+    digits = qd.static(1 << radix_bits)
+    size = qd.static(subgroup.group_size())
+    n_sub = qd.static(_subgroups(block_dim, size))
+    qd.static_assert(digits <= block_dim, "radix_rank_match_atomic_or needs 1 << radix_bits <= block_dim")
+    counts = block.SharedArray((n_sub, digits), qd.i32)
+    tid = block.thread_idx()
+    lane = tid % size
+    sub = tid // size
+    digit = qd.i32((qd.u32(key) >> qd.u32(bit_start)) & ((qd.u32(1) << qd.u32(num_bits)) - qd.u32(1)))
+    for k in range(tid, n_sub * digits, block_dim):
+        counts[k // digits, k % digits] = 0
+    same = subgroup.ballot(True)
+    for b in qd.static(range(radix_bits)):
+        bit = (digit >> b) & 1
+        votes = subgroup.ballot(bit != 0)
+        same &= qd.select(bit != 0, votes, ~votes)
+    below = qd.math.popcnt(same & ((qd.u64(1) << qd.u64(lane)) - qd.u64(1)))
+    block.sync()
+    if below == 0:
+        counts[sub, digit] = qd.math.popcnt(same)
+    block.sync()
+    total = 0
+    if tid < digits:
+        for s in range(n_sub):
+            c = counts[s, tid]
+            counts[s, tid] = total
+            total += c
+        bins[tid] = total
+    start = exclusive_add(total, block_dim, qd.i32)
+    if tid < digits:
+        excl_prefix[tid] = start
+    block.sync()
+    return excl_prefix[digit] + counts[sub, digit] + below

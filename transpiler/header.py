@@ -1,0 +1,243 @@
+"""The C++ embedding header: one ``<kernel>.<target>.h`` per translation, for a host that
+compiles or loads the generated code itself (NVRTC, hipRTC, glslang, Metal).
+
+It is built from the translation's sources and manifest only, so it states exactly the
+contract the manifest documents: the source text, the entry points in launch order, a
+parameter struct laid out as the target binds it (proved by ``static_assert``), the
+bindings or argument order, block and shared-memory sizes, requirements, and grid helpers.
+The text itself lives in ``templates/<target>/header.h.j2`` (over ``templates/common/``).
+"""
+from __future__ import annotations
+
+import re
+
+from .targets.cxx import CXX_KEYWORDS
+from .targets.emit import GENERATOR, template
+
+# Host C++ types for manifest dtypes. C++17 has no half type, so an f16 travels as its
+# IEEE binary16 bits; a GLSL bool in a push-constant block is a 32-bit word.
+HOST_TYPES = {"bool": "bool", "i8": "std::int8_t", "i16": "std::int16_t", "i32": "std::int32_t",
+              "i64": "std::int64_t", "u8": "std::uint8_t", "u16": "std::uint16_t", "u32": "std::uint32_t",
+              "u64": "std::uint64_t", "f16": "std::uint16_t", "f32": "float", "f64": "double"}
+HOST_SIZES = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "i32": 4, "u32": 4, "f32": 4,
+              "i64": 8, "u64": 8, "f64": 8}
+GLSL_PUSH_TYPES = dict(HOST_TYPES, bool="std::uint32_t")
+GLSL_PUSH_SIZES = dict(HOST_SIZES, bool=4)
+
+# Names a member must not take besides the keywords: standard macros (and GNU mode's
+# predefined `unix`/`linux`), which would rewrite the member's name.
+MACRO_NAMES = frozenset("""
+NULL EOF offsetof assert errno stdin stdout stderr unix linux major minor
+""".split())
+# The helper functions the manifest's grid expressions call (see targets/emit.grid_text).
+GRID_FUNCTIONS = ("floordiv", "mod", "min", "max", "abs")
+# Namespaces the header itself puts under qd::.
+RESERVED_NAMESPACES = frozenset({"embed"})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|(<<|>>|[-+*/%&|^(),]))")
+
+
+def header_name(manifest: dict) -> str:
+    return f"{manifest['kernel']}.{manifest['target']}.h"
+
+
+def render_header(sources: dict[str, str], manifest: dict) -> str:
+    """The header text for one translation (``Translation.sources`` and ``.manifest``)."""
+    target = manifest["target"]
+    ctx = common_context(sources, manifest)
+    ctx.update(TARGET_CONTEXT[target](manifest, ctx))
+    return template(f"{target}/header.h.j2").render(ctx)
+
+
+# ----------------------------------------------------------------------------- names
+
+class Names:
+    """C++ identifiers for the manifest's names: keywords, macros and reserved spellings
+    get a suffix, and no two names in one scope collide."""
+
+    def __init__(self, taken: set[str] | None = None):
+        self.taken = set(taken or ())
+        self.map: dict[str, str] = {}
+
+    def add(self, name: str) -> str:
+        base = name
+        if "__" in base or re.match(r"_[A-Z]", base):
+            base = "qd" + base.replace("__", "_")   # reserved to the implementation in C++
+        if base in CXX_KEYWORDS or base in MACRO_NAMES:
+            base += "_"
+        out = base
+        while out in self.taken:
+            out += "_"
+        self.taken.add(out)
+        self.map[name] = out
+        return out
+
+
+def cxx_namespace(kernel: str) -> str:
+    n = Names().add(kernel)
+    return n + "_" if n in RESERVED_NAMESPACES else n
+
+
+def raw_string(text: str) -> str:
+    """``text`` as a C++ raw string literal with a delimiter that does not occur in it."""
+    for k in range(100):
+        delim = "qd" if k == 0 else f"qd{k}"
+        if f"){delim}\"" not in text:
+            return f'R"{delim}({text}){delim}"'
+    raise ValueError("no raw-string delimiter fits")  # pragma: no cover - needs 100 crafted collisions
+
+
+def c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def string_array(items) -> str:
+    """A std::array initializer of C strings (``{}`` when empty)."""
+    items = [c_string(x) for x in items]
+    return "{ { " + ", ".join(items) + " } }" if items else "{}"
+
+
+def grid_expression(text: str, members: dict[str, str], obj: str) -> str:
+    """A manifest extent expression (C over parameter names and NAME_shape_K) as C++ over
+    the fields of ``obj``, every value widened to int64 and every helper qualified."""
+    out, pos = [], 0
+    tokens = []
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"unexpected text in grid expression {text!r} at {pos}")
+        tokens.append(m)
+        pos = m.end()
+    for k, m in enumerate(tokens):
+        ident, number, op = m.groups()
+        if ident is not None:
+            is_call = k + 1 < len(tokens) and tokens[k + 1].group(3) == "("
+            if is_call:
+                if ident not in GRID_FUNCTIONS:
+                    raise ValueError(f"unknown function {ident} in grid expression {text!r}")
+                out.append(f"::qd::embed::{ident}")
+            elif ident in members:
+                out.append(f"std::int64_t({obj}.{members[ident]})")
+            else:
+                raise ValueError(f"grid expression {text!r} names {ident}, which is no parameter or extent")
+        elif number is not None:
+            if "." in number or "e" in number.lower():
+                raise ValueError(f"non-integer bound {number} in grid expression {text!r}")
+            out.append(number if int(number) < 2**31 else number + "ll")
+        else:
+            out.append({",": ", "}.get(op, f" {op} " if op not in "()" else op))
+    return "".join(out)
+
+
+# ----------------------------------------------------------------------------- contexts
+
+def common_context(sources: dict[str, str], manifest: dict) -> dict:
+    kernel, target = manifest["kernel"], manifest["target"]
+    names = Names()
+    members = {}  # manifest name (parameter or NAME_shape_K) -> C++ field name
+    params = []
+    for p in manifest["params"]:
+        name = names.add(p["name"])
+        members[p["name"]] = name
+        shapes = []
+        if p["kind"] == "ndarray":
+            for d in range(p["ndim"]):
+                shapes.append(names.add(f"{name}_shape_{d}"))
+                members[f"{p['name']}_shape_{d}"] = shapes[-1]
+        params.append(dict(p, cxx=name, shapes=shapes))
+    source_names = Names()
+    files = [{"file": f, "var": source_names.add(re.sub(r"\W", "_", f)), "literal": raw_string(text)}
+             for f, text in sources.items()]
+    entries = []
+    for e in manifest["entry_points"]:
+        grid = e["grid"]
+        extent = [{"begin": grid_expression(x["begin"], members, "p"), "end": grid_expression(x["end"], members, "p"),
+                   "text": f"[{x['begin']}, {x['end']})"} for x in grid.get("extent", [])]
+        entries.append({
+            "name": e["name"], "function": e.get("entry", e["name"]), "file": e["file"],
+            "block_dim": e["block_dim"], "shared_bytes": e["shared_bytes"], "serial": grid["rule"] == "single",
+            "max_blocks": grid.get("max_blocks", 1), "source_line": e["source_line"], "extent": extent,
+        })
+    first = next(iter(sources.values()), "").splitlines()
+    return {
+        "kernel": kernel, "target": target, "generator": GENERATOR, "source": manifest["source"],
+        "namespace": f"qd::{cxx_namespace(kernel)}::{target}",
+        "guard": f"QD_GENERATED_{re.sub(r'[^A-Za-z0-9]', '_', kernel)}_{target.upper()}_H",
+        "language": first[0][3:].split(". Generated", 1)[0] if first and first[0].startswith("// ") else target,
+        "files": files, "entries": entries, "params": params, "members": members,
+        "requirements": manifest["requirements"], "subgroup_size": manifest["subgroup_size"],
+        "uses_params": any(x for e in entries for x in e["extent"]),
+        "cstr": c_string, "strings": string_array,
+    }
+
+
+def struct_layout(fields: list[tuple[str, str, int, int]]) -> list[dict]:
+    """Struct members (name, C++ type, size, offset) in offset order, with explicit padding
+    wherever the target's offset is beyond where C++ would put the member; 8-byte members
+    get alignas(8) so the layout also holds where int64/double align to 4 (i386)."""
+    out, at, pad = [], 0, 0
+    for name, ctype, nbytes, offset in sorted(fields, key=lambda f: f[3]):
+        natural = -(-at // nbytes) * nbytes
+        if offset < natural:
+            raise ValueError(f"member {name} at offset {offset} overlaps the previous one (ends at {at})")
+        if offset > natural:
+            out.append({"name": f"qd_pad{pad}", "ctype": "std::uint8_t", "array": offset - at, "offset": at,
+                        "align": 0, "padding": True})
+            pad += 1
+        out.append({"name": name, "ctype": ctype, "array": 0, "offset": offset,
+                    "align": 8 if nbytes == 8 else 0, "padding": False})
+        at = offset + nbytes
+    return out
+
+
+def buffer_table(ctx: dict, index_key: str) -> list[dict]:
+    return [{"name": p["cxx"], "index": p[index_key], "dtype": p["dtype"], "ndim": p["ndim"],
+             "element_bytes": HOST_SIZES[p["dtype"]]} for p in ctx["params"] if p["kind"] == "ndarray"]
+
+
+def glsl_context(manifest: dict, ctx: dict) -> dict:
+    fields = []
+    for p in ctx["params"]:
+        if p["kind"] == "ndarray":
+            for name, off in zip(p["shapes"], p["shape_push_constant_offsets"]):
+                fields.append((name, GLSL_PUSH_TYPES["i32"], 4, off))
+        else:
+            dtype = p.get("push_constant_dtype", p["dtype"])
+            fields.append((p["cxx"], GLSL_PUSH_TYPES[dtype], GLSL_PUSH_SIZES[dtype], p["push_constant_offset"]))
+    req = manifest["requirements"]
+    return {"struct": "PushConstants", "push": struct_layout(fields), "push_constant_bytes": req["push_constant_bytes"],
+            "buffers": buffer_table(ctx, "binding"), "descriptor_set": 0,
+            "spirv_files": [e["file"].rsplit(".", 1)[0] + ".spv" for e in manifest["entry_points"]]}
+
+
+def cuda_context(manifest: dict, ctx: dict) -> dict:
+    args = []
+    for p in ctx["params"]:
+        if p["kind"] == "ndarray":
+            args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]] + "*", "index": p["arg_index"],
+                         "note": f"{p['dtype']}[{p['ndim']}-d], device memory"})
+            for name, index in zip(p["shapes"], p["shape_arg_indices"]):
+                args.append({"name": name, "ctype": HOST_TYPES["i32"], "index": index, "note": ""})
+        else:
+            note = "IEEE binary16 bits" if p["dtype"] == "f16" else ""
+            args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]], "index": p["arg_index"], "note": note})
+    args.sort(key=lambda a: a["index"])
+    if [a["index"] for a in args] != list(range(len(args))):
+        raise ValueError(f"{manifest['kernel']}: argument indices are not 0..{len(args) - 1}")
+    return {"struct": "Args", "args": args, "buffers": buffer_table(ctx, "arg_index")}
+
+
+def msl_context(manifest: dict, ctx: dict) -> dict:
+    buffer = manifest.get("params_buffer")
+    fields = []
+    for p in ctx["params"]:
+        if p["kind"] == "ndarray":
+            for name, off in zip(p["shapes"], p["shape_offsets"]):
+                fields.append((name, HOST_TYPES["i32"], 4, off))
+        else:
+            fields.append((p["cxx"], HOST_TYPES[p["dtype"]], HOST_SIZES[p["dtype"]], p["offset"]))
+    return {"struct": "Params", "fields": struct_layout(fields), "buffers": buffer_table(ctx, "buffer_index"),
+            "params_buffer": buffer}
+
+
+TARGET_CONTEXT = {"glsl": glsl_context, "cuda": cuda_context, "hip": cuda_context, "msl": msl_context}
