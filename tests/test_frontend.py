@@ -80,18 +80,25 @@ def test_single_return_function_inlines_as_an_expression():
 def test_function_with_statements_gets_a_result_variable():
     @qd.func
     def relu(v):
-        r = v
         if v < 0.0:
-            r = 0.0
+            return 0.0
+        else:
+            return v
+
+    @qd.func
+    def shifted(v):
+        r = v + 1.0
         return r
 
     @qd.kernel
     def k(f: f32v):
         for i in range(f.shape[0]):
-            f[i] = relu(f[i])
+            f[i] = relu(f[i]) + shifted(f[i])
 
     src = cuda(k)
-    assert "float relu_result;" in src and "f[i] = relu_result;" in src
+    assert "float relu_result;" in src and "relu_result = 0.0f;" in src
+    # A single return at the end needs no result variable.
+    assert "f[i] = relu_result + r;" in src
 
 
 def test_inlined_names_do_not_capture_callers_names():
@@ -108,7 +115,7 @@ def test_inlined_names_do_not_capture_callers_names():
 
     src = cuda(k)
     assert "float t_1 = t + 1.0f;" in src
-    assert "f[i] = g_result + t;" in src
+    assert "f[i] = t_1 * 2.0f + t;" in src
 
 
 def test_static_if_drops_the_other_branch_entirely():

@@ -124,6 +124,8 @@ def grid_expression(text: str, members: dict[str, str], obj: str) -> str:
             if "." in number or "e" in number.lower():
                 raise ValueError(f"non-integer bound {number} in grid expression {text!r}")
             out.append(number if int(number) < 2**31 else number + "ll")
+        elif op == "-" and (k == 0 or tokens[k - 1].group(3) in ("(", ",")):
+            out.append("-")  # unary
         else:
             out.append({",": ", "}.get(op, f" {op} " if op not in "()" else op))
     return "".join(out)
@@ -142,7 +144,7 @@ def common_context(sources: dict[str, str], manifest: dict) -> dict:
         shapes = []
         if p["kind"] == "ndarray":
             for d in range(p["ndim"]):
-                shapes.append(names.add(f"{name}_shape_{d}"))
+                shapes.append(names.add(f"{p['name']}_shape_{d}"))
                 members[f"{p['name']}_shape_{d}"] = shapes[-1]
         params.append(dict(p, cxx=name, shapes=shapes))
     source_names = Names()

@@ -51,7 +51,7 @@ void main()
         out_[i * out_shape_1 + 1] = steps;  // control.py:23
         int total = 0;  // control.py:24
         for (int k = 0; k < 10; ++k) {  // control.py:25
-            if (qd_mod(k, 3) == 0) {  // control.py:26
+            if (k % 3 == 0) {  // control.py:26
                 continue;  // control.py:27
             }
             total += k;  // control.py:28
@@ -63,7 +63,7 @@ void main()
             total -= k;  // control.py:32
         }
         out_[i * out_shape_1 + 2] = total;  // control.py:33
-        int step_ = 1 + qd_mod(i, 3);  // control.py:34
+        int step_ = 1 + i % 3;  // control.py:34
         int acc = 0;  // control.py:35
         for (int k = 0; step_ > 0 ? k < 12 : k > 12; k += step_) {  // control.py:36
             acc += 1;  // control.py:37

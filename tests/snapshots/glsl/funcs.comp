@@ -21,22 +21,17 @@ void main()
         precise float v = x[i];  // funcs.py:41
         out_[i * out_shape_1 + 0] = v * v + 4.0;  // funcs.py:42
         out_[i * out_shape_1 + 1] = max(-0.5, min(v, 0.5));  // funcs.py:43
-        precise float sign_and_magnitude_result_0;  // funcs.py:20
-        precise float sign_and_magnitude_result_1;  // funcs.py:20
         precise float s = 1.0;  // funcs.py:17
         if (v < 0.0) {  // funcs.py:18
             s = -1.0;  // funcs.py:19
         }
-        sign_and_magnitude_result_0 = s;  // funcs.py:20
-        sign_and_magnitude_result_1 = abs(v);  // funcs.py:20
-        precise float tmp = sign_and_magnitude_result_0;  // funcs.py:44
-        precise float tmp_1 = sign_and_magnitude_result_1;  // funcs.py:44
+        precise float tmp = s;  // funcs.py:44
+        precise float tmp_1 = abs(v);  // funcs.py:44
         precise float s_1 = tmp;  // funcs.py:44
         precise float m = tmp_1;  // funcs.py:44
         out_[i * out_shape_1 + 2] = s_1 * m;  // funcs.py:45
         precise float smoothstep_result;  // funcs.py:27
-        precise float x_1 = (v - -1.0) / 2.0;  // funcs.py:25
-        precise float t = max(0.0, min(x_1, 1.0));  // funcs.py:25
+        precise float t = max(0.0, min((v - -1.0) / 2.0, 1.0));  // funcs.py:25
         if (t > 0.5) {  // funcs.py:26
             smoothstep_result = t * t * (3.0 - 2.0 * t);  // funcs.py:27
         } else {

@@ -14,17 +14,10 @@ layout(push_constant) uniform qd_params {
     layout(offset = 8) int y_shape_0;
 };
 
-// Python's // on i32: rounds toward negative infinity
-int qd_floordiv(int a, int b)
-{
-    int q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 void main()
 {
     int n = x_shape_0;  // multitask.py:9
-    int half_n = qd_floordiv(n, 2);  // multitask.py:10
+    int half_n = n / 2;  // multitask.py:10
     for (int i = int(gl_GlobalInvocationID.x); i < half_n; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // multitask.py:16
         y[i] = -x[i];  // multitask.py:17
     }

@@ -43,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(128) control(int32_t* a, int32_t a_
         out[i * out_shape_1 + 1] = steps;  // control.py:23
         int32_t total = 0;  // control.py:24
         for (int32_t k = 0; k < 10; ++k) {  // control.py:25
-            if (qd_mod(k, 3) == 0) {  // control.py:26
+            if (k % 3 == 0) {  // control.py:26
                 continue;  // control.py:27
             }
             total += k;  // control.py:28
@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(128) control(int32_t* a, int32_t a_
             total -= k;  // control.py:32
         }
         out[i * out_shape_1 + 2] = total;  // control.py:33
-        int32_t step = 1 + qd_mod(i, 3);  // control.py:34
+        int32_t step = 1 + i % 3;  // control.py:34
         int32_t acc = 0;  // control.py:35
         for (int32_t k = 0; step > 0 ? k < 12 : k > 12; k += step) {  // control.py:36
             acc += 1;  // control.py:37

@@ -28,22 +28,17 @@ kernel void funcs(
         float v = x[i];  // funcs.py:41
         out[i * out_shape_1 + 0] = v * v + 4.0f;  // funcs.py:42
         out[i * out_shape_1 + 1] = fmax(-0.5f, fmin(v, 0.5f));  // funcs.py:43
-        float sign_and_magnitude_result_0;  // funcs.py:20
-        float sign_and_magnitude_result_1;  // funcs.py:20
         float s = 1.0f;  // funcs.py:17
         if (v < 0.0f) {  // funcs.py:18
             s = -1.0f;  // funcs.py:19
         }
-        sign_and_magnitude_result_0 = s;  // funcs.py:20
-        sign_and_magnitude_result_1 = fabs(v);  // funcs.py:20
-        float tmp = sign_and_magnitude_result_0;  // funcs.py:44
-        float tmp_1 = sign_and_magnitude_result_1;  // funcs.py:44
+        float tmp = s;  // funcs.py:44
+        float tmp_1 = fabs(v);  // funcs.py:44
         float s_1 = tmp;  // funcs.py:44
         float m = tmp_1;  // funcs.py:44
         out[i * out_shape_1 + 2] = s_1 * m;  // funcs.py:45
         float smoothstep_result;  // funcs.py:27
-        float x_1 = (v - -1.0f) / 2.0f;  // funcs.py:25
-        float t = fmax(0.0f, fmin(x_1, 1.0f));  // funcs.py:25
+        float t = fmax(0.0f, fmin((v - -1.0f) / 2.0f, 1.0f));  // funcs.py:25
         if (t > 0.5f) {  // funcs.py:26
             smoothstep_result = t * t * (3.0f - 2.0f * t);  // funcs.py:27
         } else {

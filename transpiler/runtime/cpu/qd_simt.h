@@ -70,9 +70,10 @@ typedef void (*qd_emu_call_fn)(void* ctx);
 int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cfg, int warp_size,
                char* shared_begin, char* shared_end, char* err, int errlen);
 int qd_emu_block_barrier(int line, const char* what, int pred);
-unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int use_live_mask,
+// converge = 0: the lanes of `mask` take part (CUDA's *_sync). converge = 1: the lanes that
+// reach this call before the rest of the warp is elsewhere (a GPU's active mask).
+unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int converge,
                                   unsigned long long value, long long arg, int width, qd_emu_compute_fn fn);
-unsigned long long qd_emu_live_lanes(void);
 void qd_emu_tick_slow(int line);
 void qd_emu_yield(int line);
 [[noreturn]] void qd_emu_trap(int line, const char* what);
@@ -347,12 +348,17 @@ inline double unsafeAtomicAdd(double* p, double v) { return atomicAdd(p, v); }
 inline float safeAtomicAdd(float* p, float v) { return atomicAdd(p, v); }
 inline double safeAtomicAdd(double* p, double v) { return atomicAdd(p, v); }
 
-// clang's scoped atomic builtins, as the HIP target spells them.
+// clang's scoped atomic builtins, as the HIP target spells them. clang++ has them on any
+// target (one OS thread runs a block, so every scope is as good as system scope); g++ gets
+// these stand-ins.
+#ifndef __HIP_MEMORY_SCOPE_AGENT
 #define __HIP_MEMORY_SCOPE_SINGLETHREAD 1
 #define __HIP_MEMORY_SCOPE_WAVEFRONT 2
 #define __HIP_MEMORY_SCOPE_WORKGROUP 3
 #define __HIP_MEMORY_SCOPE_AGENT 4
 #define __HIP_MEMORY_SCOPE_SYSTEM 5
+#endif
+#ifndef __clang__
 template <class T> inline T __hip_atomic_fetch_add(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T o) { return (T)(o + v); }); }
 template <class T> inline T __hip_atomic_fetch_min(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T o) { return o < v ? o : v; }); }
 template <class T> inline T __hip_atomic_fetch_max(T* p, T v, int, int) { return qd_emu::atomic_rmw(p, [v](T o) { return o > v ? o : v; }); }
@@ -376,6 +382,7 @@ template <class T> inline bool __hip_atomic_compare_exchange_strong(T* p, T* exp
 template <class T> inline bool __hip_atomic_compare_exchange_weak(T* p, T* expected, T desired, int, int, int) {
     return __atomic_compare_exchange(p, expected, &desired, false, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER);
 }
+#endif  // __clang__
 #define __builtin_amdgcn_fence(order, scope) __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 #undef QD_EMU_ATOMIC_INT
@@ -425,10 +432,10 @@ inline void shfl_compute(qd_emu_lanes* L) {
     }
 }
 template <int K, class T>
-inline T shfl(int line, const char* what, unsigned long long mask, int live, T var, long long arg,
+inline T shfl(int line, const char* what, unsigned long long mask, int converge, T var, long long arg,
               int width = QD_EMU_WARP_SIZE) {
     if (width <= 0 || width > QD_EMU_WARP_SIZE || (width & (width - 1))) width = QD_EMU_WARP_SIZE;
-    return from_bits<T>(qd_emu_warp_op(line, what, mask, live, to_bits(var), arg, width, &shfl_compute<K>));
+    return from_bits<T>(qd_emu_warp_op(line, what, mask, converge, to_bits(var), arg, width, &shfl_compute<K>));
 }
 
 inline void ballot_compute(qd_emu_lanes* L) {
@@ -437,10 +444,13 @@ inline void ballot_compute(qd_emu_lanes* L) {
         if (((L->members >> lane) & 1) && L->value[lane]) b |= 1ull << lane;
     for (int lane = 0; lane < L->warp_size; ++lane) L->result[lane] = b;
 }
-inline unsigned long long ballot(int line, const char* what, unsigned long long mask, int live, bool pred) {
-    return qd_emu_warp_op(line, what, mask, live, pred ? 1 : 0, 0, QD_EMU_WARP_SIZE, &ballot_compute);
+inline unsigned long long ballot(int line, const char* what, unsigned long long mask, int converge, bool pred) {
+    return qd_emu_warp_op(line, what, mask, converge, pred ? 1 : 0, 0, QD_EMU_WARP_SIZE, &ballot_compute);
 }
 inline void nop_compute(qd_emu_lanes*) {}
+inline void members_compute(qd_emu_lanes* L) {
+    for (int lane = 0; lane < L->warp_size; ++lane) L->result[lane] = L->members;
+}
 
 template <class T, int OP>  // 0 add, 1 min, 2 max
 inline void reduce_compute(qd_emu_lanes* L) {
@@ -496,7 +506,7 @@ inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
 #define __match_any_sync(mask, v) ((::qd_emu::lanemask_t)qd_emu_warp_op(__LINE__, "__match_any_sync", (mask), 0, qd_emu_match_bits(v), 0, QD_EMU_WARP_SIZE, &::qd_emu::match_any_compute))
 #define __match_all_sync(mask, v, pred) ::qd_emu::match_all(__LINE__, (mask), qd_emu_match_bits(v), (pred))
 #define __syncwarp(...) ::qd_emu::syncwarp(__LINE__ __VA_OPT__(, ) __VA_ARGS__)
-#define __activemask() ((::qd_emu::lanemask_t)qd_emu_live_lanes())
+#define __activemask() ((::qd_emu::lanemask_t)qd_emu_warp_op(__LINE__, "__activemask()", 0, 1, 0, 0, QD_EMU_WARP_SIZE, &::qd_emu::members_compute))
 
 namespace qd_emu {
 inline void syncwarp(int line, unsigned long long mask = ~0ull) {
@@ -510,7 +520,7 @@ inline lanemask_t match_all(int line, unsigned long long mask, unsigned long lon
 }  // namespace qd_emu
 
 #ifdef QD_EMU_HIP
-// HIP's mask-free spellings act on the lanes that are still running.
+// HIP's mask-free spellings act on the active lanes: those that arrive together.
 #define __shfl(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl", ~0ull, 1, (var), __VA_ARGS__)
 #define __shfl_up(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up", ~0ull, 1, (var), __VA_ARGS__)
 #define __shfl_down(var, ...) ::qd_emu::shfl<::qd_emu::SHFL_DOWN>(__LINE__, "__shfl_down", ~0ull, 1, (var), __VA_ARGS__)

@@ -71,6 +71,7 @@ namespace {
 
 struct Fiber;
 void fiber_main(Fiber* f);
+void warp_changed(unsigned w);
 
 // ----------------------------------------------------------------------------- contexts
 
@@ -371,6 +372,7 @@ void fiber_main(Fiber* f) {
         me->wait = W_NONE;
         ++ndone;
         ++progress;
+        warp_changed(me->tid / warp_size);
 #ifdef QD_EMU_TSAN
         __tsan_release(&launch_done);  // the launch returns after every thread: the host may read
 #else
@@ -744,12 +746,15 @@ QD_EXPORT int qd_emu_block_barrier(int line, const char* what, int pred) {
     f->wait = W_BLOCK;
     f->state = BLOCKED;
     bar_waiters.push_back(f);
+    warp_changed(f->tid / warp_size);
     suspend(f);
 #ifdef QD_EMU_TSAN
     __tsan_acquire(block_sync);
 #endif
     return (int)f->result;
 }
+
+namespace {
 
 // A collective whose members are "the lanes that got here" (__activemask, HIP's mask-free
 // __shfl/__ballot): it completes once every other lane of the warp is somewhere else for
@@ -884,6 +889,7 @@ QD_EXPORT void qd_emu_tick_slow(int line) {
         f->state = READY;
         f->wait = W_SPIN;
         push(f);
+        warp_changed(f->tid / warp_size);
         suspend(f);
         f->wait = W_NONE;
     }
@@ -897,6 +903,7 @@ QD_EXPORT void qd_emu_yield(int line) {
         f->state = READY;
         f->wait = W_SPIN;
         push(f);
+        warp_changed(f->tid / warp_size);
         suspend(f);
         f->wait = W_NONE;
     }
