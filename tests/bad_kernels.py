@@ -230,3 +230,47 @@ def serial_local_read(a: vec):
     first = a[0]  # error: `first` is computed in a serial part of the kernel
     for i in range(a.shape[0]):
         a[i] = first
+
+
+@qd.kernel
+def atomic_i64_on_metal(a: qd.types.ndarray(dtype=qd.i64, ndim=1)):
+    for i in range(a.shape[0]):
+        qd.atomic_add(a[0], 1)  # error@msl: Metal has no 64-bit integer read-modify-write atomics
+
+
+@qd.kernel
+def exchange_f16(a: qd.types.ndarray(dtype=qd.f16, ndim=1)):
+    for i in range(a.shape[0]):
+        qd.atomic_exchange(a[0], 1.0)  # error: qd.atomic_exchange on f16 is not supported on any target
+
+
+@qd.kernel
+def exchange_shared_float(a: vec):
+    for i in range(a.shape[0]):
+        tile = qd.simt.block.SharedArray((128,), qd.f32)
+        qd.atomic_exchange(tile[0], a[i])  # error: qd.atomic_exchange on f32 in shared memory is not supported
+
+
+@qd.kernel
+def volatile_local(a: vec):
+    for i in range(a.shape[0]):
+        x = a[i]
+        a[i] = qd.volatile_load(x)  # error: qd.volatile_load needs an ndarray element such as a[i], not a local
+
+
+@qd.kernel
+def atomic_non_lvalue(a: vec):
+    for i in range(a.shape[0]):
+        qd.atomic_add(a[i] + 1.0, 1.0)  # error: must be an ndarray element such as a[i], not this expression
+
+
+@qd.kernel
+def atomic_on_scalar(a: vec, s: qd.f32):
+    for i in range(a.shape[0]):
+        qd.atomic_add(s, 1.0)  # error: must be an ndarray element such as a[i], not a local variable
+
+
+@qd.kernel
+def atomic_i8(a: qd.types.ndarray(dtype=qd.i8, ndim=1)):
+    for i in range(a.shape[0]):
+        a[0] += 1  # error: atomics need 32- or 64-bit elements

@@ -387,6 +387,21 @@ extern "C" __global__ void trap_at(int* out)
     if (threadIdx.x == 3) __trap();  // emu.py:91
 }
 
+__device__ int deep(volatile int* p, int n)
+{
+    volatile char pad[512];
+    pad[n % 512] = (char)n;
+    return n == 0 ? p[0] : deep(p, n - 1) + pad[n % 512];
+}
+
+extern "C" __global__ void faults(int* out, int kind)
+{
+    if (threadIdx.x == 2) {
+        if (kind == 0) out[0] = *(volatile int*)16;  // emu.py:97
+        if (kind == 1) out[0] = deep(out, 1 << 30);
+    }
+}
+
 extern "C" __global__ void bits(const unsigned* in, int* out, float* fo)
 {
     unsigned v = in[threadIdx.x];
@@ -634,6 +649,16 @@ def test_blocks_run_in_order_so_chained_blocks_complete(mod):
 def test_trap_names_the_line(mod):
     with pytest.raises(KernelError, match=r"thread 3 of block 0 of 1 executed __trap\(\) at emu.py:91"):
         mod.launch("trap_at", 1, 8, [np.zeros(8, np.int32)])
+
+
+def test_faults_are_python_errors(mod):
+    out = np.zeros(4, np.int32)
+    with pytest.raises(KernelError, match=r"invalid memory access \(SIGSEGV\) in thread 2 of block 0 of 1, "
+                                          r"address 0x10 at emu.py:97"):
+        mod.launch("faults", 1, 4, [out, np.int32(0)])
+    with pytest.raises(KernelError, match="stack overflow in thread 2"):
+        mod.launch("faults", 1, 4, [out, np.int32(1)])
+    mod.launch("shared_rotate", 1, 256, [np.zeros(256, np.int32)])  # and the emulator still works
 
 
 def test_bad_arguments_are_python_errors(prims):

@@ -185,6 +185,14 @@ def side_by_side(text: str, py_lines: list[str]) -> str:
     return "\n".join(out)
 
 
+def cmd_targets(args) -> int:
+    """The lowering tables: what each atomic, fence and load becomes on every target."""
+    from .lowering import markdown
+
+    sys.stdout.write(markdown() + "\n")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="transpiler", description="Python GPU kernels to CUDA, HIP, GLSL and Metal source.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -213,6 +221,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--resources", action="store_true", help="report registers and shared memory (CUDA)")
     c.add_argument("--arch", default="sm_90", help="CUDA architecture for the cubin (default sm_90)")
     c.set_defaults(run=cmd_check)
+
+    t = sub.add_parser("targets", help="print the lowering tables (atomics, fences, volatile loads) per target")
+    t.add_argument("--markdown", action="store_true", help="the docs/lowering.md text (the default output too)")
+    t.set_defaults(run=cmd_targets)
 
     i = sub.add_parser("inspect", help="show the typed IR and the generated source beside the Python lines")
     common(i, kernel_required=True)

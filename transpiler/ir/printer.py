@@ -47,6 +47,14 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
         return f"{e.fn}.{t}({', '.join(dump_expr(a, names) for a in e.args)})"
     if isinstance(e, ir.ThreadIndex):
         return f"{e.kind}()"
+    if isinstance(e, ir.BitCast):
+        return f"bitcast.{t}({dump_expr(e.a, names)})"
+    if isinstance(e, ir.VolatileLoad):
+        return f"volatile {e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+    if isinstance(e, ir.BlockVote):
+        return f"block_sync_{e.op}.{t}({dump_expr(e.pred, names)})"
+    if isinstance(e, ir.SubgroupOp):
+        return f"subgroup_{e.op}.{t}({', '.join(dump_expr(a, names) for a in e.args)})"
     if isinstance(e, ir.Atomic):
         where = f"{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
         extra = f", expected={dump_expr(e.expected, names)}" if e.expected is not None else ""
@@ -88,6 +96,10 @@ def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str])
             line("break", st)
         elif isinstance(st, ir.Continue):
             line("continue", st)
+        elif isinstance(st, ir.Fence):
+            line(f"fence {st.scope}", st)
+        elif isinstance(st, ir.Barrier):
+            line(f"barrier {st.scope}", st)
         elif isinstance(st, ir.DeclareShared):
             line(f"shared {st.array.name}: {st.array.type!r}", st)
         else:

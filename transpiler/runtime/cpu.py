@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import json
 import linecache
 import os
 import re
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field, fields
@@ -110,6 +108,9 @@ def _digest(*parts: str) -> str:
 def _run_compiler(cmd: list[str], what: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
+        if "-fsanitize=thread" in cmd and re.search(r"cannot find .*tsan|lib(clang_rt\.)?tsan", proc.stderr):
+            raise ToolchainMissing(f"the ThreadSanitizer runtime of {cmd[0]}",
+                                   "apt-get install libtsan2 (g++) or libclang-rt-19-dev (clang++)")
         raise KernelError(f"building {what} for the CPU emulator failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
 
 
@@ -123,9 +124,9 @@ def _publish(tmp_dir: Path, final: Path) -> None:
         shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
-def runtime_library(cxx: str, tsan: bool = False) -> Path:
+def runtime_library(cxx: str) -> Path:
     """The scheduler library (qd_simt_rt.cpp), built once per compiler and header version."""
-    flags = _COMMON_FLAGS + (["-O1", "-fsanitize=thread"] if tsan else ["-O2"])
+    flags = _COMMON_FLAGS + ["-O2"]
     key = _digest("rt", HEADER.read_text(), RUNTIME_SRC.read_text(), _compiler_id(cxx), " ".join(flags))
     final = cache_root() / f"rt-{key}"
     lib = final / "libqd_simt.so"
@@ -302,8 +303,7 @@ class CpuModule:
         for kind, _, line, who in accesses[:2]:
             loc = "@L%d@" % line if line else "an unknown line"
             parts.append(f"{kind} at {loc} by {who}")
-        text = f"data race on {what}: " + "; previous ".join(parts)
-        return str(self.error(_TRAP, text, "race check")).split(": ", 1)[1]
+        return self.localize(f"data race on {what}: " + "; previous ".join(parts))
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -334,32 +334,34 @@ class CpuModule:
             found = found or line
         return found
 
-    def error(self, rc: int, message: str, entry: str) -> KernelError:
+    def localize(self, message: str) -> str:
+        """The runtime's message with generated lines (``@L<n>@``) and code addresses
+        (``@PC<hex>@``) replaced by Python locations, and those Python lines quoted."""
         locs: list[str] = []
 
-        def line_sub(m):
-            loc = self.python_location(int(m.group(1)))
+        def at_line(line: int) -> str:
+            loc = self.python_location(line)
             if loc not in locs:
                 locs.append(loc)
             return loc
 
-        def pc_sub(m):
+        def at_pc(m) -> str:
             line = self._pc_line(int(m.group(1), 16))
-            if line is None:
-                return f"{self.lib_path.name}+0x{m.group(1)}"
-            return line_sub(re.match(r"(\d+)", str(line)))
+            return f"{self.lib_path.name}+0x{m.group(1)}" if line is None else at_line(line)
 
-        text = re.sub(r"@L(\d+)@", line_sub, message)
-        text = re.sub(r"@PC([0-9a-f]+)@", pc_sub, text)
+        text = re.sub(r"@L(\d+)@", lambda m: at_line(int(m.group(1))), message)
+        text = re.sub(r"@PC([0-9a-f]+)@", at_pc, text)
         for loc in locs:
             file, _, line = loc.rpartition(":")
             path = self.python_files.get(file)
-            src = linecache.getline(path, int(line)).rstrip() if path else ""
+            src = linecache.getline(path, int(line)).strip() if path else ""
             if src:
-                text += f"\n    {loc}: {src.strip()}"
-        text = f"{entry}: {text}"
+                text += f"\n    {loc}: {src}"
+        return text
+
+    def error(self, rc: int, message: str, entry: str) -> KernelError:
         cls = DeadlockError if rc in (_DEADLOCK, _HANG) else KernelError
-        return cls(text)
+        return cls(f"{entry}: {self.localize(message)}")
 
 
 def _dim3(v) -> tuple[int, int, int]:
@@ -459,13 +461,17 @@ class CpuBackend(Backend):
 
     def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
                  watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
-                 poison_shared: bool = True, max_blocks: int = 0):
+                 poison_shared: bool = True, max_blocks: int = 64):
         if dialect not in ("cuda", "hip"):
             raise ValueError(f"qd.init(arch='cpu'): dialect must be 'cuda' or 'hip', got {dialect!r}")
         self.dialect = dialect
         self.wave32 = bool(wave32)
         self.race_check = bool(race_check)
         self.watchdog_s = float(watchdog_s)
+        # Race checks need the compiler's TSan runtime: Debian's g++ ships it, clang's is a
+        # separate package.
+        if compiler is None and race_check and shutil.which("g++"):
+            compiler = "g++"
         self.compiler = find_compiler(compiler)
         self.opt = opt
         self.poison_shared = bool(poison_shared)

@@ -28,6 +28,10 @@ class HipDialect(CudaDialect):
     file_ext = ".hip"
     reserved = CudaDialect.reserved | frozenset("_Float16 __fp16 hipThreadIdx_x hipBlockIdx_x".split())
 
+    # qd_half is clang's _Float16 here, not the CUDA prelude's struct: reinterpret with the builtin.
+    bitcasts = {**CudaDialect.bitcasts, ("f16", "u16"): "__builtin_bit_cast(uint16_t, {})",
+                ("u16", "f16"): "__builtin_bit_cast(qd_half, (uint16_t)({}))"}
+
     def __init__(self, subgroup_size: int = 64):
         self.subgroup_size = subgroup_size
 
@@ -44,6 +48,8 @@ class HipDialect(CudaDialect):
         if e.op == "add" and t.name in ("f32", "f64") and isinstance(e.array, ir.Param):
             r.features.add("global_float_atomic_add")
             return f"{r.helper('atomic_add', t)}(&{ref}, {value})"
+        if e.op == "cas" and t.bits == 16:
+            return f"{r.helper('atomic_cas', t)}(({r.type(t)}*)&{ref}, {expected}, {value})"
         builtin = BUILTIN_ATOMICS.get((e.op, t.name))
         if builtin is not None:
             scope = "__HIP_MEMORY_SCOPE_WORKGROUP" if isinstance(e.array, ir.SharedArray) else \

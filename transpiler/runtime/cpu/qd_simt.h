@@ -589,10 +589,12 @@ inline int launch(void (*kernel)(Ts...), void** args, const long long* cfg, char
 #define __launch_bounds__(...)
 #define __constant__
 // One OS thread runs one block at a time, so a function-local static is per block.
+// `used`: the scheduler writes these behind the compiler's back (poison, fresh pages), so a
+// shared array the kernel only reads must not be folded to its zero initializer.
 #ifdef QD_EMU_TSAN  // whole pages, which the scheduler can swap for fresh ones per block
-#define __shared__ static __attribute__((section("qd_shared"), aligned(4096)))
+#define __shared__ static __attribute__((section("qd_shared"), aligned(4096), used))
 #else
-#define __shared__ static __attribute__((section("qd_shared"), aligned(16)))
+#define __shared__ static __attribute__((section("qd_shared"), aligned(16), used))
 #endif
 
 #define int8_t qd_emu_int8_t
