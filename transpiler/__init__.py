@@ -17,7 +17,7 @@ from .lang import (  # noqa: F401
 from .simt import _install_block_algorithms
 
 _install_block_algorithms()
-from .translate import TARGETS, Translation, translate  # noqa: F401
+from .translate import TARGETS, HazardWarning, Translation, translate  # noqa: F401
 
 __version__ = "0.1.0"
 

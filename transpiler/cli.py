@@ -101,8 +101,18 @@ def translations(args) -> list:
     picked = pick_kernels(kernels, args.kernel, args.file)
     targets = parse_targets(args.target)
     options = {"template_args": parse_templates(args.template),
-               "line_directives": getattr(args, "line_directives", False), "wave32": args.wave32}
-    return [(k, t, translate(k, t, **options)) for k in picked for t in targets]
+               "line_directives": getattr(args, "line_directives", False), "wave32": args.wave32,
+               "no_hazards": args.no_hazards, "warn": False}
+    out, shown = [], set()
+    for k in picked:
+        for t in targets:
+            tr = translate(k, t, **options)
+            for h in tr.warnings:  # warnings print once per location and go on
+                if str(h) not in shown:
+                    shown.add(str(h))
+                    print(str(h), file=sys.stderr)
+            out.append((k, t, tr))
+    return out
 
 
 def cmd_emit(args) -> int:
@@ -205,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--template", action="append", metavar="NAME=VALUE",
                         help="the value of a qd.template() parameter, as a Python literal")
         sp.add_argument("--wave32", action="store_true", help="HIP: compile for 32-wide wavefronts (RDNA)")
+        sp.add_argument("--no-hazards", action="store_true",
+                        help="skip the SIMT hazard checker (a `# qd: ignore-hazard` comment silences one line)")
 
     e = sub.add_parser("emit", help="write the generated sources and manifests")
     common(e)

@@ -1,7 +1,8 @@
 """``qd.translate``: one kernel to one target's sources and manifest."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 from . import lang
 from .errors import TranspileError
@@ -10,14 +11,20 @@ from .ir import nodes as ir
 TARGETS = ("cuda", "hip", "glsl", "msl")
 
 
+class HazardWarning(UserWarning):
+    """A SIMT hazard the checker found (see transpiler/passes/hazards.py)."""
+
+
 @dataclass
 class Translation:
-    """The generated files (name -> text, in launch order) and the binding manifest."""
+    """The generated files (name -> text, in launch order), the binding manifest, and the
+    hazard warnings the checker reported (errors raise instead)."""
 
     target: str
     sources: dict[str, str]
     manifest: dict
     ir: ir.Kernel
+    warnings: list = field(default_factory=list)
 
 
 def _freeze(d: dict | None):
@@ -50,7 +57,9 @@ def translate(kernel: lang.Kernel, target: str, **options) -> Translation:
     """Translate ``kernel`` for ``target`` ("cuda", "hip", "glsl" or "msl").
 
     Options: ``template_args`` (values of qd.template() parameters), ``arg_types``
-    (annotations for parameters that have none), ``line_directives`` (emit #line).
+    (annotations for parameters that have none), ``line_directives`` (emit #line),
+    ``no_hazards`` (skip the SIMT hazard checker), ``warn`` (False: return hazard warnings
+    in ``.warnings`` without issuing Python warnings).
     Raises ``TranspileError`` with a located message when the kernel is not valid."""
     from .targets import get_target
 
@@ -62,6 +71,15 @@ def translate(kernel: lang.Kernel, target: str, **options) -> Translation:
         t = get_target(target)
     except (KeyError, ModuleNotFoundError):
         raise TranspileError(f"the {target} target is not available in this version") from None
-    kir = lower(kernel, options.get("template_args"), options.get("arg_types"), t.subgroup_size(options))
+    subgroup_size = t.subgroup_size(options)
+    kir = lower(kernel, options.get("template_args"), options.get("arg_types"), subgroup_size)
+    hazards = []
+    if not options.get("no_hazards"):
+        from .passes.hazards import check_hazards
+
+        hazards = check_hazards(kir, target, subgroup_size)
+        if options.get("warn", True):
+            for h in hazards:
+                warnings.warn(str(h), HazardWarning, stacklevel=2)
     sources, manifest = t.translate(kir, options)
-    return Translation(target, sources, manifest, kir)
+    return Translation(target, sources, manifest, kir, hazards)

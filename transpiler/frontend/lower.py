@@ -12,6 +12,7 @@ import builtins
 import inspect
 import math as pymath
 import operator
+import os
 from typing import Callable
 
 from .. import lang
@@ -152,6 +153,7 @@ class KernelLowering:
         self.pending_serialize = False
         self.params: list[ir.Param] = []
         self.frame_declares: list[ir.Stmt] = []  # result variables of the function being inlined
+        self.library_site: ir.Loc | None = None  # the user's call into library code, while inlining it
 
     # ------------------------------------------------------------------ helpers
 
@@ -160,6 +162,10 @@ class KernelLowering:
         return self.frames[-1]
 
     def loc(self, node: ast.AST) -> ir.Loc:
+        # Code inlined from the project's own library (block reductions, scans, ...) is
+        # attributed to the user's call: comments, diagnostics and hazards point there.
+        if self.library_site is not None:
+            return self.library_site
         return self.frame.parsed.loc(node)
 
     def error(self, node: ast.AST | ir.Loc, message: str, hint: str | None = None) -> TranspileError:
@@ -1223,6 +1229,10 @@ class KernelLowering:
         self.scope = Scope(saved_scope, isolated=True)
         callee_root = self.scope
         annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args else {}
+        call_site = self.loc(node)
+        saved_site = self.library_site
+        if _is_library(parsed.file):
+            self.library_site = call_site
         self.frames.append(frame)
         self.inline_stack.append(func.fn)
         try:
@@ -1270,6 +1280,7 @@ class KernelLowering:
             self.frames.pop()
             self.inline_stack.pop()
             self.scope = saved_scope
+            self.library_site = saved_site
             declares, self.frame_declares = self.frame_declares, saved_declares
         outer_block[start:start] = declares
         return result
@@ -1385,6 +1396,13 @@ def _retype_const(c: ir.Const, t: T.DType) -> ir.Const:
     if t.kind == "int" and v >= 1 << (t.bits - 1):
         v -= 1 << t.bits
     return ir.Const(t, c.loc, v)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_library(file: str) -> bool:
+    return os.path.abspath(file).startswith(_PACKAGE_DIR + os.sep)
 
 
 def _name_loads(body: list[ast.stmt]) -> dict[str, int]:

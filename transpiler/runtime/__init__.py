@@ -127,7 +127,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> None:
 
     backend = current()
     template_args, arg_types, values = bind_arguments(kernel, args, kwargs)
-    kir = lower(kernel, template_args, arg_types)
+    # Code written against qd.simt.subgroup.group_size() is specialized to the backend's width.
+    kir = lower(kernel, template_args, arg_types, getattr(backend, "subgroup_size", None))
     cache = kernel.__dict__.setdefault("_program_cache", {})
     key = (backend.name, id(backend), id(kir))
     program = cache.get(key)

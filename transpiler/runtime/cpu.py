@@ -476,6 +476,7 @@ class CpuBackend(Backend):
         self.opt = opt
         self.poison_shared = bool(poison_shared)
         self.max_blocks = int(max_blocks)
+        self.subgroup_size = 32 if dialect == "cuda" or self.wave32 else 64  # what lowering specializes to
 
     def compile(self, kernel: ir.Kernel, options: dict) -> CpuProgram:
         from ..targets import get_target

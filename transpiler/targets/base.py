@@ -74,6 +74,9 @@ class Dialect:
     thread_index: dict[str, str] = {}
     float_funcs: dict[str, str] = {}  # IR math fn -> C name (f64 spelling)
     subgroup_size: int | None = None
+    # A fused barrier-with-reduction for block.sync_*_nonzero; without one the votes are
+    # emulated with a shared counter (passes/block_votes.py).
+    has_block_votes = False
 
     def type_name(self, t: T.DType, loc: ir.Loc | None = None) -> str:
         try:
@@ -331,6 +334,7 @@ class Renderer:
         return self.dialect.block_vote(self, e, self.text(e.pred)), PREC_PRIMARY
 
     def expr_SubgroupOp(self, e: ir.SubgroupOp):
+        self.used_types.add(e.type.name)  # a ballot's u64 may appear in no declaration
         args = [self.text(a) for a in e.args]
         return self.narrow(self.dialect.subgroup(self, e, args), PREC_PRIMARY, e.type)
 

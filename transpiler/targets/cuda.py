@@ -82,6 +82,7 @@ class CudaDialect(CxxDialect):
     name = "cuda"
     file_ext = ".cu"
     subgroup_size = 32
+    has_block_votes = True
     types = {"bool": "bool", "f16": "qd_half", "f32": "float", "f64": "double",
              **{k: v[0] for k, v in FIXED_WIDTH.items()}}
     reserved = CXX_KEYWORDS | frozenset("""
@@ -140,6 +141,8 @@ class CudaDialect(CxxDialect):
         # Reductions and scans: helper functions (native __reduce_*_sync where the hardware has it).
         kind, op = e.op.split("_")
         t = self.compute_type(e.type)
+        if t != e.type:  # e.g. f16: the helper is the float one, and qd_half converts to several types
+            args = [self.cast(args[0], t)]
         extra = {}
         if kind == "exclusive":
             r.helper(f"subgroup_inclusive_{op}", t)

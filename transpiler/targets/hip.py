@@ -8,6 +8,7 @@ and every call whose overload depends on that difference spells its argument typ
 """
 from __future__ import annotations
 
+from ..errors import TranspileError
 from ..ir import nodes as ir
 from .base import Helper, Renderer
 from .cuda import CudaDialect, CudaTarget
@@ -16,6 +17,25 @@ from .emit import EntryPoint
 
 # ROCm 5.2 has no atomicMin/atomicMax for signed 64-bit ints: the clang builtins do.
 BUILTIN_ATOMICS = {("min", "i64"): "__hip_atomic_fetch_min", ("max", "i64"): "__hip_atomic_fetch_max"}
+
+# HIP (ROCm 5.2) has no *_sync warp functions: its shuffles, votes and ballot act on the
+# whole wavefront (width warpSize), which is what a subgroup is here.
+SHUFFLES = {
+    "shuffle": "__shfl({v}, {k})", "broadcast": "__shfl({v}, {k})", "shuffle_up": "__shfl_up({v}, {k})",
+    "shuffle_down": "__shfl_down({v}, {k})", "shuffle_xor": "__shfl_xor({v}, {k})",
+}
+SUBGROUP = {
+    "invocation_id": "(int32_t)__lane_id()",
+    "ballot": "(uint64_t)__ballot({p})",  # 64 bits on wave64 and wave32 alike
+    "all": "__all({p})", "any": "__any({p})",
+}
+# A wavefront executes in lockstep, but the compiler may still move memory accesses across
+# the lanes' convergence point: the fences pin them (__syncwarp's memory ordering).
+BARRIERS = {
+    "block": "__syncthreads();",
+    "subgroup": '__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier(); '
+                '__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");',
+}
 
 # Architectures each wavefront size is compiled and checked for. GCN/CDNA (gfx9) runs wave64
 # only; ROCm's HIP headers refuse wave64 on RDNA (gfx10+), so RDNA means wave32.
@@ -27,6 +47,9 @@ class HipDialect(CudaDialect):
     name = "hip"
     file_ext = ".hip"
     reserved = CudaDialect.reserved | frozenset("_Float16 __fp16 hipThreadIdx_x hipBlockIdx_x".split())
+    shuffles = SHUFFLES
+    subgroup_ops = SUBGROUP
+    barriers = BARRIERS
 
     # qd_half is clang's _Float16 here, not the CUDA prelude's struct: reinterpret with the builtin.
     bitcasts = {**CudaDialect.bitcasts, ("f16", "u16"): "__builtin_bit_cast(uint16_t, {})",
@@ -68,8 +91,19 @@ class HipTarget(CudaTarget):
     def language(self) -> str:  # type: ignore[override]
         return f"HIP C++ for hipcc and hipRTC (ROCm 5.2+, wave{self.dialect.subgroup_size})"
 
+    def subgroup_size(self, options: dict) -> int:
+        """The wavefront width: 32 with ``wave32`` (RDNA), else 64 (GCN/CDNA). A
+        ``subgroup_size`` option of 32 or 64 picks it too."""
+        size = options.get("subgroup_size")
+        if size is not None:
+            if size not in (32, 64) or (options.get("wave32") and size != 32):
+                raise TranspileError(f"subgroup_size={size} is not possible on the hip target: wavefronts are "
+                                     "64 lanes (GCN/CDNA) or 32 (RDNA, wave32)")
+            return size
+        return 32 if options.get("wave32") else 64
+
     def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
-        self.dialect = HipDialect(32 if options.get("wave32") else 64)
+        self.dialect = HipDialect(self.subgroup_size(options))
         return super().translate(kernel, options)
 
     def requirements(self, features: set[str], used_types: set[str]) -> dict:
@@ -86,6 +120,8 @@ class HipTarget(CudaTarget):
                        used_types: set[str]) -> dict:
         ctx = super().module_context(entries, helpers, features, used_types)
         ctx["dialect_dir"] = "hip"
+        ctx.update(warp_size=self.dialect.subgroup_size, lane_id="(int)__lane_id()",
+                   shfl_xor="__shfl_xor({}, {})", shfl_up="__shfl_up({}, {})", native_warp_reduce="")
         # hipRTC declares the 32- and 64-bit fixed-width integers but not the narrow ones.
         narrow = {FIXED_WIDTH[t][0] for t in ("i8", "i16", "u8", "u16")}
         ctx["rtc_typedefs"] = [(name, ctype) for name, ctype in ctx["typedefs"] if name in narrow]

@@ -168,6 +168,12 @@ extern "C" int printf(const char* __restrict fmt, ...);
 
 // ----------------------------------------------------------------------------- math
 
+// CUDA declares the classification functions globally; <cmath> keeps them in std.
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+using std::signbit;
+
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float __expf(float x) { return expf(x); }
@@ -335,6 +341,49 @@ QD_EMU_ATOMIC_SCOPES(atomicDec, unsigned, (unsigned* p, unsigned lim),
     QD_EMU_ATOMIC_SCOPES(atomicExch, T, (T* p, T v), { return qd_emu::atomic_rmw(p, [v](T) { return v; }); })
 QD_EMU_ATOMIC_FLOAT(float)
 QD_EMU_ATOMIC_FLOAT(double)
+// CUDA 12.8's scoped atomic built-ins. The order and scope are accepted and not needed: one
+// OS thread runs a block, so every access is already ordered (race-check builds make all
+// atomics seq_cst, see QD_EMU_ATOMIC_ORDER).
+#define __NV_ATOMIC_RELAXED __ATOMIC_RELAXED
+#define __NV_ATOMIC_CONSUME __ATOMIC_CONSUME
+#define __NV_ATOMIC_ACQUIRE __ATOMIC_ACQUIRE
+#define __NV_ATOMIC_RELEASE __ATOMIC_RELEASE
+#define __NV_ATOMIC_ACQ_REL __ATOMIC_ACQ_REL
+#define __NV_ATOMIC_SEQ_CST __ATOMIC_SEQ_CST
+#define __NV_THREAD_SCOPE_SYSTEM 0
+#define __NV_THREAD_SCOPE_DEVICE 1
+#define __NV_THREAD_SCOPE_CLUSTER 2
+#define __NV_THREAD_SCOPE_BLOCK 3
+#define __NV_THREAD_SCOPE_THREAD 4
+template <class T> inline void __nv_atomic_load(const T* p, T* ret, int, int = 0) { __atomic_load(p, ret, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline T __nv_atomic_load_n(const T* p, int, int = 0) {
+    T v;
+    __atomic_load(p, &v, QD_EMU_ATOMIC_ORDER);
+    return v;
+}
+template <class T> inline void __nv_atomic_store(T* p, T* v, int, int = 0) { __atomic_store(p, v, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline void __nv_atomic_store_n(T* p, T v, int, int = 0) { __atomic_store(p, &v, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline void __nv_atomic_exchange(T* p, T* v, T* ret, int, int = 0) { __atomic_exchange(p, v, ret, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline T __nv_atomic_exchange_n(T* p, T v, int, int = 0) {
+    T old;
+    __atomic_exchange(p, &v, &old, QD_EMU_ATOMIC_ORDER);
+    return old;
+}
+template <class T> inline bool __nv_atomic_compare_exchange(T* p, T* expected, T* desired, bool, int, int, int = 0) {
+    return __atomic_compare_exchange(p, expected, desired, false, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER);
+}
+template <class T> inline bool __nv_atomic_compare_exchange_n(T* p, T* expected, T desired, bool, int, int, int = 0) {
+    return __atomic_compare_exchange(p, expected, &desired, false, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER);
+}
+template <class T> inline T __nv_atomic_fetch_add(T* p, T v, int, int = 0) { return qd_emu::atomic_rmw(p, [v](T o) { return (T)(o + v); }); }
+template <class T> inline T __nv_atomic_fetch_sub(T* p, T v, int, int = 0) { return qd_emu::atomic_rmw(p, [v](T o) { return (T)(o - v); }); }
+template <class T> inline T __nv_atomic_fetch_min(T* p, T v, int, int = 0) { return qd_emu::atomic_rmw(p, [v](T o) { return o < v ? o : v; }); }
+template <class T> inline T __nv_atomic_fetch_max(T* p, T v, int, int = 0) { return qd_emu::atomic_rmw(p, [v](T o) { return o > v ? o : v; }); }
+template <class T> inline T __nv_atomic_fetch_and(T* p, T v, int, int = 0) { return __atomic_fetch_and(p, v, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline T __nv_atomic_fetch_or(T* p, T v, int, int = 0) { return __atomic_fetch_or(p, v, QD_EMU_ATOMIC_ORDER); }
+template <class T> inline T __nv_atomic_fetch_xor(T* p, T v, int, int = 0) { return __atomic_fetch_xor(p, v, QD_EMU_ATOMIC_ORDER); }
+inline void __nv_atomic_thread_fence(int, int = 0) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
 #ifdef QD_EMU_HIP
 // HIP has floating min/max atomics (CUDA does not: its code gets CAS loops instead).
 #define QD_EMU_ATOMIC_FMINMAX(T)                                                                            \

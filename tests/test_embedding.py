@@ -1,0 +1,373 @@
+"""Embedding the generated code in C++: the manifest schema, the C++ headers (compiled by
+g++ and clang++), their grid rule against the Python runtime's, the CMake module, and the
+two example hosts (Vulkan, built and run on whatever device there is, lavapipe on a CPU;
+CUDA, built and linked, run where a driver exists)."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import transpiler as qd
+from transpiler.cli import load_kernels
+from transpiler.header import common_context, header_name, render_header
+
+from conftest import ROOT, corpus
+
+SCHEMA = ROOT / "docs" / "manifest.schema.json"
+SNAPSHOTS = sorted((ROOT / "tests" / "snapshots").glob("*/*.json"))
+EXAMPLE_FILES = sorted(ROOT.glob("examples/*.py")) + sorted(ROOT.glob("examples/*/kernels.py"))
+CXX_FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
+EXIT_NO_DRIVER = 77
+
+needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("g++") is None,
+                                 reason="needs cmake and g++ (scripts/setup.sh toolchains)")
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+
+def translations(kernels_with_templates):
+    """Every (kernel, target) translation that the target accepts."""
+    out = []
+    for kernel, template_args in kernels_with_templates:
+        for target in qd.TARGETS:
+            try:
+                out.append(qd.translate(kernel, target, template_args=template_args))
+            except qd.TranspileError:
+                continue  # e.g. f64 on Metal: its snapshot is the diagnostic
+    return out
+
+
+def corpus_translations():
+    return translations([(k, t) for _, k, t in corpus()])
+
+
+def example_translations():
+    return translations([(k, {}) for f in EXAMPLE_FILES for k in load_kernels(str(f))[0].values()])
+
+
+# ----------------------------------------------------------------------------- manifest schema
+
+@pytest.fixture(scope="module")
+def validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def errors(validator, manifest) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(manifest)]
+
+
+def test_golden_manifests_follow_the_schema(validator):
+    assert len(SNAPSHOTS) >= 4 * 10
+    for path in SNAPSHOTS:
+        assert not errors(validator, json.loads(path.read_text())), path
+
+
+def test_example_manifests_follow_the_schema(validator):
+    trs = example_translations()
+    assert {tr.target for tr in trs} == set(qd.TARGETS)
+    for tr in trs:
+        assert not errors(validator, tr.manifest), (tr.manifest["kernel"], tr.target)
+
+
+def test_schema_rejects_one_targets_fields_in_another(validator):
+    manifests = {p.parent.name: json.loads(p.read_text()) for p in SNAPSHOTS if p.stem == "normalize"}
+    glsl = manifests["glsl"]
+    glsl["params"][0]["arg_index"] = 0
+    assert errors(validator, glsl)
+    msl = manifests["msl"]
+    del msl["params_buffer"]
+    assert errors(validator, msl)
+    cuda = manifests["cuda"]
+    cuda["entry_points"][0]["grid"] = {"rule": "ceil_div", "extent": [{"begin": "0", "end": "n"}], "max_blocks": 1}
+    assert errors(validator, cuda)  # a serial task has a single-block grid
+
+
+# ----------------------------------------------------------------------------- headers
+
+@pytest.fixture(scope="module")
+def corpus_headers(tmp_path_factory):
+    """Every corpus kernel's header for every target that accepts it, in one folder."""
+    out = tmp_path_factory.mktemp("headers")
+    trs = corpus_translations()
+    for tr in trs:
+        (out / header_name(tr.manifest)).write_text(render_header(tr.sources, tr.manifest))
+    return out, trs
+
+
+def compile_headers(compiler: str, folder: Path, headers: list[str], *flags: str) -> None:
+    tu = folder / f"tu_{abs(hash((compiler, tuple(headers), flags)))}.cpp"
+    tu.write_text("".join(f'#include "{h}"\n' for h in headers) + "int main() { return 0; }\n")
+    r = subprocess.run([compiler, *CXX_FLAGS, *flags, str(tu)], capture_output=True, text=True, cwd=folder)
+    assert r.returncode == 0, f"{compiler} {' '.join(flags)}:\n{r.stderr[:4000]}"
+
+
+@needs_gxx
+@pytest.mark.parametrize("compiler", ["g++", "clang++-19"])
+def test_every_corpus_header_compiles(corpus_headers, compiler):
+    if shutil.which(compiler) is None:
+        pytest.skip(f"needs {compiler}")
+    folder, trs = corpus_headers
+    names = [header_name(tr.manifest) for tr in trs]
+    assert {tr.target for tr in trs} == set(qd.TARGETS) and len(names) == len(set(names))
+    compile_headers(compiler, folder, names)                      # all together: no clashes
+    for target in qd.TARGETS:                                     # each on its own: self-contained
+        compile_headers(compiler, folder, [next(n for n in names if n.endswith(f".{target}.h"))])
+
+
+def cuda_include_dir() -> str | None:
+    for base in sys.path:
+        for found in sorted(glob.glob(os.path.join(base, "nvidia", "*", "include", "cuda.h"))):
+            if os.path.exists(os.path.join(os.path.dirname(found), "cuda_runtime_api.h")):
+                return os.path.dirname(found)
+    return None
+
+
+@needs_gxx
+def test_cuda_launch_helpers_compile_against_the_cuda_headers(corpus_headers):
+    include = cuda_include_dir()
+    if include is None:
+        pytest.skip("needs the CUDA headers of the nvidia-cuda-runtime wheel (scripts/setup.sh toolchains)")
+    folder, trs = corpus_headers
+    names = [header_name(tr.manifest) for tr in trs if tr.target == "cuda"]
+    compile_headers("g++", folder, names, "-isystem", include, "-DQD_CUDA_DRIVER_API", "-DQD_CUDA_RUNTIME_API")
+
+
+@needs_gxx
+def test_hip_launch_helpers_compile_against_the_hip_headers(corpus_headers):
+    if not Path("/usr/include/hip/hip_runtime_api.h").exists():
+        pytest.skip("needs libamdhip64-dev")
+    folder, trs = corpus_headers
+    names = [header_name(tr.manifest) for tr in trs if tr.target == "hip"]
+    compile_headers("g++", folder, names, "-D__HIP_PLATFORM_AMD__", "-DQD_HIP_RUNTIME_API")
+
+
+@needs_gxx
+def test_vulkan_helper_compiles_against_the_vulkan_headers(corpus_headers):
+    if not Path("/usr/include/vulkan/vulkan.h").exists():
+        pytest.skip("needs libvulkan-dev")
+    folder, trs = corpus_headers
+    compile_headers("g++", folder, [header_name(tr.manifest) for tr in trs if tr.target == "glsl"], "-DQD_VULKAN")
+
+
+def test_header_carries_the_manifest():
+    kernels, _ = load_kernels(str(ROOT / "examples" / "cpp_vulkan" / "kernels.py"))
+    tr = qd.translate(kernels["standardize"], "glsl")
+    text = render_header(tr.sources, tr.manifest)
+    assert text.startswith("// C++17 header embedding GLSL 450")
+    assert "namespace qd::standardize::glsl {" in text
+    for name, source in tr.sources.items():
+        assert source in text and f'"{name[:-5]}.spv"' in text
+    for p in tr.manifest["params"]:
+        if p["kind"] == "ndarray":
+            assert f"inline constexpr std::uint32_t {p['name']} = {p['binding']};" in text
+        else:
+            assert f"static_assert(offsetof(PushConstants, {p['name']}) == {p['push_constant_offset']}," in text
+    assert f"push_constant_bytes = {tr.manifest['requirements']['push_constant_bytes']};" in text
+    assert "alignas(8) double scale;" in text
+
+
+def test_header_names_survive_cxx_keywords_and_macros():
+    ctx = common_context({"k.cu": ""}, {
+        "kernel": "embed", "target": "cuda", "source": "k.py", "subgroup_size": 32, "requirements": {},
+        "entry_points": [], "params": [
+            {"name": "new", "kind": "ndarray", "dtype": "f32", "ndim": 1, "arg_index": 0, "shape_arg_indices": [1]},
+            {"name": "unix", "kind": "scalar", "dtype": "i32", "arg_index": 2},
+            {"name": "__x", "kind": "scalar", "dtype": "i32", "arg_index": 3}]})
+    assert ctx["namespace"] == "qd::embed_::cuda"
+    assert ctx["members"] == {"new": "new_", "new_shape_0": "new_shape_0", "unix": "unix_", "__x": "qd_x"}
+
+
+@needs_gxx
+def test_grid_helpers_agree_with_the_python_runtime(tmp_path):
+    """grid_blocks() in C++ against runtime.plan_launches for every corpus and example
+    kernel, at sizes that leave a partial block, empty ranges and the max_blocks cap."""
+    import numpy as np
+
+    from transpiler.runtime import plan_launches
+
+    cases = [(tr, shape_scale) for tr in corpus_translations() + example_translations() if tr.target == "cuda"
+             for shape_scale in (1, 0, 40000)]
+    body, expected = [], []
+    for n, (tr, scale) in enumerate(cases):
+        members = common_context(tr.sources, tr.manifest)["members"]
+        ns = common_context(tr.sources, tr.manifest)["namespace"]
+        values, sets = {}, []
+        for k, p in enumerate(tr.ir.params):
+            if p.is_array:
+                shape = tuple((13 + 5 * k + 3 * d) * scale if d == 0 else 3 + d for d in range(p.type.ndim))
+                values[p.name] = np.broadcast_to(np.zeros(1, p.type.dtype.np_dtype), shape)
+                sets += [f"a.{members[f'{p.name}_shape_{d}']} = {s};" for d, s in enumerate(shape)]
+            elif p.type.is_int:
+                values[p.name] = p.type.np_dtype.type(2 + k % 3)
+                sets.append(f"a.{members[p.name]} = {2 + k % 3};")
+            else:
+                values[p.name] = p.type.np_dtype.type(1)
+        expected += [f"{n} {k} {launch.blocks}" for k, launch in enumerate(plan_launches(tr.ir, values))]
+        body.append(f"{{ {ns}::Args a{{}}; {' '.join(sets)} for (std::size_t k = 0; k < {ns}::num_entry_points; ++k) "
+                    f"std::printf(\"{n} %zu %u\\n\", k, {ns}::grid_blocks(k, a)); }}")
+    headers = []
+    for tr in {header_name(tr.manifest): tr for tr, _ in cases}.values():
+        (tmp_path / header_name(tr.manifest)).write_text(render_header(tr.sources, tr.manifest))
+        headers.append(header_name(tr.manifest))
+    (tmp_path / "grid.cpp").write_text("".join(f'#include "{h}"\n' for h in headers) + "#include <cstdio>\n"
+                                       "int main() {\n" + "\n".join(body) + "\n}\n")
+    exe = tmp_path / "grid"
+    r = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-o", str(exe), "grid.cpp"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[:4000]
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
+    assert got == expected
+    assert any(line.endswith(" 65535") for line in got) and any(line.endswith(" 0") for line in got)
+
+
+def test_cli_writes_the_header(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "cli.py"), "emit", "examples/saxpy.py", "--target", "glsl,cuda",
+                        "-o", str(tmp_path), "--header"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "saxpy.glsl.h" in r.stdout
+    assert (tmp_path / "cuda" / "saxpy.cuda.h").read_text().startswith("// C++17 header embedding CUDA C++")
+    assert (tmp_path / "glsl" / "saxpy.glsl.h").exists()
+    r = subprocess.run([sys.executable, str(ROOT / "cli.py"), "emit", "examples/saxpy.py", "--target", "msl",
+                        "--header"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("#endif  // QD_GENERATED_saxpy_MSL_H")
+
+
+# ----------------------------------------------------------------------------- CMake and the hosts
+
+def cmake_build(source: Path, build: Path, *defs: str, target: str | None = None) -> subprocess.CompletedProcess:
+    configure = subprocess.run(["cmake", "-S", str(source), "-B", str(build), f"-DTRANSPILER_PYTHON={sys.executable}",
+                                *defs], capture_output=True, text=True)
+    assert configure.returncode == 0, configure.stdout[-3000:] + configure.stderr[-3000:]
+    return rebuild(build, target)
+
+
+def rebuild(build: Path, target: str | None = None) -> subprocess.CompletedProcess:
+    r = subprocess.run(["cmake", "--build", str(build), "-j", "2", *(["--target", target] if target else [])],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    return r
+
+
+@needs_cmake
+def test_vulkan_host_builds_and_prints_ok(tmp_path_factory):
+    if shutil.which("glslangValidator") is None or not Path("/usr/include/vulkan/vulkan.h").exists():
+        pytest.skip("needs glslang-tools and libvulkan-dev")
+    build = tmp_path_factory.mktemp("cpp_vulkan")
+    cmake_build(ROOT / "examples" / "cpp_vulkan", build)
+    for kernel in ("standardize", "reduce_i32"):
+        manifest = json.loads((build / "vk_kernels" / "glsl" / f"{kernel}.json").read_text())
+        for e in manifest["entry_points"]:
+            assert (build / "vk_kernels" / "glsl" / (e["file"][:-5] + ".spv")).exists()
+    r = subprocess.run([str(build / "vulkan_host")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "OK", r.stdout + r.stderr
+
+
+@needs_cmake
+def test_cuda_host_builds_and_runs_where_it_can(tmp_path_factory):
+    build = tmp_path_factory.mktemp("cpp_cuda")
+    cmake_build(ROOT / "examples" / "cpp_cuda", build)
+    exe = build / "cuda_host"
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    if r.returncode == EXIT_NO_DRIVER:
+        assert "no CUDA driver" in r.stderr or "no usable CUDA driver" in r.stderr or "no CUDA device" in r.stderr
+    else:
+        assert r.returncode == 0 and r.stdout.splitlines()[-1] == "OK", r.stdout + r.stderr
+    # NVRTC needs no driver: the embedded sources compile here too.
+    r = subprocess.run([str(exe), "--compile-only"], capture_output=True, text=True, timeout=300)
+    if r.returncode == EXIT_NO_DRIVER:
+        pytest.skip(f"no NVRTC: {r.stderr.strip()}")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "OK", r.stdout + r.stderr
+
+
+MODULE_PROJECT = """
+cmake_minimum_required(VERSION 3.20)
+project(module_test LANGUAGES CXX)
+include("{root}/cmake/Transpiler.cmake")
+transpiler_add_kernels(gen SOURCES kernels.py TARGETS glsl cuda hip msl KERNELS scaled TEMPLATE factor=3)
+add_executable(app main.cpp)
+target_compile_features(app PRIVATE cxx_std_17)
+target_compile_options(app PRIVATE -Wall -Wextra -Werror)
+target_link_libraries(app PRIVATE gen)
+"""
+MODULE_KERNELS = """
+import transpiler as qd
+
+
+@qd.kernel
+def scaled(x: qd.types.ndarray(dtype=qd.f32, ndim=1), factor: qd.template()):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * factor{extra}
+
+
+@qd.kernel
+def ignored(x: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        x[i] = 0.0
+"""
+MODULE_MAIN = """
+#include "scaled.glsl.h"
+#include "scaled.cuda.h"
+#include "scaled.hip.h"
+#include "scaled.msl.h"
+#include <cstdio>
+#include <cstring>
+int main() {
+    namespace G = qd::scaled::glsl;
+    std::printf("%zu %s\\n", G::num_entry_points, std::strstr(G::sources[0], "* 3") ? "factor=3" : "?");
+    return qd::scaled::cuda::entry_points[0].block_dim == 128 ? 0 : 1;
+}
+"""
+
+
+@needs_cmake
+def test_cmake_module_generates_at_build_time_and_tracks_the_python_file(tmp_path):
+    if shutil.which("glslangValidator") is None:
+        pytest.skip("needs glslang-tools")
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(MODULE_PROJECT.format(root=ROOT.as_posix()))
+    (src / "kernels.py").write_text(MODULE_KERNELS.format(extra=""))
+    (src / "main.cpp").write_text(MODULE_MAIN)
+    cmake_build(src, build)
+    out = build / "gen"
+    assert sorted(p.name for p in (out / "glsl").iterdir()) == ["scaled.comp", "scaled.glsl.h", "scaled.json",
+                                                                 "scaled.spv"]
+    for target, ext in (("cuda", "cu"), ("hip", "hip"), ("msl", "metal")):
+        assert sorted(p.name for p in (out / target).iterdir()) == sorted(
+            [f"scaled.{ext}", "scaled.json", f"scaled.{target}.h"])
+    r = subprocess.run([str(build / "app")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == "1 factor=3\n", r.stdout + r.stderr
+
+    # A new task in the Python file: CMake re-configures, regenerates and rebuilds.
+    stamp = (out / "glsl" / "scaled.json").stat().st_mtime_ns
+    (src / "kernels.py").write_text(MODULE_KERNELS.format(extra=textwrap.indent(
+        "\nfor i in range(x.shape[0]):\n    x[i] = x[i] + 1.0", "    ")))
+    os.utime(src / "kernels.py", ns=(stamp + 10**9, stamp + 10**9))
+    rebuild(build)
+    assert (out / "glsl" / "scaled_1.spv").exists()
+    r = subprocess.run([str(build / "app")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("2 "), r.stdout + r.stderr
+
+
+@needs_cmake
+def test_cmake_module_reports_a_kernel_error_at_configure_time(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(MODULE_PROJECT.format(root=ROOT.as_posix()).replace(
+        "glsl cuda hip msl", "cuda").split("add_executable")[0])
+    (src / "kernels.py").write_text("import transpiler as qd\n\n\n@qd.kernel\ndef scaled(x: qd.f32):\n"
+                                    "    y = [i for i in range(3)]\n")
+    r = subprocess.run(["cmake", "-S", str(src), "-B", str(tmp_path / "build"),
+                        f"-DTRANSPILER_PYTHON={sys.executable}"], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "kernels.py:6:" in r.stderr and "list comprehensions are not supported" in r.stderr

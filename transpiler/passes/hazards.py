@@ -1,0 +1,319 @@
+"""SIMT hazards found before anything runs, from a uniformity analysis of the typed IR.
+
+Every value gets a level: UNIFORM (the same in every thread of a block: parameters,
+shapes, constants, block-wide votes, loads from uniform addresses), SUBGROUP (the same in
+every lane of a subgroup: subgroup reductions, ballots, broadcasts) or THREAD (differs
+per thread: thread and lane indices, the loop index, atomics' old values, volatile loads,
+loads from thread-dependent addresses). Locals take the join of everything assigned to
+them, including the level of the control flow they are assigned under.
+
+Diagnostics (each located, explained, with the fix the seeds give):
+- error: a block barrier, block vote or block collective under control flow that differs
+  within a block (the threads that skip it deadlock the others);
+- error: a subgroup collective under control flow that differs between lanes;
+- warning: a spin-wait whose condition reads memory with a plain load and whose body has
+  no fence, atomic or volatile load (the compiler may hoist the load: an endless loop);
+- warning (Metal): a plain store published to other blocks through a grid.mem_fence()
+  handshake (Metal's device fence orders only atomics);
+- warning: block.mem_fence() ordering a publication that other blocks read.
+
+Warnings can be silenced on their line with a `# qd: ignore-hazard` comment.
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+from ..errors import TranspileError, format_diagnostic
+from ..ir import nodes as ir
+
+UNIFORM, SUBGROUP, THREAD = 0, 1, 2
+_LEVEL_WORDS = {SUBGROUP: "the subgroup (lane) it runs in", THREAD: "the thread index"}
+SILENCE = "qd: ignore-hazard"
+
+_SUBGROUP_UNIFORM_OPS = {"broadcast", "ballot", "all", "any", "reduce_add", "reduce_min", "reduce_max"}
+
+
+@dataclass
+class Hazard:
+    severity: str   # "error" | "warning"
+    kind: str       # "divergent-barrier", "divergent-subgroup", "spin-wait", "metal-publication", "block-fence"
+    message: str
+    loc: ir.Loc
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        return format_diagnostic(self.severity, self.message, self.loc, self.hint)
+
+
+def silenced(loc: ir.Loc) -> bool:
+    return SILENCE in linecache.getline(loc.file, loc.line)
+
+
+class _Levels:
+    """The level of every local of a task: a fixpoint over all assignments."""
+
+    def __init__(self, task: ir.Task, subgroup_size: int | None):
+        self.locals: dict[int, int] = {}
+        self.task = task
+        self.subgroup_size = subgroup_size
+        # Locals defined once from the thread index: `tid // 32` is the same across a warp.
+        self.defs: dict[int, list[ir.Expr]] = {}
+        for st in _all_stmts(task.prelude + task.body):
+            if isinstance(st, ir.Declare):
+                self.defs.setdefault(id(st.var), []).append(st.init)
+            elif isinstance(st, ir.Assign):
+                self.defs.setdefault(id(st.var), []).append(st.value)
+        for var in task.loop_vars:
+            self.locals[id(var)] = THREAD
+        changed = True
+        while changed:
+            changed = False
+            for stmts in (task.prelude, task.body):
+                changed |= self._assignments(stmts, UNIFORM)
+
+    def _raise(self, var: ir.Local, level: int) -> bool:
+        if level > self.locals.get(id(var), UNIFORM):
+            self.locals[id(var)] = level
+            return True
+        return False
+
+    def _assignments(self, stmts: list[ir.Stmt], control: int) -> bool:
+        changed = False
+        for st in stmts:
+            if isinstance(st, ir.Declare) and st.init is not None:
+                changed |= self._raise(st.var, max(control, self.of(st.init)))
+            elif isinstance(st, ir.Declare):
+                changed |= self._raise(st.var, control)
+            elif isinstance(st, ir.Assign):
+                changed |= self._raise(st.var, max(control, self.of(st.value)))
+            elif isinstance(st, ir.If):
+                inner = max(control, self.of(st.cond))
+                changed |= self._assignments(st.then, inner) | self._assignments(st.orelse, inner)
+            elif isinstance(st, (ir.For, ir.While)):
+                inner = max(control, self.loop_level(st))
+                if isinstance(st, ir.For):
+                    changed |= self._raise(st.var, inner)
+                changed |= self._assignments(st.body, inner)
+        return changed
+
+    def loop_level(self, st: ir.For | ir.While) -> int:
+        """How much the trip count can differ: the bounds, and any break/continue condition."""
+        level = self.of(st.cond) if isinstance(st, ir.While) else \
+            max(self.of(st.start), self.of(st.stop), self.of(st.step))
+        return max(level, self._exit_level(st.body))
+
+    def _exit_level(self, stmts: list[ir.Stmt]) -> int:
+        level = UNIFORM
+        for st in stmts:
+            if isinstance(st, ir.If):
+                inner = max(self._exit_level(st.then), self._exit_level(st.orelse))
+                if inner or _exits(st.then) or _exits(st.orelse):
+                    level = max(level, inner, self.of(st.cond))
+        return level
+
+    def of(self, e: ir.Expr) -> int:
+        if isinstance(e, (ir.Const, ir.ParamRef, ir.Shape)):
+            return UNIFORM
+        if isinstance(e, ir.LocalRef):
+            return self.locals.get(id(e.var), UNIFORM)
+        if isinstance(e, ir.ThreadIndex):
+            return THREAD if e.kind in ("thread_idx", "global_thread_idx") else UNIFORM
+        if isinstance(e, (ir.Atomic, ir.VolatileLoad)):
+            return THREAD
+        if isinstance(e, ir.BlockVote):
+            return UNIFORM
+        if isinstance(e, ir.SubgroupOp):
+            return SUBGROUP if e.op in _SUBGROUP_UNIFORM_OPS else THREAD
+        if isinstance(e, ir.Load):
+            return max((self.of(i) for i in e.indices), default=UNIFORM)
+        if isinstance(e, ir.BinOp) and self.subgroup_index(e):
+            return SUBGROUP
+        level = UNIFORM
+        for sub in _children(e):
+            level = max(level, self.of(sub))
+        return level
+
+
+    def subgroup_index(self, e: ir.BinOp) -> bool:
+        """``tid // k`` (or ``tid >> s``) with k a multiple of the subgroup size."""
+        if self.subgroup_size is None or not isinstance(e.b, ir.Const):
+            return False
+        k = {"truncdiv": e.b.value, "floordiv": e.b.value, "rshift": 1 << e.b.value}.get(e.op)
+        return k is not None and k > 0 and k % self.subgroup_size == 0 and self.is_thread_index(e.a)
+
+    def is_thread_index(self, e: ir.Expr) -> bool:
+        if isinstance(e, ir.ThreadIndex):
+            return e.kind in ("thread_idx", "global_thread_idx")
+        if isinstance(e, ir.LocalRef):
+            defs = self.defs.get(id(e.var), [])
+            return len(defs) == 1 and defs[0] is not None and self.is_thread_index(defs[0])
+        if isinstance(e, ir.Cast):
+            return self.is_thread_index(e.a)
+        return False
+
+
+def _children(e: ir.Expr) -> list[ir.Expr]:
+    out = []
+    for name in ("a", "b", "cond", "value", "expected", "pred"):
+        sub = getattr(e, name, None)
+        if isinstance(sub, ir.Expr):
+            out.append(sub)
+    for name in ("indices", "args"):
+        out.extend(getattr(e, name, None) or [])
+    return out
+
+
+def _exits(stmts: list[ir.Stmt]) -> bool:
+    for st in stmts:
+        if isinstance(st, (ir.Break, ir.Continue)):
+            return True
+        if isinstance(st, ir.If) and (_exits(st.then) or _exits(st.orelse)):
+            return True
+    return False
+
+
+def _walk_exprs(e: ir.Expr):
+    yield e
+    for sub in _children(e):
+        yield from _walk_exprs(sub)
+
+
+def _stmt_exprs(st: ir.Stmt) -> list[ir.Expr]:
+    from ..frontend.lower import stmt_exprs
+
+    return stmt_exprs(st)
+
+
+def _all_stmts(stmts: list[ir.Stmt]):
+    from ..frontend.lower import stmt_bodies
+
+    for st in stmts:
+        yield st
+        for body in stmt_bodies(st):
+            yield from _all_stmts(body)
+
+
+class _Checker:
+    def __init__(self, task: ir.Task, target: str, subgroup_size: int | None):
+        self.task = task
+        self.target = target
+        self.levels = _Levels(task, subgroup_size)
+        self.hazards: list[Hazard] = []
+
+    def run(self) -> list[Hazard]:
+        self.walk(self.task.body, UNIFORM, None)
+        self.spin_waits()
+        self.publications()
+        return self.hazards
+
+    # ---------------------------------------------------------------- divergence
+
+    def walk(self, stmts: list[ir.Stmt], control: int, why: ir.Loc | None) -> None:
+        for st in stmts:
+            for e in _stmt_exprs(st):
+                self.collectives(e, control, why)
+            if isinstance(st, ir.Barrier):
+                self.check_collective("block.sync()" if st.scope == "block" else "subgroup.sync()",
+                                      st.scope, control, why, st.loc)
+            if isinstance(st, ir.If):
+                level = self.levels.of(st.cond)
+                inner, inner_why = (level, st.loc) if level > control else (control, why)
+                self.walk(st.then, inner, inner_why)
+                self.walk(st.orelse, inner, inner_why)
+            elif isinstance(st, (ir.For, ir.While)):
+                level = self.levels.loop_level(st)
+                inner, inner_why = (level, st.loc) if level > control else (control, why)
+                self.walk(st.body, inner, inner_why)
+
+    def collectives(self, e: ir.Expr, control: int, why: ir.Loc | None) -> None:
+        for sub in _walk_exprs(e):
+            if isinstance(sub, ir.BlockVote):
+                self.check_collective(f"block.sync_{sub.op}_nonzero()", "block", control, why, sub.loc)
+            elif isinstance(sub, ir.SubgroupOp) and sub.op != "invocation_id":
+                self.check_collective(f"subgroup.{sub.op}()", "subgroup", control, why, sub.loc)
+
+    def check_collective(self, what: str, scope: str, control: int, why: ir.Loc | None, loc: ir.Loc) -> None:
+        limit = UNIFORM if scope == "block" else SUBGROUP
+        if control <= limit:
+            return
+        where = f"the condition at line {why.line}" if why is not None else "a condition"
+        if scope == "block":
+            message = (f"{what} is reached only by some threads of the block: {where} depends on "
+                       f"{_LEVEL_WORDS[control]}; the threads that skip it leave the others waiting forever")
+            hint = ("call it where every thread of the block gets (e.g. before the `if`), and branch on its "
+                    "result instead")
+        else:
+            message = (f"{what} is reached only by some lanes of the subgroup: {where} depends on "
+                       f"{_LEVEL_WORDS[control]}; a subgroup collective needs every lane")
+            hint = "call it outside the branch (every lane), then use the result under the condition"
+        self.hazards.append(Hazard("error", f"divergent-{scope}", message, loc, hint))
+
+    # ---------------------------------------------------------------- spin-waits
+
+    def spin_waits(self) -> None:
+        for st in _all_stmts(self.task.body):
+            if not isinstance(st, ir.While):
+                continue
+            plain = [e for e in _walk_exprs(st.cond) if isinstance(e, ir.Load)]
+            ordered = any(isinstance(e, (ir.VolatileLoad, ir.Atomic)) for e in _walk_exprs(st.cond))
+            body_orders = any(isinstance(s, (ir.Fence, ir.Barrier)) or any(
+                isinstance(e, (ir.Atomic, ir.VolatileLoad, ir.BlockVote))
+                for x in _stmt_exprs(s) for e in _walk_exprs(x)) for s in _all_stmts(st.body))
+            if plain and not ordered and not body_orders:
+                load = plain[0]
+                self.hazards.append(Hazard(
+                    "warning", "spin-wait",
+                    f"this loop waits on `{load.array.name}[...]` with a plain load and nothing in its body "
+                    "orders memory: the compiler may read it once and spin forever",
+                    st.loc, hint=f"read it with qd.volatile_load({load.array.name}[...]) (or an atomic)"))
+
+    # ---------------------------------------------------------------- publication
+
+    def publications(self) -> None:
+        """A global store, then a fence, then an atomic on global memory: a flag published
+        to other blocks. Check the fence's scope and, on Metal, that the data is atomic."""
+        seq = [st for st in _all_stmts(self.task.body)]
+        for k, st in enumerate(seq):
+            if not isinstance(st, ir.Fence):
+                continue
+            before = [s for s in seq[:k] if isinstance(s, ir.Store) and isinstance(s.array, ir.Param)]
+            after_atomic = any(isinstance(e, ir.Atomic) and isinstance(e.array, ir.Param)
+                               for s in seq[k + 1:] for x in _stmt_exprs(s) for e in _walk_exprs(x))
+            if not before or not after_atomic:
+                continue
+            if st.scope == "block":
+                self.hazards.append(Hazard(
+                    "warning", "block-fence",
+                    "block.mem_fence() orders these stores only for threads of this block, but an atomic after it "
+                    "publishes them to other blocks", st.loc,
+                    hint="use qd.simt.grid.mem_fence() for cross-block publication"))
+            elif st.scope == "device" and self.target == "msl":
+                store = before[-1]
+                self.hazards.append(Hazard(
+                    "warning", "metal-publication",
+                    f"on Metal, grid.mem_fence() orders only atomic accesses: the plain store to "
+                    f"`{store.array.name}` may not be visible to the block that sees the flag", store.loc,
+                    hint=f"publish the value itself with an atomic (e.g. qd.atomic_exchange({store.array.name}[...], v)),"
+                         " or split the kernel into two launches"))
+
+
+def check_hazards(kernel: ir.Kernel, target: str, subgroup_size: int | None = None) -> list[Hazard]:
+    """Errors raise a TranspileError (the first one); warnings are returned, minus the
+    silenced ones."""
+    found: list[Hazard] = []
+    for task in kernel.tasks:
+        found.extend(_Checker(task, target, subgroup_size).run())
+    errors = [h for h in found if h.severity == "error"]
+    if errors:
+        # The first in the source; at one call site the block-level finding explains more
+        # (a block reduction contains subgroup collectives too).
+        first = min(errors, key=lambda h: (h.loc.line, h.loc.col, h.kind != "divergent-block"))
+        raise TranspileError(first.message, first.loc, first.hint)
+    seen, out = set(), []
+    for h in found:
+        key = (h.kind, h.loc)
+        if key not in seen and not silenced(h.loc):
+            seen.add(key)
+            out.append(h)
+    return out
