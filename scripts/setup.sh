@@ -19,6 +19,7 @@ PIP_BASE=(jinja2 numpy)
 PIP_TOOLCHAINS=(
   pytest jsonschema
   nvidia-cuda-nvrtc nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump   # NVRTC, ptxas, nvdisasm, cuobjdump
+  nvidia-cuda-runtime                              # cuda.h, cuda_runtime_api.h: the C++ headers' launch helpers
   vulkan                                           # Vulkan from Python (cffi)
 )
 

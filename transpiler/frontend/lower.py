@@ -135,6 +135,7 @@ class KernelLowering:
                  arg_types: dict[str, object] | None = None, subgroup_size: int | None = None):
         self.kernel = kernel
         self.subgroup_size = subgroup_size  # the target's, when it is known at translation time
+        self.subgroup_size_used = False     # whether the code depends on it (see ir.Kernel)
         self.task_shared: list[ir.SharedArray] = []
         self.template_args = dict(template_args or {})
         self.arg_types = dict(arg_types or {})
@@ -220,7 +221,8 @@ class KernelLowering:
             task.name = name
         if not self.tasks:
             raise TranspileError(f"kernel {self.kernel.__name__} does nothing", loc)
-        return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params, self.tasks)
+        return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params, self.tasks,
+                         self.subgroup_size if self.subgroup_size_used else None)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args
@@ -606,6 +608,7 @@ class KernelLowering:
         if self.subgroup_size is None:
             raise self.error(node, "the subgroup size of this target is not known at translation time",
                              hint="pass subgroup_size=N to qd.translate (the device's size)")
+        self.subgroup_size_used = True
         return self.subgroup_size
 
     def check_writable(self, var: ir.Local, scope: Scope, node: ast.AST) -> None:

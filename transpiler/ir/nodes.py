@@ -373,3 +373,6 @@ class Kernel:
     loc: Loc
     params: list[Param]
     tasks: list[Task]
+    # The subgroup width the code was specialized to when it asked for one
+    # (subgroup.group_size() folded to a constant); None when it did not.
+    subgroup_size: int | None = None

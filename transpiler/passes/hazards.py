@@ -137,10 +137,15 @@ class _Levels:
 
     def subgroup_index(self, e: ir.BinOp) -> bool:
         """``tid // k`` (or ``tid >> s``) with k a multiple of the subgroup size."""
-        if self.subgroup_size is None or not isinstance(e.b, ir.Const):
+        if self.subgroup_size is None or not isinstance(e.b, ir.Const) or not e.type.is_int:
             return False
-        k = {"truncdiv": e.b.value, "floordiv": e.b.value, "rshift": 1 << e.b.value}.get(e.op)
-        return k is not None and k > 0 and k % self.subgroup_size == 0 and self.is_thread_index(e.a)
+        if e.op in ("truncdiv", "floordiv"):
+            k = e.b.value
+        elif e.op == "rshift" and 0 <= e.b.value < 63:
+            k = 1 << e.b.value
+        else:
+            return False
+        return k > 0 and k % self.subgroup_size == 0 and self.is_thread_index(e.a)
 
     def is_thread_index(self, e: ir.Expr) -> bool:
         if isinstance(e, ir.ThreadIndex):

@@ -70,11 +70,20 @@ class RaceError(KernelError):
 # ----------------------------------------------------------------------------- toolchain
 
 def cache_root() -> Path:
+    """Where built libraries are kept: $QD_CPU_CACHE, else the user's cache directory, else
+    (read-only home, as in some CI sandboxes) a per-user folder in the temp directory."""
     env = os.environ.get("QD_CPU_CACHE")
     if env:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "transpiler" / "cpu"
+    root = Path(base) / "transpiler" / "cpu"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if os.access(root, os.W_OK):
+            return root
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir()) / f"transpiler-cpu-{os.getuid()}"
 
 
 _compiler_ids: dict[str, str] = {}

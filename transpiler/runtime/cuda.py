@@ -13,6 +13,7 @@ from . import Backend, Launch
 
 class CudaBackend(Backend):
     name = "cuda"
+    subgroup_size = 32  # what lowering specializes subgroup.group_size() to: a warp
 
     def __init__(self, **options):
         try:

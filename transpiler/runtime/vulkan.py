@@ -41,7 +41,11 @@ FEATURE_STRUCTS = (
      ("storageBuffer16BitAccess",)),
     ("VkPhysicalDeviceVulkan12Features", "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES", None,
      ("storageBuffer8BitAccess", "shaderInt8", "shaderFloat16", "shaderBufferInt64Atomics",
-      "shaderSharedInt64Atomics", "vulkanMemoryModel", "vulkanMemoryModelDeviceScope")),
+      "shaderSharedInt64Atomics", "vulkanMemoryModel", "vulkanMemoryModelDeviceScope",
+      "shaderSubgroupExtendedTypes")),
+    ("VkPhysicalDeviceSubgroupSizeControlFeatures",
+     "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES", "VK_EXT_subgroup_size_control",
+     ("subgroupSizeControl", "computeFullSubgroups")),
     ("VkPhysicalDeviceShaderAtomicFloatFeaturesEXT",
      "VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT", "VK_EXT_shader_atomic_float",
      ("shaderBufferFloat32Atomics", "shaderBufferFloat32AtomicAdd", "shaderBufferFloat64Atomics",
@@ -56,6 +60,10 @@ FEATURE_STRUCTS = (
 DEVICE_RANK = ("VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU", "VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU",
                "VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU", "VK_PHYSICAL_DEVICE_TYPE_CPU",
                "VK_PHYSICAL_DEVICE_TYPE_OTHER")
+# VK_EXT_subgroup_size_control, core in Vulkan 1.3 under the same values; the `vulkan`
+# package leaves some of the extension's aliases None, hence the numbers.
+REQUIRE_FULL_SUBGROUPS_BIT = 0x2  # VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT
+SUBGROUP_OPERATIONS = ("BASIC", "VOTE", "ARITHMETIC", "BALLOT", "SHUFFLE", "SHUFFLE_RELATIVE", "CLUSTERED", "QUAD")
 PUSH_FORMATS = {"bool": "<I", "i32": "<i", "u32": "<I", "i64": "<q", "u64": "<Q", "f32": "<f", "f64": "<d"}
 
 
@@ -105,8 +113,8 @@ class Device:
         self.max_workgroup_size = limits.maxComputeWorkGroupSize[0]
         self.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations
         self.max_workgroups = limits.maxComputeWorkGroupCount[0]
-        self.subgroup_size = self._subgroup_size()
         self.extensions = {_text(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
+        self._subgroup_properties()
         self.features = self._create_device()
         self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
@@ -137,15 +145,30 @@ class Device:
             raise ToolchainMissing(f"a Vulkan {VULKAN_API[0]}.{VULKAN_API[1]} device{wanted}", INSTALL_HINT)
         return min(candidates, key=lambda c: c[:2])[2]
 
-    def _subgroup_size(self) -> int:
+    def _subgroup_properties(self) -> None:
+        """``subgroup_size`` (the default width), ``subgroup_operations`` (VK_SUBGROUP_FEATURE_
+        names usable in compute shaders) and ``subgroup_size_range`` (the widths a pipeline
+        may require; just the default without VK_EXT_subgroup_size_control for compute)."""
         vk, ffi = self.vk, self.ffi
         sub = ffi.new("VkPhysicalDeviceSubgroupProperties*")
         sub.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
         props2 = ffi.new("VkPhysicalDeviceProperties2*")
         props2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
         props2.pNext = sub
+        control = None
+        if "VK_EXT_subgroup_size_control" in self.extensions:
+            control = ffi.new("VkPhysicalDeviceSubgroupSizeControlProperties*")
+            control.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES
+            sub.pNext = control
         vk.vkGetPhysicalDeviceProperties2(self.physical, props2)
-        return int(sub.subgroupSize)
+        self.subgroup_size = int(sub.subgroupSize)
+        compute = bool(sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
+        self.subgroup_operations = frozenset(
+            name for name in SUBGROUP_OPERATIONS
+            if compute and sub.supportedOperations & getattr(vk, f"VK_SUBGROUP_FEATURE_{name}_BIT"))
+        self.subgroup_size_range = (self.subgroup_size, self.subgroup_size)
+        if control is not None and control.requiredSubgroupSizeStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
+            self.subgroup_size_range = (int(control.minSubgroupSize), int(control.maxSubgroupSize))
 
     def _feature_chain(self):
         """A VkPhysicalDeviceFeatures2 chain over the structs this device can fill:
@@ -329,14 +352,24 @@ class VulkanBackend(Backend):
 
     name = "vulkan"
 
-    def __init__(self, device: str | int | None = None, fast_math: bool = False, **_options):
+    def __init__(self, device: str | int | None = None, fast_math: bool = False, subgroup_size: int | None = None,
+                 **_options):
         self.device = get_device(device)
         self.fast_math = fast_math
+        dev = self.device
+        low, high = dev.subgroup_size_range
+        if subgroup_size is not None and (not low <= subgroup_size <= high or subgroup_size & (subgroup_size - 1)
+                                          or "subgroupSizeControl" not in dev.features) \
+                and subgroup_size != dev.subgroup_size:
+            raise DeviceUnsupported(f"{dev.name} cannot run compute shaders with subgroup size {subgroup_size} "
+                                    f"(it supports {low}..{high}, default {dev.subgroup_size})")
+        self._subgroup_size = subgroup_size or dev.subgroup_size
 
     @property
     def subgroup_size(self) -> int:
-        """What the device reports (lavapipe: 8); kernels must not assume 32."""
-        return self.device.subgroup_size
+        """The width kernels are specialized to: the device's (lavapipe: 8) unless
+        ``qd.init(arch="vulkan", subgroup_size=N)`` picked another the device can require."""
+        return self._subgroup_size
 
     # ---------------------------------------------------------------- compile
 
@@ -345,7 +378,8 @@ class VulkanBackend(Backend):
 
         dev, vk = self.device, self.device.vk
         fast_math = bool(options.get("fast_math", self.fast_math))
-        sources, manifest = GlslTarget().translate(kernel, {"fast_math": fast_math})
+        sources, manifest = GlslTarget().translate(kernel, {"fast_math": fast_math,
+                                                           "subgroup_size": self.subgroup_size})
         self._check_requirements(kernel, manifest)
         arrays = [p for p in manifest["params"] if p["kind"] == "ndarray"]
         set_layout = pipeline_layout = pool = dset = None
@@ -373,8 +407,10 @@ class VulkanBackend(Backend):
             sm_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
             module = vk.vkCreateShaderModule(dev.device, sm_info, None)
             modules.append(module)
+            required, flags = self._subgroup_control(manifest, e)
+            chain = {} if required is None else {"pNext": required}
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
-                                                       pName=e["entry"])
+                                                       pName=e["entry"], flags=flags, **chain)
             create = vk.VkComputePipelineCreateInfo(stage=stage, layout=pipeline_layout)
             pipelines[e["name"]] = vk.vkCreateComputePipelines(dev.device, None, 1, [create], None)[0]
         cb_info = vk.VkCommandBufferAllocateInfo(commandPool=dev.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
@@ -391,8 +427,35 @@ class VulkanBackend(Backend):
                              command_buffer, push_bytes, members, {p["name"]: p["binding"] for p in arrays},
                              written_arrays(kernel))
 
+    def _subgroup_control(self, manifest: dict, entry: dict):
+        """The pNext struct pinning a pipeline's subgroup width, and the stage flags, for code
+        specialized to one (None, 0 when the code does not care, or when the device cannot
+        pin it and its default width is the one)."""
+        dev, vk, ffi = self.device, self.device.vk, self.device.ffi
+        size = manifest["requirements"].get("required_subgroup_size")
+        low, high = dev.subgroup_size_range
+        if size is None:
+            return None, 0
+        if "subgroupSizeControl" not in dev.features or not low <= size <= high:
+            if size != dev.subgroup_size:
+                raise DeviceUnsupported(f"kernel {manifest['kernel']} is specialized to subgroup size {size}; "
+                                        f"{dev.name} runs {dev.subgroup_size} and cannot be asked for another")
+            return None, 0
+        required = ffi.new("VkPipelineShaderStageRequiredSubgroupSizeCreateInfo*")
+        required.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO
+        required.requiredSubgroupSize = size
+        flags = 0
+        if "computeFullSubgroups" in dev.features and entry["block_dim"] % size == 0:
+            # Block algorithms index subgroups as thread_idx // size: no partial subgroups.
+            flags = REQUIRE_FULL_SUBGROUPS_BIT
+        return required, flags
+
     def _check_requirements(self, kernel: ir.Kernel, manifest: dict) -> None:
         dev, req = self.device, manifest["requirements"]
+        missing_ops = [op for op in req.get("subgroup_operations", []) if op not in dev.subgroup_operations]
+        if missing_ops:
+            raise DeviceUnsupported(f"kernel {kernel.name} uses subgroup operations ({', '.join(missing_ops)}) that "
+                                    f"{dev.name} does not support in compute shaders")
         missing = [f for f in req["features"] if f not in dev.features]
         if missing:
             raise DeviceUnsupported(f"kernel {kernel.name} needs the Vulkan feature(s) {', '.join(missing)}, which "

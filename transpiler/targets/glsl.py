@@ -20,6 +20,9 @@ from .emit import EntryPoint, Target, shape_arg_names
 GLSL_VERSION = "450"
 VULKAN_VERSION = "1.2"
 SPIRV_VERSION = "1.5"  # what glslang emits for --target-env vulkan1.2
+# The subgroup width shaders are specialized to when the caller names none: NVIDIA's, and
+# what Metal (through MoltenVK) and most desktop drivers report.
+DEFAULT_SUBGROUP_SIZE = 32
 
 TYPES = {"bool": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int", "i64": "int64_t",
          "u8": "uint8_t", "u16": "uint16_t", "u32": "uint", "u64": "uint64_t",
@@ -86,6 +89,8 @@ FEATURES = {
     "shaderSharedInt64Atomics": ("GL_EXT_shader_atomic_int64", None),
     "shaderBufferFloat32AtomicAdd": _ATOMIC_FLOAT,
     "shaderSharedFloat32AtomicAdd": _ATOMIC_FLOAT,
+    # 64-bit integers in subgroup operations (Vulkan 1.2 core feature).
+    "shaderSubgroupExtendedTypes": ("GL_EXT_shader_subgroup_extended_types_int64", None),
 }
 # What using a dtype anywhere in a shader needs.
 TYPE_FEATURES = {"i8": "shaderInt8", "u8": "shaderInt8", "i16": "shaderInt16", "u16": "shaderInt16",
@@ -119,6 +124,25 @@ BITCASTS = {
 # grid.mem_fence: OpMemoryBarrier(Device, AcquireRelease | UniformMemory ...)).
 FENCES = {"subgroup": "groupMemoryBarrier();", "block": "groupMemoryBarrier();",
           "device": "memoryBarrier();", "system": "memoryBarrier();"}
+# Subgroup operations by the GL_KHR_shader_subgroup_<class> extension that declares them; the
+# same classes name the VkSubgroupFeatureFlagBits a device must report for compute.
+SUBGROUP_CLASSES = {
+    "invocation_id": "basic", "barrier": "basic", "shuffle": "shuffle", "shuffle_xor": "shuffle",
+    "shuffle_up": "shuffle_relative", "shuffle_down": "shuffle_relative", "broadcast": "ballot",
+    "ballot": "ballot", "all": "vote", "any": "vote",
+    **{f"{kind}_{op}": "arithmetic" for kind in ("reduce", "inclusive", "exclusive") for op in ("add", "min", "max")},
+}
+SUBGROUP_FUNCS = {
+    "shuffle": "subgroupShuffle", "shuffle_xor": "subgroupShuffleXor", "all": "subgroupAll", "any": "subgroupAny",
+    "reduce_add": "subgroupAdd", "reduce_min": "subgroupMin", "reduce_max": "subgroupMax",
+    **{f"{kind}_{op}": f"subgroup{kind.title()}{op.title()}" for kind in ("inclusive", "exclusive")
+       for op in ("add", "min", "max")},
+}
+SUBGROUP_FEATURE = "subgroup:"  # a note in `features`: this class of subgroup operations is used
+# The 32-bit type subgroup operations on a narrower value go through: the 8- and 16-bit
+# forms would need shaderSubgroupExtendedTypes and a GL_EXT extension per type.
+SUBGROUP_WIDE = {"i8": T.i32, "i16": T.i32, "u8": T.u32, "u16": T.u32, "f16": T.f32}
+
 # Scalars narrower than 32 bits travel widened in the push constants: 8/16-bit push-constant
 # members would need storagePushConstant8/16, which many devices lack.
 PUSH_WIDENED = {"i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32", "f16": "f32"}
@@ -223,6 +247,44 @@ class GlslDialect(Dialect):
     def fence(self, scope: str, loc: ir.Loc) -> str:
         return self.fences[scope]
 
+    def barrier(self, scope: str, loc: ir.Loc) -> str:
+        if scope == "subgroup":
+            return "subgroupBarrier();"
+        # barrier() alone makes only shared memory visible to the workgroup; block.sync()
+        # promises it for buffer writes too, as __syncthreads() does.
+        return "groupMemoryBarrier(); barrier();"
+
+    def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
+        r.features.add(SUBGROUP_FEATURE + SUBGROUP_CLASSES[e.op])
+        if e.op == "invocation_id":
+            return "int(gl_SubgroupInvocationID)"
+        if e.op == "ballot":
+            # subgroupBallot gives one bit per lane in a uvec4; lanes 0-63 are .x and .y.
+            return f"packUint2x32(subgroupBallot({args[0]}).xy)"
+        if e.op in ("all", "any"):
+            return f"{SUBGROUP_FUNCS[e.op]}({args[0]})"
+        t = e.type
+        value = args[0]
+        wide = SUBGROUP_WIDE.get(t.name)
+        if wide is not None:
+            value = f"{TYPES[wide.name]}({value})"
+        elif t.is_int and t.bits == 64:
+            r.features.add("shaderSubgroupExtendedTypes")
+        ht = wide or t
+        if e.op == "broadcast" and isinstance(e.args[1], ir.Const):
+            text = f"subgroupBroadcast({value}, {args[1]})"
+        elif e.op == "broadcast":
+            # subgroupBroadcast wants a constant lane; a run-time one is a shuffle.
+            r.features.add(SUBGROUP_FEATURE + "shuffle")
+            text = f"subgroupShuffle({value}, {args[1]})"
+        elif e.op in ("shuffle_up", "shuffle_down"):
+            text = f"{r.helper(e.op, ht)}({value}, {args[1]})"
+        elif e.op in ("shuffle", "shuffle_xor"):
+            text = f"{SUBGROUP_FUNCS[e.op]}({value}, {args[1]})"
+        else:
+            text = f"{SUBGROUP_FUNCS[e.op]}({value})"
+        return text if wide is None else f"{TYPES[t.name]}({text})"
+
     def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
         t = e.type
         if t is T.bool_ and e.op in ("bitand", "bitor", "bitxor"):
@@ -258,6 +320,7 @@ class GlslRenderer(Renderer):
     widened: dict[int, str] = field(default_factory=dict)  # id(param) -> its dtype as written
     aliases: dict[tuple[int, str, str], dict] = field(default_factory=dict)
     coherent: bool = False  # a device-scope fence or a volatile load needs coherent buffers
+    shared_decls: list[str] = field(default_factory=list)  # file-scope `shared` declarations
     precise: bool = True    # see GlslTarget.translate
 
     def sanitize(self, name: str) -> str:
@@ -307,6 +370,11 @@ class GlslRenderer(Renderer):
         # access (and the buffer Coherent), which no driver caches, hoists or merges.
         self.coherent = True
         return self.alias_ref(e.array, e.type, "volatile", self.linear_index(e.array, e.indices)), PREC_PRIMARY
+
+    def stmt_Barrier(self, st: ir.Barrier, depth: int) -> None:
+        if st.scope == "subgroup":
+            self.features.add(SUBGROUP_FEATURE + "basic")
+        super().stmt_Barrier(st, depth)
 
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
         if st.scope in ("device", "system"):
@@ -391,6 +459,23 @@ class GlslTarget(Target):
         r.layout = {"buffers": buffers, "push_constants": push}
         return [f"{b['ctype']} {b['name']}[]" for b in buffers] + [f"{m['ctype']} {m['name']}" for m in push]
 
+    def subgroup_size(self, options: dict) -> int:
+        """The subgroup width the shaders are specialized to: the ``subgroup_size`` option
+        (the device's, e.g. 8 on lavapipe, 32 on NVIDIA, 64 on AMD wave64), else 32."""
+        size = options.get("subgroup_size")
+        if size is None:
+            return DEFAULT_SUBGROUP_SIZE
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 128 or size & (size - 1):
+            raise TranspileError(f"subgroup_size={size!r}: Vulkan subgroup sizes are powers of two from 1 to 128")
+        return size
+
+    def declare_shared(self, r: GlslRenderer, task: ir.Task) -> None:
+        # GLSL allows `shared` variables only at global scope.
+        for array in task.shared:
+            name = r.declare_name(array, array.name)
+            size = " * ".join(str(n) for n in array.type.shape)
+            r.shared_decls.append(f"shared {r.type(array.type.dtype, array.loc)} {name}[{size}];{r.comment(array.loc)}")
+
     def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
         entry, r = super().render_entry(kernel, task, options)
         bindings = array_bindings(kernel)
@@ -399,7 +484,8 @@ class GlslTarget(Target):
         aliases = [dict(a, binding=bindings[id(a["param"])],
                         qualifier=a["qualifier"] + " " if a["qualifier"] else qualifier)
                    for a in sorted(r.aliases.values(), key=lambda a: (bindings[id(a["param"])], a["name"]))]
-        entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.layout["push_constants"])
+        entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.layout["push_constants"],
+                            shared=r.shared_decls)
         return entry, r
 
     def param_manifest(self, kernel: ir.Kernel) -> list[dict]:
@@ -425,14 +511,18 @@ class GlslTarget(Target):
 
     def requirements(self, features: set[str], used_types: set[str]) -> dict:
         vk = vulkan_features(features, used_types)
+        ops = subgroup_classes(features)
         return {
             "vulkan": VULKAN_VERSION,
             "glsl": GLSL_VERSION,
             "spirv": SPIRV_VERSION,
-            "extensions": glsl_extensions(vk),
+            "extensions": glsl_extensions(vk, features),
             "device_extensions": sorted({FEATURES[f][1] for f in vk if FEATURES[f][1]}),
             "features": vk,
             "f64_functions_in_f32": sorted(f[len(F64_VIA_F32):] for f in features if f.startswith(F64_VIA_F32)),
+            # VkPhysicalDeviceSubgroupProperties::supportedOperations must include these
+            # (VK_SUBGROUP_FEATURE_<NAME>_BIT) with supportedStages including compute.
+            "subgroup_operations": [c.upper() for c in ops],
         }
 
     def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
@@ -442,6 +532,16 @@ class GlslTarget(Target):
         # `precise` also forbids fusing a * b + c into an fma, which CUDA does by default.
         self.fast_math = bool(options.get("fast_math"))
         sources, manifest = super().translate(kernel, options)
+        size = self.subgroup_size(options)
+        req = manifest["requirements"]
+        if kernel.subgroup_size is not None or req["subgroup_operations"]:
+            # The shaders are correct only at this width: a host must run them with it (Vulkan
+            # 1.3 / VK_EXT_subgroup_size_control: requiredSubgroupSize on the stage, and full
+            # subgroups), or on a device whose subgroupSize it is.
+            manifest["subgroup_size"] = size
+            req["required_subgroup_size"] = size
+        else:
+            manifest["subgroup_size"] = None
         _, size = push_constant_layout(kernel)
         # Vulkan guarantees only 128 bytes of push constants (maxPushConstantsSize).
         manifest["requirements"]["push_constant_bytes"] = size
@@ -450,7 +550,7 @@ class GlslTarget(Target):
         return sources, manifest
 
     def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
-        extensions = glsl_extensions(vulkan_features(features, used_types))
+        extensions = glsl_extensions(vulkan_features(features, used_types), features)
         if any(line.lstrip().startswith("#line") for e in entries for line in e.lines):
             # Core GLSL's #line takes a source-string number; a file name needs this extension.
             extensions = sorted(extensions + ["GL_GOOGLE_cpp_style_line_directive"])
@@ -468,5 +568,13 @@ def vulkan_features(features: set[str], used_types: set[str]) -> list[str]:
     return sorted(out)
 
 
-def glsl_extensions(vk_features: list[str]) -> list[str]:
-    return sorted({FEATURES[f][0] for f in vk_features if FEATURES[f][0]})
+def glsl_extensions(vk_features: list[str], features: set[str] = frozenset()) -> list[str]:
+    subgroup = subgroup_classes(features)
+    return sorted({FEATURES[f][0] for f in vk_features if FEATURES[f][0]}
+                  | {f"GL_KHR_shader_subgroup_{c}" for c in subgroup})
+
+
+def subgroup_classes(features: set[str]) -> list[str]:
+    """The subgroup operation classes used; every other class builds on "basic"."""
+    used = {f[len(SUBGROUP_FEATURE):] for f in features if f.startswith(SUBGROUP_FEATURE)}
+    return sorted(used | {"basic"}) if used else []

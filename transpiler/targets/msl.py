@@ -16,6 +16,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .base import Helper, Renderer, f32_repr, float_text
+from .cuda import identity_value
 from .cxx import CXX_KEYWORDS, CxxDialect
 from .emit import EntryPoint, Target, shape_arg_names
 
@@ -41,6 +42,26 @@ FLOAT_ATOMIC_OPS = ("add", "exchange")
 THREAD_ATTRIBUTES = ("thread_position_in_threadgroup", "threadgroup_position_in_grid",
                      "threads_per_threadgroup", "threadgroups_per_grid")
 BASE_MSL_VERSION, FLOAT_ATOMIC_MSL_VERSION = "2.1", "3.0"
+# atomic_thread_fence(mem_flags, memory_order, thread_scope), the only fence that is not also
+# a barrier (threadgroup_barrier in divergent code is undefined), came with Metal 3.2.
+FENCE_MSL_VERSION = "3.2"
+# The lane's index in its SIMD-group, added to an entry point's signature when it is read.
+LANE_ATTRIBUTE = "thread_index_in_simdgroup"
+
+# Subgroups are SIMD-groups. Lane and offset arguments are ushort in Metal.
+SIMD_FUNCS = {
+    "shuffle": "simd_shuffle", "shuffle_up": "simd_shuffle_up", "shuffle_down": "simd_shuffle_down",
+    "shuffle_xor": "simd_shuffle_xor", "all": "simd_all", "any": "simd_any",
+    "reduce_add": "simd_sum", "reduce_min": "simd_min", "reduce_max": "simd_max",
+    "inclusive_add": "simd_prefix_inclusive_sum", "exclusive_add": "simd_prefix_exclusive_sum",
+}
+# Both memory kinds: block.sync() makes device writes visible to the block too, as
+# __syncthreads() does, and a SIMD-group barrier does the same for its lanes.
+BARRIERS = {"block": "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);",
+            "subgroup": "simdgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);"}
+# Metal has no system scope (no host-coherent device memory to order against).
+FENCE_SCOPES = {"subgroup": "thread_scope_simdgroup", "block": "thread_scope_threadgroup",
+                "device": "thread_scope_device", "system": "thread_scope_device"}
 
 _VECTOR_BASES = "bool char uchar short ushort int uint long ulong half float bfloat".split()
 METAL_WORDS = frozenset("""
@@ -75,7 +96,8 @@ class MslDialect(CxxDialect):
     subgroup_size = 32  # the SIMD-group width of every Apple GPU
     types = TYPES
     int_suffix = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
-    reserved = CXX_KEYWORDS | METAL_WORDS | frozenset(THREAD_ATTRIBUTES) | frozenset(FLOAT_FUNCS.values())
+    reserved = CXX_KEYWORDS | METAL_WORDS | frozenset(THREAD_ATTRIBUTES + (LANE_ATTRIBUTE,)) \
+        | frozenset(FLOAT_FUNCS.values())
     thread_index = {
         "thread_idx": "int(thread_position_in_threadgroup)",
         "block_idx": "int(threadgroup_position_in_grid)",
@@ -113,6 +135,56 @@ class MslDialect(CxxDialect):
         if e.fn in ("popcnt", "clz") and t.name != "i32":
             text = f"int({text})"
         return text
+
+    def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
+        return f"as_type<{self.types[dst.name]}>({text})"
+
+    def barrier(self, scope: str, loc: ir.Loc) -> str:
+        return BARRIERS[scope]
+
+    def fence(self, scope: str, loc: ir.Loc) -> str:
+        # Ordering device memory for other threadgroups also covers their threadgroup memory
+        # (they have none of ours), so both kinds for every scope.
+        return (f"atomic_thread_fence(mem_flags::mem_device | mem_flags::mem_threadgroup, memory_order_seq_cst, "
+                f"{FENCE_SCOPES[scope]});")
+
+    def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
+        size = " * ".join(str(n) for n in array.type.shape)
+        return f"threadgroup {r.type(array.type.dtype)} {name}[{size}];"
+
+    def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
+        return f"{r.helper('volatile_load', e.type)}(&{ref})"
+
+    def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
+        t = e.type
+        if e.op == "invocation_id":
+            r.features.add("simd_lane")
+            return f"int({LANE_ATTRIBUTE})"
+        if e.op == "ballot":
+            # simd_ballot gives a simd_vote; its vote_t is the 64-bit lane mask.
+            return f"ulong(simd_vote::vote_t(simd_ballot({args[0]})))"
+        if e.op in ("all", "any"):
+            return f"{SIMD_FUNCS[e.op]}({args[0]})"
+        if t.bits == 64:
+            raise TranspileError(f"subgroup.{e.op} on {t.name} is not supported on the msl target: SIMD-group "
+                                 "functions take 8-, 16- and 32-bit values", e.loc, hint="use a 32-bit type")
+        ct = self.compute_type(t)
+        value = args[0] if ct == t else self.cast(args[0], ct)
+        if e.op == "broadcast":
+            # simd_broadcast wants a lane the whole SIMD-group agrees on; a run-time one may not be.
+            fn = "simd_broadcast" if isinstance(e.args[1], ir.Const) else "simd_shuffle"
+            return f"{fn}({value}, ushort({args[1]}))"
+        if e.op.startswith("shuffle"):
+            return f"{SIMD_FUNCS[e.op]}({value}, ushort({args[1]}))"
+        if e.op in SIMD_FUNCS:
+            return f"{SIMD_FUNCS[e.op]}({value})"
+        # Metal has prefix sums only: min and max scans are helpers over shuffles.
+        kind, op = e.op.split("_")
+        extra = {}
+        if kind == "exclusive":
+            r.helper(f"subgroup_inclusive_{op}", ct)
+            extra["identity"] = self.literal(identity_value(op, ct), ct)
+        return f"{r.helper('subgroup_' + e.op, ct, **extra)}({value})"
 
     def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
         t = e.type
@@ -200,9 +272,16 @@ def _strip_comment(line: str) -> str:
     return line.split("//", 1)[0]
 
 
+class MslRenderer(Renderer):
+    def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
+        self.features.add("fence")
+        super().stmt_Fence(st, depth)
+
+
 class MslTarget(Target):
     name = "msl"
     dialect = MslDialect()
+    renderer_class = MslRenderer
     template = "msl/module.metal.j2"
     file_ext = ".metal"
 
@@ -213,6 +292,8 @@ class MslTarget(Target):
 
     @property
     def msl_version(self) -> str:
+        if "fence" in self.features:
+            return FENCE_MSL_VERSION
         return FLOAT_ATOMIC_MSL_VERSION if "atomic_float" in self.features else BASE_MSL_VERSION
 
     @property
@@ -285,6 +366,8 @@ class MslTarget(Target):
 
     def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
         entry, r = super().render_entry(kernel, task, options)
+        if "simd_lane" in r.features:
+            entry.params.append(f"uint {LANE_ATTRIBUTE} [[{LANE_ATTRIBUTE}]]")
         self.features |= r.features
         body = "\n".join(_strip_comment(line) for line in entry.lines)
         copies = [f"const {self.dialect.types[m.dtype.name]} {m.name} = params.{m.name};{r.comment(m.loc)}"

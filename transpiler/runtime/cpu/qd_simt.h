@@ -7,13 +7,22 @@
 //
 // Execution model: the threads of one block run as fibers on one OS thread, switched only
 // at barriers, warp collectives and (every few thousand iterations) loop back-edges; blocks
-// run one after another in index order. Because a single OS thread runs one block at a
-// time, a function-local `static` is exactly one instance per running block, which is how
-// `__shared__` is provided: the generated text keeps `__shared__ T x[N];` inside the body.
+// run one after another in index order.
 //
-// Macros this header defines for the generated text: QD_SIMT_EMULATOR (templates test it
-// where the GPU spelling cannot run on a host, e.g. the PTX `asm` in qd_half), and, in HIP
-// mode (-DQD_EMU_HIP), __HIPCC_RTC__ so the source takes its hipRTC branch with no includes.
+// What the preprocessor does to the generated text (the text itself is not touched):
+//   - `__shared__` becomes a function-local `static` in section "qd_shared". One OS thread
+//     runs one block at a time, so a static is exactly one instance per running block; the
+//     section bounds let the scheduler fill it with garbage at each block start, as a GPU's.
+//   - barriers and warp collectives are macros that pass __LINE__, so a deadlock names the
+//     generated line, which carries its `// file.py:LINE` comment.
+//   - `for` and `while` are macros that count iterations: every few thousand the fiber
+//     yields (a thread spinning on another thread of its block lets it run) and polls the
+//     watchdog (a spin on something that never happens is reported with its line).
+//   - int32_t & co. are renamed, because a host header may already have declared int64_t
+//     as `long` where the generated prelude says `long long`.
+// It defines QD_SIMT_EMULATOR for templates that must spell something differently on the
+// host (the PTX `asm` in the CUDA qd_half), and in HIP mode (-DQD_EMU_HIP) __HIPCC_RTC__,
+// so the source takes its hipRTC branch and includes nothing.
 #ifndef QD_SIMT_H
 #define QD_SIMT_H
 
@@ -28,8 +37,8 @@
 #endif
 
 // ----------------------------------------------------------------------------- runtime ABI
-// Shared between the kernel TU and qd_simt_rt.cpp; plain C so the library can be rebuilt
-// independently of any kernel.
+// Shared between the kernel TU and qd_simt_rt.cpp, with C linkage: the library is built
+// once and serves every kernel.
 
 extern "C" {
 
@@ -419,7 +428,7 @@ template <class T> inline T __hip_atomic_exchange(T* p, T v, int, int) {
     __atomic_exchange(p, &v, &old, QD_EMU_ATOMIC_ORDER);
     return old;
 }
-template <class T> inline T __hip_atomic_load(T* p, int, int) {
+template <class T> inline T __hip_atomic_load(const T* p, int, int) {
     T v;
     __atomic_load(p, &v, QD_EMU_ATOMIC_ORDER);
     return v;

@@ -758,15 +758,15 @@ namespace {
 
 // A collective whose members are "the lanes that got here" (__activemask, HIP's mask-free
 // __shfl/__ballot): it completes once every other lane of the warp is somewhere else for
-// good: finished, waiting at a barrier or another collective, or spinning. That is what a
-// GPU's active mask is at that point: the lanes that took this path together.
+// good: finished, or waiting at a barrier or another collective. That is what a GPU's
+// active mask is at that point: the lanes that took this path together. (A lane that only
+// yielded at a loop back-edge is still on its way, possibly to this very call.)
 bool converged(unsigned w, const Group& g) {
     unsigned base = w * warp_size;
     for (unsigned l = 0; l < warp_size; ++l) {
         if (!((warps[w].existing >> l) & 1) || ((g.arrived >> l) & 1)) continue;
         const Fiber& o = fibers[base + l];
-        bool elsewhere = o.state == DONE || o.state == BLOCKED || (o.state == READY && o.wait == W_SPIN);
-        if (!elsewhere) return false;
+        if (o.state != DONE && o.state != BLOCKED) return false;
     }
     return true;
 }
@@ -889,7 +889,6 @@ QD_EXPORT void qd_emu_tick_slow(int line) {
         f->state = READY;
         f->wait = W_SPIN;
         push(f);
-        warp_changed(f->tid / warp_size);
         suspend(f);
         f->wait = W_NONE;
     }
@@ -903,7 +902,6 @@ QD_EXPORT void qd_emu_yield(int line) {
         f->state = READY;
         f->wait = W_SPIN;
         push(f);
-        warp_changed(f->tid / warp_size);
         suspend(f);
         f->wait = W_NONE;
     }
