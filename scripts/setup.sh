@@ -20,6 +20,7 @@ PIP_TOOLCHAINS=(
   pytest jsonschema
   nvidia-cuda-nvrtc nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump   # NVRTC, ptxas, nvdisasm, cuobjdump
   nvidia-cuda-runtime                              # cuda.h, cuda_runtime_api.h: the C++ headers' launch helpers
+  nvidia-nvshmem-cu13                              # qd.shmem: NVSHMEM headers + libraries (brings nvidia-cuda-cccl)
   vulkan                                           # Vulkan from Python (cffi)
 )
 

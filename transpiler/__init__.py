@@ -2,7 +2,7 @@
 
 ``import transpiler as qd`` gives the whole kernel language, spelled as in Quadrants.
 """
-from . import math, simt, types  # noqa: F401
+from . import math, shmem, simt, types  # noqa: F401
 from .errors import TranspileError  # noqa: F401
 from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,

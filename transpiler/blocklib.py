@@ -45,6 +45,16 @@ def identity(op, dtype):
 
 
 @comptime
+def _pow2(n):
+    return n > 0 and n & (n - 1) == 0
+
+
+@comptime
+def _log2(n):
+    return n.bit_length() - 1
+
+
+@comptime
 def _subgroups(block_dim, size):
     if block_dim % size != 0:
         raise ValueError(f"block_dim {block_dim} must be a positive multiple of the subgroup size {size}")
@@ -74,10 +84,12 @@ def _subgroup_reduce(value, op: qd.template()):
     elif qd.static(op == "max"):
         return subgroup.reduce_max(value)
     else:
+        # Pairs, then pairs of pairs: lane 0 folds the lanes in order (a user's operator
+        # need not commute), and hands its result to every lane.
         v = value
         for k in qd.static(range(subgroup.log2_group_size())):
-            v = op(v, subgroup.shuffle_xor(v, qd.u32(subgroup.group_size() >> (k + 1))))
-        return v
+            v = op(v, subgroup.shuffle_xor(v, qd.u32(1 << k)))
+        return subgroup.broadcast(v, qd.u32(0))
 
 
 @qd.func
@@ -101,23 +113,37 @@ def _subgroup_inclusive(value, op: qd.template()):
 @qd.func
 def _block_fold(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template()):
     """The fold of ``value`` over the block, in every thread."""
+    n = qd.static(_subgroups(block_dim, subgroup.group_size()))
+    if qd.static(n > 1):
+        # The barrier before publishing goes first: past it the subgroup is known to be
+        # converged, so nvcc drops the divergent fallback of every shuffle (BRA.DIV).
+        block.sync()
     v = _subgroup_reduce(qd.cast(value, dtype), op)
-    if qd.static(block_dim > subgroup.group_size()):
-        n = qd.static(_subgroups(block_dim, subgroup.group_size()))
+    if qd.static(n > 1):
         partials = block.SharedArray((n,), dtype)
         tid = block.thread_idx()
-        lane = tid % subgroup.group_size()
-        block.sync()
+        # The thread index is never negative: masks and shifts, not C's signed % and /
+        # (four SASS instructions each way on sm_90).
+        lane = tid & (subgroup.group_size() - 1)
         if lane == 0:
-            partials[tid // subgroup.group_size()] = v
+            partials[tid >> subgroup.log2_group_size()] = v
         block.sync()
-        if qd.static(isinstance(op, str)):
+        if qd.static(isinstance(op, str) and dtype.is_float and n <= subgroup.group_size() and _pow2(n)):
+            # Every aligned group of n lanes holds all n partials, so an xor butterfly over
+            # log2(n) lanes leaves the total in every lane: 3 shuffles for 8 warps instead
+            # of a full-width reduce of mostly identities (integers keep the native
+            # subgroup reduce, one REDUX on sm_80+).
+            v = _tiled_reduce(partials[lane & (n - 1)], qd.static(_log2(n)), op)
+        elif qd.static(isinstance(op, str)):
             # Lanes fold the published values in parallel, then across the subgroup.
             acc = identity(op, dtype)
             for k in qd.static(range(0, n, subgroup.group_size())):
                 if lane + k < n:
-                    acc = _combine(op, acc, partials[lane + k])
-            v = _subgroup_reduce(acc, op) if qd.static(n > 1) else acc
+                    if qd.static(k == 0):
+                        acc = partials[lane]
+                    else:
+                        acc = _combine(op, acc, partials[lane + k])
+            v = _subgroup_reduce(acc, op)
         else:
             # A user operator has no known identity: fold in order, in every thread.
             v = partials[0]
@@ -127,9 +153,32 @@ def _block_fold(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
 
 
 @qd.func
+def _scan_totals(totals: qd.template(), lane, n: qd.template(), op: qd.template(), dtype: qd.template()):
+    """Lane k < n gets the inclusive scan of totals[0..k]."""
+    if qd.static(_pow2(n)):
+        # Only lanes < n are read back: log2(n) steps suffice (2 on wave64 with 4 waves
+        # instead of 6), and lanes >= n may read any slot (lane & (n - 1) keeps the load in
+        # bounds and unpredicated).
+        v = totals[lane & (n - 1)]
+        for k in qd.static(range(_log2(n))):
+            other = subgroup.shuffle_up(v, qd.u32(1 << k))
+            if subgroup.invocation_id() >= (1 << k):
+                v = _combine(op, other, v)
+        return v
+    else:
+        t = identity(op, dtype)
+        if lane < n:
+            t = totals[lane]
+        return _subgroup_inclusive(t, op)
+
+
+@qd.func
 def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template(), inclusive: qd.template(),
                 ident):
     """Inclusive (or exclusive, seeded with ``ident``) scan of ``value`` over the block."""
+    n = qd.static(_subgroups(block_dim, subgroup.group_size()))
+    if qd.static(n > 1):
+        block.sync()  # first, as in _block_fold
     x = qd.cast(value, dtype)
     incl = _subgroup_inclusive(x, op)
     result = incl
@@ -137,21 +186,30 @@ def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
         result = subgroup.shuffle_up(incl, qd.u32(1))
         if subgroup.invocation_id() == 0:
             result = ident
-    if qd.static(block_dim > subgroup.group_size()):
-        n = qd.static(_subgroups(block_dim, subgroup.group_size()))
+    if qd.static(n > 1):
         totals = block.SharedArray((n,), dtype)
         tid = block.thread_idx()
-        sub = tid // subgroup.group_size()
-        block.sync()
-        if tid % subgroup.group_size() == subgroup.group_size() - 1:
+        sub = tid >> subgroup.log2_group_size()
+        if tid & (subgroup.group_size() - 1) == subgroup.group_size() - 1:
             totals[sub] = incl
         block.sync()
-        # Every earlier subgroup's total, folded in front of this subgroup's own scan
-        # (ident is op's identity, so the first subgroup is unchanged).
-        prefix = ident
-        for k in range(sub):
-            prefix = _combine(op, prefix, totals[k])
-        result = _combine(op, prefix, result)
+        if qd.static(isinstance(op, str) and n <= subgroup.group_size()):
+            # Every subgroup scans the totals itself and takes the entry before its own: a
+            # few shuffles, no branches. (A loop bounded by `sub` compiles to an unrolled
+            # ladder of branches; a select per total, to predicates the compiler hoists out
+            # of the task loop and then spills.) With n a power of two, each aligned group
+            # of n lanes holds all the totals and log2(n) shuffle steps do.
+            scanned = _scan_totals(totals, tid & (subgroup.group_size() - 1), n, op, dtype)
+            # (sub - 1) & (n - 1): lane n - 1 for the first subgroup, whose prefix is the identity.
+            before = subgroup.shuffle(scanned, qd.u32((sub - 1) & (n - 1)))
+            result = _combine(op, qd.select(sub > 0, before, identity(op, dtype)), result)
+        elif sub > 0:
+            # Every earlier subgroup's total, folded in front of this subgroup's own scan. No
+            # identity needed: inclusive_scan's user operator has none.
+            prefix = totals[0]
+            for k in range(1, sub):
+                prefix = _combine(op, prefix, totals[k])
+            result = _combine(op, prefix, result)
     return result
 
 
@@ -381,6 +439,8 @@ def radix_rank_match_atomic_or(key, block_dim: qd.template(), radix_bits: qd.tem
     lane = tid % size
     sub = tid // size
     digit = qd.i32((qd.u32(key) >> qd.u32(bit_start)) & ((qd.u32(1) << qd.u32(num_bits)) - qd.u32(1)))
+    # Called in a loop, the previous call's threads may still be reading counts.
+    block.sync()
     for k in range(tid, n_sub * digits, block_dim):
         counts[k // digits, k % digits] = 0
     same = subgroup.ballot(True)

@@ -102,6 +102,7 @@ def translations(args) -> list:
     targets = parse_targets(args.target)
     options = {"template_args": parse_templates(args.template),
                "line_directives": getattr(args, "line_directives", False), "wave32": args.wave32,
+               "subgroup_size": args.subgroup_size,
                "no_hazards": args.no_hazards, "warn": False}
     out, shown = [], set()
     for k in picked:
@@ -203,6 +204,16 @@ def cmd_targets(args) -> int:
     return EXIT_OK
 
 
+def subgroup_size_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 128 or n & (n - 1):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a subgroup size (a power of two from 1 to 128)")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="transpiler", description="Python GPU kernels to CUDA, HIP, GLSL and Metal source.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -215,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--template", action="append", metavar="NAME=VALUE",
                         help="the value of a qd.template() parameter, as a Python literal")
         sp.add_argument("--wave32", action="store_true", help="HIP: compile for 32-wide wavefronts (RDNA)")
+        sp.add_argument("--subgroup-size", type=subgroup_size_arg, metavar="N",
+                        help="the subgroup width to specialize to where a target has a choice: GLSL the "
+                             "Vulkan device's (default 32), HIP 64 or 32 (= --wave32); CUDA and Metal are 32")
         sp.add_argument("--no-hazards", action="store_true",
                         help="skip the SIMT hazard checker (a `# qd: ignore-hazard` comment silences one line)")
 

@@ -33,7 +33,6 @@ NULL EOF offsetof assert errno stdin stdout stderr unix linux major minor
 GRID_FUNCTIONS = ("floordiv", "mod", "min", "max", "abs")
 # Namespaces the header itself puts under qd::.
 RESERVED_NAMESPACES = frozenset({"embed"})
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|(<<|>>|[-+*/%&|^(),]))")
 
 
@@ -168,7 +167,6 @@ def common_context(sources: dict[str, str], manifest: dict) -> dict:
         "language": first[0][3:].split(". Generated", 1)[0] if first and first[0].startswith("// ") else target,
         "files": files, "entries": entries, "params": params, "members": members,
         "requirements": manifest["requirements"], "subgroup_size": manifest["subgroup_size"],
-        "uses_params": any(x for e in entries for x in e["extent"]),
         "cstr": c_string, "strings": string_array,
     }
 

@@ -74,13 +74,15 @@ def template(element_type=object, ndim=None) -> Template:
 class NdarrayAnnotation:
     dtype: DType | None = None
     ndim: int | None = None
+    symmetric: bool = False  # on NVSHMEM's symmetric heap: see qd.shmem.symmetric
 
 
 class _NdarrayFactory:
     """``qd.types.ndarray(dtype=..., ndim=...)`` and ``qd.types.NDArray[dtype, ndim]``."""
 
-    def __call__(self, dtype: DType | None = None, ndim: int | None = None, **_ignored) -> NdarrayAnnotation:
-        return NdarrayAnnotation(dtype, ndim)
+    def __call__(self, dtype: DType | None = None, ndim: int | None = None, symmetric: bool = False,
+                 **_ignored) -> NdarrayAnnotation:
+        return NdarrayAnnotation(dtype, ndim, bool(symmetric))
 
     def __getitem__(self, item) -> NdarrayAnnotation:
         if isinstance(item, tuple):

@@ -25,7 +25,10 @@ EVIDENCE = {
         "An acq_rel device fence (`__nv_atomic_thread_fence`) is `MEMBAR.ALL.GPU` with the same three "
         "companions, so it saves nothing measurable and loses sequential consistency; we keep `__threadfence()`.",
         "`block.mem_fence()` is `__threadfence_block()`: one `MEMBAR.SC.CTA`.",
-        "`system.mem_fence()` would be `__threadfence_system()`: `MEMBAR.SC.SYS` + `ERRBAR` + `CGAERRBAR` + `CCTL.IVALL`.",
+        "`system.mem_fence()` is `__threadfence_system()`: `MEMBAR.SC.SYS` + `ERRBAR` + `CGAERRBAR` + `CCTL.IVALL` "
+        "(HIP: `__threadfence_system()` too; GLSL and Metal have no system scope: a located error).",
+        "`qd.shmem` routines are NVSHMEM device calls typed per dtype (`nvshmem_float_put`, "
+        "`nvshmem_int_atomic_fetch_add`, `nvshmem_int_wait_until`, ...); CUDA only, with -rdc=true (see docs/manifest.md).",
         "Float min/max, `atomic_mul` and f16 add are CAS loops over `atomicCAS` on the same-width unsigned "
         "integer (16-bit `atomicCAS` needs sm_70); the new value follows minNum/maxNum (a NaN operand loses).",
     ],

@@ -56,6 +56,12 @@ grid = SimpleNamespace(
     mem_fence=_marker("grid.mem_fence", "Order this thread's memory accesses as seen by every thread of the launch."),
     memfence=_marker("grid.memfence", "Deprecated alias of grid.mem_fence()."),
 )
+# System scope: the host and other devices too (mapped host memory, peer GPUs, NVSHMEM
+# buffers another PE reads directly). CUDA and HIP only: Vulkan and Metal have no such scope.
+system = SimpleNamespace(
+    mem_fence=_marker("system.mem_fence", "Order this thread's memory accesses as seen by the host and other "
+                                          "devices (CUDA/HIP __threadfence_system())."),
+)
 
 
 def _install_block_algorithms() -> None:

@@ -46,10 +46,16 @@ def lower(kernel: lang.Kernel, template_args: dict | None = None, arg_types: dic
     from .frontend.lower import lower_kernel
 
     cache = kernel.__dict__.setdefault("_ir_cache", {})
-    key = (_freeze(template_args), _freeze(arg_types), subgroup_size)
-    hit = cache.get(key)
+    base = (_freeze(template_args), _freeze(arg_types))
+    hit = cache.get(base + (subgroup_size,))
     if hit is None:
-        hit = cache[key] = lower_kernel(kernel, template_args, arg_types, subgroup_size)
+        hit = cache.get(base + ("any width",))
+    if hit is None:
+        hit = lower_kernel(kernel, template_args, arg_types, subgroup_size)
+        # IR that never asked for the subgroup width is the same at every width: one
+        # lowering then serves hip (64) as well as cuda, glsl and msl (32).
+        width = subgroup_size if hit.subgroup_size is not None else "any width"
+        cache[base + (width,)] = hit
     return hit
 
 

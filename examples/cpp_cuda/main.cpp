@@ -214,7 +214,9 @@ template <class T>
 struct DeviceArray {
     CUdeviceptr ptr = 0;
     std::size_t n = 0;
-    explicit DeviceArray(std::size_t count) : n(count) { CU_CHECK(driver->cuMemAlloc(&ptr, sizeof(T) * std::max<std::size_t>(n, 1))); }
+    explicit DeviceArray(std::size_t count) : n(count) {
+        CU_CHECK(driver->cuMemAlloc(&ptr, sizeof(T) * std::max<std::size_t>(n, 1)));
+    }
     ~DeviceArray() { driver->cuMemFree(ptr); }
     DeviceArray(const DeviceArray&) = delete;
     DeviceArray& operator=(const DeviceArray&) = delete;

@@ -1,5 +1,5 @@
 """The kernels the C++ host examples (cpp_vulkan, cpp_cuda) embed and run: a kernel of
-several tasks, and a reduction."""
+several tasks, and a reduction with block-level primitives."""
 import transpiler as qd
 
 vec = qd.types.ndarray(dtype=qd.f32, ndim=1)
@@ -25,15 +25,35 @@ def standardize(x: vec, stats: vec, y: vec, tile: qd.types.ndarray(dtype=qd.i32,
         tile[i, j] = i * 1000 + j + first
 
 
+REDUCE_BLOCK = 128
+
+
 @qd.kernel
 def reduce_i32(values: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
-    # out = [sum, max, count of negatives], with atomics on global memory.
+    # out = [sum, max, count of negatives]: each block folds its values with block-wide
+    # reductions (subgroup operations and shared memory), then one atomic per block.
     out[0] = 0
     out[1] = values[0]
     out[2] = 0
-    for i in range(values.shape[0]):
-        v = values[i]
-        qd.atomic_add(out[0], v)
-        qd.atomic_max(out[1], v)
-        if v < 0:
-            out[2] += 1
+    n = values.shape[0]
+    # Every thread of a block must reach the block reductions, as often as the others: a
+    # range padded to whole blocks gives each thread of a block the same trip count (the
+    # grid stride is a multiple of the block too); the padding contributes identities.
+    padded = (n + REDUCE_BLOCK - 1) // REDUCE_BLOCK * REDUCE_BLOCK
+    qd.loop_config(block_dim=REDUCE_BLOCK)
+    for i in range(padded):
+        v = 0
+        top = out[1]
+        negative = 0
+        if i < n:
+            v = values[i]
+            top = v
+            if v < 0:
+                negative = 1
+        total = qd.simt.block.reduce_add(v, REDUCE_BLOCK, qd.i32)
+        largest = qd.simt.block.reduce_max(top, REDUCE_BLOCK, qd.i32)
+        negatives = qd.simt.block.reduce_add(negative, REDUCE_BLOCK, qd.i32)
+        if qd.simt.block.thread_idx() == 0:
+            qd.atomic_add(out[0], total)
+            qd.atomic_max(out[1], largest)
+            qd.atomic_add(out[2], negatives)

@@ -4,7 +4,7 @@
 // entry point), then checks the results itself and prints OK.
 //
 // Usage: vulkan_host [SPIRV_DIR]   (default: where the build wrote them)
-#include <vulkan/vulkan.h>
+#include "vulkan_device.h"
 
 #include "reduce_i32.glsl.h"
 #include "standardize.glsl.h"
@@ -32,14 +32,6 @@ namespace {
     std::exit(1);
 }
 
-// A Vulkan struct with every member zero but its type.
-template <class T>
-T make(VkStructureType type) {
-    T t{};
-    t.sType = type;
-    return t;
-}
-
 void check(VkResult rc, const char* call) {
     if (rc != VK_SUCCESS) {
         fail(std::string(call) + " failed (VkResult " + std::to_string(rc) + ")");
@@ -60,13 +52,23 @@ struct Features {
         make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
     VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float = make<VkPhysicalDeviceShaderAtomicFloatFeaturesEXT>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT);
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control = make<VkPhysicalDeviceSubgroupSizeControlFeaturesEXT>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT);
 
     Features(const Features&) = delete;
     Features& operator=(const Features&) = delete;
-    explicit Features(bool with_atomic_float) {
+    // Chains the structs of the extensions in use only: the others are not the device's to fill.
+    Features(bool with_atomic_float, bool with_size_control) {
         core.pNext = &v11;
         v11.pNext = &v12;
-        v12.pNext = with_atomic_float ? &atomic_float : nullptr;
+        void** tail = &v12.pNext;
+        if (with_atomic_float) {
+            *tail = &atomic_float;
+            tail = &atomic_float.pNext;
+        }
+        if (with_size_control) {
+            *tail = &size_control;
+        }
     }
 
     VkBool32* find(const std::string& name) {
@@ -82,6 +84,8 @@ struct Features {
             {"shaderSharedInt64Atomics", &v12.shaderSharedInt64Atomics},
             {"shaderBufferFloat32AtomicAdd", &atomic_float.shaderBufferFloat32AtomicAdd},
             {"shaderSharedFloat32AtomicAdd", &atomic_float.shaderSharedFloat32AtomicAdd},
+            {"subgroupSizeControl", &size_control.subgroupSizeControl},
+            {"computeFullSubgroups", &size_control.computeFullSubgroups},
         };
         for (const auto& [n, member] : table) {
             if (name == n) {
@@ -103,35 +107,53 @@ struct Context {
     uint32_t memory_type = 0;
     VkCommandPool pool = VK_NULL_HANDLE;
     std::string name;
+    uint32_t subgroup_size = 0;      // the size the shaders are built for (0: any)
+    bool require_subgroup_size = false;  // pipelines ask for it (VK_EXT_subgroup_size_control)
 };
 
-Context create_context(const std::set<std::string>& features, const std::set<std::string>& extensions) {
-    Context ctx;
-    auto app = make<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
-    app.pApplicationName = "vulkan_host";
-    app.apiVersion = VK_API_VERSION_1_2;
-    auto instance_info = make<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
-    instance_info.pApplicationInfo = &app;
-    VK_CHECK(vkCreateInstance(&instance_info, nullptr, &ctx.instance));
-
-    // The most capable device that has Vulkan 1.2: discrete, integrated, virtual, then CPU (lavapipe).
-    uint32_t count = 0;
-    VK_CHECK(vkEnumeratePhysicalDevices(ctx.instance, &count, nullptr));
-    std::vector<VkPhysicalDevice> devices(count);
-    VK_CHECK(vkEnumeratePhysicalDevices(ctx.instance, &count, devices.data()));
-    const VkPhysicalDeviceType rank[] = {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU,
-                                         VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU, VK_PHYSICAL_DEVICE_TYPE_CPU,
-                                         VK_PHYSICAL_DEVICE_TYPE_OTHER};
-    for (VkPhysicalDeviceType type : rank) {
-        for (VkPhysicalDevice d : devices) {
-            VkPhysicalDeviceProperties props;
-            vkGetPhysicalDeviceProperties(d, &props);
-            if (ctx.physical == VK_NULL_HANDLE && props.deviceType == type && props.apiVersion >= VK_API_VERSION_1_2) {
-                ctx.physical = d;
-                ctx.name = props.deviceName;
-            }
+// VK_SUBGROUP_FEATURE_<NAME>_BIT for the names the headers' subgroup_operations use.
+VkSubgroupFeatureFlags subgroup_bit(const std::string& name) {
+    const std::pair<const char*, VkSubgroupFeatureFlags> table[] = {
+        {"BASIC", VK_SUBGROUP_FEATURE_BASIC_BIT}, {"VOTE", VK_SUBGROUP_FEATURE_VOTE_BIT},
+        {"ARITHMETIC", VK_SUBGROUP_FEATURE_ARITHMETIC_BIT}, {"BALLOT", VK_SUBGROUP_FEATURE_BALLOT_BIT},
+        {"SHUFFLE", VK_SUBGROUP_FEATURE_SHUFFLE_BIT}, {"SHUFFLE_RELATIVE", VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT},
+        {"CLUSTERED", VK_SUBGROUP_FEATURE_CLUSTERED_BIT}, {"QUAD", VK_SUBGROUP_FEATURE_QUAD_BIT},
+    };
+    for (const auto& [n, bit] : table) {
+        if (name == n) {
+            return bit;
         }
     }
+    fail("unknown subgroup operation " + name);
+}
+
+// What the kernels need from the device, gathered from their headers.
+struct Needs {
+    std::set<std::string> features, extensions, subgroup_operations;
+    uint32_t subgroup_size = 0;
+
+    template <std::size_t F, std::size_t E, std::size_t O>
+    void add(const std::array<const char*, F>& device_features, const std::array<const char*, E>& device_extensions,
+             const std::array<const char*, O>& operations, uint32_t size) {
+        features.insert(device_features.begin(), device_features.end());
+        extensions.insert(device_extensions.begin(), device_extensions.end());
+        subgroup_operations.insert(operations.begin(), operations.end());
+        if (size != 0) {
+            if (subgroup_size != 0 && subgroup_size != size) {
+                fail("the kernels were built for different subgroup sizes");
+            }
+            subgroup_size = size;
+        }
+    }
+};
+
+Context create_context(Needs needs) {
+    Context ctx;
+    ctx.instance = create_instance();
+    if (ctx.instance == VK_NULL_HANDLE) {
+        fail("no Vulkan (apt-get install libvulkan1, and mesa-vulkan-drivers on a machine without a GPU)");
+    }
+    ctx.physical = pick_device(ctx.instance, ctx.name);
     if (ctx.physical == VK_NULL_HANDLE) {
         fail("no Vulkan 1.2 device (on a machine without a GPU: apt-get install mesa-vulkan-drivers)");
     }
@@ -140,20 +162,55 @@ Context create_context(const std::set<std::string>& features, const std::set<std
     VK_CHECK(vkEnumerateDeviceExtensionProperties(ctx.physical, nullptr, &n_ext, nullptr));
     std::vector<VkExtensionProperties> available(n_ext);
     VK_CHECK(vkEnumerateDeviceExtensionProperties(ctx.physical, nullptr, &n_ext, available.data()));
+    auto has_extension = [&](const std::string& e) {
+        return std::any_of(available.begin(), available.end(),
+                           [&](const VkExtensionProperties& p) { return e == p.extensionName; });
+    };
+
+    // Subgroup operations are specialized to one width: ask every pipeline for it where the
+    // device lets us choose (with full subgroups), else the device's own width must be it.
+    const VkPhysicalDeviceSubgroupProperties subgroup = subgroup_properties(ctx.physical);
+    for (const std::string& op : needs.subgroup_operations) {
+        if (!(subgroup.supportedOperations & subgroup_bit(op)) ||
+            !(subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
+            fail(ctx.name + " lacks the subgroup operations " + op + " in compute shaders");
+        }
+    }
+    ctx.subgroup_size = needs.subgroup_size;
+    const bool size_control = needs.subgroup_size != 0 && has_extension(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    if (size_control) {
+        auto limits = make<VkPhysicalDeviceSubgroupSizeControlPropertiesEXT>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT);
+        auto props = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+        props.pNext = &limits;
+        vkGetPhysicalDeviceProperties2(ctx.physical, &props);
+        ctx.require_subgroup_size = limits.minSubgroupSize <= needs.subgroup_size &&
+                                    needs.subgroup_size <= limits.maxSubgroupSize &&
+                                    (limits.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    }
+    if (ctx.require_subgroup_size) {
+        needs.extensions.insert(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+        needs.features.insert({"subgroupSizeControl", "computeFullSubgroups"});
+    } else if (needs.subgroup_size != 0 && needs.subgroup_size != subgroup.subgroupSize) {
+        fail("the shaders are built for subgroups of " + std::to_string(needs.subgroup_size) + "; " + ctx.name +
+             " runs " + std::to_string(subgroup.subgroupSize) + " (reconfigure with -DQD_VULKAN_SUBGROUP_SIZE=" +
+             std::to_string(subgroup.subgroupSize) + ")");
+    }
+
     std::vector<const char*> enabled_extensions;
-    for (const std::string& e : extensions) {
-        const bool has = std::any_of(available.begin(), available.end(),
-                                     [&](const VkExtensionProperties& p) { return e == p.extensionName; });
-        if (!has) {
+    for (const std::string& e : needs.extensions) {
+        if (!has_extension(e)) {
             fail(ctx.name + " lacks the device extension " + e);
         }
         enabled_extensions.push_back(e.c_str());
     }
 
-    const bool atomic_float = extensions.count(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) != 0;
-    Features supported(atomic_float), wanted(atomic_float);
+    Features supported(needs.extensions.count(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) != 0,
+                       ctx.require_subgroup_size);
+    Features wanted(needs.extensions.count(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME) != 0,
+                    ctx.require_subgroup_size);
     vkGetPhysicalDeviceFeatures2(ctx.physical, &supported.core);
-    for (const std::string& f : features) {
+    for (const std::string& f : needs.features) {
         VkBool32* has = supported.find(f);
         if (has == nullptr) {
             fail("this host does not know how to enable the feature " + f);
@@ -280,6 +337,7 @@ struct Program {
 
 template <std::size_t N, std::size_t B>
 Program<N> create_program(const Context& ctx, const std::string& dir, const std::array<const char*, N>& spirv_files,
+                          const std::array<qd::embed::EntryPoint, N>& entry_points,
                           const std::array<qd::embed::Buffer, B>& buffers, uint32_t descriptor_set,
                           uint32_t push_constant_bytes) {
     Program<N> p;
@@ -319,8 +377,18 @@ Program<N> create_program(const Context& ctx, const std::string& dir, const std:
         pipeline_info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
         pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
         pipeline_info.stage.module = module;
-        pipeline_info.stage.pName = "main";
+        pipeline_info.stage.pName = entry_points[k].function;
         pipeline_info.layout = p.layout;
+        auto size = make<VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT>(
+            VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT);
+        size.requiredSubgroupSize = ctx.subgroup_size;
+        if (ctx.require_subgroup_size) {
+            pipeline_info.stage.pNext = &size;
+            // Full subgroups need a workgroup of whole subgroups: not a serial task's one thread.
+            if (entry_points[k].block_dim % ctx.subgroup_size == 0) {
+                pipeline_info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+            }
+        }
         VK_CHECK(vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &p.pipelines[k]));
         vkDestroyShaderModule(ctx.device, module, nullptr);
     }
@@ -420,7 +488,8 @@ void run_standardize(const Context& ctx, const std::string& dir) {
         sum += x[i];
     }
 
-    auto program = create_program(ctx, dir, S::spirv_files, S::buffers, S::descriptor_set, S::push_constant_bytes);
+    auto program = create_program(ctx, dir, S::spirv_files, S::entry_points, S::buffers, S::descriptor_set,
+                                  S::push_constant_bytes);
     Buffer bx = create_buffer(ctx, sizeof(float) * n), bstats = create_buffer(ctx, sizeof(float) * 2);
     Buffer by = create_buffer(ctx, sizeof(float) * n), btile = create_buffer(ctx, sizeof(int32_t) * rows * cols);
     std::memcpy(bx.data, x.data(), sizeof(float) * n);
@@ -479,7 +548,8 @@ void run_standardize(const Context& ctx, const std::string& dir) {
 
 void run_reduce(const Context& ctx, const std::string& dir) {
     const int32_t n = 1000003;
-    auto program = create_program(ctx, dir, R::spirv_files, R::buffers, R::descriptor_set, R::push_constant_bytes);
+    auto program = create_program(ctx, dir, R::spirv_files, R::entry_points, R::buffers, R::descriptor_set,
+                                  R::push_constant_bytes);
     Buffer bvalues = create_buffer(ctx, sizeof(int32_t) * n), bout = create_buffer(ctx, sizeof(int32_t) * 3);
     int32_t* values = bvalues.as<int32_t>();
     int64_t sum = 0;
@@ -514,13 +584,11 @@ void run_reduce(const Context& ctx, const std::string& dir) {
 int main(int argc, char** argv) {
     const std::string dir = argc > 1 ? argv[1] : QD_SPIRV_DIR;
     // What the two kernels need, together: one device serves both.
-    std::set<std::string> features, extensions;
-    features.insert(S::device_features.begin(), S::device_features.end());
-    features.insert(R::device_features.begin(), R::device_features.end());
-    extensions.insert(S::device_extensions.begin(), S::device_extensions.end());
-    extensions.insert(R::device_extensions.begin(), R::device_extensions.end());
-    Context ctx = create_context(features, extensions);
-    std::printf("device: %s\n", ctx.name.c_str());
+    Needs needs;
+    needs.add(S::device_features, S::device_extensions, S::subgroup_operations, S::subgroup_size);
+    needs.add(R::device_features, R::device_extensions, R::subgroup_operations, R::subgroup_size);
+    Context ctx = create_context(needs);
+    std::printf("device: %s%s\n", ctx.name.c_str(), ctx.require_subgroup_size ? " (subgroup size set)" : "");
 
     run_standardize(ctx, dir);
     run_reduce(ctx, dir);

@@ -13,6 +13,7 @@ import inspect
 import math as pymath
 import operator
 import os
+from functools import lru_cache
 from typing import Callable
 
 from .. import lang
@@ -93,11 +94,7 @@ class _FuncFrame:
         self.returns_tuple: list[ir.Local] | None = None
         # How often each name is assigned in the function: a name assigned once keeps
         # what is known about its first value (e.g. that it is non-negative).
-        self.stores: dict[str, int] = {}
-        for n in ast.walk(parsed.node):
-            target = n.id if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) else None
-            if target:
-                self.stores[target] = self.stores.get(target, 0) + 1
+        self.stores: dict[str, int] = _store_counts(parsed.node)  # shared: read only
 
 
 def _closure_vars(fn: Callable) -> dict[str, object]:
@@ -255,7 +252,8 @@ class KernelLowering:
                                      hint="annotate it as qd.types.ndarray(dtype=qd.f32, ndim=1)")
                 if not isinstance(ann.dtype, T.DType) or ann.dtype is T.bool_:
                     raise self.error(a, f"ndarray parameter `{a.arg}` has an unsupported dtype {ann.dtype!r}")
-                p = ir.Param(a.arg, T.NdarrayType(ann.dtype, int(ann.ndim)), index, loc)
+                p = ir.Param(a.arg, T.NdarrayType(ann.dtype, int(ann.ndim)), index, loc,
+                             symmetric=getattr(ann, "symmetric", False))
                 self.scope.names[a.arg] = ArrayHandle(p)
             else:
                 raise self.error(a, f"parameter `{a.arg}` has an unsupported annotation {ann!r}",
@@ -336,7 +334,7 @@ class KernelLowering:
 
     def is_pure(self, node: ast.expr) -> bool:
         """No memory reads, atomics or calls other than known side-effect-free ones."""
-        for sub in ast.walk(node):
+        for sub in _walk(node):
             if isinstance(sub, ast.Subscript):
                 base = sub.value
                 if isinstance(base, ast.Attribute) and base.attr == "shape":
@@ -754,7 +752,7 @@ class KernelLowering:
                 raise self.error(it.args[2], "range() step must not be zero")
             sign = 1 if step.value > 0 else -1
         # Python evaluates the bounds once; a bound the body may change is copied first.
-        changed = {n.id for st in s.body for n in ast.walk(st) if isinstance(n, ast.Name)
+        changed = {n.id for st in s.body for n in _walk(st) if isinstance(n, ast.Name)
                    and isinstance(n.ctx, ast.Store)}
         if not _is_loop_invariant(stop, changed):
             stop = self.hoist(stop, "end", s)
@@ -1207,7 +1205,7 @@ class KernelLowering:
                              hint="rewrite it as a loop")
         parsed = parse_function(func.fn)
         fdef = parsed.node
-        sig = inspect.signature(func.fn)
+        sig = _signature(func.fn)
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         try:
@@ -1215,7 +1213,7 @@ class KernelLowering:
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
         bound.apply_defaults()
-        assigned = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assigned = _store_counts(fdef)
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -1264,7 +1262,7 @@ class KernelLowering:
                     callee_root.names[pname] = var
                 else:
                     callee_root.names[pname] = e
-            returns = sum(isinstance(n, ast.Return) for st in body for n in ast.walk(st))
+            returns = sum(isinstance(n, ast.Return) for st in body for n in _walk(st))
             if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
                 # One return, at the very end: its value is the call's value, no result variable.
                 for st in body[:-1]:
@@ -1408,10 +1406,34 @@ def _is_library(file: str) -> bool:
     return os.path.abspath(file).startswith(_PACKAGE_DIR + os.sep)
 
 
+# The parsed trees are cached for the life of the process and never changed, and the same
+# function is walked again for every call site, target and translation: walk each node once.
+# (Profiled on bench/corpus.py: ast.walk was a quarter of the frontend's time.) Keyed by
+# identity; the bound keeps nodes built on the fly (e.g. qd.cast's) from piling up.
+@lru_cache(maxsize=8192)
+def _walk(node: ast.AST) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(node))
+
+
+@lru_cache(maxsize=1024)
+def _store_counts(fdef: ast.AST) -> dict[str, int]:
+    """How often each name is assigned in ``fdef``; shared between callers, read only."""
+    counts: dict[str, int] = {}
+    for n in _walk(fdef):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+@lru_cache(maxsize=1024)
+def _signature(fn: Callable) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
 def _name_loads(body: list[ast.stmt]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for st in body:
-        for n in ast.walk(st):
+        for n in _walk(st):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 counts[n.id] = counts.get(n.id, 0) + 1
     return counts
@@ -1444,7 +1466,7 @@ def _is_simple(e: ir.Expr) -> bool:
 def _is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
     """No memory reads and no locals the loop body assigns (by their Python names)."""
     for n in iter_expr(e):
-        if isinstance(n, (ir.Load, ir.Atomic)):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.ShmemOp)):
             return False
         if isinstance(n, ir.LocalRef) and n.var.name in assigned_in_body:
             return False
@@ -1452,7 +1474,7 @@ def _is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
 
 
 def _has_side_effects(e: ir.Expr) -> bool:
-    return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
+    return any(isinstance(n, (ir.Atomic, ir.ShmemOp)) for n in iter_expr(e))
 
 
 def iter_expr(e: ir.Expr):

@@ -43,6 +43,9 @@ class Param:
     type: Union[DType, NdarrayType]
     index: int
     loc: Loc
+    # An ndarray on NVSHMEM's symmetric heap (``qd.shmem.symmetric``): the same object on
+    # every PE, so a PE can name another PE's copy. The host must allocate it with nvshmem_malloc.
+    symmetric: bool = False
 
     @property
     def is_array(self) -> bool:
@@ -340,6 +343,163 @@ class Continue(Stmt):
 @dataclass(eq=False, slots=True)
 class DeclareShared(Stmt):
     array: SharedArray
+
+
+# ----------------------------------------------------------------------------- NVSHMEM (qd.shmem)
+#
+# One node per NVSHMEM device routine. Operations that move data or take part in ordering
+# are expressions of type VOID in an ExprStmt when they return nothing, so every generic
+# walker (locals read, uniformity, legalization) sees their operands through ``args`` /
+# ``indices``; fence, quiet and barrier_all have no operands and are statements.
+
+VOID = DType("void", "void", 0)  # the type of an NVSHMEM call that returns nothing
+
+# NVSHMEM_CMP_* in the order of NVSHMEM's enum (nvshmemi_cmp_type).
+SHMEM_CMPS = ("eq", "ne", "gt", "le", "lt", "ge")
+# Atomic routine -> whether it returns the old value. The operands in ``args`` after the
+# target: fetch none; compare_swap (cond, value); the others (value).
+SHMEM_ATOMICS = {"fetch_add": True, "add": False, "compare_swap": True, "swap": True, "fetch": True,
+                 "set": False}
+
+
+@dataclass(eq=False, slots=True)
+class ShmemMyPe(Expr):
+    """``qd.shmem.my_pe()``: the calling PE's index in the job (i32, uniform)."""
+
+
+@dataclass(eq=False, slots=True)
+class ShmemNPes(Expr):
+    """``qd.shmem.n_pes()``: how many PEs the job has (i32, uniform)."""
+
+
+@dataclass(eq=False, slots=True)
+class ShmemElement(Expr):
+    """The address of ``array[indices]`` as an NVSHMEM routine takes it (the first element of
+    a range for put/get); ``type`` is the element dtype."""
+
+    array: Array
+    indices: list[Expr]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemOp(Expr):
+    """An NVSHMEM routine that reads or writes memory, here or on another PE: never dropped,
+    merged or hoisted. ``args`` holds every operand, ShmemElement addresses first."""
+
+    args: list[Expr]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemPut(ShmemOp):
+    """``put`` / ``put_nbi``: args = [dest (remote, symmetric), source (local), count, pe]."""
+
+    nbi: bool = False
+
+    @property
+    def dest(self) -> ShmemElement:
+        return self.args[0]
+
+    @property
+    def source(self) -> ShmemElement:
+        return self.args[1]
+
+    @property
+    def pe(self) -> Expr:
+        return self.args[3]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemGet(ShmemOp):
+    """``get`` / ``get_nbi``: args = [dest (local), source (remote, symmetric), count, pe]."""
+
+    nbi: bool = False
+
+    @property
+    def dest(self) -> ShmemElement:
+        return self.args[0]
+
+    @property
+    def source(self) -> ShmemElement:
+        return self.args[1]
+
+    @property
+    def pe(self) -> Expr:
+        return self.args[3]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemP(ShmemOp):
+    """``p``: one element stored on another PE; args = [dest (symmetric), value, pe]."""
+
+    @property
+    def dest(self) -> ShmemElement:
+        return self.args[0]
+
+    @property
+    def pe(self) -> Expr:
+        return self.args[2]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemG(ShmemOp):
+    """``g``: one element read from another PE; args = [source (symmetric), pe]."""
+
+    @property
+    def source(self) -> ShmemElement:
+        return self.args[0]
+
+    @property
+    def pe(self) -> Expr:
+        return self.args[1]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemAtomic(ShmemOp):
+    """An atomic on a symmetric element of another PE (``op`` in SHMEM_ATOMICS); args =
+    [target, *operands, pe]. Fetching ones evaluate to the old value, the others are VOID."""
+
+    op: str = ""
+
+    @property
+    def target(self) -> ShmemElement:
+        return self.args[0]
+
+    @property
+    def operands(self) -> list[Expr]:
+        return self.args[1:-1]
+
+    @property
+    def pe(self) -> Expr:
+        return self.args[-1]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemWaitUntil(ShmemOp):
+    """``wait_until(ivar, cmp, value)``: this thread waits until its own PE's symmetric
+    ``ivar`` compares true (``cmp`` in SHMEM_CMPS); args = [ivar, value]."""
+
+    cmp: str = "eq"
+
+    @property
+    def ivar(self) -> ShmemElement:
+        return self.args[0]
+
+
+@dataclass(eq=False, slots=True)
+class ShmemFence(Stmt):
+    """``qd.shmem.fence()``: this thread's operations to each PE are delivered in order
+    (ordering of delivery, not completion)."""
+
+
+@dataclass(eq=False, slots=True)
+class ShmemQuiet(Stmt):
+    """``qd.shmem.quiet()``: every operation this thread issued is complete (visible)."""
+
+
+@dataclass(eq=False, slots=True)
+class ShmemBarrierAll(Stmt):
+    """``qd.shmem.barrier_all()``: all PEs wait for each other, after completing their
+    outstanding operations; one calling thread per PE, in a collectively launched kernel."""
 
 
 # ----------------------------------------------------------------------------- kernel

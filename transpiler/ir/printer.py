@@ -59,7 +59,27 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
         where = f"{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
         extra = f", expected={dump_expr(e.expected, names)}" if e.expected is not None else ""
         return f"atomic_{e.op}.{t}({where}, {dump_expr(e.value, names)}{extra})"
+    if isinstance(e, (ir.ShmemMyPe, ir.ShmemNPes)):
+        return f"shmem_{'my_pe' if isinstance(e, ir.ShmemMyPe) else 'n_pes'}.{t}()"
+    if isinstance(e, ir.ShmemElement):
+        return f"&{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+    if isinstance(e, ir.ShmemOp):
+        args = [dump_expr(a, names) for a in e.args]
+        if isinstance(e, ir.ShmemWaitUntil):
+            args.insert(1, e.cmp)
+        return f"{_shmem_name(e)}{'' if e.type is ir.VOID else '.' + t}({', '.join(args)})"
     raise TypeError(f"no dump for {type(e).__name__}")
+
+
+def _shmem_name(e: ir.ShmemOp) -> str:
+    if isinstance(e, (ir.ShmemPut, ir.ShmemGet)):
+        return f"shmem_{'put' if isinstance(e, ir.ShmemPut) else 'get'}{'_nbi' if e.nbi else ''}"
+    if isinstance(e, ir.ShmemAtomic):
+        return f"shmem_atomic_{e.op}"
+    return {ir.ShmemP: "shmem_p", ir.ShmemG: "shmem_g", ir.ShmemWaitUntil: "shmem_wait_until"}[type(e)]
+
+
+_SHMEM_STMTS = {ir.ShmemFence: "shmem_fence", ir.ShmemQuiet: "shmem_quiet", ir.ShmemBarrierAll: "shmem_barrier_all"}
 
 
 def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str]) -> None:
@@ -102,13 +122,15 @@ def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str])
             line(f"barrier {st.scope}", st)
         elif isinstance(st, ir.DeclareShared):
             line(f"shared {st.array.name}: {st.array.type!r}", st)
+        elif type(st) in _SHMEM_STMTS:
+            line(_SHMEM_STMTS[type(st)], st)
         else:
             raise TypeError(f"no dump for {type(st).__name__}")
 
 
 def dump_kernel(k: ir.Kernel) -> str:
     names = _Names()
-    params = ", ".join(f"{p.name}: {p.type!r}" for p in k.params)
+    params = ", ".join(f"{p.name}: {'symmetric ' if p.symmetric else ''}{p.type!r}" for p in k.params)
     out = [f"kernel {k.name}({params})  # {os.path.basename(k.file)}:{k.loc.line}"]
     for t in k.tasks:
         head = f"task {t.name} {t.kind}"

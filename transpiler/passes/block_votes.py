@@ -32,9 +32,10 @@ from ..ir import types as T
 SLOTS = 3
 
 
-def emulate_block_votes(kernel: ir.Kernel) -> ir.Kernel:
-    """A copy of ``kernel`` with every BlockVote replaced by the shared-counter form."""
-    tasks = [_task(t) if _has_vote(t.prelude + t.body) else t for t in kernel.tasks]
+def emulate_block_votes(kernel: ir.Kernel, slots: int = SLOTS) -> ir.Kernel:
+    """A copy of ``kernel`` with every BlockVote replaced by the shared-counter form
+    (``slots`` is there for the test that shows two do not suffice)."""
+    tasks = [_task(t, slots) if _has_vote(t.prelude + t.body) else t for t in kernel.tasks]
     if all(a is b for a, b in zip(tasks, kernel.tasks)):
         return kernel
     return dataclasses.replace(kernel, tasks=tasks)
@@ -51,9 +52,9 @@ def _has_vote(stmts: list[ir.Stmt]) -> bool:
     return False
 
 
-def _task(task: ir.Task) -> ir.Task:
+def _task(task: ir.Task, n_slots: int) -> ir.Task:
     loc = task.loc
-    slots = ir.SharedArray("vote_slots", T.SharedArrayType(T.i32, (SLOTS,)), loc)
+    slots = ir.SharedArray("vote_slots", T.SharedArrayType(T.i32, (n_slots,)), loc)
     phase = ir.Local("vote_phase", T.i32, loc)
     rw = _Rewriter(slots, phase, task.block_dim)
     body = rw.block(task.body)
@@ -140,7 +141,8 @@ class _Rewriter:
     def vote(self, v: ir.BlockVote, pre: list[ir.Stmt]) -> ir.Expr:
         loc = v.loc
         phase = ir.LocalRef(T.i32, loc, self.phase)
-        following = ir.Select(T.i32, loc, ir.Compare(T.bool_, loc, "eq", phase, _i32(SLOTS - 1, loc)),
+        last = self.slots.type.shape[0] - 1
+        following = ir.Select(T.i32, loc, ir.Compare(T.bool_, loc, "eq", phase, _i32(last, loc)),
                               _i32(0, loc), ir.BinOp(T.i32, loc, "add", phase, _i32(1, loc)))
         count = ir.Local("vote_count", T.i32, loc)
         pre += [

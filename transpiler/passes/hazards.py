@@ -16,6 +16,11 @@ Diagnostics (each located, explained, with the fix the seeds give):
 - warning (Metal): a plain store published to other blocks through a grid.mem_fence()
   handshake (Metal's device fence orders only atomics);
 - warning: block.mem_fence() ordering a publication that other blocks read.
+- NVSHMEM (qd.shmem, seed 004: fence orders delivery to one PE, quiet completes): warnings
+  where a signal (a put / p / atomic to an array some thread waits on) can overtake the data
+  put before it, where a thread's puts are left incomplete at the end of a task, where a
+  non-blocking get's destination is read or a non-blocking put's source written before
+  quiet(), and where barrier_all() is called by every thread of a parallel loop.
 
 Warnings can be silenced on their line with a `# qd: ignore-hazard` comment.
 """
@@ -119,7 +124,7 @@ class _Levels:
             return self.locals.get(id(e.var), UNIFORM)
         if isinstance(e, ir.ThreadIndex):
             return THREAD if e.kind in ("thread_idx", "global_thread_idx") else UNIFORM
-        if isinstance(e, (ir.Atomic, ir.VolatileLoad)):
+        if isinstance(e, (ir.Atomic, ir.VolatileLoad, ir.ShmemAtomic)):
             return THREAD
         if isinstance(e, ir.BlockVote):
             return UNIFORM
@@ -309,6 +314,9 @@ def check_hazards(kernel: ir.Kernel, target: str, subgroup_size: int | None = No
     found: list[Hazard] = []
     for task in kernel.tasks:
         found.extend(_Checker(task, target, subgroup_size).run())
+    signals = _signal_arrays(kernel)
+    for task in kernel.tasks:
+        found.extend(_ShmemChecker(task, signals, subgroup_size).run())
     errors = [h for h in found if h.severity == "error"]
     if errors:
         # The first in the source; at one call site the block-level finding explains more
@@ -322,3 +330,226 @@ def check_hazards(kernel: ir.Kernel, target: str, subgroup_size: int | None = No
             seen.add(key)
             out.append(h)
     return out
+
+
+# ----------------------------------------------------------------------------- NVSHMEM ordering
+
+def _signal_arrays(kernel: ir.Kernel) -> set[int]:
+    """Arrays used as signals: some thread waits on them (wait_until, or a loop polling them)."""
+    found: set[int] = set()
+    for task in kernel.tasks:
+        for st in _all_stmts(task.prelude + task.body):
+            for x in _stmt_exprs(st):
+                for e in _walk_exprs(x):
+                    if isinstance(e, ir.ShmemWaitUntil):
+                        found.add(id(e.ivar.array))
+            if isinstance(st, ir.While):
+                for e in _walk_exprs(st.cond):
+                    if isinstance(e, (ir.Load, ir.VolatileLoad, ir.Atomic, ir.ShmemElement)):
+                        found.add(id(e.array))
+    return found
+
+
+def _remote_write(e: ir.Expr) -> ir.ShmemElement | None:
+    """The remote element an operation writes (and so can signal with): put, p, every atomic
+    but fetch."""
+    if isinstance(e, (ir.ShmemPut, ir.ShmemP)):
+        return e.dest
+    if isinstance(e, ir.ShmemAtomic) and e.op != "fetch":
+        return e.target
+    return None
+
+
+def _op_name(e: ir.ShmemOp) -> str:
+    if isinstance(e, (ir.ShmemPut, ir.ShmemGet)):
+        return f"{'put' if isinstance(e, ir.ShmemPut) else 'get'}{'_nbi' if e.nbi else ''}"
+    if isinstance(e, ir.ShmemAtomic):
+        return f"atomic_{e.op}"
+    return "p" if isinstance(e, ir.ShmemP) else "g"
+
+
+@dataclass
+class _Pending:
+    op: ir.ShmemOp
+    element: ir.ShmemElement
+    fenced: bool = False
+
+
+class _ShmemChecker:
+    """The seed's rules over one task, in program order (a thread's view: NVSHMEM's fence and
+    quiet order and complete only the calling thread's operations)."""
+
+    def __init__(self, task: ir.Task, signals: set[int], subgroup_size: int | None):
+        self.task = task
+        self.signals = signals
+        self.subgroup_size = subgroup_size
+        self.hazards: list[Hazard] = []
+
+    def run(self) -> list[Hazard]:
+        if not any(isinstance(st, (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)) or
+                   any(isinstance(e, ir.ShmemOp) for x in _stmt_exprs(st) for e in _walk_exprs(x))
+                   for st in _all_stmts(self.task.body)):
+            return []
+        self.levels = _Levels(self.task, self.subgroup_size)
+        self.ordering()
+        if self.task.kind == "parallel" and not self.single_index():
+            self.barriers(self.task.body, UNIFORM)
+        return self.hazards
+
+    def warn(self, kind: str, message: str, loc: ir.Loc, hint: str) -> None:
+        self.hazards.append(Hazard("warning", kind, message, loc, hint))
+
+    # ---------------------------------------------------------------- PE expressions
+
+    def key(self, e: ir.Expr, depth: int = 0):
+        """A structural key: equal keys, the same PE (locals assigned once stand for their value)."""
+        if isinstance(e, ir.LocalRef) and depth < 16:
+            defs = self.levels.defs.get(id(e.var), [])
+            if len(defs) == 1 and defs[0] is not None:
+                return self.key(defs[0], depth + 1)
+            return ("local", id(e.var))
+        if isinstance(e, ir.Const):
+            return ("const", e.value)
+        if isinstance(e, ir.ParamRef):
+            return ("param", e.param.name)
+        if isinstance(e, ir.Cast) and e.a.type.is_int:
+            return self.key(e.a, depth)
+        attrs = tuple(getattr(e, a) for a in ("op", "fn", "kind", "dim") if isinstance(getattr(e, a, None), (str, int)))
+        arrays = tuple(id(getattr(e, a)) for a in ("array", "param") if hasattr(e, a))
+        return (type(e).__name__, attrs, arrays, tuple(self.key(c, depth + 1) for c in _children(e)))
+
+    @staticmethod
+    def pe_text(e: ir.Expr) -> str:
+        if isinstance(e, ir.LocalRef):
+            return e.var.name
+        if isinstance(e, ir.ParamRef):
+            return e.param.name
+        if isinstance(e, ir.Const):
+            return str(e.value)
+        return "..."
+
+    # ---------------------------------------------------------------- fence, quiet, signals
+
+    def ordering(self) -> None:
+        pending: list[_Pending] = []   # remote writes not yet completed by quiet()
+        nbi_gets: list[ir.ShmemGet] = []
+        nbi_puts: list[ir.ShmemPut] = []
+        for st in _all_stmts(self.task.body):
+            if isinstance(st, ir.ShmemFence):
+                for p in pending:
+                    p.fenced = True
+                continue
+            if isinstance(st, (ir.ShmemQuiet, ir.ShmemBarrierAll)):
+                pending.clear()
+                nbi_gets.clear()
+                nbi_puts.clear()
+                continue
+            for x in _stmt_exprs(st):
+                for e in _walk_exprs(x):
+                    if isinstance(e, ir.Load):
+                        self.read_during_get(e.array, e.loc, nbi_gets)
+                    elif isinstance(e, ir.Atomic):
+                        self.write_during_put(e.array, e.loc, nbi_puts)
+                    if not isinstance(e, ir.ShmemOp):
+                        continue
+                    if isinstance(e, (ir.ShmemPut, ir.ShmemGet)):
+                        # the local side: a put reads it, a get fills it
+                        local = e.source if isinstance(e, ir.ShmemPut) else e.dest
+                        if isinstance(e, ir.ShmemPut):
+                            self.read_during_get(local.array, e.loc, nbi_gets)
+                        else:
+                            self.write_during_put(local.array, e.loc, nbi_puts)
+                    if isinstance(e, ir.ShmemGet) and e.nbi:
+                        nbi_gets.append(e)
+                    if isinstance(e, ir.ShmemPut) and e.nbi:
+                        nbi_puts.append(e)
+                    element = _remote_write(e)
+                    if element is None:
+                        continue
+                    if id(element.array) in self.signals:
+                        self.signal(e, element, pending)
+                    if not (isinstance(e, ir.ShmemAtomic) and ir.SHMEM_ATOMICS[e.op]):
+                        pending.append(_Pending(e, element))  # a fetching atomic is complete on return
+            if isinstance(st, ir.Store):
+                self.write_during_put(st.array, st.loc, nbi_puts)
+        incomplete = pending + [_Pending(g, g.dest) for g in nbi_gets]
+        if incomplete:
+            first = min(incomplete, key=lambda p: (p.op.loc.line, p.op.loc.col))
+            what = _op_name(first.op)
+            self.warn("shmem-no-quiet",
+                      f"the {what} to `{first.element.array.name}` is not known to be complete when this task ends: "
+                      "NVSHMEM completes a thread's operations at qd.shmem.quiet() or a barrier, not when the kernel "
+                      "returns", first.op.loc,
+                      hint=f"call qd.shmem.quiet() after the last {what} (or nvshmemx_quiet_on_stream on the host "
+                           "after the launch)")
+
+    def signal(self, e: ir.ShmemOp, element: ir.ShmemElement, pending: list[_Pending]) -> None:
+        """``e`` writes a signal: the data put before it must be there when a PE sees it."""
+        pe = self.key(e.pe)
+        for p in pending:
+            if id(p.element.array) in self.signals:
+                continue
+            data, line = p.element.array.name, p.op.loc.line
+            if self.key(p.op.pe) == pe:
+                if not p.fenced:
+                    self.warn("shmem-unordered-signal",
+                              f"the signal `{element.array.name}` can reach PE `{self.pe_text(e.pe)}` before the "
+                              f"{_op_name(p.op)} to `{data}` at line {line}: NVSHMEM delivers a thread's operations "
+                              "to a PE in any order unless a fence separates them", e.loc,
+                              hint="call qd.shmem.fence() between the data and the signal (it orders delivery to "
+                                   "that PE; qd.shmem.quiet() also does, and completes the data for every PE)")
+                    return
+            else:
+                self.warn("shmem-signal-other-pe",
+                          f"the signal `{element.array.name}` to PE `{self.pe_text(e.pe)}` can arrive before the "
+                          f"{_op_name(p.op)} to `{data}` on PE `{self.pe_text(p.op.pe)}` at line {line} is complete: "
+                          "fence() orders delivery only to one PE", e.loc,
+                          hint="call qd.shmem.quiet() between them: it completes the data (visible to every PE) "
+                               "before the signal is issued")
+                return
+
+    def read_during_get(self, array, loc: ir.Loc, nbi_gets: list[ir.ShmemGet]) -> None:
+        for g in nbi_gets:
+            if g.dest.array is array:
+                self.warn("shmem-nbi-get",
+                          f"this reads `{array.name}` while the get_nbi at line {g.loc.line} may still be filling it: "
+                          "a non-blocking get is complete only at qd.shmem.quiet()", loc,
+                          hint="call qd.shmem.quiet() before reading it (fence() does not order non-blocking gets)")
+                nbi_gets.remove(g)
+                return
+
+    def write_during_put(self, array, loc: ir.Loc, nbi_puts: list[ir.ShmemPut]) -> None:
+        for p in nbi_puts:
+            if p.source.array is array:
+                self.warn("shmem-nbi-put",
+                          f"this writes `{array.name}` while the put_nbi at line {p.loc.line} may still be reading "
+                          "it: a non-blocking put is done with its source only at qd.shmem.quiet()", loc,
+                          hint="call qd.shmem.quiet() before changing the source of a non-blocking put")
+                nbi_puts.remove(p)
+                return
+
+    # ---------------------------------------------------------------- barrier_all
+
+    def single_index(self) -> bool:
+        """A parallel loop over exactly one index runs its body on one thread."""
+        sizes = []
+        for begin, end in self.task.ranges:
+            if not (isinstance(begin, ir.Const) and isinstance(end, ir.Const)):
+                return False
+            sizes.append(end.value - begin.value)
+        return all(n == 1 for n in sizes)
+
+    def barriers(self, stmts: list[ir.Stmt], control: int) -> None:
+        for st in stmts:
+            if isinstance(st, ir.ShmemBarrierAll) and control == UNIFORM:
+                self.warn("shmem-barrier-threads",
+                          "qd.shmem.barrier_all() is reached by every thread of this parallel loop: NVSHMEM's device "
+                          "barrier_all takes one calling thread per PE", st.loc,
+                          hint="call qd.shmem.barrier_all() in a serial part of the kernel (outside the top-level "
+                               "loops), or under a condition only one thread meets (e.g. `if i == 0:`)")
+            if isinstance(st, ir.If):
+                inner = max(control, self.levels.of(st.cond))
+                self.barriers(st.then, inner)
+                self.barriers(st.orelse, inner)
+            elif isinstance(st, (ir.For, ir.While)):
+                self.barriers(st.body, max(control, self.levels.loop_level(st)))

@@ -167,8 +167,10 @@ class Device:
             name for name in SUBGROUP_OPERATIONS
             if compute and sub.supportedOperations & getattr(vk, f"VK_SUBGROUP_FEATURE_{name}_BIT"))
         self.subgroup_size_range = (self.subgroup_size, self.subgroup_size)
+        self.max_workgroup_subgroups = None  # a limit only on pipelines that require a width
         if control is not None and control.requiredSubgroupSizeStages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
             self.subgroup_size_range = (int(control.minSubgroupSize), int(control.maxSubgroupSize))
+            self.max_workgroup_subgroups = int(control.maxComputeWorkgroupSubgroups)
 
     def _feature_chain(self):
         """A VkPhysicalDeviceFeatures2 chain over the structs this device can fill:
@@ -358,9 +360,9 @@ class VulkanBackend(Backend):
         self.fast_math = fast_math
         dev = self.device
         low, high = dev.subgroup_size_range
-        if subgroup_size is not None and (not low <= subgroup_size <= high or subgroup_size & (subgroup_size - 1)
-                                          or "subgroupSizeControl" not in dev.features) \
-                and subgroup_size != dev.subgroup_size:
+        if subgroup_size is not None and subgroup_size != dev.subgroup_size and not (
+                "subgroupSizeControl" in dev.features and low <= subgroup_size <= high
+                and subgroup_size & (subgroup_size - 1) == 0):
             raise DeviceUnsupported(f"{dev.name} cannot run compute shaders with subgroup size {subgroup_size} "
                                     f"(it supports {low}..{high}, default {dev.subgroup_size})")
         self._subgroup_size = subgroup_size or dev.subgroup_size
@@ -436,7 +438,9 @@ class VulkanBackend(Backend):
         low, high = dev.subgroup_size_range
         if size is None:
             return None, 0
-        if "subgroupSizeControl" not in dev.features or not low <= size <= high:
+        # A required width also caps a workgroup at maxComputeWorkgroupSubgroups subgroups.
+        fits = dev.max_workgroup_subgroups is None or -(-entry["block_dim"] // size) <= dev.max_workgroup_subgroups
+        if "subgroupSizeControl" not in dev.features or not low <= size <= high or not fits:
             if size != dev.subgroup_size:
                 raise DeviceUnsupported(f"kernel {manifest['kernel']} is specialized to subgroup size {size}; "
                                         f"{dev.name} runs {dev.subgroup_size} and cannot be asked for another")

@@ -11,6 +11,7 @@ from ..ir import types as T
 from .base import Renderer
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
 from .emit import EntryPoint, Target, shape_arg_names
+from .nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 
 # IR math function -> the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf).
 FLOAT_FUNCS = {
@@ -204,7 +205,18 @@ class CudaTarget(Target):
     dialect = CudaDialect()
     template = "cuda/module.cu.j2"
     file_ext = ".cu"
-    language = "CUDA C++ for NVRTC (sm_70+)"
+    renderer_class = ShmemRenderer
+    nvshmem: dict | None = None  # requirements.nvshmem of the kernel being translated (qd.shmem)
+
+    @property
+    def language(self) -> str:
+        if self.nvshmem is not None:
+            return f"CUDA C++ with NVSHMEM {self.nvshmem['version']}, relocatable device code (sm_{NVSHMEM_MIN_SM}+)"
+        return "CUDA C++ for NVRTC (sm_70+)"
+
+    def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
+        self.nvshmem = requirement(kernel)
+        return super().translate(kernel, options)
 
     def signature(self, r: Renderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
         out = []
@@ -227,6 +239,8 @@ class CudaTarget(Target):
                 shape_args = list(range(arg + 1, arg + 1 + p.type.ndim))
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
                             "arg_index": arg, "shape_arg_indices": shape_args, "shape_dtype": "i32"})
+                if p.symmetric:
+                    out[-1]["symmetric"] = True  # on NVSHMEM's symmetric heap: nvshmem_malloc
                 arg += 1 + p.type.ndim
             else:
                 out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})
@@ -234,12 +248,16 @@ class CudaTarget(Target):
         return out
 
     def requirements(self, features: set[str], used_types: set[str]) -> dict:
+        if self.nvshmem is not None:
+            return {"min_sm": NVSHMEM_MIN_SM, "nvrtc_options": ["-std=c++17", "-rdc=true"], "extensions": [],
+                    "nvshmem": self.nvshmem}
         return {"min_sm": 70, "nvrtc_options": ["-std=c++17"], "extensions": []}
 
     def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
         typedefs = [(FIXED_WIDTH[t][0], FIXED_WIDTH[t][1]) for t in
                     ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64") if t in used_types]
         return {"typedefs": typedefs, "uses_half": "f16" in used_types, "dialect_dir": "cuda",
+                "nvshmem": self.nvshmem is not None,
                 "warp_size": 32, "lane_id": "(int)(threadIdx.x & 31u)",
                 "shfl_xor": "__shfl_xor_sync(0xffffffffu, {}, {})", "shfl_up": "__shfl_up_sync(0xffffffffu, {}, {})",
                 "native_warp_reduce": "__CUDA_ARCH__ >= 800",

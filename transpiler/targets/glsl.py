@@ -127,7 +127,7 @@ FENCES = {"subgroup": "groupMemoryBarrier();", "block": "groupMemoryBarrier();",
 # Subgroup operations by the GL_KHR_shader_subgroup_<class> extension that declares them; the
 # same classes name the VkSubgroupFeatureFlagBits a device must report for compute.
 SUBGROUP_CLASSES = {
-    "invocation_id": "basic", "barrier": "basic", "shuffle": "shuffle", "shuffle_xor": "shuffle",
+    "invocation_id": "basic", "shuffle": "shuffle", "shuffle_xor": "shuffle",
     "shuffle_up": "shuffle_relative", "shuffle_down": "shuffle_relative", "broadcast": "ballot",
     "ballot": "ballot", "all": "vote", "any": "vote",
     **{f"{kind}_{op}": "arithmetic" for kind in ("reduce", "inclusive", "exclusive") for op in ("add", "min", "max")},
@@ -255,7 +255,9 @@ class GlslDialect(Dialect):
         return "groupMemoryBarrier(); barrier();"
 
     def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
-        r.features.add(SUBGROUP_FEATURE + SUBGROUP_CLASSES[e.op])
+        # subgroupBroadcast wants a constant lane; a run-time one is a shuffle.
+        runtime_broadcast = e.op == "broadcast" and not isinstance(e.args[1], ir.Const)
+        r.features.add(SUBGROUP_FEATURE + ("shuffle" if runtime_broadcast else SUBGROUP_CLASSES[e.op]))
         if e.op == "invocation_id":
             return "int(gl_SubgroupInvocationID)"
         if e.op == "ballot":
@@ -271,12 +273,10 @@ class GlslDialect(Dialect):
         elif t.is_int and t.bits == 64:
             r.features.add("shaderSubgroupExtendedTypes")
         ht = wide or t
-        if e.op == "broadcast" and isinstance(e.args[1], ir.Const):
-            text = f"subgroupBroadcast({value}, {args[1]})"
-        elif e.op == "broadcast":
-            # subgroupBroadcast wants a constant lane; a run-time one is a shuffle.
-            r.features.add(SUBGROUP_FEATURE + "shuffle")
+        if runtime_broadcast:
             text = f"subgroupShuffle({value}, {args[1]})"
+        elif e.op == "broadcast":
+            text = f"subgroupBroadcast({value}, {args[1]})"
         elif e.op in ("shuffle_up", "shuffle_down"):
             text = f"{r.helper(e.op, ht)}({value}, {args[1]})"
         elif e.op in ("shuffle", "shuffle_xor"):
@@ -526,6 +526,10 @@ class GlslTarget(Target):
         }
 
     def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
+        from ..shmem import reject_unsupported
+
+        # Vulkan's widest scope for a storage buffer is the device: no system fence, no NVSHMEM.
+        reject_unsupported(kernel, self.name, system_scope=False)
         # Float locals and float buffer elements are `precise` unless fast_math is asked for:
         # without it Mesa (and other drivers) reassociate float arithmetic, which is not
         # Python's evaluation order and turns a Kahan summation's compensation into 0.

@@ -103,6 +103,9 @@ class HipTarget(CudaTarget):
         return 32 if options.get("wave32") else 64
 
     def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
+        from ..shmem import reject_unsupported
+
+        reject_unsupported(kernel, self.name, system_scope=True)  # no rocSHMEM; __threadfence_system() exists
         self.dialect = HipDialect(self.subgroup_size(options))
         return super().translate(kernel, options)
 

@@ -305,6 +305,10 @@ class MslTarget(Target):
         if loc is not None:
             raise TranspileError("f64 is not supported on the msl target: Metal has no 64-bit floating-point type",
                                  loc, hint="use qd.f32")
+        from ..shmem import reject_unsupported
+
+        # Metal's fences reach the device at most (mem_flags::mem_device): no system fence, no NVSHMEM.
+        reject_unsupported(kernel, self.name, system_scope=False)
         sources, manifest = super().translate(kernel, options)
         size, align = self.params_size()
         buffer = None

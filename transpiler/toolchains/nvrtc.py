@@ -102,3 +102,75 @@ def resource_usage(log: str) -> dict[str, dict]:
             if m:
                 usage[current][key] = int(m.group(1))
     return usage
+
+
+# ----------------------------------------------------------------------------- NVSHMEM (qd.shmem)
+
+NVSHMEM_INSTALL_HINT = "pip install nvidia-nvshmem-cu13"
+
+
+def _wheel_dirs(*parts: str) -> list[str]:
+    return [os.path.join(base, "nvidia", *parts) for base in sys.path]
+
+
+@lru_cache(maxsize=None)
+def nvshmem_home() -> str:
+    """The NVSHMEM wheel's root (include/, lib/), or $NVSHMEM_HOME."""
+    for root in [os.environ.get("NVSHMEM_HOME", "")] + _wheel_dirs("nvshmem"):
+        if root and os.path.isfile(os.path.join(root, "include", "nvshmem.h")):
+            return root
+    raise ToolchainMissing("the NVSHMEM headers and device library", NVSHMEM_INSTALL_HINT)
+
+
+@lru_cache(maxsize=None)
+def cuda_include_dirs() -> list[str]:
+    """The CUDA headers NVSHMEM's include (cuda_runtime.h) and CCCL's <cuda/std/...>: NVRTC
+    builds in neither. From the pip wheels (nvidia-cuda-runtime, nvidia-cuda-cccl) or a toolkit."""
+    for inc in _wheel_dirs("cu13", "include") + _wheel_dirs("cuda_runtime", "include") + ["/usr/local/cuda/include"]:
+        if os.path.isfile(os.path.join(inc, "cuda_runtime.h")):
+            cccl = os.path.join(inc, "cccl")
+            if os.path.isfile(os.path.join(cccl, "cuda", "std", "cstdint")):
+                return [inc, cccl]
+            if os.path.isfile(os.path.join(inc, "cuda", "std", "cstdint")):
+                return [inc]
+    raise ToolchainMissing("the CUDA runtime and CCCL headers NVSHMEM includes",
+                           "pip install nvidia-cuda-runtime nvidia-cuda-cccl")
+
+
+def nvshmem_include_options() -> tuple[str, ...]:
+    return tuple(f"-I{d}" for d in [os.path.join(nvshmem_home(), "include"), *cuda_include_dirs()])
+
+
+def nvshmem_version() -> str:
+    text = open(os.path.join(nvshmem_home(), "include", "non_abi", "nvshmem_version.h")).read()
+    m = re.search(r'NVSHMEM_VENDOR_BASE_VERSION_STRING "([\d.]+)"', text)
+    return m.group(1) if m else "unknown"
+
+
+def nvlink() -> str | None:
+    """nvlink from the nvcc wheel (nvidia-cuda-nvcc) or a toolkit: the device linker."""
+    for path in [os.path.join(d, "nvlink") for d in _wheel_dirs("cu13", "bin")] + ["/usr/local/cuda/bin/nvlink"]:
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def link_nvshmem(cubin: bytes, arch: str = "sm_90") -> NvrtcResult:
+    """Device-link a relocatable (-rdc=true) cubin with NVSHMEM's device library, as a host
+    does before loading it: every NVSHMEM routine the code calls must resolve."""
+    import subprocess
+    import tempfile
+
+    tool = nvlink()
+    if tool is None:
+        raise ToolchainMissing("nvlink (the CUDA device linker)", "pip install nvidia-cuda-nvcc")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "kernel.cubin"), os.path.join(tmp, "linked.cubin")
+        with open(src, "wb") as f:
+            f.write(cubin)
+        p = subprocess.run([tool, f"-arch={arch}", src, "-L" + os.path.join(nvshmem_home(), "lib"),
+                            "-lnvshmem_device", "-o", out], capture_output=True, text=True)
+        if p.returncode != 0 or not os.path.isfile(out):
+            return NvrtcResult(False, (p.stdout + p.stderr).strip())
+        with open(out, "rb") as f:
+            return NvrtcResult(True, (p.stdout + p.stderr).strip(), cubin=f.read())

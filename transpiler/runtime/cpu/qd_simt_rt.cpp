@@ -440,7 +440,8 @@ void report_deadlock() {
             std::vector<unsigned> missing;
             for (unsigned l = 0; l < warp_size; ++l)
                 if (((g.members >> l) & 1) && !((g.arrived >> l) & 1)) missing.push_back((unsigned)(w * warp_size + l));
-            appendf(msg, "; %s at @L%d@ in warp %zu still needs %s", g.what, g.line, w, threads_text(missing).c_str());
+            if (!missing.empty())
+                appendf(msg, "; %s at @L%d@ in warp %zu still needs %s", g.what, g.line, w, threads_text(missing).c_str());
         }
     }
     if (bar_arrived) appendf(msg, "; a block barrier completes only when all %u threads of the block reach it", nthreads);
