@@ -23,9 +23,10 @@ check:
 	scripts/setup.sh toolchains
 	@for f in examples/*.py; do $(PY) cli.py check $$f --target all || exit 1; done
 
+# Benchmark tables and bench/report.json; BENCH_ARGS=--with-competitors adds cupyx.jit and Warp.
 bench:
 	scripts/setup.sh toolchains
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(OUT) build .pytest_cache

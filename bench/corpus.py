@@ -125,7 +125,7 @@ class Gen:
             ([f"w = {e(3)}"], set()),
             ([f"if v > {self.fconst()}:", f"    v = {f(2)}", f"elif w < {self.iconst()}:",
               f"    w = {e(2)}", "else:", f"    v = v * {self.fconst()} - s"], set()),
-            ([f"acc = 0", f"for k in range({r.randint(2, 12)}):", f"    if k % {r.randint(2, 4)} == 0:",
+            (["acc = 0", f"for k in range({r.randint(2, 12)}):", f"    if k % {r.randint(2, 4)} == 0:",
               "        continue", f"    acc += {e(1)} + k", "w = w + acc"], set()),
             ([f"n = w % {r.randint(5, 40)}", "while n > 1:", "    n = n // 2 if n % 2 == 0 else n - 1",
               f"    if n == {r.randint(3, 9)}:", "        break", "w += n"], set()),

@@ -162,6 +162,35 @@ def device_time(cp, fn, repeat: int) -> float:
     return cp.cuda.get_elapsed_time(start, end) / 1e3 / repeat
 
 
+def _copy_gbs(cp, n: int, repeat: int) -> tuple[float, float]:
+    src, dst = cp.arange(n, dtype=cp.int32), cp.empty(n, dtype=cp.int32)
+    t = device_time(cp, lambda: dst.data.copy_from_device(src.data, 4 * n), repeat)
+    return t, 8 * n / t / 1e9
+
+
+def _scan(cp, timer, tile: int, n: int, repeat: int) -> dict:
+    a = scan_args(n, cp, tile)
+    ours = device_time(cp, timer.launcher(a), repeat)
+    ok = bool(cp.array_equal(a["y"], cp.cumsum(a["x"], dtype=cp.int32)))
+    lib = device_time(cp, lambda: cp.cumsum(a["x"], dtype=cp.int32), repeat)
+    return {"workload": "look-back scan", "bytes": 8 * n, "ours_s": ours, "lib": "cupy.cumsum", "lib_s": lib,
+            "correct": ok}
+
+
+def _reduce(cp, timer, n: int, repeat: int) -> dict:
+    a = reduce_args(n, cp)
+    ours = device_time(cp, timer.launcher(a), repeat)
+    lib = device_time(cp, lambda: cp.sum(a["x"]), repeat)
+    return {"workload": "block-reduce sum", "bytes": 4 * n, "ours_s": ours, "lib": "cupy.sum", "lib_s": lib,
+            "correct": None}
+
+
+def _radix(cp, timer, n: int, repeat: int) -> dict:
+    a = radix_args(n, cp)
+    ours = device_time(cp, timer.launcher(a), repeat)
+    return {"workload": "radix sort step", "bytes": 8 * n, "ours_s": ours, "lib": "", "lib_s": None, "correct": None}
+
+
 def measure(sizes: list[int], repeat: int) -> list[dict]:
     import cupy as cp
 
@@ -170,29 +199,11 @@ def measure(sizes: list[int], repeat: int) -> list[dict]:
     rows = []
     for e in sizes:
         n = 1 << e
-        src, dst = cp.arange(n, dtype=cp.int32), cp.empty(n, dtype=cp.int32)
-        copy = device_time(cp, lambda: dst.data.copy_from_device(src.data, 4 * n), repeat)
-        copy_gbs = 8 * n / copy / 1e9
-        del src, dst
-        a = scan_args(n, cp, tile)
-        ours = device_time(cp, timers["scan"].launcher(a), repeat)
-        ok = bool(cp.array_equal(a["y"], cp.cumsum(a["x"], dtype=cp.int32)))
-        lib = device_time(cp, lambda: cp.cumsum(a["x"], dtype=cp.int32), repeat)
-        rows.append({"workload": "look-back scan", "log2n": e, "bytes": 8 * n, "ours_s": ours, "lib": "cupy.cumsum",
-                     "lib_s": lib, "copy_s": copy, "copy_gbs": copy_gbs, "correct": ok})
-        del a
-        a = reduce_args(n, cp)
-        ours = device_time(cp, timers["reduce"].launcher(a), repeat)
-        lib = device_time(cp, lambda: cp.sum(a["x"]), repeat)
-        rows.append({"workload": "block-reduce sum", "log2n": e, "bytes": 4 * n, "ours_s": ours, "lib": "cupy.sum",
-                     "lib_s": lib, "copy_s": copy, "copy_gbs": copy_gbs, "correct": None})
-        del a
-        a = radix_args(n, cp)
-        ours = device_time(cp, timers["radix"].launcher(a), repeat)
-        rows.append({"workload": "radix sort step", "log2n": e, "bytes": 8 * n, "ours_s": ours, "lib": "",
-                     "lib_s": None, "copy_s": copy, "copy_gbs": copy_gbs, "correct": None})
-        del a
-        cp.get_default_memory_pool().free_all_blocks()
+        copy, copy_gbs = _copy_gbs(cp, n, repeat)
+        for row in (_scan(cp, timers["scan"], tile, n, repeat), _reduce(cp, timers["reduce"], n, repeat),
+                    _radix(cp, timers["radix"], n, repeat)):
+            rows.append({**row, "log2n": e, "copy_s": copy, "copy_gbs": copy_gbs})
+            cp.get_default_memory_pool().free_all_blocks()
     return rows
 
 

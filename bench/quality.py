@@ -22,7 +22,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import BENCH, cuda_tool, fmt, perf_kit, say, table
+from common import BENCH, cuda_tool, perf_kit, say, table
 
 import transpiler as qd  # noqa: E402
 

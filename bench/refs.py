@@ -49,14 +49,18 @@ def extract(text: str, keep: list[str]) -> str:
             cuts.append(_span(text, m.start()))
     for m in _HOST.finditer(text):
         cuts.append(_span(text, m.start()))
-    if not any("cub::" in text[slice(*_span(text, m.start()))] for m in _KERNEL.finditer(text)
-               if _kernel_name(text, m.start()) in keep):
-        # No kept kernel uses CUB: its helper templates and aliases go too.
-        for m in re.finditer(r"^template\s*<", text, re.M):
-            a, b = _span(text, m.start())
-            if "cub::" in text[a:b]:
-                cuts.append((a, b))
-        cuts += [m.span() for m in re.finditer(r"^using \w+\s*=\s*cub::[^;]*;\n", text, re.M)]
+    # Helpers built on CUB (templates, type aliases) go too when no kept kernel uses them,
+    # so that a hand-written kernel is timed without the CUB headers.
+    helpers = []
+    for m in re.finditer(r"^template\s*<", text, re.M):
+        a, b = _span(text, m.start())
+        if "cub::" in text[a:b]:
+            helpers.append(((a, b), re.search(r"(\w+)\s*\(", text[a:b]).group(1)))
+    helpers += [(m.span(), m.group(1)) for m in re.finditer(r"^using (\w+)\s*=\s*cub::[^;]*;\n", text, re.M)]
+    kept = "".join(text[slice(*_span(text, m.start()))] for m in _KERNEL.finditer(text)
+                   if _kernel_name(text, m.start()) in keep)
+    if "cub::" not in kept and not any(re.search(rf"\b{name}\b", kept) for _, name in helpers):
+        cuts += [span for span, _ in helpers]
     missing = set(keep) - set(kernels_in(text))
     if missing:
         raise KeyError(f"no kernel {', '.join(sorted(missing))} in the reference file")

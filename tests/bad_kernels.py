@@ -274,3 +274,9 @@ def atomic_on_scalar(a: vec, s: qd.f32):
 def atomic_i8(a: qd.types.ndarray(dtype=qd.i8, ndim=1)):
     for i in range(a.shape[0]):
         a[0] += 1  # error: atomics need 32- or 64-bit elements
+
+
+@qd.kernel
+def range_from_memory(a: ivec):
+    for i in range(a[0]):  # error: the range of a top-level (parallel) loop must be computable
+        a[i] = 0

@@ -159,3 +159,16 @@ def shared_source(a: Sym(dtype=qd.f32, ndim=1)):
     for i in range(a.shape[0]):
         s = qd.simt.block.SharedArray((32,), qd.f32)
         qd.shmem.put(a[0], s[0], 32, 1)  # error: the source of qd.shmem.put is a shared array
+
+
+# ----------------------------------------------------------------------------- lowering details
+
+@qd.kernel
+def fetches_as_statements(c: qd.types.ndarray(dtype=qd.i32, ndim=1, symmetric=True), out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for t in range(out.shape[0]):
+        peer = (qd.shmem.my_pe() + t) % qd.shmem.n_pes()
+        qd.shmem.atomic_fetch_add(c[0], 1, peer)  # the old value is unused: the call stays
+        for j in range(qd.shmem.g(c[1], peer)):  # a remote bound is read once, before the loop
+            out[j] = qd.shmem.atomic_fetch(c[2], peer)
+        while qd.shmem.atomic_fetch(c[3], peer) == 0:  # re-read every iteration
+            pass

@@ -604,8 +604,6 @@ def test_compiles(case, variant):
     tool = TOOLS[target]
     if tool and shutil.which(tool) is None:
         pytest.skip(f"needs {tool}")
-    if target == "glsl" and name == "radix_rank" and options["subgroup_size"] == 8:
-        template_args = {"bd": 128, "rb": 7}  # 256 x 8-lane counts would not fit 32 KiB of shared memory
     if target == "msl" and case in WIDE_CASES:
         with pytest.raises(qd.TranspileError, match="not supported on the msl target"):
             qd.translate(kernel, target, template_args=template_args, arg_types=arg_types, **options)
@@ -785,3 +783,22 @@ def test_vote_emulation_needs_three_slots(slots):
     np.testing.assert_array_equal(per(out[:, 2], bd), np.repeat((rows != 0).sum(axis=1)[:, None], bd, axis=1))
     np.testing.assert_array_equal(per(out[:, 3], bd), np.repeat(counts[:, None], bd, axis=1))
     np.testing.assert_array_equal(per(out[:, 4], bd), np.repeat(rows.max(axis=1)[:, None], bd, axis=1))
+
+
+def test_vulkan_refuses_more_shared_memory_than_the_device_has(rng):
+    """A radix rank over 256 digits keeps a count per digit and subgroup: with 8-lane
+    subgroups that is 32 KiB, lavapipe's whole workgroup memory."""
+    from transpiler.errors import ToolchainMissing
+    from transpiler.runtime.vulkan import DeviceUnsupported
+
+    try:
+        qd.init(arch="vulkan")
+    except ToolchainMissing as exc:
+        pytest.skip(str(exc))
+    backend = current()
+    need = (256 // backend.subgroup_size) * 256 * 4 + 2 * 256 * 4
+    if need <= backend.device.max_shared_memory:
+        pytest.skip(f"{backend.device.name} has room for it")
+    keys = rng.integers(0, 2**32, 256, dtype=np.uint64).astype(np.uint32)
+    with pytest.raises(DeviceUnsupported, match="shared memory"):
+        radix_rank(keys, np.zeros(256, np.int32), np.zeros((1, 2, 256), np.int32), 0, 8, 256, 8)

@@ -31,17 +31,23 @@ subgroup = qd.simt.subgroup
 
 
 @comptime
-def identity(op, dtype):
-    """The value ``op`` leaves unchanged, typed: add 0, min the type's max (+inf), max the
-    type's min (-inf, 0 for unsigned)."""
+def _identity_value(op, dtype):
     if op == "add":
-        return dtype(0)
+        return 0.0 if dtype.is_float else 0
     info = None if dtype.is_float else (dtype.bits, dtype.is_signed)
     if op == "min":
-        return dtype(math.inf) if info is None else dtype((1 << (info[0] - (1 if info[1] else 0))) - 1)
+        return math.inf if info is None else (1 << (info[0] - (1 if info[1] else 0))) - 1
     if op == "max":
-        return dtype(-math.inf) if info is None else dtype(-(1 << (info[0] - 1)) if info[1] else 0)
+        return -math.inf if info is None else (-(1 << (info[0] - 1)) if info[1] else 0)
     raise ValueError(f"no identity for {op!r}; use exclusive_scan(value, block_dim, op, identity, dtype)")
+
+
+@qd.func
+def identity(op: qd.template(), dtype: qd.template()):
+    """The value ``op`` leaves unchanged, typed: add 0, min the type's max (+inf), max the
+    type's min (-inf, 0 for unsigned). A cast of a Python number, not ``dtype(x)``: that
+    makes a numpy scalar, and importing numpy was a fifth of the CLI's cold start."""
+    return qd.cast(_identity_value(op, dtype), dtype)
 
 
 @comptime

@@ -2,11 +2,11 @@
 // block, puts it into the next PE's `recv`, fences, raises the next PE's flag, waits for its
 // own, and checks the block its left neighbour sent. It prints one OK line per PE.
 //
-// Build: make                     (this folder; see the Makefile: transpiles kernels.py,
-//                                  then nvcc -rdc=true against NVSHMEM's host and device libraries)
-// Run:   ./build/nvshmem_ring --pes 2          forks 2 PEs on this node (unique-id bootstrap)
-//        nvshmrun -np 2 ./build/nvshmem_ring   or mpirun -np 2 (NVSHMEM_BOOTSTRAP=MPI or PMI)
-// Options: --n ELEMENTS (default 1048576), --rounds R (default 3).
+// Build: make -C examples/nvshmem_ring   (the Makefile transpiles kernels.py, then builds with
+//                                        nvcc -rdc=true against NVSHMEM's host and device libraries)
+// Run:   build/nvshmem_ring/nvshmem_ring --pes 2          forks 2 PEs on this node (unique-id bootstrap)
+//        nvshmrun -np 2 build/nvshmem_ring/nvshmem_ring   or mpirun -np 2 (NVSHMEM_BOOTSTRAP=MPI or PMI)
+// Options: --n ELEMENTS (default 65536), --rounds R (default 3).
 // One GPU per PE: PE k uses device k % (device count); two PEs on one GPU need NVSHMEM's
 // multiple-PEs-per-GPU support (CUDA MPS). Exit codes: 0 every PE OK, 1 a check failed,
 // 2 bad usage, 77 no CUDA device (the "skipped" code of Automake and CTest).
@@ -154,7 +154,7 @@ int usage(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int pes = 0, n = 1 << 20, rounds = 3;
+    int pes = 0, n = 1 << 16, rounds = 3;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (i + 1 >= argc) {

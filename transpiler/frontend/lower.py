@@ -418,7 +418,7 @@ class KernelLowering:
             prelude = self.uniform_prelude(body, [])
             self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
             return
-        ranges = self.loop_ranges(s.iter)
+        ranges = self.loop_ranges(s.iter, parallel=True)
         names = self.loop_targets(s.target, len(ranges))
         self.push_scope(task_root=True)
         loop_vars = []
@@ -443,7 +443,8 @@ class KernelLowering:
         self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc,
                                   shared=self.task_shared, prelude=prelude))
 
-    def loop_ranges(self, it: ast.expr) -> list[tuple[ir.Expr, ir.Expr]]:
+    def loop_ranges(self, it: ast.expr, parallel: bool = False) -> list[tuple[ir.Expr, ir.Expr]]:
+        bound = self.parallel_bound if parallel else self.index_expr
         if not isinstance(it, ast.Call):
             raise self.error(it, "a top-level for loop must iterate over range(...) or qd.ndrange(...)")
         f = self.expr(it.func)
@@ -454,7 +455,7 @@ class KernelLowering:
             if not 1 <= len(it.args) <= 2:
                 raise self.error(it, "a parallel range takes 1 or 2 arguments (a step is not supported)",
                                  hint="use range(begin, end) and scale the index in the body")
-            args = [self.index_expr(a) for a in it.args]
+            args = [bound(a) for a in it.args]
             return [(ir.Const(T.i32, args[0].loc, 0), args[0])] if len(args) == 1 else [(args[0], args[1])]
         if getattr(fv, "_qd_builtin", None) == "ndrange":
             ranges = []
@@ -462,9 +463,9 @@ class KernelLowering:
                 if isinstance(a, ast.Tuple):
                     if len(a.elts) != 2:
                         raise self.error(a, "a qd.ndrange dimension is an extent or a (begin, end) pair")
-                    ranges.append((self.index_expr(a.elts[0]), self.index_expr(a.elts[1])))
+                    ranges.append((bound(a.elts[0]), bound(a.elts[1])))
                 else:
-                    e = self.index_expr(a)
+                    e = bound(a)
                     ranges.append((ir.Const(T.i32, e.loc, 0), e))
             if not ranges:
                 raise self.error(it, "qd.ndrange needs at least one dimension")
@@ -484,6 +485,18 @@ class KernelLowering:
         if not v.type.is_int:
             raise self.error(node, f"a range bound must be an integer, not {v.type.name}")
         return self.coerce(v, T.i32, node)
+
+    def parallel_bound(self, node: ast.expr) -> ir.Expr:
+        """A bound of a top-level loop: the host sizes the grid from it before launching, so
+        it may use parameters, shapes and constants but not memory."""
+        e = self.index_expr(node)
+        if any(not isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.LocalRef, ir.BinOp, ir.Unary, ir.Cast))
+               and not (isinstance(n, ir.Math) and n.fn in ("min", "max", "abs")) for n in iter_expr(e)):
+            raise self.error(node, "the range of a top-level (parallel) loop must be computable from parameters, "
+                                   "shapes and constants: the grid is sized before the kernel runs",
+                             hint="pass the count as a scalar parameter, or loop over an upper bound and skip "
+                                  "the extra indices with `if`")
+        return e
 
     # ------------------------------------------------------------------ statements
 
@@ -1477,19 +1490,47 @@ def _has_side_effects(e: ir.Expr) -> bool:
     return any(isinstance(n, (ir.Atomic, ir.ShmemOp)) for n in iter_expr(e))
 
 
+def present_fields(cls: type, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Which of ``names`` instances of ``cls`` can have, per class: probing a slotted IR node
+    for an attribute it lacks raises and catches an AttributeError each time, and the
+    expression walks did that millions of times per corpus."""
+    key = (cls, names)
+    hit = _PRESENT.get(key)
+    if hit is None:
+        slotted = all("__slots__" in c.__dict__ and "__dict__" not in c.__dict__["__slots__"]
+                      for c in cls.__mro__[:-1])
+        if slotted:
+            hit = tuple(n for n in names if hasattr(cls, n))
+        else:  # instance attributes could hold any of them
+            hit = names
+        _PRESENT[key] = hit
+    return hit
+
+
+_PRESENT: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
+_EXPR_ONE = ("a", "b", "cond", "value", "expected")
+_EXPR_MANY = ("indices", "args")
+
+
 def iter_expr(e: ir.Expr):
     stack = [e]
     while stack:
         n = stack.pop()
         yield n
-        for f in ("a", "b", "cond", "value", "expected"):
+        fields = _ITER_FIELDS.get(type(n))
+        if fields is None:
+            fields = _ITER_FIELDS[type(n)] = (present_fields(type(n), _EXPR_ONE), present_fields(type(n), _EXPR_MANY))
+        for f in fields[0]:
             sub = getattr(n, f, None)
             if isinstance(sub, ir.Expr):
                 stack.append(sub)
-        for f in ("indices", "args"):
+        for f in fields[1]:
             subs = getattr(n, f, None)
             if subs:
                 stack.extend(subs)
+
+
+_ITER_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def _locals_read_expr(e: ir.Expr) -> set[ir.Local]:

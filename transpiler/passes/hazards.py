@@ -164,14 +164,29 @@ class _Levels:
 
 
 def _children(e: ir.Expr) -> list[ir.Expr]:
+    one, many = _CHILD_FIELDS.get(type(e)) or _child_fields(type(e))
     out = []
-    for name in ("a", "b", "cond", "value", "expected", "pred"):
+    for name in one:
         sub = getattr(e, name, None)
         if isinstance(sub, ir.Expr):
             out.append(sub)
-    for name in ("indices", "args"):
+    for name in many:
         out.extend(getattr(e, name, None) or [])
     return out
+
+
+_CHILD_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _child_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The child fields instances of ``cls`` can have: probing a slotted node for an
+    attribute it lacks raises and catches an AttributeError, hundreds of thousands of times
+    per corpus (see lower.present_fields)."""
+    slotted = all("__slots__" in c.__dict__ and "__dict__" not in c.__dict__["__slots__"] for c in cls.__mro__[:-1])
+    fields = tuple(tuple(n for n in names if not slotted or hasattr(cls, n))
+                   for names in (("a", "b", "cond", "value", "expected", "pred"), ("indices", "args")))
+    _CHILD_FIELDS[cls] = fields
+    return fields
 
 
 def _exits(stmts: list[ir.Stmt]) -> bool:

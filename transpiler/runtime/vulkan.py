@@ -113,6 +113,7 @@ class Device:
         self.max_workgroup_size = limits.maxComputeWorkGroupSize[0]
         self.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations
         self.max_workgroups = limits.maxComputeWorkGroupCount[0]
+        self.max_shared_memory = limits.maxComputeSharedMemorySize
         self.extensions = {_text(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
         self._subgroup_properties()
         self.features = self._create_device()
@@ -468,6 +469,9 @@ class VulkanBackend(Backend):
             raise DeviceUnsupported(f"kernel {kernel.name} passes {req['push_constant_bytes']} bytes of scalars and "
                                     f"extents as push constants; {dev.name} allows {dev.max_push_constants}")
         for e in manifest["entry_points"]:
+            if e["shared_bytes"] > dev.max_shared_memory:
+                raise DeviceUnsupported(f"kernel {kernel.name}: entry point {e['name']} uses {e['shared_bytes']} bytes "
+                                        f"of shared memory; {dev.name} has {dev.max_shared_memory} per workgroup")
             if e["block_dim"] > min(dev.max_workgroup_size, dev.max_workgroup_invocations):
                 raise DeviceUnsupported(f"kernel {kernel.name}: block_dim {e['block_dim']} exceeds {dev.name}'s "
                                         f"limit of {min(dev.max_workgroup_size, dev.max_workgroup_invocations)}")

@@ -127,6 +127,8 @@ class MslDialect(CxxDialect):
 
     def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
         t = e.args[0].type
+        if e.fn == "isnan":
+            return f"isnan({args[0]})"
         if t.is_float:
             return f"{FLOAT_FUNCS[e.fn]}({', '.join(args)})"
         if e.fn == "ffs":
@@ -185,6 +187,17 @@ class MslDialect(CxxDialect):
             r.helper(f"subgroup_inclusive_{op}", ct)
             extra["identity"] = self.literal(identity_value(op, ct), ct)
         return f"{r.helper('subgroup_' + e.op, ct, **extra)}({value})"
+
+    def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
+        if t.bits != 32:
+            return "native"  # atomic() names what Metal lacks (64-bit atomics, f16)
+        if t.is_int:
+            return "native" if op in ATOMIC_FUNCS or op == "cas" else "cas"
+        if op in FLOAT_ATOMIC_OPS and space == "global":
+            return "native"
+        # Float min / max / mul, and anything on threadgroup floats: a loop over the 32-bit
+        # compare-exchange on the value's bits.
+        return "cas" if op in ("add", "mul", "min", "max") else None
 
     def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
         t = e.type
