@@ -232,10 +232,12 @@ def main_gpu(sizes: list[int], repeat: int, device: str) -> dict:
         lib_gbs = r["bytes"] / r["lib_s"] / 1e9 if r["lib_s"] else None
         cells.append([r["workload"], f"2^{r['log2n']}", f"{r['ours_s'] * 1e3:.3f}", f"{gbs:.0f}",
                       f"{gbs / r['copy_gbs']:.0%}", r["lib"] or "-", f"{r['lib_s'] * 1e3:.3f}" if r["lib_s"] else "-",
-                      f"{lib_gbs:.0f}" if lib_gbs else "-", f"{r['copy_gbs']:.0f}"])
+                      f"{lib_gbs:.0f}" if lib_gbs else "-", f"{r['copy_gbs']:.0f}",
+                      {True: "ok", False: "WRONG", None: ""}[r["correct"]]])
     say(table(f"GPU throughput (mean of {repeat} back-to-back launches); goal: scan > 85 % of copy "
               "bandwidth, at least parity with CUB (cupy.cumsum)",
-              ["workload", "N", "ours ms", "ours GB/s", "of copy", "library", "lib ms", "lib GB/s", "copy GB/s"], cells))
+              ["workload", "N", "ours ms", "ours GB/s", "of copy", "library", "lib ms", "lib GB/s", "copy GB/s",
+               "scan result"], cells))
     return {"device": device, "checks": checks, "rows": rows}
 
 
