@@ -160,22 +160,23 @@ def _block_fold(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
 
 @qd.func
 def _scan_totals(totals: qd.template(), lane, n: qd.template(), op: qd.template(), dtype: qd.template()):
-    """Lane k < n gets the inclusive scan of totals[0..k]."""
+    """(the total lane k read, the inclusive scan of totals[0..k]), right in lanes k < n."""
     if qd.static(_pow2(n)):
         # Only lanes < n are read back: log2(n) steps suffice (2 on wave64 with 4 waves
         # instead of 6), and lanes >= n may read any slot (lane & (n - 1) keeps the load in
         # bounds and unpredicated).
-        v = totals[lane & (n - 1)]
+        t = totals[lane & (n - 1)]
+        v = t
         for k in qd.static(range(_log2(n))):
             other = subgroup.shuffle_up(v, qd.u32(1 << k))
             if subgroup.invocation_id() >= (1 << k):
                 v = _combine(op, other, v)
-        return v
+        return t, v
     else:
         t = identity(op, dtype)
         if lane < n:
             t = totals[lane]
-        return _subgroup_inclusive(t, op)
+        return t, _subgroup_inclusive(t, op)
 
 
 @qd.func
@@ -205,10 +206,15 @@ def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
             # ladder of branches; a select per total, to predicates the compiler hoists out
             # of the task loop and then spills.) With n a power of two, each aligned group
             # of n lanes holds all the totals and log2(n) shuffle steps do.
-            scanned = _scan_totals(totals, tid & (subgroup.group_size() - 1), n, op, dtype)
-            # (sub - 1) & (n - 1): lane n - 1 for the first subgroup, whose prefix is the identity.
-            before = subgroup.shuffle(scanned, qd.u32((sub - 1) & (n - 1)))
-            result = _combine(op, qd.select(sub > 0, before, identity(op, dtype)), result)
+            t, scanned = _scan_totals(totals, tid & (subgroup.group_size() - 1), n, op, dtype)
+            if qd.static(op == "add" and not dtype.is_float):
+                # An integer sum's exclusive prefix is inclusive - own, exactly: lane `sub`
+                # has this subgroup's, and the first subgroup's is 0 with no select.
+                result = subgroup.shuffle(scanned - t, qd.u32(sub)) + result
+            else:
+                # (sub - 1) & (n - 1): lane n - 1 for the first subgroup, whose prefix is the identity.
+                before = subgroup.shuffle(scanned, qd.u32((sub - 1) & (n - 1)))
+                result = _combine(op, qd.select(sub > 0, before, identity(op, dtype)), result)
         elif sub > 0:
             # Every earlier subgroup's total, folded in front of this subgroup's own scan. No
             # identity needed: inclusive_scan's user operator has none.
