@@ -116,10 +116,10 @@ def test_binding_contract_and_manifest():
     assert "const long n = params.n;" in text
     # Members at their natural alignment: f32 0, x extent 4, u8 8, i64 16, y extents 24 and 28.
     params = {p["name"]: p for p in manifest["params"]}
-    assert params["a"] == {"name": "a", "kind": "scalar", "dtype": "f32", "offset": 0}
-    assert params["x"]["buffer_index"] == 0 and params["x"]["shape_offsets"] == [4]
-    assert params["flag"]["offset"] == 8 and params["n"]["offset"] == 16
-    assert params["y"]["buffer_index"] == 1 and params["y"]["shape_offsets"] == [24, 28]
+    assert params["a"] == {"name": "a", "kind": "scalar", "dtype": "f32", "params_offset": 0}
+    assert params["x"]["buffer_index"] == 0 and params["x"]["shape_params_offsets"] == [4]
+    assert params["flag"]["params_offset"] == 8 and params["n"]["params_offset"] == 16
+    assert params["y"]["buffer_index"] == 1 and params["y"]["shape_params_offsets"] == [24, 28]
     buf = manifest["params_buffer"]
     assert (buf["struct"], buf["buffer_index"], buf["size"], buf["alignment"]) == ("Params", 2, 32, 8)
     assert "    long n;  // offset 16\n" in text

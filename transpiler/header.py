@@ -232,10 +232,10 @@ def msl_context(manifest: dict, ctx: dict) -> dict:
     fields = []
     for p in ctx["params"]:
         if p["kind"] == "ndarray":
-            for name, off in zip(p["shapes"], p["shape_offsets"]):
+            for name, off in zip(p["shapes"], p["shape_params_offsets"]):
                 fields.append((name, HOST_TYPES["i32"], 4, off))
         else:
-            fields.append((p["cxx"], HOST_TYPES[p["dtype"]], HOST_SIZES[p["dtype"]], p["offset"]))
+            fields.append((p["cxx"], HOST_TYPES[p["dtype"]], HOST_SIZES[p["dtype"]], p["params_offset"]))
     return {"struct": "Params", "fields": struct_layout(fields), "buffers": buffer_table(ctx, "buffer_index"),
             "params_buffer": buffer}
 

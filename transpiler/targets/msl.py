@@ -400,12 +400,12 @@ class MslTarget(Target):
         for p in kernel.params:
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            "buffer_index": buffer, "shape_offsets": [m.offset for m in by_param[p.name]],
+                            "buffer_index": buffer, "shape_params_offsets": [m.offset for m in by_param[p.name]],
                             "shape_dtype": "i32"})
                 buffer += 1
             else:
                 out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name,
-                            "offset": by_param[p.name][0].offset})
+                            "params_offset": by_param[p.name][0].offset})
         return out
 
     def requirements(self, features: set[str], used_types: set[str]) -> dict:
