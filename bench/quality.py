@@ -232,16 +232,19 @@ def amdgpu(args, report: dict, cases: list[dict], workdir: Path) -> None:
         main = max(stats, key=lambda k: stats[k].get("insts", 0))
         rows.append([f"{case['name']}: ours ({main})", *[stats[main].get(c) for c in AMD_COLS]])
         entry = {"algorithm": case["name"], "ours": stats, "main": main}
-        h = hand_stats.get(HAND_HIP.get(case["name"], ""))
-        if h:
-            rows.append([f"  hand (HIP port): {HAND_HIP[case['name']]}", *[h.get(c) for c in AMD_COLS]])
-            entry["hand"] = h
+        for kind, name in (("hand (HIP port)", HAND_HIP.get(case["name"], "")),
+                           ("control", HAND_HIP.get(case["name"], "").replace("hand_", "control_"))):
+            h = hand_stats.get(name)
+            if h:
+                rows.append([f"  {kind}: {name}", *[h.get(c) for c in AMD_COLS]])
+                entry[kind.split()[0]] = h
         sec["rows"].append(entry)
     say(table("AMDGPU gfx90a (hipcc -O3, wave64): registers, LDS bytes and scratch from the code-object notes; "
               "instruction counts from llvm-objdump",
               ["kernel", "VGPR", "SGPR", "LDS B", "scratch", "v-spill", "s-spill", "insts", "s_barrier", "ds ops",
                "x-lane", "global", "branch"], rows,
-              note="  x-lane: ds_bpermute / ds_swizzle / DPP / readlane; ds ops: the other LDS accesses"))
+              note="  x-lane: ds_bpermute / ds_swizzle / DPP / readlane; ds ops: the other LDS accesses; control: "
+                   "the HIP port in our grid-stride task loop (bench/refs_hip/hand_block.hip)"))
     report["amdgpu"] = sec
 
 

@@ -181,18 +181,15 @@ def _scan_totals(totals: qd.template(), lane, n: qd.template(), op: qd.template(
 
 @qd.func
 def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template(), inclusive: qd.template(),
-                ident, ident_is_zero_sum: qd.template()):
-    """Inclusive (or exclusive, seeded with ``ident``) scan of ``value`` over the block.
-    ``ident_is_zero_sum``: op is integer "add" and ident is 0 (exclusive_add)."""
+                ident):
+    """Inclusive (or exclusive, seeded with ``ident``) scan of ``value`` over the block."""
     n = qd.static(_subgroups(block_dim, subgroup.group_size()))
     if qd.static(n > 1):
         block.sync()  # first, as in _block_fold
     x = qd.cast(value, dtype)
     incl = _subgroup_inclusive(x, op)
     result = incl
-    if qd.static(not inclusive and ident_is_zero_sum and not dtype.is_float):
-        result = incl - x  # exact for integers: no shuffle, no lane-0 select
-    elif qd.static(not inclusive):
+    if qd.static(not inclusive):
         result = subgroup.shuffle_up(incl, qd.u32(1))
         if subgroup.invocation_id() == 0:
             result = ident
@@ -275,42 +272,42 @@ def reduce_all_max(value, block_dim: qd.template(), dtype: qd.template()):
 
 @qd.func
 def inclusive_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, op, dtype, True, qd.cast(0, dtype), False)
+    return _block_scan(value, block_dim, op, dtype, True, qd.cast(0, dtype))
 
 
 @qd.func
 def inclusive_add(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "add", dtype, True, identity("add", dtype), False)
+    return _block_scan(value, block_dim, "add", dtype, True, identity("add", dtype))
 
 
 @qd.func
 def inclusive_min(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "min", dtype, True, identity("min", dtype), False)
+    return _block_scan(value, block_dim, "min", dtype, True, identity("min", dtype))
 
 
 @qd.func
 def inclusive_max(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "max", dtype, True, identity("max", dtype), False)
+    return _block_scan(value, block_dim, "max", dtype, True, identity("max", dtype))
 
 
 @qd.func
 def exclusive_scan(value, block_dim: qd.template(), op: qd.template(), identity_value, dtype: qd.template()):
-    return _block_scan(value, block_dim, op, dtype, False, qd.cast(identity_value, dtype), False)
+    return _block_scan(value, block_dim, op, dtype, False, qd.cast(identity_value, dtype))
 
 
 @qd.func
 def exclusive_add(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "add", dtype, False, identity("add", dtype), True)
+    return _block_scan(value, block_dim, "add", dtype, False, identity("add", dtype))
 
 
 @qd.func
 def exclusive_min(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "min", dtype, False, identity("min", dtype), False)
+    return _block_scan(value, block_dim, "min", dtype, False, identity("min", dtype))
 
 
 @qd.func
 def exclusive_max(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "max", dtype, False, identity("max", dtype), False)
+    return _block_scan(value, block_dim, "max", dtype, False, identity("max", dtype))
 
 
 # ----------------------------------------------------------------------------- subgroup helpers

@@ -67,3 +67,35 @@ hand_block_exclusive_i32(const int* __restrict__ in, int* __restrict__ out) {
   int v = in[i];
   out[i] = block_inclusive_add(v, smem, total) - v;
 }
+
+// Controls: the same collectives in our entry points' task loop (a grid-stride loop, a
+// barrier before each collective publishes; see bench/refs_cuda/gridstride_controls.cu).
+extern "C" __global__ void __launch_bounds__(BLOCK)
+control_block_reduce_f32(float* x, int x_shape_0, float* out, int out_shape_0) {
+  __shared__ float smem[WAVES];
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < x_shape_0; i += blockDim.x * gridDim.x) {
+    __syncthreads();
+    float s = block_reduce_add(x[i], smem);
+    if (threadIdx.x == 0) out[i / BLOCK] = s;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+control_block_inclusive_i32(int* x, int x_shape_0, int* y, int y_shape_0) {
+  __shared__ int smem[WAVES];
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < x_shape_0; i += blockDim.x * gridDim.x) {
+    __syncthreads();
+    int total;
+    y[i] = block_inclusive_add(x[i], smem, total);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+control_block_exclusive_i32(int* x, int x_shape_0, int* y, int y_shape_0) {
+  __shared__ int smem[WAVES];
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < x_shape_0; i += blockDim.x * gridDim.x) {
+    __syncthreads();
+    int total, v = x[i];
+    y[i] = block_inclusive_add(v, smem, total) - v;
+  }
+}
