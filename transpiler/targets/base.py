@@ -430,14 +430,19 @@ class Renderer:
         self.block(st.body, depth + 1)
         self.put(depth, "}", None)
 
+    def put_statements(self, depth: int, text: str, loc: ir.Loc) -> None:
+        """A spelling made of several statements (`a(); b();`): one per line."""
+        for part in text.split("; "):
+            self.put(depth, part if part.endswith(";") else part + ";", loc)
+
     def stmt_Barrier(self, st: ir.Barrier, depth: int) -> None:
-        self.put(depth, self.dialect.barrier(st.scope, st.loc), st.loc)
+        self.put_statements(depth, self.dialect.barrier(st.scope, st.loc), st.loc)
 
     def stmt_DeclareShared(self, st: ir.DeclareShared, depth: int) -> None:
         pass  # shared arrays are declared once per entry point (see Target.render_entry)
 
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
-        self.put(depth, self.dialect.fence(st.scope, st.loc), st.loc)
+        self.put_statements(depth, self.dialect.fence(st.scope, st.loc), st.loc)
 
     def stmt_Break(self, st: ir.Break, depth: int) -> None:
         self.put(depth, "break;", st.loc)
