@@ -305,7 +305,8 @@ def run_section(args, report: dict, tmp: Path) -> None:
     imports = ["import s"] + [fmt((results.get(t) or {}).get("import_s")) for t in ("ours", "cupy", "warp")]
     say(table("Python -> CUDA source, same kernel, fresh module each time: warm ms (cold ms)",
               ["kernel", "transpiler", "cupyx.jit", "Warp codegen"], rows + [imports],
-              note=f"  cupyx.jit / Warp: {why}"))
+              note=f"  cupyx.jit / Warp: {why}\n  our import is lazy: the transpiler's first cold figure also carries "
+                   "the imports the others pay in `import` (jinja2, the frontend, the targets)"))
     for tool, r in results.items():
         if r and "error" in r:
             say(f"  {tool}: {r['error']}")

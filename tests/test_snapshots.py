@@ -23,7 +23,7 @@ def snapshot_files(kernel, target: str, template_args: dict) -> dict[str, str]:
     """The files one (kernel, target) pair snapshots to, by relative path."""
     stem = kernel.__name__
     try:
-        tr = qd.translate(kernel, target, template_args=template_args)
+        tr = qd.translate(kernel, target, template_args=template_args, warn=False)
     except qd.TranspileError as exc:
         return {f"{target}/{stem}.error": exc.message + "\n"}
     files = {f"{target}/{name}": text for name, text in tr.sources.items()}

@@ -1,0 +1,39 @@
+"""`pip install .` (not editable) gives a package that finds its templates, its Metal shim and
+the CPU emulator's sources from anywhere, and installs the `transpiler` command."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import json, transpiler as qd
+from transpiler.toolchains.msl_check import SHIM_DIR
+from pathlib import Path
+import saxpy
+tr = qd.translate(saxpy.saxpy, "glsl")
+print(json.dumps({"files": sorted(tr.sources), "shim": (SHIM_DIR / "metal_stdlib").is_file(),
+                  "package": qd.__file__}))
+"""
+
+
+def test_installed_package_finds_its_data(tmp_path):
+    target = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--target", str(target), str(ROOT)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    pkg = target / "transpiler"
+    assert (pkg / "templates" / "cuda" / "module.cu.j2").is_file()
+    assert list((pkg / "runtime" / "cpu").glob("*.h"))
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    (work / "saxpy.py").write_text((ROOT / "examples" / "saxpy.py").read_text())
+    env = dict(os.environ, PYTHONPATH=f"{target}{os.pathsep}{work}")
+    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=work, env=env)
+    assert r.returncode == 0, r.stderr
+    assert '"files": ["saxpy.comp"]' in r.stdout and '"shim": true' in r.stdout
+    assert str(target) in r.stdout  # the installed copy, not the checkout
+    assert (target / "bin" / "transpiler").is_file()
