@@ -211,7 +211,7 @@ def test_kernels_without_shmem_stay_self_contained():
     tr = qd.translate(publish_to_host, "cuda")
     src = tr.sources["publish_to_host.cu"]
     assert "#include" not in src and "nvshmem_" not in src and "typedef int int32_t;" in src
-    assert "nvshmem" not in tr.manifest["requirements"] and tr.manifest["requirements"]["min_sm"] == 70
+    assert "nvshmem" not in tr.manifest["requirements"] and tr.manifest["requirements"]["min_sm"] == 75
 
 
 def test_the_cuda_header_explains_the_host_side(tmp_path):

@@ -30,6 +30,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from .ir import nodes as ir
+from .ir.memo import per_kernel
 from .lang import NdarrayAnnotation, builtin
 
 
@@ -93,6 +94,7 @@ wait_until = _marker("wait_until", "wait_until(ivar[i], cmp, value): wait until 
 
 # ----------------------------------------------------------------------------- analysis
 
+@per_kernel
 def uses(kernel: ir.Kernel) -> list[ir.Loc]:
     """Where ``kernel`` depends on NVSHMEM: symmetric parameters and every qd.shmem routine,
     in source order (empty when it does not)."""

@@ -83,7 +83,12 @@ def translate(kernel: lang.Kernel, target: str, **options) -> Translation:
     if not options.get("no_hazards"):
         from .passes.hazards import check_hazards
 
-        hazards = check_hazards(kir, target, subgroup_size)
+        # The IR of an instantiation never changes, so its verdict is computed once per target.
+        cache = kernel.__dict__.setdefault("_hazard_cache", {})
+        key = (id(kir), target, subgroup_size)
+        if key not in cache:
+            cache[key] = check_hazards(kir, target, subgroup_size)
+        hazards = cache[key]
         if options.get("warn", True):
             for h in hazards:
                 warnings.warn(str(h), HazardWarning, stacklevel=2)

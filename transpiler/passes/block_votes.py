@@ -27,11 +27,13 @@ import dataclasses
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
+from ..ir.memo import per_kernel
 from ..ir import types as T
 
 SLOTS = 3
 
 
+@per_kernel
 def emulate_block_votes(kernel: ir.Kernel, slots: int = SLOTS) -> ir.Kernel:
     """A copy of ``kernel`` with every BlockVote replaced by the shared-counter form
     (``slots`` is there for the test that shows two do not suffice)."""

@@ -14,6 +14,7 @@ import dataclasses
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.memo import per_kernel
 
 UINT_OF_WIDTH = {16: T.u16, 32: T.u32, 64: T.u64}
 
@@ -24,6 +25,11 @@ def space_of(array: ir.Array) -> str:
 
 def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
     """A copy of ``kernel`` whose atomics the dialect can all spell directly."""
+    return _legalize(kernel, dialect)
+
+
+@per_kernel(key=lambda dialect: (type(dialect), dialect.subgroup_size))
+def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     needs = False
     for task in kernel.tasks:
         for e in _all_exprs(task.prelude + task.body):

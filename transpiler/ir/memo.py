@@ -1,0 +1,26 @@
+"""Memoize whole-kernel analyses and rewrites. The IR of an instantiation is never mutated
+(passes build new kernels), so a result computed for one kernel object stays valid; warm
+re-translation then skips every walk over the IR."""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+_results: dict[tuple, tuple] = {}
+
+
+def per_kernel(fn: Callable | None = None, *, key: Callable | None = None) -> Callable:
+    """Cache ``fn(kernel, *args)`` on the kernel object's identity and ``key(*args)``
+    (the args themselves by default; they must then be hashable)."""
+    if fn is None:
+        return lambda f: per_kernel(f, key=key)
+
+    @functools.wraps(fn)
+    def cached(kernel, *args, **kwargs):
+        slot = (fn.__qualname__, id(kernel), key(*args, **kwargs) if key else (args, tuple(sorted(kwargs.items()))))
+        hit = _results.get(slot)
+        if hit is None or hit[0] is not kernel:  # the object itself is kept, so its id stays unique
+            hit = _results[slot] = (kernel, fn(kernel, *args, **kwargs))
+        return hit[1]
+
+    return cached
