@@ -98,7 +98,7 @@ wait_until = _marker("wait_until", "wait_until(ivar[i], cmp, value): wait until 
 def uses(kernel: ir.Kernel) -> list[ir.Loc]:
     """Where ``kernel`` depends on NVSHMEM: symmetric parameters and every qd.shmem routine,
     in source order (empty when it does not)."""
-    from .frontend.lower import iter_expr, stmt_bodies, stmt_exprs
+    from .ir.walk import iter_expr, stmt_bodies, stmt_exprs
 
     found = [p.loc for p in kernel.params if p.symmetric]
 
@@ -118,7 +118,7 @@ def uses(kernel: ir.Kernel) -> list[ir.Loc]:
 
 def barrier_all_used(kernel: ir.Kernel) -> bool:
     """Whether a device-side barrier_all needs the kernel launched collectively."""
-    from .frontend.lower import stmt_bodies
+    from .ir.walk import stmt_bodies
 
     def walk(stmts: list[ir.Stmt]) -> bool:
         return any(isinstance(st, ir.ShmemBarrierAll) or any(walk(b) for b in stmt_bodies(st)) for st in stmts)
@@ -127,7 +127,7 @@ def barrier_all_used(kernel: ir.Kernel) -> bool:
 
 
 def first_system_fence(kernel: ir.Kernel) -> ir.Loc | None:
-    from .frontend.lower import stmt_bodies
+    from .ir.walk import stmt_bodies
 
     def walk(stmts: list[ir.Stmt]) -> ir.Loc | None:
         for st in stmts:

@@ -20,6 +20,7 @@ from .. import lang
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.walk import iter_expr, stmt_bodies, stmt_exprs
 from ..passes import fold
 from .source import ParsedFunction, parse_function
 from .values import CT, ArrayHandle, ShapeHandle, TupleValue
@@ -1490,49 +1491,6 @@ def _has_side_effects(e: ir.Expr) -> bool:
     return any(isinstance(n, (ir.Atomic, ir.ShmemOp)) for n in iter_expr(e))
 
 
-def present_fields(cls: type, names: tuple[str, ...]) -> tuple[str, ...]:
-    """Which of ``names`` instances of ``cls`` can have, per class: probing a slotted IR node
-    for an attribute it lacks raises and catches an AttributeError each time, and the
-    expression walks did that millions of times per corpus."""
-    key = (cls, names)
-    hit = _PRESENT.get(key)
-    if hit is None:
-        slotted = all("__slots__" in c.__dict__ and "__dict__" not in c.__dict__["__slots__"]
-                      for c in cls.__mro__[:-1])
-        if slotted:
-            hit = tuple(n for n in names if hasattr(cls, n))
-        else:  # instance attributes could hold any of them
-            hit = names
-        _PRESENT[key] = hit
-    return hit
-
-
-_PRESENT: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
-_EXPR_ONE = ("a", "b", "cond", "value", "expected")
-_EXPR_MANY = ("indices", "args")
-
-
-def iter_expr(e: ir.Expr):
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        yield n
-        fields = _ITER_FIELDS.get(type(n))
-        if fields is None:
-            fields = _ITER_FIELDS[type(n)] = (present_fields(type(n), _EXPR_ONE), present_fields(type(n), _EXPR_MANY))
-        for f in fields[0]:
-            sub = getattr(n, f, None)
-            if isinstance(sub, ir.Expr):
-                stack.append(sub)
-        for f in fields[1]:
-            subs = getattr(n, f, None)
-            if subs:
-                stack.extend(subs)
-
-
-_ITER_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
 def _locals_read_expr(e: ir.Expr) -> set[ir.Local]:
     return {n.var for n in iter_expr(e) if isinstance(n, ir.LocalRef)}
 
@@ -1567,30 +1525,6 @@ def _locals_declared(stmts: list[ir.Stmt]) -> set[ir.Local]:
         for body in stmt_bodies(st):
             out |= _locals_declared(body)
     return out
-
-
-def stmt_exprs(st: ir.Stmt) -> list[ir.Expr]:
-    if isinstance(st, ir.Declare):
-        return [st.init] if st.init is not None else []
-    if isinstance(st, ir.Assign):
-        return [st.value]
-    if isinstance(st, ir.Store):
-        return [*st.indices, st.value]
-    if isinstance(st, ir.ExprStmt):
-        return [st.expr]
-    if isinstance(st, (ir.If, ir.While)):
-        return [st.cond]
-    if isinstance(st, ir.For):
-        return [st.start, st.stop, st.step]
-    return []
-
-
-def stmt_bodies(st: ir.Stmt) -> list[list[ir.Stmt]]:
-    if isinstance(st, ir.If):
-        return [st.then, st.orelse]
-    if isinstance(st, (ir.For, ir.While)):
-        return [st.body]
-    return []
 
 
 def lower_kernel(kernel: lang.Kernel, template_args: dict | None = None,

@@ -44,7 +44,7 @@ def emulate_block_votes(kernel: ir.Kernel, slots: int = SLOTS) -> ir.Kernel:
 
 
 def _has_vote(stmts: list[ir.Stmt]) -> bool:
-    from ..frontend.lower import iter_expr, stmt_bodies, stmt_exprs
+    from ..ir.walk import iter_expr, stmt_bodies, stmt_exprs
 
     for st in stmts:
         if any(isinstance(n, ir.BlockVote) for e in stmt_exprs(st) for n in iter_expr(e)):

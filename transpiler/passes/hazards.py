@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from ..errors import TranspileError, format_diagnostic
 from ..ir import nodes as ir
+from ..ir.walk import all_stmts, children, iter_expr, stmt_exprs
 
 UNIFORM, SUBGROUP, THREAD = 0, 1, 2
 _LEVEL_WORDS = {SUBGROUP: "the subgroup (lane) it runs in", THREAD: "the thread index"}
@@ -64,7 +65,7 @@ class _Levels:
         self.subgroup_size = subgroup_size
         # Locals defined once from the thread index: `tid // 32` is the same across a warp.
         self.defs: dict[int, list[ir.Expr]] = {}
-        for st in _all_stmts(task.prelude + task.body):
+        for st in all_stmts(task.prelude + task.body):
             if isinstance(st, ir.Declare):
                 self.defs.setdefault(id(st.var), []).append(st.init)
             elif isinstance(st, ir.Assign):
@@ -135,7 +136,7 @@ class _Levels:
         if isinstance(e, ir.BinOp) and self.subgroup_index(e):
             return SUBGROUP
         level = UNIFORM
-        for sub in _children(e):
+        for sub in children(e):
             level = max(level, self.of(sub))
         return level
 
@@ -163,32 +164,6 @@ class _Levels:
         return False
 
 
-def _children(e: ir.Expr) -> list[ir.Expr]:
-    one, many = _CHILD_FIELDS.get(type(e)) or _child_fields(type(e))
-    out = []
-    for name in one:
-        sub = getattr(e, name, None)
-        if isinstance(sub, ir.Expr):
-            out.append(sub)
-    for name in many:
-        out.extend(getattr(e, name, None) or [])
-    return out
-
-
-_CHILD_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _child_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The child fields instances of ``cls`` can have: probing a slotted node for an
-    attribute it lacks raises and catches an AttributeError, hundreds of thousands of times
-    per corpus (see lower.present_fields)."""
-    slotted = all("__slots__" in c.__dict__ and "__dict__" not in c.__dict__["__slots__"] for c in cls.__mro__[:-1])
-    fields = tuple(tuple(n for n in names if not slotted or hasattr(cls, n))
-                   for names in (("a", "b", "cond", "value", "expected", "pred"), ("indices", "args")))
-    _CHILD_FIELDS[cls] = fields
-    return fields
-
-
 def _exits(stmts: list[ir.Stmt]) -> bool:
     for st in stmts:
         if isinstance(st, (ir.Break, ir.Continue)):
@@ -196,27 +171,6 @@ def _exits(stmts: list[ir.Stmt]) -> bool:
         if isinstance(st, ir.If) and (_exits(st.then) or _exits(st.orelse)):
             return True
     return False
-
-
-def _walk_exprs(e: ir.Expr):
-    yield e
-    for sub in _children(e):
-        yield from _walk_exprs(sub)
-
-
-def _stmt_exprs(st: ir.Stmt) -> list[ir.Expr]:
-    from ..frontend.lower import stmt_exprs
-
-    return stmt_exprs(st)
-
-
-def _all_stmts(stmts: list[ir.Stmt]):
-    from ..frontend.lower import stmt_bodies
-
-    for st in stmts:
-        yield st
-        for body in stmt_bodies(st):
-            yield from _all_stmts(body)
 
 
 class _Checker:
@@ -236,7 +190,7 @@ class _Checker:
 
     def walk(self, stmts: list[ir.Stmt], control: int, why: ir.Loc | None) -> None:
         for st in stmts:
-            for e in _stmt_exprs(st):
+            for e in stmt_exprs(st):
                 self.collectives(e, control, why)
             if isinstance(st, ir.Barrier):
                 self.check_collective("block.sync()" if st.scope == "block" else "subgroup.sync()",
@@ -252,7 +206,7 @@ class _Checker:
                 self.walk(st.body, inner, inner_why)
 
     def collectives(self, e: ir.Expr, control: int, why: ir.Loc | None) -> None:
-        for sub in _walk_exprs(e):
+        for sub in iter_expr(e):
             if isinstance(sub, ir.BlockVote):
                 self.check_collective(f"block.sync_{sub.op}_nonzero()", "block", control, why, sub.loc)
             elif isinstance(sub, ir.SubgroupOp) and sub.op != "invocation_id":
@@ -277,14 +231,14 @@ class _Checker:
     # ---------------------------------------------------------------- spin-waits
 
     def spin_waits(self) -> None:
-        for st in _all_stmts(self.task.body):
+        for st in all_stmts(self.task.body):
             if not isinstance(st, ir.While):
                 continue
-            plain = [e for e in _walk_exprs(st.cond) if isinstance(e, ir.Load)]
-            ordered = any(isinstance(e, (ir.VolatileLoad, ir.Atomic)) for e in _walk_exprs(st.cond))
+            plain = [e for e in iter_expr(st.cond) if isinstance(e, ir.Load)]
+            ordered = any(isinstance(e, (ir.VolatileLoad, ir.Atomic)) for e in iter_expr(st.cond))
             body_orders = any(isinstance(s, (ir.Fence, ir.Barrier)) or any(
                 isinstance(e, (ir.Atomic, ir.VolatileLoad, ir.BlockVote))
-                for x in _stmt_exprs(s) for e in _walk_exprs(x)) for s in _all_stmts(st.body))
+                for x in stmt_exprs(s) for e in iter_expr(x)) for s in all_stmts(st.body))
             if plain and not ordered and not body_orders:
                 load = plain[0]
                 self.hazards.append(Hazard(
@@ -298,13 +252,13 @@ class _Checker:
     def publications(self) -> None:
         """A global store, then a fence, then an atomic on global memory: a flag published
         to other blocks. Check the fence's scope and, on Metal, that the data is atomic."""
-        seq = [st for st in _all_stmts(self.task.body)]
+        seq = [st for st in all_stmts(self.task.body)]
         for k, st in enumerate(seq):
             if not isinstance(st, ir.Fence):
                 continue
             before = [s for s in seq[:k] if isinstance(s, ir.Store) and isinstance(s.array, ir.Param)]
             after_atomic = any(isinstance(e, ir.Atomic) and isinstance(e.array, ir.Param)
-                               for s in seq[k + 1:] for x in _stmt_exprs(s) for e in _walk_exprs(x))
+                               for s in seq[k + 1:] for x in stmt_exprs(s) for e in iter_expr(x))
             if not before or not after_atomic:
                 continue
             if st.scope == "block":
@@ -353,13 +307,13 @@ def _signal_arrays(kernel: ir.Kernel) -> set[int]:
     """Arrays used as signals: some thread waits on them (wait_until, or a loop polling them)."""
     found: set[int] = set()
     for task in kernel.tasks:
-        for st in _all_stmts(task.prelude + task.body):
-            for x in _stmt_exprs(st):
-                for e in _walk_exprs(x):
+        for st in all_stmts(task.prelude + task.body):
+            for x in stmt_exprs(st):
+                for e in iter_expr(x):
                     if isinstance(e, ir.ShmemWaitUntil):
                         found.add(id(e.ivar.array))
             if isinstance(st, ir.While):
-                for e in _walk_exprs(st.cond):
+                for e in iter_expr(st.cond):
                     if isinstance(e, (ir.Load, ir.VolatileLoad, ir.Atomic, ir.ShmemElement)):
                         found.add(id(e.array))
     return found
@@ -402,8 +356,8 @@ class _ShmemChecker:
 
     def run(self) -> list[Hazard]:
         if not any(isinstance(st, (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)) or
-                   any(isinstance(e, ir.ShmemOp) for x in _stmt_exprs(st) for e in _walk_exprs(x))
-                   for st in _all_stmts(self.task.body)):
+                   any(isinstance(e, ir.ShmemOp) for x in stmt_exprs(st) for e in iter_expr(x))
+                   for st in all_stmts(self.task.body)):
             return []
         self.levels = _Levels(self.task, self.subgroup_size)
         self.ordering()
@@ -431,7 +385,7 @@ class _ShmemChecker:
             return self.key(e.a, depth)
         attrs = tuple(getattr(e, a) for a in ("op", "fn", "kind", "dim") if isinstance(getattr(e, a, None), (str, int)))
         arrays = tuple(id(getattr(e, a)) for a in ("array", "param") if hasattr(e, a))
-        return (type(e).__name__, attrs, arrays, tuple(self.key(c, depth + 1) for c in _children(e)))
+        return (type(e).__name__, attrs, arrays, tuple(self.key(c, depth + 1) for c in children(e)))
 
     @staticmethod
     def pe_text(e: ir.Expr) -> str:
@@ -449,7 +403,7 @@ class _ShmemChecker:
         pending: list[_Pending] = []   # remote writes not yet completed by quiet()
         nbi_gets: list[ir.ShmemGet] = []
         nbi_puts: list[ir.ShmemPut] = []
-        for st in _all_stmts(self.task.body):
+        for st in all_stmts(self.task.body):
             if isinstance(st, ir.ShmemFence):
                 for p in pending:
                     p.fenced = True
@@ -459,8 +413,8 @@ class _ShmemChecker:
                 nbi_gets.clear()
                 nbi_puts.clear()
                 continue
-            for x in _stmt_exprs(st):
-                for e in _walk_exprs(x):
+            for x in stmt_exprs(st):
+                for e in iter_expr(x):
                     if isinstance(e, ir.Load):
                         self.read_during_get(e.array, e.loc, nbi_gets)
                     elif isinstance(e, ir.Atomic):

@@ -15,6 +15,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import per_kernel
+from ..ir.walk import all_exprs
 
 UINT_OF_WIDTH = {16: T.u16, 32: T.u32, 64: T.u64}
 
@@ -32,7 +33,7 @@ def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
 def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     needs = False
     for task in kernel.tasks:
-        for e in _all_exprs(task.prelude + task.body):
+        for e in all_exprs(task.prelude + task.body):
             if isinstance(e, ir.Atomic):
                 form = dialect.atomic_support(e.op, e.type, space_of(e.array), e.loc)
                 needs |= form != "native"
@@ -41,16 +42,6 @@ def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     rw = _Rewriter(dialect)
     tasks = [dataclasses.replace(t, body=rw.block(t.body), prelude=rw.block(t.prelude)) for t in kernel.tasks]
     return dataclasses.replace(kernel, tasks=tasks)
-
-
-def _all_exprs(stmts: list[ir.Stmt]):
-    from ..frontend.lower import iter_expr, stmt_bodies, stmt_exprs
-
-    for st in stmts:
-        for e in stmt_exprs(st):
-            yield from iter_expr(e)
-        for body in stmt_bodies(st):
-            yield from _all_exprs(body)
 
 
 class _Rewriter:

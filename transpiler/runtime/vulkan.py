@@ -329,7 +329,7 @@ class VulkanProgram:
 
 def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
     """The ndarray parameters some task stores to or updates atomically."""
-    from ..frontend.lower import iter_expr, stmt_bodies, stmt_exprs
+    from ..ir.walk import iter_expr, stmt_bodies, stmt_exprs
 
     out: set[str] = set()
 

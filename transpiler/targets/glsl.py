@@ -307,7 +307,7 @@ class GlslDialect(Dialect):
 
 
 def _has_atomic(e: ir.Expr) -> bool:
-    from ..frontend.lower import iter_expr
+    from ..ir.walk import iter_expr
 
     return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
 
