@@ -28,6 +28,7 @@ import dataclasses
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.memo import per_kernel
+from .rewrite import HoistingRewriter
 from ..ir import types as T
 
 SLOTS = 3
@@ -76,30 +77,17 @@ def _is_thread0(loc: ir.Loc) -> ir.Expr:
     return ir.Compare(T.bool_, loc, "eq", ir.ThreadIndex(T.i32, loc, "thread_idx"), _i32(0, loc))
 
 
-class _Rewriter:
+class _Rewriter(HoistingRewriter):
     def __init__(self, slots: ir.SharedArray, phase: ir.Local, block_dim: int):
         self.slots = slots
         self.phase = phase
         self.block_dim = block_dim
 
-    def block(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
-        out: list[ir.Stmt] = []
-        for st in stmts:
-            out.extend(self.stmt(st))
-        return out
-
     def stmt(self, st: ir.Stmt) -> list[ir.Stmt]:
-        pre: list[ir.Stmt] = []
         if isinstance(st, ir.While):
-            cond = self.expr(st.cond, pre, conditional=False)
-            body = self.block(st.body)
-            if not pre:
-                return [ir.While(st.loc, cond, body)]
-            # The vote runs before every test of the condition: at the top of the loop
-            # (a `continue` comes back there too).
-            test = ir.If(st.loc, ir.Unary(T.bool_, st.loc, "not", cond), [ir.Break(st.loc)], [])
-            return [ir.While(st.loc, ir.Const(T.bool_, st.loc, True), pre + [test] + body)]
+            return self.loop_with_hoisted_condition(st)
         if isinstance(st, ir.For):
+            pre: list[ir.Stmt] = []
             start = self.expr(st.start, pre, conditional=False)
             header: list[ir.Stmt] = []
             stop = self.expr(st.stop, header, conditional=False)
@@ -108,37 +96,18 @@ class _Rewriter:
                 raise TranspileError("a block.sync_*_nonzero vote cannot sit in a loop bound on this target",
                                      st.loc, hint="vote into a variable before the loop and at the end of its body")
             return pre + [dataclasses.replace(st, start=start, stop=stop, step=step, body=self.block(st.body))]
-        changes = {}
-        for f in dataclasses.fields(st):
-            v = getattr(st, f.name)
-            if isinstance(v, ir.Expr):
-                changes[f.name] = self.expr(v, pre, conditional=False)
-            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
-                changes[f.name] = [self.expr(x, pre, conditional=False) for x in v]
-            elif isinstance(v, list) and (not v or isinstance(v[0], ir.Stmt)) and f.name != "indices":
-                changes[f.name] = self.block(v)
-        return pre + [dataclasses.replace(st, **changes)]
+        return super().stmt(st)
 
-    def expr(self, e: ir.Expr, pre: list[ir.Stmt], conditional: bool) -> ir.Expr:
-        changes = {}
-        for f in dataclasses.fields(e):
-            v = getattr(e, f.name)
-            cond_child = conditional or (isinstance(e, ir.Logical) and f.name == "b") or \
-                (isinstance(e, ir.Select) and f.name in ("a", "b"))
-            if isinstance(v, ir.Expr):
-                changes[f.name] = self.expr(v, pre, cond_child)
-            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
-                changes[f.name] = [self.expr(x, pre, cond_child) for x in v]
-        new = dataclasses.replace(e, **changes) if changes else e
-        if not isinstance(new, ir.BlockVote):
-            return new
+    def rewrite(self, e: ir.Expr, pre: list[ir.Stmt], conditional: bool) -> ir.Expr:
+        if not isinstance(e, ir.BlockVote):
+            return e
         if conditional:
             # A barrier only some evaluations reach is a deadlock; hoisting it would change
             # which threads evaluate the predicate.
-            raise TranspileError(f"block.sync_{new.op}_nonzero is evaluated conditionally here (the right of "
-                                 "and/or, or an arm of a conditional expression)", new.loc,
+            raise TranspileError(f"block.sync_{e.op}_nonzero is evaluated conditionally here (the right of "
+                                 "and/or, or an arm of a conditional expression)", e.loc,
                                  hint="every thread of the block must reach it: call it in a statement of its own")
-        return self.vote(new, pre)
+        return self.vote(e, pre)
 
     def vote(self, v: ir.BlockVote, pre: list[ir.Stmt]) -> ir.Expr:
         loc = v.loc

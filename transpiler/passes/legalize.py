@@ -16,6 +16,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import per_kernel
 from ..ir.walk import all_exprs
+from .rewrite import HoistingRewriter
 
 UINT_OF_WIDTH = {16: T.u16, 32: T.u32, 64: T.u64}
 
@@ -44,59 +45,31 @@ def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     return dataclasses.replace(kernel, tasks=tasks)
 
 
-class _Rewriter:
+class _Rewriter(HoistingRewriter):
     def __init__(self, dialect):
         self.dialect = dialect
 
-    def block(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
-        out: list[ir.Stmt] = []
-        for st in stmts:
-            out.extend(self.stmt(st))
-        return out
-
     def stmt(self, st: ir.Stmt) -> list[ir.Stmt]:
-        pre: list[ir.Stmt] = []
         if isinstance(st, ir.ExprStmt) and isinstance(st.expr, ir.Atomic):
-            expr = self.atomic(st.expr, pre, result_used=False)
+            pre: list[ir.Stmt] = []
+            atomic = dataclasses.replace(st.expr, **{
+                "indices": [self.expr(i, pre, conditional=False) for i in st.expr.indices],
+                "value": self.expr(st.expr.value, pre, conditional=False)})
+            expr = self.atomic(atomic, pre, result_used=False)
             return pre + ([] if expr is None else [ir.ExprStmt(st.loc, expr)])
         if isinstance(st, ir.While):
-            cond = self.expr(st.cond, pre, conditional=False)
-            if pre:
-                raise TranspileError(f"this atomic needs a compare-and-swap loop on the {self.dialect.name} target "
-                                     "and cannot sit in a while condition", st.loc,
-                                     hint="compute it in a statement before the loop and at the end of its body")
-            return [ir.While(st.loc, cond, self.block(st.body))]
-        changes = {}
-        for f in dataclasses.fields(st):
-            v = getattr(st, f.name)
-            if isinstance(v, ir.Expr):
-                changes[f.name] = self.expr(v, pre, conditional=False)
-            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
-                changes[f.name] = [self.expr(x, pre, conditional=False) for x in v]
-            elif isinstance(v, list) and (not v or isinstance(v[0], ir.Stmt)) and f.name != "indices":
-                changes[f.name] = self.block(v)
-        return pre + [dataclasses.replace(st, **changes)]
+            return self.loop_with_hoisted_condition(st)
+        return super().stmt(st)
 
-    def expr(self, e: ir.Expr, pre: list[ir.Stmt], conditional: bool) -> ir.Expr:
-        changes = {}
-        for f in dataclasses.fields(e):
-            v = getattr(e, f.name)
-            # Operands evaluated only sometimes: the right of and/or, the arms of a select.
-            cond_child = conditional or (isinstance(e, ir.Logical) and f.name == "b") or \
-                (isinstance(e, ir.Select) and f.name in ("a", "b"))
-            if isinstance(v, ir.Expr):
-                changes[f.name] = self.expr(v, pre, cond_child)
-            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
-                changes[f.name] = [self.expr(x, pre, cond_child) for x in v]
-        new = dataclasses.replace(e, **changes) if changes else e
-        if isinstance(new, ir.Atomic):
-            form = self.dialect.atomic_support(new.op, new.type, space_of(new.array), new.loc)
-            if form != "native" and conditional:
-                raise TranspileError(f"qd.atomic_{new.op} on {new.type.name} needs a compare-and-swap loop on the "
-                                     f"{self.dialect.name} target and cannot be evaluated conditionally here", new.loc,
-                                     hint="call it in a statement of its own")
-            return self.atomic(new, pre, result_used=True)
-        return new
+    def rewrite(self, e: ir.Expr, pre: list[ir.Stmt], conditional: bool) -> ir.Expr:
+        if not isinstance(e, ir.Atomic):
+            return e
+        form = self.dialect.atomic_support(e.op, e.type, space_of(e.array), e.loc)
+        if form != "native" and conditional:
+            raise TranspileError(f"qd.atomic_{e.op} on {e.type.name} needs a compare-and-swap loop on the "
+                                 f"{self.dialect.name} target and cannot be evaluated conditionally here", e.loc,
+                                 hint="call it in a statement of its own")
+        return self.atomic(e, pre, result_used=True)
 
     def atomic(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
         form = self.dialect.atomic_support(a.op, a.type, space_of(a.array), a.loc)
