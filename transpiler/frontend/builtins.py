@@ -96,9 +96,9 @@ def _convert_const(value, dtype: T.DType):
         return bool(value)
     if dtype.is_float:
         return float(value)
-    from .lower import _retype_const
+    from .common import retype_const
 
-    return _retype_const(ir.Const(T.i64, None, int(value)), dtype).value
+    return retype_const(ir.Const(T.i64, None, int(value)), dtype).value
 
 
 @handler("cast")

@@ -1,0 +1,186 @@
+"""Lowering of calls: built-ins, dtype constructors, translation-time Python functions, and
+the inlining of @qd.func bodies."""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math as pymath
+
+from .. import lang
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+from .common import (
+    CT_PY_CALLABLES, ast_nodes, has_side_effects, is_library, is_py_scalar, is_simple, name_loads,
+    signature, store_counts,
+)
+from .source import ParsedFunction, parse_function
+from .values import CT, ArrayHandle, ShapeHandle, TupleValue
+from .scopes import Scope, _FuncFrame
+
+
+class CallLowering:
+    """Call methods of KernelLowering."""
+
+
+    def expr_Call(self, node: ast.Call):
+        f = self.expr(node.func)
+        if not isinstance(f, CT):
+            raise self.error(node.func, "only functions known at translation time can be called in kernels")
+        fn = f.value
+        name = getattr(fn, "_qd_builtin", None)
+        if name is not None:
+            from .builtins import call_builtin
+
+            return call_builtin(self, name, node)
+        if isinstance(fn, lang.Func):
+            return self.inline(fn, node)
+        if isinstance(fn, lang.Kernel):
+            raise self.error(node, f"kernel `{fn.__name__}` cannot be called from a kernel",
+                             hint="make the callee a @qd.func")
+        if isinstance(fn, T.DType):
+            from .builtins import cast_call
+
+            return cast_call(self, fn, node)
+        if fn in (int, float, bool):
+            args = [self.expr(a) for a in node.args]
+            if len(args) == 1 and not isinstance(args[0], CT):
+                from .builtins import cast_call
+
+                return cast_call(self, {int: T.i32, float: T.f32, bool: T.bool_}[fn], node)
+        if fn is len and len(node.args) == 1:
+            arg = self.expr(node.args[0])
+            if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
+                return ir.Shape(T.i32, self.loc(node), arg.array, 0)
+        if fn in (builtins.min, builtins.max, builtins.abs):
+            from .builtins import call_builtin
+
+            return call_builtin(self, fn.__name__, node)
+        if fn in CT_PY_CALLABLES or getattr(fn, "__module__", None) == "math" or \
+                getattr(fn, "__self__", None) is pymath or getattr(fn, "_qd_comptime", False):
+            args = [self.expr(a) for a in node.args]
+            kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+            if all(isinstance(a, CT) for a in args) and all(isinstance(v, CT) for v in kwargs.values()):
+                try:
+                    return CT(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+                except Exception as exc:  # noqa: BLE001
+                    raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: {exc}") \
+                        from None
+            if fn is range:
+                raise self.error(node, "range() can only drive a for loop in a kernel")
+            raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
+                             hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
+        what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        raise self.error(node, f"call to unknown Python function `{what}`",
+                         hint="decorate it with @qd.func to call it from a kernel")
+
+    def inline(self, func: lang.Func, node: ast.Call):
+        if func.fn in self.inline_stack:
+            raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
+                             hint="rewrite it as a loop")
+        parsed = parse_function(func.fn)
+        fdef = parsed.node
+        sig = signature(func.fn)
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
+        bound.apply_defaults()
+        assigned = store_counts(fdef)
+        body = fdef.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+
+        frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
+        saved_scope = self.scope
+        saved_declares = getattr(self, "frame_declares", None)
+        self.frame_declares = []
+        outer_block = self.block
+        start = len(outer_block)
+        # The callee sees its parameters and its own globals, never the caller's locals;
+        # its new names still nest inside the caller's block for C scoping.
+        self.scope = Scope(saved_scope, isolated=True)
+        callee_root = self.scope
+        annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args else {}
+        call_site = self.loc(node)
+        saved_site = self.library_site
+        if is_library(parsed.file):
+            self.library_site = call_site
+        self.frames.append(frame)
+        self.inline_stack.append(func.fn)
+        try:
+            runtime_params = []
+            for pname, value in bound.arguments.items():
+                if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
+                        not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):
+                    callee_root.names[pname] = value
+                else:
+                    runtime_params.append((pname, value))
+            # `if qd.static(...)` chains that make up the whole body pick their branch first,
+            # so a function like `if static(op == "add"): return a + b ...` inlines as an expression.
+            body = self.static_select(body)
+            self.check_returns(body, parsed, func)
+            single = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+            uses = name_loads(body)
+            for pname, value in runtime_params:
+                ann = annotations.get(pname)
+                e = self.to_expr(value, node)
+                if isinstance(ann, T.DType):
+                    e = self.coerce(e, ann, node, explicit=True)
+                inline_once = single and uses.get(pname, 0) <= 1 and not has_side_effects(e)
+                if pname in assigned or not (is_simple(e) or inline_once):
+                    var = ir.Local(pname, e.type, self.loc(fdef))
+                    self.emit(ir.Declare(self.loc(node), var, e))
+                    callee_root.names[pname] = var
+                else:
+                    callee_root.names[pname] = e
+            returns = sum(isinstance(n, ast.Return) for st in body for n in ast_nodes(st))
+            if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
+                # One return, at the very end: its value is the call's value, no result variable.
+                for st in body[:-1]:
+                    self.stmt(st)
+                result = self.expr(body[-1].value)
+            else:
+                for st in body:
+                    self.stmt(st)
+                if frame.returns_tuple is not None:
+                    result = TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
+                elif frame.result is not None:
+                    result = ir.LocalRef(frame.result.type, self.loc(node), frame.result)
+                else:
+                    result = CT(None)
+        finally:
+            self.frames.pop()
+            self.inline_stack.pop()
+            self.scope = saved_scope
+            self.library_site = saved_site
+            declares, self.frame_declares = self.frame_declares, saved_declares
+        outer_block[start:start] = declares
+        return result
+
+    def static_select(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        while len(body) == 1 and isinstance(body[0], ast.If) and self.is_static_call(body[0].test):
+            body = body[0].body if self.static_value(body[0].test) else body[0].orelse
+        return body
+
+    def check_returns(self, body: list[ast.stmt], parsed: ParsedFunction, func: lang.Func) -> None:
+        """``return`` may only end the function (possibly in both arms of a final if)."""
+
+        def ok(stmts: list[ast.stmt], tail: bool) -> None:
+            for k, st in enumerate(stmts):
+                last = tail and k == len(stmts) - 1
+                if isinstance(st, ast.Return) and not last:
+                    raise TranspileError(f"`return` in @qd.func `{func.__name__}` must be its last statement",
+                                         parsed.loc(st), hint="assign to a result variable and return it at the end")
+                if isinstance(st, ast.If):
+                    ok(st.body, last)
+                    ok(st.orelse, last)
+                elif isinstance(st, (ast.For, ast.While)):
+                    ok(st.body, False)
+
+        ok(body, True)
+

@@ -1,0 +1,228 @@
+"""Tables and helpers shared by the lowering modules: operator tables, what a kernel may
+not use, and small facts about IR values (known non-negative, side effects, locals read)."""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import operator
+import os
+from functools import lru_cache
+from typing import Callable
+
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..ir.walk import iter_expr, stmt_bodies, stmt_exprs
+
+
+BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift", ast.RShift: "rshift",
+    ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
+}
+PY_BINOPS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "lshift": operator.lshift, "rshift": operator.rshift, "bitand": operator.and_,
+    "bitor": operator.or_, "bitxor": operator.xor,
+}
+CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+PY_CMPOPS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+              "eq": operator.eq, "ne": operator.ne}
+SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+           "pow": "**", "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^"}
+# Memory augmented assignments that Quadrants makes atomic.
+ATOMIC_AUGASSIGN = {"add": "add", "sub": "sub", "bitand": "and", "bitor": "or", "bitxor": "xor"}
+
+# Python built-ins a kernel may call on translation-time values.
+CT_PY_CALLABLES = {range, len, builtins.min, builtins.max, builtins.abs, int, float, bool, tuple,
+                    list, enumerate, zip, reversed, isinstance, sum}
+UNSUPPORTED_STMT = {
+    ast.Try: "try/except", ast.With: "with", ast.ClassDef: "class definitions",
+    ast.FunctionDef: "nested function definitions", ast.AsyncFunctionDef: "async functions",
+    ast.Raise: "raise", ast.Import: "import", ast.ImportFrom: "import", ast.Global: "global",
+    ast.Nonlocal: "nonlocal", ast.Delete: "del", ast.AsyncFor: "async for",
+    ast.AsyncWith: "async with",
+}
+UNSUPPORTED_EXPR = {
+    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.Lambda: "lambdas", ast.Dict: "dicts", ast.Set: "sets", ast.List: "lists",
+    ast.JoinedStr: "f-strings", ast.Await: "await", ast.Yield: "yield",
+    ast.YieldFrom: "yield", ast.Starred: "starred arguments", ast.NamedExpr: "the := operator",
+    ast.Slice: "slices",
+}
+
+
+def closure_vars(fn: Callable) -> dict[str, object]:
+    code = fn.__code__
+    if not fn.__closure__:
+        return {}
+    out = {}
+    for name, cell in zip(code.co_freevars, fn.__closure__):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # not yet bound
+            pass
+    return out
+
+
+def weak_type(value: object) -> T.DType:
+    """The type of a translation-time scalar: numpy scalars keep theirs, Python literals
+    get the default int / float."""
+    np_dtype = getattr(value, "dtype", None)
+    if np_dtype is not None and getattr(value, "shape", None) == ():
+        return T.from_numpy(np_dtype)
+    return T.literal_type(value)
+
+
+def is_py_scalar(value: object) -> bool:
+    if isinstance(value, (bool, int, float)):
+        return True
+    return getattr(value, "shape", None) == () and hasattr(value, "dtype")
+
+
+def target_nodes(target: ast.expr) -> list[ast.expr]:
+    return list(target.elts) if isinstance(target, ast.Tuple) else [target]
+
+
+def adapt_literal(value, own: T.DType, other: T.DType) -> T.DType:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return own
+    if isinstance(value, int):
+        if other.is_int and T.fits(value, other):
+            return other
+        if other.is_float:
+            return other
+        return own
+    return other if other.is_float else own
+
+
+def retype_const(c: ir.Const, t: T.DType) -> ir.Const:
+    v = c.value
+    if t is T.bool_:
+        return ir.Const(t, c.loc, bool(v))
+    if t.is_float:
+        return ir.Const(t, c.loc, float(v))
+    v = int(v)
+    mask = (1 << t.bits) - 1
+    v &= mask
+    if t.kind == "int" and v >= 1 << (t.bits - 1):
+        v -= 1 << t.bits
+    return ir.Const(t, c.loc, v)
+
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def is_library(file: str) -> bool:
+    return os.path.abspath(file).startswith(PACKAGE_DIR + os.sep)
+
+
+# The parsed trees are cached for the life of the process and never changed, and the same
+# function is walked again for every call site, target and translation: walk each node once.
+# (Profiled on bench/corpus.py: ast.walk was a quarter of the frontend's time.) Keyed by
+# identity; the bound keeps nodes built on the fly (e.g. qd.cast's) from piling up.
+@lru_cache(maxsize=8192)
+def ast_nodes(node: ast.AST) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(node))
+
+
+@lru_cache(maxsize=1024)
+def store_counts(fdef: ast.AST) -> dict[str, int]:
+    """How often each name is assigned in ``fdef``; shared between callers, read only."""
+    counts: dict[str, int] = {}
+    for n in ast_nodes(fdef):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+@lru_cache(maxsize=1024)
+def signature(fn: Callable) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def name_loads(body: list[ast.stmt]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for st in body:
+        for n in ast_nodes(st):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def nonneg(e: ir.Expr) -> bool:
+    """Whether an integer expression is known to be >= 0 (lets // and % be C's / and %)."""
+    if isinstance(e, ir.Const):
+        return not isinstance(e.value, float) and e.value >= 0
+    if isinstance(e, (ir.Shape, ir.ThreadIndex)):
+        return True
+    if isinstance(e, ir.LocalRef):
+        return e.var.nonneg
+    if isinstance(e, ir.BinOp):
+        if e.op in ("add", "mul", "truncdiv", "truncmod", "floordiv", "mod", "rshift"):
+            return nonneg(e.a) and nonneg(e.b)
+        if e.op == "bitand":
+            return nonneg(e.a) or nonneg(e.b)
+    if isinstance(e, ir.Cast):
+        return e.a.type.kind == "uint" and e.type.bits > e.a.type.bits or (e.a.type.is_int and nonneg(e.a))
+    if isinstance(e, ir.SubgroupOp) and e.op == "invocation_id":
+        return True
+    return False
+
+
+def is_simple(e: ir.Expr) -> bool:
+    return isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape))
+
+
+def is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
+    """No memory reads and no locals the loop body assigns (by their Python names)."""
+    for n in iter_expr(e):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.ShmemOp)):
+            return False
+        if isinstance(n, ir.LocalRef) and n.var.name in assigned_in_body:
+            return False
+    return True
+
+
+def has_side_effects(e: ir.Expr) -> bool:
+    return any(isinstance(n, (ir.Atomic, ir.ShmemOp)) for n in iter_expr(e))
+
+
+def locals_read_expr(e: ir.Expr) -> set[ir.Local]:
+    return {n.var for n in iter_expr(e) if isinstance(n, ir.LocalRef)}
+
+
+def locals_read(stmts: list[ir.Stmt]) -> set[ir.Local]:
+    out: set[ir.Local] = set()
+    for st in stmts:
+        for e in stmt_exprs(st):
+            out |= locals_read_expr(e)
+        for body in stmt_bodies(st):
+            out |= locals_read(body)
+    return out
+
+
+def locals_assigned(stmts: list[ir.Stmt]) -> set[ir.Local]:
+    out: set[ir.Local] = set()
+    for st in stmts:
+        if isinstance(st, ir.Assign):
+            out.add(st.var)
+        for body in stmt_bodies(st):
+            out |= locals_assigned(body)
+    return out
+
+
+def locals_declared(stmts: list[ir.Stmt]) -> set[ir.Local]:
+    out: set[ir.Local] = set()
+    for st in stmts:
+        if isinstance(st, ir.Declare):
+            out.add(st.var)
+        elif isinstance(st, ir.For):
+            out.add(st.var)
+        for body in stmt_bodies(st):
+            out |= locals_declared(body)
+    return out
+
+

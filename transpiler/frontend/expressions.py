@@ -1,0 +1,371 @@
+"""Lowering of expressions, with Python semantics and Quadrants' type promotion, and the
+conversions and translation-time evaluation they rely on."""
+from __future__ import annotations
+
+import ast
+import builtins
+import operator
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..passes import fold
+from .common import (
+    BINOPS, CMPOPS, PY_BINOPS, PY_CMPOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, is_py_scalar,
+    nonneg, retype_const, weak_type,
+)
+from .values import CT, ArrayHandle, ShapeHandle, TupleValue
+
+
+class ExpressionLowering:
+    """Expression methods of KernelLowering."""
+
+    def expr(self, node: ast.expr):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            what = UNSUPPORTED_EXPR.get(type(node), type(node).__name__)
+            raise self.error(node, f"{what} are not supported in kernels")
+        return method(node)
+
+    def rvalue(self, node: ast.expr) -> ir.Expr:
+        return self.to_expr(self.expr(node), node)
+
+    def to_expr(self, v, node: ast.AST | ir.Loc) -> ir.Expr:
+        """A runtime expression for ``v``; translation-time scalars become constants."""
+        if isinstance(v, ir.Expr):
+            return v
+        loc = node if isinstance(node, ir.Loc) else self.loc(node)
+        if isinstance(v, CT):
+            value = v.value
+            if is_py_scalar(value):
+                t = weak_type(value)
+                py = bool(value) if t is T.bool_ else (float(value) if t.is_float else int(value))
+                return ir.Const(t, loc, py)
+            if isinstance(value, str):
+                raise TranspileError("strings are not supported in kernels", loc)
+            what = getattr(value, "__name__", type(value).__name__)
+            raise TranspileError(f"`{what}` is not a value that can be used at run time in a kernel", loc)
+        if isinstance(v, ArrayHandle):
+            raise TranspileError(f"ndarray `{v.array.name}` used as a value; index it, e.g. "
+                                 f"`{v.array.name}[i]`", loc)
+        if isinstance(v, ShapeHandle):
+            raise TranspileError(f"`{v.array.name}.shape` used as a value; index it, e.g. "
+                                 f"`{v.array.name}.shape[0]`", loc)
+        raise TranspileError("a tuple cannot be used as a single value here", loc)
+
+    def expr_Constant(self, node: ast.Constant):
+        # A string is a translation-time value (qd.static_assert messages); using one at
+        # run time is the error, reported by to_expr / assign_name.
+        if node.value is None or node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
+            raise self.error(node, f"`{node.value!r}` is not supported in kernels")
+        return CT(node.value)
+
+    def expr_Name(self, node: ast.Name):
+        bound, _ = self.scope.lookup(node.id)
+        if isinstance(bound, ir.Local):
+            return ir.LocalRef(bound.type, self.loc(node), bound)
+        if isinstance(bound, ir.Param):
+            return ir.ParamRef(bound.type, self.loc(node), bound)
+        if bound is not None:
+            return bound
+        found = self.global_lookup(node.id)
+        if found is None:
+            raise self.error(node, f"undefined name `{node.id}`")
+        return found
+
+    def global_lookup(self, name: str) -> CT | None:
+        frame = self.frame
+        if name in frame.closure:
+            return CT(frame.closure[name])
+        if name in frame.globals:
+            return CT(frame.globals[name])
+        if hasattr(builtins, name):
+            return CT(getattr(builtins, name))
+        return None
+
+    def expr_Attribute(self, node: ast.Attribute):
+        base = self.expr(node.value)
+        if isinstance(base, ArrayHandle) and node.attr == "shape" and isinstance(base.array, ir.Param):
+            return ShapeHandle(base.array)
+        if isinstance(base, CT):
+            try:
+                return CT(getattr(base.value, node.attr))
+            except AttributeError:
+                what = getattr(base.value, "__name__", type(base.value).__name__)
+                raise self.error(node, f"`{what}` has no attribute `{node.attr}`") from None
+        if isinstance(base, ArrayHandle):
+            raise self.error(node, f"ndarrays have no attribute `{node.attr}` in kernels",
+                             hint="the only one is `.shape`")
+        raise self.error(node, f"runtime values have no attribute `{node.attr}`")
+
+    def expr_Subscript(self, node: ast.Subscript):
+        base = self.expr(node.value)
+        if isinstance(base, ArrayHandle):
+            array, indices = self.array_index(base.array, node)
+            return ir.Load(array.type.dtype, self.loc(node), array, indices)
+        if isinstance(base, ShapeHandle):
+            k = self.static_value(node.slice, what="a shape index")
+            nd = base.array.type.ndim
+            if not isinstance(k, int) or not -nd <= k < nd:
+                raise self.error(node.slice, f"`{base.array.name}` has {nd} dimension(s); "
+                                             f"shape[{k!r}] is out of range")
+            return ir.Shape(T.i32, self.loc(node), base.array, k % nd)
+        if isinstance(base, CT):
+            idx = self.expr(node.slice)
+            if isinstance(idx, CT):
+                try:
+                    return CT(base.value[idx.value])
+                except Exception as exc:  # noqa: BLE001 - report whatever Python said
+                    raise self.error(node, f"cannot index a translation-time value: {exc}") from None
+            raise self.error(node.slice, "a translation-time tuple or list can only be indexed by a "
+                                         "translation-time index", hint="use qd.static(range(...)) for the loop")
+        if isinstance(base, TupleValue):
+            k = self.static_value(node.slice, what="a tuple index")
+            return base.items[k]
+        raise self.error(node, "only ndarrays, shapes and translation-time tuples can be indexed")
+
+    def lvalue(self, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
+        base = self.expr(node.value)
+        if not isinstance(base, ArrayHandle):
+            if isinstance(base, ShapeHandle):
+                raise self.error(node, "the shape of an ndarray is read-only")
+            raise self.error(node, "only ndarray elements can be assigned through an index")
+        return self.array_index(base.array, node)
+
+    def array_index(self, array: ir.Array, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
+        idx_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(i, ast.Slice) for i in idx_nodes):
+            raise self.error(node.slice, "slices are not supported in kernels; index one element at a time")
+        nd = array.type.ndim
+        if len(idx_nodes) != nd:
+            raise self.error(node, f"`{array.name}` has {nd} dimension(s) but is indexed with {len(idx_nodes)}")
+        indices = []
+        for i in idx_nodes:
+            e = self.rvalue(i)
+            if not e.type.is_int and e.type is not T.bool_:
+                raise self.error(i, f"an index must be an integer, not {e.type.name}",
+                                 hint="convert it with qd.cast(x, qd.i32) or int(x)")
+            indices.append(self.coerce(e, T.i32, i) if e.type.bits < 32 or e.type is T.bool_ else e)
+        return array, indices
+
+    def expr_Tuple(self, node: ast.Tuple):
+        items = [self.expr(e) for e in node.elts]
+        if all(isinstance(i, CT) for i in items):
+            return CT(tuple(i.value for i in items))
+        return TupleValue(items)
+
+    def expr_BinOp(self, node: ast.BinOp):
+        op = BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error(node, f"the operator `{type(node.op).__name__}` is not supported in kernels")
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op: str, a, b, node: ast.AST):
+        if isinstance(a, CT) and isinstance(b, CT):
+            try:
+                return CT(PY_BINOPS[op](a.value, b.value))
+            except Exception as exc:  # noqa: BLE001
+                raise self.error(node, f"cannot evaluate `{SYMBOL[op]}` at translation time: {exc}") from None
+        loc = self.loc(node)
+        ea, eb = self.to_expr(a, node), self.to_expr(b, node)
+        ta, tb = self.operand_types(a, ea, b, eb)
+        if op in ("lshift", "rshift", "bitand", "bitor", "bitxor"):
+            if ta.is_float or tb.is_float:
+                raise self.error(node, f"`{SYMBOL[op]}` needs integer operands, got {ea.type.name} and {eb.type.name}")
+            if op in ("lshift", "rshift"):
+                t = T.i32 if ta is T.bool_ else ta
+                return ir.BinOp(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+            if ta is T.bool_ and tb is T.bool_:
+                return ir.BinOp(T.bool_, loc, op, ea, eb)
+        t = T.promote(ta, tb)
+        if op == "truediv" and not t.is_float:
+            t = T.DEFAULT_FLOAT
+        if op == "pow":
+            if t.is_float:
+                return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])
+            if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):
+                raise self.error(node, "an integer power needs a non-negative exponent known at translation time",
+                                 hint="convert the base to a float for a run-time exponent")
+        if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and \
+                isinstance(eb, ir.Const) and eb.value > 0:
+            # Both sides non-negative: Python's floor division is C's truncating one.
+            op = "truncdiv" if op == "floordiv" else "truncmod"
+        if op == "floordiv" and t.is_float:
+            q = ir.BinOp(t, loc, "truediv", self.coerce(ea, t, node), self.coerce(eb, t, node))
+            return ir.Math(t, loc, "floor", [q])
+        return fold.binop(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+
+    def operand_types(self, a, ea: ir.Expr, b, eb: ir.Expr) -> tuple[T.DType, T.DType]:
+        """Types for promotion: a Python literal adapts to the other operand's type."""
+        ta, tb = ea.type, eb.type
+        if isinstance(a, CT) and not isinstance(b, CT):
+            ta = adapt_literal(a.value, ta, tb)
+        elif isinstance(b, CT) and not isinstance(a, CT):
+            tb = adapt_literal(b.value, tb, ta)
+        return ta, tb
+
+    def expr_UnaryOp(self, node: ast.UnaryOp):
+        v = self.expr(node.operand)
+        if isinstance(v, CT):
+            ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                   ast.Invert: operator.invert}
+            return CT(ops[type(node.op)](v.value))
+        e = self.to_expr(v, node.operand)
+        loc = self.loc(node)
+        if isinstance(node.op, ast.UAdd):
+            return e
+        if isinstance(node.op, ast.Not):
+            return ir.Unary(T.bool_, loc, "not", self.truth(e, node.operand))
+        if isinstance(node.op, ast.Invert):
+            if e.type.is_float:
+                raise self.error(node, f"`~` needs an integer operand, got {e.type.name}")
+            if e.type is T.bool_:
+                return ir.Unary(T.bool_, loc, "not", e)
+            return ir.Unary(e.type, loc, "invert", e)
+        t = T.i32 if e.type is T.bool_ else e.type
+        return ir.Unary(t, loc, "neg", self.coerce(e, t, node))
+
+    def expr_Compare(self, node: ast.Compare):
+        left = self.expr(node.left)
+        result = None
+        for op_node, right_node in zip(node.ops, node.comparators):
+            op = CMPOPS.get(type(op_node))
+            if op is None:
+                raise self.error(node, f"the comparison `{type(op_node).__name__}` is not supported in kernels")
+            right = self.expr(right_node)
+            if isinstance(left, CT) and isinstance(right, CT):
+                part = CT(PY_CMPOPS[op](left.value, right.value))
+            else:
+                ea, eb = self.to_expr(left, node), self.to_expr(right, right_node)
+                ta, tb = self.operand_types(left, ea, right, eb)
+                t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
+                part = ir.Compare(T.bool_, self.loc(node), op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+            result = part if result is None else self.logical("and", result, part, node)
+            left = right
+        return result
+
+    def expr_BoolOp(self, node: ast.BoolOp):
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        result = self.expr(node.values[0])
+        for v in node.values[1:]:
+            if isinstance(result, CT):
+                if bool(result.value) == (op == "or"):
+                    return result  # short-circuit at translation time
+                result = self.expr(v)
+                continue
+            saved, self.block = self.block, []
+            rhs = self.expr(v)
+            pre, self.block = self.block, saved
+            if pre:  # the right side needs statements: run them only when Python would
+                loc = self.loc(v)
+                tmp = self.new_temp("cond", self.truth(self.to_expr(result, node), node), v)
+                test = ir.LocalRef(T.bool_, loc, tmp)
+                if op == "or":
+                    test = ir.Unary(T.bool_, loc, "not", test)
+                pre.append(ir.Assign(loc, tmp, self.truth(self.to_expr(rhs, v), v)))
+                self.emit(ir.If(loc, test, pre, []))
+                result = ir.LocalRef(T.bool_, loc, tmp)
+            else:
+                result = self.logical(op, result, rhs, node)
+        return result
+
+    def logical(self, op: str, a, b, node: ast.AST):
+        if isinstance(a, CT) and isinstance(b, CT):
+            return CT(bool(a.value and b.value) if op == "and" else bool(a.value or b.value))
+        ea, eb = self.truth(self.to_expr(a, node), node), self.truth(self.to_expr(b, node), node)
+        return ir.Logical(T.bool_, self.loc(node), op, ea, eb)
+
+    def truth(self, e: ir.Expr, node: ast.AST) -> ir.Expr:
+        """``e`` as a boolean, as Python's truthiness would test it."""
+        if e.type is T.bool_:
+            return e
+        return ir.Compare(T.bool_, e.loc, "ne", e, ir.Const(e.type, e.loc, 0.0 if e.type.is_float else 0))
+
+    def condition(self, node: ast.expr) -> ir.Expr:
+        v = self.expr(node)
+        if isinstance(v, ArrayHandle):
+            raise self.error(node, "an ndarray is not a condition")
+        return self.truth(self.to_expr(v, node), node)
+
+    def expr_IfExp(self, node: ast.IfExp):
+        cond = self.expr(node.test)
+        if isinstance(cond, CT):
+            return self.expr(node.body if cond.value else node.orelse)
+        c = self.truth(self.to_expr(cond, node.test), node.test)
+        saved, self.block = self.block, []
+        a = self.expr(node.body)
+        pre_a, self.block = self.block, []
+        b = self.expr(node.orelse)
+        pre_b, self.block = self.block, saved
+        ea, eb = self.to_expr(a, node.body), self.to_expr(b, node.orelse)
+        ta, tb = self.operand_types(a, ea, b, eb)
+        t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
+        ea, eb = self.coerce(ea, t, node.body), self.coerce(eb, t, node.orelse)
+        loc = self.loc(node)
+        if pre_a or pre_b:
+            var = ir.Local("sel", t, loc)
+            self.emit(ir.Declare(loc, var, None))
+            self.emit(ir.If(loc, c, pre_a + [ir.Assign(loc, var, ea)], pre_b + [ir.Assign(loc, var, eb)]))
+            return ir.LocalRef(t, loc, var)
+        return ir.Select(t, loc, c, ea, eb)
+
+
+    def coerce(self, e: ir.Expr, t: T.DType, node, *, explicit: bool = False,
+               assigning: ir.Local | None = None) -> ir.Expr:
+        """Convert ``e`` to ``t``. Implicit float -> int conversions are errors: they would
+        silently truncate."""
+        if e.type == t:
+            return e
+        loc = node if isinstance(node, ir.Loc) else self.loc(node)
+        if not explicit and e.type.is_float and (t.is_int or t is T.bool_):
+            if isinstance(e, ir.Const) and float(e.value).is_integer():
+                return ir.Const(t, e.loc, int(e.value))
+            if assigning is not None:
+                raise TranspileError(
+                    f"`{assigning.name}` is {t.name} (from its first assignment at line {assigning.loc.line}) "
+                    f"and cannot hold a {e.type.name} value without truncating it", loc,
+                    hint=f"initialize it as a float (e.g. `{assigning.name} = 0.0`), or convert with qd.cast")
+            raise TranspileError(f"implicit conversion from {e.type.name} to {t.name} would truncate", loc,
+                                 hint=f"convert explicitly with qd.cast(x, qd.{t.name})")
+        if isinstance(e, ir.Const):
+            return retype_const(e, t)
+        return ir.Cast(t, e.loc, e)
+
+    def static_value(self, node: ast.expr, what: str = "qd.static()"):
+        if self.is_static_call(node):
+            args = node.args
+            if len(args) != 1 or node.keywords:
+                vals = [self.static_value(a, what) for a in args]
+                return tuple(vals)
+            node = args[0]
+        v = self.expr(node)
+        if not isinstance(v, CT):
+            raise self.error(node, f"{what} needs a value known at translation time",
+                             hint="use constants, template parameters or module-level globals")
+        return v.value
+
+    def is_static_call(self, node: ast.expr) -> bool:
+        return self.is_call_to(node, "static")
+
+    def is_call_to(self, node: ast.expr, builtin_name: str) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        try:
+            f = self.expr(node.func)
+        except TranspileError:
+            return False
+        return isinstance(f, CT) and getattr(f.value, "_qd_builtin", None) == builtin_name
+
+    def make_atomic(self, op: str, array: ir.Array, indices: list[ir.Expr], value: ir.Expr, node: ast.AST,
+                    spelled: str, expected: ir.Expr | None = None) -> ir.Atomic:
+        elem = array.type.dtype
+        loc = self.loc(node)
+        if op in ("and", "or", "xor") and elem.is_float:
+            raise TranspileError(f"{spelled} on {elem.name}: bitwise atomics need an integer element", loc)
+        v = self.coerce(value, elem, node)
+        if op == "sub":
+            op, v = "add", (ir.Unary(elem, loc, "neg", v) if not isinstance(v, ir.Const) else
+                            ir.Const(elem, loc, -v.value))
+        return ir.Atomic(elem, loc, op, array, indices, v, expected)
+
+

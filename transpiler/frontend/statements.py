@@ -1,0 +1,387 @@
+"""Lowering of statements: assignment, augmented assignment, if / while / for, static loops,
+break / continue / return."""
+from __future__ import annotations
+
+import ast
+
+from ..ir import nodes as ir
+from ..ir import types as T
+from .common import (
+    ATOMIC_AUGASSIGN, BINOPS, SYMBOL, UNSUPPORTED_STMT, ast_nodes, has_side_effects,
+    is_loop_invariant, is_py_scalar, nonneg, target_nodes,
+)
+from .values import CT, ArrayHandle, ShapeHandle, TupleValue
+from .scopes import Scope
+
+
+class StatementLowering:
+    """Statement methods of KernelLowering (see lower.py for the state they use)."""
+
+    def stmt(self, s: ast.stmt) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            what = UNSUPPORTED_STMT.get(type(s), type(s).__name__)
+            raise self.error(s, f"{what} statements are not supported in kernels")
+        method(s)
+
+    def stmt_Pass(self, s: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, s: ast.Expr) -> None:
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return  # a docstring or a string used as a comment
+        if isinstance(s.value, ast.Call) and self.is_call_to(s.value, "loop_config"):
+            raise self.error(s, "qd.loop_config() must come right before a top-level for loop")
+        v = self.expr(s.value)
+        if isinstance(v, ir.Expr) and has_side_effects(v):
+            self.emit(ir.ExprStmt(self.loc(s), v))
+
+    def stmt_Assign(self, s: ast.Assign) -> None:
+        if self.is_static_call(s.value) and all(isinstance(t, ast.Name) for t in s.targets):
+            value = CT(self.static_value(s.value))  # `n = qd.static(...)` names a translation-time value
+            for t in s.targets:
+                self.scope.names[t.id] = value
+            return
+        value = self.expr(s.value)
+        if len(s.targets) > 1 and isinstance(value, ir.Expr) and has_side_effects(value):
+            tmp = self.new_temp("tmp", value, s)
+            value = ir.LocalRef(tmp.type, tmp.loc, tmp)
+        for target in s.targets:
+            self.assign(target, value, s)
+
+    def stmt_AnnAssign(self, s: ast.AnnAssign) -> None:
+        if not isinstance(s.target, ast.Name):
+            raise self.error(s.target, "only a plain name can carry a type annotation")
+        dtype = self.static_value(s.annotation, what="a type annotation")
+        if not isinstance(dtype, T.DType):
+            raise self.error(s.annotation, f"`{ast.unparse(s.annotation)}` is not a scalar type",
+                             hint="annotate a local with a scalar type such as qd.f32")
+        name = s.target.id
+        bound, _ = self.scope.lookup(name)
+        if name in self.scope.names and isinstance(bound, ir.Local):
+            raise self.error(s.target, f"`{name}` is already declared in this block")
+        var = ir.Local(name, dtype, self.loc(s.target))
+        init = None
+        if s.value is not None:
+            init = self.coerce(self.rvalue(s.value), dtype, s.value, explicit=True)
+        self.scope.names[name] = var
+        self.emit(ir.Declare(self.loc(s), var, init))
+
+    def assign(self, target: ast.expr, value, stmt: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            self.assign_name(target, value, stmt)
+        elif isinstance(target, ast.Subscript):
+            array, indices = self.lvalue(target)
+            elem = array.type.dtype
+            v = self.coerce(self.to_expr(value, target), elem, stmt.value if hasattr(stmt, "value") else stmt)
+            self.emit(ir.Store(self.loc(stmt), array, indices, v))
+        elif isinstance(target, ast.Tuple):
+            items = self.unpack(value, len(target.elts), stmt)
+            # Evaluate every right-hand side before assigning any target: `a, b = b, a`.
+            temps = []
+            for item in items:
+                if isinstance(item, ir.Expr) and not isinstance(item, (ir.Const, ir.ParamRef, ir.Shape)):
+                    tmp = self.new_temp("tmp", item, stmt)
+                    item = ir.LocalRef(tmp.type, tmp.loc, tmp)
+                temps.append(item)
+            for t, item in zip(target.elts, temps):
+                self.assign(t, item, stmt)
+        elif isinstance(target, ast.Attribute):
+            raise self.error(target, "assigning to an attribute is not supported in kernels")
+        else:
+            raise self.error(target, "cannot assign to this expression")
+
+    def unpack(self, value, n: int, node: ast.AST) -> list:
+        if isinstance(value, TupleValue):
+            items = value.items
+        elif isinstance(value, CT) and isinstance(value.value, (tuple, list)):
+            items = [CT(v) for v in value.value]
+        else:
+            raise self.error(node, "cannot unpack a single value into several names")
+        if len(items) != n:
+            raise self.error(node, f"cannot unpack {len(items)} values into {n} names")
+        return items
+
+    def assign_name(self, target: ast.Name, value, stmt: ast.stmt) -> None:
+        name = target.id
+        bound, scope = self.scope.lookup(name)
+        if isinstance(bound, ir.Local):
+            self.check_writable(bound, scope, target)
+            v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
+            self.emit(ir.Assign(self.loc(stmt), bound, v))
+            return
+        if isinstance(value, CT) and isinstance(value.value, str):
+            raise self.error(stmt.value if hasattr(stmt, "value") else target, "strings are not supported in kernels")
+        if isinstance(value, ArrayHandle) and isinstance(value.array, ir.SharedArray) and not value.array.name:
+            value.array.name = name  # a SharedArray takes the name it is first bound to
+        if isinstance(value, (ArrayHandle, ShapeHandle)) or (
+                isinstance(value, CT) and not is_py_scalar(value.value)):
+            self.scope.names[name] = value  # an alias of an array or a translation-time object
+            return
+        if isinstance(bound, (ir.Param, ArrayHandle)) and scope is not None and scope.parent is None:
+            raise self.error(target, f"cannot assign to parameter `{name}`",
+                             hint=f"copy it into a local first: `{name}_local = {name}`")
+        v = self.to_expr(value, target)
+        var = ir.Local(name, v.type, self.loc(target))
+        var.nonneg = v.type.is_int and self.frame.stores.get(name, 0) == 1 and nonneg(v)
+        self.scope.names[name] = var
+        self.emit(ir.Declare(self.loc(stmt), var, v))
+
+    def require_parallel(self, node: ast.AST, what: str) -> None:
+        if not self.in_parallel:
+            raise self.error(node, f"{what} works on the threads of a block: call it inside a parallel "
+                                   "(top-level) loop")
+
+    def require_subgroup_size(self, node: ast.AST) -> int:
+        if self.subgroup_size is None:
+            raise self.error(node, "the subgroup size of this target is not known at translation time",
+                             hint="pass subgroup_size=N to qd.translate (the device's size)")
+        self.subgroup_size_used = True
+        return self.subgroup_size
+
+    def check_writable(self, var: ir.Local, scope: Scope, node: ast.AST) -> None:
+        if var.loop_var:
+            raise self.error(node, f"cannot assign to the loop variable `{var.name}`",
+                             hint="assign to a new local instead")
+        if self.in_parallel:
+            s = self.scope
+            while s is not None and s is not scope:
+                if s.task_root:
+                    raise self.error(node, f"cannot assign to `{var.name}` inside a parallel loop: it is "
+                                           "defined outside the loop, so each thread would update its own copy",
+                                     hint="accumulate into an ndarray element with `+=` (an atomic add)")
+                s = s.parent
+
+    def new_temp(self, base: str, value: ir.Expr, node: ast.AST) -> ir.Local:
+        var = ir.Local(base, value.type, self.loc(node))
+        self.emit(ir.Declare(self.loc(node), var, value))
+        return var
+
+    def stmt_AugAssign(self, s: ast.AugAssign) -> None:
+        op = BINOPS[type(s.op)]
+        if isinstance(s.target, ast.Name):
+            bound, scope = self.scope.lookup(s.target.id)
+            if not isinstance(bound, ir.Local):
+                if bound is None and self.global_lookup(s.target.id) is None:
+                    raise self.error(s.target, f"undefined name `{s.target.id}`")
+                raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
+            self.check_writable(bound, scope, s.target)
+            cur = ir.LocalRef(bound.type, self.loc(s.target), bound)
+            result = self.binop(op, cur, self.expr(s.value), s)
+            self.emit(ir.Assign(self.loc(s), bound, self.coerce(result, bound.type, s, assigning=bound)))
+            return
+        if isinstance(s.target, ast.Subscript):
+            array, indices = self.lvalue(s.target)
+            elem = array.type.dtype
+            if op in ATOMIC_AUGASSIGN:
+                value = self.rvalue(s.value)
+                self.emit(ir.ExprStmt(self.loc(s), self.make_atomic(ATOMIC_AUGASSIGN[op], array, indices,
+                                                                     value, s, f"`{SYMBOL[op]}=`")))
+                return
+            cur = ir.Load(elem, self.loc(s.target), array, indices)
+            result = self.binop(op, cur, self.expr(s.value), s)
+            self.emit(ir.Store(self.loc(s), array, indices, self.coerce(result, elem, s)))
+            return
+        raise self.error(s.target, "cannot update this expression")
+
+    def stmt_If(self, s: ast.If) -> None:
+        if self.is_static_call(s.test):
+            chosen = s.body if self.static_value(s.test) else s.orelse
+            for st in self.lower_block(chosen):
+                self.emit(st)
+            return
+        cond = self.condition(s.test)
+        then = self.lower_block(s.body)
+        orelse = self.lower_block(s.orelse)
+        self.emit(ir.If(self.loc(s), cond, then, orelse))
+
+    def stmt_While(self, s: ast.While) -> None:
+        if s.orelse:
+            raise self.error(s, "while/else is not supported in kernels")
+        saved, self.block = self.block, []
+        cond = self.condition(s.test)
+        pre, self.block = self.block, saved
+        self.loop_depth += 1
+        try:
+            body = self.lower_block(s.body)
+        finally:
+            self.loop_depth -= 1
+        loc = self.loc(s)
+        if pre:  # the condition needs statements: evaluate them on every iteration
+            exit_ = ir.If(loc, ir.Unary(T.bool_, loc, "not", cond), [ir.Break(loc)], [])
+            self.emit(ir.While(loc, ir.Const(T.bool_, loc, True), pre + [exit_] + body))
+        else:
+            self.emit(ir.While(loc, cond, body))
+
+    def stmt_For(self, s: ast.For) -> None:
+        if s.orelse:
+            raise self.error(s, "for/else is not supported in kernels")
+        if self.is_static_call(s.iter):
+            self.static_for(s, top_level=False)
+            return
+        it = s.iter
+        f = self.expr(it.func) if isinstance(it, ast.Call) else None
+        fv = f.value if isinstance(f, CT) else None
+        if fv is range:
+            self.serial_range(s)
+        elif getattr(fv, "_qd_builtin", None) == "ndrange":
+            ranges = self.loop_ranges(it)
+            names = self.loop_targets(s.target, len(ranges))
+            # Nested serial loops, outermost first.
+            self.nested_ranges(s, list(zip(names, target_nodes(s.target), ranges)))
+        else:
+            raise self.error(it, "a for loop in a kernel must iterate over range(...), qd.ndrange(...) "
+                                 "or qd.static(...)")
+
+    def nested_ranges(self, s: ast.For, dims) -> None:
+        (name, tnode, (begin, end)), rest = dims[0], dims[1:]
+        loc = self.loc(s)
+        self.push_scope()
+        var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True)
+        var.nonneg = nonneg(begin)
+        self.scope.names[name] = var
+        saved, self.block = self.block, []
+        self.loop_depth += 1
+        try:
+            if rest:
+                self.nested_ranges(s, rest)
+            else:
+                for st in s.body:
+                    self.stmt(st)
+        finally:
+            self.loop_depth -= 1
+            body, self.block = self.block, saved
+            self.pop_scope()
+        self.emit(ir.For(loc, var, begin, end, ir.Const(T.i32, loc, 1), 1, body))
+
+    def serial_range(self, s: ast.For) -> None:
+        it = s.iter
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "range() takes 1 to 3 positional arguments")
+        vals = [self.expr(a) for a in it.args]
+        typed = [self.to_expr(v, a) for v, a in zip(vals, it.args)]
+        for e, a in zip(typed, it.args):
+            if not e.type.is_int:
+                raise self.error(a, f"range() needs integer arguments, not {e.type.name}")
+        loc = self.loc(s)
+        t = T.i32
+        for e, v in zip(typed, vals):
+            if not isinstance(v, CT):
+                t = T.promote(t, e.type)
+        typed = [self.coerce(e, t, a) for e, a in zip(typed, it.args)]
+        zero, one = ir.Const(t, loc, 0), ir.Const(t, loc, 1)
+        if len(typed) == 1:
+            start, stop, step = zero, typed[0], one
+        elif len(typed) == 2:
+            start, stop, step = typed[0], typed[1], one
+        else:
+            start, stop, step = typed
+        sign = 0
+        if isinstance(step, ir.Const):
+            if step.value == 0:
+                raise self.error(it.args[2], "range() step must not be zero")
+            sign = 1 if step.value > 0 else -1
+        # Python evaluates the bounds once; a bound the body may change is copied first.
+        changed = {n.id for st in s.body for n in ast_nodes(st) if isinstance(n, ast.Name)
+                   and isinstance(n.ctx, ast.Store)}
+        if not is_loop_invariant(stop, changed):
+            stop = self.hoist(stop, "end", s)
+        if not is_loop_invariant(step, changed):
+            step = self.hoist(step, "step", s)
+        if not isinstance(s.target, ast.Name):
+            raise self.error(s.target, "a loop variable must be a plain name")
+        self.push_scope()
+        var = ir.Local(s.target.id, t, self.loc(s.target), loop_var=True)
+        var.nonneg = nonneg(start) and sign > 0
+        self.scope.names[s.target.id] = var
+        saved, self.block = self.block, []
+        self.loop_depth += 1
+        try:
+            for st in s.body:
+                self.stmt(st)
+        finally:
+            self.loop_depth -= 1
+            body, self.block = self.block, saved
+            self.pop_scope()
+        self.emit(ir.For(loc, var, start, stop, step, sign, body))
+
+    def hoist(self, e: ir.Expr, base: str, node: ast.AST) -> ir.Expr:
+        var = self.new_temp(base, e, node)
+        return ir.LocalRef(e.type, e.loc, var)
+
+    def static_for(self, s: ast.For, top_level: bool) -> None:
+        seq = self.static_value(s.iter)
+        try:
+            items = list(seq)
+        except TypeError:
+            raise self.error(s.iter, f"qd.static(...) in a for loop must be iterable, got {type(seq).__name__}") \
+                from None
+        for item in items:
+            if top_level:
+                self.bind_static_target(s.target, item)
+                self.top_level(s.body)
+            else:
+                self.push_scope()
+                try:
+                    self.bind_static_target(s.target, item)
+                    for st in s.body:
+                        if isinstance(st, (ast.Break, ast.Continue)):
+                            raise self.error(st, "break/continue are not supported in a qd.static for loop")
+                        self.stmt(st)
+                finally:
+                    self.pop_scope()
+
+    def bind_static_target(self, target: ast.expr, item) -> None:
+        if isinstance(target, ast.Name):
+            self.scope.names[target.id] = CT(item)
+        elif isinstance(target, ast.Tuple):
+            items = list(item)
+            if len(items) != len(target.elts):
+                raise self.error(target, f"cannot unpack {len(items)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, items):
+                self.bind_static_target(t, v)
+        else:
+            raise self.error(target, "a loop variable must be a plain name")
+
+    def stmt_Break(self, s: ast.Break) -> None:
+        if self.loop_depth == 0:
+            raise self.error(s, "break outside a serial loop" if not self.in_parallel else
+                             "break is not allowed in a parallel loop: its iterations run on different threads",
+                             hint=None if not self.in_parallel else "use `continue` to skip an iteration")
+        self.emit(ir.Break(self.loc(s)))
+
+    def stmt_Continue(self, s: ast.Continue) -> None:
+        if self.loop_depth == 0 and not self.in_parallel:
+            raise self.error(s, "continue outside a loop")
+        self.emit(ir.Continue(self.loc(s)))
+
+    def stmt_Return(self, s: ast.Return) -> None:
+        if len(self.frames) == 1:
+            raise self.error(s, "kernels cannot return values" if s.value is not None else
+                             "return is not supported in kernels",
+                             hint="write results into an ndarray parameter")
+        frame = self.frame
+        if s.value is None:
+            return
+        value = self.expr(s.value)
+        if isinstance(value, TupleValue):
+            if frame.returns_tuple is None:
+                frame.returns_tuple = []
+                for k, item in enumerate(value.items):
+                    e = self.to_expr(item, s.value)
+                    var = ir.Local(f"{frame.result_name}_{k}", e.type, self.loc(s))
+                    frame.returns_tuple.append(var)
+                    self.frame_declares.append(ir.Declare(self.loc(s), var, None))
+            for var, item in zip(frame.returns_tuple, value.items):
+                self.emit(ir.Assign(self.loc(s), var, self.coerce(self.to_expr(item, s.value), var.type, s.value)))
+            return
+        e = self.to_expr(value, s.value)
+        if frame.result is None:
+            frame.result = ir.Local(frame.result_name, e.type, self.loc(s))
+            self.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
+        self.emit(ir.Assign(self.loc(s), frame.result, self.coerce(e, frame.result.type, s.value)))
+
+    def stmt_Assert(self, s: ast.Assert) -> None:
+        raise self.error(s, "assert is not supported in kernels",
+                         hint="use qd.static_assert(cond, msg) for a translation-time check")
+
