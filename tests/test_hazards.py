@@ -103,3 +103,10 @@ def test_cli_errors_exit_1_and_no_hazards_skips_the_checker():
     assert r.returncode == 1 and "block.sync() is reached only by some threads" in r.stderr
     r = cli("emit", "tests/hazard_kernels.py", "--kernel", "sync_in_thread_branch", "--no-hazards")
     assert r.returncode == 0, r.stderr
+
+
+def test_calling_a_kernel_checks_hazards_before_running(executor):
+    import numpy as np
+
+    with pytest.raises(qd.TranspileError, match="reached only by some threads of the block"):
+        MODULE.sync_in_thread_branch(np.zeros(64, np.float32))

@@ -49,15 +49,19 @@ class Backend:
 
 _backend: Backend | None = None
 _options: dict = {}
+_no_hazards = False
 
 
-def init(arch: str = "vulkan", **options) -> None:
-    global _backend, _options
+def init(arch: str = "vulkan", *, no_hazards: bool = False, **options) -> None:
+    """``no_hazards=True`` skips the hazard checker on first calls (e.g. to watch the CPU
+    emulator report a deadlock the checker would have refused)."""
+    global _backend, _options, _no_hazards
     if arch not in BACKENDS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(BACKENDS)}")
     module, cls = BACKENDS[arch]
     _backend = getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
     _options = options
+    _no_hazards = no_hazards
 
 
 def current() -> Backend:
@@ -122,6 +126,19 @@ def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     return launches
 
 
+def check_before_running(kir: ir.Kernel, backend: Backend) -> None:
+    """The hazard checker runs on the first call too: a divergent barrier is an error before
+    anything runs, warnings are Python warnings (``qd.HazardWarning``)."""
+    import warnings
+
+    from ..passes.hazards import check_hazards
+    from ..translate import HazardWarning
+
+    target = "glsl" if backend.name == "vulkan" else "cuda"
+    for h in check_hazards(kir, target, getattr(backend, "subgroup_size", None)):
+        warnings.warn(str(h), HazardWarning, stacklevel=3)
+
+
 def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> None:
     from ..translate import lower
 
@@ -133,6 +150,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> None:
     key = (backend.name, id(backend), id(kir))
     program = cache.get(key)
     if program is None:
+        if not _no_hazards:
+            check_before_running(kir, backend)
         program = cache[key] = backend.compile(kir, _options)
     backend.run(program, kir, values, plan_launches(kir, values))
 
