@@ -135,11 +135,17 @@ def _block_fold(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
             partials[tid >> subgroup.log2_group_size()] = v
         block.sync()
         if qd.static(isinstance(op, str) and dtype.is_float and n <= subgroup.group_size() and _pow2(n)):
-            # Every aligned group of n lanes holds all n partials, so an xor butterfly over
-            # log2(n) lanes leaves the total in every lane: 3 shuffles for 8 warps instead
-            # of a full-width reduce of mostly identities (integers keep the native
-            # subgroup reduce, one REDUX on sm_80+).
-            v = _tiled_reduce(partials[lane & (n - 1)], qd.static(_log2(n)), op)
+            # Lane l reads partial l >> s (s = log2(size / n)), so every n lanes spaced
+            # 2**s apart hold all n partials, and an xor butterfly over the top log2(n) lane
+            # bits leaves the total in every lane: 3 shuffles for 8 warps instead of a
+            # full-width reduce of mostly identities (integers keep the native subgroup
+            # reduce, one REDUX on sm_80+). The same pairs as lanes l & (n - 1) with a
+            # butterfly over the low bits, but the byte offset of l >> 2 is one mask on
+            # 32 lanes and 8 partials of 4 bytes.
+            s = qd.static(subgroup.log2_group_size() - _log2(n))
+            v = partials[lane >> s]
+            for k in qd.static(range(s, subgroup.log2_group_size())):
+                v = _combine(op, v, subgroup.shuffle_xor(v, qd.u32(1 << k)))
         elif qd.static(isinstance(op, str)):
             # Lanes fold the published values in parallel, then across the subgroup.
             acc = identity(op, dtype)
@@ -181,8 +187,9 @@ def _scan_totals(totals: qd.template(), lane, n: qd.template(), op: qd.template(
 
 @qd.func
 def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template(), inclusive: qd.template(),
-                ident):
-    """Inclusive (or exclusive, seeded with ``ident``) scan of ``value`` over the block."""
+                ident, seed_is_identity: qd.template()):
+    """Inclusive (or exclusive, seeded with ``ident``) scan of ``value`` over the block.
+    ``seed_is_identity``: ``ident`` is ``identity(op, dtype)``."""
     n = qd.static(_subgroups(block_dim, subgroup.group_size()))
     if qd.static(n > 1):
         block.sync()  # first, as in _block_fold
@@ -190,9 +197,14 @@ def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
     incl = _subgroup_inclusive(x, op)
     result = incl
     if qd.static(not inclusive):
-        result = subgroup.shuffle_up(incl, qd.u32(1))
-        if subgroup.invocation_id() == 0:
-            result = ident
+        if qd.static(op == "add" and not dtype.is_float and dtype.bits >= 32 and seed_is_identity):
+            # An integer sum's exclusive scan is inclusive - own, exactly (wrapping): no
+            # shuffle, and lane 0 gets 0, the identity.
+            result = incl - x
+        else:
+            result = subgroup.shuffle_up(incl, qd.u32(1))
+            if subgroup.invocation_id() == 0:
+                result = ident
     if qd.static(n > 1):
         totals = block.SharedArray((n,), dtype)
         tid = block.thread_idx()
@@ -200,7 +212,19 @@ def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
         if tid & (subgroup.group_size() - 1) == subgroup.group_size() - 1:
             totals[sub] = incl
         block.sync()
-        if qd.static(isinstance(op, str) and n <= subgroup.group_size()):
+        if qd.static(isinstance(op, str) and not dtype.is_float and dtype.bits == 32 and n <= subgroup.group_size()
+                     and subgroup.group_size() <= 32):
+            # 32-bit integers: this subgroup's prefix is the fold of the totals of the
+            # subgroups before it, lanes k < sub holding totals[k] and the rest the identity:
+            # one native subgroup reduce (a REDUX on sm_80+, subgroupAdd on Vulkan, simd_sum
+            # on Metal) instead of a scan of the totals and a shuffle. Exact for integers in
+            # any order. (Not on wave64, whose reduce is a 6-step butterfly.)
+            lane = tid & (subgroup.group_size() - 1)
+            t = identity(op, dtype)
+            if lane < sub:
+                t = totals[lane]
+            result = _combine(op, _subgroup_reduce(t, op), result)
+        elif qd.static(isinstance(op, str) and n <= subgroup.group_size()):
             # Every subgroup scans the totals itself and takes the entry before its own: a
             # few shuffles, no branches. (A loop bounded by `sub` compiles to an unrolled
             # ladder of branches; a select per total, to predicates the compiler hoists out
@@ -272,42 +296,42 @@ def reduce_all_max(value, block_dim: qd.template(), dtype: qd.template()):
 
 @qd.func
 def inclusive_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, op, dtype, True, qd.cast(0, dtype))
+    return _block_scan(value, block_dim, op, dtype, True, qd.cast(0, dtype), False)
 
 
 @qd.func
 def inclusive_add(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "add", dtype, True, identity("add", dtype))
+    return _block_scan(value, block_dim, "add", dtype, True, identity("add", dtype), True)
 
 
 @qd.func
 def inclusive_min(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "min", dtype, True, identity("min", dtype))
+    return _block_scan(value, block_dim, "min", dtype, True, identity("min", dtype), True)
 
 
 @qd.func
 def inclusive_max(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "max", dtype, True, identity("max", dtype))
+    return _block_scan(value, block_dim, "max", dtype, True, identity("max", dtype), True)
 
 
 @qd.func
 def exclusive_scan(value, block_dim: qd.template(), op: qd.template(), identity_value, dtype: qd.template()):
-    return _block_scan(value, block_dim, op, dtype, False, qd.cast(identity_value, dtype))
+    return _block_scan(value, block_dim, op, dtype, False, qd.cast(identity_value, dtype), False)
 
 
 @qd.func
 def exclusive_add(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "add", dtype, False, identity("add", dtype))
+    return _block_scan(value, block_dim, "add", dtype, False, identity("add", dtype), True)
 
 
 @qd.func
 def exclusive_min(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "min", dtype, False, identity("min", dtype))
+    return _block_scan(value, block_dim, "min", dtype, False, identity("min", dtype), True)
 
 
 @qd.func
 def exclusive_max(value, block_dim: qd.template(), dtype: qd.template()):
-    return _block_scan(value, block_dim, "max", dtype, False, identity("max", dtype))
+    return _block_scan(value, block_dim, "max", dtype, False, identity("max", dtype), True)
 
 
 # ----------------------------------------------------------------------------- subgroup helpers

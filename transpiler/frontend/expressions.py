@@ -189,6 +189,14 @@ class ExpressionLowering:
         if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and \
                 isinstance(eb, ir.Const) and eb.value > 0:
             # Both sides non-negative: Python's floor division is C's truncating one.
+            k = eb.value
+            if k & (k - 1) == 0:
+                # By a power of two, a shift and a mask: C's / and % on a signed value the
+                # compiler cannot see is non-negative cost three SASS instructions each.
+                ec = self.coerce(ea, t, node)
+                if op == "floordiv":
+                    return fold.binop(t, loc, "rshift", ec, ir.Const(t, loc, k.bit_length() - 1))
+                return fold.binop(t, loc, "bitand", ec, ir.Const(t, loc, k - 1))
             op = "truncdiv" if op == "floordiv" else "truncmod"
         if op == "floordiv" and t.is_float:
             q = ir.BinOp(t, loc, "truediv", self.coerce(ea, t, node), self.coerce(eb, t, node))

@@ -6,6 +6,7 @@ import ast
 
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.walk import iter_expr
 from .common import (
     ATOMIC_AUGASSIGN, BINOPS, SYMBOL, UNSUPPORTED_STMT, ast_nodes, has_side_effects,
     is_loop_invariant, is_py_scalar, nonneg, target_nodes,
@@ -77,10 +78,17 @@ class StatementLowering:
             self.emit(ir.Store(self.loc(stmt), array, indices, v))
         elif isinstance(target, ast.Tuple):
             items = self.unpack(value, len(target.elts), stmt)
-            # Evaluate every right-hand side before assigning any target: `a, b = b, a`.
+            # Every right-hand side is evaluated before any target is assigned (`a, b = b, a`):
+            # through temporaries, unless no right-hand side reads a variable being assigned.
+            bound = [self.scope.lookup(t.id)[0] for t in target.elts if isinstance(t, ast.Name)]
+            targets = {b for b in bound if isinstance(b, ir.Local)}
+            independent = all(isinstance(t, ast.Name) for t in target.elts) and not any(
+                isinstance(n, ir.LocalRef) and n.var in targets
+                for item in items if isinstance(item, ir.Expr) for n in iter_expr(item))
             temps = []
             for item in items:
-                if isinstance(item, ir.Expr) and not isinstance(item, (ir.Const, ir.ParamRef, ir.Shape)):
+                if isinstance(item, ir.Expr) and not independent and \
+                        not isinstance(item, (ir.Const, ir.ParamRef, ir.Shape)):
                     tmp = self.new_temp("tmp", item, stmt)
                     item = ir.LocalRef(tmp.type, tmp.loc, tmp)
                 temps.append(item)

@@ -181,6 +181,7 @@ class Renderer:
     scopes: list[set[str]] = field(default_factory=lambda: [set()])
     keep: list = field(default_factory=list)
     last_line: tuple[str, int] | None = None
+    block_dim: int | None = None  # the entry point's threads per block, where it is a parallel task
 
     # ------------------------------------------------------------------ names
 
@@ -320,6 +321,9 @@ class Renderer:
         return self.narrow(self.dialect.math(self, e, args), PREC_PRIMARY, e.type)
 
     def expr_ThreadIndex(self, e: ir.ThreadIndex):
+        fixed = getattr(self.dialect, "thread_index_fixed_block", None)
+        if fixed and self.block_dim and e.kind in fixed:
+            return fixed[e.kind].format(block_dim=self.block_dim), PREC_PRIMARY
         return self.dialect.thread_index[e.kind], PREC_PRIMARY
 
     def expr_BitCast(self, e: ir.BitCast):

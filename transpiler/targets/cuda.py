@@ -100,6 +100,13 @@ class CudaDialect(CxxDialect):
         "global_thread_idx": "(int32_t)(blockIdx.x * blockDim.x + threadIdx.x)",
         "grid_stride": "(int32_t)(blockDim.x * gridDim.x)",
     }
+    # A parallel task is launched with exactly its block_dim threads per block (the
+    # manifest's contract, as __launch_bounds__ says): the task loop's index and stride use
+    # the constant, a shift instead of a load of blockDim and a multiply.
+    thread_index_fixed_block = {
+        "global_thread_idx": "(int32_t)(blockIdx.x * {block_dim}u + threadIdx.x)",
+        "grid_stride": "(int32_t)({block_dim}u * gridDim.x)",
+    }
     atomics = NATIVE_ATOMICS
     bitcasts = BITCASTS
     fences = FENCES
@@ -262,5 +269,5 @@ class CudaTarget(Target):
                 "nvshmem": self.nvshmem is not None,
                 "warp_size": 32, "lane_id": "(int)(threadIdx.x & 31u)",
                 "shfl_xor": "__shfl_xor_sync(0xffffffffu, {}, {})", "shfl_up": "__shfl_up_sync(0xffffffffu, {}, {})",
-                "native_warp_reduce": "__CUDA_ARCH__ >= 800",
+                "native_warp_reduce": "__CUDA_ARCH__ >= 800", "ptx_shfl_up_pred": True,
                 "qd_inline": "__device__ __forceinline__", "fmod": {"f16": "fmodf", "f32": "fmodf", "f64": "fmod"}}

@@ -112,6 +112,7 @@ class Target:
 
     def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
         r = self.renderer_class(self.dialect, line_directives=bool(options.get("line_directives")))
+        r.block_dim = task.block_dim if task.kind == "parallel" else None
         params = self.signature(r, kernel, task)
         self.declare_shared(r, task)
         body = task_loop(task)

@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(128) arith(
     int32_t out_f_shape_0,
     int32_t out_f_shape_1)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < a_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // arith.py:10
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < a_shape_0; i += (int32_t)(128u * gridDim.x)) {  // arith.py:10
         int32_t x = a[i];  // arith.py:11
         int32_t y = b[i];  // arith.py:12
         out_i[i * out_i_shape_1 + 0] = qd_floordiv(x, y);  // arith.py:13

@@ -6,7 +6,7 @@ typedef int int32_t;
 // blur: parallel task from static.py:14, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) blur(float* x, int32_t x_shape_0, float* y, int32_t y_shape_0)
 {
-    for (int32_t i = 2 + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < x_shape_0 - 2; i += (int32_t)(blockDim.x * gridDim.x)) {  // static.py:14
+    for (int32_t i = 2 + (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0 - 2; i += (int32_t)(128u * gridDim.x)) {  // static.py:14
         float s = 0.0f;  // static.py:15
         s += 0.25f * x[i - 1];  // static.py:17
         s += 0.5f * x[i];  // static.py:17

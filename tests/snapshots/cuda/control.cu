@@ -20,7 +20,7 @@ __device__ __forceinline__ int32_t qd_mod(int32_t a, int32_t b)
 // control: parallel task from control.py:7, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) control(int32_t* a, int32_t a_shape_0, int32_t* out, int32_t out_shape_0, int32_t out_shape_1)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < a_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // control.py:7
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < a_shape_0; i += (int32_t)(128u * gridDim.x)) {  // control.py:7
         int32_t v = a[i];  // control.py:8
         if (v < 0) {  // control.py:9
             out[i * out_shape_1 + 0] = -1;  // control.py:10

@@ -13,7 +13,7 @@ extern "C" __global__ void __launch_bounds__(128) funcs(
     float* acc,
     int32_t acc_shape_0)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < x_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // funcs.py:40
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0; i += (int32_t)(128u * gridDim.x)) {  // funcs.py:40
         float v = x[i];  // funcs.py:41
         out[i * out_shape_1 + 0] = v * v + 4.0f;  // funcs.py:42
         out[i * out_shape_1 + 1] = fmaxf(-0.5f, fminf(v, 0.5f));  // funcs.py:43
@@ -21,10 +21,8 @@ extern "C" __global__ void __launch_bounds__(128) funcs(
         if (v < 0.0f) {  // funcs.py:18
             s = -1.0f;  // funcs.py:19
         }
-        float tmp = s;  // funcs.py:44
-        float tmp_1 = fabsf(v);  // funcs.py:44
-        float s_1 = tmp;  // funcs.py:44
-        float m = tmp_1;  // funcs.py:44
+        float s_1 = s;  // funcs.py:44
+        float m = fabsf(v);  // funcs.py:44
         out[i * out_shape_1 + 2] = s_1 * m;  // funcs.py:45
         float smoothstep_result;  // funcs.py:27
         float t = fmaxf(0.0f, fminf((v - -1.0f) / 2.0f, 1.0f));  // funcs.py:25

@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(128) handoff_0(
     float* out,
     int32_t out_shape_0)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < data_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // memorder.py:8
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < data_shape_0; i += (int32_t)(128u * gridDim.x)) {  // memorder.py:8
         data[i] = float(i) * 2.0f;  // memorder.py:9
         __threadfence();  // memorder.py:10
         atomicExch(&flag[i], 1);  // memorder.py:11
@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(128) handoff_1(
     float* out,
     int32_t out_shape_0)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < out_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // memorder.py:12
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < out_shape_0; i += (int32_t)(128u * gridDim.x)) {  // memorder.py:12
         while (qd_volatile_load(&flag[i]) == 0) {  // memorder.py:13
         }
         __threadfence();  // memorder.py:15

@@ -23,7 +23,7 @@ extern "C" __global__ void __launch_bounds__(128) histogram(
     int32_t* counter,
     int32_t counter_shape_0)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < data_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // atomics.py:9
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < data_shape_0; i += (int32_t)(128u * gridDim.x)) {  // atomics.py:9
         int32_t b = qd_mod(data[i], bins_shape_0);  // atomics.py:10
         atomicAdd(&bins[b], 1);  // atomics.py:11
         atomicAdd(&total[0], 0.5f);  // atomics.py:12

@@ -18,7 +18,7 @@ extern "C" __global__ void __launch_bounds__(128) mathfns(
     int32_t bits_shape_0,
     int32_t bits_shape_1)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < x_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // mathfns.py:8
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0; i += (int32_t)(128u * gridDim.x)) {  // mathfns.py:8
         float v = x[i];  // mathfns.py:9
         out[i * out_shape_1 + 0] = sqrtf(fabsf(v)) + expf(-v * v) + logf(1.0f + fabsf(v));  // mathfns.py:10
         out[i * out_shape_1 + 1] = sinf(v) * cosf(v) + tanhf(v);  // mathfns.py:11

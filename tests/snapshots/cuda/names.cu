@@ -6,7 +6,7 @@ typedef int int32_t;
 // names: parallel task from names.py:7, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) names(float* device_, int32_t device_shape_0, float shared_)
 {
-    for (int32_t main_ = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); main_ < device_shape_0; main_ += (int32_t)(blockDim.x * gridDim.x)) {  // names.py:7
+    for (int32_t main_ = (int32_t)(blockIdx.x * 128u + threadIdx.x); main_ < device_shape_0; main_ += (int32_t)(128u * gridDim.x)) {  // names.py:7
         float kernel_ = device_[main_];  // names.py:8
         float half_ = kernel_ * 0.5f;  // names.py:9
         float buffer = half_ + shared_;  // names.py:10

@@ -28,7 +28,7 @@ extern "C" __global__ void __launch_bounds__(128) narrow(
     int64_t* big,
     int32_t big_shape_0)
 {
-    for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < x_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // dtypes.py:19
+    for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0; i += (int32_t)(128u * gridDim.x)) {  // dtypes.py:19
         x[i] = uint8_t(x[i] + uint8_t(200));  // dtypes.py:20
         y[i] = int16_t(int16_t(y[i] * int16_t(3)) - int16_t(1));  // dtypes.py:21
         h[i] = qd_half(qd_half(h[i] * qd_half(0.5f)) + qd_half(1.0f));  // dtypes.py:22

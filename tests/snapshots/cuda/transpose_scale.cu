@@ -13,7 +13,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose_scale(
     int32_t b_shape_1,
     float s)
 {
-    for (int32_t linear = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); linear < a_shape_0 * a_shape_1; linear += (int32_t)(blockDim.x * gridDim.x)) {  // ndrange2d.py:8
+    for (int32_t linear = (int32_t)(blockIdx.x * 128u + threadIdx.x); linear < a_shape_0 * a_shape_1; linear += (int32_t)(128u * gridDim.x)) {  // ndrange2d.py:8
         int32_t i = linear / a_shape_1;  // ndrange2d.py:8
         int32_t j = linear % a_shape_1;  // ndrange2d.py:8
         b[j * b_shape_1 + i] = a[i * a_shape_1 + j] * s;  // ndrange2d.py:9

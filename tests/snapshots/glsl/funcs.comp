@@ -25,10 +25,8 @@ void main()
         if (v < 0.0) {  // funcs.py:18
             s = -1.0;  // funcs.py:19
         }
-        precise float tmp = s;  // funcs.py:44
-        precise float tmp_1 = abs(v);  // funcs.py:44
-        precise float s_1 = tmp;  // funcs.py:44
-        precise float m = tmp_1;  // funcs.py:44
+        precise float s_1 = s;  // funcs.py:44
+        precise float m = abs(v);  // funcs.py:44
         out_[i * out_shape_1 + 2] = s_1 * m;  // funcs.py:45
         precise float smoothstep_result;  // funcs.py:27
         precise float t = max(0.0, min((v - -1.0) / 2.0, 1.0));  // funcs.py:25

@@ -17,7 +17,7 @@ layout(push_constant) uniform qd_params {
 void main()
 {
     int n = x_shape_0;  // multitask.py:9
-    int half_n = n / 2;  // multitask.py:10
+    int half_n = n >> 1;  // multitask.py:10
     for (int i = half_n + int(gl_GlobalInvocationID.x); i < n; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // multitask.py:14
         y[i] = x[i] / total[0];  // multitask.py:15
     }

@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) normalize_2(
     int32_t y_shape_0)
 {
     int32_t n = x_shape_0;  // multitask.py:9
-    int32_t half_n = n / 2;  // multitask.py:10
+    int32_t half_n = n >> 1;  // multitask.py:10
     for (int32_t i = half_n + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (int32_t)(blockDim.x * gridDim.x)) {  // multitask.py:14
         y[i] = x[i] / total[0];  // multitask.py:15
     }
@@ -70,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(128) normalize_3(
     int32_t y_shape_0)
 {
     int32_t n = x_shape_0;  // multitask.py:9
-    int32_t half_n = n / 2;  // multitask.py:10
+    int32_t half_n = n >> 1;  // multitask.py:10
     for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < half_n; i += (int32_t)(blockDim.x * gridDim.x)) {  // multitask.py:16
         y[i] = -x[i];  // multitask.py:17
     }

@@ -32,10 +32,8 @@ kernel void funcs(
         if (v < 0.0f) {  // funcs.py:18
             s = -1.0f;  // funcs.py:19
         }
-        float tmp = s;  // funcs.py:44
-        float tmp_1 = fabs(v);  // funcs.py:44
-        float s_1 = tmp;  // funcs.py:44
-        float m = tmp_1;  // funcs.py:44
+        float s_1 = s;  // funcs.py:44
+        float m = fabs(v);  // funcs.py:44
         out[i * out_shape_1 + 2] = s_1 * m;  // funcs.py:45
         float smoothstep_result;  // funcs.py:27
         float t = fmax(0.0f, fmin((v - -1.0f) / 2.0f, 1.0f));  // funcs.py:25

@@ -57,7 +57,7 @@ kernel void normalize_2(
 {
     const int x_shape_0 = params.x_shape_0;  // multitask.py:6
     int n = x_shape_0;  // multitask.py:9
-    int half_n = n / 2;  // multitask.py:10
+    int half_n = n >> 1;  // multitask.py:10
     for (int i = half_n + int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < n; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // multitask.py:14
         y[i] = x[i] / total[0];  // multitask.py:15
     }
@@ -77,7 +77,7 @@ kernel void normalize_3(
 {
     const int x_shape_0 = params.x_shape_0;  // multitask.py:6
     int n = x_shape_0;  // multitask.py:9
-    int half_n = n / 2;  // multitask.py:10
+    int half_n = n >> 1;  // multitask.py:10
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < half_n; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // multitask.py:16
         y[i] = -x[i];  // multitask.py:17
     }
