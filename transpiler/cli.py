@@ -117,9 +117,9 @@ def translations(args) -> list:
 
 
 def cmd_emit(args) -> int:
-    from .header import header_name, render_header
-
     results = translations(args)
+    if args.header:  # only then: the header module and its templates cost a few ms to load
+        from .header import header_name, render_header
     targets = sorted({t for _, t, _ in results}, key=[r[1] for r in results].index)
     if args.output is None:
         for _, _, tr in results:
