@@ -23,6 +23,10 @@ class _Names:
         return self.ids[key]
 
 
+def _element(e: ir.Load | ir.VolatileLoad | ir.Atomic, names: _Names) -> str:
+    return f"{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+
+
 def dump_expr(e: ir.Expr, names: _Names) -> str:
     t = e.type.name
     if isinstance(e, ir.Const):
@@ -34,7 +38,7 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
     if isinstance(e, ir.Shape):
         return f"{e.array.name}.shape[{e.dim}]"
     if isinstance(e, ir.Load):
-        return f"{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+        return _element(e, names)
     if isinstance(e, (ir.BinOp, ir.Compare, ir.Logical)):
         return f"{e.op}.{t}({dump_expr(e.a, names)}, {dump_expr(e.b, names)})"
     if isinstance(e, ir.Unary):
@@ -50,19 +54,19 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
     if isinstance(e, ir.BitCast):
         return f"bitcast.{t}({dump_expr(e.a, names)})"
     if isinstance(e, ir.VolatileLoad):
-        return f"volatile {e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+        return f"volatile {_element(e, names)}"
     if isinstance(e, ir.BlockVote):
         return f"block_sync_{e.op}.{t}({dump_expr(e.pred, names)})"
     if isinstance(e, ir.SubgroupOp):
         return f"subgroup_{e.op}.{t}({', '.join(dump_expr(a, names) for a in e.args)})"
     if isinstance(e, ir.Atomic):
-        where = f"{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+        where = _element(e, names)
         extra = f", expected={dump_expr(e.expected, names)}" if e.expected is not None else ""
         return f"atomic_{e.op}.{t}({where}, {dump_expr(e.value, names)}{extra})"
     if isinstance(e, (ir.ShmemMyPe, ir.ShmemNPes)):
         return f"shmem_{'my_pe' if isinstance(e, ir.ShmemMyPe) else 'n_pes'}.{t}()"
     if isinstance(e, ir.ShmemElement):
-        return f"&{e.array.name}[{', '.join(dump_expr(i, names) for i in e.indices)}]"
+        return f"&{_element(e, names)}"
     if isinstance(e, ir.ShmemOp):
         args = [dump_expr(a, names) for a in e.args]
         if isinstance(e, ir.ShmemWaitUntil):
