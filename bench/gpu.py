@@ -119,7 +119,7 @@ class Timer:
 
     def __init__(self, kernel):
         from transpiler.runtime import current, plan_launches
-        from transpiler.translate import lower
+        from transpiler.pipeline import lower
 
         self.backend = current()
         self.kir = lower(kernel, {}, {}, self.backend.subgroup_size)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from transpiler.lowering import all_atomics_kernel, markdown
-from transpiler.targets import get_target
+from transpiler.pipeline import translate_ir
+from transpiler.targets.lowering_tables import all_atomics_kernel, markdown
 from transpiler.toolchains import check_sources
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_every_accepted_atomic_compiles(target, space):
     kernel = all_atomics_kernel(target, space)
-    t = get_target(target)
-    sources, manifest = t.translate(kernel, {})
+    ctx = translate_ir(kernel, target)
+    sources, manifest = ctx.sources, ctx.manifest
     for v in check_sources(target, sources, manifest):
         assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}\n{sources[v.file]}"
 

@@ -1,4 +1,4 @@
-"""The CPU SIMT emulator (transpiler/runtime/cpu*): the emitted CUDA and HIP text run
+"""The CPU SIMT emulator (transpiler/runtime/cpu_emulator): the emitted CUDA and HIP text run
 unchanged on the host, compared with NumPy; barriers, warp collectives, shared memory and
 atomics tested through hand-written sources; deadlocks, hangs, faults and races reported
 with the Python line instead of hanging or crashing."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from transpiler.runtime.cpu import DeadlockError, KernelError, RaceError, build_module
+from transpiler.runtime.cpu_emulator import DeadlockError, KernelError, RaceError, build_module
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
                                 reason="needs a host C++20 compiler")
@@ -222,10 +222,11 @@ def test_hip_wave32_backend(rng):
 @pytest.mark.parametrize("space", ["global", "shared"])
 @pytest.mark.parametrize("target", DIALECTS)
 def test_every_emitted_atomic_spelling_compiles(target, space):
-    from transpiler.lowering import all_atomics_kernel
-    from transpiler.targets import get_target
+    from transpiler.pipeline import translate_ir
+    from transpiler.targets.lowering_tables import all_atomics_kernel
 
-    sources, manifest = get_target(target).translate(all_atomics_kernel(target, space), {})
+    ctx = translate_ir(all_atomics_kernel(target, space), target)
+    sources, manifest = ctx.sources, ctx.manifest
     (name, text), = sources.items()
     mod = build_module(text, name, dialect=target, entries=[e["name"] for e in manifest["entry_points"]])
     assert mod.entries

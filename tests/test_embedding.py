@@ -103,7 +103,7 @@ def corpus_headers(tmp_path_factory):
     out = tmp_path_factory.mktemp("headers")
     trs = corpus_translations()
     for tr in trs:
-        (out / header_name(tr.manifest)).write_text(render_header(tr.sources, tr.manifest))
+        (out / header_name(tr.manifest)).write_text(render_header(tr))
     return out, trs
 
 
@@ -165,7 +165,7 @@ def test_vulkan_helper_compiles_against_the_vulkan_headers(corpus_headers):
 def test_header_carries_the_manifest():
     kernels, _ = load_kernels(str(ROOT / "examples" / "cpp_vulkan" / "kernels.py"))
     tr = qd.translate(kernels["standardize"], "glsl")
-    text = render_header(tr.sources, tr.manifest)
+    text = render_header(tr)
     assert text.startswith("// C++17 header embedding GLSL 450")
     assert "namespace qd::standardize::glsl {" in text
     for name, source in tr.sources.items():
@@ -185,7 +185,7 @@ def test_header_names_survive_cxx_keywords_and_macros():
         "entry_points": [], "params": [
             {"name": "new", "kind": "ndarray", "dtype": "f32", "ndim": 1, "arg_index": 0, "shape_arg_indices": [1]},
             {"name": "unix", "kind": "scalar", "dtype": "i32", "arg_index": 2},
-            {"name": "__x", "kind": "scalar", "dtype": "i32", "arg_index": 3}]})
+            {"name": "__x", "kind": "scalar", "dtype": "i32", "arg_index": 3}]}, "CUDA C++")
     assert ctx["namespace"] == "qd::embed_::cuda"
     assert ctx["members"] == {"new": "new_", "new_shape_0": "new_shape_0", "unix": "unix_", "__x": "qd_x"}
 
@@ -203,8 +203,8 @@ def test_grid_helpers_agree_with_the_python_runtime(tmp_path, kernels):
     cases = [(tr, shape_scale) for tr in trs if tr.target == "cuda" for shape_scale in (1, 0, 1000000)]
     body, expected = [], []
     for n, (tr, scale) in enumerate(cases):
-        members = common_context(tr.sources, tr.manifest)["members"]
-        ns = common_context(tr.sources, tr.manifest)["namespace"]
+        members = common_context(tr.sources, tr.manifest, tr.language)["members"]
+        ns = common_context(tr.sources, tr.manifest, tr.language)["namespace"]
         values, sets = {}, []
         for k, p in enumerate(tr.ir.params):
             if p.is_array:
@@ -221,7 +221,7 @@ def test_grid_helpers_agree_with_the_python_runtime(tmp_path, kernels):
                     f"std::printf(\"{n} %zu %u\\n\", k, {ns}::grid_blocks(k, a)); }}")
     headers = []
     for tr in {header_name(tr.manifest): tr for tr, _ in cases}.values():
-        (tmp_path / header_name(tr.manifest)).write_text(render_header(tr.sources, tr.manifest))
+        (tmp_path / header_name(tr.manifest)).write_text(render_header(tr))
         headers.append(header_name(tr.manifest))
     (tmp_path / "grid.cpp").write_text("".join(f'#include "{h}"\n' for h in headers) + "#include <cstdio>\n"
                                        "int main() {\n" + "\n".join(body) + "\n}\n")

@@ -6,7 +6,7 @@ import pytest
 import transpiler as qd
 from transpiler.ir import types as T
 from transpiler.ir.printer import dump_kernel
-from transpiler.translate import lower
+from transpiler.pipeline import lower
 
 f32v = qd.types.ndarray(dtype=qd.f32, ndim=1)
 i32v = qd.types.ndarray(dtype=qd.i32, ndim=1)

@@ -3,6 +3,7 @@ the CPU emulator's sources from anywhere, and installs the `transpiler` command.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,14 +21,29 @@ print(json.dumps({"files": sorted(tr.sources), "shim": (SHIM_DIR / "metal_stdlib
 """
 
 
+def clean_copy(dest: Path) -> Path:
+    """The checkout's tracked and new files only, as a fresh clone has them: a setuptools
+    build folder left in the checkout would otherwise feed stale modules to the install."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split("\n")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
 def test_installed_package_finds_its_data(tmp_path):
     target = tmp_path / "site"
+    source = clean_copy(tmp_path / "checkout")
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                        "--target", str(target), str(ROOT)], capture_output=True, text=True)
+                        "--target", str(target), str(source)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     pkg = target / "transpiler"
     assert (pkg / "templates" / "cuda" / "module.cu.j2").is_file()
-    assert list((pkg / "runtime" / "cpu").glob("*.h"))
+    assert (pkg / "templates" / "cxx" / "helpers.j2").is_file()
+    assert list((pkg / "runtime" / "cpu_emulator").glob("*.h"))
     work = tmp_path / "elsewhere"
     work.mkdir()
     (work / "saxpy.py").write_text((ROOT / "examples" / "saxpy.py").read_text())

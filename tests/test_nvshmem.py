@@ -216,7 +216,7 @@ def test_kernels_without_shmem_stay_self_contained():
 
 def test_the_cuda_header_explains_the_host_side(tmp_path):
     ring = qd.translate(load_module(EXAMPLE / "kernels.py").ring, "cuda")
-    header = render_header(ring.sources, ring.manifest)
+    header = render_header(ring)
     assert "// NVSHMEM 3.8.0: the source calls NVSHMEM device routines" in header
     assert "inline constexpr bool collective_launch = false;" in header
     assert 'symmetric_params = { { "send", "recv", "flag" } };' in header

@@ -747,16 +747,16 @@ def test_vote_emulation_needs_three_slots(slots):
     in the `while` vote loop, leave early while the others wait at its barrier)."""
     from transpiler.errors import ToolchainMissing
     from transpiler.passes.block_votes import emulate_block_votes
-    from transpiler.targets.cuda import CudaTarget
-    from transpiler.translate import lower
+    from transpiler.pipeline import lower, translate_ir
 
     try:
-        from transpiler.runtime.cpu import KernelError, build_module
+        from transpiler.runtime.cpu_emulator import KernelError, build_module
     except ImportError as exc:
         pytest.skip(f"the CPU emulator is not available: {exc}")
     bd, reps = 64, 6
     kir = emulate_block_votes(lower(votes, {"bd": bd, "reps": reps}, None, 32), slots=slots)
-    sources, manifest = CudaTarget().translate(kir, {})
+    ctx = translate_ir(kir, "cuda")
+    sources, manifest = ctx.sources, ctx.manifest
     (name, text), = sources.items()
     assert "__syncthreads_count" not in text and "vote_slots" in text
     try:

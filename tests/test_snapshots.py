@@ -45,7 +45,7 @@ def check_or_update(files: dict[str, str], update: bool) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_ir_snapshot(case, request):
     _, kernel, template_args = case
-    from transpiler.translate import lower
+    from transpiler.pipeline import lower
 
     text = dump_kernel(lower(kernel, template_args))
     check_or_update({f"ir/{kernel.__name__}.txt": text}, request.config.getoption("--update-snapshots"))

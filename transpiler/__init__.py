@@ -2,22 +2,23 @@
 
 ``import transpiler as qd`` gives the whole kernel language, spelled as in Quadrants.
 """
-from . import math, shmem, simt, types  # noqa: F401
 from .errors import TranspileError  # noqa: F401
 from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
-from .lang import (  # noqa: F401
-    Func, Kernel, Template, abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas,
-    atomic_exchange, atomic_max, atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor,
-    cast, ceil, cos, cosh, exp, floor, func, kernel, log, loop_config, max, min, ndrange,
-    pow, round, rsqrt, select, sin, sinh, sqrt, static, static_assert, tan, tanh, template,
+from .lang import math, shmem, simt, types  # noqa: F401
+from .lang.kernel import Func, Kernel, Template, func, kernel, set_launcher, static, template  # noqa: F401
+from .lang.ops import (  # noqa: F401
+    abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,
+    atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos, cosh, exp, floor, log,
+    loop_config, max, min, ndrange, pow, round, rsqrt, select, sin, sinh, sqrt, static_assert, tan, tanh,
     trunc, typeof, volatile_load,
 )
-from .simt import _install_block_algorithms
+from .lang.simt import _install_block_algorithms
 
 _install_block_algorithms()
-from .translate import TARGETS, HazardWarning, Translation, translate  # noqa: F401
+from .pipeline import HazardWarning, Translation, translate  # noqa: E402, F401
+from .targets import TARGETS  # noqa: E402, F401
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,15 @@ global_thread_idx = simt.block.global_thread_idx
 
 # Architectures for qd.init: strings, so that naming one imports nothing heavy.
 cuda, vulkan, cpu = "cuda", "vulkan", "cpu"
+
+
+def _launch(kernel: Kernel, args: tuple, kwargs: dict):
+    from .runtime import launch  # the runtime (and numpy) only when a kernel runs
+
+    return launch(kernel, args, kwargs)
+
+
+set_launcher(_launch)
 
 
 def ndarray(dtype, shape):

@@ -26,7 +26,7 @@ class UsageError(Exception):
 def load_kernels(path: str) -> tuple[dict, object]:
     """Import ``path`` and return its @qd.kernel objects in definition order."""
     from .errors import TranspileError
-    from .lang import Kernel
+    from .lang.kernel import Kernel
 
     file = Path(path)
     if not file.is_file():
@@ -70,14 +70,14 @@ def pick_kernels(kernels: dict, wanted: list[str] | None, path: str) -> list:
 
 
 def parse_targets(value: str) -> list[str]:
-    from .translate import TARGETS
+    from .targets import TARGETS, names
 
     if value == "all":
         return list(TARGETS)
     targets = [t.strip() for t in value.split(",") if t.strip()]
-    bad = [t for t in targets if t not in TARGETS]
+    bad = [t for t in targets if t not in names()]
     if bad:
-        raise UsageError(f"unknown target {', '.join(bad)}; choose from {', '.join(TARGETS)} or all")
+        raise UsageError(f"unknown target {', '.join(bad)}; choose from {', '.join(names())} or all")
     return targets
 
 
@@ -95,7 +95,7 @@ def parse_templates(items: list[str] | None) -> dict:
 
 
 def translations(args) -> list:
-    from .translate import translate
+    from .pipeline import translate
 
     kernels, _ = load_kernels(args.file)
     picked = pick_kernels(kernels, args.kernel, args.file)
@@ -128,7 +128,7 @@ def cmd_emit(args) -> int:
                 sys.stdout.write("\n")
             sys.stdout.write(json.dumps(tr.manifest, indent=2) + "\n")
             if args.header:
-                sys.stdout.write(render_header(tr.sources, tr.manifest))
+                sys.stdout.write(render_header(tr))
         return EXIT_OK
     for kernel, target, tr in results:
         out = Path(args.output) / target if len(targets) > 1 else Path(args.output)
@@ -139,7 +139,7 @@ def cmd_emit(args) -> int:
         written = [*tr.sources, f"{kernel.__name__}.json"]
         if args.header:
             written.append(header_name(tr.manifest))
-            (out / written[-1]).write_text(render_header(tr.sources, tr.manifest))
+            (out / written[-1]).write_text(render_header(tr))
         if not args.quiet:
             print(f"{kernel.__name__} [{target}]: " + ", ".join(str(out / n) for n in written))
     return EXIT_OK
@@ -198,7 +198,7 @@ def side_by_side(text: str, py_lines: list[str]) -> str:
 
 def cmd_targets(args) -> int:
     """The lowering tables: what each atomic, fence and load becomes on every target."""
-    from .lowering import markdown
+    from .targets.lowering_tables import markdown
 
     sys.stdout.write(markdown() + "\n")
     return EXIT_OK

@@ -1,18 +1,26 @@
 """The C++ embedding header: one ``<kernel>.<target>.h`` per translation, for a host that
 compiles or loads the generated code itself (NVRTC, hipRTC, glslang, Metal).
 
-It is built from the translation's sources and manifest only, so it states exactly the
-contract the manifest documents: the source text, the entry points in launch order, a
-parameter struct laid out as the target binds it (proved by ``static_assert``), the
-bindings or argument order, block and shared-memory sizes, requirements, and grid helpers.
-The text itself lives in ``templates/<target>/header.h.j2`` (over ``templates/common/``).
+It is built from the translation's sources and manifest only (plus the language name), so
+it states exactly the contract the manifest documents: the source text, the entry points in
+launch order, a parameter struct laid out as the target binds it (proved by
+``static_assert``), the bindings or argument order, block and shared-memory sizes,
+requirements, and grid helpers. The parts every target shares are here; each target's
+``header_context`` adds its own, and its text lives in its ``header_template`` (over
+``templates/common/``).
 """
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from .targets import get_target
 from .targets.cxx import CXX_KEYWORDS
-from .targets.emit import GENERATOR, template
+from .targets.target import GENERATOR
+from .targets.templates import template
+
+if TYPE_CHECKING:
+    from .pipeline import Translation
 
 # Host C++ types for manifest dtypes. C++17 has no half type, so an f16 travels as its
 # IEEE binary16 bits; a GLSL bool in a push-constant block is a 32-bit word.
@@ -40,12 +48,12 @@ def header_name(manifest: dict) -> str:
     return f"{manifest['kernel']}.{manifest['target']}.h"
 
 
-def render_header(sources: dict[str, str], manifest: dict) -> str:
-    """The header text for one translation (``Translation.sources`` and ``.manifest``)."""
-    target = manifest["target"]
-    ctx = common_context(sources, manifest)
-    ctx.update(TARGET_CONTEXT[target](manifest, ctx))
-    return template(f"{target}/header.h.j2").render(ctx)
+def render_header(tr: Translation) -> str:
+    """The header text for one translation."""
+    target = get_target(tr.target)
+    values = common_context(tr.sources, tr.manifest, tr.language)
+    values.update(target.header_context(tr.manifest, values))
+    return template(target.header_template, target.template_dirs).render(values)
 
 
 # ----------------------------------------------------------------------------- names
@@ -132,7 +140,7 @@ def grid_expression(text: str, members: dict[str, str], obj: str) -> str:
 
 # ----------------------------------------------------------------------------- contexts
 
-def common_context(sources: dict[str, str], manifest: dict) -> dict:
+def common_context(sources: dict[str, str], manifest: dict, language: str) -> dict:
     kernel, target = manifest["kernel"], manifest["target"]
     names = Names()
     members = {}  # manifest name (parameter or NAME_shape_K) -> C++ field name
@@ -159,12 +167,11 @@ def common_context(sources: dict[str, str], manifest: dict) -> dict:
             "block_dim": e["block_dim"], "shared_bytes": e["shared_bytes"], "serial": grid["rule"] == "single",
             "max_blocks": grid.get("max_blocks", 1), "source_line": e["source_line"], "extent": extent,
         })
-    first = next(iter(sources.values()), "").splitlines()
     return {
         "kernel": kernel, "target": target, "generator": GENERATOR, "source": manifest["source"],
         "namespace": f"qd::{cxx_namespace(kernel)}::{target}",
         "guard": f"QD_GENERATED_{re.sub(r'[^A-Za-z0-9]', '_', kernel)}_{target.upper()}_H",
-        "language": first[0][3:].split(". Generated", 1)[0] if first and first[0].startswith("// ") else target,
+        "language": language,
         "files": files, "entries": entries, "params": params, "members": members,
         "requirements": manifest["requirements"], "subgroup_size": manifest["subgroup_size"],
         "cstr": c_string, "strings": string_array,
@@ -193,51 +200,3 @@ def struct_layout(fields: list[tuple[str, str, int, int]]) -> list[dict]:
 def buffer_table(ctx: dict, index_key: str) -> list[dict]:
     return [{"name": p["cxx"], "index": p[index_key], "dtype": p["dtype"], "ndim": p["ndim"],
              "element_bytes": HOST_SIZES[p["dtype"]]} for p in ctx["params"] if p["kind"] == "ndarray"]
-
-
-def glsl_context(manifest: dict, ctx: dict) -> dict:
-    fields = []
-    for p in ctx["params"]:
-        if p["kind"] == "ndarray":
-            for name, off in zip(p["shapes"], p["shape_push_constant_offsets"]):
-                fields.append((name, GLSL_PUSH_TYPES["i32"], 4, off))
-        else:
-            dtype = p.get("push_constant_dtype", p["dtype"])
-            fields.append((p["cxx"], GLSL_PUSH_TYPES[dtype], GLSL_PUSH_SIZES[dtype], p["push_constant_offset"]))
-    req = manifest["requirements"]
-    return {"struct": "PushConstants", "push": struct_layout(fields), "push_constant_bytes": req["push_constant_bytes"],
-            "buffers": buffer_table(ctx, "binding"), "descriptor_set": 0,
-            "spirv_files": [e["file"].rsplit(".", 1)[0] + ".spv" for e in manifest["entry_points"]]}
-
-
-def cuda_context(manifest: dict, ctx: dict) -> dict:
-    args = []
-    for p in ctx["params"]:
-        if p["kind"] == "ndarray":
-            args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]] + "*", "index": p["arg_index"],
-                         "note": f"{p['dtype']}[{p['ndim']}-d], device memory"})
-            for name, index in zip(p["shapes"], p["shape_arg_indices"]):
-                args.append({"name": name, "ctype": HOST_TYPES["i32"], "index": index, "note": ""})
-        else:
-            note = "IEEE binary16 bits" if p["dtype"] == "f16" else ""
-            args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]], "index": p["arg_index"], "note": note})
-    args.sort(key=lambda a: a["index"])
-    if [a["index"] for a in args] != list(range(len(args))):
-        raise ValueError(f"{manifest['kernel']}: argument indices are not 0..{len(args) - 1}")
-    return {"struct": "Args", "args": args, "buffers": buffer_table(ctx, "arg_index")}
-
-
-def msl_context(manifest: dict, ctx: dict) -> dict:
-    buffer = manifest.get("params_buffer")
-    fields = []
-    for p in ctx["params"]:
-        if p["kind"] == "ndarray":
-            for name, off in zip(p["shapes"], p["shape_params_offsets"]):
-                fields.append((name, HOST_TYPES["i32"], 4, off))
-        else:
-            fields.append((p["cxx"], HOST_TYPES[p["dtype"]], HOST_SIZES[p["dtype"]], p["params_offset"]))
-    return {"struct": "Params", "fields": struct_layout(fields), "buffers": buffer_table(ctx, "buffer_index"),
-            "params_buffer": buffer}
-
-
-TARGET_CONTEXT = {"glsl": glsl_context, "cuda": cuda_context, "hip": cuda_context, "msl": msl_context}

@@ -31,7 +31,7 @@ class CallLowering:
         fn = f.value
         name = getattr(fn, "_qd_builtin", None)
         if name is not None:
-            from .builtins import call_builtin
+            from .intrinsics import call_builtin
 
             return call_builtin(self, name, node)
         if isinstance(fn, lang.Func):
@@ -40,13 +40,13 @@ class CallLowering:
             raise self.error(node, f"kernel `{fn.__name__}` cannot be called from a kernel",
                              hint="make the callee a @qd.func")
         if isinstance(fn, T.DType):
-            from .builtins import cast_call
+            from .intrinsics import cast_call
 
             return cast_call(self, fn, node)
         if fn in (int, float, bool):
             args = [self.expr(a) for a in node.args]
             if len(args) == 1 and not isinstance(args[0], CT):
-                from .builtins import cast_call
+                from .intrinsics import cast_call
 
                 return cast_call(self, {int: T.i32, float: T.f32, bool: T.bool_}[fn], node)
         if fn is len and len(node.args) == 1:
@@ -54,7 +54,7 @@ class CallLowering:
             if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
                 return ir.Shape(T.i32, self.loc(node), arg.array, 0)
         if fn in (builtins.min, builtins.max, builtins.abs):
-            from .builtins import call_builtin
+            from .intrinsics import call_builtin
 
             return call_builtin(self, fn.__name__, node)
         if fn in CT_PY_CALLABLES or getattr(fn, "__module__", None) == "math" or \

@@ -12,7 +12,7 @@ from typing import Callable
 
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..ir.walk import iter_expr, stmt_bodies, stmt_exprs
+from ..ir.walk import all_exprs, all_stmts, iter_expr
 
 
 BINOPS = {
@@ -195,34 +195,12 @@ def locals_read_expr(e: ir.Expr) -> set[ir.Local]:
 
 
 def locals_read(stmts: list[ir.Stmt]) -> set[ir.Local]:
-    out: set[ir.Local] = set()
-    for st in stmts:
-        for e in stmt_exprs(st):
-            out |= locals_read_expr(e)
-        for body in stmt_bodies(st):
-            out |= locals_read(body)
-    return out
+    return {e.var for e in all_exprs(stmts) if isinstance(e, ir.LocalRef)}
 
 
 def locals_assigned(stmts: list[ir.Stmt]) -> set[ir.Local]:
-    out: set[ir.Local] = set()
-    for st in stmts:
-        if isinstance(st, ir.Assign):
-            out.add(st.var)
-        for body in stmt_bodies(st):
-            out |= locals_assigned(body)
-    return out
+    return {st.var for st in all_stmts(stmts) if isinstance(st, ir.Assign)}
 
 
 def locals_declared(stmts: list[ir.Stmt]) -> set[ir.Local]:
-    out: set[ir.Local] = set()
-    for st in stmts:
-        if isinstance(st, ir.Declare):
-            out.add(st.var)
-        elif isinstance(st, ir.For):
-            out.add(st.var)
-        for body in stmt_bodies(st):
-            out |= locals_declared(body)
-    return out
-
-
+    return {st.var for st in all_stmts(stmts) if isinstance(st, (ir.Declare, ir.For))}

@@ -43,3 +43,14 @@ def evaluate(e: ir.Expr, scalars: dict[str, object], shapes: dict[str, tuple[int
         raise NotHostComputable(type(x).__name__)
 
     return ev(e)
+
+
+def uniform_env(task: ir.Task) -> dict[int, ir.Expr]:
+    """The values of the top-level locals a task recomputes first (its range may use them)."""
+    env: dict[int, ir.Expr] = {}
+    for st in task.prelude:
+        if isinstance(st, ir.Declare) and st.init is not None:
+            env[id(st.var)] = st.init
+        elif isinstance(st, ir.Assign):
+            env[id(st.var)] = st.value
+    return env

@@ -64,6 +64,11 @@ class SharedArray:
 Array = Union[Param, SharedArray]
 
 
+def space_of(array: Array) -> str:
+    """The memory an array lives in, as the atomics tables name it: "global" or "shared"."""
+    return "shared" if isinstance(array, SharedArray) else "global"
+
+
 # ----------------------------------------------------------------------------- expressions
 
 @dataclass(eq=False, slots=True)

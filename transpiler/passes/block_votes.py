@@ -28,8 +28,9 @@ import dataclasses
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.memo import per_kernel
-from .rewrite import HoistingRewriter
 from ..ir import types as T
+from ..ir.walk import all_exprs
+from .rewrite import HoistingRewriter
 
 SLOTS = 3
 
@@ -45,14 +46,7 @@ def emulate_block_votes(kernel: ir.Kernel, slots: int = SLOTS) -> ir.Kernel:
 
 
 def _has_vote(stmts: list[ir.Stmt]) -> bool:
-    from ..ir.walk import iter_expr, stmt_bodies, stmt_exprs
-
-    for st in stmts:
-        if any(isinstance(n, ir.BlockVote) for e in stmt_exprs(st) for n in iter_expr(e)):
-            return True
-        if any(_has_vote(body) for body in stmt_bodies(st)):
-            return True
-    return False
+    return any(isinstance(e, ir.BlockVote) for e in all_exprs(stmts))
 
 
 def _task(task: ir.Task, n_slots: int) -> ir.Task:

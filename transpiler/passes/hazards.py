@@ -28,10 +28,14 @@ from __future__ import annotations
 
 import linecache
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import TranspileError, format_diagnostic
 from ..ir import nodes as ir
-from ..ir.walk import all_stmts, children, iter_expr, stmt_exprs
+from ..ir.walk import all_stmts, attributes, children, iter_expr, references, stmt_exprs
+
+if TYPE_CHECKING:
+    from ..targets.target import Target
 
 UNIFORM, SUBGROUP, THREAD = 0, 1, 2
 _LEVEL_WORDS = {SUBGROUP: "the subgroup (lane) it runs in", THREAD: "the thread index"}
@@ -174,7 +178,7 @@ def _exits(stmts: list[ir.Stmt]) -> bool:
 
 
 class _Checker:
-    def __init__(self, task: ir.Task, target: str, subgroup_size: int | None):
+    def __init__(self, task: ir.Task, target: Target, subgroup_size: int | None):
         self.task = task
         self.target = target
         self.levels = _Levels(task, subgroup_size)
@@ -267,17 +271,17 @@ class _Checker:
                     "block.mem_fence() orders these stores only for threads of this block, but an atomic after it "
                     "publishes them to other blocks", st.loc,
                     hint="use qd.simt.grid.mem_fence() for cross-block publication"))
-            elif st.scope == "device" and self.target == "msl":
+            elif st.scope == "device" and not self.target.caps.fence_orders_plain_stores:
                 store = before[-1]
                 self.hazards.append(Hazard(
                     "warning", "metal-publication",
-                    f"on Metal, grid.mem_fence() orders only atomic accesses: the plain store to "
+                    f"on {self.target.title}, grid.mem_fence() orders only atomic accesses: the plain store to "
                     f"`{store.array.name}` may not be visible to the block that sees the flag", store.loc,
                     hint=f"publish the value itself with an atomic (e.g. qd.atomic_exchange({store.array.name}[...], v)),"
                          " or split the kernel into two launches"))
 
 
-def check_hazards(kernel: ir.Kernel, target: str, subgroup_size: int | None = None) -> list[Hazard]:
+def check_hazards(kernel: ir.Kernel, target: Target, subgroup_size: int | None = None) -> list[Hazard]:
     """Errors raise a TranspileError (the first one); warnings are returned, minus the
     silenced ones."""
     found: list[Hazard] = []
@@ -383,9 +387,8 @@ class _ShmemChecker:
             return ("param", e.param.name)
         if isinstance(e, ir.Cast) and e.a.type.is_int:
             return self.key(e.a, depth)
-        attrs = tuple(getattr(e, a) for a in ("op", "fn", "kind", "dim") if isinstance(getattr(e, a, None), (str, int)))
-        arrays = tuple(id(getattr(e, a)) for a in ("array", "param") if hasattr(e, a))
-        return (type(e).__name__, attrs, arrays, tuple(self.key(c, depth + 1) for c in children(e)))
+        refs = tuple(id(r) for r in references(e))
+        return (type(e).__name__, attributes(e), refs, tuple(self.key(c, depth + 1) for c in children(e)))
 
     @staticmethod
     def pe_text(e: ir.Expr) -> str:

@@ -21,22 +21,18 @@ from .rewrite import HoistingRewriter
 UINT_OF_WIDTH = {16: T.u16, 32: T.u32, 64: T.u64}
 
 
-def space_of(array: ir.Array) -> str:
-    return "shared" if isinstance(array, ir.SharedArray) else "global"
-
-
 def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
     """A copy of ``kernel`` whose atomics the dialect can all spell directly."""
     return _legalize(kernel, dialect)
 
 
-@per_kernel(key=lambda dialect: (type(dialect), dialect.subgroup_size))
+@per_kernel(key=lambda dialect: type(dialect))
 def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     needs = False
     for task in kernel.tasks:
         for e in all_exprs(task.prelude + task.body):
             if isinstance(e, ir.Atomic):
-                form = dialect.atomic_support(e.op, e.type, space_of(e.array), e.loc)
+                form = dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
                 needs |= form != "native"
     if not needs:
         return kernel
@@ -64,7 +60,7 @@ class _Rewriter(HoistingRewriter):
     def rewrite(self, e: ir.Expr, pre: list[ir.Stmt], conditional: bool) -> ir.Expr:
         if not isinstance(e, ir.Atomic):
             return e
-        form = self.dialect.atomic_support(e.op, e.type, space_of(e.array), e.loc)
+        form = self.dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
         if form != "native" and conditional:
             raise TranspileError(f"qd.atomic_{e.op} on {e.type.name} needs a compare-and-swap loop on the "
                                  f"{self.dialect.name} target and cannot be evaluated conditionally here", e.loc,
@@ -72,7 +68,7 @@ class _Rewriter(HoistingRewriter):
         return self.atomic(e, pre, result_used=True)
 
     def atomic(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
-        form = self.dialect.atomic_support(a.op, a.type, space_of(a.array), a.loc)
+        form = self.dialect.atomic_support(a.op, a.type, ir.space_of(a.array), a.loc)
         if form == "native":
             return a
         t = a.type
@@ -88,13 +84,13 @@ class _Rewriter(HoistingRewriter):
         t, loc = a.type, a.loc
         mem = UINT_OF_WIDTH[t.bits] if t.is_float else t
         try:
-            cas_form = self.dialect.atomic_support("cas", mem, space_of(a.array), loc)
+            cas_form = self.dialect.atomic_support("cas", mem, ir.space_of(a.array), loc)
         except TranspileError:
             cas_form = None
         if cas_form != "native":
             raise TranspileError(f"qd.atomic_{a.op} on {t.name} needs a compare-and-swap loop, and the "
                                  f"{self.dialect.name} target has no {mem.bits}-bit compare-and-swap "
-                                 f"on {space_of(a.array)} memory", loc)
+                                 f"on {ir.space_of(a.array)} memory", loc)
         indices = [self.once(i, "index", pre) for i in a.indices]
         value = self.once(a.value, "operand", pre)
         # Named after the array so they read as its story and leave the user's names alone.

@@ -1,13 +1,12 @@
 """The shape every IR-to-IR legalization shares: rebuild statements bottom-up, letting an
 expression's rewrite put statements in front of the statement that holds it (a CAS loop,
 an emulated block vote). Subclasses override ``rewrite`` (and ``stmt`` for statement kinds
-they treat specially); the walk itself lives here once."""
+they treat specially); the walk itself is ``ir.walk.rebuild``."""
 from __future__ import annotations
-
-import dataclasses
 
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.walk import rebuild
 
 
 class HoistingRewriter:
@@ -20,16 +19,8 @@ class HoistingRewriter:
     def stmt(self, st: ir.Stmt) -> list[ir.Stmt]:
         """``st`` rebuilt, preceded by whatever its expressions' rewrites hoisted."""
         pre: list[ir.Stmt] = []
-        changes = {}
-        for f in dataclasses.fields(st):
-            v = getattr(st, f.name)
-            if isinstance(v, ir.Expr):
-                changes[f.name] = self.expr(v, pre, conditional=False)
-            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
-                changes[f.name] = [self.expr(x, pre, conditional=False) for x in v]
-            elif isinstance(v, list) and (not v or isinstance(v[0], ir.Stmt)) and f.name != "indices":
-                changes[f.name] = self.block(v)
-        return pre + [dataclasses.replace(st, **changes)]
+        new = rebuild(st, lambda _, e: self.expr(e, pre, conditional=False), lambda _, body: self.block(body))
+        return pre + [new]
 
     def loop_with_hoisted_condition(self, st: ir.While) -> list[ir.Stmt]:
         """A while loop whose condition needs hoisted statements evaluates them before every
@@ -46,17 +37,12 @@ class HoistingRewriter:
         """``e`` with its operands rewritten first; ``conditional`` says whether it is only
         sometimes evaluated (the right of and/or, an arm of a select), where hoisting would
         change which threads evaluate it."""
-        changes = {}
-        for f in dataclasses.fields(e):
-            v = getattr(e, f.name)
-            cond_child = conditional or (isinstance(e, ir.Logical) and f.name == "b") or \
-                (isinstance(e, ir.Select) and f.name in ("a", "b"))
-            if isinstance(v, ir.Expr):
-                changes[f.name] = self.expr(v, pre, cond_child)
-            elif isinstance(v, list) and v and isinstance(v[0], ir.Expr):
-                changes[f.name] = [self.expr(x, pre, cond_child) for x in v]
-        new = dataclasses.replace(e, **changes) if changes else e
-        return self.rewrite(new, pre, conditional)
+        def child(name: str, sub: ir.Expr) -> ir.Expr:
+            cond_child = conditional or (isinstance(e, ir.Logical) and name == "b") or \
+                (isinstance(e, ir.Select) and name in ("a", "b"))
+            return self.expr(sub, pre, cond_child)
+
+        return self.rewrite(rebuild(e, child), pre, conditional)
 
     def rewrite(self, e: ir.Expr, pre: list[ir.Stmt], conditional: bool) -> ir.Expr:
         return e

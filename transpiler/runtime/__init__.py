@@ -5,7 +5,11 @@ Backends (each in its own module, imported only when chosen):
   vulkan  GLSL -> SPIR-V, any Vulkan device (Mesa's lavapipe on a CPU-only machine)
   cuda    CUDA C through CuPy on an NVIDIA GPU
   cpu     the CUDA (or HIP) text itself, compiled by the host C++ compiler against the
-          project's SIMT emulator header
+          project's SIMT emulator header (``cpu_emulator``)
+
+Every backend gets its code from the one pipeline (``pipeline.translate``), which also runs
+the hazard checker, once per instantiation: a backend names its target and the options it
+translates with, and loads what comes out.
 """
 from __future__ import annotations
 
@@ -19,10 +23,12 @@ from .. import lang
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..ir.evaluate import evaluate
+from ..ir.evaluate import evaluate, uniform_env
+from ..pipeline import Translation, freeze, translate
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
-BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"), "cpu": ("cpu", "CpuBackend")}
+BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"),
+            "cpu": ("cpu_emulator", "CpuBackend")}
 MAX_BLOCKS = 65535
 
 
@@ -35,11 +41,24 @@ class Launch:
 
 
 class Backend:
-    """What every backend provides. ``compile`` is called once per kernel instantiation."""
+    """What every backend provides. ``load`` is called once per kernel instantiation."""
 
     name = ""
+    target = ""  # the target language it runs
 
-    def compile(self, kernel: ir.Kernel, options: dict):
+    def translate_options(self) -> dict:
+        """The options its code is translated with (e.g. the device's subgroup size)."""
+        return {}
+
+    @property
+    def subgroup_size(self) -> int | None:
+        """The width kernels are specialized to here (what subgroup.group_size() gives)."""
+        from ..targets import get_target
+
+        return get_target(self.target).subgroup_size(self.translate_options())
+
+    def load(self, tr: Translation):
+        """Make the translation runnable (compile, create pipelines); returns the program."""
         raise NotImplementedError
 
     def run(self, program, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
@@ -48,19 +67,17 @@ class Backend:
 
 
 _backend: Backend | None = None
-_options: dict = {}
 _no_hazards = False
 
 
 def init(arch: str = "vulkan", *, no_hazards: bool = False, **options) -> None:
     """``no_hazards=True`` skips the hazard checker on first calls (e.g. to watch the CPU
     emulator report a deadlock the checker would have refused)."""
-    global _backend, _options, _no_hazards
+    global _backend, _no_hazards
     if arch not in BACKENDS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(BACKENDS)}")
     module, cls = BACKENDS[arch]
     _backend = getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
-    _options = options
     _no_hazards = no_hazards
 
 
@@ -108,8 +125,6 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
 
 
 def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
-    from ..targets.emit import uniform_env
-
     scalars = {p.name: values[p.name].item() for p in kernel.params if not p.is_array}
     shapes = {p.name: values[p.name].shape for p in kernel.params if p.is_array}
     launches = []
@@ -126,33 +141,19 @@ def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     return launches
 
 
-def check_before_running(kir: ir.Kernel, backend: Backend) -> None:
-    """The hazard checker runs on the first call too: a divergent barrier is an error before
-    anything runs, warnings are Python warnings (``qd.HazardWarning``)."""
-    import warnings
-
-    from ..passes.hazards import check_hazards
-    from ..translate import HazardWarning
-
-    target = "glsl" if backend.name == "vulkan" else "cuda"
-    for h in check_hazards(kir, target, getattr(backend, "subgroup_size", None)):
-        warnings.warn(str(h), HazardWarning, stacklevel=3)
-
-
 def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> None:
-    from ..translate import lower
-
     backend = current()
     template_args, arg_types, values = bind_arguments(kernel, args, kwargs)
-    # Code written against qd.simt.subgroup.group_size() is specialized to the backend's width.
-    kir = lower(kernel, template_args, arg_types, getattr(backend, "subgroup_size", None))
     cache = kernel.__dict__.setdefault("_program_cache", {})
-    key = (backend.name, id(backend), id(kir))
-    program = cache.get(key)
-    if program is None:
-        if not _no_hazards:
-            check_before_running(kir, backend)
-        program = cache[key] = backend.compile(kir, _options)
+    key = (backend.name, id(backend), freeze(template_args), freeze(arg_types))
+    hit = cache.get(key)
+    if hit is None:
+        # The first call translates (and runs the hazard checker: a divergent barrier is an
+        # error before anything runs, warnings are qd.HazardWarning) and loads the program.
+        tr = translate(kernel, backend.target, template_args=template_args, arg_types=arg_types,
+                       no_hazards=_no_hazards, **backend.translate_options())
+        hit = cache[key] = (tr.ir, backend.load(tr))
+    kir, program = hit
     backend.run(program, kir, values, plan_launches(kir, values))
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import nodes as ir
-from . import Backend, Launch
+from . import Backend, Launch, Translation
 
 
 class CudaBackend(Backend):
     name = "cuda"
-    subgroup_size = 32  # what lowering specializes subgroup.group_size() to: a warp
+    target = "cuda"
 
     def __init__(self, **options):
         try:
@@ -29,11 +29,9 @@ class CudaBackend(Backend):
         self.cupy = cupy
         self.options = options
 
-    def compile(self, kernel: ir.Kernel, options: dict):
-        from ..targets import get_target
-
-        sources, manifest = get_target("cuda").translate(kernel, options)
-        (source,) = sources.values()
+    def load(self, tr: Translation):
+        manifest = tr.manifest
+        (source,) = tr.sources.values()
         module = self.cupy.RawModule(code=source, options=tuple(manifest["requirements"]["nvrtc_options"]),
                                      name_expressions=None)
         functions = {e["name"]: module.get_function(e["name"]) for e in manifest["entry_points"]}

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
-from . import Backend, Launch
+from . import Backend, Launch, Translation
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
 VULKAN_API = (1, 2)
@@ -329,22 +329,14 @@ class VulkanProgram:
 
 def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
     """The ndarray parameters some task stores to or updates atomically."""
-    from ..ir.walk import iter_expr, stmt_bodies, stmt_exprs
+    from ..ir.walk import all_exprs, all_stmts
 
     out: set[str] = set()
-
-    def block(stmts: list[ir.Stmt]) -> None:
-        for st in stmts:
-            if isinstance(st, ir.Store) and isinstance(st.array, ir.Param):
-                out.add(st.array.name)
-            for e in stmt_exprs(st):
-                out.update(n.array.name for n in iter_expr(e) if isinstance(n, ir.Atomic)
-                           and isinstance(n.array, ir.Param))
-            for body in stmt_bodies(st):
-                block(body)
-
     for task in kernel.tasks:
-        block(task.prelude + task.body)
+        code = task.prelude + task.body
+        written = [st.array for st in all_stmts(code) if isinstance(st, ir.Store)]
+        written += [e.array for e in all_exprs(code) if isinstance(e, ir.Atomic)]
+        out.update(a.name for a in written if isinstance(a, ir.Param))
     return frozenset(out)
 
 
@@ -354,6 +346,7 @@ class VulkanBackend(Backend):
     back to the CPU. ``fast_math`` lets the driver reassociate and fuse float arithmetic."""
 
     name = "vulkan"
+    target = "glsl"
 
     def __init__(self, device: str | int | None = None, fast_math: bool = False, subgroup_size: int | None = None,
                  **_options):
@@ -376,13 +369,12 @@ class VulkanBackend(Backend):
 
     # ---------------------------------------------------------------- compile
 
-    def compile(self, kernel: ir.Kernel, options: dict) -> VulkanProgram:
-        from ..targets.glsl import GlslTarget
+    def translate_options(self) -> dict:
+        return {"fast_math": self.fast_math, "subgroup_size": self.subgroup_size}
 
+    def load(self, tr: Translation) -> VulkanProgram:
         dev, vk = self.device, self.device.vk
-        fast_math = bool(options.get("fast_math", self.fast_math))
-        sources, manifest = GlslTarget().translate(kernel, {"fast_math": fast_math,
-                                                           "subgroup_size": self.subgroup_size})
+        kernel, sources, manifest = tr.ir, tr.sources, tr.manifest
         self._check_requirements(kernel, manifest)
         arrays = [p for p in manifest["params"] if p["kind"] == "ndarray"]
         set_layout = pipeline_layout = pool = dset = None

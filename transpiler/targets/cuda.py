@@ -8,10 +8,11 @@ from __future__ import annotations
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .base import Renderer
+from .context import EntryPoint, TranslationContext, Usage
+from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
-from .emit import EntryPoint, Target, shape_arg_names
-from .nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
+from .renderer import Renderer
+from .target import Capabilities, Target
 
 # IR math function -> the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf).
 FLOAT_FUNCS = {
@@ -52,22 +53,36 @@ BITCASTS = {
 # The oldest architecture NVRTC 13 compiles for; everything emitted here (warp-synchronous
 # intrinsics, 16-bit atomicCAS) needs sm_70 at least anyway.
 MIN_SM = 75
-SHUFFLES = {  # every lane takes part: the full-warp mask
+# A warp's lane, and its collectives: every lane takes part (the full-warp mask).
+LANE = "(threadIdx.x & 31u)"
+SHUFFLES = {
     "shuffle": "__shfl_sync(0xffffffffu, {v}, {k})", "broadcast": "__shfl_sync(0xffffffffu, {v}, {k})",
     "shuffle_up": "__shfl_up_sync(0xffffffffu, {v}, {k})", "shuffle_down": "__shfl_down_sync(0xffffffffu, {v}, {k})",
     "shuffle_xor": "__shfl_xor_sync(0xffffffffu, {v}, {k})",
 }
-SUBGROUP = {
-    "invocation_id": "(int32_t)(threadIdx.x & 31u)",
-    "ballot": "(uint64_t)__ballot_sync(0xffffffffu, {p})",
-    "all": "__all_sync(0xffffffffu, {p})", "any": "__any_sync(0xffffffffu, {p})",
-}
-BARRIERS = {"block": "__syncthreads();", "subgroup": "__syncwarp();"}
+VOTES = {"ballot": "(uint64_t)__ballot_sync(0xffffffffu, {p})",
+         "all": "__all_sync(0xffffffffu, {p})", "any": "__any_sync(0xffffffffu, {p})"}
+BARRIERS = {"block": ("__syncthreads();",), "subgroup": ("__syncwarp();",)}
 BLOCK_VOTES = {"all": "__syncthreads_and({p})", "any": "__syncthreads_or({p})", "count": "__syncthreads_count({p})"}
 FENCES = {  # see docs/lowering.md for the SASS each one becomes
-    "subgroup": "__threadfence_block();", "block": "__threadfence_block();",
-    "device": "__threadfence();", "system": "__threadfence_system();",
+    "subgroup": ("__threadfence_block();",), "block": ("__threadfence_block();",),
+    "device": ("__threadfence();",), "system": ("__threadfence_system();",),
 }
+EVIDENCE = (
+    "`qd.volatile_load` is `__nv_atomic_load(p, &v, __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)`: "
+    "sm_90 SASS `LD.E.STRONG.GPU` (device scope), where a C `volatile` read is `LDG.E.STRONG.SYS` "
+    "(system scope, heavier); it is what CUB's look-back uses.",
+    "`grid.mem_fence()` is `__threadfence()`: `MEMBAR.SC.GPU` + `ERRBAR` + `CGAERRBAR` + `CCTL.IVALL`. "
+    "An acq_rel device fence (`__nv_atomic_thread_fence`) is `MEMBAR.ALL.GPU` with the same three "
+    "companions, so it saves nothing measurable and loses sequential consistency; we keep `__threadfence()`.",
+    "`block.mem_fence()` is `__threadfence_block()`: one `MEMBAR.SC.CTA`.",
+    "`system.mem_fence()` is `__threadfence_system()`: `MEMBAR.SC.SYS` + `ERRBAR` + `CGAERRBAR` + `CCTL.IVALL` "
+    "(HIP: `__threadfence_system()` too; GLSL and Metal have no system scope: a located error).",
+    "`qd.shmem` routines are NVSHMEM device calls typed per dtype (`nvshmem_float_put`, "
+    "`nvshmem_int_atomic_fetch_add`, `nvshmem_int_wait_until`, ...); CUDA only, with -rdc=true (see docs/manifest.md).",
+    "Float min/max, `atomic_mul` and f16 add are CAS loops over `atomicCAS` on the same-width unsigned "
+    "integer (16-bit `atomicCAS` needs sm_70); the new value follows minNum/maxNum (a NaN operand loses).",
+)
 
 
 def identity_value(op: str, t: T.DType):
@@ -83,9 +98,6 @@ def identity_value(op: str, t: T.DType):
 
 class CudaDialect(CxxDialect):
     name = "cuda"
-    file_ext = ".cu"
-    subgroup_size = 32
-    has_block_votes = True
     types = {"bool": "bool", "f16": "qd_half", "f32": "float", "f64": "double",
              **{k: v[0] for k, v in FIXED_WIDTH.items()}}
     reserved = CXX_KEYWORDS | frozenset("""
@@ -107,9 +119,25 @@ class CudaDialect(CxxDialect):
         "global_thread_idx": "(int32_t)(blockIdx.x * {block_dim}u + threadIdx.x)",
         "grid_stride": "(int32_t)({block_dim}u * gridDim.x)",
     }
+    inline = "__device__ __forceinline__"
+    fmod = {"f16": "fmodf", "f32": "fmodf", "f64": "fmod"}
     atomics = NATIVE_ATOMICS
     bitcasts = BITCASTS
+    barriers = BARRIERS
     fences = FENCES
+    block_votes = BLOCK_VOTES
+    lane = LANE
+    shuffles = SHUFFLES
+    votes = VOTES
+    # The preprocessor condition under which __reduce_*_sync exists ("" where it never does),
+    # and whether inline PTX may build the scans (CUB's predicated shfl.sync.up).
+    native_subgroup_reduce = "__CUDA_ARCH__ >= 800"
+    ptx_scans = True
+
+    def helper_values(self, subgroup_size: int | None) -> dict:
+        return {**super().helper_values(subgroup_size), "warp_size": subgroup_size, "lane_id": f"(int){self.lane}",
+                "shuffles": self.shuffles, "native_warp_reduce": self.native_subgroup_reduce,
+                "ptx_shfl_up_pred": self.ptx_scans}
 
     def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
         if (op, t.name) in self.atomics:
@@ -120,16 +148,14 @@ class CudaDialect(CxxDialect):
             return "cas"
         return None
 
+    def atomic_name(self, op: str, t: T.DType, space: str, loc: ir.Loc | None = None) -> str:
+        native = self.atomics.get((op, t.name))
+        if native is None:
+            raise TranspileError(f"qd.atomic_{op} on {t.name} is not supported on the {self.name} target", loc)
+        return native[0]
+
     def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
         return self.bitcasts[(src.name, dst.name)].format(text)
-
-    shuffles = SHUFFLES
-    subgroup_ops = SUBGROUP
-    barriers = BARRIERS
-    block_votes = BLOCK_VOTES
-
-    def barrier(self, scope: str, loc) -> str:
-        return self.barriers[scope]
 
     def block_vote(self, r: Renderer, e: ir.BlockVote, pred: str) -> str:
         return self.block_votes[e.op].format(p=pred)
@@ -144,10 +170,10 @@ class CudaDialect(CxxDialect):
             if e.type is T.f16:
                 value = f"float({value})"  # warp shuffles move 32- and 64-bit values
             return self.shuffles[e.op].format(v=value, k=args[1])
-        if e.op in ("ballot", "all", "any"):
-            return self.subgroup_ops[e.op].format(p=args[0])
+        if e.op in self.votes:
+            return self.votes[e.op].format(p=args[0])
         if e.op == "invocation_id":
-            return self.subgroup_ops[e.op]
+            return f"(int32_t){self.lane}"
         # Reductions and scans: helper functions (native __reduce_*_sync where the hardware has it).
         kind, op = e.op.split("_")
         t = self.compute_type(e.type)
@@ -157,13 +183,10 @@ class CudaDialect(CxxDialect):
         if kind == "exclusive":
             r.helper(f"subgroup_inclusive_{op}", t)
             extra["identity"] = self.literal(identity_value(op, t), t)
-        return f"{r.helper(e.op.replace('reduce', 'subgroup_reduce').replace('inclusive', 'subgroup_inclusive').replace('exclusive', 'subgroup_exclusive'), t, **extra)}({args[0]})"
+        return f"{r.helper('subgroup_' + e.op, t, **extra)}({args[0]})"
 
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"{r.helper('volatile_load', e.type)}(&{ref})"
-
-    def fence(self, scope: str, loc) -> str:
-        return self.fences[scope]
 
     def compute_type(self, t: T.DType) -> T.DType:
         return T.f32 if t is T.f16 else super().compute_type(t)
@@ -194,56 +217,53 @@ class CudaDialect(CxxDialect):
 
     def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
         t = e.type
-        native = self.atomics.get((e.op, t.name))
-        if native is None:
-            raise TranspileError(f"qd.atomic_{e.op} on {t.name} is not supported on the {self.name} target", e.loc)
-        fn, as_type = native
+        fn = self.atomic_name(e.op, t, ir.space_of(e.array), e.loc)
+        as_type = self.atomics[(e.op, t.name)][1]
         args = [value] if expected is None else [expected, value]
         if as_type is None and not e.reinterpreted:
             return f"{fn}(&{ref}, {', '.join(args)})"
         if as_type is None:  # a float element updated through its bits
             return f"{fn}(({self.types[t.name]}*)&{ref}, {', '.join(args)})"
         ct = self.types[as_type]
-        r.used_types.add(as_type)
+        r.usage.types.add(as_type)
         cast_args = ", ".join(f"({ct})({a})" for a in args)
         return f"({self.types[t.name]}){fn}(({ct}*)&{ref}, {cast_args})"
 
 
 class CudaTarget(Target):
     name = "cuda"
+    title = "CUDA"
     dialect = CudaDialect()
-    template = "cuda/module.cu.j2"
-    file_ext = ".cu"
+    caps = Capabilities(system_scope=True, nvshmem=True, block_votes=True)
     renderer_class = ShmemRenderer
-    nvshmem: dict | None = None  # requirements.nvshmem of the kernel being translated (qd.shmem)
+    file_ext = ".cu"
+    module_template = "cuda/module.cu.j2"
+    helper_templates = ("cuda/helpers.j2", "cxx/helpers.j2")
+    header_template = "cuda/header.h.j2"
+    default_subgroup_size = 32
+    checker = "transpiler.toolchains.nvrtc_check"
+    evidence = EVIDENCE
+    emulator_defines = ()
 
-    @property
-    def language(self) -> str:
-        if self.nvshmem is not None:
-            return f"CUDA C++ with NVSHMEM {self.nvshmem['version']}, relocatable device code (sm_{NVSHMEM_MIN_SM}+)"
+    def language(self, ctx: TranslationContext) -> str:
+        nvshmem = requirement(ctx.kernel)
+        if nvshmem is not None:
+            return f"CUDA C++ with NVSHMEM {nvshmem['version']}, relocatable device code (sm_{NVSHMEM_MIN_SM}+)"
         return f"CUDA C++ for NVRTC (sm_{MIN_SM}+)"
 
-    def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
-        self.nvshmem = requirement(kernel)
-        return super().translate(kernel, options)
-
-    def signature(self, r: Renderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
+    def signature(self, r: Renderer, ctx: TranslationContext, task: ir.Task) -> list[str]:
         out = []
-        for p in kernel.params:
-            name = r.declare_name(p, p.name)
+        for p in ctx.kernel.params:
             if p.is_array:
-                out.append(f"{r.type(p.type.dtype, p.loc)}* {name}")
-                for d, shape in enumerate(shape_arg_names(p)):
-                    sname = r.declare_name((p, d), shape)
-                    r.shape_names[(id(p), d)] = sname
-                    out.append(f"{r.type(T.i32)} {sname}")
+                out.append(f"{r.type(p.type.dtype, p.loc)}* {ctx.names.of(p)}")
+                out.extend(f"{r.type(T.i32)} {ctx.names.shape(p, d)}" for d in range(p.type.ndim))
             else:
-                out.append(f"{r.type(p.type, p.loc)} {name}")
+                out.append(f"{r.type(p.type, p.loc)} {ctx.names.of(p)}")
         return out
 
-    def param_manifest(self, kernel: ir.Kernel) -> list[dict]:
+    def param_manifest(self, ctx: TranslationContext) -> list[dict]:
         out, arg = [], 0
-        for p in kernel.params:
+        for p in ctx.kernel.params:
             if p.is_array:
                 shape_args = list(range(arg + 1, arg + 1 + p.type.ndim))
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
@@ -256,18 +276,32 @@ class CudaTarget(Target):
                 arg += 1
         return out
 
-    def requirements(self, features: set[str], used_types: set[str]) -> dict:
-        if self.nvshmem is not None:
+    def requirements(self, ctx: TranslationContext) -> dict:
+        nvshmem = requirement(ctx.kernel)
+        if nvshmem is not None:
             return {"min_sm": NVSHMEM_MIN_SM, "nvrtc_options": ["-std=c++17", "-rdc=true"], "extensions": [],
-                    "nvshmem": self.nvshmem}
+                    "nvshmem": nvshmem}
         return {"min_sm": MIN_SM, "nvrtc_options": ["-std=c++17"], "extensions": []}
 
-    def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
-        typedefs = [(FIXED_WIDTH[t][0], FIXED_WIDTH[t][1]) for t in
-                    ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64") if t in used_types]
-        return {"typedefs": typedefs, "uses_half": "f16" in used_types, "dialect_dir": "cuda",
-                "nvshmem": self.nvshmem is not None,
-                "warp_size": 32, "lane_id": "(int)(threadIdx.x & 31u)",
-                "shfl_xor": "__shfl_xor_sync(0xffffffffu, {}, {})", "shfl_up": "__shfl_up_sync(0xffffffffu, {}, {})",
-                "native_warp_reduce": "__CUDA_ARCH__ >= 800", "ptx_shfl_up_pred": True,
-                "qd_inline": "__device__ __forceinline__", "fmod": {"f16": "fmodf", "f32": "fmodf", "f64": "fmod"}}
+    def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
+        typedefs = [FIXED_WIDTH[t] for t in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64") if t in usage.types]
+        return {"typedefs": typedefs, "uses_half": "f16" in usage.types, "nvshmem": requirement(ctx.kernel) is not None,
+                **self.dialect.helper_values(ctx.options.subgroup_size)}
+
+    def header_context(self, manifest: dict, common: dict) -> dict:
+        from ..header import HOST_TYPES, buffer_table
+
+        args = []
+        for p in common["params"]:
+            if p["kind"] == "ndarray":
+                args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]] + "*", "index": p["arg_index"],
+                             "note": f"{p['dtype']}[{p['ndim']}-d], device memory"})
+                for name, index in zip(p["shapes"], p["shape_arg_indices"]):
+                    args.append({"name": name, "ctype": HOST_TYPES["i32"], "index": index, "note": ""})
+            else:
+                note = "IEEE binary16 bits" if p["dtype"] == "f16" else ""
+                args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]], "index": p["arg_index"], "note": note})
+        args.sort(key=lambda a: a["index"])
+        if [a["index"] for a in args] != list(range(len(args))):
+            raise ValueError(f"{manifest['kernel']}: argument indices are not 0..{len(args) - 1}")
+        return {"struct": "Args", "args": args, "buffers": buffer_table(common, "arg_index")}

@@ -1,10 +1,11 @@
-"""Spellings shared by the C++-family targets (CUDA, HIP, MSL): keywords, literals, casts."""
+"""Spellings shared by the C++-family targets (CUDA, HIP, MSL): keywords, literals, casts,
+and the values the shared C++ helper templates (``templates/cxx/helpers.j2``) read."""
 from __future__ import annotations
 
 import math
 
 from ..ir import types as T
-from .base import Dialect, f32_repr, float_text
+from .dialect import Dialect, f32_repr, float_text
 
 CXX_KEYWORDS = frozenset("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
@@ -30,6 +31,8 @@ class CxxDialect(Dialect):
     """Literals and casts as C++ writes them; subclasses add their own spellings."""
 
     int_suffix = {"i32": "", "u32": "u", "i64": "ll", "u64": "ull"}
+    inline = "inline"              # a helper function's specifiers
+    fmod: dict[str, str] = {}      # dtype -> the float remainder function (Python's % on floats)
 
     def compute_type(self, t: T.DType) -> T.DType:
         if t.is_int and t.bits < 32:
@@ -59,3 +62,7 @@ class CxxDialect(Dialect):
 
     def special_float(self, v: float, t: T.DType) -> str:
         raise NotImplementedError
+
+    def helper_values(self, subgroup_size: int | None) -> dict:
+        """What ``templates/cxx/helpers.j2`` reads besides the helper itself."""
+        return {"qd_inline": self.inline, "fmod": self.fmod}

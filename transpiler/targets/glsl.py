@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .base import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, Renderer, f32_repr, float_text
-from .emit import EntryPoint, Target, shape_arg_names
+from ..ir.walk import iter_expr
+from .context import EntryPoint, Needs, TranslationContext, Usage
+from .dialect import Dialect, f32_repr, float_text
+from .renderer import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Renderer
+from .target import Capabilities, Target, shape_arg_names
 
 GLSL_VERSION = "450"
 VULKAN_VERSION = "1.2"
@@ -122,8 +125,11 @@ BITCASTS = {
 # Fences by scope. GLSL's barriers order every memory kind; Vulkan has no system scope for
 # storage buffers, so "system" is the device-scope one (what Quadrants emits for
 # grid.mem_fence: OpMemoryBarrier(Device, AcquireRelease | UniformMemory ...)).
-FENCES = {"subgroup": "groupMemoryBarrier();", "block": "groupMemoryBarrier();",
-          "device": "memoryBarrier();", "system": "memoryBarrier();"}
+FENCES = {"subgroup": ("groupMemoryBarrier();",), "block": ("groupMemoryBarrier();",),
+          "device": ("memoryBarrier();",), "system": ("memoryBarrier();",)}
+# barrier() alone makes only shared memory visible to the workgroup; block.sync() promises it
+# for buffer writes too, as __syncthreads() does.
+BARRIERS = {"block": ("groupMemoryBarrier();", "barrier();"), "subgroup": ("subgroupBarrier();",)}
 # Subgroup operations by the GL_KHR_shader_subgroup_<class> extension that declares them; the
 # same classes name the VkSubgroupFeatureFlagBits a device must report for compute.
 SUBGROUP_CLASSES = {
@@ -138,7 +144,6 @@ SUBGROUP_FUNCS = {
     **{f"{kind}_{op}": f"subgroup{kind.title()}{op.title()}" for kind in ("inclusive", "exclusive")
        for op in ("add", "min", "max")},
 }
-SUBGROUP_FEATURE = "subgroup:"  # a note in `features`: this class of subgroup operations is used
 # The 32-bit type subgroup operations on a narrower value go through: the 8- and 16-bit
 # forms would need shaderSubgroupExtendedTypes and a GL_EXT extension per type.
 SUBGROUP_WIDE = {"i8": T.i32, "i16": T.i32, "u8": T.u32, "u16": T.u32, "f16": T.f32}
@@ -146,14 +151,26 @@ SUBGROUP_WIDE = {"i8": T.i32, "i16": T.i32, "u8": T.u32, "u16": T.u32, "f16": T.
 # Scalars narrower than 32 bits travel widened in the push constants: 8/16-bit push-constant
 # members would need storagePushConstant8/16, which many devices lack.
 PUSH_WIDENED = {"i8": "i32", "i16": "i32", "u8": "u32", "u16": "u32", "f16": "f32"}
-# A note in `features` (never a Vulkan feature): this f64 function is computed in f32.
-F64_VIA_F32 = "f64-via-f32:"
+EVIDENCE = (
+    "Atomics are SPIR-V `OpAtomic*` at device scope. f32 add needs `GL_EXT_shader_atomic_float` "
+    "(recorded in the manifest); f32/f64 exchange goes through a uint view of the buffer "
+    "(`OpAtomicExchange` on the bits); other float ops are CAS loops over `atomicCompSwap` on that view.",
+    "Buffers that a fence or volatile load touches are declared `coherent`, so that device-scope "
+    "availability/visibility applies to them (GLSL's rule for cross-workgroup communication).",
+    "`grid.mem_fence()` is `memoryBarrier()`; `block.mem_fence()` is `groupMemoryBarrier()`.",
+)
+
+
+@dataclass
+class GlslNeeds(Needs):
+    features: set[str] = field(default_factory=set)          # Vulkan features (VkPhysicalDevice*Features members)
+    subgroup_classes: set[str] = field(default_factory=set)  # GL_KHR_shader_subgroup_<class> used
+    f64_via_f32: set[str] = field(default_factory=set)       # f64 functions computed in f32
+    coherent: bool = False  # a device-scope fence or a volatile load needs coherent buffers
 
 
 class GlslDialect(Dialect):
     name = "glsl"
-    file_ext = ".comp"
-    subgroup_size = None  # whatever the device reports (lavapipe: 8)
     types = TYPES
     reserved = GLSL_KEYWORDS | GLSL_BUILTINS
     thread_index = {
@@ -166,7 +183,13 @@ class GlslDialect(Dialect):
     }
     atomics = NATIVE_ATOMICS
     bitcasts = BITCASTS
+    barriers = BARRIERS
     fences = FENCES
+
+    def identifier(self, name: str) -> str:
+        if _RESERVED_PATTERN.match(name):
+            return name + "_"
+        return super().identifier(name)
 
     def literal(self, value, t: T.DType) -> str:
         if t is T.bool_:
@@ -207,7 +230,7 @@ class GlslDialect(Dialect):
             # GLSL's pow is undefined for a base <= 0, where C's (and so CUDA's) is not.
             fn = r.helper("pow", T.f32 if t.name == "f64" else t) if e.fn == "pow" else FLOAT_FUNCS[e.fn]
             if t.name == "f64" and e.fn not in F64_NATIVE:
-                r.features.add(F64_VIA_F32 + e.fn)
+                r.needs.f64_via_f32.add(e.fn)
                 return f"double({fn}({', '.join(f'float({a})' for a in args)}))"
             return f"{fn}({', '.join(args)})"
         if e.fn in ("min", "max", "abs"):
@@ -229,35 +252,28 @@ class GlslDialect(Dialect):
             return "cas"
         return None
 
+    def atomic_name(self, op: str, t: T.DType, space: str, loc: ir.Loc | None = None) -> str:
+        if (op, t.name) not in self.atomics:  # legalize_atomics turns every other combination into a native one
+            raise TranspileError(f"qd.atomic_{op} on {t.name} is not supported on the {self.name} target", loc)
+        return ATOMIC_FUNCS[op]
+
     def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
         t = e.type
-        needs = self.atomics.get((e.op, t.name))
-        if needs is None:  # legalize_atomics turns every other combination into a native one
-            raise TranspileError(f"qd.atomic_{e.op} on {t.name} is not supported on the {self.name} target", e.loc)
+        fn = self.atomic_name(e.op, t, ir.space_of(e.array), e.loc)
         shared = isinstance(e.array, ir.SharedArray)
-        r.features.update(f.replace("Buffer", "Shared") if shared else f for f in needs)
+        r.needs.features.update(f.replace("Buffer", "Shared") if shared else f for f in self.atomics[(e.op, t.name)])
         if e.reinterpreted:  # e.g. a CAS loop on an f32 array works on its bits through a uint view
             ref = r.alias_ref(e.array, t, "", r.linear_index(e.array, e.indices))
         args = [value] if expected is None else [expected, value]
-        return f"{ATOMIC_FUNCS[e.op]}({ref}, {', '.join(args)})"
+        return f"{fn}({ref}, {', '.join(args)})"
 
     def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
         return f"{self.bitcasts[(src.name, dst.name)]}({text})"
 
-    def fence(self, scope: str, loc: ir.Loc) -> str:
-        return self.fences[scope]
-
-    def barrier(self, scope: str, loc: ir.Loc) -> str:
-        if scope == "subgroup":
-            return "subgroupBarrier();"
-        # barrier() alone makes only shared memory visible to the workgroup; block.sync()
-        # promises it for buffer writes too, as __syncthreads() does.
-        return "groupMemoryBarrier(); barrier();"
-
     def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
         # subgroupBroadcast wants a constant lane; a run-time one is a shuffle.
         runtime_broadcast = e.op == "broadcast" and not isinstance(e.args[1], ir.Const)
-        r.features.add(SUBGROUP_FEATURE + ("shuffle" if runtime_broadcast else SUBGROUP_CLASSES[e.op]))
+        r.needs.subgroup_classes.add("shuffle" if runtime_broadcast else SUBGROUP_CLASSES[e.op])
         if e.op == "invocation_id":
             return "int(gl_SubgroupInvocationID)"
         if e.op == "ballot":
@@ -271,7 +287,7 @@ class GlslDialect(Dialect):
         if wide is not None:
             value = f"{TYPES[wide.name]}({value})"
         elif t.is_int and t.bits == 64:
-            r.features.add("shaderSubgroupExtendedTypes")
+            r.needs.features.add("shaderSubgroupExtendedTypes")
         ht = wide or t
         if runtime_broadcast:
             text = f"subgroupShuffle({value}, {args[1]})"
@@ -307,26 +323,23 @@ class GlslDialect(Dialect):
 
 
 def _has_atomic(e: ir.Expr) -> bool:
-    from ..ir.walk import iter_expr
-
     return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
 
 
-@dataclass
 class GlslRenderer(Renderer):
     """The shared renderer, with what GLSL spells differently from C."""
 
-    layout: dict = field(default_factory=dict)  # the task's resource declarations, for the template
-    widened: dict[int, str] = field(default_factory=dict)  # id(param) -> its dtype as written
-    aliases: dict[tuple[int, str, str], dict] = field(default_factory=dict)
-    coherent: bool = False  # a device-scope fence or a volatile load needs coherent buffers
-    shared_decls: list[str] = field(default_factory=list)  # file-scope `shared` declarations
-    precise: bool = True    # see GlslTarget.translate
-
-    def sanitize(self, name: str) -> str:
-        if _RESERVED_PATTERN.match(name):
-            return name + "_"
-        return super().sanitize(name)
+    def __init__(self, ctx: TranslationContext, usage: Usage, block_dim: int | None = None):
+        super().__init__(ctx, usage, block_dim)
+        self.buffers: list[dict] = []        # the entry's buffer declarations, for the template
+        self.push_constants: list[dict] = []  # and its push-constant block
+        self.aliases: dict[tuple[int, str, str], dict] = {}
+        self.shared_decls: list[str] = []    # file-scope `shared` declarations
+        # Float locals and float buffer elements are `precise` unless fast_math is asked for:
+        # without it Mesa (and other drivers) reassociate float arithmetic, which is not
+        # Python's evaluation order and turns a Kahan summation's compensation into 0.
+        # `precise` also forbids fusing a * b + c into an fma, which CUDA does by default.
+        self.precise = not ctx.options.fast_math
 
     def alias_ref(self, array: ir.Array, t: T.DType, qualifier: str, index: str) -> str:
         """``array[index]`` through a second declaration of its buffer (same binding) with
@@ -344,10 +357,10 @@ class GlslRenderer(Renderer):
         return f"{alias['name']}[{index}]"
 
     def expr_ParamRef(self, e: ir.ParamRef):
-        name = self.param_name(e.param)
-        if id(e.param) in self.widened:
+        name, prec = super().expr_ParamRef(e)
+        if id(e.param) in self.ctx.layout.widened:
             return f"{TYPES[e.param.type.name]}({name})", PREC_PRIMARY
-        return name, PREC_PRIMARY
+        return name, prec
 
     def expr_Compare(self, e: ir.Compare):
         if e.a.type is T.bool_ and e.op in ("lt", "le", "gt", "ge"):
@@ -368,18 +381,18 @@ class GlslRenderer(Renderer):
     def expr_VolatileLoad(self, e: ir.VolatileLoad):
         # A `volatile` view of the buffer: each read is an OpLoad with the Volatile memory
         # access (and the buffer Coherent), which no driver caches, hoists or merges.
-        self.coherent = True
+        self.needs.coherent = True
         return self.alias_ref(e.array, e.type, "volatile", self.linear_index(e.array, e.indices)), PREC_PRIMARY
 
     def stmt_Barrier(self, st: ir.Barrier, depth: int) -> None:
         if st.scope == "subgroup":
-            self.features.add(SUBGROUP_FEATURE + "basic")
+            self.needs.subgroup_classes.add("basic")
         super().stmt_Barrier(st, depth)
 
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
         if st.scope in ("device", "system"):
             # Other workgroups see a store only through coherent buffers (no stale L1 lines).
-            self.coherent = True
+            self.needs.coherent = True
         super().stmt_Fence(st, depth)
 
 
@@ -392,72 +405,56 @@ class PushMember:
     offset: int
 
 
-def push_constant_layout(kernel: ir.Kernel) -> tuple[list[tuple[ir.Param, int | None, PushMember]], int]:
-    """Every scalar and every ndarray extent, in parameter order, at std430 offsets.
-    Returns (param, dim or None, member) triples and the block's size in bytes."""
-    out, offset = [], 0
-    for p in kernel.params:
-        if p.is_array:
-            items = [(d, name, "i32") for d, name in enumerate(shape_arg_names(p))]
-        else:
-            items = [(None, p.name, PUSH_WIDENED.get(p.type.name, p.type.name))]
-        for dim, name, dtype in items:
-            size = 4 if dtype == "bool" else T.SCALARS[dtype].nbytes
-            offset = -(-offset // size) * size
-            out.append((p, dim, PushMember(name, dtype, offset)))
-            offset += size
-    return out, offset
+@dataclass
+class Layout:
+    """The resources every task file declares alike: ndarray k at binding k of set 0, every
+    scalar and extent in one push-constant block (std430 offsets, parameter order)."""
 
+    push: list[tuple[ir.Param, int | None, PushMember]]  # (param, dim or None, member)
+    push_bytes: int
+    bindings: dict[int, int]   # id(param) -> binding
+    widened: dict[int, str]    # id(param) -> the dtype a narrow scalar travels as
 
-def array_bindings(kernel: ir.Kernel) -> dict[int, int]:
-    """id(param) -> binding: the k-th ndarray parameter is binding k of set 0."""
-    return {id(p): k for k, p in enumerate(q for q in kernel.params if q.is_array)}
+    @classmethod
+    def of(cls, kernel: ir.Kernel) -> Layout:
+        push, offset = [], 0
+        for p in kernel.params:
+            if p.is_array:
+                items = [(d, name, "i32") for d, name in enumerate(shape_arg_names(p))]
+            else:
+                items = [(None, p.name, PUSH_WIDENED.get(p.type.name, p.type.name))]
+            for dim, name, dtype in items:
+                size = 4 if dtype == "bool" else T.SCALARS[dtype].nbytes
+                offset = -(-offset // size) * size
+                push.append((p, dim, PushMember(name, dtype, offset)))
+                offset += size
+        bindings = {id(p): k for k, p in enumerate(q for q in kernel.params if q.is_array)}
+        widened = {id(p): m.dtype for p, dim, m in push if dim is None and m.dtype != p.type.name}
+        return cls(push, offset, bindings, widened)
+
+    def members_of(self, p: ir.Param) -> list[tuple[int | None, PushMember]]:
+        return [(dim, m) for q, dim, m in self.push if q is p]
 
 
 class GlslTarget(Target):
     name = "glsl"
+    title = "Vulkan (GLSL)"
     dialect = GlslDialect()
-    template = "glsl/module.comp.j2"
+    # Vulkan's widest scope for a storage buffer is the device: no system fence, no NVSHMEM.
+    caps = Capabilities()
+    why_not = {"system_scope": "it has no system (host and peer device) memory scope for device code"}
+    renderer_class = GlslRenderer
+    needs_class = GlslNeeds
     file_ext = ".comp"
     one_file_per_task = True
-    language = f"GLSL {GLSL_VERSION} compute shader for Vulkan {VULKAN_VERSION} (glslangValidator -V)"
-    renderer_class = GlslRenderer
+    module_template = "glsl/module.comp.j2"
+    helper_templates = ("glsl/helpers.j2",)
+    header_template = "glsl/header.h.j2"
+    checker = "transpiler.toolchains.glsl_check"
+    evidence = EVIDENCE
 
-    fast_math = False
-
-    def signature(self, r: GlslRenderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
-        r.precise = not self.fast_math
-        bindings = array_bindings(kernel)
-        members, _ = push_constant_layout(kernel)
-        buffers, push = [], []
-        # Declare in parameter order, shapes right after their array, as the CUDA signature
-        # does, so a name that needs a suffix gets the same one in every target.
-        by_param = {}
-        for p, dim, m in members:
-            by_param.setdefault(id(p), []).append((dim, m))
-        for p in kernel.params:
-            name = r.declare_name(p, p.name)
-            if p.is_array:
-                elem = p.type.dtype
-                if elem.bits in STORAGE_FEATURES:
-                    r.features.add(STORAGE_FEATURES[elem.bits])
-                ctype = r.type(elem, p.loc)
-                buffers.append({"binding": bindings[id(p)], "block": f"qd_buffer_{name}",
-                                "ctype": f"precise {ctype}" if r.precise and elem.is_float else ctype, "name": name})
-                for dim, m in by_param[id(p)]:
-                    sname = r.declare_name((p, dim), m.name)
-                    r.shape_names[(id(p), dim)] = sname
-                    push.append({"offset": m.offset, "ctype": r.type(T.i32), "name": sname, "note": ""})
-            else:
-                ((_, m),) = by_param[id(p)]
-                r.type(p.type, p.loc)
-                note = ""
-                if m.dtype != p.type.name:
-                    r.widened[id(p)] = m.dtype
-                    note = f"{p.type.name}, widened to {m.dtype}"
-                push.append({"offset": m.offset, "ctype": r.type(T.SCALARS[m.dtype]), "name": name, "note": note})
-        r.layout = {"buffers": buffers, "push_constants": push}
-        return [f"{b['ctype']} {b['name']}[]" for b in buffers] + [f"{m['ctype']} {m['name']}" for m in push]
+    def language(self, ctx: TranslationContext) -> str:
+        return f"GLSL {GLSL_VERSION} compute shader for Vulkan {VULKAN_VERSION} (glslangValidator -V)"
 
     def subgroup_size(self, options: dict) -> int:
         """The subgroup width the shaders are specialized to: the ``subgroup_size`` option
@@ -469,6 +466,33 @@ class GlslTarget(Target):
             raise TranspileError(f"subgroup_size={size!r}: Vulkan subgroup sizes are powers of two from 1 to 128")
         return size
 
+    def layout(self, ctx: TranslationContext) -> Layout:
+        return Layout.of(ctx.kernel)
+
+    def signature(self, r: GlslRenderer, ctx: TranslationContext, task: ir.Task) -> list[str]:
+        layout = ctx.layout
+        # Declare in parameter order, shapes right after their array, as the CUDA signature
+        # does, so a name that needs a suffix gets the same one in every target.
+        for p in ctx.kernel.params:
+            name = ctx.names.of(p)
+            if p.is_array:
+                elem = p.type.dtype
+                if elem.bits in STORAGE_FEATURES:
+                    r.needs.features.add(STORAGE_FEATURES[elem.bits])
+                ctype = r.type(elem, p.loc)
+                r.buffers.append({"binding": layout.bindings[id(p)], "block": f"qd_buffer_{name}",
+                                  "ctype": f"precise {ctype}" if r.precise and elem.is_float else ctype, "name": name})
+                for dim, m in layout.members_of(p):
+                    r.push_constants.append({"offset": m.offset, "ctype": r.type(T.i32), "name": ctx.names.shape(p, dim),
+                                             "note": ""})
+            else:
+                ((_, m),) = layout.members_of(p)
+                r.type(p.type, p.loc)
+                note = f"{p.type.name}, widened to {m.dtype}" if m.dtype != p.type.name else ""
+                r.push_constants.append({"offset": m.offset, "ctype": r.type(T.SCALARS[m.dtype]), "name": name,
+                                         "note": note})
+        return [f"{b['ctype']} {b['name']}[]" for b in r.buffers] + [f"{m['ctype']} {m['name']}" for m in r.push_constants]
+
     def declare_shared(self, r: GlslRenderer, task: ir.Task) -> None:
         # GLSL allows `shared` variables only at global scope.
         for array in task.shared:
@@ -476,109 +500,105 @@ class GlslTarget(Target):
             size = " * ".join(str(n) for n in array.type.shape)
             r.shared_decls.append(f"shared {r.type(array.type.dtype, array.loc)} {name}[{size}];{r.comment(array.loc)}")
 
-    def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
-        entry, r = super().render_entry(kernel, task, options)
-        bindings = array_bindings(kernel)
-        qualifier = "coherent " if r.coherent else ""
-        buffers = [dict(b, qualifier=qualifier) for b in r.layout["buffers"]]
+    def finish_entry(self, r: GlslRenderer, ctx: TranslationContext, entry: EntryPoint) -> None:
+        bindings = ctx.layout.bindings
+        qualifier = "coherent " if r.needs.coherent else ""
+        buffers = [dict(b, qualifier=qualifier) for b in r.buffers]
         aliases = [dict(a, binding=bindings[id(a["param"])],
                         qualifier=a["qualifier"] + " " if a["qualifier"] else qualifier)
                    for a in sorted(r.aliases.values(), key=lambda a: (bindings[id(a["param"])], a["name"]))]
-        entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.layout["push_constants"],
-                            shared=r.shared_decls)
-        return entry, r
+        entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.push_constants, shared=r.shared_decls)
 
-    def param_manifest(self, kernel: ir.Kernel) -> list[dict]:
-        bindings = array_bindings(kernel)
-        members, _ = push_constant_layout(kernel)
-        offsets: dict[int, list[PushMember]] = {}
-        for p, _, m in members:
-            offsets.setdefault(id(p), []).append(m)
+    def param_manifest(self, ctx: TranslationContext) -> list[dict]:
+        layout = ctx.layout
         out = []
-        for p in kernel.params:
+        for p in ctx.kernel.params:
+            members = [m for _, m in layout.members_of(p)]
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            "set": 0, "binding": bindings[id(p)],
-                            "shape_push_constant_offsets": [m.offset for m in offsets[id(p)]],
+                            "set": 0, "binding": layout.bindings[id(p)],
+                            "shape_push_constant_offsets": [m.offset for m in members],
                             "shape_dtype": "i32"})
             else:
-                (m,) = offsets[id(p)]
+                (m,) = members
                 entry = {"name": p.name, "kind": "scalar", "dtype": p.type.name, "push_constant_offset": m.offset}
                 if m.dtype != p.type.name:
                     entry["push_constant_dtype"] = m.dtype
                 out.append(entry)
         return out
 
-    def requirements(self, features: set[str], used_types: set[str]) -> dict:
-        vk = vulkan_features(features, used_types)
-        ops = subgroup_classes(features)
+    def requirements(self, ctx: TranslationContext) -> dict:
+        needs = ctx.needs
+        vk = vulkan_features(needs, ctx.usage.types)
         return {
             "vulkan": VULKAN_VERSION,
             "glsl": GLSL_VERSION,
             "spirv": SPIRV_VERSION,
-            "extensions": glsl_extensions(vk, features),
+            "extensions": glsl_extensions(vk, needs),
             "device_extensions": sorted({FEATURES[f][1] for f in vk if FEATURES[f][1]}),
             "features": vk,
-            "f64_functions_in_f32": sorted(f[len(F64_VIA_F32):] for f in features if f.startswith(F64_VIA_F32)),
+            "f64_functions_in_f32": sorted(needs.f64_via_f32),
             # VkPhysicalDeviceSubgroupProperties::supportedOperations must include these
             # (VK_SUBGROUP_FEATURE_<NAME>_BIT) with supportedStages including compute.
-            "subgroup_operations": [c.upper() for c in ops],
+            "subgroup_operations": [c.upper() for c in subgroup_classes(needs)],
         }
 
-    def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
-        from ..shmem import reject_unsupported
-
-        # Vulkan's widest scope for a storage buffer is the device: no system fence, no NVSHMEM.
-        reject_unsupported(kernel, self.name, system_scope=False)
-        # Float locals and float buffer elements are `precise` unless fast_math is asked for:
-        # without it Mesa (and other drivers) reassociate float arithmetic, which is not
-        # Python's evaluation order and turns a Kahan summation's compensation into 0.
-        # `precise` also forbids fusing a * b + c into an fma, which CUDA does by default.
-        self.fast_math = bool(options.get("fast_math"))
-        sources, manifest = super().translate(kernel, options)
-        size = self.subgroup_size(options)
+    def finish_manifest(self, ctx: TranslationContext, manifest: dict) -> dict:
         req = manifest["requirements"]
-        if kernel.subgroup_size is not None or req["subgroup_operations"]:
+        if ctx.kernel.subgroup_size is not None or req["subgroup_operations"]:
             # The shaders are correct only at this width: a host must run them with it (Vulkan
             # 1.3 / VK_EXT_subgroup_size_control: requiredSubgroupSize on the stage, and full
             # subgroups), or on a device whose subgroupSize it is.
-            manifest["subgroup_size"] = size
-            req["required_subgroup_size"] = size
+            req["required_subgroup_size"] = ctx.options.subgroup_size
         else:
             manifest["subgroup_size"] = None
-        _, size = push_constant_layout(kernel)
         # Vulkan guarantees only 128 bytes of push constants (maxPushConstantsSize).
-        manifest["requirements"]["push_constant_bytes"] = size
+        req["push_constant_bytes"] = ctx.layout.push_bytes
         for e in manifest["entry_points"]:
             e["entry"] = "main"
-        return sources, manifest
+        return manifest
 
-    def module_context(self, entries: list[EntryPoint], helpers, features, used_types) -> dict:
-        extensions = glsl_extensions(vulkan_features(features, used_types), features)
-        if any(line.lstrip().startswith("#line") for e in entries for line in e.lines):
+    def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
+        extensions = glsl_extensions(vulkan_features(usage.needs, usage.types), usage.needs)
+        if usage.line_directives:
             # Core GLSL's #line takes a source-string number; a file name needs this extension.
             extensions = sorted(extensions + ["GL_GOOGLE_cpp_style_line_directive"])
-        return {"extensions": extensions,
-                "lit": self.template_literal}
+        return {"extensions": extensions, "lit": self.template_literal}
 
     def template_literal(self, value, dtype: str) -> str:
         """A typed constant for the helper templates; "inf" and "nan" come as strings."""
         return self.dialect.literal(float(value) if isinstance(value, str) else value, T.SCALARS[dtype])
 
+    def header_context(self, manifest: dict, common: dict) -> dict:
+        from ..header import GLSL_PUSH_SIZES, GLSL_PUSH_TYPES, buffer_table, struct_layout
 
-def vulkan_features(features: set[str], used_types: set[str]) -> list[str]:
-    out = {f for f in features if f in FEATURES}
+        fields = []
+        for p in common["params"]:
+            if p["kind"] == "ndarray":
+                for name, off in zip(p["shapes"], p["shape_push_constant_offsets"]):
+                    fields.append((name, GLSL_PUSH_TYPES["i32"], 4, off))
+            else:
+                dtype = p.get("push_constant_dtype", p["dtype"])
+                fields.append((p["cxx"], GLSL_PUSH_TYPES[dtype], GLSL_PUSH_SIZES[dtype], p["push_constant_offset"]))
+        req = manifest["requirements"]
+        return {"struct": "PushConstants", "push": struct_layout(fields),
+                "push_constant_bytes": req["push_constant_bytes"], "buffers": buffer_table(common, "binding"),
+                "descriptor_set": 0,
+                "spirv_files": [e["file"].rsplit(".", 1)[0] + ".spv" for e in manifest["entry_points"]]}
+
+
+def vulkan_features(needs: GlslNeeds, used_types: set[str]) -> list[str]:
+    out = {f for f in needs.features if f in FEATURES}
     out |= {TYPE_FEATURES[t] for t in used_types if t in TYPE_FEATURES}
     return sorted(out)
 
 
-def glsl_extensions(vk_features: list[str], features: set[str] = frozenset()) -> list[str]:
-    subgroup = subgroup_classes(features)
+def glsl_extensions(vk_features: list[str], needs: GlslNeeds) -> list[str]:
     return sorted({FEATURES[f][0] for f in vk_features if FEATURES[f][0]}
-                  | {f"GL_KHR_shader_subgroup_{c}" for c in subgroup})
+                  | {f"GL_KHR_shader_subgroup_{c}" for c in subgroup_classes(needs)})
 
 
-def subgroup_classes(features: set[str]) -> list[str]:
+def subgroup_classes(needs: GlslNeeds) -> list[str]:
     """The subgroup operation classes used; every other class builds on "basic"."""
-    used = {f[len(SUBGROUP_FEATURE):] for f in features if f.startswith(SUBGROUP_FEATURE)}
+    used = needs.subgroup_classes
     return sorted(used | {"basic"}) if used else []

@@ -8,58 +8,74 @@ and every call whose overload depends on that difference spells its argument typ
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import TranspileError
 from ..ir import nodes as ir
-from .base import Helper, Renderer
+from ..ir import types as T
+from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cuda import CudaDialect, CudaTarget
 from .cxx import FIXED_WIDTH
-from .emit import EntryPoint
+from .renderer import Renderer
+from .target import Capabilities
 
 # ROCm 5.2 has no atomicMin/atomicMax for signed 64-bit ints: the clang builtins do.
 BUILTIN_ATOMICS = {("min", "i64"): "__hip_atomic_fetch_min", ("max", "i64"): "__hip_atomic_fetch_max"}
 
 # HIP (ROCm 5.2) has no *_sync warp functions: its shuffles, votes and ballot act on the
 # whole wavefront (width warpSize), which is what a subgroup is here.
+LANE = "__lane_id()"
 SHUFFLES = {
     "shuffle": "__shfl({v}, {k})", "broadcast": "__shfl({v}, {k})", "shuffle_up": "__shfl_up({v}, {k})",
     "shuffle_down": "__shfl_down({v}, {k})", "shuffle_xor": "__shfl_xor({v}, {k})",
 }
-SUBGROUP = {
-    "invocation_id": "(int32_t)__lane_id()",
-    "ballot": "(uint64_t)__ballot({p})",  # 64 bits on wave64 and wave32 alike
-    "all": "__all({p})", "any": "__any({p})",
-}
+VOTES = {"ballot": "(uint64_t)__ballot({p})",  # 64 bits on wave64 and wave32 alike
+         "all": "__all({p})", "any": "__any({p})"}
 # A wavefront executes in lockstep, but the compiler may still move memory accesses across
 # the lanes' convergence point: the fences pin them (__syncwarp's memory ordering).
 BARRIERS = {
-    "block": "__syncthreads();",
-    "subgroup": '__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier(); '
-                '__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");',
+    "block": ("__syncthreads();",),
+    "subgroup": ('__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");', "__builtin_amdgcn_wave_barrier();",
+                 '__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");'),
 }
 
 # Architectures each wavefront size is compiled and checked for. GCN/CDNA (gfx9) runs wave64
 # only; ROCm's HIP headers refuse wave64 on RDNA (gfx10+), so RDNA means wave32.
 CHECK_ARCHS = {64: ["gfx90a"], 32: ["gfx1030"]}
 ARCH_FAMILY = {64: "gfx9 (GCN, CDNA)", 32: "gfx10+ (RDNA)"}
+EVIDENCE = (
+    "f32/f64 `atomic_add` on global memory calls `__builtin_amdgcn_global_atomic_fadd_*` on gfx90a/gfx94x: "
+    "`global_atomic_add_f32` in `llvm-objdump` (ROCm's plain `atomicAdd(float*)` is a "
+    "`global_atomic_cmpswap` loop under both hipcc and hipRTC); elsewhere it falls back to `atomicAdd`.",
+    "i64 min/max are `__hip_atomic_fetch_min/max` at agent scope (`global_atomic_smin_x2`): ROCm 5.2 has "
+    "no signed 64-bit `atomicMin`.",
+    "Fences: `__threadfence()` is `buffer_wbinvl1_vol` (agent scope) on gfx90a.",
+)
+
+
+@dataclass
+class HipNeeds(Needs):
+    # Native float atomics on global memory (gfx90a / gfx94x), which do not work on
+    # fine-grained (host-coherent) memory: such arrays must come from hipMalloc.
+    global_float_atomic_add: bool = False
 
 
 class HipDialect(CudaDialect):
     name = "hip"
-    file_ext = ".hip"
     # blockDim.x, not the constant: with it hipcc -O3 emitted 10-20% more gfx90a instructions
     # for the block collectives (bench section 3).
     thread_index_fixed_block = None
     reserved = CudaDialect.reserved | frozenset("_Float16 __fp16 hipThreadIdx_x hipBlockIdx_x".split())
+    lane = LANE
     shuffles = SHUFFLES
-    subgroup_ops = SUBGROUP
+    votes = VOTES
     barriers = BARRIERS
+    native_subgroup_reduce = ""
+    ptx_scans = False
 
     # qd_half is clang's _Float16 here, not the CUDA prelude's struct: reinterpret with the builtin.
     bitcasts = {**CudaDialect.bitcasts, ("f16", "u16"): "__builtin_bit_cast(uint16_t, {})",
                 ("u16", "f16"): "__builtin_bit_cast(qd_half, (uint16_t)({}))"}
-
-    def __init__(self, subgroup_size: int = 64):
-        self.subgroup_size = subgroup_size
 
     def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
         t = e.args[0].type
@@ -69,30 +85,45 @@ class HipDialect(CudaDialect):
             return f"__ffsll((unsigned long long)({args[0]}))"
         return super().math(r, e, args)
 
+    def atomic_name(self, op: str, t: T.DType, space: str, loc: ir.Loc | None = None) -> str:
+        if op == "add" and t.name in ("f32", "f64") and space == "global":
+            return "qd_atomic_add"
+        if op == "cas" and t.bits == 16:
+            return "qd_atomic_cas"
+        return BUILTIN_ATOMICS.get((op, t.name)) or super().atomic_name(op, t, space, loc)
+
     def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
-        t = e.type
-        if e.op == "add" and t.name in ("f32", "f64") and isinstance(e.array, ir.Param):
-            r.features.add("global_float_atomic_add")
+        t, space = e.type, ir.space_of(e.array)
+        fn = self.atomic_name(e.op, t, space, e.loc)
+        if fn == "qd_atomic_add":
+            r.needs.global_float_atomic_add = True
             return f"{r.helper('atomic_add', t)}(&{ref}, {value})"
-        if e.op == "cas" and t.bits == 16:
+        if fn == "qd_atomic_cas":
             return f"{r.helper('atomic_cas', t)}(({r.type(t)}*)&{ref}, {expected}, {value})"
-        builtin = BUILTIN_ATOMICS.get((e.op, t.name))
-        if builtin is not None:
-            scope = "__HIP_MEMORY_SCOPE_WORKGROUP" if isinstance(e.array, ir.SharedArray) else \
-                "__HIP_MEMORY_SCOPE_AGENT"
-            return f"{builtin}(&{ref}, {value}, __ATOMIC_RELAXED, {scope})"
+        if (e.op, t.name) in BUILTIN_ATOMICS:
+            scope = "__HIP_MEMORY_SCOPE_WORKGROUP" if space == "shared" else "__HIP_MEMORY_SCOPE_AGENT"
+            return f"{fn}(&{ref}, {value}, __ATOMIC_RELAXED, {scope})"
         return super().atomic(r, e, ref, value, expected)
 
 
 class HipTarget(CudaTarget):
     name = "hip"
-    dialect = HipDialect(64)
-    template = "hip/module.hip.j2"
+    title = "HIP"
+    dialect = HipDialect()
+    # No rocSHMEM; __threadfence_system() exists.
+    caps = Capabilities(system_scope=True, block_votes=True)
+    needs_class = HipNeeds
     file_ext = ".hip"
+    module_template = "hip/module.hip.j2"
+    helper_templates = ("hip/helpers.j2", "cxx/helpers.j2")
+    header_template = "hip/header.h.j2"
+    default_subgroup_size = 64
+    checker = "transpiler.toolchains.hip_check"
+    evidence = EVIDENCE
+    emulator_defines = ("QD_EMU_HIP",)
 
-    @property
-    def language(self) -> str:  # type: ignore[override]
-        return f"HIP C++ for hipcc and hipRTC (ROCm 5.2+, wave{self.dialect.subgroup_size})"
+    def language(self, ctx: TranslationContext) -> str:
+        return f"HIP C++ for hipcc and hipRTC (ROCm 5.2+, wave{ctx.options.subgroup_size})"
 
     def subgroup_size(self, options: dict) -> int:
         """The wavefront width: 32 with ``wave32`` (RDNA), else 64 (GCN/CDNA). A
@@ -105,32 +136,17 @@ class HipTarget(CudaTarget):
             return size
         return 32 if options.get("wave32") else 64
 
-    def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
-        from ..shmem import reject_unsupported
-
-        reject_unsupported(kernel, self.name, system_scope=True)  # no rocSHMEM; __threadfence_system() exists
-        self.dialect = HipDialect(self.subgroup_size(options))
-        return super().translate(kernel, options)
-
-    def requirements(self, features: set[str], used_types: set[str]) -> dict:
-        wave = self.dialect.subgroup_size
+    def requirements(self, ctx: TranslationContext) -> dict:
+        wave = ctx.options.subgroup_size
         req = {"wavefront_size": wave, "arch_family": ARCH_FAMILY[wave], "offload_arch": CHECK_ARCHS[wave],
                "compile_options": ["-O3"], "extensions": []}
-        if "global_float_atomic_add" in features:
-            # The native float atomics of gfx90a / gfx94x do not work on fine-grained
-            # (host-coherent) memory: such arrays must come from hipMalloc, not hipHostMalloc.
+        if ctx.needs.global_float_atomic_add:
             req["coarse_grained_memory"] = True
         return req
 
-    def module_context(self, entries: list[EntryPoint], helpers: list[Helper], features: set[str],
-                       used_types: set[str]) -> dict:
-        ctx = super().module_context(entries, helpers, features, used_types)
-        ctx["dialect_dir"] = "hip"
-        ctx.update(warp_size=self.dialect.subgroup_size, lane_id="(int)__lane_id()",
-                   shfl_xor="__shfl_xor({}, {})", shfl_up="__shfl_up({}, {})", native_warp_reduce="",
-                   ptx_shfl_up_pred=False)
+    def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
+        values = super().module_context(ctx, entries, usage)
         # hipRTC declares the 32- and 64-bit fixed-width integers but not the narrow ones.
         narrow = {FIXED_WIDTH[t][0] for t in ("i8", "i16", "u8", "u16")}
-        ctx["rtc_typedefs"] = [(name, ctype) for name, ctype in ctx["typedefs"] if name in narrow]
-        return ctx
-
+        values["rtc_typedefs"] = [(name, ctype) for name, ctype in values["typedefs"] if name in narrow]
+        return values

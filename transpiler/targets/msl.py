@@ -8,17 +8,18 @@ atomics: both are located errors.
 """
 from __future__ import annotations
 
-import re
 import struct
 from dataclasses import dataclass
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .base import Helper, Renderer, f32_repr, float_text
+from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cuda import identity_value
 from .cxx import CXX_KEYWORDS, CxxDialect
-from .emit import EntryPoint, Target, shape_arg_names
+from .dialect import f32_repr, float_text
+from .renderer import Renderer
+from .target import Capabilities, Target
 
 TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
          "u16": "ushort", "u32": "uint", "u64": "ulong", "f16": "half", "f32": "float"}
@@ -36,6 +37,7 @@ ATOMIC_FUNCS = {"add": "atomic_fetch_add_explicit", "min": "atomic_fetch_min_exp
                 "or": "atomic_fetch_or_explicit", "xor": "atomic_fetch_xor_explicit",
                 "exchange": "atomic_exchange_explicit"}
 ATOMIC_TYPES = {"i32": "atomic_int", "u32": "atomic_uint", "f32": "atomic_float"}
+ADDRESS_SPACES = {"global": "device", "shared": "threadgroup"}
 # atomic_float (MSL 3.0) adds and exchanges, and only in device memory.
 FLOAT_ATOMIC_OPS = ("add", "exchange")
 # The built-in thread positions every entry point takes, one uint each (the x dimension).
@@ -57,8 +59,8 @@ SIMD_FUNCS = {
 }
 # Both memory kinds: block.sync() makes device writes visible to the block too, as
 # __syncthreads() does, and a SIMD-group barrier does the same for its lanes.
-BARRIERS = {"block": "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);",
-            "subgroup": "simdgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);"}
+BARRIERS = {"block": ("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);",),
+            "subgroup": ("simdgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);",)}
 # Metal has no system scope (no host-coherent device memory to order against).
 FENCE_SCOPES = {"subgroup": "thread_scope_simdgroup", "block": "thread_scope_threadgroup",
                 "device": "thread_scope_device", "system": "thread_scope_device"}
@@ -77,6 +79,20 @@ METAL_WORDS = frozenset("""
     | frozenset(f"{b}{n}x{m}" for b in ("half", "float") for n in (2, 3, 4) for m in (2, 3, 4))
 
 
+EVIDENCE = (
+    "Metal's device-scope fence orders only atomic accesses (seed 000): data another block reads after a "
+    "`grid.mem_fence()` handshake must itself be published with an atomic on Metal.",
+    "64-bit integer atomics do not exist on Metal; f64 does not exist at all: both are located errors.",
+)
+
+
+@dataclass
+class MslNeeds(Needs):
+    fence: bool = False         # atomic_thread_fence: MSL 3.2
+    atomic_float: bool = False  # atomic_float: MSL 3.0
+    simd_lane: bool = False     # the entry point takes [[thread_index_in_simdgroup]]
+
+
 def f16_repr(value: float) -> str | None:
     """The shortest decimal that reads back as the same half, or None beyond half's range."""
     try:
@@ -92,9 +108,9 @@ def f16_repr(value: float) -> str | None:
 
 class MslDialect(CxxDialect):
     name = "msl"
-    file_ext = ".metal"
-    subgroup_size = 32  # the SIMD-group width of every Apple GPU
     types = TYPES
+    barriers = BARRIERS
+    fmod = {"f16": "fmod", "f32": "fmod"}
     int_suffix = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
     reserved = CXX_KEYWORDS | METAL_WORDS | frozenset(THREAD_ATTRIBUTES + (LANE_ATTRIBUTE,)) \
         | frozenset(FLOAT_FUNCS.values())
@@ -141,14 +157,11 @@ class MslDialect(CxxDialect):
     def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
         return f"as_type<{self.types[dst.name]}>({text})"
 
-    def barrier(self, scope: str, loc: ir.Loc) -> str:
-        return BARRIERS[scope]
-
-    def fence(self, scope: str, loc: ir.Loc) -> str:
+    def fence(self, scope: str, loc: ir.Loc) -> tuple[str, ...]:
         # Ordering device memory for other threadgroups also covers their threadgroup memory
         # (they have none of ours), so both kinds for every scope.
         return (f"atomic_thread_fence(mem_flags::mem_device | mem_flags::mem_threadgroup, memory_order_seq_cst, "
-                f"{FENCE_SCOPES[scope]});")
+                f"{FENCE_SCOPES[scope]});",)
 
     def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
         size = " * ".join(str(n) for n in array.type.shape)
@@ -160,7 +173,7 @@ class MslDialect(CxxDialect):
     def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
         t = e.type
         if e.op == "invocation_id":
-            r.features.add("simd_lane")
+            r.needs.simd_lane = True
             return f"int({LANE_ATTRIBUTE})"
         if e.op == "ballot":
             # simd_ballot gives a simd_vote; its vote_t is the 64-bit lane mask.
@@ -199,27 +212,32 @@ class MslDialect(CxxDialect):
         # compare-exchange on the value's bits.
         return "cas" if op in ("add", "mul", "min", "max") else None
 
-    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
-        t = e.type
-        shared = isinstance(e.array, ir.SharedArray)
+    def atomic_name(self, op: str, t: T.DType, space: str, loc: ir.Loc | None = None) -> str:
         if t.is_int and t.bits == 64:
-            raise TranspileError(f"qd.atomic_{e.op} on {t.name} is not supported on the msl target: Metal has no "
-                                 "64-bit integer read-modify-write atomics", e.loc, hint="use i32 or u32")
+            raise TranspileError(f"qd.atomic_{op} on {t.name} is not supported on the msl target: Metal has no "
+                                 "64-bit integer read-modify-write atomics", loc, hint="use i32 or u32")
+        shared = space == "shared"
         supported = t.name in ATOMIC_TYPES and (
-            (t.is_int and (e.op in ATOMIC_FUNCS or e.op == "cas"))
-            or (t.is_float and e.op in FLOAT_ATOMIC_OPS and not shared))
+            (t.is_int and (op in ATOMIC_FUNCS or op == "cas"))
+            or (t.is_float and op in FLOAT_ATOMIC_OPS and not shared))
         if not supported:
             where = " on a shared array" if shared else ""
-            raise TranspileError(f"qd.atomic_{e.op} on {t.name}{where} is not supported on the msl target", e.loc)
+            raise TranspileError(f"qd.atomic_{op} on {t.name}{where} is not supported on the msl target", loc)
+        if op == "cas":
+            return f"qd_atomic_cas_{ADDRESS_SPACES[space]}"
+        return ATOMIC_FUNCS[op]
+
+    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
+        t, space = e.type, ir.space_of(e.array)
+        fn = self.atomic_name(e.op, t, space, e.loc)
         if t.is_float:
-            r.features.add("atomic_float")
-        space = "threadgroup" if shared else "device"
+            r.needs.atomic_float = True
         # reinterpret_cast, unlike a C cast, refuses to change the address space: a mistake
         # here fails the compile check instead of passing silently.
-        pointer = f"reinterpret_cast<{space} {ATOMIC_TYPES[t.name]}*>(&{ref})"
+        pointer = f"reinterpret_cast<{ADDRESS_SPACES[space]} {ATOMIC_TYPES[t.name]}*>(&{ref})"
         if e.op == "cas":
-            return f"{r.helper('atomic_cas_' + space, t)}({pointer}, {expected}, {value})"
-        return f"{ATOMIC_FUNCS[e.op]}({pointer}, {value}, memory_order_relaxed)"
+            return f"{r.helper(fn[3:], t)}({pointer}, {expected}, {value})"
+        return f"{fn}({pointer}, {value}, memory_order_relaxed)"
 
 
 @dataclass
@@ -231,173 +249,105 @@ class Member:
     offset: int
     loc: ir.Loc
     param: str     # the Python parameter it belongs to
+    param_id: int  # ... and its identity
     dim: int | None = None
-
-
-def first_f64(kernel: ir.Kernel) -> ir.Loc | None:
-    """The earliest place in the source where the kernel uses f64."""
-    found: list[ir.Loc] = []
-
-    def expr(e: ir.Expr) -> None:
-        stack = [e]
-        while stack:
-            n = stack.pop()
-            if n.type is T.f64:
-                found.append(n.loc)
-            for f in ("a", "b", "cond", "value", "expected"):
-                sub = getattr(n, f, None)
-                if isinstance(sub, ir.Expr):
-                    stack.append(sub)
-            stack.extend(getattr(n, "indices", None) or [])
-            stack.extend(getattr(n, "args", None) or [])
-
-    def block(stmts: list[ir.Stmt]) -> None:
-        for st in stmts:
-            for f in ("init", "value", "cond", "start", "stop", "step", "expr"):
-                sub = getattr(st, f, None)
-                if isinstance(sub, ir.Expr):
-                    expr(sub)
-            for sub in getattr(st, "indices", None) or []:
-                expr(sub)
-            var = getattr(st, "var", None)
-            if var is not None and var.type is T.f64:
-                found.append(st.loc)
-            if isinstance(st, ir.DeclareShared) and st.array.type.dtype is T.f64:
-                found.append(st.loc)
-            for f in ("then", "orelse", "body"):
-                block(getattr(st, f, None) or [])
-
-    for p in kernel.params:
-        if (p.type.dtype if p.is_array else p.type) is T.f64:
-            found.append(p.loc)
-    for task in kernel.tasks:
-        for begin, end in task.ranges:
-            expr(begin)
-            expr(end)
-        for s in task.shared:
-            if s.type.dtype is T.f64:
-                found.append(s.loc)
-        block(task.body)
-    return min(found, key=lambda loc: (loc.line, loc.col)) if found else None
-
-
-def _strip_comment(line: str) -> str:
-    return line.split("//", 1)[0]
 
 
 class MslRenderer(Renderer):
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
-        self.features.add("fence")
+        self.needs.fence = True
         super().stmt_Fence(st, depth)
 
 
-class MslTarget(Target):
-    name = "msl"
-    dialect = MslDialect()
-    renderer_class = MslRenderer
-    template = "msl/module.metal.j2"
-    file_ext = ".metal"
+@dataclass
+class Layout:
+    """Every scalar and extent in one params struct (C++ rules: each member at its natural
+    alignment, in parameter order), bound after the ndarrays' buffers."""
 
-    def __init__(self) -> None:
-        self.members: list[Member] = []
-        self.params_buffer_index = 0
-        self.features: set[str] = set()
+    members: list[Member]
+    buffer_index: int   # the params struct's [[buffer(k)]]: after every ndarray's
 
-    @property
-    def msl_version(self) -> str:
-        if "fence" in self.features:
-            return FENCE_MSL_VERSION
-        return FLOAT_ATOMIC_MSL_VERSION if "atomic_float" in self.features else BASE_MSL_VERSION
+    @classmethod
+    def of(cls, ctx: TranslationContext) -> Layout:
+        members, offset = [], 0
 
-    @property
-    def language(self) -> str:  # type: ignore[override]
-        return f"Metal Shading Language {self.msl_version}"
+        def add(name: str, dtype: T.DType, loc: ir.Loc, param: ir.Param, dim: int | None = None) -> None:
+            nonlocal offset
+            offset = -(-offset // dtype.nbytes) * dtype.nbytes
+            members.append(Member(name, dtype, offset, loc, param.name, id(param), dim))
+            offset += dtype.nbytes
 
-    def translate(self, kernel: ir.Kernel, options: dict) -> tuple[dict[str, str], dict]:
-        loc = first_f64(kernel)
-        if loc is not None:
-            raise TranspileError("f64 is not supported on the msl target: Metal has no 64-bit floating-point type",
-                                 loc, hint="use qd.f32")
-        from ..shmem import reject_unsupported
+        for p in ctx.kernel.params:
+            if p.is_array:
+                for d in range(p.type.ndim):
+                    add(ctx.names.shape(p, d), T.i32, p.loc, p, d)
+            else:
+                add(ctx.names.of(p), p.type, p.loc, p)
+        return cls(members, sum(1 for p in ctx.kernel.params if p.is_array))
 
-        # Metal's fences reach the device at most (mem_flags::mem_device): no system fence, no NVSHMEM.
-        reject_unsupported(kernel, self.name, system_scope=False)
-        sources, manifest = super().translate(kernel, options)
-        size, align = self.params_size()
-        buffer = None
-        if self.members:
-            buffer = {"struct": "Params", "buffer_index": self.params_buffer_index,
-                      "size": size, "alignment": align,
-                      "members": [{"name": m.name, "dtype": m.dtype.name, "offset": m.offset} for m in self.members]}
-        out = {}
-        for key, value in manifest.items():  # keep the params buffer next to the params
-            out[key] = value
-            if key == "params":
-                out["params_buffer"] = buffer
-        return sources, out
-
-    # ---------------------------------------------------------------- layout
-
-    def params_size(self) -> tuple[int, int]:
+    def size(self) -> tuple[int, int]:
         align = max((m.dtype.nbytes for m in self.members), default=1)
         end = max((m.offset + m.dtype.nbytes for m in self.members), default=0)
         return -(-end // align) * align, align
 
-    def layout(self, r: Renderer, kernel: ir.Kernel) -> list[Member]:
-        """Members in parameter order, each at its natural alignment (C++ struct rules)."""
-        members, offset = [], 0
 
-        def add(name: str, dtype: T.DType, loc: ir.Loc, param: str, dim: int | None = None) -> None:
-            nonlocal offset
-            offset = -(-offset // dtype.nbytes) * dtype.nbytes
-            members.append(Member(name, dtype, offset, loc, param, dim))
-            offset += dtype.nbytes
+class MslTarget(Target):
+    name = "msl"
+    title = "Metal"
+    dialect = MslDialect()
+    # Metal's fences reach the device at most (mem_flags::mem_device): no system fence, no NVSHMEM.
+    caps = Capabilities(f64=False, fence_orders_plain_stores=False)
+    why_not = {"f64": "Metal has no 64-bit floating-point type",
+               "system_scope": "it has no system (host and peer device) memory scope for device code"}
+    renderer_class = MslRenderer
+    needs_class = MslNeeds
+    file_ext = ".metal"
+    module_template = "msl/module.metal.j2"
+    helper_templates = ("msl/helpers.j2", "cxx/helpers.j2")
+    header_template = "msl/header.h.j2"
+    default_subgroup_size = 32  # the SIMD-group width of every Apple GPU
+    checker = "transpiler.toolchains.msl_check"
+    evidence = EVIDENCE
 
-        for p in kernel.params:
-            if p.is_array:
-                for d in range(p.type.ndim):
-                    add(r.shape_names[(id(p), d)], T.i32, p.loc, p.name, d)
-            else:
-                add(r.param_name(p), p.type, p.loc, p.name)
-        return members
+    def msl_version(self, needs: MslNeeds) -> str:
+        if needs.fence:
+            return FENCE_MSL_VERSION
+        return FLOAT_ATOMIC_MSL_VERSION if needs.atomic_float else BASE_MSL_VERSION
 
-    # ---------------------------------------------------------------- per target
+    def language(self, ctx: TranslationContext) -> str:
+        return f"Metal Shading Language {self.msl_version(ctx.needs)}"
 
-    def signature(self, r: Renderer, kernel: ir.Kernel, task: ir.Task) -> list[str]:
+    def layout(self, ctx: TranslationContext) -> Layout:
+        return Layout.of(ctx)
+
+    def signature(self, r: Renderer, ctx: TranslationContext, task: ir.Task) -> list[str]:
         out, buffer = [], 0
-        for p in kernel.params:
-            name = r.declare_name(p, p.name)
+        for p in ctx.kernel.params:
             if p.is_array:
-                out.append(f"device {r.type(p.type.dtype, p.loc)}* {name} [[buffer({buffer})]]")
+                out.append(f"device {r.type(p.type.dtype, p.loc)}* {ctx.names.of(p)} [[buffer({buffer})]]")
                 buffer += 1
-                for d, shape in enumerate(shape_arg_names(p)):
-                    r.shape_names[(id(p), d)] = r.declare_name((p, d), shape)
             else:
                 r.type(p.type, p.loc)
-        self.members = self.layout(r, kernel)
-        self.params_buffer_index = buffer
-        if self.members:
-            out.append(f"constant Params& params [[buffer({buffer})]]")
+        if ctx.layout.members:
+            out.append(f"constant Params& params [[buffer({ctx.layout.buffer_index})]]")
         out.extend(f"uint {a} [[{a}]]" for a in THREAD_ATTRIBUTES)
         return out
 
-    def render_entry(self, kernel: ir.Kernel, task: ir.Task, options: dict) -> tuple[EntryPoint, Renderer]:
-        entry, r = super().render_entry(kernel, task, options)
-        if "simd_lane" in r.features:
+    def finish_entry(self, r: Renderer, ctx: TranslationContext, entry: EntryPoint) -> None:
+        if r.needs.simd_lane:
             entry.params.append(f"uint {LANE_ATTRIBUTE} [[{LANE_ATTRIBUTE}]]")
-        self.features |= r.features
-        body = "\n".join(_strip_comment(line) for line in entry.lines)
+        # Each entry point copies the members its body reads into locals named like the CUDA
+        # parameters, so the bodies read the same on every C++ target.
         copies = [f"const {self.dialect.types[m.dtype.name]} {m.name} = params.{m.name};{r.comment(m.loc)}"
-                  for m in self.members if re.search(rf"\b{re.escape(m.name)}\b", body)]
+                  for m in ctx.layout.members if (m.param_id, m.dim) in r.referenced]
         entry.lines[:0] = copies
-        return entry, r
 
-    def param_manifest(self, kernel: ir.Kernel) -> list[dict]:
+    def param_manifest(self, ctx: TranslationContext) -> list[dict]:
         out, buffer = [], 0
         by_param: dict[str, list[Member]] = {}
-        for m in self.members:
+        for m in ctx.layout.members:
             by_param.setdefault(m.param, []).append(m)
-        for p in kernel.params:
+        for p in ctx.kernel.params:
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
                             "buffer_index": buffer, "shape_params_offsets": [m.offset for m in by_param[p.name]],
@@ -408,16 +358,42 @@ class MslTarget(Target):
                             "params_offset": by_param[p.name][0].offset})
         return out
 
-    def requirements(self, features: set[str], used_types: set[str]) -> dict:
+    def requirements(self, ctx: TranslationContext) -> dict:
         # Metal compiles with fast math by default, which drops the IEEE semantics of inf,
         # nan and signed zero that the other targets keep: hosts should turn it off.
-        return {"msl_version": self.msl_version, "fast_math": False, "extensions": []}
+        return {"msl_version": self.msl_version(ctx.needs), "fast_math": False, "extensions": []}
 
-    def module_context(self, entries: list[EntryPoint], helpers: list[Helper], features: set[str],
-                       used_types: set[str]) -> dict:
-        size, align = self.params_size()
+    def finish_manifest(self, ctx: TranslationContext, manifest: dict) -> dict:
+        layout = ctx.layout
+        size, align = layout.size()
+        buffer = None
+        if layout.members:
+            buffer = {"struct": "Params", "buffer_index": layout.buffer_index, "size": size, "alignment": align,
+                      "members": [{"name": m.name, "dtype": m.dtype.name, "offset": m.offset}
+                                  for m in layout.members]}
+        out = {}
+        for key, value in manifest.items():  # keep the params buffer next to the params
+            out[key] = value
+            if key == "params":
+                out["params_buffer"] = buffer
+        return out
+
+    def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
+        size, _ = ctx.layout.size()
         members = [{"name": m.name, "ctype": self.dialect.types[m.dtype.name], "offset": m.offset}
-                   for m in self.members]
-        return {"dialect_dir": "msl", "qd_inline": "inline", "fmod": {"f16": "fmod", "f32": "fmod"},
-                "params_struct": members, "params_size": size, "params_buffer_index": self.params_buffer_index,
-                "atomic_types": ATOMIC_TYPES}
+                   for m in ctx.layout.members]
+        return {"params_struct": members, "params_size": size, "params_buffer_index": ctx.layout.buffer_index,
+                "atomic_types": ATOMIC_TYPES, **self.dialect.helper_values(ctx.options.subgroup_size)}
+
+    def header_context(self, manifest: dict, common: dict) -> dict:
+        from ..header import HOST_SIZES, HOST_TYPES, buffer_table, struct_layout
+
+        fields = []
+        for p in common["params"]:
+            if p["kind"] == "ndarray":
+                for name, off in zip(p["shapes"], p["shape_params_offsets"]):
+                    fields.append((name, HOST_TYPES["i32"], 4, off))
+            else:
+                fields.append((p["cxx"], HOST_TYPES[p["dtype"]], HOST_SIZES[p["dtype"]], p["params_offset"]))
+        return {"struct": "Params", "fields": struct_layout(fields), "buffers": buffer_table(common, "buffer_index"),
+                "params_buffer": manifest.get("params_buffer")}

@@ -52,29 +52,21 @@ def map_log(log: str, file: str, source: str, pattern: str) -> str:
     return "\n".join(out)
 
 
+# check(file name, source text, manifest, options) -> Verdict
 Checker = Callable[[str, str, dict, dict], Verdict]
-_CHECKERS: dict[str, Callable[[], Checker]] = {}
-# The module that registers each target's checker.
-_CHECKER_MODULES = {"cuda": "nvrtc_check", "hip": "hip_check", "glsl": "glsl_check", "msl": "msl_check"}
-
-
-def register(target: str):
-    def wrap(factory: Callable[[], Checker]):
-        _CHECKERS[target] = factory
-        return factory
-
-    return wrap
 
 
 def check_sources(target: str, sources: dict[str, str], manifest: dict, options: dict | None = None) -> list[Verdict]:
-    """Compile every generated file of one translation; raises ToolchainMissing."""
+    """Compile every generated file of one translation with the target's checker (its
+    ``Target.checker`` module's ``make_checker()``); raises ToolchainMissing."""
     import importlib
 
-    importlib.import_module(f"{__name__}.{_CHECKER_MODULES[target]}")
-    factory = _CHECKERS.get(target)
-    if factory is None:
-        raise ToolchainMissing(f"a {target} checker", "no checker is registered for this target")
-    check = factory()
+    from ..targets import get_target
+
+    module = get_target(target).checker
+    if module is None:
+        raise ToolchainMissing(f"a {target} checker", "no compile check is known for this target")
+    check = importlib.import_module(module).make_checker()
     return [check(name, text, manifest, options or {}) for name, text in sources.items()]
 
 

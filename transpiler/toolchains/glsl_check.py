@@ -14,7 +14,7 @@ import time
 from functools import lru_cache
 
 from ..errors import ToolchainMissing, ToolchainRejected
-from . import Verdict, map_log, register
+from . import Checker, Verdict, map_log
 
 TARGET_ENV = "vulkan1.2"
 INSTALL_HINT = "apt-get install glslang-tools spirv-tools (Debian/Ubuntu), or the Vulkan SDK"
@@ -68,8 +68,8 @@ def compile_glsl(text: str, name: str, validate: bool = False) -> bytes:
             return f.read()
 
 
-@register("glsl")
-def _glsl():
+def make_checker() -> Checker:
+    """The compile check for this target's files (raises ToolchainMissing)."""
     tool("glslangValidator")  # raise ToolchainMissing before any file is tried
     tool("spirv-val")
     name = f"glslang {glslang_version()} + spirv-val ({TARGET_ENV})"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import ToolchainMissing
-from . import Verdict, map_log, register
+from . import Checker, Verdict, map_log
 
 INSTALL_HINT = "apt-get install -y --no-install-recommends hipcc libamdhip64-dev rocm-device-libs"
 # clang's diagnostics; hipRTC names the file .../input/CompileSource, rewritten to ours first.
@@ -75,8 +75,13 @@ class Compile:
     seconds: float
 
 
-def hip_env() -> dict[str, str]:
-    return {**os.environ, "HIP_PLATFORM": "amd"}
+def hip_env(workdir: str | None = None) -> dict[str, str]:
+    """hipcc on the AMD platform; with ``workdir``, the compilers' scratch folders go there
+    (hipRTC and hipcc leave a `NAME-XXXXXX` folder in the temp directory otherwise)."""
+    env = {**os.environ, "HIP_PLATFORM": "amd"}
+    if workdir is not None:
+        env["TMPDIR"] = workdir
+    return env
 
 
 @lru_cache(maxsize=None)
@@ -100,8 +105,8 @@ def hiprtc_library() -> str:
 def start_hipcc(path: str, arch: str, out: str) -> subprocess.Popen:
     cmd = [shutil.which("hipcc") or "hipcc", f"--offload-arch={arch}", "--cuda-device-only",
            "--no-gpu-bundle-output", "-c", "-O3", os.path.basename(path), "-o", out]
-    return subprocess.Popen(cmd, cwd=os.path.dirname(path), env=hip_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(cmd, cwd=os.path.dirname(path), env=hip_env(os.path.dirname(path)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def start_hiprtc(name: str, text: str, archs: list[str], out: str) -> subprocess.Popen:
@@ -111,7 +116,8 @@ def start_hiprtc(name: str, text: str, archs: list[str], out: str) -> subprocess
     with open(out + ".request.json", "w") as f:
         json.dump(request, f)
     return subprocess.Popen([sys.executable, "-c", _HIPRTC_CHILD, out + ".request.json", out + ".answer.json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            env=hip_env(os.path.dirname(out)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
 
 
 def compile_both(name: str, text: str, archs: list[str], workdir: str) -> list[Compile]:
@@ -187,8 +193,8 @@ def resource_usage(code_object: str) -> dict[str, dict]:
     return usage
 
 
-@register("hip")
-def _hip():
+def make_checker() -> Checker:
+    """The compile check for this target's files (raises ToolchainMissing)."""
     if shutil.which("hipcc") is None:
         raise ToolchainMissing("hipcc", INSTALL_HINT)
     hiprtc_library()

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ToolchainMissing
-from . import Verdict, map_log, register
+from . import Checker, Verdict, map_log
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
 CLANG_NAMES = ("clang++-19", "clang++-20", "clang++-18", "clang++-17", "clang++-16", "clang++")
@@ -100,8 +100,8 @@ def xcrun_check(name: str, text: str, manifest: dict) -> tuple[bool, str]:
     return proc.returncode == 0, proc.stderr
 
 
-@register("msl")
-def _msl():
+def make_checker() -> Checker:
+    """The compile check for this target's files (raises ToolchainMissing)."""
     if sys.platform == "darwin" and shutil.which("xcrun"):
         ver = subprocess.run(["xcrun", "-sdk", "macosx", "metal", "--version"], capture_output=True, text=True)
         m = re.search(r"metal(?:fe)? version ([\w.\-]+)", ver.stdout + ver.stderr, re.I)

@@ -1,18 +1,20 @@
-"""The shared C-like renderer: walks the typed IR once and writes statements and
-expressions with the spellings of a ``Dialect`` (one subclass per target, mostly tables).
+"""The shared C-like renderer: walks the typed IR of one entry point and writes statements
+and expressions with the spellings of the target's ``Dialect``.
 
 Expressions are printed with the fewest parentheses C's precedence allows. Every
 statement ends with a ``// file.py:LINE`` comment pointing at the Python it came from.
+What rendering learns (helpers, dtypes, the target's typed needs) goes into ``usage``.
 """
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from .context import TranslationContext, Usage
+from .dialect import Dialect, Helper
 
 # C operator precedence (higher binds tighter).
 PREC_PRIMARY, PREC_UNARY, PREC_MUL, PREC_ADD, PREC_SHIFT = 16, 15, 13, 12, 11
@@ -29,21 +31,6 @@ BITWISE = ("lshift", "rshift", "bitand", "bitxor", "bitor")
 COMPOUND = ("add", "sub", "mul", "truediv", "lshift", "rshift", "bitand", "bitxor", "bitor")
 COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),
            "ge": (">=", PREC_REL), "eq": ("==", PREC_EQ), "ne": ("!=", PREC_EQ)}
-
-
-def f32_repr(value: float) -> str:
-    """The shortest decimal that reads back as the same float32."""
-    bits = struct.pack("<f", value)
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == bits:
-            return text
-    return repr(value)
-
-
-def float_text(text: str) -> str:
-    """Make a decimal read as a floating literal in C (``1`` -> ``1.0``)."""
-    return text if any(c in text for c in ".en") else text + ".0"
 
 
 def _same_op(e: ir.Expr, op: str) -> bool:
@@ -166,35 +153,31 @@ class Dialect:
         return r.narrow(f"{r.helper(name, ht)}({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY, t)
 
 
-@dataclass
 class Renderer:
-    """Renders the statements of one entry point."""
+    """Renders the statements of one entry point of one translation."""
 
-    dialect: Dialect
-    line_directives: bool = False
-    lines: list[str] = field(default_factory=list)
-    helpers: dict[tuple[str, str], Helper] = field(default_factory=dict)
-    features: set[str] = field(default_factory=set)
-    used_types: set[str] = field(default_factory=set)
-    names: dict[int, str] = field(default_factory=dict)
-    shape_names: dict[tuple[int, int], str] = field(default_factory=dict)
-    scopes: list[set[str]] = field(default_factory=lambda: [set()])
-    keep: list = field(default_factory=list)
-    last_line: tuple[str, int] | None = None
-    block_dim: int | None = None  # the entry point's threads per block, where it is a parallel task
+    def __init__(self, ctx: TranslationContext, usage: Usage, block_dim: int | None = None):
+        self.ctx = ctx
+        self.dialect: Dialect = ctx.target.dialect
+        self.line_directives = ctx.options.line_directives
+        self.usage = usage
+        self.block_dim = block_dim  # the entry point's threads per block, where it is a parallel task
+        self.lines: list[str] = []
+        # Parameters and extents are named once per translation (ctx.names); locals per entry.
+        self.names: dict[int, str] = dict(ctx.names.params)
+        self.shape_names: dict[tuple[int, int], str] = dict(ctx.names.shapes)
+        self.scopes: list[set[str]] = [set(ctx.names.taken)]
+        self.keep: list = []
+        self.last_line: tuple[str, int] | None = None
+        self.referenced: set[tuple[int, int | None]] = set()  # (id(param), dim or None) read by the body
 
     # ------------------------------------------------------------------ names
-
-    def sanitize(self, name: str) -> str:
-        if name in self.dialect.reserved or name.startswith(("qd_", "gl_", "__")):
-            return name + "_"
-        return name
 
     def taken(self, name: str) -> bool:
         return any(name in s for s in self.scopes)
 
     def declare_name(self, obj, base: str) -> str:
-        base = self.sanitize(base)
+        base = self.dialect.identifier(base)
         name, k = base, 1
         while self.taken(name):
             name = f"{base}_{k}"
@@ -203,9 +186,6 @@ class Renderer:
         self.names[id(obj)] = name
         self.keep.append(obj)
         return name
-
-    def reserve(self, name: str) -> None:
-        self.scopes[0].add(name)
 
     def local_name(self, var: ir.Local) -> str:
         try:
@@ -222,12 +202,17 @@ class Renderer:
     def helper(self, name: str, t: T.DType, **extra) -> str:
         """Request a helper function; returns the name to call."""
         h = Helper(name, t.name, self.dialect.type_name(t), extra)
-        self.helpers.setdefault(h.key, h)
+        self.usage.helpers.setdefault(h.key, h)
         return "qd_" + name
 
     def type(self, t: T.DType, loc: ir.Loc | None = None) -> str:
-        self.used_types.add(t.name)
+        self.usage.types.add(t.name)
         return self.dialect.type_name(t, loc)
+
+    @property
+    def needs(self):
+        """The target's typed requirements this entry point has found so far."""
+        return self.usage.needs
 
     # ------------------------------------------------------------------ expressions
 
@@ -240,7 +225,7 @@ class Renderer:
         return f"({s})" if p < min_prec else s
 
     def expr_Const(self, e: ir.Const):
-        self.used_types.add(e.type.name)
+        self.usage.types.add(e.type.name)
         s = self.dialect.literal(e.value, e.type)
         return s, (PREC_UNARY if s.startswith("-") else PREC_PRIMARY)
 
@@ -248,9 +233,11 @@ class Renderer:
         return self.local_name(e.var), PREC_PRIMARY
 
     def expr_ParamRef(self, e: ir.ParamRef):
+        self.referenced.add((id(e.param), None))
         return self.param_name(e.param), PREC_PRIMARY
 
     def expr_Shape(self, e: ir.Shape):
+        self.referenced.add((id(e.array), e.dim))
         return self.shape_names[(id(e.array), e.dim)], PREC_PRIMARY
 
     def linear_index(self, array: ir.Array, indices: list[ir.Expr]) -> str:
@@ -262,6 +249,7 @@ class Renderer:
             if isinstance(array, ir.SharedArray):
                 extent = str(array.type.shape[dim])
             else:
+                self.referenced.add((id(array), dim))
                 extent = self.shape_names[(id(array), dim)]
             acc = f"{acc} * {extent} + {self.text(idx, PREC_ADD)}"
             if dim < len(indices) - 1:
@@ -309,7 +297,7 @@ class Renderer:
         return self.narrow(f"{sym}{inner}", PREC_UNARY, e.type)
 
     def expr_Cast(self, e: ir.Cast):
-        self.used_types.add(e.type.name)
+        self.usage.types.add(e.type.name)
         return self.dialect.cast(self.text(e.a), e.type), PREC_PRIMARY
 
     def expr_Select(self, e: ir.Select):
@@ -321,13 +309,13 @@ class Renderer:
         return self.narrow(self.dialect.math(self, e, args), PREC_PRIMARY, e.type)
 
     def expr_ThreadIndex(self, e: ir.ThreadIndex):
-        fixed = getattr(self.dialect, "thread_index_fixed_block", None)
+        fixed = self.dialect.thread_index_fixed_block
         if fixed and self.block_dim and e.kind in fixed:
             return fixed[e.kind].format(block_dim=self.block_dim), PREC_PRIMARY
         return self.dialect.thread_index[e.kind], PREC_PRIMARY
 
     def expr_BitCast(self, e: ir.BitCast):
-        self.used_types.add(e.type.name)
+        self.usage.types.add(e.type.name)
         return self.dialect.bitcast(self.text(e.a), e.a.type, e.type), PREC_PRIMARY
 
     def expr_VolatileLoad(self, e: ir.VolatileLoad):
@@ -338,7 +326,7 @@ class Renderer:
         return self.dialect.block_vote(self, e, self.text(e.pred)), PREC_PRIMARY
 
     def expr_SubgroupOp(self, e: ir.SubgroupOp):
-        self.used_types.add(e.type.name)  # a ballot's u64 may appear in no declaration
+        self.usage.types.add(e.type.name)  # a ballot's u64 may appear in no declaration
         args = [self.text(a) for a in e.args]
         return self.narrow(self.dialect.subgroup(self, e, args), PREC_PRIMARY, e.type)
 
@@ -356,6 +344,7 @@ class Renderer:
     def put(self, depth: int, text: str, loc: ir.Loc | None) -> None:
         if self.line_directives and loc is not None and self.last_line != (loc.file, loc.line):
             self.lines.append(f'#line {loc.line} "{os.path.basename(loc.file)}"')
+            self.usage.line_directives = True
             self.last_line = (loc.file, loc.line)
         self.lines.append("    " * depth + text + (self.comment(loc) if loc is not None else ""))
 
@@ -434,16 +423,16 @@ class Renderer:
         self.block(st.body, depth + 1)
         self.put(depth, "}", None)
 
-    def put_statements(self, depth: int, text: str, loc: ir.Loc) -> None:
-        """A spelling made of several statements (`a(); b();`): one per line."""
-        for part in text.split("; "):
-            self.put(depth, part if part.endswith(";") else part + ";", loc)
+    def put_statements(self, depth: int, statements: tuple[str, ...], loc: ir.Loc) -> None:
+        """A spelling made of several statements: one per line."""
+        for text in statements:
+            self.put(depth, text, loc)
 
     def stmt_Barrier(self, st: ir.Barrier, depth: int) -> None:
         self.put_statements(depth, self.dialect.barrier(st.scope, st.loc), st.loc)
 
     def stmt_DeclareShared(self, st: ir.DeclareShared, depth: int) -> None:
-        pass  # shared arrays are declared once per entry point (see Target.render_entry)
+        pass  # shared arrays are declared once per entry point (see Target.declare_shared)
 
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
         self.put_statements(depth, self.dialect.fence(st.scope, st.loc), st.loc)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .base import PREC_PRIMARY, PREC_UNARY, Renderer
+from .renderer import PREC_PRIMARY, PREC_UNARY, Renderer
 
 # The NVSHMEM release the spellings and the host notes were validated against.
 NVSHMEM_VERSION = "3.8.0"
@@ -52,14 +52,12 @@ def _supported(table: dict) -> str:
 
 
 class ShmemRenderer(Renderer):
-    """The renderer of CUDA entry points, with the NVSHMEM routines. Only the CUDA target
-    spells them: another dialect reaching one is a located error naming it."""
+    """The renderer of CUDA entry points, with the NVSHMEM routines. The pipeline lets a
+    kernel that uses them reach only a target whose capabilities include NVSHMEM."""
 
     def shmem_dialect(self, loc: ir.Loc) -> None:
-        if self.dialect.name != "cuda":
-            raise TranspileError(f"qd.shmem is not supported on the {self.dialect.name} target: NVSHMEM exists for "
-                                 "CUDA only", loc)
-        self.features.add("nvshmem")
+        if not self.ctx.target.caps.nvshmem:
+            raise TranspileError(f"internal error: qd.shmem reached the {self.ctx.target.name} target", loc)
 
     def typename(self, table: dict, what: str, t: T.DType, loc: ir.Loc):
         name = table.get(t.name)
@@ -162,9 +160,9 @@ class ShmemRenderer(Renderer):
 
 def requirement(kernel: ir.Kernel) -> dict | None:
     """The manifest's ``requirements.nvshmem`` for ``kernel``; None when it uses no NVSHMEM."""
-    from ..shmem import barrier_all_used, uses
+    from ..passes.capabilities import barrier_all_used, nvshmem_uses
 
-    if not uses(kernel):
+    if not nvshmem_uses(kernel):
         return None
     collective = barrier_all_used(kernel)
     symmetric = [p.name for p in kernel.params if p.symmetric]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import transpiler as qd
-from transpiler.lang import comptime
+from transpiler.lang.kernel import comptime
 
 __all__ = ["reduce", "reduce_add", "reduce_min", "reduce_max", "reduce_all", "reduce_all_add",
            "reduce_all_min", "reduce_all_max", "inclusive_scan", "inclusive_add", "inclusive_min",

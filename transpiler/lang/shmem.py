@@ -29,9 +29,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from .ir import nodes as ir
-from .ir.memo import per_kernel
-from .lang import NdarrayAnnotation, builtin
+from ..ir import nodes as ir
+from .kernel import NdarrayAnnotation, builtin
 
 
 class Cmp(IntEnum):
@@ -90,72 +89,3 @@ barrier_all = _marker("barrier_all", "barrier_all(): complete outstanding operat
                                      "(one thread per PE; the kernel must be launched collectively).")
 wait_until = _marker("wait_until", "wait_until(ivar[i], cmp, value): wait until this PE's ivar[i] `cmp` value "
                                    "(cmp: qd.shmem.CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE).")
-
-
-# ----------------------------------------------------------------------------- analysis
-
-@per_kernel
-def uses(kernel: ir.Kernel) -> list[ir.Loc]:
-    """Where ``kernel`` depends on NVSHMEM: symmetric parameters and every qd.shmem routine,
-    in source order (empty when it does not)."""
-    from .ir.walk import iter_expr, stmt_bodies, stmt_exprs
-
-    found = [p.loc for p in kernel.params if p.symmetric]
-
-    def walk(stmts: list[ir.Stmt]) -> None:
-        for st in stmts:
-            if isinstance(st, (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)):
-                found.append(st.loc)
-            for e in stmt_exprs(st):
-                found.extend(n.loc for n in iter_expr(e) if isinstance(n, (ir.ShmemOp, ir.ShmemMyPe, ir.ShmemNPes)))
-            for body in stmt_bodies(st):
-                walk(body)
-
-    for task in kernel.tasks:
-        walk(task.prelude + task.body)
-    return sorted(found, key=lambda loc: (loc.line, loc.col))
-
-
-def barrier_all_used(kernel: ir.Kernel) -> bool:
-    """Whether a device-side barrier_all needs the kernel launched collectively."""
-    from .ir.walk import stmt_bodies
-
-    def walk(stmts: list[ir.Stmt]) -> bool:
-        return any(isinstance(st, ir.ShmemBarrierAll) or any(walk(b) for b in stmt_bodies(st)) for st in stmts)
-
-    return any(walk(t.prelude + t.body) for t in kernel.tasks)
-
-
-def first_system_fence(kernel: ir.Kernel) -> ir.Loc | None:
-    from .ir.walk import stmt_bodies
-
-    def walk(stmts: list[ir.Stmt]) -> ir.Loc | None:
-        for st in stmts:
-            if isinstance(st, ir.Fence) and st.scope == "system":
-                return st.loc
-            for body in stmt_bodies(st):
-                loc = walk(body)
-                if loc is not None:
-                    return loc
-        return None
-
-    locs = [loc for t in kernel.tasks for loc in [walk(t.prelude + t.body)] if loc is not None]
-    return min(locs, key=lambda loc: (loc.line, loc.col), default=None)
-
-
-def reject_unsupported(kernel: ir.Kernel, target: str, system_scope: bool) -> None:
-    """A located error where ``kernel`` needs what ``target`` lacks: NVSHMEM (every target but
-    CUDA), and with ``system_scope=False`` a system-scope fence."""
-    from .errors import TranspileError
-
-    found = uses(kernel)
-    if found:
-        raise TranspileError(f"qd.shmem is not supported on the {target} target: NVSHMEM exists for CUDA only",
-                             found[0], hint="translate this kernel for the cuda target")
-    if not system_scope:
-        loc = first_system_fence(kernel)
-        if loc is not None:
-            raise TranspileError(f"qd.simt.system.mem_fence() is not supported on the {target} target: it has no "
-                                 "system (host and peer device) memory scope for device code", loc,
-                                 hint="use qd.simt.grid.mem_fence() for ordering within this device, and "
-                                      "synchronize with the host after the launch")

@@ -4,57 +4,15 @@ produced by translating a one-statement kernel through the real code path, so th
 cannot drift from the code."""
 from __future__ import annotations
 
-import re
-
-from .errors import TranspileError
-from .ir import nodes as ir
-from .ir import types as T
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..passes.legalize import UINT_OF_WIDTH
 
 OPS = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "exchange", "cas")
 DTYPES = (T.i32, T.u32, T.i64, T.u64, T.f16, T.f32, T.f64)
 SPACES = ("global", "shared")
 LOC = ir.Loc("lowering.py", 1, 0)
-
-# Why each memory-order lowering was chosen: the disassembly it was checked against.
-EVIDENCE = {
-    "cuda": [
-        "`qd.volatile_load` is `__nv_atomic_load(p, &v, __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)`: "
-        "sm_90 SASS `LD.E.STRONG.GPU` (device scope), where a C `volatile` read is `LDG.E.STRONG.SYS` "
-        "(system scope, heavier); it is what CUB's look-back uses.",
-        "`grid.mem_fence()` is `__threadfence()`: `MEMBAR.SC.GPU` + `ERRBAR` + `CGAERRBAR` + `CCTL.IVALL`. "
-        "An acq_rel device fence (`__nv_atomic_thread_fence`) is `MEMBAR.ALL.GPU` with the same three "
-        "companions, so it saves nothing measurable and loses sequential consistency; we keep `__threadfence()`.",
-        "`block.mem_fence()` is `__threadfence_block()`: one `MEMBAR.SC.CTA`.",
-        "`system.mem_fence()` is `__threadfence_system()`: `MEMBAR.SC.SYS` + `ERRBAR` + `CGAERRBAR` + `CCTL.IVALL` "
-        "(HIP: `__threadfence_system()` too; GLSL and Metal have no system scope: a located error).",
-        "`qd.shmem` routines are NVSHMEM device calls typed per dtype (`nvshmem_float_put`, "
-        "`nvshmem_int_atomic_fetch_add`, `nvshmem_int_wait_until`, ...); CUDA only, with -rdc=true (see docs/manifest.md).",
-        "Float min/max, `atomic_mul` and f16 add are CAS loops over `atomicCAS` on the same-width unsigned "
-        "integer (16-bit `atomicCAS` needs sm_70); the new value follows minNum/maxNum (a NaN operand loses).",
-    ],
-    "hip": [
-        "f32/f64 `atomic_add` on global memory calls `__builtin_amdgcn_global_atomic_fadd_*` on gfx90a/gfx94x: "
-        "`global_atomic_add_f32` in `llvm-objdump` (ROCm's plain `atomicAdd(float*)` is a "
-        "`global_atomic_cmpswap` loop under both hipcc and hipRTC); elsewhere it falls back to `atomicAdd`.",
-        "i64 min/max are `__hip_atomic_fetch_min/max` at agent scope (`global_atomic_smin_x2`): ROCm 5.2 has "
-        "no signed 64-bit `atomicMin`.",
-        "Fences: `__threadfence()` is `buffer_wbinvl1_vol` (agent scope) on gfx90a.",
-    ],
-    "glsl": [
-        "Atomics are SPIR-V `OpAtomic*` at device scope. f32 add needs `GL_EXT_shader_atomic_float` "
-        "(recorded in the manifest); f32/f64 exchange goes through a uint view of the buffer "
-        "(`OpAtomicExchange` on the bits); other float ops are CAS loops over `atomicCompSwap` on that view.",
-        "Buffers that a fence or volatile load touches are declared `coherent`, so that device-scope "
-        "availability/visibility applies to them (GLSL's rule for cross-workgroup communication).",
-        "`grid.mem_fence()` is `memoryBarrier()`; `block.mem_fence()` is `groupMemoryBarrier()`.",
-    ],
-    "msl": [
-        "Metal's device-scope fence orders only atomic accesses (seed 000): data another block reads after a "
-        "`grid.mem_fence()` handshake must itself be published with an atomic on Metal.",
-        "64-bit integer atomics do not exist on Metal; f64 does not exist at all: both are located errors.",
-    ],
-}
-
 
 def _atomic_kernel(op: str, t: T.DType, space: str) -> ir.Kernel:
     arr = ir.Param("a", T.NdarrayType(t, 1), 0, LOC)
@@ -113,30 +71,27 @@ def _frontend_rejects(op: str, t: T.DType) -> str | None:
 
 
 def atomic_cell(target_name: str, op: str, t: T.DType, space: str, options: dict | None = None) -> str:
-    from .targets import get_target
+    """How one atomic lowers: the one-statement kernel goes through the real pipeline (so a
+    rejection anywhere shows), then the dialect's own tables name the form and function."""
+    from ..pipeline import translate_ir
+    from . import get_target
 
     rejected = _frontend_rejects(op, t)
     if rejected:
         return rejected
     target = get_target(target_name)
     try:
-        sources, _ = target.translate(_atomic_kernel(op, t, space), dict(options or {}))
+        translate_ir(_atomic_kernel(op, t, space), target, options)
     except TranspileError as exc:
         return "error: " + exc.message.split(": ", 1)[-1] if ": " in exc.message else "error: " + exc.message
-    text = "\n".join(sources.values())
-    lines = [ln.strip() for ln in text.splitlines() if ln.rstrip().endswith("// lowering.py:1")]
-    body = " ".join(lines)
-    if "while (true)" in body:
-        cas = re.search(r"(\w+)\(.*?&?[\w\[\]]*", next(ln for ln in lines if "seen" in ln and "=" in ln)
-                        .split("=", 1)[1])
-        return f"CAS loop (`{cas.group(1) if cas else 'cas'}`)"
-    call = re.search(r"([A-Za-z_][\w:]*)\(", lines[-1].split("=", 1)[1] if "=" in lines[-1] else lines[-1])
-    spelled = call.group(1) if call else lines[-1]
-    if spelled in ("__longlong_as_double", "uintBitsToFloat", "as_type", "__uint_as_float", "int64BitsToDouble",
-                   "uint64BitsToDouble"):
-        inner = re.findall(r"(\w*atomic\w*)\(", lines[-1], re.IGNORECASE)
-        return f"native on the bits (`{inner[0] if inner else spelled}`)"
-    return f"native (`{spelled}`)"
+    dialect, real_op = target.dialect, "add" if op == "sub" else op
+    form = dialect.atomic_support(real_op, t, space, LOC)
+    if form == "native":
+        return f"native (`{dialect.atomic_name(real_op, t, space)}`)"
+    uint = UINT_OF_WIDTH[t.bits] if t.is_float else t
+    if form == "bits":
+        return f"native on the bits (`{dialect.atomic_name(real_op, uint, space)}`)"
+    return f"CAS loop (`{dialect.atomic_name('cas', uint, space)}`)"
 
 
 def atomic_table(target_name: str) -> list[list[str]]:
@@ -148,7 +103,7 @@ def atomic_table(target_name: str) -> list[list[str]]:
 
 
 def markdown() -> str:
-    from .translate import TARGETS
+    from . import TARGETS, get_target
 
     out = ["# Lowering tables", "",
            "Generated by `python cli.py targets --markdown` from the code's own tables (each cell is the",
@@ -161,6 +116,6 @@ def markdown() -> str:
         for row in atomic_table(target):
             out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
         out += ["", "Memory order, and why:", ""]
-        out += [f"- {note}" for note in EVIDENCE.get(target, [])]
+        out += [f"- {note}" for note in get_target(target).evidence]
         out.append("")
     return "\n".join(out)

@@ -474,7 +474,7 @@ def _shmem_atomic(lo, name, node):
 
 @handler("shmem.wait_until")
 def _shmem_wait_until(lo, name, node):
-    from ..shmem import Cmp
+    from ..lang.shmem import Cmp
 
     ivar, cmp, value = _shmem_args(lo, node, "wait_until", 3)
     v = _shmem_element(lo, ivar, "wait_until", "variable", remote=True)

@@ -1,5 +1,5 @@
 """``qd.math``: the math functions and integer bit helpers (all return i32)."""
-from .lang import (  # noqa: F401
+from .ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, ceil, clz, cos, cosh, exp, ffs, floor, log, max, min,
     popcnt, pow, round, rsqrt, sin, sinh, sqrt, tan, tanh, trunc,
 )

@@ -1,10 +1,11 @@
 """Run the CUDA (or HIP) text the transpiler emits on the CPU, unchanged.
 
 The generated ``.cu``/``.hip`` file is compiled by the host C++ compiler after
-``cpu/qd_simt.h``, which supplies the GPU built-ins: every GPU thread of a block is a
-fiber, blocks run in index order, ``__shared__`` is per block, barriers and warp
-collectives really wait. The scheduler lives in ``cpu/qd_simt_rt.cpp``, built once into a
-shared library that each kernel library links to. Both are cached by content hash under
+``qd_simt.h`` (beside this file), which supplies the GPU built-ins: every GPU thread of a
+block is a fiber, blocks run in index order, ``__shared__`` is per block, barriers and warp
+collectives really wait. The scheduler lives in ``qd_simt_rt.cpp``, built once into a
+shared library that each kernel library links to. A target says whether the emulator runs
+its text, and with which defines (``Target.emulator_defines``). Both are cached by content hash under
 ``$XDG_CACHE_HOME/transpiler/cpu`` (``~/.cache/...``), or ``$QD_CPU_CACHE``.
 
 A kernel that can never finish is not left hanging: a barrier or warp collective that some
@@ -28,17 +29,19 @@ import struct
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from ..errors import ToolchainMissing
-from ..ir import nodes as ir
-from . import Backend, Launch
+from ...errors import ToolchainMissing
+from ...ir import nodes as ir
+from ...ir.walk import all_exprs, all_stmts
+from ...targets import get_target, names
+from .. import Backend, Launch, Translation
 
-HERE = Path(__file__).resolve().parent / "cpu"
+HERE = Path(__file__).resolve().parent
 HEADER = HERE / "qd_simt.h"
 RUNTIME_SRC = HERE / "qd_simt_rt.cpp"
 DRIVER_SRC = HERE / "qd_race_driver.cpp"
@@ -380,18 +383,29 @@ def _dim3(v) -> tuple[int, int, int]:
     return (t + (1, 1))[:3]
 
 
+def emulated_targets() -> list[str]:
+    """The targets whose text the emulator runs."""
+    return [name for name in names() if get_target(name).emulator_defines is not None]
+
+
+def emulated(dialect: str):
+    """The target called ``dialect``, which the emulator must be able to run."""
+    if dialect not in emulated_targets():
+        raise ValueError(f"dialect must be one of {', '.join(map(repr, emulated_targets()))}, got {dialect!r}")
+    return get_target(dialect)
+
+
 def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = "cuda", wave32: bool = False,
                  entries: Sequence[str] | None = None, compiler: str | None = None, opt: str = "-O2",
                  python_files: dict[str, str] | None = None, race_check: bool = False) -> CpuModule:
     """Compile one generated (or hand-written) CUDA/HIP source for the emulator, cached by
     content. ``entries`` defaults to every ``__global__`` function in the source.
     ``race_check`` builds a ThreadSanitizer executable instead (see the module docstring)."""
-    if dialect not in ("cuda", "hip"):
-        raise ValueError(f"dialect must be 'cuda' or 'hip', got {dialect!r}")
+    target = emulated(dialect)
     cxx = find_compiler(compiler)
-    warp = 32 if dialect == "cuda" or wave32 else 64
+    warp = target.subgroup_size({"wave32": wave32})
     names = list(entries) if entries is not None else _ENTRY_RE.findall(source)
-    defines = [f"-DQD_EMU_WARP_SIZE={warp}"] + (["-DQD_EMU_HIP"] if dialect == "hip" else [])
+    defines = [f"-DQD_EMU_WARP_SIZE={warp}"] + [f"-D{d}" for d in target.emulator_defines]
     wrapper = f'#include "qd_simt.h"\n#include "{source_name}"\n' + "".join(f"QD_EMU_ENTRY({n})\n" for n in names)
     if race_check:
         # -O1: TSan reports stay close to the source; seq_cst atomics: a GPU's fence + atomic
@@ -441,19 +455,15 @@ class CpuProgram:
 
 # Node types whose meaning does not depend on which thread or block runs an iteration: a task
 # made of these alone computes the same for any grid, so the CPU may run fewer blocks.
-_GRID_FREE = (ir.Declare, ir.Assign, ir.Store, ir.ExprStmt, ir.If, ir.For, ir.While, ir.Break, ir.Continue,
-              ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape, ir.Load, ir.BinOp, ir.Compare, ir.Logical, ir.Unary,
-              ir.Cast, ir.Select, ir.Math, ir.Atomic)
+_GRID_FREE_STMTS = (ir.Declare, ir.Assign, ir.Store, ir.ExprStmt, ir.If, ir.For, ir.While, ir.Break, ir.Continue)
+_GRID_FREE_EXPRS = (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape, ir.Load, ir.BinOp, ir.Compare, ir.Logical,
+                    ir.Unary, ir.Cast, ir.Select, ir.Math, ir.Atomic)
 
 
-def _grid_free(node) -> bool:
-    if isinstance(node, list):
-        return all(_grid_free(x) for x in node)
-    if isinstance(node, (ir.Local, ir.Param, str, int, float, bool, type(None))):
-        return True
-    if not isinstance(node, _GRID_FREE):
-        return False  # thread/block indices, shared arrays, collectives: the grid shows
-    return all(_grid_free(getattr(node, f.name)) for f in fields(node) if f.name not in ("loc", "type"))
+def _grid_free(task: ir.Task) -> bool:
+    """Thread and block indices, shared arrays and collectives make the grid show."""
+    return not task.shared and all(isinstance(st, _GRID_FREE_STMTS) for st in all_stmts(task.body)) \
+        and all(isinstance(e, _GRID_FREE_EXPRS) for e in all_exprs(task.body))
 
 
 class CpuBackend(Backend):
@@ -471,9 +481,11 @@ class CpuBackend(Backend):
     def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
                  watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
                  poison_shared: bool = True, max_blocks: int = 64):
-        if dialect not in ("cuda", "hip"):
-            raise ValueError(f"qd.init(arch='cpu'): dialect must be 'cuda' or 'hip', got {dialect!r}")
-        self.dialect = dialect
+        try:
+            emulated(dialect)
+        except ValueError as exc:
+            raise ValueError(f"qd.init(arch='cpu'): {exc}") from None
+        self.dialect = self.target = dialect
         self.wave32 = bool(wave32)
         self.race_check = bool(race_check)
         self.watchdog_s = float(watchdog_s)
@@ -485,20 +497,18 @@ class CpuBackend(Backend):
         self.opt = opt
         self.poison_shared = bool(poison_shared)
         self.max_blocks = int(max_blocks)
-        self.subgroup_size = 32 if dialect == "cuda" or self.wave32 else 64  # what lowering specializes to
 
-    def compile(self, kernel: ir.Kernel, options: dict) -> CpuProgram:
-        from ..targets import get_target
+    def translate_options(self) -> dict:
+        return {"wave32": self.wave32}
 
-        target = get_target(self.dialect)
-        topts = {"wave32": True} if self.dialect == "hip" and self.wave32 else {}
-        sources, manifest = target.translate(kernel, topts)
-        (name, text), = sources.items()
+    def load(self, tr: Translation) -> CpuProgram:
+        kernel, manifest = tr.ir, tr.manifest
+        (name, text), = tr.sources.items()
         entries = {e["name"]: e for e in manifest["entry_points"]}
         pyfiles = {os.path.basename(kernel.file): kernel.file}
         module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
                               compiler=self.compiler, opt=self.opt, python_files=pyfiles, race_check=self.race_check)
-        cappable = {t.name: t.kind == "parallel" and _grid_free(t.body) and not t.shared for t in kernel.tasks}
+        cappable = {t.name: t.kind == "parallel" and _grid_free(t) for t in kernel.tasks}
         return CpuProgram(module, manifest, entries, cappable)
 
     def arguments(self, program: CpuProgram, values: dict[str, object]) -> tuple[list, list[str]]:

@@ -4,13 +4,13 @@
 ``qd.simt.subgroup`` on the lanes of one subgroup (warp, wavefront, SIMD-group),
 ``qd.simt.grid`` across all blocks of a launch. The primitives are markers the frontend
 lowers to IR nodes; the block-wide reductions, scans and the radix rank are written once,
-in the kernel language itself, on top of them (``transpiler/blocklib.py``). Semantics:
+in the kernel language itself, on top of them (``transpiler/lang/blocklib.py``). Semantics:
 ``shared/seeds``."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .lang import builtin
+from .kernel import builtin
 
 
 def _marker(name: str, doc: str):

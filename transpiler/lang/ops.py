@@ -1,0 +1,74 @@
+"""The built-in operations of the kernel language (``qd.cast``, ``qd.select``, math
+functions, atomics, ...). Each is a marker: the frontend recognises it by identity and
+lowers the call to an IR node (``frontend/intrinsics.py``); calling one outside a kernel is
+an error."""
+from __future__ import annotations
+
+from .kernel import builtin
+
+
+@builtin("ndrange")
+def ndrange(*extents): ...
+
+
+@builtin("loop_config")
+def loop_config(*, block_dim: int | None = None, serialize: bool = False): ...
+
+
+@builtin("cast")
+def cast(x, dtype): ...
+
+
+@builtin("select")
+def select(cond, a, b): ...
+
+
+@builtin("min")
+def min(*args): ...  # noqa: A001 - the Quadrants spelling
+
+
+@builtin("max")
+def max(*args): ...  # noqa: A001
+
+
+@builtin("typeof")
+def typeof(x):
+    """The dtype of a run-time value, as a translation-time value (for typed constants)."""
+
+
+@builtin("static_assert")
+def static_assert(cond, msg=None): ...
+
+
+def _math(name: str):
+    stub = builtin(name)(lambda *args: None)
+    stub.__name__ = name
+    stub.__doc__ = f"qd.{name}: lowered to the target's {name}."
+    return stub
+
+
+sqrt, rsqrt, exp, log = _math("sqrt"), _math("rsqrt"), _math("exp"), _math("log")
+sin, cos, tan = _math("sin"), _math("cos"), _math("tan")
+asin, acos, atan, atan2 = _math("asin"), _math("acos"), _math("atan"), _math("atan2")
+sinh, cosh, tanh = _math("sinh"), _math("cosh"), _math("tanh")
+floor, ceil, round, trunc = _math("floor"), _math("ceil"), _math("round"), _math("trunc")  # noqa: A001
+pow, abs = _math("pow"), _math("abs")  # noqa: A001
+popcnt, clz, ffs = _math("popcnt"), _math("clz"), _math("ffs")
+
+
+@builtin("volatile_load")
+def volatile_load(x):
+    """Read the ndarray element ``x`` from memory every time: never cached, hoisted or merged."""
+
+
+def _atomic(op: str):
+    stub = builtin(f"atomic_{op}")(lambda *args: None)
+    stub.__name__ = f"atomic_{op}"
+    stub.__doc__ = f"qd.atomic_{op}(x, ...): atomically update the memory element x; returns its old value."
+    return stub
+
+
+atomic_add, atomic_sub, atomic_mul = _atomic("add"), _atomic("sub"), _atomic("mul")
+atomic_min, atomic_max = _atomic("min"), _atomic("max")
+atomic_and, atomic_or, atomic_xor = _atomic("and"), _atomic("or"), _atomic("xor")
+atomic_exchange, atomic_cas = _atomic("exchange"), _atomic("cas")

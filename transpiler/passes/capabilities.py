@@ -1,0 +1,88 @@
+"""Does a kernel need what a target lacks? One check against the target's capability flags,
+run by the pipeline before any target-specific pass, so no target has to remember it: f64,
+system-scope fences and NVSHMEM, each a located error at the first place the kernel needs
+it, with the target's reason."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..ir.memo import per_kernel
+from ..ir.walk import all_exprs, all_stmts, iter_expr
+
+if TYPE_CHECKING:
+    from ..targets.target import Target
+
+_SHMEM_STMTS = (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)
+_SHMEM_EXPRS = (ir.ShmemOp, ir.ShmemMyPe, ir.ShmemNPes)
+
+
+def _first(locs: list[ir.Loc]) -> ir.Loc | None:
+    return min(locs, key=lambda loc: (loc.line, loc.col), default=None)
+
+
+def _code(kernel: ir.Kernel):
+    """Each task's statements: its prelude and its body."""
+    for task in kernel.tasks:
+        yield task, task.prelude + task.body
+
+
+@per_kernel
+def nvshmem_uses(kernel: ir.Kernel) -> list[ir.Loc]:
+    """Where ``kernel`` depends on NVSHMEM: symmetric parameters and every qd.shmem routine,
+    in source order (empty when it does not)."""
+    found = [p.loc for p in kernel.params if p.symmetric]
+    for _, stmts in _code(kernel):
+        found += [st.loc for st in all_stmts(stmts) if isinstance(st, _SHMEM_STMTS)]
+        found += [e.loc for e in all_exprs(stmts) if isinstance(e, _SHMEM_EXPRS)]
+    return sorted(found, key=lambda loc: (loc.line, loc.col))
+
+
+def barrier_all_used(kernel: ir.Kernel) -> bool:
+    """Whether a device-side barrier_all needs the kernel launched collectively."""
+    return any(isinstance(st, ir.ShmemBarrierAll) for _, stmts in _code(kernel) for st in all_stmts(stmts))
+
+
+def first_system_fence(kernel: ir.Kernel) -> ir.Loc | None:
+    return _first([st.loc for _, stmts in _code(kernel) for st in all_stmts(stmts)
+                   if isinstance(st, ir.Fence) and st.scope == "system"])
+
+
+def first_f64(kernel: ir.Kernel) -> ir.Loc | None:
+    """The earliest place in the source where the kernel uses f64."""
+    found = [p.loc for p in kernel.params if (p.type.dtype if p.is_array else p.type) is T.f64]
+    for task, stmts in _code(kernel):
+        found += [s.loc for s in task.shared if s.type.dtype is T.f64]
+        found += [e.loc for e in all_exprs(stmts) if e.type is T.f64]
+        found += [e.loc for bound in task.ranges for x in bound for e in iter_expr(x) if e.type is T.f64]
+        found += [st.loc for st in all_stmts(stmts)
+                  if isinstance(st, (ir.Declare, ir.Assign, ir.For)) and st.var.type is T.f64]
+    return _first(found)
+
+
+def check_capabilities(kernel: ir.Kernel, target: Target) -> None:
+    """A located error where ``kernel`` needs something ``target`` cannot express."""
+    from ..targets import all_targets
+
+    caps, why = target.caps, target.why_not
+    if not caps.f64:
+        loc = first_f64(kernel)
+        if loc is not None:
+            raise TranspileError(f"f64 is not supported on the {target.name} target: {why['f64']}", loc,
+                                 hint="use qd.f32")
+    if not caps.nvshmem:
+        found = nvshmem_uses(kernel)
+        if found:
+            having = [t.name for t in all_targets() if t.caps.nvshmem]
+            raise TranspileError(f"qd.shmem is not supported on the {target.name} target: NVSHMEM exists for "
+                                 f"{' and '.join(having).upper() if having else 'no target'} only", found[0],
+                                 hint=f"translate this kernel for the {' or '.join(having)} target")
+    if not caps.system_scope:
+        loc = first_system_fence(kernel)
+        if loc is not None:
+            raise TranspileError(f"qd.simt.system.mem_fence() is not supported on the {target.name} target: "
+                                 f"{why['system_scope']}", loc,
+                                 hint="use qd.simt.grid.mem_fence() for ordering within this device, and "
+                                      "synchronize with the host after the launch")

@@ -1,0 +1,136 @@
+"""The translation pipeline, the one path from a ``@qd.kernel`` to a target's sources and
+manifest. The CLI, ``qd.translate`` and every runtime go through ``translate``:
+
+    lower (frontend, cached per instantiation)
+    -> hazard check (once per instantiation, target and width)
+    -> capability check (f64, system scope, NVSHMEM against the target's flags)
+    -> target-dependent passes (block-vote emulation, atomics legalization)
+    -> render (a fresh TranslationContext per call)
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+from typing import TYPE_CHECKING
+
+from .ir import nodes as ir
+from .lang.kernel import Kernel
+
+if TYPE_CHECKING:
+    from .targets.context import TranslationContext
+    from .targets.target import Target
+
+
+class HazardWarning(UserWarning):
+    """A SIMT hazard the checker found (see transpiler/passes/hazards.py)."""
+
+
+@dataclass
+class Translation:
+    """The generated files (name -> text, in launch order), the binding manifest, and the
+    hazard warnings the checker reported (errors raise instead)."""
+
+    target: str
+    sources: dict[str, str]
+    manifest: dict
+    ir: ir.Kernel  # the typed IR of the instantiation, before the target's passes
+    warnings: list = field(default_factory=list)
+    language: str = ""  # the target language and version the sources are written in
+
+
+def freeze(d: dict | None) -> tuple:
+    """A hashable key for a dict of argument values (unhashable values by identity)."""
+    if not d:
+        return ()
+    items = []
+    for k, v in sorted(d.items()):
+        try:
+            hash(v)
+        except TypeError:
+            v = id(v)
+        items.append((k, v))
+    return tuple(items)
+
+
+def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | None = None,
+          subgroup_size: int | None = None) -> ir.Kernel:
+    """The typed IR of one instantiation, cached on the kernel object."""
+    from .frontend.lower import lower_kernel
+
+    cache = kernel.__dict__.setdefault("_ir_cache", {})
+    base = (freeze(template_args), freeze(arg_types))
+    hit = cache.get(base + (subgroup_size,))
+    if hit is None:
+        hit = cache.get(base + ("any width",))
+    if hit is None:
+        hit = lower_kernel(kernel, template_args, arg_types, subgroup_size)
+        # IR that never asked for the subgroup width is the same at every width: one
+        # lowering then serves hip (64) as well as cuda, glsl and msl (32).
+        width = subgroup_size if hit.subgroup_size is not None else "any width"
+        cache[base + (width,)] = hit
+    return hit
+
+
+def translate(kernel: Kernel, target: str, **options) -> Translation:
+    """Translate ``kernel`` for ``target`` ("cuda", "hip", "glsl", "msl", or a registered one).
+
+    Options: ``template_args`` (values of qd.template() parameters), ``arg_types``
+    (annotations for parameters that have none), ``subgroup_size`` (GLSL: the device's;
+    HIP: 64 or 32), ``wave32`` (HIP on RDNA), ``fast_math`` (GLSL), ``line_directives``
+    (emit #line), ``no_hazards`` (skip the SIMT hazard checker), ``warn`` (False: return
+    hazard warnings in ``.warnings`` without issuing Python warnings).
+    Raises ``TranspileError`` with a located message when the kernel is not valid."""
+    from .targets import get_target, names
+
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"qd.translate expects a @qd.kernel, got {kernel!r}")
+    if target not in names():
+        raise ValueError(f"unknown target {target!r}; choose one of {', '.join(names())}")
+    t = get_target(target)
+    opts = t.options(options)
+    kir = lower(kernel, options.get("template_args"), options.get("arg_types"), opts.subgroup_size)
+    hazards = []
+    if not options.get("no_hazards"):
+        hazards = _hazards(kernel, kir, t, opts.subgroup_size)
+        if options.get("warn", True):
+            for h in hazards:
+                warnings.warn(str(h), HazardWarning, stacklevel=2)
+    ctx = translate_ir(kir, t, opts)
+    return Translation(target, ctx.sources, ctx.manifest, kir, hazards, t.language(ctx))
+
+
+def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options | None = None) -> TranslationContext:
+    """The part of the pipeline after the frontend and the hazard checker, for IR built by
+    other means too (the lowering tables' one-statement kernels): the capability check, the
+    target's passes, and rendering into a fresh context (``.sources``, ``.manifest``)."""
+    from .passes.block_votes import emulate_block_votes
+    from .passes.capabilities import check_capabilities
+    from .passes.legalize import legalize_atomics
+    from .targets import get_target
+    from .targets.context import Options, ParamNames, TranslationContext
+
+    if isinstance(target, str):
+        target = get_target(target)
+    if not isinstance(options, Options):
+        options = target.options(options or {})
+
+    check_capabilities(kir, target)
+    if not target.caps.block_votes:
+        kir = emulate_block_votes(kir)
+    kir = legalize_atomics(kir, target.dialect)
+    ctx = TranslationContext(target, kir, options, ParamNames.choose(target.dialect, kir))
+    ctx.sources, ctx.manifest = target.render(ctx)
+    return ctx
+
+
+def _hazards(kernel: Kernel, kir: ir.Kernel, target, subgroup_size: int | None) -> list:
+    """The checker's findings; the IR of an instantiation never changes, so they are computed
+    once per target and width."""
+    from .passes.hazards import check_hazards
+
+    cache = kernel.__dict__.setdefault("_hazard_cache", {})
+    key = (id(kir), target.name, subgroup_size)
+    if key not in cache:
+        cache[key] = check_hazards(kir, target, subgroup_size)
+    return cache[key]

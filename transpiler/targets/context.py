@@ -1,0 +1,138 @@
+"""Everything one translation learns, in one object created per call: the options it runs
+with, the kernel after the target's passes, the names parameters take in the target, the
+target's parameter layout, and what the rendered code turned out to need. Targets read and
+fill it; they keep nothing of their own between calls."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..ir import nodes as ir
+from .dialect import Dialect, Helper
+
+if TYPE_CHECKING:
+    from .target import Target
+
+
+@dataclass
+class Needs:
+    """The requirements rendering discovers (a Vulkan feature, a Metal version, ...). Each
+    target subclasses it with typed fields; ``merge`` folds an entry point's into the
+    module's: sets unite, flags or, the first value set wins."""
+
+    def merge(self, other: Needs) -> None:
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, set):
+                mine |= theirs
+            elif isinstance(mine, bool):
+                setattr(self, f.name, mine or theirs)
+            elif mine is None:
+                setattr(self, f.name, theirs)
+
+
+@dataclass
+class Usage:
+    """What one entry point (or, merged, a whole module) uses: helper functions by
+    (name, dtype), dtypes spelled anywhere, and the target's typed ``needs``."""
+
+    needs: Needs
+    helpers: dict[tuple[str, str], Helper] = field(default_factory=dict)
+    types: set[str] = field(default_factory=set)
+    line_directives: bool = False  # a `#line` directive was written
+
+    def merge(self, other: Usage) -> None:
+        for key, h in other.helpers.items():
+            self.helpers.setdefault(key, h)
+        self.types |= other.types
+        self.needs.merge(other.needs)
+        self.line_directives |= other.line_directives
+
+    def sorted_helpers(self) -> list[Helper]:
+        """Helpers in name order: deterministic, and the order the templates expect."""
+        return [self.helpers[k] for k in sorted(self.helpers)]
+
+
+@dataclass(frozen=True)
+class Options:
+    """The translation options a target reads (validated by ``Target.options``)."""
+
+    subgroup_size: int | None = None  # the width the code is specialized to
+    line_directives: bool = False     # `#line` directives pointing at the Python
+    fast_math: bool = False           # GLSL: let the driver reassociate and fuse floats
+    wave32: bool = False              # HIP: 32-lane wavefronts (RDNA)
+
+
+@dataclass
+class ParamNames:
+    """Every parameter's and ndarray extent's name as the target spells it, chosen once per
+    translation so every entry point (and every layout) agrees."""
+
+    params: dict[int, str]              # id(param) -> name
+    shapes: dict[tuple[int, int], str]  # (id(param), dim) -> name
+    taken: set[str]
+
+    @classmethod
+    def choose(cls, dialect: Dialect, kernel: ir.Kernel) -> ParamNames:
+        """In parameter order, each ndarray's extents right after it (``NAME_shape_K``), as
+        the entry points' signatures list them, so a suffix lands the same everywhere."""
+        taken: set[str] = set()
+
+        def declare(base: str) -> str:
+            base = dialect.identifier(base)
+            name, k = base, 1
+            while name in taken:
+                name = f"{base}_{k}"
+                k += 1
+            taken.add(name)
+            return name
+
+        params, shapes = {}, {}
+        for p in kernel.params:
+            params[id(p)] = declare(p.name)
+            if p.is_array:
+                for d in range(p.type.ndim):
+                    shapes[(id(p), d)] = declare(f"{p.name}_shape_{d}")
+        return cls(params, shapes, taken)
+
+    def of(self, p: ir.Param) -> str:
+        return self.params[id(p)]
+
+    def shape(self, p: ir.Param, dim: int) -> str:
+        return self.shapes[(id(p), dim)]
+
+
+@dataclass
+class EntryPoint:
+    name: str
+    kind: str
+    block_dim: int
+    origin: str
+    params: list[str]
+    lines: list[str]
+    task: ir.Task
+    usage: Usage
+    shared_bytes: int = 0
+    extras: dict = field(default_factory=dict)  # target-specific template values
+
+
+@dataclass
+class TranslationContext:
+    target: Target
+    kernel: ir.Kernel        # after the target's passes (block-vote emulation, atomics legalization)
+    options: Options
+    names: ParamNames
+    layout: Any = None       # the target's parameter layout (push constants, a params struct)
+    entries: list[EntryPoint] = field(default_factory=list)
+    usage: Usage | None = None  # every entry point's, merged
+    sources: dict[str, str] = field(default_factory=dict)  # the result: file name -> text, in launch order
+    manifest: dict = field(default_factory=dict)
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.target.dialect
+
+    @property
+    def needs(self) -> Needs:
+        return self.usage.needs

@@ -1,0 +1,176 @@
+"""What a target language's spellings look like to the shared renderer: one ``Dialect``
+subclass per target, mostly tables (types, reserved words, thread indices, math functions,
+atomics, barriers, fences), plus the few spellings that need a function.
+
+A dialect is an immutable description: nothing it does depends on, or changes, any state
+of its own. What a translation learns while rendering (helpers, types, requirements) goes
+into the renderer's ``Usage``.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir import types as T
+
+if TYPE_CHECKING:
+    from .renderer import Renderer
+
+
+def f32_repr(value: float) -> str:
+    """The shortest decimal that reads back as the same float32."""
+    bits = struct.pack("<f", value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == bits:
+            return text
+    return repr(value)
+
+
+def float_text(text: str) -> str:
+    """Make a decimal read as a floating literal in C (``1`` -> ``1.0``)."""
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+@dataclass
+class Helper:
+    """A helper function a module needs, rendered by the template macro ``name``."""
+
+    name: str
+    dtype: str   # the dtype name it is instantiated for
+    ctype: str   # its spelling in the target
+    extra: dict = field(default_factory=dict, compare=False)  # e.g. a typed identity literal
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.dtype)
+
+
+class Dialect:
+    """Spellings of one C-like target language. Subclasses fill in the tables."""
+
+    name = ""
+    types: dict[str, str] = {}
+    reserved: frozenset[str] = frozenset()
+    thread_index: dict[str, str] = {}
+    # Thread indices spelled with the entry point's block size as a constant (a parallel
+    # task is launched with exactly its block_dim threads); None: always ``thread_index``.
+    thread_index_fixed_block: dict[str, str] | None = None
+    # Every statement a barrier / fence of each scope is spelled with, one per line.
+    barriers: dict[str, tuple[str, ...]] = {}
+    fences: dict[str, tuple[str, ...]] = {}
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "
+                             "belongs in the TranslationContext or the renderer's Usage")
+
+    # ---------------------------------------------------------------- names
+
+    def identifier(self, name: str) -> str:
+        """A user's name as an identifier of this language: reserved words and the prefixes
+        the generated code keeps for itself get a ``_`` suffix."""
+        if name in self.reserved or name.startswith(("qd_", "gl_", "__")):
+            return name + "_"
+        return name
+
+    def type_name(self, t: T.DType, loc: ir.Loc | None = None) -> str:
+        try:
+            return self.types[t.name]
+        except KeyError:
+            raise TranspileError(f"{t.name} is not supported on the {self.name} target", loc) from None
+
+    # ---------------------------------------------------------------- values
+
+    def literal(self, value, t: T.DType) -> str:
+        raise NotImplementedError
+
+    def cast(self, text: str, t: T.DType) -> str:
+        return f"{self.types[t.name]}({text})"
+
+    def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
+        raise NotImplementedError
+
+    def compute_type(self, t: T.DType) -> T.DType:
+        """The type arithmetic on ``t`` is carried out in (C promotes narrow ints)."""
+        return t
+
+    def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
+        raise NotImplementedError
+
+    def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
+        """Python's floor division, modulo and integer power, as helper calls."""
+        from .renderer import PREC_MUL, PREC_PRIMARY
+
+        t = e.type
+        if e.op == "floordiv" and t.kind == "uint":
+            return r.narrow(f"{r.text(e.a, PREC_MUL)} / {r.text(e.b, PREC_MUL + 1)}", PREC_MUL, t)
+        if e.op == "mod" and t.kind == "uint":
+            return r.narrow(f"{r.text(e.a, PREC_MUL)} % {r.text(e.b, PREC_MUL + 1)}", PREC_MUL, t)
+        name = {"floordiv": "floordiv", "mod": "mod", "pow": "ipow"}.get(e.op)
+        if name is None:
+            return None
+        # A float kept in a storage-only type (f16 as a struct) computes in its compute type.
+        ht = self.compute_type(t) if t.is_float else t
+        return r.narrow(f"{r.helper(name, ht)}({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY, t)
+
+    # ---------------------------------------------------------------- memory
+
+    def array_ref(self, r: Renderer, array: ir.Array, index: str) -> str:
+        return f"{r.array_name(array)}[{index}]"
+
+    def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
+        """The declaration of a block-shared array in an entry point's body."""
+        raise TranspileError(f"shared arrays are not supported on the {self.name} target yet", array.loc)
+
+    def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- atomics and memory order
+
+    def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
+        """"native", "bits" (native on the same-width unsigned int), "cas", or None."""
+        return "native"
+
+    def atomic_support(self, op: str, t: T.DType, space: str, loc: ir.Loc | None) -> str:
+        """How ``qd.atomic_<op>`` on a ``t`` element in ``space`` memory lowers here; the
+        seed's rejections first, then this target's table."""
+        what = f"qd.atomic_{op} on {t.name}"
+        if t is T.bool_ or t.bits < 16 or (t.is_int and t.bits == 16 and op != "cas"):
+            raise TranspileError(f"{what} is not supported on the {self.name} target: atomics need 32- or "
+                                 "64-bit elements", loc, hint="use an i32 / u32 (or i64 / u64) array")
+        if op == "exchange" and t is T.f16:
+            raise TranspileError(f"{what} is not supported on any target", loc, hint="use an f32 element")
+        if op == "exchange" and t.is_float and space == "shared":
+            raise TranspileError(f"{what} in shared memory is not supported on any target", loc,
+                                 hint="exchange an integer slot holding the value's bits")
+        form = self.atomic_table(op, t, space)
+        if form is None:
+            raise TranspileError(f"{what} ({space} memory) is not supported on the {self.name} target", loc)
+        return form
+
+    def atomic_name(self, op: str, t: T.DType, space: str, loc: ir.Loc | None = None) -> str:
+        """The function a native atomic ``op`` on ``t`` in ``space`` memory is spelled with
+        (what ``atomic`` calls, and what the lowering tables show)."""
+        raise NotImplementedError
+
+    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
+        raise NotImplementedError
+
+    def fence(self, scope: str, loc: ir.Loc) -> tuple[str, ...]:
+        return self.fences[scope]
+
+    # ---------------------------------------------------------------- block and subgroup
+
+    def barrier(self, scope: str, loc: ir.Loc) -> tuple[str, ...]:
+        if scope not in self.barriers:
+            raise TranspileError(f"{scope} barriers are not supported on the {self.name} target yet", loc)
+        return self.barriers[scope]
+
+    def block_vote(self, r: Renderer, e: ir.BlockVote, pred: str) -> str:
+        raise TranspileError(f"block.sync_{e.op}_nonzero is not supported on the {self.name} target yet", e.loc)
+
+    def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
+        raise TranspileError(f"subgroup.{e.op} is not supported on the {self.name} target yet", e.loc)

@@ -1,0 +1,234 @@
+"""What a target is: an immutable description (capabilities, spellings, ABI and manifest
+layout, templates, header context, toolchain checker, evidence for its lowerings), and the
+shared way every target renders a translation from its ``TranslationContext``.
+
+Nothing here or in a target subclass keeps state between calls: ``render`` reads the
+context and fills it; the next call gets a fresh one.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import TranspileError
+from ..ir import nodes as ir
+from ..ir.evaluate import uniform_env
+from ..passes.tasks import task_loop
+from .context import EntryPoint, Needs, Options, TranslationContext, Usage
+from .dialect import Dialect, Helper
+from .renderer import Renderer
+from .templates import template
+
+GENERATOR = "transpiler 0.1.0"
+MAX_BLOCKS = 65535  # grid-stride loops cover larger ranges; every API accepts this many
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target can express. The pipeline rejects a kernel that needs more (at its
+    line, with the target's ``why_not`` reason), the passes emulate what has an emulation,
+    and the hazard checker knows which memory-order idioms are portable to it."""
+
+    f64: bool = True
+    system_scope: bool = False      # a fence ordering accesses for the host and other devices
+    nvshmem: bool = False           # NVSHMEM's device API (qd.shmem)
+    block_votes: bool = False       # a fused barrier-with-reduction for block.sync_*_nonzero
+    # Whether a device-scope fence orders plain (non-atomic) stores for other blocks. Metal's
+    # orders atomic accesses only (seed 000), so a plain-store publication is not safe there.
+    fence_orders_plain_stores: bool = True
+
+
+class Target:
+    """One target language. Subclasses are tables and pure functions of the context."""
+
+    name = ""
+    title = ""                        # the language as people name it ("Metal"), for messages
+    dialect: Dialect
+    caps = Capabilities()
+    why_not: dict[str, str] = {}      # capability -> why the target lacks it (error messages)
+    renderer_class = Renderer         # a target whose expressions need other spellings subclasses it
+    needs_class = Needs               # the typed requirements rendering discovers
+    file_ext = ""
+    one_file_per_task = False         # GLSL: one shader per task
+    module_template = ""
+    helper_templates: tuple[str, ...] = ()  # searched in order for a helper's macro
+    header_template = ""
+    template_dirs: tuple[str, ...] = ()     # a target's own template folders (out-of-tree targets)
+    default_subgroup_size: int | None = None
+    checker: str | None = None        # the module whose make_checker() compiles this target's output
+    evidence: tuple[str, ...] = ()    # why each memory-order lowering was chosen (docs/lowering.md)
+    # The CPU SIMT emulator's preprocessor defines for this dialect; None: it cannot run it.
+    emulator_defines: tuple[str, ...] | None = None
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "
+                             "belongs in the TranslationContext")
+
+    def __repr__(self) -> str:
+        return f"<target {self.name}>"
+
+    # ---------------------------------------------------------------- options
+
+    def subgroup_size(self, options: dict) -> int | None:
+        """The subgroup width code for this target is specialized to (None: unknown)."""
+        return self.default_subgroup_size
+
+    def options(self, options: dict) -> Options:
+        return Options(subgroup_size=self.subgroup_size(options),
+                       line_directives=bool(options.get("line_directives")),
+                       fast_math=bool(options.get("fast_math")), wave32=bool(options.get("wave32")))
+
+    # ---------------------------------------------------------------- per target
+
+    def language(self, ctx: TranslationContext) -> str:
+        """The header line's language and version."""
+        raise NotImplementedError
+
+    def layout(self, ctx: TranslationContext) -> Any:
+        """The parameter layout every entry point shares (push constants, a params struct)."""
+        return None
+
+    def signature(self, r: Renderer, ctx: TranslationContext, task: ir.Task) -> list[str]:
+        raise NotImplementedError
+
+    def finish_entry(self, r: Renderer, ctx: TranslationContext, entry: EntryPoint) -> None:
+        """Adjust a rendered entry point (e.g. declarations only the body showed were needed)."""
+
+    def param_manifest(self, ctx: TranslationContext) -> list[dict]:
+        raise NotImplementedError
+
+    def requirements(self, ctx: TranslationContext) -> dict:
+        return {}
+
+    def finish_manifest(self, ctx: TranslationContext, manifest: dict) -> dict:
+        return manifest
+
+    def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
+        """Template values for one source file holding ``entries``."""
+        return {}
+
+    def header_context(self, manifest: dict, common: dict) -> dict:
+        """Template values for the C++ embedding header (``header.py`` gives ``common``)."""
+        return {}
+
+    # ---------------------------------------------------------------- shared
+
+    def declare_shared(self, r: Renderer, task: ir.Task) -> None:
+        """Declare the task's shared arrays at the top of its entry point (static
+        allocation: one per block, whatever loop the SharedArray call sits in)."""
+        for array in task.shared:
+            name = r.declare_name(array, array.name)
+            r.usage.types.add(array.type.dtype.name)
+            r.put(0, self.dialect.shared_decl(r, array, name), array.loc)
+
+    def render_entry(self, ctx: TranslationContext, task: ir.Task) -> EntryPoint:
+        parallel = task.kind == "parallel"
+        r = self.renderer_class(ctx, Usage(self.needs_class()), task.block_dim if parallel else None)
+        params = self.signature(r, ctx, task)
+        self.declare_shared(r, task)
+        r.block(task_loop(task), 0)
+        origin = f"{os.path.basename(task.loc.file)}:{task.loc.line}"
+        shared = sum(s.type.nbytes for s in task.shared)
+        entry = EntryPoint(task.name, task.kind, task.block_dim if parallel else 1, origin, params, r.lines, task,
+                           r.usage, shared)
+        self.finish_entry(r, ctx, entry)
+        return entry
+
+    def header_line(self, ctx: TranslationContext) -> str:
+        return f"{self.language(ctx)}. Generated by {GENERATOR} from {os.path.basename(ctx.kernel.file)}; do not edit."
+
+    def render_helpers(self, helpers: list[Helper], values: dict) -> list[str]:
+        """Each helper's text, from the first of ``helper_templates`` that defines its macro."""
+        modules = [template(name, self.template_dirs).make_module(values) for name in self.helper_templates]
+        out = []
+        for h in helpers:
+            macro = next((getattr(m, h.name) for m in modules if hasattr(m, h.name)), None)
+            if macro is None:
+                raise TranspileError(f"internal error: the {self.name} target has no helper {h.name!r}")
+            out.append(str(macro(h)))
+        return out
+
+    def render_file(self, ctx: TranslationContext, base: dict, entries: list[EntryPoint], usage: Usage) -> str:
+        values = dict(base, entries=entries, **self.module_context(ctx, entries, usage))
+        if self.one_file_per_task:
+            values["entry"] = entries[0]
+        values["helpers"] = self.render_helpers(usage.sorted_helpers(), values)
+        return template(self.module_template, self.template_dirs).render(values)
+
+    def render(self, ctx: TranslationContext) -> tuple[dict[str, str], dict]:
+        """The source files (in launch order) and the manifest of one translation."""
+        ctx.layout = self.layout(ctx)
+        ctx.usage = Usage(self.needs_class())
+        for task in ctx.kernel.tasks:
+            entry = self.render_entry(ctx, task)
+            ctx.entries.append(entry)
+            ctx.usage.merge(entry.usage)
+        base = dict(header=self.header_line(ctx), generator=GENERATOR, kernel=ctx.kernel.name)
+        sources: dict[str, str] = {}
+        if self.one_file_per_task:
+            for entry in ctx.entries:
+                sources[entry.name + self.file_ext] = self.render_file(ctx, base, [entry], entry.usage)
+        else:
+            sources[ctx.kernel.name + self.file_ext] = self.render_file(ctx, base, ctx.entries, ctx.usage)
+        files = list(sources)
+        manifest = {
+            "kernel": ctx.kernel.name,
+            "target": self.name,
+            "generator": GENERATOR,
+            "source": os.path.basename(ctx.kernel.file),
+            "files": files,
+            "entry_points": [entry_manifest(e, files[k] if self.one_file_per_task else files[0])
+                             for k, e in enumerate(ctx.entries)],
+            "params": self.param_manifest(ctx),
+            "requirements": self.requirements(ctx),
+            "subgroup_size": ctx.options.subgroup_size,
+        }
+        return sources, self.finish_manifest(ctx, manifest)
+
+
+def entry_manifest(e: EntryPoint, file: str) -> dict:
+    task = e.task
+    if task.kind == "serial":
+        grid = {"rule": "single", "blocks": 1}
+    else:
+        env = uniform_env(task)
+        grid = {
+            "rule": "ceil_div",
+            "extent": [{"begin": grid_text(b, env), "end": grid_text(x, env)} for b, x in task.ranges],
+            "max_blocks": MAX_BLOCKS,
+        }
+    return {"name": e.name, "file": file, "kind": task.kind, "block_dim": e.block_dim,
+            "shared_bytes": e.shared_bytes, "grid": grid, "source_line": task.loc.line}
+
+
+_GRID_OPS = {"add": "+", "sub": "-", "mul": "*", "truncdiv": "/", "truncmod": "%",
+             "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^"}
+
+
+def grid_text(e: ir.Expr, env: dict[int, ir.Expr]) -> str:
+    """A C expression for a range bound over parameter names and ``NAME_shape_K`` (a host
+    computes the grid from it; Python's // and % are floor-based, spelled as functions)."""
+    if isinstance(e, ir.Const):
+        return str(int(e.value)) if not isinstance(e.value, float) else repr(e.value)
+    if isinstance(e, ir.ParamRef):
+        return e.param.name
+    if isinstance(e, ir.Shape):
+        return f"{e.array.name}_shape_{e.dim}"
+    if isinstance(e, ir.LocalRef) and id(e.var) in env:
+        return grid_text(env[id(e.var)], env)
+    if isinstance(e, ir.Cast):
+        return grid_text(e.a, env)
+    if isinstance(e, ir.Unary) and e.op == "neg":
+        return f"(-{grid_text(e.a, env)})"
+    if isinstance(e, ir.BinOp) and e.op in _GRID_OPS:
+        return f"({grid_text(e.a, env)} {_GRID_OPS[e.op]} {grid_text(e.b, env)})"
+    if isinstance(e, ir.BinOp) and e.op in ("floordiv", "mod"):
+        return f"{e.op}({grid_text(e.a, env)}, {grid_text(e.b, env)})"
+    if isinstance(e, ir.Math) and e.fn in ("min", "max", "abs"):
+        return f"{e.fn}({', '.join(grid_text(a, env) for a in e.args)})"
+    raise TypeError(f"range bound not expressible on the host: {type(e).__name__}")
+
+
+def shape_arg_names(p: ir.Param) -> list[str]:
+    return [f"{p.name}_shape_{d}" for d in range(p.type.ndim)]
