@@ -1,4 +1,11 @@
-"""Shared test fixtures: the kernel corpus, executors, and the snapshot-update flag."""
+"""Shared test fixtures: the kernel corpus, executors, the snapshot-update flag, and the
+markers of the fast loop.
+
+Markers (pyproject.toml): ``toolchain`` - the test runs an external compiler (NVRTC, hipcc,
+glslang, clang, g++ for the CPU emulator, cmake) or Vulkan; ``slow`` - it takes seconds.
+``pytest -m "not toolchain and not slow"`` is the loop to run after every edit; the whole
+suite (what CI runs) is plain ``pytest``. Tests that take an executor, a Vulkan device or an
+emulator module are marked here; the others carry the marker themselves."""
 from __future__ import annotations
 
 import importlib.util
@@ -14,6 +21,24 @@ sys.path.insert(0, str(ROOT))
 KERNELS = Path(__file__).resolve().parent / "kernels"
 
 import transpiler as qd  # noqa: E402
+
+
+# Fixtures that stand for a toolchain: a test taking one is a toolchain test.
+TOOLCHAIN_FIXTURES = {"executor", "vulkan", "dialect", "mod", "prims", "corpus_headers", "every_routine"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if TOOLCHAIN_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.toolchain)
+
+
+def toolchain_test(reason: str, missing: bool):
+    """A decorator: the test runs a toolchain, and is skipped (saying why) when it cannot exist here."""
+    def wrap(fn):
+        return pytest.mark.toolchain(pytest.mark.skipif(missing, reason=reason)(fn))
+
+    return wrap
 
 
 def pytest_addoption(parser):

@@ -17,6 +17,7 @@ from transpiler.toolchains import check_sources
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize("space", ["global", "shared"])
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_every_accepted_atomic_compiles(target, space):

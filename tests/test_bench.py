@@ -66,6 +66,7 @@ def test_quality_cases_translate(tmp_path):
             assert qd.translate(case["ours"], target, warn=False).sources
 
 
+@pytest.mark.toolchain
 def test_gpu_section_kernels_are_right_on_the_cpu_emulator():
     import gpu
 

@@ -80,6 +80,7 @@ def test_usage_errors_exit_2(args):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.toolchain
 def test_check_passes_nvrtc():
     r = cli("check", "examples/saxpy.py", "--target", "cuda", "--resources")
     assert r.returncode == 0, r.stderr
@@ -132,6 +133,8 @@ def test_line_directives_are_opt_in():
     assert r.returncode == 0 and '#line 8 "saxpy.py"' in r.stdout
 
 
+@pytest.mark.toolchain
+@pytest.mark.slow
 @pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.py")))
 def test_every_example_passes_every_toolchain(example):
     r = cli("check", f"examples/{example}", "--target", "all")
@@ -139,6 +142,7 @@ def test_every_example_passes_every_toolchain(example):
     assert "REJECTED" not in r.stdout
 
 
+@pytest.mark.toolchain
 def test_rejected_source_is_mapped_to_the_python_line(tmp_path):
     from transpiler.toolchains import check_sources
 

@@ -15,8 +15,9 @@ import pytest
 import transpiler as qd
 from transpiler.runtime.cpu_emulator import DeadlockError, KernelError, RaceError, build_module
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
-                                reason="needs a host C++20 compiler")
+pytestmark = [pytest.mark.toolchain,
+              pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                                 reason="needs a host C++20 compiler")]
 
 DIALECTS = ["cuda", "hip"]
 

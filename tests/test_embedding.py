@@ -20,7 +20,7 @@ import transpiler as qd
 from transpiler.cli import load_kernels
 from transpiler.header import common_context, header_name, render_header
 
-from conftest import ROOT, corpus
+from conftest import ROOT, corpus, toolchain_test
 
 SCHEMA = ROOT / "docs" / "manifest.schema.json"
 SNAPSHOTS = sorted((ROOT / "tests" / "snapshots").glob("*/*.json"))
@@ -28,9 +28,9 @@ EXAMPLE_FILES = sorted(ROOT.glob("examples/*.py")) + sorted(ROOT.glob("examples/
 CXX_FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
 EXIT_NO_DRIVER = 77
 
-needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("g++") is None,
-                                 reason="needs cmake and g++ (scripts/setup.sh toolchains)")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+needs_cmake = toolchain_test("needs cmake and g++ (scripts/setup.sh toolchains)",
+                             shutil.which("cmake") is None or shutil.which("g++") is None)
+needs_gxx = toolchain_test("needs g++", shutil.which("g++") is None)
 
 
 def translations(kernels_with_templates):

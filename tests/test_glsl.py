@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from conftest import ROOT, load_module
+from conftest import ROOT, load_module, toolchain_test
 from transpiler.errors import ToolchainMissing
 from transpiler.toolchains import check_sources
 
-needs_glslang = pytest.mark.skipif(shutil.which("glslangValidator") is None or shutil.which("spirv-val") is None,
-                                   reason="needs glslang-tools and spirv-tools")
+needs_glslang = toolchain_test("needs glslang-tools and spirv-tools",
+                               shutil.which("glslangValidator") is None or shutil.which("spirv-val") is None)
 
 
 def translate(kernel, **options):
@@ -219,13 +219,6 @@ def test_every_task_file_declares_every_binding():
     assert "layout(local_size_x = 1) in;" in serial and "layout(local_size_x = 128) in;" in tr.sources["two_tasks_1.comp"]
 
 
-def test_header_and_version():
-    (source,) = translate(plain_f32).sources.values()
-    first, second = source.splitlines()[:2]
-    assert first.startswith("// GLSL 450") and "test_glsl.py" in first
-    assert second == "#version 450"
-
-
 @pytest.mark.parametrize("kernel,extensions,features,device_extensions", [
     (plain_f32, [], [], []),
     (uses_i64, ["GL_EXT_shader_explicit_arithmetic_types_int64"], ["shaderInt64"], []),
@@ -242,13 +235,6 @@ def test_extensions_only_when_used(kernel, extensions, features, device_extensio
     req = tr.manifest["requirements"]
     assert req["extensions"] == extensions and req["features"] == features
     assert req["device_extensions"] == device_extensions and req["vulkan"] == "1.2"
-
-
-def test_f64_functions_without_a_double_overload_are_recorded():
-    tr = translate(f64_math)
-    (source,) = tr.sources.values()
-    assert "double(exp(float(d[i])))" in source and "sqrt(d[i])" in source
-    assert tr.manifest["requirements"]["f64_functions_in_f32"] == ["exp"]
 
 
 def test_reserved_words_get_a_suffix():
@@ -475,21 +461,6 @@ def kahan_sum(x: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarray(d
             s = t
         out[0] = s
         out[1] = c
-
-
-def test_floats_are_precise_unless_fast_math():
-    (source,) = translate(kahan_sum).sources.values()
-    assert "precise float t = s + y;" in source and "buffer qd_buffer_x { precise float x[]; }" in source
-    (fast,) = translate(kahan_sum, fast_math=True).sources.values()
-    assert "precise" not in fast
-
-
-def test_line_directives_enable_the_file_name_extension():
-    (source,) = translate(plain_f32, line_directives=True).sources.values()
-    assert "#extension GL_GOOGLE_cpp_style_line_directive : require" in source
-    assert f'#line {plain_f32.fn.__code__.co_firstlineno + 3} "test_glsl.py"' in source
-    (plain,) = translate(plain_f32).sources.values()
-    assert "#line" not in plain and "GL_GOOGLE" not in plain
 
 
 def test_kahan_summation_survives_the_driver(vulkan):

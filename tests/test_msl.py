@@ -12,18 +12,17 @@ import transpiler as qd
 from transpiler.errors import TranspileError
 from transpiler.toolchains import check_sources
 
-from conftest import KERNELS, load_module
+from conftest import KERNELS, load_module, toolchain_test
 
 atomics = load_module(KERNELS / "atomics.py")
 names = load_module(KERNELS / "names.py")
 dtypes = load_module(KERNELS / "dtypes.py")
 mathfns = load_module(KERNELS / "mathfns.py")
 
-needs_checker = pytest.mark.skipif(
-    sys.platform != "darwin" and not any(shutil.which(c) for c in ("clang++-19", "clang++")),
-    reason="needs clang++ (apt-get install clang-19) or xcrun metal")
-needs_shim = pytest.mark.skipif(sys.platform == "darwin" or shutil.which("clang++-19") is None,
-                                reason="the clang shim check runs where Apple's compiler does not")
+needs_checker = toolchain_test("needs clang++ (apt-get install clang-19) or xcrun metal",
+                               sys.platform != "darwin" and not any(shutil.which(c) for c in ("clang++-19", "clang++")))
+needs_shim = toolchain_test("the clang shim check runs where Apple's compiler does not",
+                            sys.platform == "darwin" or shutil.which("clang++-19") is None)
 
 
 @qd.kernel
@@ -125,16 +124,6 @@ def test_binding_contract_and_manifest():
     assert "    long n;  // offset 16\n" in text
     assert manifest["subgroup_size"] == 32
     assert manifest["requirements"]["msl_version"] == "2.1"
-
-
-def test_float_atomics_need_msl_3():
-    _, text, manifest = source(atomics.histogram)
-    assert manifest["requirements"]["msl_version"] == "3.0"
-    assert text.startswith("// Metal Shading Language 3.0.")
-    assert "atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&total[0]), 0.5f, " \
-           "memory_order_relaxed);" in text
-    assert "tickets[i] = atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&counter[0]), 1, " \
-           "memory_order_relaxed);" in text
 
 
 def test_reserved_words_get_a_suffix():

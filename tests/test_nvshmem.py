@@ -80,6 +80,7 @@ def publish_to_host(data: qd.types.ndarray(dtype=qd.f32, ndim=1), flag: qd.types
 SYSTEM_FENCE_LINE = publish_to_host.fn.__code__.co_firstlineno + 4
 
 
+@pytest.mark.toolchain
 def test_system_fence_is_threadfence_system_on_cuda():
     nvrtc_or_skip()
     tr = qd.translate(publish_to_host, "cuda")
@@ -89,6 +90,7 @@ def test_system_fence_is_threadfence_system_on_cuda():
     assert_compiles(tr)
 
 
+@pytest.mark.toolchain
 @pytest.mark.skipif(shutil.which("hipcc") is None, reason="needs hipcc (apt-get install hipcc)")
 def test_system_fence_is_threadfence_system_on_hip():
     tr = qd.translate(publish_to_host, "hip")
@@ -173,6 +175,8 @@ def test_every_routine_is_its_typed_nvshmem_call(every_routine):
         assert text in dump, text
 
 
+@pytest.mark.toolchain
+@pytest.mark.slow
 def test_every_routine_compiles_with_nvrtc_rdc_and_links_against_nvshmem(every_routine):
     nvrtc = nvrtc_or_skip()
     (v,) = assert_compiles(every_routine)
@@ -214,6 +218,7 @@ def test_kernels_without_shmem_stay_self_contained():
     assert "nvshmem" not in tr.manifest["requirements"] and tr.manifest["requirements"]["min_sm"] == 75
 
 
+@pytest.mark.toolchain
 def test_the_cuda_header_explains_the_host_side(tmp_path):
     ring = qd.translate(load_module(EXAMPLE / "kernels.py").ring, "cuda")
     header = render_header(ring)
@@ -287,6 +292,8 @@ def test_correct_patterns_do_not_warn(kernel):
     assert qd.translate(kernel, "cuda", warn=False).warnings == []
 
 
+@pytest.mark.toolchain
+@pytest.mark.slow
 def test_the_ring_example_is_clean_and_compiles():
     nvrtc_or_skip()
     tr = qd.translate(load_module(EXAMPLE / "kernels.py").ring, "cuda", warn=False)
@@ -315,6 +322,8 @@ def gpu_count() -> int:
     return 0
 
 
+@pytest.mark.toolchain
+@pytest.mark.slow
 def test_ring_host_builds_and_runs_where_it_can(tmp_path):
     """Transpile, compile and link the C++ host with nvcc (-rdc=true, NVSHMEM's host and
     device libraries from the wheels); run one PE (a ring of one), and two where there are

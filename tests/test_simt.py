@@ -596,6 +596,8 @@ def _check(target: str, tr) -> None:
         assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}\n\n{tr.sources[v.file]}"
 
 
+@pytest.mark.toolchain
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
 @pytest.mark.parametrize("case", COMPILE_CASES + WIDE_CASES, ids=[c[0] for c in COMPILE_CASES + WIDE_CASES])
 def test_compiles(case, variant):
@@ -638,11 +640,6 @@ def no_subgroups(a: qd.types.ndarray(qd.f32, ndim=1)):
 def size_only(out: qd.types.ndarray(qd.i32, ndim=1)):
     for i in range(out.shape[0]):
         out[i] = subgroup.group_size()
-
-
-def test_votes_fused_on_cuda_and_hip():
-    assert "__syncthreads_count(" in qd.translate(one_vote, "cuda").sources["one_vote.cu"]
-    assert "__syncthreads_count(" in qd.translate(one_vote, "hip").sources["one_vote.hip"]
 
 
 @pytest.mark.parametrize("target", ("glsl", "msl"))
@@ -725,6 +722,7 @@ def test_cli_subgroup_size(tmp_path):
     assert cli("--target", "glsl", "--subgroup-size", "12").returncode == 2
 
 
+@pytest.mark.toolchain
 def test_vulkan_refuses_a_subgroup_size_the_device_cannot_run():
     from transpiler.errors import ToolchainMissing
     from transpiler.runtime.vulkan import DeviceUnsupported, VulkanBackend
@@ -739,6 +737,7 @@ def test_vulkan_refuses_a_subgroup_size_the_device_cannot_run():
         VulkanBackend(subgroup_size=impossible)
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize("slots", (3, 2))
 def test_vote_emulation_needs_three_slots(slots):
     """The GLSL/MSL vote emulation, spelled in CUDA and run by the emulator under
@@ -785,6 +784,7 @@ def test_vote_emulation_needs_three_slots(slots):
     np.testing.assert_array_equal(per(out[:, 4], bd), np.repeat(rows.max(axis=1)[:, None], bd, axis=1))
 
 
+@pytest.mark.toolchain
 def test_vulkan_refuses_more_shared_memory_than_the_device_has(rng):
     """A radix rank over 256 digits keeps a count per digit and subgroup: with 8-lane
     subgroups that is 32 KiB, lavapipe's whole workgroup memory."""

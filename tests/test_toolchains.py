@@ -9,6 +9,8 @@ import pytest
 
 from transpiler.toolchains import check_sources
 
+pytestmark = [pytest.mark.toolchain, pytest.mark.slow]
+
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 
 
@@ -28,3 +30,26 @@ def test_golden_compiles(target, manifest_path, manifest):
     assert verdicts, "nothing was compiled"
     for v in verdicts:
         assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}"
+
+
+def test_checks_and_the_emulator_leave_nothing_in_the_temp_folder(tmp_path, monkeypatch):
+    """hipcc and hipRTC used to leave a `NAME-XXXXXX` folder in the temp directory per file."""
+    import tempfile
+
+    import transpiler as qd
+    from conftest import ROOT, load_module
+    from transpiler.runtime.cpu_emulator import build_module
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setenv("QD_CPU_CACHE", str(tmp_path / "cache"))
+    saxpy = load_module(ROOT / "examples" / "saxpy.py").saxpy
+    for target in qd.TARGETS:
+        tr = qd.translate(saxpy, target)
+        assert all(v.ok for v in check_sources(target, tr.sources, tr.manifest))
+    (name, text), = qd.translate(saxpy, "hip").sources.items()
+    build_module(text, name, dialect="hip")
+    left = sorted(p.name for p in temp.iterdir() if not p.name.startswith("_jinja2-cache"))
+    assert left == []

@@ -51,6 +51,8 @@ def header_name(manifest: dict) -> str:
 def render_header(tr: Translation) -> str:
     """The header text for one translation."""
     target = get_target(tr.target)
+    if not target.header_template:
+        raise ValueError(f"the {target.name} target has no C++ embedding header")
     values = common_context(tr.sources, tr.manifest, tr.language)
     values.update(target.header_context(tr.manifest, values))
     return template(target.header_template, target.template_dirs).render(values)

@@ -137,3 +137,15 @@ def fits(value: int, t: DType) -> bool:
     if t.kind == "uint":
         return 0 <= value < 2**t.bits
     return -(2 ** (t.bits - 1)) <= value < 2 ** (t.bits - 1)
+
+
+def identity(op: str, t: DType):
+    """The identity of ``op`` ("add", "min" or "max") on ``t``: what an exclusive scan gives
+    its first lane."""
+    if op == "add":
+        return 0.0 if t.is_float else 0
+    if t.is_float:
+        return float("inf") if op == "min" else float("-inf")
+    if op == "min":
+        return (1 << (t.bits - 1)) - 1 if t.is_signed else (1 << t.bits) - 1
+    return -(1 << (t.bits - 1)) if t.is_signed else 0

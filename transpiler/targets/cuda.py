@@ -85,17 +85,6 @@ EVIDENCE = (
 )
 
 
-def identity_value(op: str, t: T.DType):
-    """The typed identity of add / min / max (what an exclusive scan gives lane 0)."""
-    if op == "add":
-        return 0.0 if t.is_float else 0
-    if t.is_float:
-        return float("inf") if op == "min" else float("-inf")
-    if op == "min":
-        return (1 << (t.bits - 1)) - 1 if t.is_signed else (1 << t.bits) - 1
-    return -(1 << (t.bits - 1)) if t.is_signed else 0
-
-
 class CudaDialect(CxxDialect):
     name = "cuda"
     types = {"bool": "bool", "f16": "qd_half", "f32": "float", "f64": "double",
@@ -182,7 +171,7 @@ class CudaDialect(CxxDialect):
         extra = {}
         if kind == "exclusive":
             r.helper(f"subgroup_inclusive_{op}", t)
-            extra["identity"] = self.literal(identity_value(op, t), t)
+            extra["identity"] = self.literal(T.identity(op, t), t)
         return f"{r.helper('subgroup_' + e.op, t, **extra)}({args[0]})"
 
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:

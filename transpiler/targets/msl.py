@@ -15,7 +15,6 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .context import EntryPoint, Needs, TranslationContext, Usage
-from .cuda import identity_value
 from .cxx import CXX_KEYWORDS, CxxDialect
 from .dialect import f32_repr, float_text
 from .renderer import Renderer
@@ -198,7 +197,7 @@ class MslDialect(CxxDialect):
         extra = {}
         if kind == "exclusive":
             r.helper(f"subgroup_inclusive_{op}", ct)
-            extra["identity"] = self.literal(identity_value(op, ct), ct)
+            extra["identity"] = self.literal(T.identity(op, ct), ct)
         return f"{r.helper('subgroup_' + e.op, ct, **extra)}({value})"
 
     def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:

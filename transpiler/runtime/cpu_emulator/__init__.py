@@ -19,6 +19,7 @@ kernel (integer division by zero, a wild pointer, stack overflow) raise ``Kernel
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import linecache
@@ -126,14 +127,23 @@ def _run_compiler(cmd: list[str], what: str) -> None:
         raise KernelError(f"building {what} for the CPU emulator failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
 
 
-def _publish(tmp_dir: Path, final: Path) -> None:
-    """Move a finished build into place atomically (another process may race us to it)."""
+@contextlib.contextmanager
+def _building(final: Path, prefix: str):
+    """A scratch folder in the cache to build into, moved into place as ``final`` atomically
+    when the build succeeds (another process may race us to it), removed when it fails."""
+    cache_root().mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=cache_root()))
     try:
-        os.replace(tmp_dir, final)
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    try:
+        os.replace(tmp, final)
     except OSError:
         if not final.exists():
             raise
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def runtime_library(cxx: str) -> Path:
@@ -147,11 +157,9 @@ def runtime_library(cxx: str) -> Path:
     with _build_lock:
         if lib.exists():
             return lib
-        cache_root().mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="rt-", dir=cache_root()))
-        _run_compiler([cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "libqd_simt.so"), "-ldl"],
-                      "the SIMT runtime")
-        _publish(tmp, final)
+        with _building(final, "rt-") as tmp:
+            _run_compiler([cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "libqd_simt.so"),
+                           "-ldl"], "the SIMT runtime")
     return lib
 
 
@@ -167,11 +175,9 @@ def runtime_object(cxx: str) -> Path:
     with _build_lock:
         if obj.exists():
             return obj
-        cache_root().mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="rt-", dir=cache_root()))
-        _run_compiler([cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "qd_simt_rt.o")],
-                      "the SIMT runtime (race check)")
-        _publish(tmp, final)
+        with _building(final, "rt-") as tmp:
+            _run_compiler([cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "qd_simt_rt.o")],
+                          "the SIMT runtime (race check)")
     return obj
 
 
@@ -428,18 +434,16 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
     final = cache_root() / f"k-{key}"
     lib = final / out_name
     if not lib.exists():
-        cache_root().mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="k-", dir=cache_root()))
-        (tmp / source_name).write_text(source)
-        (tmp / "wrapper.cpp").write_text(wrapper)
-        if race_check:
-            cmd = [cxx, *flags, f"-I{HERE}", str(tmp / "wrapper.cpp"), str(DRIVER_SRC), str(rt), "-o", str(tmp / out_name),
-                   "-ldl"]
-        else:
-            cmd = [cxx, *flags, "-shared", f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name), str(rt),
-                   f"-Wl,-rpath,{rt.parent}"]
-        _run_compiler(cmd, source_name)
-        _publish(tmp, final)
+        with _building(final, "k-") as tmp:
+            (tmp / source_name).write_text(source)
+            (tmp / "wrapper.cpp").write_text(wrapper)
+            if race_check:
+                cmd = [cxx, *flags, f"-I{HERE}", str(tmp / "wrapper.cpp"), str(DRIVER_SRC), str(rt), "-o",
+                       str(tmp / out_name), "-ldl"]
+            else:
+                cmd = [cxx, *flags, "-shared", f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name), str(rt),
+                       f"-Wl,-rpath,{rt.parent}"]
+            _run_compiler(cmd, source_name)
     return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}), race_check)
 
 

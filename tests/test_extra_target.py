@@ -1,0 +1,80 @@
+"""A target defined outside the package (tests/extra_target/opencl.py: OpenCL C) registers
+and translates the whole feature corpus, with no edit of the package: what
+docs/adding-a-target.md promises. Its output is snapshotted beside it and compiled by clang's
+OpenCL C front end."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import transpiler as qd
+from features.corpus import features, portable
+from transpiler.targets import names, register, unregister
+from transpiler.toolchains import check_sources
+
+HERE = Path(__file__).resolve().parent / "extra_target"
+SNAPSHOTS = HERE / "snapshots"
+FEATURES = features()
+# What this small dialect leaves out, each a located error: subgroups, f16, f64, NVSHMEM and
+# system scope (and the block library, which is built on subgroups).
+UNSUPPORTED = {"subgroup_shuffles", "subgroup_folds", "subgroup_votes", "block_reduce", "block_scan", "wave32",
+               "half_floats", "double_math", "nvshmem_put", "system_fence", "scalar_params"}
+
+
+@pytest.fixture(scope="module")
+def opencl():
+    sys.path.insert(0, str(HERE))
+    from opencl import OpenclTarget
+
+    register(OpenclTarget())
+    yield "opencl"
+    unregister("opencl")
+    sys.path.remove(str(HERE))
+
+
+def translate(feature, target):
+    try:
+        tr = qd.translate(feature.kernel, target, warn=False, **feature.options_for(target))
+    except qd.TranspileError as exc:
+        return None, portable(exc)
+    return tr, None
+
+
+def test_registering_adds_the_target_and_unregistering_removes_it(opencl):
+    assert "opencl" in names() and "opencl" not in qd.TARGETS  # `--target all` stays the four
+
+
+@pytest.mark.parametrize("feature", FEATURES, ids=[f.name for f in FEATURES])
+def test_every_feature_translates_or_is_a_located_error(opencl, feature, request):
+    tr, error = translate(feature, opencl)
+    folder = SNAPSHOTS / feature.name
+    files = {f"{feature.kernel.__name__}.error": error + "\n"} if tr is None else \
+        {**tr.sources, f"{feature.kernel.__name__}.json": json.dumps(tr.manifest, indent=2) + "\n"}
+    if request.config.getoption("--update-snapshots"):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+    else:
+        assert sorted(p.name for p in folder.iterdir()) == sorted(files), "run --update-snapshots"
+        for name, text in files.items():
+            assert (folder / name).read_text() == text, f"{feature.name}/{name} differs from its snapshot"
+    if feature.name in UNSUPPORTED:
+        assert error is not None and error.startswith(f"{feature.path.name}:"), error
+    else:
+        assert tr is not None, error
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("feature", [f for f in FEATURES if f.name not in UNSUPPORTED],
+                         ids=[f.name for f in FEATURES if f.name not in UNSUPPORTED])
+def test_output_compiles_with_clang_opencl(opencl, feature):
+    if shutil.which("clang-19") is None and shutil.which("clang") is None:
+        pytest.skip("needs clang (apt-get install clang-19)")
+    tr, error = translate(feature, opencl)
+    for v in check_sources(opencl, tr.sources, tr.manifest):
+        assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}"
