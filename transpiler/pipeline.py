@@ -18,7 +18,7 @@ from .ir import nodes as ir
 from .lang.kernel import Kernel
 
 if TYPE_CHECKING:
-    from .targets.context import TranslationContext
+    from .targets.context import Options, TranslationContext
     from .targets.target import Target
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .renderer import PREC_PRIMARY, PREC_UNARY, Renderer
+from .dialect import PREC_PRIMARY, PREC_UNARY
+from .renderer import Renderer
 
 # The NVSHMEM release the spellings and the host notes were validated against.
 NVSHMEM_VERSION = "3.8.0"

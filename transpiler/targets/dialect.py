@@ -19,6 +19,22 @@ from ..ir import types as T
 if TYPE_CHECKING:
     from .renderer import Renderer
 
+# C operator precedence (higher binds tighter).
+PREC_PRIMARY, PREC_UNARY, PREC_MUL, PREC_ADD, PREC_SHIFT = 16, 15, 13, 12, 11
+PREC_REL, PREC_EQ, PREC_BITAND, PREC_BITXOR, PREC_BITOR = 10, 9, 8, 7, 6
+PREC_AND, PREC_OR, PREC_COND = 5, 4, 3
+
+BINARY = {  # IR op -> (C operator, precedence)
+    "add": ("+", PREC_ADD), "sub": ("-", PREC_ADD), "mul": ("*", PREC_MUL),
+    "truediv": ("/", PREC_MUL), "truncdiv": ("/", PREC_MUL), "truncmod": ("%", PREC_MUL),
+    "lshift": ("<<", PREC_SHIFT), "rshift": (">>", PREC_SHIFT),
+    "bitand": ("&", PREC_BITAND), "bitxor": ("^", PREC_BITXOR), "bitor": ("|", PREC_BITOR),
+}
+BITWISE = ("lshift", "rshift", "bitand", "bitxor", "bitor")
+COMPOUND = ("add", "sub", "mul", "truediv", "lshift", "rshift", "bitand", "bitxor", "bitor")
+COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),
+           "ge": (">=", PREC_REL), "eq": ("==", PREC_EQ), "ne": ("!=", PREC_EQ)}
+
 
 def f32_repr(value: float) -> str:
     """The shortest decimal that reads back as the same float32."""
@@ -102,8 +118,6 @@ class Dialect:
 
     def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
         """Python's floor division, modulo and integer power, as helper calls."""
-        from .renderer import PREC_MUL, PREC_PRIMARY
-
         t = e.type
         if e.op == "floordiv" and t.kind == "uint":
             return r.narrow(f"{r.text(e.a, PREC_MUL)} / {r.text(e.b, PREC_MUL + 1)}", PREC_MUL, t)

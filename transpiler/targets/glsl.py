@@ -16,8 +16,8 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
 from .context import EntryPoint, Needs, TranslationContext, Usage
-from .dialect import Dialect, f32_repr, float_text
-from .renderer import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Renderer
+from .dialect import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text
+from .renderer import Renderer
 from .target import Capabilities, Target, shape_arg_names
 
 GLSL_VERSION = "450"

@@ -8,149 +8,19 @@ What rendering learns (helpers, dtypes, the target's typed needs) goes into ``us
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .context import TranslationContext, Usage
-from .dialect import Dialect, Helper
-
-# C operator precedence (higher binds tighter).
-PREC_PRIMARY, PREC_UNARY, PREC_MUL, PREC_ADD, PREC_SHIFT = 16, 15, 13, 12, 11
-PREC_REL, PREC_EQ, PREC_BITAND, PREC_BITXOR, PREC_BITOR = 10, 9, 8, 7, 6
-PREC_AND, PREC_OR, PREC_COND = 5, 4, 3
-
-BINARY = {  # IR op -> (C operator, precedence)
-    "add": ("+", PREC_ADD), "sub": ("-", PREC_ADD), "mul": ("*", PREC_MUL),
-    "truediv": ("/", PREC_MUL), "truncdiv": ("/", PREC_MUL), "truncmod": ("%", PREC_MUL),
-    "lshift": ("<<", PREC_SHIFT), "rshift": (">>", PREC_SHIFT),
-    "bitand": ("&", PREC_BITAND), "bitxor": ("^", PREC_BITXOR), "bitor": ("|", PREC_BITOR),
-}
-BITWISE = ("lshift", "rshift", "bitand", "bitxor", "bitor")
-COMPOUND = ("add", "sub", "mul", "truediv", "lshift", "rshift", "bitand", "bitxor", "bitor")
-COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),
-           "ge": (">=", PREC_REL), "eq": ("==", PREC_EQ), "ne": ("!=", PREC_EQ)}
+from .dialect import (
+    BINARY, BITWISE, COMPARE, COMPOUND, PREC_ADD, PREC_AND, PREC_COND, PREC_MUL, PREC_OR, PREC_PRIMARY, PREC_REL,
+    PREC_UNARY, Dialect, Helper,
+)
 
 
 def _same_op(e: ir.Expr, op: str) -> bool:
     return isinstance(e, ir.BinOp) and e.op == op
-
-
-@dataclass
-class Helper:
-    """A helper function a module needs, rendered by the template macro ``name``."""
-
-    name: str
-    dtype: str   # the dtype name it is instantiated for
-    ctype: str   # its spelling in the target
-    extra: dict = field(default_factory=dict, compare=False)  # e.g. a typed identity literal
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.name, self.dtype)
-
-
-class Dialect:
-    """Spellings of one C-like target language. Subclasses fill in the tables."""
-
-    name = ""
-    file_ext = ""
-    types: dict[str, str] = {}
-    reserved: frozenset[str] = frozenset()
-    thread_index: dict[str, str] = {}
-    float_funcs: dict[str, str] = {}  # IR math fn -> C name (f64 spelling)
-    subgroup_size: int | None = None
-    # A fused barrier-with-reduction for block.sync_*_nonzero; without one the votes are
-    # emulated with a shared counter (passes/block_votes.py).
-    has_block_votes = False
-
-    def type_name(self, t: T.DType, loc: ir.Loc | None = None) -> str:
-        try:
-            return self.types[t.name]
-        except KeyError:
-            raise TranspileError(f"{t.name} is not supported on the {self.name} target", loc) from None
-
-    def literal(self, value, t: T.DType) -> str:
-        raise NotImplementedError
-
-    def cast(self, text: str, t: T.DType) -> str:
-        return f"{self.types[t.name]}({text})"
-
-    def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
-        raise NotImplementedError
-
-    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
-        raise NotImplementedError
-
-    def compute_type(self, t: T.DType) -> T.DType:
-        """The type arithmetic on ``t`` is carried out in (C promotes narrow ints)."""
-        return t
-
-    # ---------------------------------------------------------------- atomics and memory order
-
-    def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
-        """"native", "bits" (native on the same-width unsigned int), "cas", or None.
-        A dialect without a table spells (or rejects) every atomic itself."""
-        return "native"
-
-    def atomic_support(self, op: str, t: T.DType, space: str, loc: ir.Loc | None) -> str:
-        """How ``qd.atomic_<op>`` on a ``t`` element in ``space`` memory lowers here; the
-        seed's rejections first, then this target's table."""
-        what = f"qd.atomic_{op} on {t.name}"
-        if t is T.bool_ or t.bits < 16 or (t.is_int and t.bits == 16 and op != "cas"):
-            raise TranspileError(f"{what} is not supported on the {self.name} target: atomics need 32- or "
-                                 "64-bit elements", loc, hint="use an i32 / u32 (or i64 / u64) array")
-        if op == "exchange" and t is T.f16:
-            raise TranspileError(f"{what} is not supported on any target", loc, hint="use an f32 element")
-        if op == "exchange" and t.is_float and space == "shared":
-            raise TranspileError(f"{what} in shared memory is not supported on any target", loc,
-                                 hint="exchange an integer slot holding the value's bits")
-        form = self.atomic_table(op, t, space)
-        if form is None:
-            raise TranspileError(f"{what} ({space} memory) is not supported on the {self.name} target", loc)
-        return form
-
-    def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
-        raise NotImplementedError
-
-    def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
-        raise NotImplementedError
-
-    def fence(self, scope: str, loc: ir.Loc) -> str:
-        raise NotImplementedError
-
-    # ---------------------------------------------------------------- block and subgroup
-
-    def barrier(self, scope: str, loc: ir.Loc) -> str:
-        raise TranspileError(f"{scope} barriers are not supported on the {self.name} target yet", loc)
-
-    def block_vote(self, r: Renderer, e: ir.BlockVote, pred: str) -> str:
-        raise TranspileError(f"block.sync_{e.op}_nonzero is not supported on the {self.name} target yet", e.loc)
-
-    def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
-        raise TranspileError(f"subgroup.{e.op} is not supported on the {self.name} target yet", e.loc)
-
-    def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
-        """The declaration of a block-shared array in an entry point's body."""
-        raise TranspileError(f"shared arrays are not supported on the {self.name} target yet", array.loc)
-
-    def array_ref(self, r: Renderer, array: ir.Array, index: str) -> str:
-        return f"{r.array_name(array)}[{index}]"
-
-    def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
-        """Python's floor division, modulo and integer power, as helper calls."""
-        t = e.type
-        if e.op == "floordiv" and t.kind == "uint":
-            return r.narrow(f"{r.text(e.a, PREC_MUL)} / {r.text(e.b, PREC_MUL + 1)}", PREC_MUL, t)
-        if e.op == "mod" and t.kind == "uint":
-            return r.narrow(f"{r.text(e.a, PREC_MUL)} % {r.text(e.b, PREC_MUL + 1)}", PREC_MUL, t)
-        name = {"floordiv": "floordiv", "mod": "mod", "pow": "ipow"}.get(e.op)
-        if name is None:
-            return None
-        # A float kept in a storage-only type (f16 as a struct) computes in its compute type.
-        ht = self.compute_type(t) if t.is_float else t
-        return r.narrow(f"{r.helper(name, ht)}({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY, t)
 
 
 class Renderer:
