@@ -110,7 +110,7 @@ def missing_annotation(a):  # error: parameter `a` has no type annotation
 
 
 @qd.kernel
-def bad_annotation(a: int):  # error: unsupported annotation
+def bad_annotation(a: str):  # error: unsupported annotation
     for i in range(a):
         pass
 
@@ -125,7 +125,7 @@ def break_in_parallel(a: vec):
 def assign_outer_in_parallel(a: vec):
     total = 0.0
     for i in range(a.shape[0]):
-        total += a[i]  # error: cannot assign to `total` inside a parallel loop
+        total = a[i]  # error: cannot assign to `total` inside a parallel loop
 
 
 @qd.kernel
@@ -137,16 +137,9 @@ def assign_loop_var(a: vec):
 
 
 @qd.kernel
-def returns_value(a: vec) -> qd.f32:  # error: kernels cannot return values
+def returns_value(a: vec) -> qd.f32:  # error: annotated to return f32 but never returns a value
     for i in range(a.shape[0]):
         a[i] = 0.0
-
-
-@qd.kernel
-def atomic_on_local(a: vec):
-    for i in range(a.shape[0]):
-        x = 1.0
-        qd.atomic_add(x, 1.0)  # error: must be an ndarray element such as a[i], not a local variable
 
 
 @qd.kernel
@@ -226,13 +219,6 @@ def f64_on_metal(a: qd.types.ndarray(dtype=qd.f64, ndim=1)):  # error@msl: f64
 
 
 @qd.kernel
-def serial_local_read(a: vec):
-    first = a[0]  # error: `first` is computed in a serial part of the kernel
-    for i in range(a.shape[0]):
-        a[i] = first
-
-
-@qd.kernel
 def atomic_i64_on_metal(a: qd.types.ndarray(dtype=qd.i64, ndim=1)):
     for i in range(a.shape[0]):
         qd.atomic_add(a[0], 1)  # error@msl: Metal has no 64-bit integer read-modify-write atomics
@@ -261,13 +247,13 @@ def volatile_local(a: vec):
 @qd.kernel
 def atomic_non_lvalue(a: vec):
     for i in range(a.shape[0]):
-        qd.atomic_add(a[i] + 1.0, 1.0)  # error: must be an ndarray element such as a[i], not this expression
+        qd.atomic_add(a[i] + 1.0, 1.0)  # error: must be an ndarray element such as a[i], a local variable or a kernel-scope variable, not this expression
 
 
 @qd.kernel
 def atomic_on_scalar(a: vec, s: qd.f32):
     for i in range(a.shape[0]):
-        qd.atomic_add(s, 1.0)  # error: must be an ndarray element such as a[i], not a local variable
+        qd.atomic_add(s, 1.0)  # error: `s` is a scalar parameter, which is read-only
 
 
 @qd.kernel

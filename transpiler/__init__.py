@@ -10,7 +10,7 @@ from .lang import math, shmem, simt, types  # noqa: F401
 from .lang.kernel import Func, Kernel, Template, func, kernel, set_launcher, static, template  # noqa: F401
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,
-    atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos, cosh, exp, floor, log,
+    atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos, cosh, exp, floor, grouped, log,
     loop_config, max, min, ndrange, pow, round, rsqrt, select, sin, sinh, sqrt, static_assert, tan, tanh,
     trunc, typeof, volatile_load,
 )
@@ -28,13 +28,13 @@ float16, float32, float64 = f16, f32, f64
 global_thread_idx = simt.block.global_thread_idx
 
 # Architectures for qd.init: strings, so that naming one imports nothing heavy.
-cuda, vulkan, cpu = "cuda", "vulkan", "cpu"
+gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64", "arm64"
 
 
-def _launch(kernel: Kernel, args: tuple, kwargs: dict):
+def _launch(k: Kernel, args: tuple, kwargs: dict):
     from .runtime import launch  # the runtime (and numpy) only when a kernel runs
 
-    return launch(kernel, args, kwargs)
+    return launch(k, args, kwargs)
 
 
 set_launcher(_launch)
@@ -52,3 +52,7 @@ def init(arch: str = "vulkan", **options) -> None:
     from .runtime import init as _init
 
     _init(arch, **options)
+
+
+def sync() -> None:
+    """Wait for launched kernels to finish: a kernel call here returns when it is done."""

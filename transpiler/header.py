@@ -176,8 +176,19 @@ def common_context(sources: dict[str, str], manifest: dict, language: str) -> di
         "language": language,
         "files": files, "entries": entries, "params": params, "members": members,
         "requirements": manifest["requirements"], "subgroup_size": manifest["subgroup_size"],
+        "result": result_context(manifest, params),
         "cstr": c_string, "strings": string_array,
     }
+
+
+def result_context(manifest: dict, params: list[dict]) -> dict | None:
+    """The returned value's type and buffer, when the kernel returns one."""
+    result = manifest.get("result")
+    if result is None:
+        return None
+    arrays = [p for p in params if p["kind"] == "ndarray"]
+    k = next(k for k, p in enumerate(arrays) if p["name"] == result["param"])
+    return {"dtype": result["dtype"], "ctype": HOST_TYPES[result["dtype"]], "name": arrays[k]["cxx"], "buffer": k}
 
 
 def struct_layout(fields: list[tuple[str, str, int, int]]) -> list[dict]:
@@ -201,4 +212,5 @@ def struct_layout(fields: list[tuple[str, str, int, int]]) -> list[dict]:
 
 def buffer_table(ctx: dict, index_key: str) -> list[dict]:
     return [{"name": p["cxx"], "index": p[index_key], "dtype": p["dtype"], "ndim": p["ndim"],
-             "element_bytes": HOST_SIZES[p["dtype"]]} for p in ctx["params"] if p["kind"] == "ndarray"]
+             "element_bytes": HOST_SIZES[p["dtype"]], "role": p.get("role", "")}
+            for p in ctx["params"] if p["kind"] == "ndarray"]

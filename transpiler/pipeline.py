@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .ir import nodes as ir
+from .ir import types as T
 from .lang.kernel import Kernel
 
 if TYPE_CHECKING:
@@ -54,17 +55,20 @@ def freeze(d: dict | None) -> tuple:
 
 
 def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | None = None,
-          subgroup_size: int | None = None) -> ir.Kernel:
-    """The typed IR of one instantiation, cached on the kernel object."""
+          subgroup_size: int | None = None, defaults: T.Defaults | None = None) -> ir.Kernel:
+    """The typed IR of one instantiation, cached on the kernel object. ``defaults``: the
+    types Python's int and float stand for (i32 and f32 unless given)."""
     from .frontend.lower import lower_kernel
 
+    defaults = defaults or T.Defaults()
     cache = kernel.__dict__.setdefault("_ir_cache", {})
-    base = (freeze(template_args), freeze(arg_types))
+    base = (freeze(template_args), freeze(arg_types), defaults)
     hit = cache.get(base + (subgroup_size,))
     if hit is None:
         hit = cache.get(base + ("any width",))
     if hit is None:
-        hit = lower_kernel(kernel, template_args, arg_types, subgroup_size)
+        with T.using_defaults(defaults):
+            hit = lower_kernel(kernel, template_args, arg_types, subgroup_size)
         # IR that never asked for the subgroup width is the same at every width: one
         # lowering then serves hip (64) as well as cuda, glsl and msl (32).
         width = subgroup_size if hit.subgroup_size is not None else "any width"
@@ -76,7 +80,8 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
     """Translate ``kernel`` for ``target`` ("cuda", "hip", "glsl", "msl", or a registered one).
 
     Options: ``template_args`` (values of qd.template() parameters), ``arg_types``
-    (annotations for parameters that have none), ``subgroup_size`` (GLSL: the device's;
+    (annotations for parameters that have none, or dtypes for untyped ndarrays),
+    ``default_ip`` / ``default_fp`` (what Python's int and float stand for), ``subgroup_size`` (GLSL: the device's;
     HIP: 64 or 32), ``wave32`` (HIP on RDNA), ``fast_math`` (GLSL), ``line_directives``
     (emit #line), ``no_hazards`` (skip the SIMT hazard checker), ``warn`` (False: return
     hazard warnings in ``.warnings`` without issuing Python warnings).
@@ -89,7 +94,8 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
         raise ValueError(f"unknown target {target!r}; choose one of {', '.join(names())}")
     t = get_target(target)
     opts = t.options(options)
-    kir = lower(kernel, options.get("template_args"), options.get("arg_types"), opts.subgroup_size)
+    kir = lower(kernel, options.get("template_args"), options.get("arg_types"), opts.subgroup_size,
+                T.Defaults(options.get("default_ip") or T.i32, options.get("default_fp") or T.f32))
     hazards = []
     if not options.get("no_hazards"):
         hazards = _hazards(kernel, kir, t, opts.subgroup_size)

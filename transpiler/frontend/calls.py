@@ -48,7 +48,7 @@ class CallLowering:
             if len(args) == 1 and not isinstance(args[0], CT):
                 from .intrinsics import cast_call
 
-                return cast_call(self, {int: T.i32, float: T.f32, bool: T.bool_}[fn], node)
+                return cast_call(self, T.python_type(fn), node)
         if fn is len and len(node.args) == 1:
             arg = self.expr(node.args[0])
             if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
@@ -76,14 +76,19 @@ class CallLowering:
                          hint="decorate it with @qd.func to call it from a kernel")
 
     def inline(self, func: lang.Func, node: ast.Call):
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        return self.inline_values(func, node, args, kwargs)
+
+    def inline_values(self, func: lang.Func, node: ast.Call | ir.Loc, args: list, kwargs: dict | None = None):
+        """Inline ``func`` called at ``node`` (or a location) with argument values already lowered."""
         if func.fn in self.inline_stack:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="rewrite it as a loop")
         parsed = parse_function(func.fn)
         fdef = parsed.node
         sig = signature(func.fn)
-        args = [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        kwargs = kwargs or {}
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:
@@ -106,7 +111,7 @@ class CallLowering:
         self.scope = Scope(saved_scope, isolated=True)
         callee_root = self.scope
         annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args else {}
-        call_site = self.loc(node)
+        call_site = node if isinstance(node, ir.Loc) else self.loc(node)
         saved_site = self.library_site
         if is_library(parsed.file):
             self.library_site = call_site
@@ -134,7 +139,7 @@ class CallLowering:
                 inline_once = single and uses.get(pname, 0) <= 1 and not has_side_effects(e)
                 if pname in assigned or not (is_simple(e) or inline_once):
                     var = ir.Local(pname, e.type, self.loc(fdef))
-                    self.emit(ir.Declare(self.loc(node), var, e))
+                    self.emit(ir.Declare(call_site, var, e))
                     callee_root.names[pname] = var
                 else:
                     callee_root.names[pname] = e
@@ -150,7 +155,7 @@ class CallLowering:
                 if frame.returns_tuple is not None:
                     result = TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
                 elif frame.result is not None:
-                    result = ir.LocalRef(frame.result.type, self.loc(node), frame.result)
+                    result = ir.LocalRef(frame.result.type, call_site, frame.result)
                 else:
                     result = CT(None)
         finally:

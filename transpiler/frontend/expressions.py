@@ -61,7 +61,10 @@ class ExpressionLowering:
         return CT(node.value)
 
     def expr_Name(self, node: ast.Name):
-        bound, _ = self.scope.lookup(node.id)
+        bound, scope = self.scope.lookup(node.id)
+        shared = self.shared_for_read(bound, scope)
+        if shared is not None:
+            return self.load_var(shared, self.loc(node))
         if isinstance(bound, ir.Local):
             return ir.LocalRef(bound.type, self.loc(node), bound)
         if isinstance(bound, ir.Param):
@@ -133,15 +136,33 @@ class ExpressionLowering:
         return self.array_index(base.array, node)
 
     def array_index(self, array: ir.Array, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
-        idx_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if any(isinstance(i, ast.Slice) for i in idx_nodes):
-            raise self.error(node.slice, "slices are not supported in kernels; index one element at a time")
+        """The indices of ``array[...]``: one per dimension, written out (``a[i, j]``), as a
+        tuple of them (``a[I]`` with I from qd.grouped), or none for a 0-d array (``a[None]``,
+        ``a[()]``)."""
+        sl = node.slice
+        if isinstance(sl, ast.Tuple):
+            items = [(self.expr(i), i) for i in sl.elts]
+        elif isinstance(sl, ast.Constant) and sl.value is None:
+            items = []
+        elif isinstance(sl, ast.Slice):
+            items = [(sl, sl)]
+        else:
+            v = self.expr(sl)
+            if isinstance(v, TupleValue):
+                items = [(item, sl) for item in v.items]
+            elif isinstance(v, CT) and isinstance(v.value, tuple):
+                items = [(CT(x), sl) for x in v.value]
+            else:
+                items = [(v, sl)]
+        if any(isinstance(i, ast.Slice) for _, i in items):
+            raise self.error(sl, "slices are not supported in kernels; index one element at a time")
         nd = array.type.ndim
-        if len(idx_nodes) != nd:
-            raise self.error(node, f"`{array.name}` has {nd} dimension(s) but is indexed with {len(idx_nodes)}")
+        if len(items) != nd:
+            raise self.error(node, f"`{array.name}` has {nd} dimension(s) but is indexed with {len(items)}",
+                             hint="index a 0-d array with a[None] or a[()]" if nd == 0 else None)
         indices = []
-        for i in idx_nodes:
-            e = self.rvalue(i)
+        for v, i in items:
+            e = self.to_expr(v, i)
             if not e.type.is_int and e.type is not T.bool_:
                 raise self.error(i, f"an index must be an integer, not {e.type.name}",
                                  hint="convert it with qd.cast(x, qd.i32) or int(x)")
@@ -179,7 +200,7 @@ class ExpressionLowering:
                 return ir.BinOp(T.bool_, loc, op, ea, eb)
         t = T.promote(ta, tb)
         if op == "truediv" and not t.is_float:
-            t = T.DEFAULT_FLOAT
+            t = T.defaults().fp
         if op == "pow":
             if t.is_float:
                 return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])

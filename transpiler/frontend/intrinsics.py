@@ -72,9 +72,9 @@ def _typeof(lo, name, node):
     return CT(lo.to_expr(v, node.args[0]).type)
 
 
-@handler("ndrange")
+@handler("ndrange", "grouped")
 def _ndrange(lo, name, node):
-    raise lo.error(node, "qd.ndrange() can only drive a for loop")
+    raise lo.error(node, f"qd.{name}() can only drive a for loop")
 
 
 @handler("loop_config")
@@ -155,7 +155,7 @@ def _abs(lo, name, node):
 
 def _float_arg(lo, v, node) -> ir.Expr:
     e = lo.to_expr(v, node)
-    return e if e.type.is_float else lo.coerce(e, T.DEFAULT_FLOAT, node, explicit=True)
+    return e if e.type.is_float else lo.coerce(e, T.defaults().fp, node, explicit=True)
 
 
 @handler(*_FLOAT_MATH)
@@ -358,10 +358,12 @@ def _atomic(lo, name, node):
     if node.keywords or len(node.args) != n:
         raise lo.error(node, f"qd.{name}() takes {n} arguments")
     target = node.args[0]
+    used = lo.statement_call is not node
+    if isinstance(target, ast.Name):
+        return _atomic_on_name(lo, name, op, node, target, used)
     if not isinstance(target, ast.Subscript):
-        what = "a local variable" if isinstance(target, ast.Name) else "this expression"
         raise lo.error(target, f"the first argument of qd.{name} must be an ndarray element such as a[i], "
-                               f"not {what}")
+                               "a local variable or a kernel-scope variable, not this expression")
     array, indices = lo.lvalue(target)
     values = [lo.rvalue(a) for a in node.args[1:]]
     expected = None
@@ -372,6 +374,39 @@ def _atomic(lo, name, node):
             raise TranspileError(f"qd.atomic_cas on {array.type.dtype.name}: compare-and-swap needs an integer "
                                  "element", lo.loc(node))
     return lo.make_atomic(op, array, indices, values[0], node, f"qd.{name}", expected)
+
+
+def _atomic_on_name(lo, name: str, op: str, node: ast.Call, target: ast.Name, used: bool):
+    """An atomic on a variable: a kernel-scope one is shared by threads (an atomic, or a
+    reduction inside a parallel loop); a local belongs to its thread (read, combine, write).
+    Either way it returns the old value, as Quadrants does."""
+    bound, scope = lo.scope.lookup(target.id)
+    values = [lo.rvalue(a) for a in node.args[1:]]
+    expected = values[0] if op == "cas" else None
+    value = values[-1]
+    spelled = f"qd.{name}"
+    shared = lo.shared_for_update(bound, scope) or lo.shared_for_read(bound, scope)
+    if shared is not None:
+        dtype = shared.type
+        if op == "cas":
+            expected = lo.coerce(expected, dtype, node.args[1])
+        result = lo.update_var(shared, op, value, node, spelled, used, expected)
+    elif isinstance(bound, ir.Local):
+        lo.check_writable(bound, scope, target)
+        dtype = bound.type
+        ref = ir.LocalRef(dtype, lo.loc(target), bound)
+        result = lo.update_serially(ref, lambda v: lo.emit(ir.Assign(lo.loc(node), bound, v)), op, value, node, used,
+                                    expected)
+    elif isinstance(bound, ir.Param):
+        raise lo.error(target, f"the first argument of qd.{name} must be a variable or an ndarray element; "
+                               f"`{target.id}` is a scalar parameter, which is read-only",
+                       hint=f"copy it into a local first: `{target.id}_local = {target.id}`")
+    else:
+        raise lo.error(target, f"the first argument of qd.{name} must be a variable or an ndarray element; "
+                               f"`{target.id}` is neither")
+    if op in ("and", "or", "xor") and dtype.is_float:
+        raise TranspileError(f"{spelled} on {dtype.name}: bitwise atomics need an integer element", lo.loc(node))
+    return result if result is not None else CT(None)
 
 
 @handler("system.mem_fence")

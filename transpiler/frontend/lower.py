@@ -17,17 +17,18 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
 from .common import (
-    ast_nodes, locals_assigned, locals_declared, locals_read, locals_read_expr, nonneg, target_nodes,
+    ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
 )
 from .source import parse_function
-from .values import CT, ArrayHandle
+from .values import CT, ArrayHandle, KernelVar, TupleValue
 from .calls import CallLowering
 from .expressions import ExpressionLowering
+from .kernel_scope import KernelScopeLowering
 from .scopes import Scope, _FuncFrame
 from .statements import StatementLowering
 
 
-class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
+class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -54,6 +55,17 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
         self.params: list[ir.Param] = []
         self.frame_declares: list[ir.Stmt] = []  # result variables of the function being inlined
         self.library_site: ir.Loc | None = None  # the user's call into library code, while inlining it
+        # Kernel-scope state (kernel_scope.py): the kernel's own buffers, the reductions of the
+        # parallel loop being lowered, the return type and value.
+        self.kernel_scope: Scope | None = None
+        self.serial_declared: set[ir.Local] = set()  # declared by the serial part being collected
+        self.hidden_params: list[ir.Param] = []
+        self.reductions: dict = {}
+        self.parallel_ast: list[ast.stmt] | None = None
+        self.current_block_dim = 128
+        self.return_type: T.DType | None = None
+        self.result_param: ir.Param | None = None
+        self.statement_call: ast.Call | None = None  # a call whose value is not used
 
     # ------------------------------------------------------------------ helpers
 
@@ -106,21 +118,24 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
                 and isinstance(body[0].value.value, str):
             body = body[1:]
         self.push_scope()
+        self.kernel_scope = self.scope
         self.serial: list[ir.Stmt] = []
         self.serial_loc: ir.Loc | None = None
         self.top_level(body)
         self.flush_serial()
         self.pop_scope()
-        if fdef.returns is not None:
-            raise self.error(fdef.returns, "kernels cannot return values",
-                             hint="write the result into an ndarray parameter")
+        if self.return_type is not None and self.result_param is None:
+            raise self.error(fdef.returns, f"the kernel is annotated to return {self.return_type.name} but never "
+                                           "returns a value", hint="end it with `return VALUE`")
         names = [f"{self.kernel.__name__}_{k}" for k in range(len(self.tasks))] \
             if len(self.tasks) > 1 else [self.kernel.__name__]
         for task, name in zip(self.tasks, names):
             task.name = name
         if not self.tasks:
             raise TranspileError(f"kernel {self.kernel.__name__} does nothing", loc)
-        return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params, self.tasks,
+        for k, p in enumerate(self.hidden_params, start=len(self.params)):
+            p.index = k
+        return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
                          self.subgroup_size if self.subgroup_size_used else None)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
@@ -131,42 +146,70 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
             annotations = inspect.get_annotations(self.kernel.fn, eval_str=True)
         except Exception as exc:  # noqa: BLE001 - any failure evaluating user annotations
             raise self.error(fdef, f"cannot evaluate the parameter annotations: {exc}") from None
+        self.return_type = self.return_annotation(fdef, annotations)
         index = 0
         for a in args.args:
             loc = self.loc(a)
-            ann = self.arg_types.get(a.arg, annotations.get(a.arg))
+            given = self.arg_types.get(a.arg)
+            ann = annotations.get(a.arg, given)
             if ann is None:
                 raise self.error(a, f"parameter `{a.arg}` has no type annotation",
                                  hint=f"annotate it, e.g. `{a.arg}: qd.f32` or "
                                       f"`{a.arg}: qd.types.ndarray(dtype=qd.f32, ndim=1)`")
-            if isinstance(ann, lang.Template) or ann is lang.template:
+            kind = lang.param_kind(ann)
+            if kind == "template" and isinstance(given, lang.NdarrayAnnotation):
+                kind, ann = "ndarray", given  # an ndarray passed to a qd.template() parameter
+            elif kind == "template":
                 if a.arg not in self.template_args:
                     raise self.error(a, f"template parameter `{a.arg}` needs a value",
-                                     hint=f"pass template_args={{'{a.arg}': ...}} to qd.translate")
+                                     hint=f"pass template_args={{'{a.arg}': ...}} to qd.translate "
+                                          f"(on the command line: --template {a.arg}=VALUE)")
                 self.scope.names[a.arg] = CT(self.template_args[a.arg])
                 continue
-            if isinstance(ann, T.DType):
-                p = ir.Param(a.arg, ann, index, loc)
+            if kind == "scalar":
+                # Python's int and float are the default types; a bool flag travels as an i32.
+                dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
+                p = ir.Param(a.arg, dtype, index, loc)
                 self.scope.names[a.arg] = p
-            elif isinstance(ann, lang.NdarrayAnnotation):
-                if ann.dtype is None or ann.ndim is None:
-                    raise self.error(a, f"ndarray parameter `{a.arg}` needs a dtype and ndim to be translated",
-                                     hint="annotate it as qd.types.ndarray(dtype=qd.f32, ndim=1)")
-                if not isinstance(ann.dtype, T.DType) or ann.dtype is T.bool_:
-                    raise self.error(a, f"ndarray parameter `{a.arg}` has an unsupported dtype {ann.dtype!r}")
-                p = ir.Param(a.arg, T.NdarrayType(ann.dtype, int(ann.ndim)), index, loc,
+            elif kind == "ndarray":
+                p = ir.Param(a.arg, self.ndarray_type(a, lang.ndarray_annotation(ann), given), index, loc,
                              symmetric=getattr(ann, "symmetric", False))
                 self.scope.names[a.arg] = ArrayHandle(p)
             else:
                 raise self.error(a, f"parameter `{a.arg}` has an unsupported annotation {ann!r}",
-                                 hint="use a scalar type such as qd.i32, qd.types.ndarray(...), or qd.template()")
+                                 hint="use a scalar type (qd.i32, int, float), qd.types.ndarray(...) / "
+                                      "qd.types.NDArray[dtype, ndim], or qd.template()")
             self.params.append(p)
             index += 1
+
+    def ndarray_type(self, a: ast.arg, ann: lang.NdarrayAnnotation, given) -> T.NdarrayType:
+        """The type of an ndarray parameter: its annotation, completed by the argument's dtype
+        and ndim (``arg_types``: the call's, or --template NAME=DTYPE[:NDIM]) where it leaves
+        them open."""
+        dtype, ndim = ann.dtype, ann.ndim
+        if isinstance(given, lang.NdarrayAnnotation):
+            dtype, ndim = dtype or given.dtype, ndim if ndim is not None else given.ndim
+        dtype = T.python_type(dtype) or dtype
+        if dtype is None or ndim is None:
+            want = "a dtype" if ndim is not None else ("an ndim" if dtype is not None else "a dtype and ndim")
+            spelled = f"qd.types.ndarray(dtype={dtype or 'qd.f32'}, ndim={1 if ndim is None else ndim})"
+            raise self.error(a, f"ndarray parameter `{a.arg}` needs {want} to be translated: it comes from the "
+                                "argument when the kernel is called",
+                             hint=f"annotate it as {spelled}, or give it on the command line: "
+                                  f"--template {a.arg}={getattr(dtype, 'name', 'f32')}:{1 if ndim is None else ndim}")
+        if not isinstance(dtype, T.DType) or dtype is T.bool_:
+            raise self.error(a, f"ndarray parameter `{a.arg}` has an unsupported dtype {dtype!r}",
+                             hint="use a numeric dtype such as qd.f32 or qd.i32")
+        if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 0:
+            raise self.error(a, f"ndarray parameter `{a.arg}` has an invalid ndim {ndim!r}")
+        return T.NdarrayType(dtype, ndim)
 
     # ------------------------------------------------------------------ top level: tasks
 
     def top_level(self, stmts: list[ast.stmt]) -> None:
         for s in stmts:
+            if self.result_param is not None:
+                raise self.error(s, "code after the kernel's `return` never runs")
             if isinstance(s, ast.Expr) and self.is_call_to(s.value, "loop_config"):
                 self.loop_config(s.value)
             elif isinstance(s, ast.For) and not self.is_static_call(s.iter):
@@ -203,6 +246,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
         for st in self.serial:
             if isinstance(st, ir.Declare):
                 self.serial_locals.setdefault(st.var, st.loc)
+                self.serial_declared.add(st.var)
         for var in locals_assigned(self.serial) & self.top_level_locals:
             self.serial_locals.setdefault(var, var.loc)
 
@@ -213,6 +257,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
         self.tasks.append(ir.Task("", "serial", [], [], 1, self.serial, self.serial_loc, prelude=prelude))
         self.serial = []
         self.serial_loc = None
+        self.serial_declared = set()
 
     def is_uniform_assignment(self, s: ast.stmt) -> bool:
         """A top-level assignment of a pure value to a plain name: recomputed in every task
@@ -232,6 +277,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
             bound, _ = self.scope.lookup(target.id)
             if not isinstance(bound, ir.Local) or bound not in self.top_level_locals:
                 return False
+        if any(isinstance(self.scope.lookup(t.id)[0], KernelVar) for t in names):
+            return False  # it lives in the kernel's scratch buffer: a store, in order
         return self.is_pure(value)
 
     def is_pure(self, node: ast.expr) -> bool:
@@ -255,13 +302,12 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
                     return False
             if isinstance(sub, ast.Name):
                 bound, _ = self.scope.lookup(sub.id)
-                if isinstance(bound, ir.Local) and bound in self.serial_locals:
+                if isinstance(bound, ir.Local) and bound in self.serial_locals or isinstance(bound, KernelVar):
                     return False
         return True
 
     def uniform_prelude(self, body: list[ir.Stmt], extra_exprs: list[ir.Expr]) -> list[ir.Stmt]:
         """The top-level definitions ``body`` and ``extra_exprs`` (transitively) read."""
-        self.check_no_serial_locals(body, extra_exprs)
         if not self.uniform_defs:
             return []
         needed: set[ir.Local] = set()
@@ -278,20 +324,6 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
                     needed |= locals_read_expr(value)
         picked.reverse()
         return picked
-
-    def check_no_serial_locals(self, body: list[ir.Stmt], extra_exprs: list[ir.Expr]) -> None:
-        """A task cannot read a local another task computed: tasks are separate launches."""
-        reads = locals_read(body)
-        for e in extra_exprs:
-            reads |= locals_read_expr(e)
-        foreign = [v for v in reads - locals_declared(body) if v in self.serial_locals]
-        if foreign:
-            var = min(foreign, key=lambda v: (v.loc.line, v.loc.col))
-            where = self.serial_locals[var]
-            raise TranspileError(
-                f"`{var.name}` is computed in a serial part of the kernel (line {where.line}) and cannot be read "
-                "by another task: each top-level loop is a separate launch", var.loc,
-                hint="compute it only from parameters, shapes and constants, or pass it through an ndarray")
 
     def loop_config(self, call: ast.Call) -> None:
         for kw in call.keywords:
@@ -320,45 +352,80 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
             prelude = self.uniform_prelude(body, [])
             self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
             return
-        ranges = self.loop_ranges(s.iter, parallel=True)
-        names = self.loop_targets(s.target, len(ranges))
+        ranges, grouped = self.loop_ranges(s.iter, parallel=True)
         self.push_scope(task_root=True)
-        loop_vars = []
-        for name, tnode in zip(names, target_nodes(s.target)):
-            var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True)
-            self.scope.names[name] = var
-            loop_vars.append(var)
-        for var, (begin, _) in zip(loop_vars, ranges):
-            var.nonneg = nonneg(begin)
+        loop_vars = self.bind_loop_targets(s.target, ranges, grouped)
         saved_block, self.block = self.block, []
         self.in_parallel = True
         self.task_shared = []
+        self.parallel_ast, self.current_block_dim = s.body, block_dim
         try:
             for st in s.body:
                 self.stmt(st)
+            accumulators, epilogue = self.finish_reductions()
         finally:
             self.in_parallel = False
+            self.parallel_ast = None
             body, self.block = self.block, saved_block
             self.pop_scope()
         bounds = [e for r in ranges for e in r]
-        prelude = self.uniform_prelude(body, bounds)
+        prelude = self.uniform_prelude(body + epilogue, bounds) + accumulators
         self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc,
-                                  shared=self.task_shared, prelude=prelude))
+                                  shared=self.task_shared, prelude=prelude, epilogue=epilogue))
 
-    def loop_ranges(self, it: ast.expr, parallel: bool = False) -> list[tuple[ir.Expr, ir.Expr]]:
+    def bind_loop_targets(self, target: ast.expr, ranges: list, grouped: bool) -> list[ir.Local]:
+        """The loop variables, one per dimension, bound in the current scope: each to its
+        name, or (qd.grouped) together as one tuple-valued name."""
+        if grouped:
+            if not isinstance(target, ast.Name):
+                raise self.error(target, "a qd.grouped loop has one loop variable, e.g. `for I in qd.grouped(a)`")
+            names = [f"{target.id}_{d}" for d in range(len(ranges))]
+            tnodes = [target] * len(ranges)
+        else:
+            names = self.loop_targets(target, len(ranges))
+            tnodes = target_nodes(target)
+        loop_vars = []
+        for name, tnode, (begin, _) in zip(names, tnodes, ranges):
+            var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True)
+            var.nonneg = nonneg(begin)
+            self.scope.names[name] = var
+            loop_vars.append(var)
+        if grouped:
+            self.scope.names[target.id] = TupleValue([ir.LocalRef(T.i32, v.loc, v) for v in loop_vars])
+        return loop_vars
+
+    def loop_ranges(self, it: ast.expr, parallel: bool = False) -> tuple[list[tuple[ir.Expr, ir.Expr]], bool]:
+        """The (begin, end) of every dimension a for loop iterates over, and whether its
+        indices come grouped (``qd.grouped(...)``): range(...), qd.ndrange(...), an ndarray
+        (``for i, j in a``: its shape), or qd.grouped of an ndrange or an ndarray."""
         bound = self.parallel_bound if parallel else self.index_expr
+        what = "a top-level for loop" if parallel else "a for loop in a kernel"
+        must = (f"{what} must iterate over range(...), qd.ndrange(...), an ndarray, qd.grouped(...)"
+                + ("" if parallel else " or qd.static(...)"))
         if not isinstance(it, ast.Call):
-            raise self.error(it, "a top-level for loop must iterate over range(...) or qd.ndrange(...)")
+            v = self.expr(it)
+            if isinstance(v, ArrayHandle) and isinstance(v.array, ir.Param):
+                return self.array_ranges(v.array, it), False
+            raise self.error(it, must)
         f = self.expr(it.func)
         fv = f.value if isinstance(f, CT) else None
+        if getattr(fv, "_qd_builtin", None) == "grouped":
+            if len(it.args) != 1 or it.keywords:
+                raise self.error(it, "qd.grouped() takes one argument: an ndarray or a qd.ndrange(...)")
+            inner, grouped = self.loop_ranges(it.args[0], parallel)
+            if grouped:
+                raise self.error(it.args[0], "qd.grouped() of qd.grouped() is not supported")
+            return inner, True
         if it.keywords:
             raise self.error(it, "range() takes no keyword arguments")
         if fv is range:
+            if not parallel:
+                raise self.error(it, "internal error: a serial range goes through serial_range")
             if not 1 <= len(it.args) <= 2:
                 raise self.error(it, "a parallel range takes 1 or 2 arguments (a step is not supported)",
                                  hint="use range(begin, end) and scale the index in the body")
             args = [bound(a) for a in it.args]
-            return [(ir.Const(T.i32, args[0].loc, 0), args[0])] if len(args) == 1 else [(args[0], args[1])]
+            return ([(ir.Const(T.i32, args[0].loc, 0), args[0])] if len(args) == 1 else [(args[0], args[1])]), False
         if getattr(fv, "_qd_builtin", None) == "ndrange":
             ranges = []
             for a in it.args:
@@ -371,8 +438,16 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering):
                     ranges.append((ir.Const(T.i32, e.loc, 0), e))
             if not ranges:
                 raise self.error(it, "qd.ndrange needs at least one dimension")
-            return ranges
-        raise self.error(it, "a top-level for loop must iterate over range(...) or qd.ndrange(...)")
+            return ranges, False
+        raise self.error(it, must)
+
+    def array_ranges(self, array: ir.Param, node: ast.AST) -> list[tuple[ir.Expr, ir.Expr]]:
+        """``for i, j in a``: every index of the ndarray ``a``, row-major."""
+        loc = self.loc(node)
+        if array.type.ndim == 0:
+            raise self.error(node, f"`{array.name}` is a 0-d ndarray: there is nothing to loop over",
+                             hint=f"read its one element as {array.name}[None]")
+        return [(ir.Const(T.i32, loc, 0), ir.Shape(T.i32, loc, array, d)) for d in range(array.type.ndim)]
 
     def loop_targets(self, target: ast.expr, n: int) -> list[str]:
         nodes = target_nodes(target)

@@ -9,9 +9,9 @@ from ..ir import types as T
 from ..ir.walk import iter_expr
 from .common import (
     ATOMIC_AUGASSIGN, BINOPS, SYMBOL, UNSUPPORTED_STMT, ast_nodes, has_side_effects,
-    is_loop_invariant, is_py_scalar, nonneg, target_nodes,
+    is_loop_invariant, is_py_scalar, nonneg,
 )
-from .values import CT, ArrayHandle, ShapeHandle, TupleValue
+from .values import CT, ArrayHandle, KernelVar, ShapeHandle, TupleValue
 from .scopes import Scope
 
 
@@ -33,6 +33,7 @@ class StatementLowering:
             return  # a docstring or a string used as a comment
         if isinstance(s.value, ast.Call) and self.is_call_to(s.value, "loop_config"):
             raise self.error(s, "qd.loop_config() must come right before a top-level for loop")
+        self.statement_call = s.value if isinstance(s.value, ast.Call) else None
         v = self.expr(s.value)
         if isinstance(v, ir.Expr) and has_side_effects(v):
             self.emit(ir.ExprStmt(self.loc(s), v))
@@ -113,6 +114,12 @@ class StatementLowering:
     def assign_name(self, target: ast.Name, value, stmt: ast.stmt) -> None:
         name = target.id
         bound, scope = self.scope.lookup(name)
+        if isinstance(bound, KernelVar):
+            if self.in_parallel:
+                raise self.race(target, name)
+            v = self.coerce(self.to_expr(value, target), bound.type, stmt)
+            self.emit(ir.Store(self.loc(stmt), bound.param, [], v))
+            return
         if isinstance(bound, ir.Local):
             self.check_writable(bound, scope, target)
             v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
@@ -155,10 +162,13 @@ class StatementLowering:
             s = self.scope
             while s is not None and s is not scope:
                 if s.task_root:
-                    raise self.error(node, f"cannot assign to `{var.name}` inside a parallel loop: it is "
-                                           "defined outside the loop, so each thread would update its own copy",
-                                     hint="accumulate into an ndarray element with `+=` (an atomic add)")
+                    raise self.race(node, var.name)
                 s = s.parent
+
+    def race(self, node: ast.AST, name: str):
+        return self.error(node, f"cannot assign to `{name}` inside a parallel loop: it is defined outside the loop, "
+                                "so every thread would overwrite it", hint=f"update it with `{name} += v` (a "
+                                f"reduction), or qd.atomic_min({name}, v) / qd.atomic_max({name}, v)")
 
     def new_temp(self, base: str, value: ir.Expr, node: ast.AST) -> ir.Local:
         var = ir.Local(base, value.type, self.loc(node))
@@ -169,6 +179,19 @@ class StatementLowering:
         op = BINOPS[type(s.op)]
         if isinstance(s.target, ast.Name):
             bound, scope = self.scope.lookup(s.target.id)
+            shared = self.shared_for_update(bound, scope) or self.shared_for_read(bound, scope)
+            if shared is not None:
+                value = self.rvalue(s.value)
+                if op in ATOMIC_AUGASSIGN or op == "mul":
+                    self.update_var(shared, ATOMIC_AUGASSIGN.get(op, op), value, s, f"`{SYMBOL[op]}=`",
+                                    result_used=False)
+                elif self.in_parallel:
+                    raise self.race(s.target, s.target.id)
+                else:
+                    cur = self.load_var(shared, self.loc(s.target))
+                    result = self.coerce(self.binop(op, cur, value, s), shared.type, s)
+                    self.emit(ir.Store(self.loc(s), shared.param, [], result))
+                return
             if not isinstance(bound, ir.Local):
                 if bound is None and self.global_lookup(s.target.id) is None:
                     raise self.error(s.target, f"undefined name `{s.target.id}`")
@@ -232,22 +255,20 @@ class StatementLowering:
         fv = f.value if isinstance(f, CT) else None
         if fv is range:
             self.serial_range(s)
-        elif getattr(fv, "_qd_builtin", None) == "ndrange":
-            ranges = self.loop_ranges(it)
-            names = self.loop_targets(s.target, len(ranges))
-            # Nested serial loops, outermost first.
-            self.nested_ranges(s, list(zip(names, target_nodes(s.target), ranges)))
-        else:
-            raise self.error(it, "a for loop in a kernel must iterate over range(...), qd.ndrange(...) "
-                                 "or qd.static(...)")
+            return
+        # qd.ndrange, an ndarray, qd.grouped: nested serial loops, outermost first.
+        ranges, grouped = self.loop_ranges(it)
+        self.push_scope()
+        try:
+            loop_vars = self.bind_loop_targets(s.target, ranges, grouped)
+            self.nested_ranges(s, list(zip(loop_vars, ranges)))
+        finally:
+            self.pop_scope()
 
     def nested_ranges(self, s: ast.For, dims) -> None:
-        (name, tnode, (begin, end)), rest = dims[0], dims[1:]
+        (var, (begin, end)), rest = dims[0], dims[1:]
         loc = self.loc(s)
         self.push_scope()
-        var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True)
-        var.nonneg = nonneg(begin)
-        self.scope.names[name] = var
         saved, self.block = self.block, []
         self.loop_depth += 1
         try:
@@ -365,9 +386,8 @@ class StatementLowering:
 
     def stmt_Return(self, s: ast.Return) -> None:
         if len(self.frames) == 1:
-            raise self.error(s, "kernels cannot return values" if s.value is not None else
-                             "return is not supported in kernels",
-                             hint="write results into an ndarray parameter")
+            self.kernel_return(s)
+            return
         frame = self.frame
         if s.value is None:
             return

@@ -29,10 +29,23 @@ class ShapeHandle:
 
 
 @dataclass(slots=True)
+class KernelVar:
+    """A kernel-scope variable that several tasks share (a reduction's total, a value a
+    serial part computes for later tasks): it lives in the scratch buffer ``param``."""
+
+    param: ir.Param
+    name: str
+
+    @property
+    def type(self):
+        return self.param.type.dtype
+
+
+@dataclass(slots=True)
 class TupleValue:
     """A tuple of runtime values (``a, b = b, a``; several return values)."""
 
     items: list
 
 
-Value = ir.Expr | CT | ArrayHandle | ShapeHandle | TupleValue
+Value = ir.Expr | CT | ArrayHandle | ShapeHandle | KernelVar | TupleValue

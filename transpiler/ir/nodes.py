@@ -46,10 +46,19 @@ class Param:
     # An ndarray on NVSHMEM's symmetric heap (``qd.shmem.symmetric``): the same object on
     # every PE, so a PE can name another PE's copy. The host must allocate it with nvshmem_malloc.
     symmetric: bool = False
+    # "arg": a parameter the user wrote. The kernel's own storage, bound like a 0-d ndarray
+    # after them: "scratch" holds a kernel-scope variable that several tasks share (a
+    # reduction's total, a value a serial part computes for later tasks), "result" the
+    # value the kernel returns.
+    role: str = "arg"
 
     @property
     def is_array(self) -> bool:
         return isinstance(self.type, NdarrayType)
+
+    @property
+    def hidden(self) -> bool:
+        return self.role != "arg"
 
 
 @dataclass(eq=False, slots=True)
@@ -526,9 +535,15 @@ class Task:
     # Top-level locals the task reads, recomputed before its loop (they are pure values
     # of parameters and shapes, so every task can recompute them instead of sharing them).
     prelude: list[Stmt] = field(default_factory=list)
+    # What every thread runs after its last iteration (a reduction's block fold and atomic).
+    epilogue: list[Stmt] = field(default_factory=list)
 
     def extent(self) -> list[Expr]:
         return [end for _, end in self.ranges]
+
+    def code(self) -> list[Stmt]:
+        """Every statement of the task, in the order its entry point runs them."""
+        return self.prelude + self.body + self.epilogue
 
 
 @dataclass(eq=False, slots=True)

@@ -134,7 +134,8 @@ def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str])
 
 def dump_kernel(k: ir.Kernel) -> str:
     names = _Names()
-    params = ", ".join(f"{p.name}: {'symmetric ' if p.symmetric else ''}{p.type!r}" for p in k.params)
+    params = ", ".join(f"{p.name}: {'symmetric ' if p.symmetric else ''}{p.role + ' ' if p.hidden else ''}{p.type!r}"
+                       for p in k.params)
     out = [f"kernel {k.name}({params})  # {os.path.basename(k.file)}:{k.loc.line}"]
     for t in k.tasks:
         head = f"task {t.name} {t.kind}"
@@ -147,4 +148,7 @@ def dump_kernel(k: ir.Kernel) -> str:
             out.append("  prelude:")
             dump_stmts(t.prelude, names, 2, out)
         dump_stmts(t.body, names, 1, out)
+        if t.epilogue:
+            out.append("  epilogue:")
+            dump_stmts(t.epilogue, names, 2, out)
     return "\n".join(out) + "\n"

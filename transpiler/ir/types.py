@@ -6,6 +6,7 @@ Python literals adapt to the other operand (``x_u8 + 1`` stays ``u8``).
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 
@@ -58,8 +59,44 @@ u8, u16, u32, u64 = (DType(f"u{b}", "uint", b) for b in (8, 16, 32, 64))
 f16, f32, f64 = (DType(f"f{b}", "float", b) for b in (16, 32, 64))
 
 SCALARS: dict[str, DType] = {t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64)}
-DEFAULT_INT = i32
-DEFAULT_FLOAT = f32
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """The types Python's ``int`` and ``float`` stand for (literals, annotations, ``int(x)``):
+    ``qd.init(default_ip=..., default_fp=...)``, i32 and f32 unless asked otherwise."""
+
+    ip: DType = i32
+    fp: DType = f32
+
+
+_defaults = Defaults()
+
+
+def defaults() -> Defaults:
+    return _defaults
+
+
+@contextlib.contextmanager
+def using_defaults(d: Defaults):
+    """Lower with ``d`` as the default int and float types."""
+    global _defaults
+    saved, _defaults = _defaults, d
+    try:
+        yield
+    finally:
+        _defaults = saved
+
+
+def python_type(t) -> DType | None:
+    """The dtype Python's ``int``, ``float`` or ``bool`` stands for (None for anything else)."""
+    if t is int:
+        return _defaults.ip
+    if t is float:
+        return _defaults.fp
+    if t is bool:
+        return bool_
+    return None
 
 
 def from_numpy(dt) -> DType:
@@ -128,8 +165,8 @@ def literal_type(value) -> DType:
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
-        return i32 if -(2**31) <= value < 2**31 else i64
-    return DEFAULT_FLOAT
+        return _defaults.ip if fits(value, _defaults.ip) else i64
+    return _defaults.fp
 
 
 def fits(value: int, t: DType) -> bool:

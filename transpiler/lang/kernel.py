@@ -88,7 +88,8 @@ class NdarrayAnnotation:
 
 
 class _NdarrayFactory:
-    """``qd.types.ndarray(dtype=..., ndim=...)`` and ``qd.types.NDArray[dtype, ndim]``."""
+    """``qd.types.ndarray(dtype=..., ndim=...)`` and ``qd.types.NDArray[dtype, ndim]``; used bare
+    as an annotation, an ndarray whose dtype and ndim come from the argument."""
 
     def __call__(self, dtype: DType | None = None, ndim: int | None = None, symmetric: bool = False,
                  **_ignored) -> NdarrayAnnotation:
@@ -98,6 +99,26 @@ class _NdarrayFactory:
         if isinstance(item, tuple):
             return NdarrayAnnotation(*item)
         return NdarrayAnnotation(item)
+
+    def __repr__(self) -> str:
+        return "qd.types.ndarray"
+
+
+def param_kind(ann) -> str | None:
+    """What a kernel parameter's annotation asks for: "template", "scalar" (a DType, or
+    Python's int / float / bool), "ndarray" (possibly untyped), or None (not supported)."""
+    if ann is Template or ann is template or isinstance(ann, Template):
+        return "template"
+    if isinstance(ann, DType) or ann in (int, float, bool):
+        return "scalar"
+    if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)):
+        return "ndarray"
+    return None
+
+
+def ndarray_annotation(ann) -> NdarrayAnnotation:
+    """An ndarray parameter's annotation, the bare factory read as the untyped one."""
+    return NdarrayAnnotation() if isinstance(ann, _NdarrayFactory) else ann
 
 
 # ----------------------------------------------------------------------------- built-in markers

@@ -11,6 +11,12 @@ from .kernel import builtin
 def ndrange(*extents): ...
 
 
+@builtin("grouped")
+def grouped(x):
+    """``for I in qd.grouped(a)`` / ``qd.grouped(qd.ndrange(...))``: one loop variable holding
+    every index (``I[0]``, ``a[I]``)."""
+
+
 @builtin("loop_config")
 def loop_config(*, block_dim: int | None = None, serialize: bool = False): ...
 

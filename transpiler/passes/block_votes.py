@@ -39,7 +39,7 @@ SLOTS = 3
 def emulate_block_votes(kernel: ir.Kernel, slots: int = SLOTS) -> ir.Kernel:
     """A copy of ``kernel`` with every BlockVote replaced by the shared-counter form
     (``slots`` is there for the test that shows two do not suffice)."""
-    tasks = [_task(t, slots) if _has_vote(t.prelude + t.body) else t for t in kernel.tasks]
+    tasks = [_task(t, slots) if _has_vote(t.code()) else t for t in kernel.tasks]
     if all(a is b for a, b in zip(tasks, kernel.tasks)):
         return kernel
     return dataclasses.replace(kernel, tasks=tasks)
@@ -54,13 +54,14 @@ def _task(task: ir.Task, n_slots: int) -> ir.Task:
     slots = ir.SharedArray("vote_slots", T.SharedArrayType(T.i32, (n_slots,)), loc)
     phase = ir.Local("vote_phase", T.i32, loc)
     rw = _Rewriter(slots, phase, task.block_dim)
-    body = rw.block(task.body)
+    body, epilogue = rw.block(task.body), rw.block(task.epilogue)
     setup = [
         ir.Declare(loc, phase, _i32(0, loc)),
         ir.If(loc, _is_thread0(loc), [ir.Store(loc, slots, [_i32(0, loc)], _i32(0, loc))], []),
         ir.Barrier(loc, "block"),
     ]
-    return dataclasses.replace(task, body=body, prelude=task.prelude + setup, shared=task.shared + [slots])
+    return dataclasses.replace(task, body=body, epilogue=epilogue, prelude=task.prelude + setup,
+                               shared=task.shared + [slots])
 
 
 def _i32(value: int, loc: ir.Loc) -> ir.Const:

@@ -26,7 +26,7 @@ def _first(locs: list[ir.Loc]) -> ir.Loc | None:
 def _code(kernel: ir.Kernel):
     """Each task's statements: its prelude and its body."""
     for task in kernel.tasks:
-        yield task, task.prelude + task.body
+        yield task, task.code()
 
 
 @per_kernel

@@ -69,7 +69,7 @@ class _Levels:
         self.subgroup_size = subgroup_size
         # Locals defined once from the thread index: `tid // 32` is the same across a warp.
         self.defs: dict[int, list[ir.Expr]] = {}
-        for st in all_stmts(task.prelude + task.body):
+        for st in all_stmts(task.code()):
             if isinstance(st, ir.Declare):
                 self.defs.setdefault(id(st.var), []).append(st.init)
             elif isinstance(st, ir.Assign):
@@ -79,7 +79,7 @@ class _Levels:
         changed = True
         while changed:
             changed = False
-            for stmts in (task.prelude, task.body):
+            for stmts in (task.prelude, task.body, task.epilogue):
                 changed |= self._assignments(stmts, UNIFORM)
 
     def _raise(self, var: ir.Local, level: int) -> bool:
@@ -185,7 +185,7 @@ class _Checker:
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:
-        self.walk(self.task.body, UNIFORM, None)
+        self.walk(self.task.body + self.task.epilogue, UNIFORM, None)
         self.spin_waits()
         self.publications()
         return self.hazards
@@ -311,7 +311,7 @@ def _signal_arrays(kernel: ir.Kernel) -> set[int]:
     """Arrays used as signals: some thread waits on them (wait_until, or a loop polling them)."""
     found: set[int] = set()
     for task in kernel.tasks:
-        for st in all_stmts(task.prelude + task.body):
+        for st in all_stmts(task.code()):
             for x in stmt_exprs(st):
                 for e in iter_expr(x):
                     if isinstance(e, ir.ShmemWaitUntil):

@@ -30,14 +30,15 @@ def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
 def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     needs = False
     for task in kernel.tasks:
-        for e in all_exprs(task.prelude + task.body):
+        for e in all_exprs(task.code()):
             if isinstance(e, ir.Atomic):
                 form = dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
                 needs |= form != "native"
     if not needs:
         return kernel
     rw = _Rewriter(dialect)
-    tasks = [dataclasses.replace(t, body=rw.block(t.body), prelude=rw.block(t.prelude)) for t in kernel.tasks]
+    tasks = [dataclasses.replace(t, body=rw.block(t.body), prelude=rw.block(t.prelude), epilogue=rw.block(t.epilogue))
+             for t in kernel.tasks]
     return dataclasses.replace(kernel, tasks=tasks)
 
 

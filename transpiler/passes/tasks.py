@@ -30,7 +30,7 @@ def _rem(a: ir.Expr, b: ir.Expr) -> ir.Expr:
 
 def task_loop(task: ir.Task) -> list[ir.Stmt]:
     """The statements of a task's entry point (the body of the generated function)."""
-    return task.prelude + _loop(task)
+    return task.prelude + _loop(task) + task.epilogue
 
 
 def _loop(task: ir.Task) -> list[ir.Stmt]:

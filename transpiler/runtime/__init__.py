@@ -68,17 +68,54 @@ class Backend:
 
 _backend: Backend | None = None
 _no_hazards = False
+_defaults = T.Defaults()
+
+# qd.init's arch names -> the executors that can stand for them, best first. On a machine
+# without the one asked for, Quadrants falls back (enable_fallback=True): so do we, saying so.
+ARCHS = {
+    "gpu": ("cuda", "vulkan", "cpu"),
+    "cuda": ("cuda", "vulkan", "cpu"),
+    "amdgpu": ("vulkan", "cpu"),    # no AMD runtime here
+    "metal": ("vulkan", "cpu"),     # no Metal runtime off macOS
+    "vulkan": ("vulkan", "cpu"),
+    "cpu": ("cpu",), "x64": ("cpu",), "arm64": ("cpu",),
+}
 
 
-def init(arch: str = "vulkan", *, no_hazards: bool = False, **options) -> None:
-    """``no_hazards=True`` skips the hazard checker on first calls (e.g. to watch the CPU
-    emulator report a deadlock the checker would have refused)."""
-    global _backend, _no_hazards
-    if arch not in BACKENDS:
-        raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(BACKENDS)}")
-    module, cls = BACKENDS[arch]
-    _backend = getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
+def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType | None = None,
+         default_ip: T.DType | None = None, enable_fallback: bool = True, **options) -> None:
+    """Choose the executor (``arch``: gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64; an
+    arch this machine cannot run falls back to the best one it can, with a warning, unless
+    ``enable_fallback=False``). ``default_fp`` / ``default_ip`` are what Python's float and
+    int stand for in kernels (f32 and i32 unless given). ``no_hazards=True`` skips the
+    hazard checker on first calls. Other options go to the executor (``device``,
+    ``fast_math`` for Vulkan; ``dialect="hip"``, ``race_check`` for the CPU)."""
+    import warnings
+
+    global _backend, _no_hazards, _defaults
+    if arch not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
+    for what, t, kind in (("default_fp", default_fp, "float"), ("default_ip", default_ip, "int")):
+        if t is not None and not (isinstance(t, T.DType) and (t.is_float if kind == "float" else t.is_int)):
+            raise ValueError(f"qd.init({what}=...) takes a {kind} dtype such as "
+                             f"qd.{'f64' if kind == 'float' else 'i64'}, got {t!r}")
+    _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32)
     _no_hazards = no_hazards
+    candidates = ARCHS[arch] if enable_fallback or arch == "gpu" else ARCHS[arch][:1]
+    failures = []
+    for name in candidates:
+        module, cls = BACKENDS[name]
+        try:
+            _backend = getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
+        except Exception as exc:  # noqa: BLE001 - an executor that cannot start: try the next one
+            failures.append(f"{name}: {exc}")
+            continue
+        if failures and arch != "gpu":
+            warnings.warn(f"qd.init(arch={arch!r}): not available here ({'; '.join(failures)}); running on {name}",
+                          RuntimeWarning, stacklevel=3)
+        return
+    _backend = None
+    raise RuntimeError(f"qd.init(arch={arch!r}) found no executor: " + "; ".join(failures))
 
 
 def current() -> Backend:
@@ -87,9 +124,18 @@ def current() -> Backend:
     return _backend
 
 
+def _as_array(value):
+    """The numpy array behind a kernel argument, or None when it is not an array."""
+    if isinstance(value, Ndarray):
+        return value.data
+    return value if isinstance(value, np.ndarray) else None
+
+
 def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
-    """Split the call's arguments into template values, parameter types for unannotated
-    ndarrays, and the run-time values (arrays as contiguous numpy arrays)."""
+    """Split the call's arguments into template values, the types of ndarrays whose
+    annotation leaves dtype or ndim open, and the run-time values (arrays as contiguous
+    numpy arrays, scalars as numpy scalars of the parameter's dtype). A parameter whose
+    annotation is not supported is left out: translating reports it at the ``def``."""
     sig = inspect.signature(kernel.fn)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -99,28 +145,29 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     template_args, arg_types, values = {}, {}, {}
     for name, value in bound.arguments.items():
         ann = annotations.get(name)
-        if isinstance(ann, lang.Template) or ann is lang.template:
+        kind = lang.param_kind(ann)
+        if kind == "template" and _as_array(value) is None:
             template_args[name] = value
-            continue
-        if isinstance(ann, lang.NdarrayAnnotation):
-            arr = value.data if isinstance(value, Ndarray) else value
-            if not isinstance(arr, np.ndarray):
+        elif kind in ("template", "ndarray"):
+            arr = _as_array(value)
+            if arr is None:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must be a numpy array or qd.ndarray, "
                                 f"got {type(value).__name__}")
             dtype = T.from_numpy(arr.dtype)
-            if ann.dtype is not None and ann.dtype != dtype:
-                raise TypeError(f"{kernel.__name__}(): `{name}` must hold {ann.dtype.name}, got {dtype.name}")
-            if ann.ndim is not None and ann.ndim != arr.ndim:
-                raise TypeError(f"{kernel.__name__}(): `{name}` must have {ann.ndim} dimension(s), got {arr.ndim}")
+            want = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
+            want_dtype = T.python_type(want.dtype) or want.dtype
+            if want_dtype is not None and want_dtype != dtype:
+                raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
+            if want.ndim is not None and want.ndim != arr.ndim:
+                raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s), got {arr.ndim}")
             if not arr.flags.c_contiguous:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous (use np.ascontiguousarray)")
-            if ann.dtype is None or ann.ndim is None:
+            if want_dtype is None or want.ndim is None:
                 arg_types[name] = lang.NdarrayAnnotation(dtype, arr.ndim)
             values[name] = arr
-        elif isinstance(ann, T.DType):
-            values[name] = ann.np_dtype.type(value)
-        else:
-            raise TypeError(f"{kernel.__name__}(): parameter `{name}` has an unsupported annotation")
+        elif kind == "scalar":
+            dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
+            values[name] = dtype.np_dtype.type(value)
     return template_args, arg_types, values
 
 
@@ -141,20 +188,28 @@ def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     return launches
 
 
-def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> None:
+def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
+    """Run ``kernel`` on the current executor; returns what the kernel returns (or None)."""
     backend = current()
-    template_args, arg_types, values = bind_arguments(kernel, args, kwargs)
+    with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
+        template_args, arg_types, values = bind_arguments(kernel, args, kwargs)
     cache = kernel.__dict__.setdefault("_program_cache", {})
-    key = (backend.name, id(backend), freeze(template_args), freeze(arg_types))
+    key = (backend.name, id(backend), freeze(template_args), freeze(arg_types), _defaults)
     hit = cache.get(key)
     if hit is None:
         # The first call translates (and runs the hazard checker: a divergent barrier is an
         # error before anything runs, warnings are qd.HazardWarning) and loads the program.
         tr = translate(kernel, backend.target, template_args=template_args, arg_types=arg_types,
-                       no_hazards=_no_hazards, **backend.translate_options())
+                       no_hazards=_no_hazards, default_ip=_defaults.ip, default_fp=_defaults.fp,
+                       **backend.translate_options())
         hit = cache[key] = (tr.ir, backend.load(tr))
     kir, program = hit
+    hidden = [p for p in kir.params if p.hidden]
+    for p in hidden:  # the kernel's own buffers: a scratch slot per kernel-scope variable, the result
+        values[p.name] = np.zeros((), p.type.dtype.np_dtype)
     backend.run(program, kir, values, plan_launches(kir, values))
+    result = next((p for p in hidden if p.role == "result"), None)
+    return None if result is None else values[result.name].item()
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]

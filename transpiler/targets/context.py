@@ -90,7 +90,9 @@ class ParamNames:
 
         params, shapes = {}, {}
         for p in kernel.params:
-            params[id(p)] = declare(p.name)
+            # The kernel's own buffers are named qd_*, which no user name can take.
+            params[id(p)] = p.name if p.hidden else declare(p.name)
+            taken.add(params[id(p)])
             if p.is_array:
                 for d in range(p.type.ndim):
                     shapes[(id(p), d)] = declare(f"{p.name}_shape_{d}")

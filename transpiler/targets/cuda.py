@@ -12,7 +12,7 @@ from .context import EntryPoint, TranslationContext, Usage
 from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
 from .renderer import Renderer
-from .target import Capabilities, Target
+from .target import Capabilities, Target, param_role
 
 # IR math function -> the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf).
 FLOAT_FUNCS = {
@@ -259,6 +259,7 @@ class CudaTarget(Target):
                             "arg_index": arg, "shape_arg_indices": shape_args, "shape_dtype": "i32"})
                 if p.symmetric:
                     out[-1]["symmetric"] = True  # on NVSHMEM's symmetric heap: nvshmem_malloc
+                out[-1].update(param_role(p))
                 arg += 1 + p.type.ndim
             else:
                 out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})
@@ -283,8 +284,10 @@ class CudaTarget(Target):
         args = []
         for p in common["params"]:
             if p["kind"] == "ndarray":
+                note = f"{p['dtype']}[{p['ndim']}-d], device memory" if "role" not in p else \
+                    f"one {p['dtype']}, the kernel's {p['role']} buffer: device memory you allocate"
                 args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]] + "*", "index": p["arg_index"],
-                             "note": f"{p['dtype']}[{p['ndim']}-d], device memory"})
+                             "note": note})
                 for name, index in zip(p["shapes"], p["shape_arg_indices"]):
                     args.append({"name": name, "ctype": HOST_TYPES["i32"], "index": index, "note": ""})
             else:

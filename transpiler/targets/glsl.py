@@ -18,7 +18,7 @@ from ..ir.walk import iter_expr
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .dialect import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text
 from .renderer import Renderer
-from .target import Capabilities, Target, shape_arg_names
+from .target import Capabilities, Target, param_role, shape_arg_names
 
 GLSL_VERSION = "450"
 VULKAN_VERSION = "1.2"
@@ -518,7 +518,7 @@ class GlslTarget(Target):
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
                             "set": 0, "binding": layout.bindings[id(p)],
                             "shape_push_constant_offsets": [m.offset for m in members],
-                            "shape_dtype": "i32"})
+                            "shape_dtype": "i32", **param_role(p)})
             else:
                 (m,) = members
                 entry = {"name": p.name, "kind": "scalar", "dtype": p.type.name, "push_constant_offset": m.offset}

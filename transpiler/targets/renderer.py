@@ -111,6 +111,8 @@ class Renderer:
         return self.shape_names[(id(e.array), e.dim)], PREC_PRIMARY
 
     def linear_index(self, array: ir.Array, indices: list[ir.Expr]) -> str:
+        if not indices:  # a 0-d array: its one element
+            return "0"
         if len(indices) == 1:
             return self.text(indices[0])
         # Row-major: ((i * n1 + j) * n2 + k)

@@ -184,6 +184,9 @@ class Target:
             "requirements": self.requirements(ctx),
             "subgroup_size": ctx.options.subgroup_size,
         }
+        result = next((p for p in ctx.kernel.params if p.role == "result"), None)
+        if result is not None:
+            manifest["result"] = {"param": result.name, "dtype": result.type.dtype.name}
         return sources, self.finish_manifest(ctx, manifest)
 
 
@@ -228,6 +231,11 @@ def grid_text(e: ir.Expr, env: dict[int, ir.Expr]) -> str:
     if isinstance(e, ir.Math) and e.fn in ("min", "max", "abs"):
         return f"{e.fn}({', '.join(grid_text(a, env) for a in e.args)})"
     raise TypeError(f"range bound not expressible on the host: {type(e).__name__}")
+
+
+def param_role(p: ir.Param) -> dict:
+    """The manifest's ``role`` of a buffer the kernel owns (a scratch slot, the result)."""
+    return {"role": p.role} if p.hidden else {}
 
 
 def shape_arg_names(p: ir.Param) -> list[str]:

@@ -1,0 +1,246 @@
+"""Kernel-scope variables, reductions and the kernel's return value, as Quadrants has them.
+
+A top-level local that one task computes and another reads, or that a parallel loop
+updates, lives in a scratch buffer of the kernel's own (a hidden 0-d ndarray parameter,
+``Param.role == "scratch"``) instead of a register: each top-level loop is a separate
+launch. Inside a parallel loop:
+
+- ``n += v`` / ``n -= v`` / ``qd.atomic_add(n, v)`` (and min / max) whose old value is not
+  used, on a variable the loop does not otherwise read, is a *reduction*: each thread folds
+  into a private accumulator, the block folds the accumulators (the block library), and one
+  thread per block adds the block's total into the buffer with one atomic;
+- any other update is an atomic on the buffer (its old value is the atomic's);
+- a plain assignment is refused: every thread would overwrite it.
+
+``return value`` at the end of the kernel stores into the result buffer
+(``Param.role == "result"``), which the Python call reads back and the manifest describes.
+These are methods of KernelLowering (see lower.py for the state they use).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..ir.walk import all_exprs, all_stmts, rebuild
+from .values import CT, KernelVar
+
+# Updates a reduction can fold privately, and the block library's name for each.
+_REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
+# The dtypes the block library folds (its shared slots and subgroup operations).
+_FOLDABLE = ("i32", "u32", "i64", "u64", "f32", "f64")
+
+
+@dataclass
+class Reduction:
+    var: KernelVar
+    op: str          # "add", "min" or "max"
+    acc: ir.Local    # the thread's private accumulator
+    loc: ir.Loc      # the first update (where the block fold is attributed)
+
+
+class KernelScopeLowering:
+    """Methods of KernelLowering for variables that outlive a task."""
+
+    # ------------------------------------------------------------------ promotion
+
+    def hidden_param(self, base: str, dtype: T.DType, loc: ir.Loc, role: str) -> ir.Param:
+        names = {p.name for p in self.hidden_params}
+        name, k = f"qd_{base}", 1
+        while name in names:
+            name, k = f"qd_{base}_{k}", k + 1
+        p = ir.Param(name, T.NdarrayType(dtype, 0), -1, loc, role=role)
+        self.hidden_params.append(p)
+        return p
+
+    def promote(self, var: ir.Local, scope) -> KernelVar:
+        """Move the top-level local ``var`` into a scratch buffer from here on: statements
+        already lowered read and write the buffer, and a value it holds from pure top-level
+        definitions is stored there before the first task that uses it."""
+        param = self.hidden_param(var.name, var.type, var.loc, "scratch")
+        kv = KernelVar(param, var.name)
+        scope.names[var.name] = kv
+        self.serial_locals.pop(var, None)
+
+        def expr(e: ir.Expr) -> ir.Expr:
+            if isinstance(e, ir.LocalRef) and e.var is var:
+                return ir.Load(var.type, e.loc, param, [])
+            return rebuild(e, lambda _, c: expr(c))
+
+        def stmts(block: list[ir.Stmt]) -> list[ir.Stmt]:
+            out = []
+            for st in block:
+                if isinstance(st, (ir.Declare, ir.Assign)) and st.var is var:
+                    value = st.init if isinstance(st, ir.Declare) else st.value
+                    if value is not None:
+                        out.append(ir.Store(st.loc, param, [], expr(value)))
+                    continue
+                out.append(rebuild(st, lambda _, e: expr(e), lambda _, b: stmts(b)))
+            return out
+
+        for task in self.tasks:
+            task.body = stmts(task.body)  # preludes keep their own pure copies
+        self.serial[:] = stmts(self.serial)
+        if any(isinstance(st, (ir.Declare, ir.Assign)) and st.var is var for st in self.uniform_defs):
+            body = [ir.Store(var.loc, param, [], ir.LocalRef(var.type, var.loc, var))]
+            init = ir.Task("", "serial", [], [], 1, body, var.loc, prelude=self.uniform_prelude(body, []))
+            first = next((k for k, t in enumerate(self.tasks) if _touches(t.body, param)), len(self.tasks))
+            self.tasks.insert(first, init)
+        return kv
+
+    def shared_for_read(self, bound, scope) -> KernelVar | None:
+        """``bound`` as a kernel-scope variable where reading it here needs one: a top-level
+        local that serial code computed, read by another task."""
+        if isinstance(bound, KernelVar):
+            return bound
+        if isinstance(bound, ir.Local) and scope is self.kernel_scope and bound in self.serial_locals and (
+                self.in_parallel or bound not in self.serial_declared):
+            return self.promote(bound, scope)
+        return None
+
+    def shared_for_update(self, bound, scope) -> KernelVar | None:
+        """``bound`` as a kernel-scope variable where updating it here needs one: a
+        top-level local updated by a parallel loop."""
+        if isinstance(bound, KernelVar):
+            return bound
+        if isinstance(bound, ir.Local) and self.in_parallel and scope is self.kernel_scope and not bound.loop_var:
+            return self.promote(bound, scope)
+        return None
+
+    def load_var(self, kv: KernelVar, loc: ir.Loc) -> ir.Expr:
+        return ir.Load(kv.type, loc, kv.param, [])
+
+    # ------------------------------------------------------------------ updates
+
+    def update_var(self, kv: KernelVar, op: str, value: ir.Expr, node: ast.AST, spelled: str,
+                   result_used: bool, expected: ir.Expr | None = None) -> ir.Expr | None:
+        """``op`` ("add", "sub", "mul", "min", "max", "and", "or", "xor", "exchange", "cas")
+        applied to a kernel-scope variable; the old value when ``result_used``."""
+        loc = self.loc(node)
+        if not self.in_parallel:
+            return self.update_serially(ir.Load(kv.type, loc, kv.param, []),
+                                        lambda v: self.emit(ir.Store(loc, kv.param, [], v)),
+                                        op, value, node, result_used, expected)
+        if not result_used and op in _REDUCIBLE and self.can_fold(kv):
+            red = self.reductions.get(id(kv.param))
+            if red is None or red.op == _REDUCIBLE[op]:
+                if red is None:
+                    acc = ir.Local(f"{kv.name}_partial", kv.type, loc)
+                    red = self.reductions[id(kv.param)] = Reduction(kv, _REDUCIBLE[op], acc, loc)
+                acc_ref = ir.LocalRef(kv.type, loc, red.acc)
+                v = self.coerce(value, kv.type, node)
+                if op == "sub":
+                    new = ir.BinOp(kv.type, loc, "sub", acc_ref, v)
+                elif red.op == "add":
+                    new = ir.BinOp(kv.type, loc, "add", acc_ref, v)
+                else:
+                    new = ir.Math(kv.type, loc, red.op, [acc_ref, v])
+                self.emit(ir.Assign(loc, red.acc, new))
+                return None
+        atomic = self.make_atomic(op, kv.param, [], value, node, spelled, expected)
+        if result_used:
+            return atomic
+        self.emit(ir.ExprStmt(loc, atomic))
+        return None
+
+    def update_serially(self, cur: ir.Expr, store, op: str, value: ir.Expr, node: ast.AST, result_used: bool,
+                        expected: ir.Expr | None = None) -> ir.Expr | None:
+        """An atomic's effect where one thread owns the value (a local, or a kernel-scope
+        variable in a serial part): read, combine, write; the old value when used."""
+        from ..passes.legalize import combine
+
+        loc = self.loc(node)
+        t = cur.type
+        old = None
+        if result_used:
+            tmp = ir.Local("old", t, loc)
+            self.emit(ir.Declare(loc, tmp, cur))
+            old = cur = ir.LocalRef(t, loc, tmp)
+        v = self.coerce(value, t, node)
+        if op == "cas":
+            e = self.coerce(expected, t, node)
+            store(ir.Select(t, loc, ir.Compare(T.bool_, loc, "eq", cur, e), v, cur))
+        elif op in ("and", "or", "xor"):
+            store(ir.BinOp(t, loc, "bit" + op, cur, v))
+        else:
+            store(combine("add" if op == "sub" else op, cur, ir.Unary(t, loc, "neg", v) if op == "sub" else v, t, loc))
+        return old
+
+    def can_fold(self, kv: KernelVar) -> bool:
+        """Whether this loop may fold ``kv`` privately: a dtype the block library folds, a
+        subgroup width known here that divides the block, and no other read in the loop
+        (it would see the buffer while threads still hold their parts)."""
+        block_dim = self.current_block_dim
+        if kv.type.name not in _FOLDABLE or self.subgroup_size is None or block_dim % self.subgroup_size:
+            return False
+        return not _reads(self.parallel_ast, kv.name)
+
+    def finish_reductions(self) -> tuple[list[ir.Stmt], list[ir.Stmt]]:
+        """The accumulators' declarations (before the loop) and, after it, each block's fold
+        and one atomic per block into the buffer."""
+        from ..lang import blocklib
+
+        prelude, epilogue = [], []
+        saved, self.block = self.block, epilogue
+        try:
+            for red in self.reductions.values():
+                kv, loc = red.var, red.loc
+                prelude.append(ir.Declare(loc, red.acc, ir.Const(kv.type, loc, T.identity(red.op, kv.type))))
+                total = self.inline_values(blocklib.reduce, loc, [
+                    ir.LocalRef(kv.type, loc, red.acc), CT(self.current_block_dim), CT(red.op), CT(kv.type)])
+                tid = ir.ThreadIndex(T.i32, loc, "thread_idx")
+                first = ir.Compare(T.bool_, loc, "eq", tid, ir.Const(T.i32, loc, 0))
+                atomic = ir.Atomic(kv.type, loc, red.op, kv.param, [], self.to_expr(total, loc))
+                self.emit(ir.If(loc, first, [ir.ExprStmt(loc, atomic)], []))
+        finally:
+            self.block = saved
+        self.reductions = {}
+        return prelude, epilogue
+
+    # ------------------------------------------------------------------ return
+
+    def kernel_return(self, s: ast.Return) -> None:
+        ret = self.return_type
+        if ret is None:
+            raise self.error(s, "this kernel returns a value but its signature does not say which type",
+                             hint="annotate the kernel, e.g. `def k(...) -> qd.f32:`")
+        if s.value is None:
+            raise self.error(s, f"the kernel is annotated to return {ret.name}: return a value")
+        if self.in_parallel or self.loop_depth or self.scope is not self.kernel_scope:
+            raise self.error(s, "`return` can only end the kernel, at its top level",
+                             hint="assign the value to a kernel-scope variable and return it at the end")
+        value = self.coerce(self.rvalue(s.value), ret, s.value)
+        self.result_param = self.hidden_param("result", ret, self.loc(s), "result")
+        self.emit(ir.Store(self.loc(s), self.result_param, [], value))
+
+    def return_annotation(self, fdef: ast.FunctionDef, annotations: dict) -> T.DType | None:
+        """The kernel's return type: None for no annotation or ``-> None``."""
+        if fdef.returns is None or "return" not in annotations or annotations["return"] is None:
+            return None
+        ann = annotations["return"]
+        dtype = T.python_type(ann) or ann
+        if not isinstance(dtype, T.DType) or dtype is T.bool_:
+            raise self.error(fdef.returns, f"a kernel can return a scalar, not {ann!r}",
+                             hint="annotate it with a scalar type such as qd.f32, qd.i32, int or float")
+        return dtype
+
+
+def _touches(stmts: list[ir.Stmt], param: ir.Param) -> bool:
+    return any(isinstance(st, ir.Store) and st.array is param for st in all_stmts(stmts)) or \
+        any(isinstance(e, (ir.Load, ir.Atomic)) and e.array is param for e in all_exprs(stmts))
+
+
+def _reads(body: list[ast.stmt] | None, name: str) -> bool:
+    """Whether ``name`` is read in ``body`` other than as the target of an update
+    (``name += v``, ``qd.atomic_*(name, v)``)."""
+    skip = set()
+    for st in body or []:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
+                fname = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                if fname.startswith("atomic_"):
+                    skip.add(id(n.args[0]))
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in skip
+               for st in body or [] for n in ast.walk(st))
+
