@@ -8,10 +8,11 @@ from .ir.types import (  # noqa: F401
 )
 from .lang import math, shmem, simt, types  # noqa: F401
 from .lang.kernel import Func, Kernel, Template, func, kernel, set_launcher, static, template  # noqa: F401
+from .lang.kernel import python_scope as _python_scope
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,
     atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos, cosh, exp, floor, grouped, log,
-    loop_config, max, min, ndrange, pow, round, rsqrt, select, sin, sinh, sqrt, static_assert, tan, tanh,
+    loop_config, max, min, ndrange, pow, random, round, rsqrt, select, sin, sinh, sqrt, static_assert, tan, tanh,
     trunc, typeof, volatile_load,
 )
 from .lang.simt import _install_block_algorithms
@@ -37,7 +38,22 @@ def _launch(k: Kernel, args: tuple, kwargs: dict):
     return launch(k, args, kwargs)
 
 
+def _subgroup_width() -> int | None:
+    from .runtime import current
+
+    return current().subgroup_size
+
+
 set_launcher(_launch)
+_python_scope.update({"subgroup.group_size": _subgroup_width,
+                      "subgroup.log2_group_size": lambda: _subgroup_width().bit_length() - 1})
+
+
+def __getattr__(name: str):
+    # A Quadrants name not provided (yet), or a near miss: say which, and what to use.
+    from .lang.names import missing
+
+    raise AttributeError(missing("qd", name, globals()))
 
 
 def ndarray(dtype, shape):
@@ -49,6 +65,10 @@ def ndarray(dtype, shape):
 
 def init(arch: str = "vulkan", **options) -> None:
     """Choose where kernels run when called from Python (the runtime loads on first call)."""
+    from .lang.kernel import running_disabled
+
+    if running_disabled():  # the command line is importing the file to translate it
+        return
     from .runtime import init as _init
 
     _init(arch, **options)

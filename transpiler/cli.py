@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -26,7 +28,7 @@ class UsageError(Exception):
 def load_kernels(path: str) -> tuple[dict, object]:
     """Import ``path`` and return its @qd.kernel objects in definition order."""
     from .errors import TranspileError
-    from .lang.kernel import Kernel
+    from .lang.kernel import Kernel, translating_only
 
     file = Path(path)
     if not file.is_file():
@@ -36,8 +38,15 @@ def load_kernels(path: str) -> tuple[dict, object]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(file.resolve().parent))
+
+    def note(message: str) -> None:
+        print(f"{file.name}: note: {message}", file=sys.stderr)
+
     try:
-        spec.loader.exec_module(module)
+        # Importing must not run the user's program: its kernel calls and qd.init do nothing,
+        # and whatever it prints goes to stderr, never into the sources on stdout.
+        with translating_only(note), contextlib.redirect_stdout(sys.stderr):
+            spec.loader.exec_module(module)
     except TranspileError:
         raise
     except SyntaxError as exc:
@@ -81,17 +90,80 @@ def parse_targets(value: str) -> list[str]:
     return targets
 
 
-def parse_templates(items: list[str] | None) -> dict:
-    out = {}
+_ARRAY_SPEC = re.compile(r"^(?:qd\.)?(i8|i16|i32|i64|u8|u16|u32|u64|f16|f32|f64|int|float)(?::(\d+))?$")
+
+
+def parse_templates(items: list[str] | None) -> tuple[dict, dict]:
+    """``--template NAME=VALUE``: a Python literal is the value of a qd.template() parameter;
+    ``DTYPE`` or ``DTYPE:NDIM`` (f32, i32:2, ...) types an ndarray the annotation leaves
+    open (or an array passed to a qd.template() parameter). Returns (values, array types)."""
+    from .ir import types as T
+    from .lang.kernel import NdarrayAnnotation
+
+    values, arrays = {}, {}
     for item in items or []:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UsageError(f"--template expects NAME=VALUE, got {item!r}")
+        spec = _ARRAY_SPEC.match(value.strip())
+        if spec:
+            dtype = T.python_type({"int": int, "float": float}.get(spec.group(1))) or T.SCALARS[spec.group(1)]
+            arrays[name] = NdarrayAnnotation(dtype, int(spec.group(2)) if spec.group(2) else None)
+            continue
         try:
-            out[name] = ast.literal_eval(value)
+            values[name] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            raise UsageError(f"--template {name}: {value!r} is not a Python literal") from None
+            raise UsageError(f"--template {name}: {value!r} is neither a Python literal nor an array type "
+                             "such as f32 or i32:2") from None
+    return values, arrays
+
+
+def assumed_arrays(kernel, given: dict) -> dict:
+    """The ndarray parameters whose type the annotation and the command line leave open,
+    completed: the dtype f32 (or --template's), the ndim from how the kernel indexes it.
+    Returns name -> (annotation, the parameter's line)."""
+    import inspect
+
+    from .frontend.source import parse_function
+    from .ir import types as T
+    from .lang.kernel import NdarrayAnnotation, ndarray_annotation, param_kind
+
+    try:
+        annotations = inspect.get_annotations(kernel.fn, eval_str=True)
+    except Exception:  # noqa: BLE001 - translating reports it at the def
+        return {}
+    fdef = parse_function(kernel.fn).node
+    out = {}
+    for a in fdef.args.args:
+        ann = annotations.get(a.arg)
+        if param_kind(ann) != "ndarray" and not (param_kind(ann) == "template" and a.arg in given):
+            continue
+        ann = ndarray_annotation(ann) if param_kind(ann) == "ndarray" else NdarrayAnnotation()
+        chosen = given.get(a.arg, NdarrayAnnotation())
+        dtype = T.python_type(ann.dtype) or ann.dtype or chosen.dtype
+        ndim = ann.ndim if ann.ndim is not None else chosen.ndim
+        if dtype is not None and ndim is not None:
+            continue
+        out[a.arg] = (NdarrayAnnotation(dtype or T.f32, ndim if ndim is not None else _indexed_ndim(fdef, a.arg)),
+                      a.lineno)
     return out
+
+
+def _indexed_ndim(fdef: ast.FunctionDef, name: str) -> int:
+    """How many indices the kernel uses on ``name`` (a[i, j]: 2; for i, j in a: 2; a.shape[2]: 3)."""
+    ndim = 0
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            sl = n.slice
+            ndim = max(ndim, len(sl.elts) if isinstance(sl, ast.Tuple) else
+                       0 if isinstance(sl, ast.Constant) and sl.value is None else 1)
+        elif isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id == name:
+            ndim = max(ndim, len(n.target.elts) if isinstance(n.target, ast.Tuple) else 1)
+        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape" \
+                and isinstance(n.value.value, ast.Name) and n.value.value.id == name \
+                and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int):
+            ndim = max(ndim, n.slice.value + 1)
+    return ndim or 1
 
 
 def translations(args) -> list:
@@ -100,14 +172,23 @@ def translations(args) -> list:
     kernels, _ = load_kernels(args.file)
     picked = pick_kernels(kernels, args.kernel, args.file)
     targets = parse_targets(args.target)
-    options = {"template_args": parse_templates(args.template),
+    template_args, arg_types = parse_templates(args.template)
+    options = {"template_args": template_args,
                "line_directives": getattr(args, "line_directives", False), "wave32": args.wave32,
                "subgroup_size": args.subgroup_size,
                "no_hazards": args.no_hazards, "warn": False}
     out, shown = [], set()
     for k in picked:
+        assumed = assumed_arrays(k, arg_types)
+        for pname, (ann, line) in assumed.items():
+            print(f"{os.path.basename(k.fn.__code__.co_filename)}:{line}: note: ndarray `{pname}` of {k.__name__} "
+                  f"is typed by the call; translated as {ann.dtype.name}, {ann.ndim}-d "
+                  f"(--template {pname}=DTYPE:NDIM to choose)", file=sys.stderr)
+        kernel_types = {**arg_types, **{n: ann for n, (ann, _) in assumed.items()}}
         for t in targets:
-            tr = translate(k, t, **options)
+            tr = translate(k, t, **options, arg_types=kernel_types)
+            if assumed:  # the manifest says what the command line chose, as stderr did
+                tr.manifest["assumed"] = {n: f"{ann.dtype.name}:{ann.ndim}" for n, (ann, _) in assumed.items()}
             for h in tr.warnings:  # warnings print once per location and go on
                 if str(h) not in shown:
                     shown.add(str(h))

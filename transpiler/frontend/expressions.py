@@ -93,9 +93,15 @@ class ExpressionLowering:
         if isinstance(base, CT):
             try:
                 return CT(getattr(base.value, node.attr))
-            except AttributeError:
+            except AttributeError as exc:
+                from ..lang.names import did_you_mean
+
                 what = getattr(base.value, "__name__", type(base.value).__name__)
-                raise self.error(node, f"`{what}` has no attribute `{node.attr}`") from None
+                ours = str(exc) if str(exc).startswith("qd") else None  # the language's own account
+                close = did_you_mean(node.attr, dir(base.value))
+                raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
+                                 hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
+                                 if close and not ours else None) from None
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"ndarrays have no attribute `{node.attr}` in kernels",
                              hint="the only one is `.shape`")

@@ -198,6 +198,35 @@ class KernelScopeLowering:
         self.reductions = {}
         return prelude, epilogue
 
+    # ------------------------------------------------------------------ random numbers
+
+    def random_state(self, loc: ir.Loc) -> ir.Local:
+        """This iteration's random stream (see lang/random.py): its state is set up once, at
+        the top of the task's body (each iteration of a parallel loop, or the serial part),
+        from the launch's seed, the task and the loop indices."""
+        from ..lang import random as rnd
+
+        if self.rng is not None:
+            return self.rng
+        if self.seed_param is None:
+            self.seed_param = ir.Param("qd_random_seed", T.u32, -1, loc, role="random_seed")
+            self.hidden_params.append(self.seed_param)
+        u32 = T.u32
+        saved, self.block = self.block, []
+        try:
+            key = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.Const(u32, loc, len(self.tasks) + 1)]), loc)
+            for var in self.task_loop_vars:
+                index = ir.Cast(u32, loc, ir.LocalRef(var.type, loc, var))
+                key = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.BinOp(u32, loc, "bitxor", key, index)]), loc)
+            seed = ir.ParamRef(u32, loc, self.seed_param)
+            start = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.BinOp(u32, loc, "bitxor", seed, key)]), loc)
+            self.rng = ir.Local("rng", u32, loc)
+            self.emit(ir.Declare(loc, self.rng, start))
+        finally:
+            setup, self.block = self.block, saved
+        self.task_body[0:0] = setup
+        return self.rng
+
     # ------------------------------------------------------------------ return
 
     def kernel_return(self, s: ast.Return) -> None:

@@ -66,6 +66,12 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.return_type: T.DType | None = None
         self.result_param: ir.Param | None = None
         self.statement_call: ast.Call | None = None  # a call whose value is not used
+        # qd.random: the launch's seed parameter, and the stream of the task being lowered
+        # (set up at the top of ``task_body``, keyed by ``task_loop_vars``).
+        self.seed_param: ir.Param | None = None
+        self.rng: ir.Local | None = None
+        self.task_body: list[ir.Stmt] = []
+        self.task_loop_vars: list[ir.Local] = []
 
     # ------------------------------------------------------------------ helpers
 
@@ -238,7 +244,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if self.serial_loc is None:
             self.serial_loc = self.loc(s)
         saved = self.block
-        self.block = self.serial
+        self.block = self.task_body = self.serial
+        self.task_loop_vars = []
         try:
             self.stmt(s)
         finally:
@@ -258,6 +265,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.serial = []
         self.serial_loc = None
         self.serial_declared = set()
+        self.rng = None
 
     def is_uniform_assignment(self, s: ast.stmt) -> bool:
         """A top-level assignment of a pure value to a plain name: recomputed in every task
@@ -348,7 +356,15 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if s.orelse:
             raise self.error(s, "for/else is not supported in kernels")
         if serialize:
-            body = self.lower_block([s])
+            saved, self.block = self.block, []
+            self.task_body, self.task_loop_vars, self.rng = self.block, [], None
+            self.push_scope()
+            try:
+                self.stmt(s)
+            finally:
+                self.pop_scope()
+                body, self.block = self.block, saved
+                self.rng = None
             prelude = self.uniform_prelude(body, [])
             self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
             return
@@ -356,6 +372,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.push_scope(task_root=True)
         loop_vars = self.bind_loop_targets(s.target, ranges, grouped)
         saved_block, self.block = self.block, []
+        self.task_body, self.task_loop_vars, self.rng = self.block, loop_vars, None
         self.in_parallel = True
         self.task_shared = []
         self.parallel_ast, self.current_block_dim = s.body, block_dim
@@ -365,7 +382,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             accumulators, epilogue = self.finish_reductions()
         finally:
             self.in_parallel = False
-            self.parallel_ast = None
+            self.parallel_ast, self.rng = None, None
             body, self.block = self.block, saved_block
             self.pop_scope()
         bounds = [e for r in ranges for e in r]

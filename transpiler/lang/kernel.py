@@ -3,6 +3,7 @@
 operations are made with (``builtin``, ``comptime``, ``static``)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -20,6 +21,33 @@ def set_launcher(fn: Callable) -> None:
     _launcher = fn
 
 
+# While the command line imports a user's file to translate it, the program itself must not
+# run: kernel calls (and qd.init) do nothing, and the first call is reported through this.
+_not_running: Callable[[str], None] | None = None
+
+
+@contextlib.contextmanager
+def translating_only(note: Callable[[str], None]):
+    """Import a module without running its kernels (``note`` hears of the first call)."""
+    global _not_running
+    told = []
+
+    def once(message: str) -> None:
+        if not told:
+            told.append(message)
+            note(message)
+
+    saved, _not_running = _not_running, once
+    try:
+        yield
+    finally:
+        _not_running = saved
+
+
+def running_disabled() -> bool:
+    return _not_running is not None
+
+
 class Kernel:
     """A ``@qd.kernel`` function. Calling it runs it on the arch chosen by ``qd.init``."""
 
@@ -31,6 +59,9 @@ class Kernel:
         self.__wrapped__ = fn
 
     def __call__(self, *args, **kwargs):
+        if _not_running is not None:
+            _not_running(f"kernel calls made while the file is imported do not run (first: {self.__name__})")
+            return None
         if _launcher is None:
             raise RuntimeError(f"{self.__name__}: no runtime is installed to run kernels")
         return _launcher(self, args, kwargs)
@@ -123,12 +154,19 @@ def ndarray_annotation(ann) -> NdarrayAnnotation:
 
 # ----------------------------------------------------------------------------- built-in markers
 
+# Built-ins that also mean something in Python scope (qd.simt.subgroup.group_size(): the
+# current executor's width), installed by the package with the runtime behind them.
+python_scope: dict[str, Callable] = {}
+
+
 def builtin(name: str):
     """Mark a stub as the built-in ``name``; the frontend lowers calls to it."""
 
     def wrap(stub: Callable) -> Callable:
         @functools.wraps(stub)
         def outside_kernel(*args, **kwargs):
+            if name in python_scope:
+                return python_scope[name](*args, **kwargs)
             raise RuntimeError(f"qd.{name}() can only be used inside a @qd.kernel or @qd.func")
 
         outside_kernel._qd_builtin = name

@@ -17,6 +17,12 @@ def grouped(x):
     every index (``I[0]``, ``a[I]``)."""
 
 
+@builtin("random")
+def random(dtype=float):
+    """A random number of ``dtype`` (f32 in [0, 1) by default; integers over their whole
+    range): the same on every target and executor (see transpiler/lang/random.py)."""
+
+
 @builtin("loop_config")
 def loop_config(*, block_dim: int | None = None, serialize: bool = False): ...
 

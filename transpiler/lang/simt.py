@@ -8,9 +8,8 @@ in the kernel language itself, on top of them (``transpiler/lang/blocklib.py``).
 ``shared/seeds``."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from .kernel import builtin
+from .names import Namespace
 
 
 def _marker(name: str, doc: str):
@@ -50,15 +49,15 @@ _subgroup = {
        for kind in ("reduce", "reduce_all", "inclusive", "exclusive") for op in ("add", "min", "max")},
 }
 
-block = SimpleNamespace(**{k: _marker(f"block.{k}", d) for k, d in _block.items()})
-subgroup = SimpleNamespace(**{k: _marker(f"subgroup.{k}", d) for k, d in _subgroup.items()})
-grid = SimpleNamespace(
+block = Namespace("qd.simt.block", **{k: _marker(f"block.{k}", d) for k, d in _block.items()})
+subgroup = Namespace("qd.simt.subgroup", **{k: _marker(f"subgroup.{k}", d) for k, d in _subgroup.items()})
+grid = Namespace("qd.simt.grid",
     mem_fence=_marker("grid.mem_fence", "Order this thread's memory accesses as seen by every thread of the launch."),
     memfence=_marker("grid.memfence", "Deprecated alias of grid.mem_fence()."),
 )
 # System scope: the host and other devices too (mapped host memory, peer GPUs, NVSHMEM
 # buffers another PE reads directly). CUDA and HIP only: Vulkan and Metal have no such scope.
-system = SimpleNamespace(
+system = Namespace("qd.simt.system",
     mem_fence=_marker("system.mem_fence", "Order this thread's memory accesses as seen by the host and other "
                                           "devices (CUDA/HIP __threadfence_system())."),
 )

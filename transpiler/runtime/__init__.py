@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import TranspileError
+from ..errors import ToolchainMissing, TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
@@ -83,16 +83,17 @@ ARCHS = {
 
 
 def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType | None = None,
-         default_ip: T.DType | None = None, enable_fallback: bool = True, **options) -> None:
+         default_ip: T.DType | None = None, enable_fallback: bool = True, random_seed: int = 0, **options) -> None:
     """Choose the executor (``arch``: gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64; an
     arch this machine cannot run falls back to the best one it can, with a warning, unless
     ``enable_fallback=False``). ``default_fp`` / ``default_ip`` are what Python's float and
     int stand for in kernels (f32 and i32 unless given). ``no_hazards=True`` skips the
-    hazard checker on first calls. Other options go to the executor (``device``,
+    hazard checker on first calls. ``random_seed`` starts qd.random's sequence of launches
+    (the same seed, the same numbers). Other options go to the executor (``device``,
     ``fast_math`` for Vulkan; ``dialect="hip"``, ``race_check`` for the CPU)."""
     import warnings
 
-    global _backend, _no_hazards, _defaults
+    global _backend, _no_hazards, _defaults, _random_seed, _launches
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
     for what, t, kind in (("default_fp", default_fp, "float"), ("default_ip", default_ip, "int")):
@@ -100,6 +101,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
             raise ValueError(f"qd.init({what}=...) takes a {kind} dtype such as "
                              f"qd.{'f64' if kind == 'float' else 'i64'}, got {t!r}")
     _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32)
+    _random_seed, _launches = int(random_seed), 0
     _no_hazards = no_hazards
     candidates = ARCHS[arch] if enable_fallback or arch == "gpu" else ARCHS[arch][:1]
     failures = []
@@ -107,15 +109,31 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
         module, cls = BACKENDS[name]
         try:
             _backend = getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
-        except Exception as exc:  # noqa: BLE001 - an executor that cannot start: try the next one
+        except (ToolchainMissing, RuntimeError, ImportError, OSError) as exc:  # cannot start here: the next one
             failures.append(f"{name}: {exc}")
             continue
-        if failures and arch != "gpu":
-            warnings.warn(f"qd.init(arch={arch!r}): not available here ({'; '.join(failures)}); running on {name}",
+        if arch != "gpu" and name != {"x64": "cpu", "arm64": "cpu"}.get(arch, arch):
+            why = "; ".join(failures) or f"no {arch} runtime in this package"
+            warnings.warn(f"qd.init(arch={arch!r}): not available here ({why}); running on {name}",
                           RuntimeWarning, stacklevel=3)
         return
     _backend = None
     raise RuntimeError(f"qd.init(arch={arch!r}) found no executor: " + "; ".join(failures))
+
+
+_random_seed = 0
+_launches = 0
+
+
+def _next_seed() -> int:
+    """A new seed for every launch that uses qd.random: qd.init(random_seed=...) mixed with
+    the launch count (splitmix32), so repeated calls draw new numbers, reproducibly."""
+    global _launches
+    _launches += 1
+    z = (_random_seed * 0x9E3779B9 + _launches * 0x632BE5AB) & 0xFFFFFFFF
+    z = ((z ^ (z >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
+    z = ((z ^ (z >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
+    return z ^ (z >> 16)
 
 
 def current() -> Backend:
@@ -205,8 +223,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         hit = cache[key] = (tr.ir, backend.load(tr))
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
-    for p in hidden:  # the kernel's own buffers: a scratch slot per kernel-scope variable, the result
-        values[p.name] = np.zeros((), p.type.dtype.np_dtype)
+    for p in hidden:  # the kernel's own buffers (a scratch slot per kernel-scope variable, the result), its seed
+        values[p.name] = np.zeros((), p.type.dtype.np_dtype) if p.is_array else np.uint32(_next_seed())
     backend.run(program, kir, values, plan_launches(kir, values))
     result = next((p for p in hidden if p.role == "result"), None)
     return None if result is None else values[result.name].item()

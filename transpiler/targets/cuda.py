@@ -262,7 +262,7 @@ class CudaTarget(Target):
                 out[-1].update(param_role(p))
                 arg += 1 + p.type.ndim
             else:
-                out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})
+                out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg, **param_role(p)})
                 arg += 1
         return out
 

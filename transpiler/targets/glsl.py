@@ -521,7 +521,8 @@ class GlslTarget(Target):
                             "shape_dtype": "i32", **param_role(p)})
             else:
                 (m,) = members
-                entry = {"name": p.name, "kind": "scalar", "dtype": p.type.name, "push_constant_offset": m.offset}
+                entry = {"name": p.name, "kind": "scalar", "dtype": p.type.name, "push_constant_offset": m.offset,
+                         **param_role(p)}
                 if m.dtype != p.type.name:
                     entry["push_constant_dtype"] = m.dtype
                 out.append(entry)

@@ -355,7 +355,7 @@ class MslTarget(Target):
                 buffer += 1
             else:
                 out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name,
-                            "params_offset": by_param[p.name][0].offset})
+                            "params_offset": by_param[p.name][0].offset, **param_role(p)})
         return out
 
     def requirements(self, ctx: TranslationContext) -> dict:

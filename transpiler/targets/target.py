@@ -234,7 +234,8 @@ def grid_text(e: ir.Expr, env: dict[int, ir.Expr]) -> str:
 
 
 def param_role(p: ir.Param) -> dict:
-    """The manifest's ``role`` of a buffer the kernel owns (a scratch slot, the result)."""
+    """The manifest's ``role`` of a parameter the kernel adds itself (a scratch slot, the
+    result, the random seed)."""
     return {"role": p.role} if p.hidden else {}
 
 

@@ -1,0 +1,70 @@
+"""What a name the language does not have means: a Quadrants spelling not supported yet
+(named as such, with what to use instead), a near miss of one that exists ("did you mean"),
+or simply unknown. Used by ``qd.<name>``, ``qd.simt.<scope>.<name>`` and the frontend."""
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+# Quadrants names this package does not provide yet, grouped by what to do instead.
+_LATER = {
+    "fields, vectors, matrices and structs are not supported yet: use qd.ndarray parameters of scalars":
+        "field Field ScalarField MatrixField StructField Vector Matrix Struct dataclass data_oriented root SNode "
+        "VectorNdarray MatrixNdarray ScalarNdarray Tensor VectorTensor MatrixTensor tensor FieldsBuilder "
+        "BitpackedFields i j k l ij ik il jk jl kl ijk ijl ikl jkl ijkl zero one length dot cross",
+    "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
+        "algorithms",
+    "is not supported yet (it comes with the rest of Quadrants' SIMT surface)":
+        "bitonic_sort_kv bitonic_sort_kv_tiled segmented_reduce_add segmented_reduce_min segmented_reduce_max "
+        "segmented_reduce_add_tiled segmented_reduce_min_tiled segmented_reduce_max_tiled all_true_tiled "
+        "any_true_tiled all_equal_tiled reduce_all_add_tiled reduce_all_min_tiled reduce_all_max_tiled "
+        "inclusive_mul inclusive_and inclusive_or inclusive_xor exclusive_mul exclusive_and exclusive_or "
+        "exclusive_xor inclusive_mul_tiled inclusive_and_tiled inclusive_or_tiled inclusive_xor_tiled "
+        "exclusive_mul_tiled exclusive_and_tiled exclusive_or_tiled exclusive_xor_tiled ballot_full_subgroup "
+        "barrier memory_barrier warp Tile16x16 Tile32x32 tile",
+}
+_NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
+          "source it writes)")
+_UNSUPPORTED = {name: why for why, names in _LATER.items() for name in names.split()}
+_NO_EQUIVALENT = set("""
+    ad autodiff graph graph_do_while graph_parallel graph_parallel_context sparse sparse_matrix_builder mesh_local
+    mesh_patch_idx Mesh MeshInstance linalg svd sym_eig eig polar_decompose solve make_spd randn checkpoint
+    stop_grad activate deactivate deactivate_all_snodes is_active append no_activate block_local cache_read_only
+    interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
+    create_stream Stream Event stream_parallel BufferView perf_dispatch pyfunc python pure dump_compile_config
+    set_logging_level is_logging_effective get_addr assume_in_range rescale_index raw_div raw_mod bit_shr
+    static_print frexp wrap ref axes Layout Format Backend DeviceCapability
+""".split())
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """The closest existing name to a near miss (``sqrtt`` -> ``sqrt``), if one is close."""
+    found = difflib.get_close_matches(name, [c for c in candidates if not c.startswith("_")], n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def missing(owner: str, name: str, candidates: Iterable[str]) -> str:
+    """Why ``owner.name`` does not exist, in words a user can act on."""
+    if name in _UNSUPPORTED:
+        why = _UNSUPPORTED[name]
+        return f"{owner}.{name} {why}" if why.startswith("is ") else f"{owner}.{name}: {why}"
+    if name in _NO_EQUIVALENT:
+        return f"{owner}.{name} {_NEVER}"
+    close = did_you_mean(name, candidates)
+    return f"{owner} has no `{name}`" + (f"; did you mean {owner}.{close}?" if close else "")
+
+
+class Namespace:
+    """``qd.simt.block`` and its kind: attributes set once; a missing one says why."""
+
+    def __init__(self, owner: str, **members):
+        self.__dict__["_owner"] = owner
+        self.__dict__.update(members)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(missing(self._owner, name, self.__dict__))
+
+    def __repr__(self) -> str:
+        return f"<{self._owner}>"
