@@ -11,6 +11,7 @@ what="${1:-base}"
 APT_PACKAGES=(
   glslang-tools spirv-tools spirv-cross            # GLSL -> SPIR-V, validation, MSL reference spellings
   mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-tools   # Vulkan on lavapipe (CPU) + loader headers
+  vulkan-validationlayers                          # print() in kernels on Vulkan (debugPrintfEXT)
   hipcc libamdhip64-dev rocm-device-libs           # HIP: hipcc and hipRTC (ROCm 5.2)
   clang-19 lld-19 llvm-19                          # the Metal shim check, AMDGPU disassembly
   g++ cmake                                        # the CPU SIMT emulator and the C++ hosts

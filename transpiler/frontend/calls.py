@@ -49,6 +49,8 @@ class CallLowering:
                 from .intrinsics import cast_call
 
                 return cast_call(self, T.python_type(fn), node)
+        if fn is print:
+            return self.print_call(node)
         if fn is len and len(node.args) == 1:
             arg = self.expr(node.args[0])
             if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
@@ -74,6 +76,36 @@ class CallLowering:
         what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
         raise self.error(node, f"call to unknown Python function `{what}`",
                          hint="decorate it with @qd.func to call it from a kernel")
+
+    def print_call(self, node: ast.Call):
+        """``print(a, "text", b, sep=..., end=...)``: values known at translation time become
+        text, the others the device's printf arguments."""
+        opts = {}
+        for kw in node.keywords:
+            if kw.arg not in ("sep", "end"):
+                raise self.error(kw.value, f"print() in a kernel takes sep= and end=, not {kw.arg}=")
+            opts[kw.arg] = self.static_value(kw.value, what=f"print({kw.arg}=...)")
+            if not isinstance(opts[kw.arg], str):
+                raise self.error(kw.value, f"print({kw.arg}=...) must be a string")
+        sep, end = opts.get("sep", " "), opts.get("end", "\n")
+        chunks, args, text = [], [], ""
+        for k, a in enumerate(node.args):
+            if isinstance(a, ast.JoinedStr):
+                raise self.error(a, "f-strings are not supported in kernels",
+                                 hint="pass the values as print() arguments: print(\"x =\", x)")
+            if k:
+                text += sep
+            v = self.expr(a)
+            if isinstance(v, CT) and isinstance(v.value, (str, bool, int, float)):
+                text += str(v.value)
+                continue
+            e = self.to_expr(v, a)
+            chunks.append(text)
+            args.append(e)
+            text = ""
+        chunks.append(text + end)
+        self.emit(ir.Print(self.loc(node), tuple(chunks), args))
+        return CT(None)
 
     def inline(self, func: lang.Func, node: ast.Call):
         args = [self.expr(a) for a in node.args]

@@ -355,6 +355,15 @@ class Continue(Stmt):
 
 
 @dataclass(eq=False, slots=True)
+class Print(Stmt):
+    """``print(...)`` in a kernel: the text ``chunks[0] args[0] chunks[1] ... chunks[-1]``
+    (Python's formatting of each argument's value: the device's printf)."""
+
+    chunks: tuple[str, ...]  # len(args) + 1 literal pieces, the end (a newline) included
+    args: list[Expr]
+
+
+@dataclass(eq=False, slots=True)
 class DeclareShared(Stmt):
     array: SharedArray
 

@@ -71,6 +71,22 @@ class DeviceUnsupported(RuntimeError):
     """The chosen Vulkan device lacks something a kernel needs (a feature, a limit)."""
 
 
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+PRINTF_HINT = "apt-get install vulkan-validationlayers"
+
+
+def _loader_version(vk) -> tuple[int, int]:
+    try:
+        v = vk.vkEnumerateInstanceVersion()
+    except Exception:  # noqa: BLE001 - a Vulkan 1.0 loader has no such call
+        return (1, 0)
+    return vk.VK_VERSION_MAJOR(v), vk.VK_VERSION_MINOR(v)
+
+
+def validation_layer_present(vk) -> bool:
+    return any(_text(layer.layerName) == VALIDATION_LAYER for layer in vk.vkEnumerateInstanceLayerProperties())
+
+
 def _vulkan():
     try:
         import vulkan
@@ -94,16 +110,36 @@ class Device:
     """One Vulkan instance, physical device, logical device and compute queue, created
     once per process (see ``get_device``) with every optional feature the device has."""
 
-    def __init__(self, choice: str | int | None = None):
+    def __init__(self, choice: str | int | None = None, printf: bool = False):
         vk = self.vk = _vulkan()
         self.ffi = vk.ffi
         self.lock = threading.Lock()
-        app = vk.VkApplicationInfo(pApplicationName="transpiler", apiVersion=vk.VK_MAKE_VERSION(*VULKAN_API, 0))
-        info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
+        self.printed: list[str] = []  # debugPrintfEXT output, when ``printf``
+        self.printed_capable = printf
+        # Vulkan 1.3 where the loader has it: shaders that print need its core
+        # VK_KHR_shader_non_semantic_info (lavapipe does not list the extension).
+        version = vk.VK_MAKE_VERSION(1, 3, 0) if _loader_version(vk) >= (1, 3) else \
+            vk.VK_MAKE_VERSION(*VULKAN_API, 0)
+        app = vk.VkApplicationInfo(pApplicationName="transpiler", apiVersion=version)
+        keep = []
+        if printf:
+            # The validation layer runs the shaders' debugPrintfEXT; nothing else of it is wanted.
+            features = vk.VkValidationFeaturesEXT(
+                pEnabledValidationFeatures=[vk.VK_VALIDATION_FEATURE_ENABLE_DEBUG_PRINTF_EXT],
+                pDisabledValidationFeatures=[getattr(vk, f"VK_VALIDATION_FEATURE_DISABLE_{n}_EXT") for n in (
+                    "THREAD_SAFETY", "API_PARAMETERS", "OBJECT_LIFETIMES", "CORE_CHECKS", "UNIQUE_HANDLES")])
+            keep.append(features)
+            info = vk.VkInstanceCreateInfo(pNext=features, pApplicationInfo=app,
+                                           ppEnabledLayerNames=[VALIDATION_LAYER],
+                                           ppEnabledExtensionNames=["VK_EXT_debug_utils", "VK_EXT_validation_features"])
+        else:
+            info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
         try:
             self.instance = vk.vkCreateInstance(info, None)
         except vk.VkError as exc:
             raise ToolchainMissing(f"a Vulkan driver ({type(exc).__name__})", INSTALL_HINT) from None
+        if printf:
+            self._messenger = self._listen()
         self.physical = self._pick(choice)
         props = vk.vkGetPhysicalDeviceProperties(self.physical)
         self.name = _text(props.deviceName)
@@ -127,6 +163,32 @@ class Device:
 
     def __repr__(self) -> str:
         return f"<Vulkan device {self.name!r} ({self.type[len('VK_PHYSICAL_DEVICE_TYPE_'):].lower()})>"
+
+    def _listen(self):
+        """Collect what shaders print (the layer's DEBUG-PRINTF messages) into ``printed``."""
+        vk = self.vk
+
+        def callback(severity, types, data, user):
+            text = self.ffi.string(data.pMessage).decode(errors="replace")
+            if "DEBUG-PRINTF" in text:
+                self.printed.append(text.rsplit(" | ", 1)[-1])
+            return 0
+
+        self._callback = callback  # cffi keeps only a weak hold on it
+        info = vk.VkDebugUtilsMessengerCreateInfoEXT(
+            messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT, messageType=(
+                vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT),
+            pfnUserCallback=callback)
+        return vk.vkGetInstanceProcAddr(self.instance, "vkCreateDebugUtilsMessengerEXT")(self.instance, info, None)
+
+    def flush_printed(self) -> None:
+        """Write what the last submission's shaders printed to stdout, in order."""
+        if self.printed:
+            import sys
+
+            sys.stdout.write("".join(self.printed))
+            sys.stdout.flush()
+            self.printed.clear()
 
     def _pick(self, choice):
         vk = self.vk
@@ -231,13 +293,14 @@ _devices: dict[object, Device] = {}
 _devices_lock = threading.Lock()
 
 
-def get_device(choice: str | int | None = None) -> Device:
+def get_device(choice: str | int | None = None, printf: bool = False) -> Device:
     """The process-wide Vulkan device: ``choice`` is an index or part of a device name;
-    by default a discrete GPU, else an integrated one, else the CPU (lavapipe)."""
+    by default a discrete GPU, else an integrated one, else the CPU (lavapipe). With
+    ``printf``, a second instance of it with the validation layer's debug printf on."""
     with _devices_lock:
-        dev = _devices.get(choice)
+        dev = _devices.get((choice, printf))
         if dev is None:
-            dev = _devices[choice] = Device(choice)
+            dev = _devices[(choice, printf)] = Device(choice, printf)
             if len(_devices) == 1:
                 atexit.register(_shutdown)
         return dev
@@ -340,6 +403,14 @@ def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
     return frozenset(out)
 
 
+@dataclass
+class _Printing:
+    """A program loaded on the printing twin of the device."""
+
+    backend: VulkanBackend
+    program: VulkanProgram
+
+
 class VulkanBackend(Backend):
     """``qd.init(arch="vulkan", device=None, fast_math=False)``: ``device`` picks a physical
     device by index or by part of its name; the default prefers a discrete GPU and falls
@@ -349,9 +420,11 @@ class VulkanBackend(Backend):
     target = "glsl"
 
     def __init__(self, device: str | int | None = None, fast_math: bool = False, subgroup_size: int | None = None,
-                 **_options):
-        self.device = get_device(device)
+                 printf: bool = False, **_options):
+        self.device = get_device(device, printf)
+        self.choice = device
         self.fast_math = fast_math
+        self._printing: VulkanBackend | None = None  # where kernels that print run (see load)
         dev = self.device
         low, high = dev.subgroup_size_range
         if subgroup_size is not None and subgroup_size != dev.subgroup_size and not (
@@ -372,7 +445,30 @@ class VulkanBackend(Backend):
     def translate_options(self) -> dict:
         return {"fast_math": self.fast_math, "subgroup_size": self.subgroup_size}
 
-    def load(self, tr: Translation) -> VulkanProgram:
+    def load(self, tr: Translation):
+        """A kernel that prints runs on the device's twin with the validation layer's debug
+        printf on (what it prints goes to stdout after each launch); without the layer it
+        runs silently, and says so once."""
+        if tr.manifest["requirements"].get("debug_printf") and not self.device.printed_capable:
+            printing = self.printing_backend()
+            if printing is not None:
+                return _Printing(printing, printing.load(tr))
+        return self.load_here(tr)
+
+    def printing_backend(self) -> VulkanBackend | None:
+        import warnings
+
+        if self._printing is None:
+            if not validation_layer_present(self.device.vk):
+                if not getattr(VulkanBackend, "_told", False):
+                    VulkanBackend._told = True
+                    warnings.warn(f"print() in kernels shows nothing on Vulkan without the validation layer "
+                                  f"({PRINTF_HINT})", RuntimeWarning, stacklevel=4)
+                return None
+            self._printing = VulkanBackend(self.choice, self.fast_math, self.subgroup_size, printf=True)
+        return self._printing
+
+    def load_here(self, tr: Translation) -> VulkanProgram:
         dev, vk = self.device, self.device.vk
         kernel, sources, manifest = tr.ir, tr.sources, tr.manifest
         self._check_requirements(kernel, manifest)
@@ -472,6 +568,9 @@ class VulkanBackend(Backend):
 
     def run(self, program: VulkanProgram, kernel: ir.Kernel, values: dict[str, object],
             launches: list[Launch]) -> None:
+        if isinstance(program, _Printing):
+            program.backend.run(program.program, kernel, values, launches)
+            return
         dev, vk = self.device, self.device.vk
         with dev.lock:
             arrays = {name: values[name] for name in program.bindings}
@@ -485,6 +584,7 @@ class VulkanBackend(Backend):
             vk.vkQueueSubmit(dev.queue, 1, [submit], dev.fence)
             vk.vkWaitForFences(dev.device, 1, [dev.fence], vk.VK_TRUE, 2**64 - 1)
             vk.vkResetFences(dev.device, 1, [dev.fence])
+            dev.flush_printed()
             for name in sorted({owners[w] for w in program.written}):
                 arr = arrays[name]
                 if arr.nbytes:

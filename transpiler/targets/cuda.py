@@ -11,6 +11,7 @@ from ..ir import types as T
 from .context import EntryPoint, TranslationContext, Usage
 from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
+from .dialect import printf_text
 from .renderer import Renderer
 from .target import Capabilities, Target, param_role
 
@@ -83,6 +84,13 @@ EVIDENCE = (
     "Float min/max, `atomic_mul` and f16 add are CAS loops over `atomicCAS` on the same-width unsigned "
     "integer (16-bit `atomicCAS` needs sm_70); the new value follows minNum/maxNum (a NaN operand loses).",
 )
+
+
+# dtype -> (printf conversion, the type the argument is passed as where it must be converted)
+PRINTF = {"bool": ("%d", "int"), "i8": ("%d", "int"), "i16": ("%d", "int"), "i32": ("%d", None),
+          "i64": ("%lld", "long long"), "u8": ("%u", "unsigned int"), "u16": ("%u", "unsigned int"),
+          "u32": ("%u", None), "u64": ("%llu", "unsigned long long"), "f16": ("%f", "double"),
+          "f32": ("%f", "double"), "f64": ("%f", None)}
 
 
 class CudaDialect(CxxDialect):
@@ -176,6 +184,14 @@ class CudaDialect(CxxDialect):
 
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"{r.helper('volatile_load', e.type)}(&{ref})"
+
+    def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
+        specs, values = [], []
+        for e, text in zip(st.args, args):
+            spec, passed_as = PRINTF[e.type.name]
+            specs.append(spec)
+            values.append(f"({passed_as})({text})" if passed_as else text)
+        return f"printf({printf_text(st.chunks, specs)}{''.join(', ' + v for v in values)});"
 
     def compute_type(self, t: T.DType) -> T.DType:
         return T.f32 if t is T.f16 else super().compute_type(t)

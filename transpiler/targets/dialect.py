@@ -65,6 +65,17 @@ class Helper:
         return (self.name, self.dtype)
 
 
+def printf_text(chunks: tuple[str, ...], specs: list[str]) -> str:
+    """A C string literal for printf: the chunks (escaped, % doubled) around the specifiers."""
+    out = []
+    for k, chunk in enumerate(chunks):
+        out.append(chunk.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+                   .replace("%", "%%"))
+        if k < len(specs):
+            out.append(specs[k])
+    return '"' + "".join(out) + '"'
+
+
 class Dialect:
     """Spellings of one C-like target language. Subclasses fill in the tables."""
 
@@ -175,6 +186,10 @@ class Dialect:
 
     def fence(self, scope: str, loc: ir.Loc) -> tuple[str, ...]:
         return self.fences[scope]
+
+    def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
+        raise TranspileError(f"print() is not supported on the {self.name} target", st.loc,
+                             hint="remove it, or translate for a target that can print (CUDA, HIP, GLSL)")
 
     # ---------------------------------------------------------------- block and subgroup
 

@@ -16,7 +16,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
 from .context import EntryPoint, Needs, TranslationContext, Usage
-from .dialect import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text
+from .dialect import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_text
 from .renderer import Renderer
 from .target import Capabilities, Target, param_role, shape_arg_names
 
@@ -167,6 +167,15 @@ class GlslNeeds(Needs):
     subgroup_classes: set[str] = field(default_factory=set)  # GL_KHR_shader_subgroup_<class> used
     f64_via_f32: set[str] = field(default_factory=set)       # f64 functions computed in f32
     coherent: bool = False  # a device-scope fence or a volatile load needs coherent buffers
+    debug_printf: bool = False  # print(): debugPrintfEXT
+
+
+# dtype -> (debugPrintfEXT conversion, the type the argument is converted to where needed).
+# The validation layer (1.3.239) prints neither doubles nor 64-bit integers (its %ld reads 32
+# bits and shifts every later argument): f64 goes as float, i64 / u64 as their low 32 bits.
+PRINTF = {"bool": ("%d", "int"), "i8": ("%d", "int"), "i16": ("%d", "int"), "i32": ("%d", None),
+          "i64": ("%d", "int"), "u8": ("%u", "uint"), "u16": ("%u", "uint"), "u32": ("%u", None),
+          "u64": ("%u", "uint"), "f16": ("%f", "float"), "f32": ("%f", None), "f64": ("%f", "float")}
 
 
 class GlslDialect(Dialect):
@@ -269,6 +278,16 @@ class GlslDialect(Dialect):
 
     def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
         return f"{self.bitcasts[(src.name, dst.name)]}({text})"
+
+    def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
+        # GL_EXT_debug_printf: the Vulkan validation layer (or a capture tool) shows the text.
+        r.needs.debug_printf = True
+        specs, values = [], []
+        for e, text in zip(st.args, args):
+            spec, passed_as = PRINTF[e.type.name]
+            specs.append(spec)
+            values.append(f"{passed_as}({text})" if passed_as else text)
+        return f"debugPrintfEXT({printf_text(st.chunks, specs)}{''.join(', ' + v for v in values)});"
 
     def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
         # subgroupBroadcast wants a constant lane; a run-time one is a shuffle.
@@ -536,12 +555,14 @@ class GlslTarget(Target):
             "glsl": GLSL_VERSION,
             "spirv": SPIRV_VERSION,
             "extensions": glsl_extensions(vk, needs),
-            "device_extensions": sorted({FEATURES[f][1] for f in vk if FEATURES[f][1]}),
+            "device_extensions": sorted({FEATURES[f][1] for f in vk if FEATURES[f][1]}
+                                        | ({"VK_KHR_shader_non_semantic_info"} if needs.debug_printf else set())),
             "features": vk,
             "f64_functions_in_f32": sorted(needs.f64_via_f32),
             # VkPhysicalDeviceSubgroupProperties::supportedOperations must include these
             # (VK_SUBGROUP_FEATURE_<NAME>_BIT) with supportedStages including compute.
             "subgroup_operations": [c.upper() for c in subgroup_classes(needs)],
+            **({"debug_printf": True} if needs.debug_printf else {}),
         }
 
     def finish_manifest(self, ctx: TranslationContext, manifest: dict) -> dict:
@@ -596,7 +617,8 @@ def vulkan_features(needs: GlslNeeds, used_types: set[str]) -> list[str]:
 
 def glsl_extensions(vk_features: list[str], needs: GlslNeeds) -> list[str]:
     return sorted({FEATURES[f][0] for f in vk_features if FEATURES[f][0]}
-                  | {f"GL_KHR_shader_subgroup_{c}" for c in subgroup_classes(needs)})
+                  | {f"GL_KHR_shader_subgroup_{c}" for c in subgroup_classes(needs)}
+                  | ({"GL_EXT_debug_printf"} if needs.debug_printf else set()))
 
 
 def subgroup_classes(needs: GlslNeeds) -> list[str]:

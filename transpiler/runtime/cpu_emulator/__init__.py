@@ -389,6 +389,13 @@ def _dim3(v) -> tuple[int, int, int]:
     return (t + (1, 1))[:3]
 
 
+def _flush_c_stdout() -> None:
+    import sys
+
+    sys.stdout.flush()
+    ctypes.CDLL(None).fflush(None)
+
+
 def emulated_targets() -> list[str]:
     """The targets whose text the emulator runs."""
     return [name for name in names() if get_target(name).emulator_defines is not None]
@@ -540,5 +547,8 @@ class CpuBackend(Backend):
             if self.max_blocks > 0 and program.cappable.get(launch.task.name):
                 blocks = min(blocks, self.max_blocks)
             todo.append((entry["name"], blocks, entry["block_dim"]))
-        program.module.launch_many(todo, args, watchdog_s=self.watchdog_s, poison_shared=self.poison_shared,
-                                   arg_names=names)
+        try:
+            program.module.launch_many(todo, args, watchdog_s=self.watchdog_s, poison_shared=self.poison_shared,
+                                       arg_names=names)
+        finally:
+            _flush_c_stdout()  # what the kernel printed (printf) comes before what Python prints next
