@@ -84,19 +84,21 @@ def have_gpu() -> bool:
 EXECUTORS = ["vulkan", "cpu-cuda", "cpu-hip", "cuda"]
 
 
+EXECUTOR_INIT = {"vulkan": {"arch": "vulkan"}, "cpu-cuda": {"arch": "cpu"},
+                 "cpu-hip": {"arch": "cpu", "dialect": "hip"}, "cuda": {"arch": "cuda", "enable_fallback": False}}
+
+
+def init_executor(name: str, **options) -> None:
+    """qd.init for the executor a test runs on, with extra options."""
+    qd.init(**EXECUTOR_INIT[name], **options)
+
+
 @pytest.fixture(params=EXECUTORS)
 def executor(request):
     name = request.param
-    if name == "cuda":
-        if not have_gpu():
-            pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
-        qd.init(arch="cuda")
-    elif name == "vulkan":
-        qd.init(arch="vulkan")
-    elif name == "cpu-cuda":
-        qd.init(arch="cpu")
-    elif name == "cpu-hip":
-        qd.init(arch="cpu", dialect="hip")
+    if name == "cuda" and not have_gpu():
+        pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
+    init_executor(name)
     return name
 
 

@@ -157,3 +157,48 @@ def test_rejected_source_is_mapped_to_the_python_line(tmp_path):
     (v,) = check_sources("cuda", {name: broken}, tr.manifest)
     assert not v.ok
     assert "saxpy.py:8: saxpy.cu(" in v.message and "undefined_symbol" in v.message
+
+
+PROGRAM = '''import numpy as np
+import transpiler as qd
+
+qd.init(arch=qd.vulkan)
+print("the program's own output")
+
+
+@qd.kernel
+def saxpy(a: float, x: qd.types.ndarray(), y: qd.types.ndarray()) -> None:
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+x = np.ones(4, np.float32)
+y = np.ones(4, np.float32)
+saxpy(2.0, x, y)
+print(y)
+'''
+
+
+def test_emit_does_not_run_the_users_program(tmp_path):
+    src = tmp_path / "program.py"
+    src.write_text(PROGRAM)
+    r = cli("emit", src, "--target", "cuda")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("// CUDA C++") and "the program's own output" not in r.stdout
+    assert "the program's own output" in r.stderr and "[1. 1. 1. 1.]" in r.stderr  # the call did not run
+    assert r.stderr.count("do not run (first: saxpy)") == 1
+
+
+def test_untyped_ndarrays_default_to_f32_and_say_so(tmp_path):
+    src = tmp_path / "program.py"
+    src.write_text(PROGRAM)
+    r = cli("emit", src, "--target", "glsl")
+    assert r.returncode == 0, r.stderr
+    assert "program.py:9: note: ndarray `x` of saxpy is typed by the call; translated as f32, 1-d" in r.stderr
+    manifest = json.loads(r.stdout[r.stdout.index("\n{\n  \"kernel\"") + 1:])
+    assert manifest["assumed"] == {"x": "f32:1", "y": "f32:1"}
+    r = cli("emit", src, "--target", "cuda", "--template", "x=f64:1", "--template", "y=f64")
+    assert r.returncode == 0, r.stderr
+    assert "double* x" in r.stdout and "double* y" in r.stdout and "note: ndarray `x`" not in r.stderr
+    r = cli("emit", src, "--template", "x=f64:one")
+    assert r.returncode == 2 and "neither a Python literal nor an array type" in r.stderr

@@ -209,7 +209,8 @@ def test_grid_helpers_agree_with_the_python_runtime(tmp_path, kernels):
         for k, p in enumerate(tr.ir.params):
             if p.is_array:
                 shape = tuple((13 + 5 * k + 3 * d) * scale if d == 0 else 3 + d for d in range(p.type.ndim))
-                values[p.name] = np.broadcast_to(np.zeros(1, p.type.dtype.np_dtype), shape)
+                values[p.name] = np.broadcast_to(np.zeros(1, p.type.dtype.np_dtype), shape) if shape else \
+                    np.zeros((), p.type.dtype.np_dtype)  # a 0-d buffer: the kernel's own (scratch, result)
                 sets += [f"a.{members[f'{p.name}_shape_{d}']} = {s};" for d, s in enumerate(shape)]
             elif p.type.is_int:
                 values[p.name] = p.type.np_dtype.type(2 + k % 3)
@@ -375,3 +376,28 @@ def test_cmake_module_reports_a_kernel_error_at_configure_time(tmp_path):
                         f"-DTRANSPILER_PYTHON={sys.executable}"], capture_output=True, text=True)
     assert r.returncode != 0
     assert "kernels.py:6:" in r.stderr and "list comprehensions are not supported" in r.stderr
+
+
+@needs_gxx
+@pytest.mark.parametrize("target", ["cuda", "glsl"])
+def test_the_header_reads_the_value_a_kernel_returns(tmp_path, target):
+    from conftest import KERNELS, load_module
+
+    tr = qd.translate(load_module(KERNELS / "kernel_scope.py").mean_and_noise, target)
+    assert tr.manifest["result"] == {"param": "qd_result", "dtype": "f32"}
+    (tmp_path / "k.h").write_text(render_header(tr))
+    ns = f"qd::mean_and_noise::{target}"
+    (tmp_path / "use.cpp").write_text(
+        '#include "k.h"\n#include <cstring>\n#include <type_traits>\n'
+        f"static_assert(std::is_same_v<{ns}::result_type, float>);\n"
+        "int main() {\n"
+        "    const float device_copy = 2.5f;  // what the host copied back from the result buffer\n"
+        f"    const auto& b = {ns}::buffers[{ns}::result_buffer];\n"
+        '    return std::strcmp(b.role, "result") == 0 && std::strcmp(b.name, "qd_result") == 0 && b.ndim == 0 &&\n'
+        f"           {ns}::read_result(&device_copy) == 2.5f ? 0 : 1;\n"
+        "}\n")
+    exe = tmp_path / "use"
+    r = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-o", str(exe), "use.cpp"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[:3000]
+    assert subprocess.run([str(exe)]).returncode == 0

@@ -27,6 +27,7 @@ int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64
 global_thread_idx = simt.block.global_thread_idx
+Tensor = types.Tensor
 
 # Architectures for qd.init: strings, so that naming one imports nothing heavy.
 gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64", "arm64"

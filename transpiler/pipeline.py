@@ -71,7 +71,7 @@ def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | N
             hit = lower_kernel(kernel, template_args, arg_types, subgroup_size)
         # IR that never asked for the subgroup width is the same at every width: one
         # lowering then serves hip (64) as well as cuda, glsl and msl (32).
-        width = subgroup_size if hit.subgroup_size is not None else "any width"
+        width = subgroup_size if hit.width_sensitive else "any width"
         cache[base + (width,)] = hit
     return hit
 

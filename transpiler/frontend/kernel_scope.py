@@ -161,10 +161,10 @@ class KernelScopeLowering:
         if op == "cas":
             e = self.coerce(expected, t, node)
             store(ir.Select(t, loc, ir.Compare(T.bool_, loc, "eq", cur, e), v, cur))
-        elif op in ("and", "or", "xor"):
-            store(ir.BinOp(t, loc, "bit" + op, cur, v))
+        elif op in ("and", "or", "xor", "sub"):
+            store(ir.BinOp(t, loc, "bit" + op if op != "sub" else op, cur, v))
         else:
-            store(combine("add" if op == "sub" else op, cur, ir.Unary(t, loc, "neg", v) if op == "sub" else v, t, loc))
+            store(combine(op, cur, v, t, loc))
         return old
 
     def can_fold(self, kv: KernelVar) -> bool:
@@ -172,6 +172,7 @@ class KernelScopeLowering:
         subgroup width known here that divides the block, and no other read in the loop
         (it would see the buffer while threads still hold their parts)."""
         block_dim = self.current_block_dim
+        self.width_consulted = True
         if kv.type.name not in _FOLDABLE or self.subgroup_size is None or block_dim % self.subgroup_size:
             return False
         return not _reads(self.parallel_ast, kv.name)

@@ -36,6 +36,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.kernel = kernel
         self.subgroup_size = subgroup_size  # the target's, when it is known at translation time
         self.subgroup_size_used = False     # whether the code depends on it (see ir.Kernel)
+        self.width_consulted = False        # whether a decision looked at it, known or not
         self.task_shared: list[ir.SharedArray] = []
         self.template_args = dict(template_args or {})
         self.arg_types = dict(arg_types or {})
@@ -142,7 +143,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         for k, p in enumerate(self.hidden_params, start=len(self.params)):
             p.index = k
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
-                         self.subgroup_size if self.subgroup_size_used else None)
+                         self.subgroup_size if self.subgroup_size_used else None,
+                         self.subgroup_size_used or self.width_consulted)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args

@@ -565,3 +565,6 @@ class Kernel:
     # The subgroup width the code was specialized to when it asked for one
     # (subgroup.group_size() folded to a constant); None when it did not.
     subgroup_size: int | None = None
+    # Whether lowering looked at the width at all, known or not (a reduction folds by block
+    # only at a known width that divides the block): then it is lowered again per width.
+    width_sensitive: bool = False

@@ -122,6 +122,11 @@ def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str])
             line("continue", st)
         elif isinstance(st, ir.Fence):
             line(f"fence {st.scope}", st)
+        elif isinstance(st, ir.Print):
+            parts = [repr(st.chunks[0])]
+            for a, chunk in zip(st.args, st.chunks[1:]):
+                parts += [dump_expr(a, names), repr(chunk)]
+            line(f"print({', '.join(parts)})", st)
         elif isinstance(st, ir.Barrier):
             line(f"barrier {st.scope}", st)
         elif isinstance(st, ir.DeclareShared):

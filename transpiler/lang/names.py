@@ -10,7 +10,7 @@ from typing import Iterable
 _LATER = {
     "fields, vectors, matrices and structs are not supported yet: use qd.ndarray parameters of scalars":
         "field Field ScalarField MatrixField StructField Vector Matrix Struct dataclass data_oriented root SNode "
-        "VectorNdarray MatrixNdarray ScalarNdarray Tensor VectorTensor MatrixTensor tensor FieldsBuilder "
+        "VectorNdarray MatrixNdarray ScalarNdarray VectorTensor MatrixTensor tensor FieldsBuilder "
         "BitpackedFields i j k l ij ik il jk jl kl ijk ijl ikl jkl ijkl zero one length dot cross",
     "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
         "algorithms",

@@ -70,16 +70,12 @@ _backend: Backend | None = None
 _no_hazards = False
 _defaults = T.Defaults()
 
-# qd.init's arch names -> the executors that can stand for them, best first. On a machine
-# without the one asked for, Quadrants falls back (enable_fallback=True): so do we, saying so.
-ARCHS = {
-    "gpu": ("cuda", "vulkan", "cpu"),
-    "cuda": ("cuda", "vulkan", "cpu"),
-    "amdgpu": ("vulkan", "cpu"),    # no AMD runtime here
-    "metal": ("vulkan", "cpu"),     # no Metal runtime off macOS
-    "vulkan": ("vulkan", "cpu"),
-    "cpu": ("cpu",), "x64": ("cpu",), "arm64": ("cpu",),
-}
+# qd.init's arch names -> the executor that is that arch here (None: this package has no
+# runtime for it: AMD GPUs, Metal). On a machine without it, Quadrants falls back
+# (enable_fallback=True): so do we, to the best executor there is, saying so.
+ARCHS = {"gpu": None, "cuda": "cuda", "amdgpu": None, "metal": None, "vulkan": "vulkan",
+         "cpu": "cpu", "x64": "cpu", "arm64": "cpu"}
+BEST_FIRST = ("cuda", "vulkan", "cpu")
 
 
 def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType | None = None,
@@ -103,8 +99,10 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32)
     _random_seed, _launches = int(random_seed), 0
     _no_hazards = no_hazards
-    candidates = ARCHS[arch] if enable_fallback or arch == "gpu" else ARCHS[arch][:1]
-    failures = []
+    own = ARCHS[arch]
+    candidates = ([own] if own else []) + ([b for b in BEST_FIRST if b != own] if enable_fallback or arch == "gpu"
+                                           else [])
+    failures = [] if own or arch == "gpu" else [f"no {arch} runtime in this package"]
     for name in candidates:
         module, cls = BACKENDS[name]
         try:
@@ -112,9 +110,8 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
         except (ToolchainMissing, RuntimeError, ImportError, OSError) as exc:  # cannot start here: the next one
             failures.append(f"{name}: {exc}")
             continue
-        if arch != "gpu" and name != {"x64": "cpu", "arm64": "cpu"}.get(arch, arch):
-            why = "; ".join(failures) or f"no {arch} runtime in this package"
-            warnings.warn(f"qd.init(arch={arch!r}): not available here ({why}); running on {name}",
+        if arch != "gpu" and name != own:
+            warnings.warn(f"qd.init(arch={arch!r}): not available here ({'; '.join(failures)}); running on {name}",
                           RuntimeWarning, stacklevel=3)
         return
     _backend = None

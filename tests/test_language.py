@@ -1,0 +1,254 @@
+"""Quadrants' everyday spelling: annotations, defaults, archs, 0-d ndarrays, kernel-scope
+variables and return values, atomics on variables, print, and the diagnostics for what is
+not there (yet). Execution tests run on Vulkan and on the CPU executors and compare with NumPy."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.lang.simt import block, grid, subgroup  # noqa: F401 - the import path Quadrants has
+
+
+@qd.kernel
+def typed_by_python(n: int, scale: float, flag: bool, a: qd.types.NDArray[qd.f32], out: qd.Tensor) -> None:
+    for i in range(n):
+        out[i] = a[i] * scale + (1.0 if flag else 0.0)
+
+
+@qd.kernel
+def template_array(src: qd.Template, dst: qd.template()) -> None:
+    for i in range(src.shape[0]):
+        dst[i] = src[i] * 2
+
+
+@qd.kernel
+def literal_types(out: qd.types.ndarray(ndim=1)) -> None:
+    x = 1.5
+    n = 3
+    out[0] = x * n
+
+
+def test_python_annotations_are_quadrants_defaults():
+    tr = qd.translate(typed_by_python, "cuda", arg_types={"a": qd.lang.NdarrayAnnotation(qd.f32, 1),
+                                                          "out": qd.lang.NdarrayAnnotation(qd.f32, 1)})
+    dtypes = {p["name"]: p["dtype"] for p in tr.manifest["params"]}
+    assert dtypes == {"n": "i32", "scale": "f32", "flag": "i32", "a": "f32", "out": "f32"}
+
+
+def test_defaults_follow_default_fp_and_default_ip():
+    arrays = {"out": qd.lang.NdarrayAnnotation(qd.f64, 1)}
+    text = qd.translate(literal_types, "cuda", arg_types=arrays, default_fp=qd.f64, default_ip=qd.i64).sources
+    body = next(iter(text.values()))
+    assert "double x = 1.5;" in body and "int64_t n = 3ll;" in body
+    tr = qd.translate(typed_by_python, "glsl", default_fp=qd.f64, default_ip=qd.i64,
+                      arg_types={"a": arrays["out"], "out": arrays["out"]})
+    assert {p["name"]: p["dtype"] for p in tr.manifest["params"]}["scale"] == "f64"
+
+
+def test_untyped_ndarrays_take_the_call_s_types(executor, rng):
+    a = rng.random(50).astype(np.float32)
+    out = np.zeros(50, np.float32)
+    typed_by_python(50, 2.0, True, a, out)
+    np.testing.assert_allclose(out, a * 2 + 1, rtol=1e-6)
+    i = rng.integers(0, 100, 20).astype(np.int64)
+    j = np.zeros(20, np.int64)
+    template_array(i, j)  # arrays through qd.Template and qd.template(): typed by the call too
+    np.testing.assert_array_equal(j, i * 2)
+    d = rng.random(7)
+    e = np.zeros(7)
+    template_array(d, e)
+    np.testing.assert_allclose(e, d * 2)
+
+
+def test_default_fp_from_init_reaches_kernels(rng):
+    qd.init(arch="cpu", default_fp=qd.f64)
+    try:
+        out = np.zeros(1, np.float64)
+        literal_types(out)
+        assert out[0] == 4.5
+    finally:
+        qd.init(arch="cpu")
+
+
+def test_archs_exist_and_fall_back_with_a_warning():
+    for name in ("gpu", "cuda", "amdgpu", "vulkan", "metal", "cpu", "x64", "arm64"):
+        assert getattr(qd, name) == name
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        qd.init(arch=qd.metal)
+    assert any("metal" in str(w.message) and "running on" in str(w.message) for w in caught)
+    with pytest.raises(RuntimeError, match="found no executor"):
+        qd.init(arch=qd.metal, enable_fallback=False)
+    qd.init(arch=qd.gpu)  # the best one here, silently
+    assert qd.simt.subgroup.group_size() in (8, 16, 32, 64)
+    qd.sync()
+
+
+def test_group_size_in_python_scope_is_the_executor_s():
+    qd.init(arch="cpu")
+    assert qd.simt.subgroup.group_size() == 32 and qd.simt.subgroup.log2_group_size() == 5
+    qd.init(arch="cpu", dialect="hip")
+    assert subgroup.group_size() == 64
+
+
+# ----------------------------------------------------------------------------- 0-d, struct-for
+
+@qd.kernel
+def zero_d(c: qd.types.ndarray(dtype=qd.f32, ndim=0), x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> None:
+    for i in x:
+        c[None] += x[i]
+    c[()] = c[()] * 2.0
+
+
+def test_zero_d_ndarrays(executor, rng):
+    x = rng.random(100).astype(np.float32)
+    c = np.zeros((), np.float32)
+    zero_d(c, x)
+    assert abs(c - 2 * x.sum()) < 1e-3
+    q = qd.ndarray(qd.f32, ())
+    zero_d(q, x)
+    assert abs(q.to_numpy() - 2 * x.sum()) < 1e-3
+
+
+@qd.kernel
+def nested_grouped(a: qd.types.ndarray(dtype=qd.i32, ndim=2), rows: qd.types.ndarray(dtype=qd.i32, ndim=1)) -> None:
+    for r in rows:
+        s = 0
+        for I in qd.grouped(qd.ndrange(a.shape[1])):
+            s += a[r, I[0]]
+        rows[r] = s
+
+
+def test_struct_for_and_grouped_nest_in_a_task(executor, rng):
+    a = rng.integers(0, 9, (6, 7)).astype(np.int32)
+    rows = np.zeros(6, np.int32)
+    nested_grouped(a, rows)
+    np.testing.assert_array_equal(rows, a.sum(1))
+
+
+# ----------------------------------------------------------------------------- kernel scope
+
+@qd.kernel
+def reduce_everything(x: qd.types.ndarray(dtype=qd.i32, ndim=1)) -> qd.i64:
+    lo, hi, total, bits = 1 << 30, -(1 << 30), 0, 0
+    for i in range(x.shape[0]):
+        qd.atomic_min(lo, x[i])
+        qd.atomic_max(hi, x[i])
+        total += x[i]
+        bits |= x[i] & 0xFF
+    return qd.i64(lo) + qd.i64(hi) * 1000 + qd.i64(total) * 1000000 + qd.i64(bits) * 1000000000000
+
+
+@qd.kernel
+def block_dim_not_a_multiple(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    s = 0.0
+    qd.loop_config(block_dim=50)
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+def test_reductions_of_every_kind(executor, rng):
+    x = rng.integers(0, 200, 1000).astype(np.int32)
+    got = reduce_everything(x)
+    bits = np.bitwise_or.reduce(x & 0xFF)
+    assert got == int(x.min()) + int(x.max()) * 1000 + int(x.sum()) * 1000000 + int(bits) * 1000000000000
+    y = rng.random(777).astype(np.float32)
+    assert abs(block_dim_not_a_multiple(y) - y.sum()) < 1e-2  # atomics per thread: no block fold here
+
+
+def test_a_reduction_is_a_block_fold_with_one_atomic_per_block():
+    text = qd.translate(reduce_everything, "cuda").sources["reduce_everything.cu"]
+    assert "__syncthreads()" in text and text.count("atomicAdd(&qd_total[0]") == 1
+    assert "if ((int32_t)threadIdx.x == 0) {" in text
+    one = next(iter(qd.translate(block_dim_not_a_multiple, "cuda").sources.values()))
+    assert "atomicAdd(&qd_s[0], x[i])" in one  # 50 is no multiple of 32: no fold
+
+
+@qd.kernel
+def race(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    m = 0.0
+    for i in range(x.shape[0]):
+        m = max(m, x[i])
+    return m
+
+
+@qd.kernel
+def no_annotation(x: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    return x[0]
+
+
+@qd.kernel
+def after_return(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    return x[0]
+    x[1] = 2.0
+
+
+@qd.kernel
+def return_in_loop(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    for i in range(x.shape[0]):
+        return x[i]
+
+
+@pytest.mark.parametrize("kernel,message,hint", [
+    (race, "every thread would overwrite it", "qd.atomic_max(m, v)"),
+    (no_annotation, "does not say which type", "-> qd.f32"),
+    (after_return, "code after the kernel's `return` never runs", None),
+    (return_in_loop, "can only end the kernel", None),
+])
+def test_kernel_scope_mistakes_are_located(kernel, message, hint):
+    with pytest.raises(qd.TranspileError) as info:
+        qd.translate(kernel, "cuda")
+    assert message in info.value.message and info.value.loc is not None
+    assert hint is None or hint in (info.value.hint or "")
+
+
+# ----------------------------------------------------------------------------- print
+
+@qd.kernel
+def say(x: qd.types.ndarray(dtype=qd.f32, ndim=1), n: qd.i64) -> None:
+    for i in range(2):
+        print("x", i, x[i], "n =", n, "100%")
+    print("done", end="!\n")
+
+
+def test_print_shows_on_every_executor(executor, capfd):
+    say(np.array([1.5, 0.25], np.float32), 7)
+    out = capfd.readouterr().out
+    assert "x 0 1.500000 n = 7 100%\n" in out and "x 1 0.250000 n = 7 100%\n" in out and "done!\n" in out
+
+
+def test_print_is_a_located_error_on_metal():
+    with pytest.raises(qd.TranspileError, match="print\\(\\) is not supported on the msl target") as info:
+        qd.translate(say, "msl")
+    assert info.value.loc.line == say.fn.__code__.co_firstlineno + 3
+
+
+# ----------------------------------------------------------------------------- what is not there
+
+def test_missing_names_say_why_or_suggest():
+    with pytest.raises(AttributeError, match="fields, vectors, matrices and structs are not supported yet"):
+        qd.field  # noqa: B018
+    with pytest.raises(AttributeError, match="did you mean qd.sqrt"):
+        qd.sqrtt  # noqa: B018
+    with pytest.raises(AttributeError, match="did you mean qd.simt.block.sync"):
+        qd.simt.block.synk  # noqa: B018
+    with pytest.raises(AttributeError, match="segmented_reduce_add is not supported yet"):
+        subgroup.segmented_reduce_add  # noqa: B018
+    with pytest.raises(AttributeError, match="no equivalent"):
+        qd.graph  # noqa: B018
+
+
+@qd.kernel
+def near_miss(a: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> None:
+    for i in range(a.shape[0]):
+        a[i] = qd.sqrtt(a[i])
+
+
+def test_near_miss_in_a_kernel_is_located_with_the_suggestion():
+    with pytest.raises(qd.TranspileError, match="did you mean qd.sqrt") as info:
+        qd.translate(near_miss, "cuda")
+    assert info.value.loc.line == near_miss.fn.__code__.co_firstlineno + 3
