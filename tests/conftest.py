@@ -82,6 +82,8 @@ def have_gpu() -> bool:
 # Every execution test runs on each executor. All but "cuda" exist on any machine the
 # README's test command has set up; "cuda" needs an NVIDIA GPU.
 EXECUTORS = ["vulkan", "cpu-cuda", "cpu-hip", "cuda"]
+# Those whose target allows a recursive @qd.real_func (GLSL does not).
+RECURSIVE_EXECUTORS = ["cpu-cuda", "cpu-hip", "cuda"]
 
 
 EXECUTOR_INIT = {"vulkan": {"arch": "vulkan"}, "cpu-cuda": {"arch": "cpu"},

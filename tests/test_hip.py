@@ -40,7 +40,7 @@ def assert_ok(verdicts, archs):
     for v in verdicts:
         assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}"
         for arch in archs:
-            assert "hipcc 5" in v.tool and f"hipRTC 5" in v.tool and arch in v.tool, v.tool
+            assert "hipcc 5" in v.tool and "hipRTC 5" in v.tool and arch in v.tool, v.tool
 
 
 @pytest.mark.parametrize("kernel", [atomics.histogram, dtypes.widen, dtypes.narrow, wide_atomics],

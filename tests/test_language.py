@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
+from conftest import init_executor
 from transpiler.lang.simt import block, grid, subgroup  # noqa: F401 - the import path Quadrants has
 
 
@@ -252,3 +253,20 @@ def test_near_miss_in_a_kernel_is_located_with_the_suggestion():
     with pytest.raises(qd.TranspileError, match="did you mean qd.sqrt") as info:
         qd.translate(near_miss, "cuda")
     assert info.value.loc.line == near_miss.fn.__code__.co_firstlineno + 3
+
+
+@qd.kernel
+def width_here() -> qd.i32:
+    return subgroup.group_size()
+
+
+def test_a_new_executor_never_reuses_the_last_one_s_programs():
+    import gc
+
+    for _ in range(5):  # a freed backend's id() is often the next one's: that must not matter
+        init_executor("cpu-cuda")
+        assert width_here() == 32
+        gc.collect()
+        init_executor("cpu-hip")
+        assert width_here() == 64
+        gc.collect()

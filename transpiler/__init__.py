@@ -7,7 +7,9 @@ from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
 from .lang import math, shmem, simt, types  # noqa: F401
-from .lang.kernel import Func, Kernel, Template, func, kernel, set_launcher, static, template  # noqa: F401
+from .lang.kernel import (  # noqa: F401
+    Func, Kernel, RealFunc, Template, func, kernel, real_func, set_launcher, static, template,
+)
 from .lang.kernel import python_scope as _python_scope
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,

@@ -40,6 +40,22 @@ class Translation:
     language: str = ""  # the target language and version the sources are written in
 
 
+class _Identity:
+    """An unhashable value in a cache key, compared by identity. The key holds the value, so
+    its id cannot be reused by another object while the cache entry exists."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Identity) and other.value is self.value
+
+
 def freeze(d: dict | None) -> tuple:
     """A hashable key for a dict of argument values (unhashable values by identity)."""
     if not d:
@@ -49,7 +65,7 @@ def freeze(d: dict | None) -> tuple:
         try:
             hash(v)
         except TypeError:
-            v = id(v)
+            v = _Identity(v)
         items.append((k, v))
     return tuple(items)
 

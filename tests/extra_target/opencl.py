@@ -57,6 +57,7 @@ class OpenclDialect(CxxDialect):
     fences = {scope: (f"atomic_work_item_fence({ALL_MEMORY}, memory_order_seq_cst, memory_scope_{s});",)
               for scope, s in (("subgroup", "work_group"), ("block", "work_group"), ("device", "device"))}
     inline = "static inline"
+    buffer_param = "__global {type}* {name}"
     fmod = {"f32": "fmod"}
 
     def cast(self, text: str, t: T.DType) -> str:
@@ -122,7 +123,8 @@ class OpenclTarget(Target):
     dialect = OpenclDialect()
     caps = Capabilities(f64=False)
     why_not = {"f64": "this dialect leaves out cl_khr_fp64",
-               "system_scope": "OpenCL C has no memory scope beyond the device"}
+               "system_scope": "OpenCL C has no memory scope beyond the device",
+               "recursion": "OpenCL C forbids recursion"}
     file_ext = ".cl"
     module_template = "opencl/module.cl.j2"
     helper_templates = ("opencl/helpers.j2", "cxx/helpers.j2")  # the C++ family's integer helpers are C too

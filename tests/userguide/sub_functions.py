@@ -1,5 +1,6 @@
 """@qd.func, as the sub-functions page writes them: typed scalar functions, functions that take
-an ndarray through qd.Template, functions calling functions."""
+an ndarray through qd.Template, functions calling functions; and @qd.real_func, a function
+of its own that returns from inside a loop."""
 import numpy as np
 
 import transpiler as qd
@@ -77,3 +78,30 @@ def _(rng):
     def check(_):
         np.testing.assert_allclose(y, ss(0, 0.5, x) * (1 - ss(0.5, 1, x)), rtol=1e-5, atol=1e-6)
     return (x, y), check
+
+
+@qd.real_func
+def find_first(table: qd.types.ndarray(dtype=qd.i32, ndim=1), value: qd.i32) -> qd.i32:
+    for i in range(table.shape[0]):
+        if table[i] == value:
+            return i
+    return -1
+
+
+@qd.kernel
+def lookup(table: qd.types.ndarray(dtype=qd.i32, ndim=1), queries: qd.types.ndarray(dtype=qd.i32, ndim=1),
+           where: qd.types.ndarray(dtype=qd.i32, ndim=1)) -> None:
+    for q in range(queries.shape[0]):
+        where[q] = find_first(table, queries[q])
+
+
+@case(lookup)
+def _(rng):
+    table = rng.permutation(200).astype(np.int32)[:120]
+    queries = rng.integers(0, 200, 300).astype(np.int32)
+    where = np.zeros(300, np.int32)
+    position = {int(v): k for k, v in enumerate(table)}
+
+    def check(_):
+        np.testing.assert_array_equal(where, [position.get(int(v), -1) for v in queries])
+    return (table, queries, where), check

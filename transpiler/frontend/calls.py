@@ -34,6 +34,8 @@ class CallLowering:
             from .intrinsics import call_builtin
 
             return call_builtin(self, name, node)
+        if isinstance(fn, lang.RealFunc):
+            return self.real_call(fn, node)
         if isinstance(fn, lang.Func):
             return self.inline(fn, node)
         if isinstance(fn, lang.Kernel):

@@ -179,7 +179,7 @@ def is_simple(e: ir.Expr) -> bool:
 def is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
     """No memory reads and no locals the loop body assigns (by their Python names)."""
     for n in iter_expr(e):
-        if isinstance(n, (ir.Load, ir.Atomic, ir.ShmemOp)):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.ShmemOp, ir.Call)):
             return False
         if isinstance(n, ir.LocalRef) and n.var.name in assigned_in_body:
             return False
@@ -187,7 +187,7 @@ def is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
 
 
 def has_side_effects(e: ir.Expr) -> bool:
-    return any(isinstance(n, (ir.Atomic, ir.ShmemOp)) for n in iter_expr(e))
+    return any(isinstance(n, (ir.Atomic, ir.ShmemOp, ir.Call)) for n in iter_expr(e))
 
 
 def locals_read_expr(e: ir.Expr) -> set[ir.Local]:

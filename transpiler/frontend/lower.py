@@ -24,11 +24,12 @@ from .values import CT, ArrayHandle, KernelVar, TupleValue
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
+from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
 from .statements import StatementLowering
 
 
-class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering):
+class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -73,6 +74,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.rng: ir.Local | None = None
         self.task_body: list[ir.Stmt] = []
         self.task_loop_vars: list[ir.Local] = []
+        self.init_real_funcs()
 
     # ------------------------------------------------------------------ helpers
 
@@ -144,7 +146,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             p.index = k
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
                          self.subgroup_size if self.subgroup_size_used else None,
-                         self.subgroup_size_used or self.width_consulted)
+                         self.subgroup_size_used or self.width_consulted, self.functions)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args

@@ -39,6 +39,7 @@ class _FuncFrame:
         self.result: ir.Local | None = None
         self.result_name = result_name
         self.returns_tuple: list[ir.Local] | None = None
+        self.function: ir.Function | None = None  # set for a @qd.real_func's body: `return` is ir.Return
         # How often each name is assigned in the function: a name assigned once keeps
         # what is known about its first value (e.g. that it is non-negative).
         self.stores: dict[str, int] = store_counts(parsed.node)  # shared: read only

@@ -143,6 +143,10 @@ class StatementLowering:
         self.emit(ir.Declare(self.loc(stmt), var, v))
 
     def require_parallel(self, node: ast.AST, what: str) -> None:
+        if self.function_stack:
+            raise self.error(node, f"{what} cannot be used in @qd.real_func `{self.function_stack[-1].name}`: a real "
+                                   "function runs on its calling thread alone, outside the block's collective context",
+                             hint="make it a @qd.func (inlined into the kernel)")
         if not self.in_parallel:
             raise self.error(node, f"{what} works on the threads of a block: call it inside a parallel "
                                    "(top-level) loop")
@@ -387,6 +391,9 @@ class StatementLowering:
     def stmt_Return(self, s: ast.Return) -> None:
         if len(self.frames) == 1:
             self.kernel_return(s)
+            return
+        if self.real_function is not None:
+            self.function_return(s)
             return
         frame = self.frame
         if s.value is None:

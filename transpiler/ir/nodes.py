@@ -267,6 +267,16 @@ class VolatileLoad(Expr):
 
 
 
+@dataclass(eq=False, slots=True)
+class Call(Expr):
+    """A call of the kernel's function ``function`` (a ``@qd.real_func`` instantiation, by
+    name, so a pass that rewrites the function leaves every call valid). Type VOID when
+    it returns nothing (then it is an ExprStmt)."""
+
+    function: str
+    args: list[Expr]
+
+
 # ----------------------------------------------------------------------------- statements
 
 @dataclass(eq=False, slots=True)
@@ -361,6 +371,13 @@ class Print(Stmt):
 
     chunks: tuple[str, ...]  # len(args) + 1 literal pieces, the end (a newline) included
     args: list[Expr]
+
+
+@dataclass(eq=False, slots=True)
+class Return(Stmt):
+    """``return`` from a function (``value`` None in one that returns nothing)."""
+
+    value: Expr | None
 
 
 @dataclass(eq=False, slots=True)
@@ -556,6 +573,24 @@ class Task:
 
 
 @dataclass(eq=False, slots=True)
+class Function:
+    """A ``@qd.real_func`` instantiation: a function of the target source, with scalar
+    parameters and, where it returns a value, a scalar result. The ndarrays it reads and
+    writes are the kernel's own parameters (bound at the call, one instantiation per
+    binding); a target passes them, and their extents, as extra parameters where kernel
+    parameters are not visible to every function."""
+
+    name: str
+    params: list[Local]
+    result: DType | None
+    body: list[Stmt]
+    loc: Loc
+    calls: tuple[str, ...] = ()  # the functions its body calls (directly), by name
+    recursive: bool = False      # it calls itself, directly or through others
+    forward: bool = False        # called before its definition: the source declares it first
+
+
+@dataclass(eq=False, slots=True)
 class Kernel:
     name: str
     file: str
@@ -568,3 +603,30 @@ class Kernel:
     # Whether lowering looked at the width at all, known or not (a reduction folds by block
     # only at a known width that divides the block): then it is lowered again per width.
     width_sensitive: bool = False
+    # The @qd.real_func instantiations its tasks call, each after every function it calls
+    # (a recursion cycle aside): the order a C-like source defines them in.
+    functions: list[Function] = field(default_factory=list)
+
+    def function(self, name: str) -> Function:
+        return next(f for f in self.functions if f.name == name)
+
+    def called_by(self, stmts: list[Stmt]) -> list[Function]:
+        """The functions ``stmts`` call, directly or not, in definition order."""
+        from .walk import all_exprs
+
+        seen = {e.function for e in all_exprs(stmts) if isinstance(e, Call)}
+        todo = list(seen)
+        while todo:
+            for name in self.function(todo.pop()).calls:
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return [f for f in self.functions if f.name in seen]
+
+    def code(self, task: Task) -> list[Stmt]:
+        """Every statement ``task``'s entry point may run: its own and those of the
+        functions it calls."""
+        code = task.code()
+        for f in self.called_by(code):
+            code = code + f.body
+        return code

@@ -63,6 +63,9 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
         where = _element(e, names)
         extra = f", expected={dump_expr(e.expected, names)}" if e.expected is not None else ""
         return f"atomic_{e.op}.{t}({where}, {dump_expr(e.value, names)}{extra})"
+    if isinstance(e, ir.Call):
+        args = ", ".join(dump_expr(a, names) for a in e.args)
+        return f"call {e.function}({args})" + ("" if e.type is ir.VOID else f".{t}")
     if isinstance(e, (ir.ShmemMyPe, ir.ShmemNPes)):
         return f"shmem_{'my_pe' if isinstance(e, ir.ShmemMyPe) else 'n_pes'}.{t}()"
     if isinstance(e, ir.ShmemElement):
@@ -116,6 +119,8 @@ def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str])
         elif isinstance(st, ir.While):
             line(f"while {dump_expr(st.cond, names)}:", st)
             dump_stmts(st.body, names, indent + 1, out)
+        elif isinstance(st, ir.Return):
+            line("return" if st.value is None else f"return {dump_expr(st.value, names)}", st)
         elif isinstance(st, ir.Break):
             line("break", st)
         elif isinstance(st, ir.Continue):
@@ -142,6 +147,12 @@ def dump_kernel(k: ir.Kernel) -> str:
     params = ", ".join(f"{p.name}: {'symmetric ' if p.symmetric else ''}{p.role + ' ' if p.hidden else ''}{p.type!r}"
                        for p in k.params)
     out = [f"kernel {k.name}({params})  # {os.path.basename(k.file)}:{k.loc.line}"]
+    for f in k.functions:
+        args = ", ".join(f"{names(p)}: {p.type.name}" for p in f.params)
+        flags = "".join(f" {flag}" for flag in ("recursive", "forward") if getattr(f, flag))
+        out.append(f"function {f.name}({args}) -> {f.result.name if f.result else 'void'}{flags}:"
+                   f"  # {os.path.basename(f.loc.file)}:{f.loc.line}")
+        dump_stmts(f.body, names, 1, out)
     for t in k.tasks:
         head = f"task {t.name} {t.kind}"
         if t.kind == "parallel":

@@ -87,6 +87,17 @@ class Func:
         return f"<qd.func {self.__name__}>"
 
 
+class RealFunc(Func):
+    """A ``@qd.real_func`` function: emitted once per distinct signature as a function of its
+    own in the target source, and called (recursion where the target allows it)."""
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"@qd.real_func {self.__name__} can only be called from inside a @qd.kernel")
+
+    def __repr__(self) -> str:
+        return f"<qd.real_func {self.__name__}>"
+
+
 def kernel(fn: Callable | None = None, **_options) -> Kernel:
     if fn is None:
         return lambda f: Kernel(f)  # @qd.kernel(...) with options
@@ -97,6 +108,12 @@ def func(fn: Callable | None = None, **_options) -> Func:
     if fn is None:
         return lambda f: Func(f)
     return Func(fn)
+
+
+def real_func(fn: Callable | None = None, **_options) -> RealFunc:
+    if fn is None:
+        return lambda f: RealFunc(f)
+    return RealFunc(fn)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Does a kernel need what a target lacks? One check against the target's capability flags,
 run by the pipeline before any target-specific pass, so no target has to remember it: f64,
-system-scope fences and NVSHMEM, each a located error at the first place the kernel needs
-it, with the target's reason."""
+recursion, system-scope fences and NVSHMEM, each a located error at the first place the
+kernel needs it, with the target's reason."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -24,9 +24,9 @@ def _first(locs: list[ir.Loc]) -> ir.Loc | None:
 
 
 def _code(kernel: ir.Kernel):
-    """Each task's statements: its prelude and its body."""
+    """Each task's statements (prelude, body, epilogue), with those of the functions it calls."""
     for task in kernel.tasks:
-        yield task, task.code()
+        yield task, kernel.code(task)
 
 
 @per_kernel
@@ -48,6 +48,14 @@ def barrier_all_used(kernel: ir.Kernel) -> bool:
 def first_system_fence(kernel: ir.Kernel) -> ir.Loc | None:
     return _first([st.loc for _, stmts in _code(kernel) for st in all_stmts(stmts)
                    if isinstance(st, ir.Fence) and st.scope == "system"])
+
+
+def first_recursion(kernel: ir.Kernel) -> ir.Loc | None:
+    """The first call that closes a recursion cycle (a function calling itself, directly
+    or through others)."""
+    recursive = {f.name for f in kernel.functions if f.recursive}
+    return _first([e.loc for f in kernel.functions if f.recursive for e in all_exprs(f.body)
+                   if isinstance(e, ir.Call) and e.function in recursive])
 
 
 def first_f64(kernel: ir.Kernel) -> ir.Loc | None:
@@ -79,6 +87,11 @@ def check_capabilities(kernel: ir.Kernel, target: Target) -> None:
             raise TranspileError(f"qd.shmem is not supported on the {target.name} target: NVSHMEM exists for "
                                  f"{' and '.join(having).upper() if having else 'no target'} only", found[0],
                                  hint=f"translate this kernel for the {' or '.join(having)} target")
+    if not caps.recursion:
+        loc = first_recursion(kernel)
+        if loc is not None:
+            raise TranspileError(f"a recursive @qd.real_func is not supported on the {target.name} target: "
+                                 f"{why['recursion']}", loc, hint="rewrite the recursion as a loop")
     if not caps.system_scope:
         loc = first_system_fence(kernel)
         if loc is not None:

@@ -29,8 +29,8 @@ def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
 @per_kernel(key=lambda dialect: type(dialect))
 def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     needs = False
-    for task in kernel.tasks:
-        for e in all_exprs(task.code()):
+    for stmts in [t.code() for t in kernel.tasks] + [f.body for f in kernel.functions]:
+        for e in all_exprs(stmts):
             if isinstance(e, ir.Atomic):
                 form = dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
                 needs |= form != "native"
@@ -39,7 +39,8 @@ def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     rw = _Rewriter(dialect)
     tasks = [dataclasses.replace(t, body=rw.block(t.body), prelude=rw.block(t.prelude), epilogue=rw.block(t.epilogue))
              for t in kernel.tasks]
-    return dataclasses.replace(kernel, tasks=tasks)
+    functions = [dataclasses.replace(f, body=rw.block(f.body)) for f in kernel.functions]
+    return dataclasses.replace(kernel, tasks=tasks, functions=functions)
 
 
 class _Rewriter(HoistingRewriter):

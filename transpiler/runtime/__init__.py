@@ -13,8 +13,10 @@ translates with, and loads what comes out.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +48,12 @@ class Backend:
     name = ""
     target = ""  # the target language it runs
 
+    @functools.cached_property
+    def serial(self) -> int:
+        """This backend's number, never reused in the process: programs loaded on it are
+        cached under it (an id() can come back for the next backend once this one is gone)."""
+        return next(_serials)
+
     def translate_options(self) -> dict:
         """The options its code is translated with (e.g. the device's subgroup size)."""
         return {}
@@ -66,6 +74,7 @@ class Backend:
         raise NotImplementedError
 
 
+_serials = itertools.count(1)
 _backend: Backend | None = None
 _no_hazards = False
 _defaults = T.Defaults()
@@ -209,7 +218,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
         template_args, arg_types, values = bind_arguments(kernel, args, kwargs)
     cache = kernel.__dict__.setdefault("_program_cache", {})
-    key = (backend.name, id(backend), freeze(template_args), freeze(arg_types), _defaults)
+    key = (backend.serial, freeze(template_args), freeze(arg_types), _defaults)
     hit = cache.get(key)
     if hit is None:
         # The first call translates (and runs the hazard checker: a divergent barrier is an

@@ -396,7 +396,7 @@ def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
 
     out: set[str] = set()
     for task in kernel.tasks:
-        code = task.code()
+        code = kernel.code(task)
         written = [st.array for st in all_stmts(code) if isinstance(st, ir.Store)]
         written += [e.array for e in all_exprs(code) if isinstance(e, ir.Atomic)]
         out.update(a.name for a in written if isinstance(a, ir.Param))

@@ -72,6 +72,7 @@ class ParamNames:
     params: dict[int, str]              # id(param) -> name
     shapes: dict[tuple[int, int], str]  # (id(param), dim) -> name
     taken: set[str]
+    functions: dict[str, str] = field(default_factory=dict)  # a real function's IR name -> name
 
     @classmethod
     def choose(cls, dialect: Dialect, kernel: ir.Kernel) -> ParamNames:
@@ -79,10 +80,10 @@ class ParamNames:
         the entry points' signatures list them, so a suffix lands the same everywhere."""
         taken: set[str] = set()
 
-        def declare(base: str) -> str:
+        def declare(base: str, avoid: frozenset[str] = frozenset()) -> str:
             base = dialect.identifier(base)
             name, k = base, 1
-            while name in taken:
+            while name in taken or name in avoid:
                 name = f"{base}_{k}"
                 k += 1
             taken.add(name)
@@ -96,13 +97,30 @@ class ParamNames:
             if p.is_array:
                 for d in range(p.type.ndim):
                     shapes[(id(p), d)] = declare(f"{p.name}_shape_{d}")
-        return cls(params, shapes, taken)
+        # Functions are named after the parameters (whose names are fixed first), never as
+        # an entry point, and no local may then shadow them.
+        entries = frozenset(t.name for t in kernel.tasks)
+        functions = {f.name: declare(f.name, entries) for f in kernel.functions}
+        return cls(params, shapes, taken, functions)
 
     def of(self, p: ir.Param) -> str:
         return self.params[id(p)]
 
     def shape(self, p: ir.Param, dim: int) -> str:
         return self.shapes[(id(p), dim)]
+
+
+@dataclass
+class RenderedFunction:
+    """A @qd.real_func's definition as one entry point rendered it (the same text in every
+    entry point that calls it)."""
+
+    name: str
+    head: str            # qualifier, result type and name
+    params: list[str]
+    lines: list[str]
+    origin: str          # file.py:LINE of its def
+    forward: bool        # declared before the definitions (a recursion cycle calls it early)
 
 
 @dataclass
@@ -117,6 +135,7 @@ class EntryPoint:
     usage: Usage
     shared_bytes: int = 0
     extras: dict = field(default_factory=dict)  # target-specific template values
+    functions: list[RenderedFunction] = field(default_factory=list)  # the real functions it calls
 
 
 @dataclass

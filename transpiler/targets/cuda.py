@@ -117,6 +117,7 @@ class CudaDialect(CxxDialect):
         "grid_stride": "(int32_t)({block_dim}u * gridDim.x)",
     }
     inline = "__device__ __forceinline__"
+    function_qualifier = "__device__ "
     fmod = {"f16": "fmodf", "f32": "fmodf", "f64": "fmod"}
     atomics = NATIVE_ATOMICS
     bitcasts = BITCASTS
@@ -239,7 +240,7 @@ class CudaTarget(Target):
     name = "cuda"
     title = "CUDA"
     dialect = CudaDialect()
-    caps = Capabilities(system_scope=True, nvshmem=True, block_votes=True)
+    caps = Capabilities(system_scope=True, nvshmem=True, block_votes=True, recursion=True)
     renderer_class = ShmemRenderer
     file_ext = ".cu"
     module_template = "cuda/module.cu.j2"

@@ -89,6 +89,11 @@ class Dialect:
     # Every statement a barrier / fence of each scope is spelled with, one per line.
     barriers: dict[str, tuple[str, ...]] = {}
     fences: dict[str, tuple[str, ...]] = {}
+    # A @qd.real_func: what its definition starts with, and how it receives one of the
+    # kernel's ndarrays (None: kernel parameters are globals every function sees, as in GLSL;
+    # otherwise it gets them, and the extents and scalars it uses, as extra parameters).
+    function_qualifier = ""
+    buffer_param: str | None = "{type}* {name}"
 
     def __setattr__(self, name: str, value) -> None:
         raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "

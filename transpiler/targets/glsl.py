@@ -179,6 +179,7 @@ PRINTF = {"bool": ("%d", "int"), "i8": ("%d", "int"), "i16": ("%d", "int"), "i32
 
 
 class GlslDialect(Dialect):
+    buffer_param = None  # buffers and push constants are globals
     name = "glsl"
     types = TYPES
     reserved = GLSL_KEYWORDS | GLSL_BUILTINS
@@ -375,6 +376,10 @@ class GlslRenderer(Renderer):
                                          "ctype": self.type(t), "qualifier": qualifier, "param": array}
         return f"{alias['name']}[{index}]"
 
+    def result_type(self, t: T.DType, loc: ir.Loc | None = None) -> str:
+        # A precise result keeps the arithmetic that computes it in the function unfused.
+        return f"precise {self.type(t, loc)}" if self.precise and t.is_float else self.type(t, loc)
+
     def expr_ParamRef(self, e: ir.ParamRef):
         name, prec = super().expr_ParamRef(e)
         if id(e.param) in self.ctx.layout.widened:
@@ -461,7 +466,8 @@ class GlslTarget(Target):
     dialect = GlslDialect()
     # Vulkan's widest scope for a storage buffer is the device: no system fence, no NVSHMEM.
     caps = Capabilities()
-    why_not = {"system_scope": "it has no system (host and peer device) memory scope for device code"}
+    why_not = {"system_scope": "it has no system (host and peer device) memory scope for device code",
+               "recursion": "GLSL forbids recursion, even through other functions"}
     renderer_class = GlslRenderer
     needs_class = GlslNeeds
     file_ext = ".comp"

@@ -111,7 +111,7 @@ class HipTarget(CudaTarget):
     title = "HIP"
     dialect = HipDialect()
     # No rocSHMEM; __threadfence_system() exists.
-    caps = Capabilities(system_scope=True, block_votes=True)
+    caps = Capabilities(system_scope=True, block_votes=True, recursion=True)
     needs_class = HipNeeds
     file_ext = ".hip"
     module_template = "hip/module.hip.j2"

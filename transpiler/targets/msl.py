@@ -108,6 +108,7 @@ def f16_repr(value: float) -> str | None:
 class MslDialect(CxxDialect):
     name = "msl"
     types = TYPES
+    buffer_param = "device {type}* {name}"
     barriers = BARRIERS
     fmod = {"f16": "fmod", "f32": "fmod"}
     int_suffix = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
@@ -297,7 +298,8 @@ class MslTarget(Target):
     # Metal's fences reach the device at most (mem_flags::mem_device): no system fence, no NVSHMEM.
     caps = Capabilities(f64=False, fence_orders_plain_stores=False)
     why_not = {"f64": "Metal has no 64-bit floating-point type",
-               "system_scope": "it has no system (host and peer device) memory scope for device code"}
+               "system_scope": "it has no system (host and peer device) memory scope for device code",
+               "recursion": "Metal Shading Language forbids recursive functions"}
     renderer_class = MslRenderer
     needs_class = MslNeeds
     file_ext = ".metal"

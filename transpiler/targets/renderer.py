@@ -12,7 +12,8 @@ import os
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .context import TranslationContext, Usage
+from ..passes.functions import function_inputs
+from .context import RenderedFunction, TranslationContext, Usage
 from .dialect import (
     BINARY, BITWISE, COMPARE, COMPOUND, PREC_ADD, PREC_AND, PREC_COND, PREC_MUL, PREC_OR, PREC_PRIMARY, PREC_REL,
     PREC_UNARY, Dialect, Helper,
@@ -78,6 +79,10 @@ class Renderer:
     def type(self, t: T.DType, loc: ir.Loc | None = None) -> str:
         self.usage.types.add(t.name)
         return self.dialect.type_name(t, loc)
+
+    def result_type(self, t: T.DType, loc: ir.Loc | None = None) -> str:
+        """The result type a function definition declares."""
+        return self.type(t, loc)
 
     @property
     def needs(self):
@@ -202,6 +207,30 @@ class Renderer:
         args = [self.text(a) for a in e.args]
         return self.narrow(self.dialect.subgroup(self, e, args), PREC_PRIMARY, e.type)
 
+    def expr_Call(self, e: ir.Call):
+        args = [self.text(a) for a in e.args] + [name for name, _ in self.function_inputs(e.function)]
+        return f"{self.ctx.names.functions[e.function]}({', '.join(args)})", PREC_PRIMARY
+
+    def function_inputs(self, function: str) -> list[tuple[str, str]]:
+        """The kernel's ndarrays, extents and scalars a function receives after the user's
+        arguments, as (name, declaration): none where every function sees the kernel's
+        parameters."""
+        if self.dialect.buffer_param is None:
+            return []
+        out = []
+        for p, dim in function_inputs(self.ctx.kernel)[function]:
+            self.referenced.add((id(p), dim))
+            if dim is not None:
+                name = self.shape_names[(id(p), dim)]
+                out.append((name, f"{self.type(T.i32)} {name}"))
+            elif p.is_array:
+                name = self.param_name(p)
+                out.append((name, self.dialect.buffer_param.format(type=self.type(p.type.dtype, p.loc), name=name)))
+            else:
+                name = self.param_name(p)
+                out.append((name, f"{self.type(p.type, p.loc)} {name}"))
+        return out
+
     def expr_Atomic(self, e: ir.Atomic):
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
         value = self.text(e.value)
@@ -311,6 +340,25 @@ class Renderer:
 
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
         self.put_statements(depth, self.dialect.fence(st.scope, st.loc), st.loc)
+
+    def stmt_Return(self, st: ir.Return, depth: int) -> None:
+        self.put(depth, "return;" if st.value is None else f"return {self.text(st.value)};", st.loc)
+
+    def function(self, fn: ir.Function) -> RenderedFunction:
+        """``fn``'s definition. Rendered by each entry point that calls it, so its helpers,
+        types and needs (and, on Metal, the parameters it reads) count as the entry's."""
+        saved = self.lines, self.scopes, self.block_dim, self.last_line
+        self.lines, self.scopes, self.block_dim, self.last_line = [], [set(self.ctx.names.taken)], None, None
+        try:
+            params = [f"{self.type(p.type, p.loc)} {self.declare_name(p, p.name)}" for p in fn.params]
+            params += [decl for _, decl in self.function_inputs(fn.name)]
+            self.block(fn.body, 0)
+            result = "void" if fn.result is None else self.result_type(fn.result, fn.loc)
+            head = f"{self.dialect.function_qualifier}{result} {self.ctx.names.functions[fn.name]}"
+            origin = f"{os.path.basename(fn.loc.file)}:{fn.loc.line}"
+            return RenderedFunction(fn.name, head, params, self.lines, origin, fn.forward)
+        finally:
+            self.lines, self.scopes, self.block_dim, self.last_line = saved
 
     def stmt_Break(self, st: ir.Break, depth: int) -> None:
         self.put(depth, "break;", st.loc)

@@ -37,6 +37,7 @@ class Capabilities:
     # Whether a device-scope fence orders plain (non-atomic) stores for other blocks. Metal's
     # orders atomic accesses only (seed 000), so a plain-store publication is not safe there.
     fence_orders_plain_stores: bool = True
+    recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
 
 
 class Target:
@@ -128,10 +129,11 @@ class Target:
         params = self.signature(r, ctx, task)
         self.declare_shared(r, task)
         r.block(task_loop(task), 0)
+        functions = [r.function(f) for f in ctx.kernel.called_by(task.code())]
         origin = f"{os.path.basename(task.loc.file)}:{task.loc.line}"
         shared = sum(s.type.nbytes for s in task.shared)
         entry = EntryPoint(task.name, task.kind, task.block_dim if parallel else 1, origin, params, r.lines, task,
-                           r.usage, shared)
+                           r.usage, shared, functions=functions)
         self.finish_entry(r, ctx, entry)
         return entry
 
@@ -150,7 +152,9 @@ class Target:
         return out
 
     def render_file(self, ctx: TranslationContext, base: dict, entries: list[EntryPoint], usage: Usage) -> str:
-        values = dict(base, entries=entries, **self.module_context(ctx, entries, usage))
+        called = {f.name: f for e in entries for f in e.functions}
+        values = dict(base, entries=entries, functions=[called[f.name] for f in ctx.kernel.functions if f.name in called],
+                      **self.module_context(ctx, entries, usage))
         if self.one_file_per_task:
             values["entry"] = entries[0]
         values["helpers"] = self.render_helpers(usage.sorted_helpers(), values)

@@ -466,15 +466,18 @@ class CpuProgram:
 
 # Node types whose meaning does not depend on which thread or block runs an iteration: a task
 # made of these alone computes the same for any grid, so the CPU may run fewer blocks.
-_GRID_FREE_STMTS = (ir.Declare, ir.Assign, ir.Store, ir.ExprStmt, ir.If, ir.For, ir.While, ir.Break, ir.Continue)
+_GRID_FREE_STMTS = (ir.Declare, ir.Assign, ir.Store, ir.ExprStmt, ir.If, ir.For, ir.While, ir.Break, ir.Continue,
+                    ir.Return)
 _GRID_FREE_EXPRS = (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape, ir.Load, ir.BinOp, ir.Compare, ir.Logical,
-                    ir.Unary, ir.Cast, ir.Select, ir.Math, ir.Atomic)
+                    ir.Unary, ir.Cast, ir.Select, ir.Math, ir.Atomic, ir.Call)
 
 
-def _grid_free(task: ir.Task) -> bool:
-    """Thread and block indices, shared arrays and collectives make the grid show."""
-    return not task.shared and all(isinstance(st, _GRID_FREE_STMTS) for st in all_stmts(task.body)) \
-        and all(isinstance(e, _GRID_FREE_EXPRS) for e in all_exprs(task.body))
+def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
+    """Thread and block indices, shared arrays and collectives make the grid show (in the
+    task's body or a function it calls)."""
+    code = task.body + [st for f in kernel.called_by(task.body) for st in f.body]
+    return not task.shared and all(isinstance(st, _GRID_FREE_STMTS) for st in all_stmts(code)) \
+        and all(isinstance(e, _GRID_FREE_EXPRS) for e in all_exprs(code))
 
 
 class CpuBackend(Backend):
@@ -519,7 +522,7 @@ class CpuBackend(Backend):
         pyfiles = {os.path.basename(kernel.file): kernel.file}
         module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
                               compiler=self.compiler, opt=self.opt, python_files=pyfiles, race_check=self.race_check)
-        cappable = {t.name: t.kind == "parallel" and _grid_free(t) for t in kernel.tasks}
+        cappable = {t.name: t.kind == "parallel" and _grid_free(kernel, t) for t in kernel.tasks}
         return CpuProgram(module, manifest, entries, cappable)
 
     def arguments(self, program: CpuProgram, values: dict[str, object]) -> tuple[list, list[str]]:

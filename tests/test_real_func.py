@@ -1,0 +1,249 @@
+"""@qd.real_func: a function of its own in the target source, called from kernels, from
+inlined @qd.func bodies and from other real functions; returns from anywhere; recursion on
+the targets that allow it. Execution on Vulkan and the CPU executors against NumPy, the
+emitted shape of the functions, and the diagnostics."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from conftest import RECURSIVE_EXECUTORS
+
+
+@qd.real_func
+def clamp01(x: qd.f32) -> qd.f32:
+    if x < 0.0:
+        return 0.0
+    if x > 1.0:
+        return 1.0
+    return x
+
+
+@qd.real_func
+def row_argmax(m: qd.types.ndarray(dtype=qd.f32, ndim=2), row: int) -> int:
+    best = 0
+    for j in range(1, m.shape[1]):
+        if m[row, j] > m[row, best]:
+            best = j
+    return best
+
+
+@qd.real_func
+def bump(counts: qd.types.ndarray(), k: qd.i32):
+    if k < 0:
+        return
+    counts[k] += 1
+
+
+@qd.real_func
+def weighted(m: qd.template(), row: qd.i32, w: qd.f32) -> qd.f32:
+    return clamp01(m[row, row_argmax(m, row)] * w)  # a real function calling real functions
+
+
+@qd.func
+def inlined_caller(m: qd.template(), row: qd.i32):
+    return weighted(m, row, 0.5)
+
+
+@qd.kernel
+def real_func_kernel(m: qd.types.ndarray(dtype=qd.f32, ndim=2), counts: qd.types.ndarray(dtype=qd.i32, ndim=1),
+                     out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(m.shape[0]):
+        k = row_argmax(m, i)
+        bump(counts, k if m[i, k] > 0.0 else -1)
+        out[i] = inlined_caller(m, i) + clamp01(m[i, 0])
+
+
+@qd.real_func
+def collatz_steps(start: qd.i64) -> qd.i32:
+    n = start
+    steps = 0
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps
+
+
+@qd.kernel
+def serial_call(start: qd.i64) -> qd.i32:
+    return collatz_steps(start)
+
+
+@qd.real_func
+def fib(n: qd.i32) -> qd.i32:
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+@qd.kernel
+def fib_kernel(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = fib(i)
+
+
+def test_real_functions_compute_what_numpy_does(executor, rng):
+    m = rng.standard_normal((300, 9)).astype(np.float32)
+    counts = np.zeros(9, np.int32)
+    out = np.zeros(300, np.float32)
+    real_func_kernel(m, counts, out)
+    arg = m.argmax(axis=1)
+    best = m[np.arange(300), arg]
+    np.testing.assert_array_equal(counts, np.bincount(arg[best > 0], minlength=9))
+    np.testing.assert_allclose(out, np.clip(best * 0.5, 0, 1) + np.clip(m[:, 0], 0, 1), rtol=1e-6)
+
+
+def test_a_kernel_returns_what_a_real_function_computes(executor):
+    assert serial_call(27) == 111
+    assert serial_call(97) == 118
+
+
+@pytest.mark.parametrize("executor", RECURSIVE_EXECUTORS, indirect=True)
+def test_recursion_runs_where_the_target_allows_it(executor):
+    out = np.zeros(20, np.int32)
+    fib_kernel(out)
+    want = [0, 1]
+    while len(want) < 20:
+        want.append(want[-1] + want[-2])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_one_function_per_signature_called_not_inlined():
+    text = next(iter(qd.translate(real_func_kernel, "cuda").sources.values()))
+    assert text.count("__device__ float clamp01(float x)") == 1
+    assert "__device__ int32_t row_argmax(int32_t row, float* m, int32_t m_shape_1)" in text
+    assert "__device__ void bump(int32_t k, int32_t* counts)" in text
+    assert "return;" in text and "row_argmax(i, m, m_shape_1)" in text
+    glsl = qd.translate(real_func_kernel, "glsl").sources
+    assert all("int row_argmax(int row)" in src for src in glsl.values())  # buffers are globals there
+    assert "precise float clamp01(float x)" in next(iter(glsl.values()))
+
+
+@qd.real_func
+def scale(x: qd.f32, k: qd.f32) -> qd.f32:
+    return x * k
+
+
+@qd.kernel
+def two_instantiations(a: qd.types.ndarray(dtype=qd.f32, ndim=1), b: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = scale(a[i], 2.0)
+        b[i] = row_total(a, i) + row_total(b, i)
+
+
+@qd.real_func
+def row_total(v: qd.template(), i: qd.i32) -> qd.f32:
+    return v[i] + 1.0
+
+
+def test_each_array_binding_is_its_own_function():
+    text = next(iter(qd.translate(two_instantiations, "msl").sources.values()))
+    assert "float row_total(int i, device float* a)" in text and "float row_total_1(int i, device float* b)" in text
+    assert "b[i] = row_total(i, a) + row_total_1(i, b);" in text
+
+
+def test_recursion_is_a_located_error_where_the_target_forbids_it():
+    for target, why in (("glsl", "GLSL forbids recursion"), ("msl", "Metal Shading Language forbids recursive")):
+        with pytest.raises(qd.TranspileError) as info:
+            qd.translate(fib_kernel, target)
+        message = str(info.value)
+        assert why in message and "return fib(n - 1) + fib(n - 2)" in message
+        assert f"test_real_func.py:{fib.fn.__code__.co_firstlineno + 4}:" in message
+
+
+def _error(kernel, target="cuda") -> str:
+    with pytest.raises(qd.TranspileError) as info:
+        qd.translate(kernel, target)
+    return str(info.value)
+
+
+@qd.real_func
+def unannotated_result(a: qd.i32):
+    return a + 1
+
+
+@qd.kernel
+def calls_unannotated(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = unannotated_result(i)
+
+
+@qd.real_func
+def untyped_param(a) -> qd.i32:
+    return a
+
+
+@qd.kernel
+def calls_untyped(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = untyped_param(i)
+
+
+@qd.real_func
+def uses_thread_index(a: qd.i32) -> qd.i32:
+    return a + qd.simt.block.thread_idx()
+
+
+@qd.kernel
+def calls_thread_index(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = uses_thread_index(i)
+
+
+@qd.real_func
+def syncs(a: qd.i32) -> qd.i32:
+    qd.simt.block.sync()
+    return a
+
+
+@qd.kernel
+def calls_sync(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = syncs(i)
+
+
+@qd.real_func
+def draws(a: qd.f32) -> qd.f32:
+    return a + qd.random()
+
+
+@qd.kernel
+def calls_random(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = draws(1.0)
+
+
+@qd.real_func
+def wants_ints(v: qd.types.ndarray(dtype=qd.i32, ndim=1), i: qd.i32) -> qd.i32:
+    return v[i]
+
+
+@qd.kernel
+def passes_floats(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = wants_ints(out, i)
+
+
+def test_diagnostics_name_the_function_and_the_fix():
+    msg = _error(calls_unannotated)
+    assert "the return value of @qd.real_func `unannotated_result` must be annotated" in msg
+    assert "test_real_func.py:" in msg and "-> qd.i32" in msg
+    msg = _error(calls_untyped)
+    assert "parameter `a` of @qd.real_func `untyped_param` has no type annotation" in msg
+    assert "out[i] = untyped_param(i)" in msg
+    msg = _error(calls_thread_index)
+    assert "thread and block indices cannot be used in @qd.real_func `uses_thread_index`" in msg
+    assert "return a + qd.simt.block.thread_idx()" in msg and "@qd.func" in msg
+    msg = _error(calls_sync)
+    assert "qd.simt.block.sync() cannot be used in @qd.real_func `syncs`" in msg
+    msg = _error(calls_random)
+    assert "qd.random() cannot be used in @qd.real_func `draws`" in msg and "pass it in as an argument" in msg
+    msg = _error(passes_floats)
+    assert "argument `v` of @qd.real_func `wants_ints` is an ndarray of f32, but the parameter is annotated i32" \
+        in msg
+
+
+def test_a_real_func_called_from_python_says_where_it_can_be_called():
+    with pytest.raises(RuntimeError, match="can only be called from inside a @qd.kernel"):
+        clamp01(0.5)

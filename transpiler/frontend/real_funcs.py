@@ -1,0 +1,255 @@
+"""Lowering of ``@qd.real_func`` calls: each distinct signature (scalar parameter types,
+the arrays and translation-time values bound to its other parameters) becomes one
+``ir.Function`` of the kernel, lowered once, and every call an ``ir.Call``.
+
+Unlike an inlined ``@qd.func``, a real function may ``return`` anywhere and may call
+itself (where the target allows recursion: see ``Capabilities.recursion``). It runs on
+the calling thread alone, outside the block's collective context: barriers, subgroup and
+block operations, thread indices, shared arrays and qd.random belong to the kernel (or
+to an inlined @qd.func) instead.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+
+from .. import lang
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..ir.walk import all_exprs, all_stmts
+from .common import is_py_scalar, signature
+from .scopes import Scope, _FuncFrame
+from .source import parse_function
+from .values import CT, ArrayHandle, ShapeHandle
+
+# IR a real function cannot contain, and the user-facing name of what made it.
+_COLLECTIVE = {
+    ir.ThreadIndex: "thread and block indices", ir.SubgroupOp: "subgroup operations",
+    ir.BlockVote: "block votes", ir.Barrier: "barriers",
+}
+_EFFECTS = (ir.Store, ir.Print, ir.Fence, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)
+
+
+class RealFuncLowering:
+    """Real-function methods of KernelLowering."""
+
+    def init_real_funcs(self) -> None:
+        self.functions: list[ir.Function] = []                   # finished, callees first
+        self.function_keys: dict[tuple, ir.Function] = {}        # signature -> instantiation
+        self.function_stack: list[ir.Function] = []              # being lowered, outermost first
+        self.function_calls: dict[str, list[str]] = {}           # name -> names it calls
+
+    @property
+    def real_function(self) -> ir.Function | None:
+        """The real function whose body is being lowered (None: a kernel's)."""
+        return self.frame.function
+
+    def real_call(self, func: lang.RealFunc, node: ast.Call):
+        parsed = parse_function(func.fn)
+        fdef = parsed.node
+        try:
+            annotations = inspect.get_annotations(func.fn, eval_str=True)
+        except Exception as exc:  # noqa: BLE001 - any failure evaluating user annotations
+            raise self.error(node, f"cannot evaluate the annotations of @qd.real_func `{func.__name__}`: {exc}") \
+                from None
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        try:
+            bound = signature(func.fn).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
+        bound.apply_defaults()
+        arg_nodes = dict(zip(bound.arguments, node.args))
+        key: list = [func.fn]
+        fixed: dict[str, object] = {}          # name -> array handle or translation-time value
+        scalars: list[tuple[str, T.DType, ir.Expr]] = []
+        for pname, value in bound.arguments.items():
+            at = arg_nodes.get(pname, node)
+            ann = annotations.get(pname)
+            kind = lang.param_kind(ann) if ann is not None else None
+            if kind == "scalar":
+                dtype = T.python_type(ann) or ann
+                e = self.coerce(self.to_expr(value, at), dtype, at, explicit=True)
+                scalars.append((pname, dtype, e))
+                key.append((pname, dtype.name))
+            elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
+                key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
+                fixed[pname] = value
+            elif ann is None:
+                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has no type annotation",
+                                 hint=f"a real function is compiled once per signature: annotate it, e.g. "
+                                      f"`{pname}: qd.i32`, `{pname}: qd.types.ndarray()` or `{pname}: qd.template()`")
+            else:
+                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has an unsupported "
+                                     f"annotation {ann!r}", hint="use a scalar type (qd.i32, qd.f32, int, float, "
+                                                                 "bool), an ndarray annotation or qd.template()")
+        result = self.function_result(func, fdef, annotations)
+        fn = self.function_keys.get(tuple(key))
+        if fn is None:
+            fn = self.lower_function(func, parsed, tuple(key), fixed, [(n, t) for n, t, _ in scalars], result)
+        elif fn in self.function_stack:
+            # A call back into a function still being lowered: recursion. Every function on
+            # the cycle is recursive; the callee is defined after the caller, so it is
+            # declared ahead of its definition unless it calls itself.
+            cycle = self.function_stack[self.function_stack.index(fn):]
+            for f in cycle:
+                f.recursive = True
+            if fn is not self.function_stack[-1]:
+                fn.forward = True
+        caller = self.function_stack[-1].name if self.function_stack else None
+        if caller is not None and fn.name not in self.function_calls[caller]:
+            self.function_calls[caller].append(fn.name)
+        loc = self.loc(node)
+        call = ir.Call(result or ir.VOID, loc, fn.name, [e for _, _, e in scalars])
+        if result is None:
+            self.emit(ir.ExprStmt(loc, call))
+            return CT(None)
+        if fn in self.function_stack or not _pure(fn, self.functions):
+            # Its effects happen where Python has them: before the rest of the expression.
+            tmp = self.new_temp(f"{fn.name}_result", call, node)
+            return ir.LocalRef(tmp.type, loc, tmp)
+        return call
+
+    def fixed_argument(self, func: lang.RealFunc, pname: str, ann, kind: str | None, value, at: ast.AST):
+        """What an array or qd.template() argument contributes to the instantiation's key."""
+        what = f"argument `{pname}` of @qd.real_func `{func.__name__}`"
+        if isinstance(value, ShapeHandle):
+            return ("shape", id(value.array))
+        if isinstance(value, ArrayHandle):
+            array = value.array
+            if isinstance(array, ir.SharedArray):
+                raise self.error(at, f"{what} is a block's SharedArray, which a real function cannot see",
+                                 hint="make the callee a @qd.func (inlined), or pass the elements it needs")
+            if kind == "ndarray":
+                want = lang.ndarray_annotation(ann)
+                dtype = T.python_type(want.dtype) or want.dtype
+                if dtype is not None and dtype != array.type.dtype:
+                    raise self.error(at, f"{what} is an ndarray of {array.type.dtype.name}, but the parameter is "
+                                         f"annotated {dtype.name}")
+                if want.ndim is not None and want.ndim != array.type.ndim:
+                    raise self.error(at, f"{what} is a {array.type.ndim}-d ndarray, but the parameter is "
+                                         f"annotated ndim={want.ndim}")
+            return ("array", id(array))
+        if kind == "ndarray":
+            raise self.error(at, f"{what} must be an ndarray")
+        if isinstance(value, CT):
+            try:
+                hash(value.value)
+                return ("value", type(value.value).__name__, value.value)
+            except TypeError:
+                return ("object", id(value.value))
+        raise self.error(at, f"{what} is a qd.template() parameter: its value must be known at translation time",
+                         hint="annotate the parameter with a scalar type (e.g. qd.i32) to pass a run-time value")
+
+    def function_result(self, func: lang.RealFunc, fdef: ast.FunctionDef, annotations: dict) -> T.DType | None:
+        """The declared return type (None: returns nothing)."""
+        ann = annotations.get("return")
+        returns_value = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fdef))
+        if fdef.returns is None or ann is None:
+            if returns_value:
+                raise self.error(fdef, f"the return value of @qd.real_func `{func.__name__}` must be annotated",
+                                 hint=f"declare its type, e.g. `def {func.__name__}(...) -> qd.i32:`")
+            return None
+        dtype = T.python_type(ann) or ann
+        if not isinstance(dtype, T.DType):
+            raise self.error(fdef.returns, f"a @qd.real_func returns one scalar, not {ann!r}",
+                             hint="return a scalar type such as qd.f32 or qd.i32 (use a @qd.func, inlined, to "
+                                  "return several values)")
+        return dtype
+
+    def function_name(self, func: lang.RealFunc) -> str:
+        base = func.__name__.lstrip("_") or "func"
+        taken = {f.name for f in self.function_keys.values()}
+        name, k = base, 1
+        while name in taken:
+            name = f"{base}_{k}"
+            k += 1
+        return name
+
+    def lower_function(self, func: lang.RealFunc, parsed, key: tuple, fixed: dict,
+                       params: list[tuple[str, T.DType]], result: T.DType | None) -> ir.Function:
+        fdef = parsed.node
+        arg_nodes = {a.arg: a for a in fdef.args.args + fdef.args.kwonlyargs}
+        locals_ = [ir.Local(n, t, parsed.loc(arg_nodes[n]) if n in arg_nodes else parsed.loc(fdef)) for n, t in params]
+        fn = ir.Function(self.function_name(func), locals_, result, [], parsed.loc(fdef))
+        self.function_keys[key] = fn
+        self.function_calls[fn.name] = []
+        frame = _FuncFrame(func.fn, parsed, f"{fn.name}_result")
+        frame.function = fn
+        scope = Scope(None, isolated=True)
+        scope.names.update(fixed)
+        scope.names.update({v.name: v for v in locals_})
+        saved = (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
+                 self.frame_declares, self.statement_call)
+        self.block, self.scope, self.in_parallel, self.loop_depth = [], scope, False, 0
+        self.inline_stack, self.library_site, self.frame_declares, self.statement_call = [], None, [], None
+        self.frames.append(frame)
+        self.function_stack.append(fn)
+        try:
+            body = fdef.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                body = body[1:]
+            for st in self.static_select(body):
+                self.stmt(st)
+            stmts = self.block
+        finally:
+            self.function_stack.pop()
+            self.frames.pop()
+            (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
+             self.frame_declares, self.statement_call) = saved
+        if result is not None and not (stmts and isinstance(stmts[-1], ir.Return)):
+            # Falling off the end returns zero, as Quadrants' real functions do.
+            end = parsed.loc(fdef.body[-1]) if fdef.body else fn.loc
+            stmts.append(ir.Return(end, ir.Const(result, end, 0)))
+        _check_body(fn.name, stmts)
+        fn.body = stmts
+        fn.calls = tuple(self.function_calls[fn.name])
+        self.functions.append(fn)
+        return fn
+
+    def function_return(self, s: ast.Return) -> None:
+        fn = self.real_function
+        if s.value is None:
+            if fn.result is not None:
+                raise self.error(s, f"@qd.real_func `{fn.name}` is annotated to return {fn.result.name}: "
+                                    "return a value")
+            self.emit(ir.Return(self.loc(s), None))
+            return
+        if fn.result is None:
+            raise self.error(s.value, f"the return value of @qd.real_func `{fn.name}` must be annotated")
+        value = self.expr(s.value)
+        if not isinstance(value, (ir.Expr, CT)) or isinstance(value, CT) and not is_py_scalar(value.value):
+            raise self.error(s.value, f"@qd.real_func `{fn.name}` returns one scalar",
+                             hint="use a @qd.func (inlined) to return several values")
+        self.emit(ir.Return(self.loc(s), self.coerce(self.to_expr(value, s.value), fn.result, s.value)))
+
+
+def _check_body(name: str, stmts: list[ir.Stmt]) -> None:
+    from ..errors import TranspileError
+
+    for node in list(all_stmts(stmts)) + list(all_exprs(stmts)):
+        what = _COLLECTIVE.get(type(node))
+        if what is not None:
+            raise TranspileError(f"{what} cannot be used in @qd.real_func `{name}`: a real function runs on "
+                                 "its calling thread alone, outside the block's collective context", node.loc,
+                                 hint="make it a @qd.func (inlined into the kernel), or pass the value in as "
+                                      "an argument")
+
+
+def _pure(fn: ir.Function, done: list[ir.Function]) -> bool:
+    """Whether calling ``fn`` has no effect but its value (no store, atomic, print or fence,
+    and calls only to such functions, recursion aside): then the call can stay inside an
+    expression."""
+    if fn.recursive:
+        return False
+    code = fn.body
+    if any(isinstance(st, _EFFECTS) for st in all_stmts(code)):
+        return False
+    by_name = {f.name: f for f in done}
+    for e in all_exprs(code):
+        if isinstance(e, (ir.Atomic, ir.ShmemOp)):
+            return False
+        if isinstance(e, ir.Call) and (e.function not in by_name or not _pure(by_name[e.function], done)):
+            return False
+    return True
