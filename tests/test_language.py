@@ -173,8 +173,43 @@ def test_a_reduction_is_a_block_fold_with_one_atomic_per_block():
 def race(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
     m = 0.0
     for i in range(x.shape[0]):
-        m = max(m, x[i])
+        m = max(m, x[i]) * 0.5  # not one update of m: every thread would overwrite it
     return m
+
+
+@qd.kernel
+def reductions_by_assignment(x: qd.types.ndarray(dtype=qd.f32, ndim=1), k: qd.types.ndarray(dtype=qd.i32, ndim=1),
+                             out: qd.types.ndarray(dtype=qd.f32, ndim=1), kout: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    hi = -1e30
+    lo = 1e30
+    total = 0.0
+    bits = 0
+    low = 1 << 30
+    for i in range(x.shape[0]):
+        hi = max(hi, x[i])
+        lo = qd.min(x[i] * 2.0, lo)
+        total = x[i] + total
+        bits = bits | k[i]
+        low = min(low, k[i] - 7)
+    out[0] = hi
+    out[1] = lo
+    out[2] = total
+    kout[0] = bits
+    kout[1] = low
+
+
+def test_updates_spelled_as_assignments_are_reductions(executor, rng):
+    # Quadrants accepts `n = max(n, v)` in a parallel loop and races on it; here it is the
+    # reduction it means (a block fold where it can, else an atomic).
+    x = rng.standard_normal(5000).astype(np.float32)
+    k = rng.integers(0, 1 << 20, 5000).astype(np.int32)
+    out = np.zeros(3, np.float32)
+    kout = np.zeros(2, np.int32)
+    reductions_by_assignment(x, k, out, kout)
+    np.testing.assert_allclose(out, [x.max(), 2 * x.min(), x.sum(dtype=np.float64)], rtol=1e-4)
+    assert kout[0] == np.bitwise_or.reduce(k) and kout[1] == k.min() - 7
+    text = next(iter(qd.translate(reductions_by_assignment, "cuda").sources.values()))
+    assert "hi_partial = fmaxf(hi_partial, x[i]);" in text
 
 
 @qd.kernel

@@ -60,10 +60,12 @@ def __getattr__(name: str):
 
 
 def ndarray(dtype, shape):
-    """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``."""
+    """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
+    ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32)."""
+    from .runtime import python_dtype
     from .runtime.ndarray import Ndarray
 
-    return Ndarray(dtype, shape)
+    return Ndarray(python_dtype(dtype), shape)
 
 
 def init(arch: str = "vulkan", **options) -> None:

@@ -151,3 +151,22 @@ def _(rng):
     def check(_):
         np.testing.assert_array_equal(a, want)
     return (a,), check
+
+
+@qd.kernel
+def peak_to_peak(a: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    hi = a[0]
+    lo = a[0]
+    for i in range(a.shape[0]):
+        hi = max(hi, a[i])  # an update written as an assignment: the max reduction
+        lo = min(lo, a[i])
+    return hi - lo
+
+
+@case(peak_to_peak)
+def _(rng):
+    a = rng.standard_normal(2500).astype(np.float32)
+
+    def check(result):
+        assert abs(result - (a.max() - a.min())) < 1e-5
+    return (a,), check

@@ -10,7 +10,8 @@ launch. Inside a parallel loop:
   into a private accumulator, the block folds the accumulators (the block library), and one
   thread per block adds the block's total into the buffer with one atomic;
 - any other update is an atomic on the buffer (its old value is the atomic's);
-- a plain assignment is refused: every thread would overwrite it.
+- ``n = max(n, v)``, ``n = n + v`` and the like are those updates spelled as assignments;
+- any other plain assignment is refused: every thread would overwrite it.
 
 ``return value`` at the end of the kernel stores into the result buffer
 (``Param.role == "result"``), which the Python call reads back and the manifest describes.
@@ -19,8 +20,10 @@ These are methods of KernelLowering (see lower.py for the state they use).
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass
 
+from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, rebuild
@@ -28,6 +31,9 @@ from .values import CT, KernelVar
 
 # Updates a reduction can fold privately, and the block library's name for each.
 _REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
+# `n = n OP v` spellings of an update, by operator.
+_UPDATE_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.BitAnd: "and", ast.BitOr: "or",
+                  ast.BitXor: "xor"}
 # The dtypes the block library folds (its shared slots and subgroup operations).
 _FOLDABLE = ("i32", "u32", "i64", "u64", "f32", "f64")
 
@@ -142,6 +148,59 @@ class KernelScopeLowering:
         if result_used:
             return atomic
         self.emit(ir.ExprStmt(loc, atomic))
+        return None
+
+    def reduction_by_assignment(self, s: ast.Assign) -> bool:
+        """``n = max(n, v)``, ``n = min(v, n)``, ``n = n + v``, ``n = n - v``, ``n = v * n`` (and
+        ``&``, ``|``, ``^``) in a parallel loop, on a kernel-scope ``n`` that ``v`` does not read:
+        the reduction the assignment means. (Quadrants accepts these spellings and races on
+        them: every thread reads and writes ``n``.) Lowered as ``n max= v``, ``n += v``, ...;
+        returns False for any other assignment."""
+        if not self.in_parallel or len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
+            return False
+        name = s.targets[0].id
+        bound, scope = self.scope.lookup(name)
+        if not isinstance(bound, (KernelVar, ir.Local)):
+            return False
+        form = self.reduction_form(s.value, name)
+        if form is None:
+            return False
+        shared = self.shared_for_update(bound, scope)
+        if shared is None:
+            return False
+        op, other = form
+        self.update_var(shared, op, self.rvalue(other), s, f"`{ast.unparse(s)}`", result_used=False)
+        return True
+
+    def reduction_form(self, value: ast.expr, name: str) -> tuple[str, ast.expr] | None:
+        """(op, the other operand) when ``value`` combines ``name`` with something that does
+        not read it."""
+        def other(a: ast.expr, b: ast.expr) -> ast.expr | None:
+            if isinstance(a, ast.Name) and a.id == name and not any(
+                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(b)):
+                return b
+            return None
+
+        if isinstance(value, ast.BinOp) and type(value.op) in _UPDATE_BINOPS:
+            op = _UPDATE_BINOPS[type(value.op)]
+            found = other(value.left, value.right)
+            if found is None and op != "sub":
+                found = other(value.right, value.left)
+            return (op, found) if found is not None else None
+        if isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords:
+            try:
+                f = self.expr(value.func)
+            except TranspileError:
+                return None
+            fn = f.value if isinstance(f, CT) else None
+            op = {builtins.max: "max", builtins.min: "min"}.get(fn) or \
+                {"max": "max", "min": "min"}.get(getattr(fn, "_qd_builtin", None))
+            if op is None:
+                return None
+            found = other(value.args[0], value.args[1])
+            if found is None:
+                found = other(value.args[1], value.args[0])
+            return (op, found) if found is not None else None
         return None
 
     def update_serially(self, cur: ir.Expr, store, op: str, value: ir.Expr, node: ast.AST, result_used: bool,
@@ -271,6 +330,11 @@ def _reads(body: list[ast.stmt] | None, name: str) -> bool:
                 fname = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
                 if fname.startswith("atomic_"):
                     skip.add(id(n.args[0]))
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                # `n = max(n, v)`, `n = n + v`: the update's own operand
+                operands = n.value.args if isinstance(n.value, ast.Call) else \
+                    [n.value.left, n.value.right] if isinstance(n.value, ast.BinOp) else []
+                skip |= {id(a) for a in operands if isinstance(a, ast.Name) and a.id == n.targets[0].id}
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in skip
                for st in body or [] for n in ast.walk(st))
 

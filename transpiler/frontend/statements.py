@@ -39,6 +39,8 @@ class StatementLowering:
             self.emit(ir.ExprStmt(self.loc(s), v))
 
     def stmt_Assign(self, s: ast.Assign) -> None:
+        if self.reduction_by_assignment(s):
+            return
         if self.is_static_call(s.value) and all(isinstance(t, ast.Name) for t in s.targets):
             value = CT(self.static_value(s.value))  # `n = qd.static(...)` names a translation-time value
             for t in s.targets:

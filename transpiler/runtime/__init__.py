@@ -195,6 +195,12 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     return template_args, arg_types, values
 
 
+def python_dtype(dtype):
+    """``dtype``, or the one Python's int / float / bool stands for under qd.init's defaults."""
+    with T.using_defaults(_defaults):
+        return T.python_type(dtype) or dtype
+
+
 def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     scalars = {p.name: values[p.name].item() for p in kernel.params if not p.is_array}
     shapes = {p.name: values[p.name].shape for p in kernel.params if p.is_array}
