@@ -178,7 +178,7 @@ def slices(a: vec):
 @qd.kernel
 def assert_stmt(a: vec):
     for i in range(a.shape[0]):
-        assert a[i] > 0  # error: assert is not supported
+        assert a[i] > undefined_in_assert  # error: undefined name `undefined_in_assert`
 
 
 @qd.kernel

@@ -202,3 +202,50 @@ def test_untyped_ndarrays_default_to_f32_and_say_so(tmp_path):
     assert "double* x" in r.stdout and "double* y" in r.stdout and "note: ndarray `x`" not in r.stderr
     r = cli("emit", src, "--template", "x=f64:one")
     assert r.returncode == 2 and "neither a Python literal nor an array type" in r.stderr
+
+
+TEMPLATE_ARRAYS = '''
+import argparse
+import transpiler as qd
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n", type=int, default=8)
+args = parser.parse_args()  # the program's own arguments: the command line's are not its
+
+
+@qd.func
+def bump(arr: qd.Template, idx: qd.i32) -> None:
+    arr[idx] += 1
+
+
+@qd.kernel
+def through_func(a: qd.Template, unused: qd.Template) -> None:
+    for i in range(a.shape[0]):
+        bump(a, i)
+
+
+@qd.kernel
+def grouped_fill(img: qd.Template, scale: qd.template()) -> None:
+    for I in qd.grouped(qd.ndrange(4, 8, 2)):
+        img[I] = (I[0] + I[1] + I[2]) * scale
+
+
+@qd.kernel
+def zero_d(c: qd.Template) -> None:
+    c[()] += 1
+'''
+
+
+def test_template_parameters_used_as_arrays_default_to_f32_and_say_so(tmp_path):
+    src = tmp_path / "templated.py"
+    src.write_text(TEMPLATE_ARRAYS)
+    r = cli("emit", src, "--target", "cuda", "--kernel", "through_func", "--kernel", "zero_d")
+    assert r.returncode == 0, r.stderr
+    assert "note: ndarray `a` of through_func is typed by the call; translated as f32, 1-d" in r.stderr
+    assert "note: ndarray `c` of zero_d is typed by the call; translated as f32, 0-d" in r.stderr
+    assert "unused" not in r.stderr  # never used: it needs no value
+    r = cli("emit", src, "--target", "cuda", "--kernel", "grouped_fill", "--template", "scale=2")
+    assert r.returncode == 0, r.stderr
+    assert "ndarray `img` of grouped_fill is typed by the call; translated as f32, 3-d" in r.stderr
+    r = cli("emit", src, "--target", "cuda", "--kernel", "grouped_fill")
+    assert r.returncode == 1 and "template parameter `scale` needs a value" in r.stderr

@@ -305,3 +305,50 @@ def test_a_new_executor_never_reuses_the_last_one_s_programs():
         init_executor("cpu-hip")
         assert width_here() == 64
         gc.collect()
+
+
+@qd.kernel
+def ndrange_axes(a: qd.types.ndarray(dtype=qd.i32, ndim=2), order: qd.types.ndarray(dtype=qd.i32, ndim=2)) -> None:
+    for i, j in qd.ndrange(a.shape[0], a.shape[1], axes=(1, 0)):
+        a[i, j] = i * 100 + j
+    for _ in range(1):
+        n = 0
+        for I in qd.grouped(qd.ndrange(3, 4, axes=(1, 0))):  # serial: the order shows
+            order[I[0], I[1]] = n
+            n += 1
+
+
+def test_ndrange_axes_orders_the_iteration_levels(executor):
+    a = np.zeros((5, 7), np.int32)
+    order = np.zeros((3, 4), np.int32)
+    ndrange_axes(a, order)
+    np.testing.assert_array_equal(a, np.arange(5)[:, None] * 100 + np.arange(7))
+    # axis 1 outermost, axis 0 fastest: what Quadrants 1.3.3 computes for this kernel
+    np.testing.assert_array_equal(order, np.arange(4)[None, :] * 3 + np.arange(3)[:, None])
+    text = next(iter(qd.translate(ndrange_axes, "cuda").sources.values()))
+    assert "int32_t i = linear % a_shape_0;" in text  # i is the fastest-varying index of the flat loop
+
+
+@qd.kernel
+def bad_axes(a: qd.types.ndarray(dtype=qd.i32, ndim=2)) -> None:
+    for i, j in qd.ndrange(4, 5, axes=(0, 0)):
+        a[i, j] = 1
+
+
+def test_ndrange_axes_must_be_a_permutation():
+    with pytest.raises(qd.TranspileError, match=r"axes=\(0, 0\) must be a permutation of range\(2\)"):
+        qd.translate(bad_axes, "cuda")
+
+
+@qd.kernel
+def with_assert(a: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> None:
+    for i in range(a.shape[0]):
+        assert a[i] >= 0, f"negative value at index {i}"
+        a[i] = a[i] * 2.0
+
+
+def test_assert_compiles_away_as_without_quadrants_debug_mode(executor, rng):
+    a = rng.standard_normal(64).astype(np.float32)  # negative values too: nothing is checked
+    want = a * 2
+    with_assert(a)
+    np.testing.assert_array_equal(a, want)

@@ -42,6 +42,7 @@ def load_kernels(path: str) -> tuple[dict, object]:
     def note(message: str) -> None:
         print(f"{file.name}: note: {message}", file=sys.stderr)
 
+    argv, sys.argv = sys.argv, [str(file)]  # its own argument parsing sees a run with no arguments
     try:
         # Importing must not run the user's program: its kernel calls and qd.init do nothing,
         # and whatever it prints goes to stderr, never into the sources on stdout.
@@ -62,6 +63,7 @@ def load_kernels(path: str) -> tuple[dict, object]:
         raise TranspileError(f"importing {file.name} failed: {type(exc).__name__}: {exc}", loc) from None
     finally:
         sys.path.pop(0)
+        sys.argv = argv
     kernels = {k: v for k, v in vars(module).items() if isinstance(v, Kernel)}
     kernels = dict(sorted(kernels.items(), key=lambda kv: kv[1].fn.__code__.co_firstlineno))
     return kernels, module
@@ -136,34 +138,73 @@ def assumed_arrays(kernel, given: dict) -> dict:
     out = {}
     for a in fdef.args.args:
         ann = annotations.get(a.arg)
-        if param_kind(ann) != "ndarray" and not (param_kind(ann) == "template" and a.arg in given):
+        kind = param_kind(ann)
+        if kind == "template" and a.arg not in given:
+            # A qd.template() parameter the kernel (or a function it passes it to) indexes
+            # receives an array: typed like an untyped ndarray. Any other needs a value.
+            if _array_ndim(kernel.fn, fdef, a.arg) is None:
+                continue
+        elif kind != "ndarray" and not (kind == "template" and a.arg in given):
             continue
-        ann = ndarray_annotation(ann) if param_kind(ann) == "ndarray" else NdarrayAnnotation()
+        ann = ndarray_annotation(ann) if kind == "ndarray" else NdarrayAnnotation()
         chosen = given.get(a.arg, NdarrayAnnotation())
         dtype = T.python_type(ann.dtype) or ann.dtype or chosen.dtype
         ndim = ann.ndim if ann.ndim is not None else chosen.ndim
         if dtype is not None and ndim is not None:
             continue
-        out[a.arg] = (NdarrayAnnotation(dtype or T.f32, ndim if ndim is not None else _indexed_ndim(fdef, a.arg)),
-                      a.lineno)
+        if ndim is None:
+            ndim = _array_ndim(kernel.fn, fdef, a.arg)
+        out[a.arg] = (NdarrayAnnotation(dtype or T.f32, 1 if ndim is None else ndim), a.lineno)
     return out
 
 
-def _indexed_ndim(fdef: ast.FunctionDef, name: str) -> int:
-    """How many indices the kernel uses on ``name`` (a[i, j]: 2; for i, j in a: 2; a.shape[2]: 3)."""
-    ndim = 0
+def _array_ndim(fn, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | None:
+    """How many indices ``fn`` uses on its parameter ``name`` (a[i, j]: 2; a[None]: 0; a[I] in a
+    loop over qd.grouped(qd.ndrange(4, 8)): 2; for i, j in a: 2; a.shape[2]: 3), following it
+    into the @qd.func / @qd.real_func functions it is passed to; None: not used as an array."""
+    from .frontend.source import parse_function
+    from .lang.kernel import Func
+
+    grouped = {}  # for I in qd.grouped(...): I -> its dimensions
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, ast.Call) \
+                and getattr(n.iter.func, "attr", getattr(n.iter.func, "id", None)) == "grouped" and n.iter.args:
+            inner = n.iter.args[0]
+            if isinstance(inner, ast.Call):
+                grouped[n.target.id] = len(inner.args)
+            elif isinstance(inner, ast.Name) and inner.id != name:
+                grouped[n.target.id] = _array_ndim(fn, fdef, inner.id, depth) or 1
+    ndim = None
+
+    def use(k: int | None) -> None:
+        nonlocal ndim
+        if k is not None:
+            ndim = k if ndim is None else max(ndim, k)
+
     for n in ast.walk(fdef):
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
             sl = n.slice
-            ndim = max(ndim, len(sl.elts) if isinstance(sl, ast.Tuple) else
-                       0 if isinstance(sl, ast.Constant) and sl.value is None else 1)
+            use(len(sl.elts) if isinstance(sl, ast.Tuple) else
+                0 if isinstance(sl, ast.Constant) and sl.value is None else
+                grouped.get(sl.id, 1) if isinstance(sl, ast.Name) else 1)
         elif isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id == name:
-            ndim = max(ndim, len(n.target.elts) if isinstance(n.target, ast.Tuple) else 1)
+            use(len(n.target.elts) if isinstance(n.target, ast.Tuple) else 1)
         elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape" \
                 and isinstance(n.value.value, ast.Name) and n.value.value.id == name \
                 and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int):
-            ndim = max(ndim, n.slice.value + 1)
-    return ndim or 1
+            use(n.slice.value + 1)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and depth < 8:
+            callee = fn.__globals__.get(n.func.id)
+            if not isinstance(callee, Func):
+                continue
+            cdef = parse_function(callee.fn).node
+            params = [a.arg for a in cdef.args.args]
+            passed = [params[k] for k, arg in enumerate(n.args[:len(params)])
+                      if isinstance(arg, ast.Name) and arg.id == name]
+            passed += [kw.arg for kw in n.keywords if isinstance(kw.value, ast.Name) and kw.value.id == name]
+            for p in passed:
+                use(_array_ndim(callee.fn, cdef, p, depth + 1))
+    return ndim
 
 
 def translations(args) -> list:

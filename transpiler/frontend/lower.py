@@ -170,6 +170,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             if kind == "template" and isinstance(given, lang.NdarrayAnnotation):
                 kind, ann = "ndarray", given  # an ndarray passed to a qd.template() parameter
             elif kind == "template":
+                if a.arg not in self.template_args and not any(
+                        isinstance(n, ast.Name) and n.id == a.arg for st in fdef.body for n in ast.walk(st)):
+                    continue  # never used: every value gives the same code
                 if a.arg not in self.template_args:
                     raise self.error(a, f"template parameter `{a.arg}` needs a value",
                                      hint=f"pass template_args={{'{a.arg}': ...}} to qd.translate "
@@ -374,7 +377,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             return
         ranges, grouped = self.loop_ranges(s.iter, parallel=True)
         self.push_scope(task_root=True)
-        loop_vars = self.bind_loop_targets(s.target, ranges, grouped)
+        loop_vars, ranges = self.loop_order(s.iter, self.bind_loop_targets(s.target, ranges, grouped), ranges)
         saved_block, self.block = self.block, []
         self.task_body, self.task_loop_vars, self.rng = self.block, loop_vars, None
         self.in_parallel = True
@@ -437,7 +440,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             if grouped:
                 raise self.error(it.args[0], "qd.grouped() of qd.grouped() is not supported")
             return inner, True
-        if it.keywords:
+        if it.keywords and getattr(fv, "_qd_builtin", None) != "ndrange":
             raise self.error(it, "range() takes no keyword arguments")
         if fv is range:
             if not parallel:
@@ -459,8 +462,38 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                     ranges.append((ir.Const(T.i32, e.loc, 0), e))
             if not ranges:
                 raise self.error(it, "qd.ndrange needs at least one dimension")
+            self.ndrange_axes(it, len(ranges))  # checked here; applied by loop_order
             return ranges, False
         raise self.error(it, must)
+
+    def ndrange_axes(self, it: ast.Call, n: int) -> list[int] | None:
+        """``qd.ndrange(..., axes=(1, 0))``: the dimensions from the outermost (slowest-varying)
+        iteration level to the innermost; None: the written order."""
+        axes = None
+        for kw in it.keywords:
+            if kw.arg != "axes":
+                raise self.error(kw.value, f"qd.ndrange takes dimensions and axes=, not {kw.arg}=")
+            axes = self.static_value(kw.value, what="qd.ndrange(axes=...)")
+            if not isinstance(axes, (tuple, list)) or sorted(axes) != list(range(n)):
+                raise self.error(kw.value, f"axes={axes!r} must be a permutation of range({n}), outermost first")
+            axes = list(axes)
+        return axes
+
+    def loop_order(self, it: ast.expr, loop_vars: list[ir.Local], ranges: list) -> tuple[list, list]:
+        """The loop variables and ranges from the outermost iteration level in, as
+        ``axes=`` orders them (a grouped loop's ndrange included)."""
+        if isinstance(it, ast.Call) and it.args and getattr(self.static_callee(it), "_qd_builtin", None) == "grouped":
+            it = it.args[0]
+        if not isinstance(it, ast.Call) or getattr(self.static_callee(it), "_qd_builtin", None) != "ndrange":
+            return loop_vars, ranges
+        axes = self.ndrange_axes(it, len(ranges))
+        if axes is None:
+            return loop_vars, ranges
+        return [loop_vars[a] for a in axes], [ranges[a] for a in axes]
+
+    def static_callee(self, call: ast.Call):
+        f = self.expr(call.func)
+        return f.value if isinstance(f, CT) else None
 
     def array_ranges(self, array: ir.Param, node: ast.AST) -> list[tuple[ir.Expr, ir.Expr]]:
         """``for i, j in a``: every index of the ndarray ``a``, row-major."""

@@ -9,7 +9,8 @@ from typing import Iterable
 # Quadrants names this package does not provide yet, grouped by what to do instead.
 _LATER = {
     "fields, vectors, matrices and structs are not supported yet: use qd.ndarray parameters of scalars":
-        "field Field ScalarField MatrixField StructField Vector Matrix Struct dataclass data_oriented root SNode "
+        "field Field ScalarField MatrixField StructField Vector Matrix Struct vector matrix struct dataclass "
+        "data_oriented root SNode "
         "VectorNdarray MatrixNdarray ScalarNdarray VectorTensor MatrixTensor tensor FieldsBuilder "
         "BitpackedFields i j k l ij ik il jk jl kl ijk ijl ikl jkl ijkl zero one length dot cross",
     "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
@@ -33,7 +34,7 @@ _NO_EQUIVALENT = set("""
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
     create_stream Stream Event stream_parallel BufferView perf_dispatch pyfunc python pure dump_compile_config
     set_logging_level is_logging_effective get_addr assume_in_range rescale_index raw_div raw_mod bit_shr
-    static_print frexp wrap ref axes Layout Format Backend DeviceCapability
+    static_print frexp wrap ref axes Layout Format Backend DeviceCapability quant BufferViewType is_tensor
 """.split())
 
 

@@ -63,6 +63,12 @@ system = Namespace("qd.simt.system",
 )
 
 
+def __getattr__(name: str):
+    from .names import missing
+
+    raise AttributeError(missing("qd.simt", name, globals()))
+
+
 def _install_block_algorithms() -> None:
     from . import blocklib
 

@@ -1,7 +1,31 @@
-"""``qd.types``: parameter annotations."""
-from .kernel import _NdarrayFactory, template  # noqa: F401
+"""``qd.types``: parameter annotations and the primitive dtypes, as Quadrants' ``qd.types`` has them."""
+from ..ir.types import (  # noqa: F401
+    bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
+)
+from .kernel import Template, _NdarrayFactory, template  # noqa: F401
 
 ndarray = _NdarrayFactory()
 NDArray = ndarray
 # qd.Tensor takes a field or an ndarray in Quadrants; here (no fields yet) an ndarray typed by the call.
 Tensor = ndarray
+int8, int16, int32, int64 = i8, i16, i32, i64
+uint8, uint16, uint32, uint64 = u8, u16, u32, u64
+float16, float32, float64 = f16, f32, f64
+
+
+def is_signed(dtype) -> bool:
+    return dtype.is_signed or dtype.is_float
+
+
+def is_integral(dtype) -> bool:
+    return dtype.is_int
+
+
+def is_real(dtype) -> bool:
+    return dtype.is_float
+
+
+def __getattr__(name: str):
+    from .names import missing
+
+    raise AttributeError(missing("qd.types", name, globals()))
