@@ -1,5 +1,7 @@
 """Kernels that must be rejected. The line that should be reported carries an
 "error:" comment with text the message must contain; test_diagnostics.py checks both."""
+import numpy as np
+
 import transpiler as qd
 
 vec = qd.types.ndarray(dtype=qd.f32, ndim=1)
@@ -82,7 +84,7 @@ def undefined_name(a: vec):
 def float_into_int_local(a: vec, b: ivec):
     for i in range(a.shape[0]):
         acc = 0
-        acc += a[i]  # error: `acc` is i32 (from its first assignment at line 84) and cannot hold a f32
+        acc += a[i]  # error: `acc` is i32 (from its first assignment at line 86) and cannot hold a f32
 
 
 @qd.kernel
@@ -266,3 +268,12 @@ def atomic_i8(a: qd.types.ndarray(dtype=qd.i8, ndim=1)):
 def range_from_memory(a: ivec):
     for i in range(a[0]):  # error: the range of a top-level (parallel) loop must be computable
         a[i] = 0
+
+
+CAPTURED = np.zeros(10, np.float32)
+
+
+@qd.kernel
+def captured_array(a: vec):
+    for i in range(a.shape[0]):
+        CAPTURED[i] = a[i]  # error: `CAPTURED` is an array from the enclosing Python scope

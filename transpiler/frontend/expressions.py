@@ -126,6 +126,7 @@ class ExpressionLowering:
                     return CT(base.value[idx.value])
                 except Exception as exc:  # noqa: BLE001 - report whatever Python said
                     raise self.error(node, f"cannot index a translation-time value: {exc}") from None
+            self.not_a_captured_array(base, node)
             raise self.error(node.slice, "a translation-time tuple or list can only be indexed by a "
                                          "translation-time index", hint="use qd.static(range(...)) for the loop")
         if isinstance(base, TupleValue):
@@ -138,8 +139,21 @@ class ExpressionLowering:
         if not isinstance(base, ArrayHandle):
             if isinstance(base, ShapeHandle):
                 raise self.error(node, "the shape of an ndarray is read-only")
+            if isinstance(base, CT):
+                self.not_a_captured_array(base, node)
             raise self.error(node, "only ndarray elements can be assigned through an index")
         return self.array_index(base.array, node)
+
+    def not_a_captured_array(self, base: CT, node: ast.Subscript) -> None:
+        """An array from the enclosing Python scope (a global qd.ndarray or numpy array) is
+        not part of the kernel (Quadrants refuses it too): only a translation-time index into
+        it, a constant, is allowed."""
+        value = base.value
+        if hasattr(value, "shape") and hasattr(value, "dtype") and getattr(value, "shape", ()) != ():
+            name = ast.unparse(node.value)
+            raise self.error(node.value, f"`{name}` is an array from the enclosing Python scope, not a kernel "
+                                         "parameter: the kernel cannot see it",
+                             hint=f"pass it in: add a parameter `{name}: qd.types.ndarray()` (or qd.Tensor)")
 
     def array_index(self, array: ir.Array, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
         """The indices of ``array[...]``: one per dimension, written out (``a[i, j]``), as a
