@@ -266,7 +266,7 @@ def test_print_is_a_located_error_on_metal():
 # ----------------------------------------------------------------------------- what is not there
 
 def test_missing_names_say_why_or_suggest():
-    with pytest.raises(AttributeError, match="fields, vectors, matrices and structs are not supported yet"):
+    with pytest.raises(AttributeError, match="fields and data-oriented classes are not supported yet"):
         qd.field  # noqa: B018
     with pytest.raises(AttributeError, match="did you mean qd.sqrt"):
         qd.sqrtt  # noqa: B018

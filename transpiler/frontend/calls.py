@@ -16,7 +16,8 @@ from .common import (
     signature, store_counts,
 )
 from .source import ParsedFunction, parse_function
-from .values import CT, ArrayHandle, ShapeHandle, TupleValue
+from ..lang.matrix import MatrixType
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, ShapeHandle, TupleValue
 from .scopes import Scope, _FuncFrame
 
 
@@ -26,6 +27,8 @@ class CallLowering:
 
     def expr_Call(self, node: ast.Call):
         f = self.expr(node.func)
+        if isinstance(f, MethodValue):
+            return self.call_method(f, node)
         if not isinstance(f, CT):
             raise self.error(node.func, "only functions known at translation time can be called in kernels")
         fn = f.value
@@ -44,13 +47,13 @@ class CallLowering:
         if isinstance(fn, T.DType):
             from .intrinsics import cast_call
 
-            return cast_call(self, fn, node)
+            return self.builtin_elementwise(lambda n: cast_call(self, fn, n), node)
         if fn in (int, float, bool):
             args = [self.expr(a) for a in node.args]
             if len(args) == 1 and not isinstance(args[0], CT):
                 from .intrinsics import cast_call
 
-                return cast_call(self, T.python_type(fn), node)
+                return self.builtin_elementwise(lambda n: cast_call(self, T.python_type(fn), n), node)
         if fn is print:
             return self.print_call(node)
         if fn is len and len(node.args) == 1:
@@ -153,7 +156,13 @@ class CallLowering:
         self.inline_stack.append(func.fn)
         try:
             runtime_params = []
+            uses = name_loads(body)
             for pname, value in bound.arguments.items():
+                if isinstance(value, MatrixValue):
+                    callee_root.names[pname] = self.matrix_argument(func, pname, value, annotations.get(pname),
+                                                                    pname in assigned or uses.get(pname, 0) > 1,
+                                                                    call_site)
+                    continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):
                     callee_root.names[pname] = value
@@ -188,6 +197,9 @@ class CallLowering:
                     self.stmt(st)
                 if frame.returns_tuple is not None:
                     result = TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
+                elif isinstance(frame.result, MatrixVar):
+                    result = MatrixValue(frame.result.shape, [ir.LocalRef(v.type, call_site, v)
+                                                              for v in frame.result.locals])
                 elif frame.result is not None:
                     result = ir.LocalRef(frame.result.type, call_site, frame.result)
                 else:
@@ -200,6 +212,24 @@ class CallLowering:
             declares, self.frame_declares = self.frame_declares, saved_declares
         outer_block[start:start] = declares
         return result
+
+    def matrix_argument(self, func: lang.Func, pname: str, value: MatrixValue, ann, copy: bool, site: ir.Loc):
+        """A vector or matrix passed to a @qd.func parameter: converted to its annotation's
+        dtype, and copied into the callee's own variable when it assigns the parameter or
+        reads it more than once."""
+        from .matrices import describe
+
+        if isinstance(ann, MatrixType):
+            if ann.shape != value.shape:
+                raise self.error(site, f"parameter `{pname}` of `{func.__name__}` is {ann!r}, given "
+                                       f"{describe(value.shape)}")
+            value = self.make_matrix(value.shape, value.items, site, self.as_dtype(ann.dtype, site))
+        if copy and not all(isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef)) for e in value.items):
+            return self.declare_matrix(pname, value, site)
+        if copy:
+            return self.declare_matrix(pname, value, site) if pname in store_counts(parse_function(func.fn).node) \
+                else value
+        return value
 
     def static_select(self, body: list[ast.stmt]) -> list[ast.stmt]:
         while len(body) == 1 and isinstance(body[0], ast.If) and self.is_static_call(body[0].test):

@@ -14,7 +14,7 @@ from .common import (
     BINOPS, CMPOPS, PY_BINOPS, PY_CMPOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, is_py_scalar,
     nonneg, retype_const, weak_type,
 )
-from .values import CT, ArrayHandle, ShapeHandle, TupleValue
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, TupleValue
 
 
 class ExpressionLowering:
@@ -51,6 +51,11 @@ class ExpressionLowering:
         if isinstance(v, ShapeHandle):
             raise TranspileError(f"`{v.array.name}.shape` used as a value; index it, e.g. "
                                  f"`{v.array.name}.shape[0]`", loc)
+        if isinstance(v, MatrixValue):
+            from .matrices import describe
+
+            raise TranspileError(f"{describe(v.shape)} cannot be used as a single value here", loc,
+                                 hint="pick a component (v[0], v.x), or reduce it (v.sum(), v.norm(), v.any())")
         raise TranspileError("a tuple cannot be used as a single value here", loc)
 
     def expr_Constant(self, node: ast.Constant):
@@ -69,6 +74,8 @@ class ExpressionLowering:
             return ir.LocalRef(bound.type, self.loc(node), bound)
         if isinstance(bound, ir.Param):
             return ir.ParamRef(bound.type, self.loc(node), bound)
+        if isinstance(bound, MatrixVar):
+            return self.read_matrix(bound, scope, self.loc(node))
         if bound is not None:
             return bound
         found = self.global_lookup(node.id)
@@ -102,6 +109,8 @@ class ExpressionLowering:
                 raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
                                  hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
                                  if close and not ours else None) from None
+        if isinstance(base, MatrixValue):
+            return self.matrix_attribute(base, node.attr, node)
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"ndarrays have no attribute `{node.attr}` in kernels",
                              hint="the only one is `.shape`")
@@ -132,6 +141,8 @@ class ExpressionLowering:
         if isinstance(base, TupleValue):
             k = self.static_value(node.slice, what="a tuple index")
             return base.items[k]
+        if isinstance(base, MatrixValue):
+            return self.matrix_index(base, node)
         raise self.error(node, "only ndarrays, shapes and translation-time tuples can be indexed")
 
     def lvalue(self, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
@@ -196,12 +207,16 @@ class ExpressionLowering:
         return TupleValue(items)
 
     def expr_BinOp(self, node: ast.BinOp):
+        if isinstance(node.op, ast.MatMult):
+            return self.matmul(self.expr(node.left), self.expr(node.right), node)
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.error(node, f"the operator `{type(node.op).__name__}` is not supported in kernels")
         return self.binop(op, self.expr(node.left), self.expr(node.right), node)
 
     def binop(self, op: str, a, b, node: ast.AST):
+        if isinstance(a, MatrixValue) or isinstance(b, MatrixValue):
+            return self.elementwise(lambda x, y: self.binop(op, x, y, node), [a, b], node)
         if isinstance(a, CT) and isinstance(b, CT):
             try:
                 return CT(PY_BINOPS[op](a.value, b.value))
@@ -255,6 +270,11 @@ class ExpressionLowering:
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
         v = self.expr(node.operand)
+        if isinstance(v, MatrixValue):
+            return self.elementwise(lambda x: self.unary(node, x), [v], node)
+        return self.unary(node, v)
+
+    def unary(self, node: ast.UnaryOp, v):
         if isinstance(v, CT):
             ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
                    ast.Invert: operator.invert}
@@ -282,16 +302,23 @@ class ExpressionLowering:
             if op is None:
                 raise self.error(node, f"the comparison `{type(op_node).__name__}` is not supported in kernels")
             right = self.expr(right_node)
-            if isinstance(left, CT) and isinstance(right, CT):
-                part = CT(PY_CMPOPS[op](left.value, right.value))
-            else:
-                ea, eb = self.to_expr(left, node), self.to_expr(right, right_node)
-                ta, tb = self.operand_types(left, ea, right, eb)
-                t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
-                part = ir.Compare(T.bool_, self.loc(node), op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+            if isinstance(left, MatrixValue) or isinstance(right, MatrixValue):
+                if len(node.ops) > 1:
+                    raise self.error(node, "chained comparisons of vectors are not supported",
+                                     hint="compare two at a time and combine with & or |")
+                return self.elementwise(lambda x, y: self.compare(op, x, y, node, right_node), [left, right], node)
+            part = self.compare(op, left, right, node, right_node)
             result = part if result is None else self.logical("and", result, part, node)
             left = right
         return result
+
+    def compare(self, op: str, left, right, node: ast.AST, right_node: ast.AST):
+        if isinstance(left, CT) and isinstance(right, CT):
+            return CT(PY_CMPOPS[op](left.value, right.value))
+        ea, eb = self.to_expr(left, node), self.to_expr(right, right_node)
+        ta, tb = self.operand_types(left, ea, right, eb)
+        t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
+        return ir.Compare(T.bool_, self.loc(node), op, self.coerce(ea, t, node), self.coerce(eb, t, node))
 
     def expr_BoolOp(self, node: ast.BoolOp):
         op = "and" if isinstance(node.op, ast.And) else "or"
@@ -334,6 +361,9 @@ class ExpressionLowering:
         v = self.expr(node)
         if isinstance(v, ArrayHandle):
             raise self.error(node, "an ndarray is not a condition")
+        if isinstance(v, MatrixValue):
+            raise self.error(node, "a vector or matrix is not a condition",
+                             hint="test it with .any() or .all()")
         return self.truth(self.to_expr(v, node), node)
 
     def expr_IfExp(self, node: ast.IfExp):
@@ -346,6 +376,9 @@ class ExpressionLowering:
         pre_a, self.block = self.block, []
         b = self.expr(node.orelse)
         pre_b, self.block = self.block, saved
+        if (isinstance(a, MatrixValue) or isinstance(b, MatrixValue)) and not (pre_a or pre_b):
+            c = self.once(c, node.test, "cond")
+            return self.elementwise(lambda x, y: self.select_values(c, x, y, node), [a, b], node)
         ea, eb = self.to_expr(a, node.body), self.to_expr(b, node.orelse)
         ta, tb = self.operand_types(a, ea, b, eb)
         t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
@@ -358,6 +391,12 @@ class ExpressionLowering:
             return ir.LocalRef(t, loc, var)
         return ir.Select(t, loc, c, ea, eb)
 
+
+    def select_values(self, cond: ir.Expr, a, b, node):
+        ea, eb = self.to_expr(a, node), self.to_expr(b, node)
+        ta, tb = self.operand_types(a, ea, b, eb)
+        t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
+        return ir.Select(t, self.loc(node), cond, self.coerce(ea, t, node), self.coerce(eb, t, node))
 
     def coerce(self, e: ir.Expr, t: T.DType, node, *, explicit: bool = False,
                assigning: ir.Local | None = None) -> ir.Expr:

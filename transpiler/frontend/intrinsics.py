@@ -29,11 +29,23 @@ def handler(*names: str):
     return wrap
 
 
+# Built-ins that apply to each component of a vector or matrix argument.
+ELEMENTWISE = {"cast", "select", "min", "max", "abs", "atan2", "pow", *_FLOAT_MATH, *_BIT_MATH}
+
+
 def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
     fn = HANDLERS.get(name)
     if fn is None:
         raise lo.error(node, f"qd.{name}() is not supported here")
+    if name in ELEMENTWISE and not node.keywords:
+        return lo.builtin_elementwise(lambda n: fn(lo, name, n), node)
     return fn(lo, name, node)
+
+
+@handler("matrix_type", "Vector", "Matrix", "Vector.zero", "Vector.one", "Vector.unit", "Matrix.zero", "Matrix.one",
+         "Matrix.identity", "Matrix.diag", "Matrix.rows", "Matrix.cols")
+def _construct(lo, name, node):
+    return lo.construct(lo.expr(node.func).value if name == "matrix_type" else name, node)
 
 
 def _args(lo: KernelLowering, node: ast.Call, name: str, n: int | tuple[int, int]):
@@ -130,6 +142,7 @@ def _cast(lo, name, node):
     if len(node.args) != 2 or node.keywords:
         raise lo.error(node, "qd.cast(x, dtype) takes exactly two arguments")
     dtype = lo.static_value(node.args[1], what="the dtype of qd.cast")
+    dtype = T.python_type(dtype) or dtype
     if not isinstance(dtype, T.DType):
         raise lo.error(node.args[1], f"`{ast.unparse(node.args[1])}` is not a scalar type")
     fake = ast.Call(func=node.func, args=[node.args[0]], keywords=[])

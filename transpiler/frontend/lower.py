@@ -24,12 +24,14 @@ from .values import CT, ArrayHandle, KernelVar, TupleValue
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
+from .matrices import MatrixLowering
 from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
 from .statements import StatementLowering
 
 
-class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering):
+class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
+                     MatrixLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -82,11 +84,13 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def frame(self) -> _FuncFrame:
         return self.frames[-1]
 
-    def loc(self, node: ast.AST) -> ir.Loc:
+    def loc(self, node: ast.AST | ir.Loc) -> ir.Loc:
         # Code inlined from the project's own library (block reductions, scans, ...) is
         # attributed to the user's call: comments, diagnostics and hazards point there.
         if self.library_site is not None:
             return self.library_site
+        if isinstance(node, ir.Loc):
+            return node
         return self.frame.parsed.loc(node)
 
     def error(self, node: ast.AST | ir.Loc, message: str, hint: str | None = None) -> TranspileError:

@@ -11,7 +11,8 @@ from .common import (
     ATOMIC_AUGASSIGN, BINOPS, SYMBOL, UNSUPPORTED_STMT, ast_nodes, has_side_effects,
     is_loop_invariant, is_py_scalar, nonneg,
 )
-from .values import CT, ArrayHandle, KernelVar, ShapeHandle, TupleValue
+from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, ShapeHandle, TupleValue
+from ..lang.matrix import MatrixType
 from .scopes import Scope
 
 
@@ -57,6 +58,10 @@ class StatementLowering:
         if not isinstance(s.target, ast.Name):
             raise self.error(s.target, "only a plain name can carry a type annotation")
         dtype = self.static_value(s.annotation, what="a type annotation")
+        dtype = T.python_type(dtype) or dtype
+        if isinstance(dtype, MatrixType):
+            self.declare_annotated_matrix(s, dtype)
+            return
         if not isinstance(dtype, T.DType):
             raise self.error(s.annotation, f"`{ast.unparse(s.annotation)}` is not a scalar type",
                              hint="annotate a local with a scalar type such as qd.f32")
@@ -71,9 +76,27 @@ class StatementLowering:
         self.scope.names[name] = var
         self.emit(ir.Declare(self.loc(s), var, init))
 
+    def declare_annotated_matrix(self, s: ast.AnnAssign, mt: MatrixType) -> None:
+        """``v: qd.math.vec3 = ...`` (zero without a value)."""
+        dtype = self.as_dtype(mt.dtype, s.annotation) or T.defaults().fp
+        size = mt.n * mt.m
+        if s.value is None:
+            value = self.make_matrix(mt.shape, [CT(0)] * size, s, dtype)
+        else:
+            value = self.expr(s.value)
+            if not isinstance(value, MatrixValue):
+                value = self.make_matrix(mt.shape, [value] * size, s, dtype)
+            if value.shape != mt.shape:
+                raise self.error(s.value, f"`{s.target.id}` is annotated {mt!r} but is given a value of shape "
+                                          f"{value.shape}")
+            value = self.make_matrix(mt.shape, value.items, s, dtype)
+        self.scope.names[s.target.id] = self.declare_matrix(s.target.id, value, s)
+
     def assign(self, target: ast.expr, value, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
             self.assign_name(target, value, stmt)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)) and self.component_target(target) is not None:
+            self.assign_component(target, value, stmt)
         elif isinstance(target, ast.Subscript):
             array, indices = self.lvalue(target)
             elem = array.type.dtype
@@ -105,6 +128,10 @@ class StatementLowering:
     def unpack(self, value, n: int, node: ast.AST) -> list:
         if isinstance(value, TupleValue):
             items = value.items
+        elif isinstance(value, MatrixValue):
+            items = list(value.items) if value.is_vector else [
+                MatrixValue((value.shape[1],), value.items[r * value.shape[1]:(r + 1) * value.shape[1]])
+                for r in range(value.shape[0])]
         elif isinstance(value, CT) and isinstance(value.value, (tuple, list)):
             items = [CT(v) for v in value.value]
         else:
@@ -122,10 +149,22 @@ class StatementLowering:
             v = self.coerce(self.to_expr(value, target), bound.type, stmt)
             self.emit(ir.Store(self.loc(stmt), bound.param, [], v))
             return
+        if isinstance(bound, MatrixVar):
+            self.assign_matrix(bound, scope, value, target, stmt)
+            return
+        if isinstance(bound, ir.Local) and isinstance(value, MatrixValue):
+            from .matrices import describe
+
+            raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
+                                     f"{bound.loc.line}); it cannot hold {describe(value.shape)}",
+                             hint="use a new name for the vector")
         if isinstance(bound, ir.Local):
             self.check_writable(bound, scope, target)
             v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
             self.emit(ir.Assign(self.loc(stmt), bound, v))
+            return
+        if isinstance(value, MatrixValue):
+            self.scope.names[name] = self.declare_matrix(name, value, target)
             return
         if isinstance(value, CT) and isinstance(value.value, str):
             raise self.error(stmt.value if hasattr(stmt, "value") else target, "strings are not supported in kernels")
@@ -182,30 +221,29 @@ class StatementLowering:
         return var
 
     def stmt_AugAssign(self, s: ast.AugAssign) -> None:
+        if isinstance(s.op, ast.MatMult):
+            raise self.error(s, "`@=` is not supported; write `m = m @ x`")
         op = BINOPS[type(s.op)]
         if isinstance(s.target, ast.Name):
             bound, scope = self.scope.lookup(s.target.id)
-            shared = self.shared_for_update(bound, scope) or self.shared_for_read(bound, scope)
-            if shared is not None:
-                value = self.rvalue(s.value)
-                if op in ATOMIC_AUGASSIGN or op == "mul":
-                    self.update_var(shared, ATOMIC_AUGASSIGN.get(op, op), value, s, f"`{SYMBOL[op]}=`",
-                                    result_used=False)
-                elif self.in_parallel:
-                    raise self.race(s.target, s.target.id)
-                else:
-                    cur = self.load_var(shared, self.loc(s.target))
-                    result = self.coerce(self.binop(op, cur, value, s), shared.type, s)
-                    self.emit(ir.Store(self.loc(s), shared.param, [], result))
+            if isinstance(bound, MatrixVar):
+                value = self.expr(s.value)
+                if isinstance(value, MatrixValue) and value.shape != bound.shape:
+                    from .matrices import describe
+
+                    raise self.error(s, f"shape mismatch: {describe(bound.shape)} and {describe(value.shape)}")
+                for k, local in enumerate(bound.locals):
+                    part = value.items[k] if isinstance(value, MatrixValue) else value
+                    self.update_local(local, scope, op, part, s, s.target)
                 return
-            if not isinstance(bound, ir.Local):
-                if bound is None and self.global_lookup(s.target.id) is None:
-                    raise self.error(s.target, f"undefined name `{s.target.id}`")
-                raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
-            self.check_writable(bound, scope, s.target)
-            cur = ir.LocalRef(bound.type, self.loc(s.target), bound)
-            result = self.binop(op, cur, self.expr(s.value), s)
-            self.emit(ir.Assign(self.loc(s), bound, self.coerce(result, bound.type, s, assigning=bound)))
+            if isinstance(bound, ir.Local) or self.shared_for_read(bound, scope) is not None:
+                self.update_local(bound, scope, op, None, s, s.target)
+                return
+            if bound is None and self.global_lookup(s.target.id) is None:
+                raise self.error(s.target, f"undefined name `{s.target.id}`")
+            raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
+        if isinstance(s.target, (ast.Subscript, ast.Attribute)) and self.component_target(s.target) is not None:
+            self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
             return
         if isinstance(s.target, ast.Subscript):
             array, indices = self.lvalue(s.target)
@@ -220,6 +258,28 @@ class StatementLowering:
             self.emit(ir.Store(self.loc(s), array, indices, self.coerce(result, elem, s)))
             return
         raise self.error(s.target, "cannot update this expression")
+
+    def update_local(self, bound, scope, op: str, value, s: ast.AugAssign, target: ast.Name) -> None:
+        """``x op= value`` on a local (or one component of a vector): a reduction or an
+        atomic when it is a kernel-scope variable updated by a parallel loop. ``value``:
+        already lowered, or None to lower ``s.value`` here."""
+        shared = self.shared_for_update(bound, scope) or self.shared_for_read(bound, scope)
+        if shared is not None:
+            value = self.rvalue(s.value) if value is None else self.to_expr(value, s.value)
+            if op in ATOMIC_AUGASSIGN or op == "mul":
+                self.update_var(shared, ATOMIC_AUGASSIGN.get(op, op), value, s, f"`{SYMBOL[op]}=`",
+                                result_used=False)
+            elif self.in_parallel:
+                raise self.race(target, bound.name)
+            else:
+                cur = self.load_var(shared, self.loc(target))
+                result = self.coerce(self.binop(op, cur, value, s), shared.type, s)
+                self.emit(ir.Store(self.loc(s), shared.param, [], result))
+            return
+        self.check_writable(bound, scope, target)
+        cur = ir.LocalRef(bound.type, self.loc(target), bound)
+        result = self.binop(op, cur, self.expr(s.value) if value is None else value, s)
+        self.emit(ir.Assign(self.loc(s), bound, self.coerce(result, bound.type, s, assigning=bound)))
 
     def stmt_If(self, s: ast.If) -> None:
         if self.is_static_call(s.test):
@@ -412,11 +472,32 @@ class StatementLowering:
             for var, item in zip(frame.returns_tuple, value.items):
                 self.emit(ir.Assign(self.loc(s), var, self.coerce(self.to_expr(item, s.value), var.type, s.value)))
             return
+        if isinstance(value, MatrixValue) or isinstance(frame.result, MatrixVar):
+            self.return_matrix(frame, value, s)
+            return
         e = self.to_expr(value, s.value)
         if frame.result is None:
             frame.result = ir.Local(frame.result_name, e.type, self.loc(s))
             self.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
         self.emit(ir.Assign(self.loc(s), frame.result, self.coerce(e, frame.result.type, s.value)))
+
+    def return_matrix(self, frame, value, s: ast.Return) -> None:
+        """A @qd.func returning a vector or matrix from more than its last line: into a
+        result variable of that shape."""
+        from .matrices import component_suffixes, describe
+
+        loc = self.loc(s)
+        if not isinstance(value, MatrixValue):
+            raise self.error(s.value, "this function returns a vector or matrix elsewhere; return one here too")
+        if frame.result is None:
+            frame.result = MatrixVar(value.shape, [ir.Local(f"{frame.result_name}_{c}", e.type, loc)
+                                                   for c, e in zip(component_suffixes(value.shape), value.items)])
+            self.frame_declares.extend(ir.Declare(loc, v, None) for v in frame.result.locals)
+        if not isinstance(frame.result, MatrixVar) or frame.result.shape != value.shape:
+            raise self.error(s.value, f"this function returns values of different shapes ({describe(value.shape)} "
+                                      "here)")
+        for var, e in zip(frame.result.locals, value.items):
+            self.emit(ir.Assign(loc, var, self.coerce(e, var.type, s.value)))
 
     def stmt_Assert(self, s: ast.Assert) -> None:
         # Quadrants checks `assert` only under qd.init(debug=True) and compiles it away

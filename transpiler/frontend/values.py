@@ -42,10 +42,64 @@ class KernelVar:
 
 
 @dataclass(slots=True)
+class MatrixValue:
+    """A vector (``shape == (n,)``) or matrix (``(n, m)``) value: its scalars, row-major,
+    all of one dtype. Every operation on it is lowered component by component."""
+
+    shape: tuple[int, ...]
+    items: list  # of ir.Expr
+
+    @property
+    def dtype(self):
+        return self.items[0].type
+
+    @property
+    def is_vector(self) -> bool:
+        return len(self.shape) == 1
+
+    def at(self, *index: int):
+        """The scalar at ``[i]`` or ``[i, j]``."""
+        return self.items[index[0] if len(index) == 1 else index[0] * self.shape[1] + index[1]]
+
+
+@dataclass(slots=True)
+class MatrixVar:
+    """A vector or matrix variable: one local per component (``v_x``, ``m_0_1``)."""
+
+    shape: tuple[int, ...]
+    locals: list  # of ir.Local, row-major
+
+
+@dataclass(slots=True)
+class StructValue:
+    """A struct value: its members by name, each a scalar expression, a MatrixValue or a
+    StructValue."""
+
+    type: object  # lang.matrix.StructType
+    members: dict
+
+
+@dataclass(slots=True)
+class StructVar:
+    """A struct variable: its members by name, each an ir.Local, a MatrixVar or a StructVar."""
+
+    type: object
+    members: dict
+
+
+@dataclass(slots=True)
+class MethodValue:
+    """``v.norm`` before the call: the value and the method's name."""
+
+    value: object
+    name: str
+
+
+@dataclass(slots=True)
 class TupleValue:
     """A tuple of runtime values (``a, b = b, a``; several return values)."""
 
     items: list
 
 
-Value = ir.Expr | CT | ArrayHandle | ShapeHandle | KernelVar | TupleValue
+Value = ir.Expr | CT | ArrayHandle | ShapeHandle | KernelVar | TupleValue | MatrixValue | MatrixVar | StructValue | StructVar

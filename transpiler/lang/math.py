@@ -1,8 +1,21 @@
-"""``qd.math``: the math functions and integer bit helpers (all return i32)."""
+"""``qd.math``: the math functions, the integer bit helpers (all return i32), the GLSL-style
+vector types and functions (``vec3``, ``mat3``, ``dot``, ``clamp``, ``smoothstep``, ...)."""
+from ..ir.types import f32, i32, u32
+from .mathlib import (  # noqa: F401
+    clamp, cross, degrees, determinant, distance, dot, eye, fract, inverse, length, log2, mix, mod, normalize,
+    radians, reflect, refract, rotation2d, sign, smoothstep, step, vdir,
+)
+from .matrix import MatrixType
 from .ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, ceil, clz, cos, cosh, exp, ffs, floor, log, max, min,
     popcnt, pow, round, rsqrt, sin, sinh, sqrt, tan, tanh, trunc,
 )
+
+# Quadrants fixes these at import from its default types: f32, i32, u32.
+vec2, vec3, vec4 = (MatrixType((n,), f32, f"vec{n}") for n in (2, 3, 4))
+ivec2, ivec3, ivec4 = (MatrixType((n,), i32, f"ivec{n}") for n in (2, 3, 4))
+uvec2, uvec3, uvec4 = (MatrixType((n,), u32, f"uvec{n}") for n in (2, 3, 4))
+mat2, mat3, mat4 = (MatrixType((n, n), f32, f"mat{n}") for n in (2, 3, 4))
 
 pi = 3.141592653589793
 e = 2.718281828459045

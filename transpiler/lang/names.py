@@ -8,11 +8,12 @@ from typing import Iterable
 
 # Quadrants names this package does not provide yet, grouped by what to do instead.
 _LATER = {
-    "fields, vectors, matrices and structs are not supported yet: use qd.ndarray parameters of scalars":
-        "field Field ScalarField MatrixField StructField Vector Matrix Struct vector matrix struct dataclass "
-        "data_oriented root SNode "
+    "fields and data-oriented classes are not supported yet: use qd.ndarray parameters":
+        "field Field ScalarField MatrixField StructField data_oriented root SNode "
         "VectorNdarray MatrixNdarray ScalarNdarray VectorTensor MatrixTensor tensor FieldsBuilder "
-        "BitpackedFields i j k l ij ik il jk jl kl ijk ijl ikl jkl ijkl zero one length dot cross",
+        "BitpackedFields i j k l ij ik il jk jl kl ijk ijl ikl jkl ijkl",
+    "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
+        "zero one length dot cross",
     "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
         "algorithms",
     "is not supported yet (it comes with the rest of Quadrants' SIMT surface)":

@@ -3,6 +3,7 @@ from ..ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
 from .kernel import Template, _NdarrayFactory, template  # noqa: F401
+from .matrix import matrix, struct, vector  # noqa: F401
 
 ndarray = _NdarrayFactory()
 NDArray = ndarray

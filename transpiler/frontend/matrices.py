@@ -1,0 +1,653 @@
+"""Vectors and matrices in kernels, lowered to their scalars.
+
+A vector or matrix value is a ``MatrixValue``: its components as scalar IR expressions,
+row-major. A variable is a ``MatrixVar``: one local per component, named for it (``v_x``,
+``v_y``; ``m_0_1``). Every operation (arithmetic with scalar broadcast, comparisons, ``@``,
+the methods, the math built-ins) is lowered component by component, with Quadrants'
+promotion rules applied to each, so every target gets the scalar code a person would
+write and the vendor compiler vectorizes what its hardware has (docs/lowering.md).
+
+Expressions that an operation reads several times (a norm divided into every component,
+the rows of a product) go through temporaries first, so nothing is computed twice and no
+side effect is repeated.
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..lang.matrix import Matrix, MatrixType, Vector
+from .common import has_side_effects, is_py_scalar
+from .scopes import Scope
+from .values import CT, MatrixValue, MatrixVar, MethodValue
+
+SWIZZLE_SETS = ("xyzw", "rgba")
+METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
+           "max", "min", "any", "all", "trace", "determinant", "inverse", "cast", "to_list"}
+
+
+def describe(shape: tuple[int, ...]) -> str:
+    return f"a vector of {shape[0]}" if len(shape) == 1 else f"a {shape[0]}x{shape[1]} matrix"
+
+
+def component_suffixes(shape: tuple[int, ...]) -> list[str]:
+    """How a variable's component locals are named: v_x .. v_w for short vectors."""
+    if len(shape) == 1:
+        return list("xyzw"[:shape[0]]) if shape[0] <= 4 else [str(k) for k in range(shape[0])]
+    return [f"{i}_{j}" for i in range(shape[0]) for j in range(shape[1])]
+
+
+class MatrixLowering:
+    """Vector and matrix methods of KernelLowering."""
+
+    # ------------------------------------------------------------------ building values
+
+    def make_matrix(self, shape: tuple[int, ...], items: list, node, dtype: T.DType | None = None) -> MatrixValue:
+        """A value from scalar values (CT or IR), all converted to one dtype: ``dtype``, or
+        the promotion of the items (a Python literal adapts, as in arithmetic)."""
+        loc = node if isinstance(node, ir.Loc) else self.loc(node)
+        if dtype is None:
+            runtime = [v.type for v in items if isinstance(v, ir.Expr)]
+            literals = [v.value for v in items if isinstance(v, CT)]
+            if runtime:
+                dtype = runtime[0]
+                for t in runtime[1:]:
+                    dtype = T.bool_ if dtype is T.bool_ and t is T.bool_ else T.promote(dtype, t)
+                if any(isinstance(x, float) for x in literals) and not dtype.is_float:
+                    dtype = T.defaults().fp
+            elif any(isinstance(x, float) for x in literals):
+                dtype = T.defaults().fp
+            elif literals and all(isinstance(x, bool) for x in literals):
+                dtype = T.bool_
+            else:
+                dtype = T.defaults().ip
+        out = []
+        for v in items:
+            if isinstance(v, CT) and not is_py_scalar(v.value):
+                raise self.error(node, f"a vector or matrix holds scalars, not {v.value!r}")
+            e = self.to_expr(v, loc)
+            e = self.coerce(e, dtype, loc, explicit=True)
+            if has_side_effects(e):  # evaluated once, here, whatever reads the value later
+                e = ir.LocalRef(e.type, loc, self.new_temp("tmp", e, loc))
+            out.append(e)
+        return MatrixValue(tuple(shape), out)
+
+    def materialize(self, v: MatrixValue, node, base: str) -> MatrixValue:
+        """``v`` with every component that is more than a name or a constant computed once
+        into a temporary (for operations that read each component several times)."""
+        if all(isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape)) for e in v.items):
+            return v
+        loc = self.loc(node) if isinstance(node, ast.AST) else node
+        items = []
+        for suffix, e in zip(component_suffixes(v.shape), v.items):
+            if isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape)):
+                items.append(e)
+            else:
+                items.append(ir.LocalRef(e.type, loc, self.new_temp(f"{base}_{suffix}", e, loc)))
+        return MatrixValue(v.shape, items)
+
+    def once(self, e: ir.Expr, node, base: str) -> ir.Expr:
+        """A scalar read several times: into a temporary unless it is a name or a constant."""
+        if isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape)):
+            return e
+        loc = self.loc(node) if isinstance(node, ast.AST) else node
+        return ir.LocalRef(e.type, loc, self.new_temp(base, e, loc))
+
+    def elementwise(self, fn, values: list, node):
+        """``fn`` applied to each component of the vector/matrix operands, scalars broadcast;
+        a scalar result when no operand is a vector or matrix."""
+        mats = [v for v in values if isinstance(v, MatrixValue)]
+        if not mats:
+            return fn(*values)
+        shape = mats[0].shape
+        for m in mats[1:]:
+            if m.shape != shape:
+                raise self.error(node, f"shape mismatch: {describe(shape)} and {describe(m.shape)}",
+                                 hint="both operands of an element-wise operation need the same shape")
+        values = [self.once(v, node, "tmp") if isinstance(v, ir.Expr) and has_side_effects(v) else v
+                  for v in values]
+        items = [fn(*[v.items[k] if isinstance(v, MatrixValue) else v for v in values])
+                 for k in range(len(mats[0].items))]
+        if any(isinstance(i, MatrixValue) for i in items):
+            raise self.error(node, "an element-wise operation gave a vector per component")
+        return self.make_matrix(shape, items, node, None)
+
+    # ------------------------------------------------------------------ construction
+
+    def construct(self, kind, node: ast.Call):
+        """``vec3(...)``, ``qd.Vector([...])``, ``qd.Matrix([[...]])`` and the factories."""
+        if isinstance(kind, MatrixType):
+            return self.construct_typed(kind, node)
+        name = kind
+        kwargs = {kw.arg: kw.value for kw in node.keywords}
+        args = list(node.args)
+        if name in ("Vector", "Matrix"):
+            if not args or len(args) > 2 or set(kwargs) - {"dt"}:
+                raise self.error(node, f"qd.{name}(values, dt=None) takes the values as a list")
+            dt_node = kwargs.get("dt", args[1] if len(args) > 1 else None)
+            dtype = self.dtype_arg(dt_node)
+            rows = self.list_literal(args[0])
+            if name == "Vector" or not isinstance(rows[0], list):
+                if any(isinstance(r, list) for r in rows):
+                    raise self.error(args[0], "qd.Vector takes a flat list of values")
+                return self.make_matrix((len(rows),), rows, node, dtype)
+            width = len(rows[0])
+            if any(not isinstance(r, list) or len(r) != width for r in rows):
+                raise self.error(args[0], "every row of a qd.Matrix has the same number of values")
+            return self.make_matrix((len(rows), width), [x for r in rows for x in r], node, dtype)
+        values = [self.static_or_value(a) for a in args]
+        kw = {k: self.static_or_value(v) for k, v in kwargs.items()}
+        if name in ("Vector.zero", "Vector.one"):
+            dt, n = self.factory_args(node, values, kw, ("dt", "n"))
+            return self.make_matrix((n,), [CT(0 if name.endswith("zero") else 1)] * n, node, self.as_dtype(dt, node))
+        if name == "Vector.unit":
+            n, i, dt = self.factory_args(node, values, kw, ("n", "i", "dt"), defaults={"dt": None})
+            return self.make_matrix((n,), [CT(1 if k == i else 0) for k in range(n)], node, self.as_dtype(dt, node))
+        if name in ("Matrix.zero", "Matrix.one"):
+            dt, n, m = self.factory_args(node, values, kw, ("dt", "n", "m"), defaults={"m": None})
+            m = n if m is None else m
+            return self.make_matrix((n, m), [CT(0 if name.endswith("zero") else 1)] * (n * m), node,
+                                    self.as_dtype(dt, node))
+        if name == "Matrix.identity":
+            dt, n = self.factory_args(node, values, kw, ("dt", "n"))
+            return self.make_matrix((n, n), [CT(int(i == j)) for i in range(n) for j in range(n)], node,
+                                    self.as_dtype(dt, node))
+        if name == "Matrix.diag":
+            n, val = self.factory_args(node, values, kw, ("dim", "val"))
+            zero = CT(0)
+            return self.make_matrix((n, n), [val if i == j else zero for i in range(n) for j in range(n)], node)
+        if name in ("Matrix.rows", "Matrix.cols"):
+            vecs = self.list_literal(args[0]) if args else []
+            if not vecs or not all(isinstance(v, MatrixValue) and v.is_vector for v in vecs) or \
+                    len({v.shape for v in vecs}) != 1:
+                raise self.error(node, f"qd.{name}([v0, v1, ...]) takes a list of vectors of one size")
+            k, n = len(vecs), vecs[0].shape[0]
+            if name == "Matrix.rows":
+                return self.make_matrix((k, n), [x for v in vecs for x in v.items], node)
+            return self.make_matrix((n, k), [vecs[j].items[i] for i in range(n) for j in range(k)], node)
+        raise self.error(node, f"qd.{name}() is not supported here")
+
+    def construct_typed(self, mt: MatrixType, node: ast.Call):
+        if node.keywords:
+            raise self.error(node, f"{mt!r}(...) takes positional values")
+        dtype = self.as_dtype(mt.dtype, node)
+        flat = []
+        for a in node.args:
+            if isinstance(a, (ast.List, ast.Tuple)):
+                flat += self.flatten(self.list_literal(a))
+                continue
+            v = self.expr(a)
+            flat += v.items if isinstance(v, MatrixValue) else [v]
+        size = math.prod(mt.shape)
+        if len(flat) == 1:
+            flat = flat * size
+        if len(flat) != size:
+            raise self.error(node, f"{mt!r} has {size} components, not {len(flat)}",
+                             hint="give one value for every component, or a single value for all of them")
+        return self.make_matrix(mt.shape, flat, node, dtype)
+
+    def list_literal(self, node: ast.expr) -> list:
+        """The elements of a list/tuple literal (nested lists stay lists), or of a
+        translation-time sequence."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.list_literal(e) if isinstance(e, (ast.List, ast.Tuple)) else self.expr(e) for e in node.elts]
+        v = self.expr(node)
+        if isinstance(v, CT) and isinstance(v.value, (list, tuple)):
+            return [list(map(CT, x)) if isinstance(x, (list, tuple)) else CT(x) for x in v.value]
+        if isinstance(v, MatrixValue) and v.is_vector:
+            return list(v.items)
+        raise self.error(node, "expected a list of values, e.g. [x, y, z]")
+
+    def flatten(self, rows: list) -> list:
+        out = []
+        for r in rows:
+            if isinstance(r, list):
+                out += self.flatten(r)
+            elif isinstance(r, MatrixValue):
+                out += r.items
+            else:
+                out.append(r)
+        return out
+
+    def static_or_value(self, node: ast.expr):
+        v = self.expr(node)
+        return v.value if isinstance(v, CT) else v
+
+    def factory_args(self, node, values: list, kw: dict, names: tuple[str, ...], defaults: dict | None = None):
+        got = dict(zip(names, values))
+        got.update(kw)
+        for k, v in (defaults or {}).items():
+            got.setdefault(k, v)
+        missing = [n for n in names if n not in got]
+        if missing or set(got) - set(names):
+            raise self.error(node, f"expected the arguments ({', '.join(names)})")
+        for k in names:
+            if k in ("n", "m", "i", "dim") and got[k] is not None and not isinstance(got[k], int):
+                raise self.error(node, f"`{k}` must be an int known at translation time")
+        return [got[n] if n != "val" or not isinstance(got[n], (int, float, bool)) else CT(got[n]) for n in names]
+
+    def dtype_arg(self, node: ast.expr | None) -> T.DType | None:
+        return None if node is None else self.as_dtype(self.static_value(node, what="a dtype"), node)
+
+    def as_dtype(self, dt, node) -> T.DType | None:
+        if dt is None:
+            return None
+        dt = T.python_type(dt) or dt
+        if not isinstance(dt, T.DType):
+            raise self.error(node, f"{dt!r} is not a scalar type")
+        return dt
+
+    # ------------------------------------------------------------------ variables
+
+    def declare_matrix(self, name: str, value: MatrixValue, node) -> MatrixVar:
+        loc = self.loc(node) if isinstance(node, ast.AST) else node
+        var = MatrixVar(value.shape, [])
+        for suffix, e in zip(component_suffixes(value.shape), value.items):
+            local = ir.Local(f"{name}_{suffix}", e.type, loc)
+            var.locals.append(local)
+            self.emit(ir.Declare(loc, local, e))
+        return var
+
+    def read_matrix(self, var: MatrixVar, scope, loc: ir.Loc) -> MatrixValue:
+        items = []
+        for local in var.locals:
+            shared = self.shared_for_read(local, scope)
+            items.append(self.load_var(shared, loc) if shared is not None else ir.LocalRef(local.type, loc, local))
+        return MatrixValue(var.shape, items)
+
+    def assign_matrix(self, var: MatrixVar, scope, value, node, stmt) -> None:
+        if not isinstance(value, MatrixValue):
+            raise self.error(node, f"`{self.var_name(var)}` is {describe(var.shape)}; it cannot hold a scalar",
+                             hint=f"assign {describe(var.shape)}, or one component: `{self.var_name(var)}[0] = ...`")
+        if value.shape != var.shape:
+            raise self.error(node, f"`{self.var_name(var)}` is {describe(var.shape)}; it cannot hold "
+                                   f"{describe(value.shape)}")
+        for local, e in zip(var.locals, self.materialize_if_reads(value, var, node).items):
+            self.assign_local(local, scope, e, node, stmt)
+
+    def materialize_if_reads(self, value: MatrixValue, var: MatrixVar, node) -> MatrixValue:
+        """``v = v.yzx``: every component computed before any is assigned."""
+        targets = set(map(id, var.locals))
+        reads = any(isinstance(n, ir.LocalRef) and id(n.var) in targets
+                    for e in value.items for n in _walk(e))
+        return self.materialize(value, node, "tmp") if reads else value
+
+    def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt) -> None:
+        """One component of a variable: a local, or a kernel-scope variable's buffer."""
+        shared = self.shared_for_read(local, scope)
+        if shared is not None:
+            if self.in_parallel:
+                raise self.race(node, local.name)
+            self.emit(ir.Store(self.loc(stmt), shared.param, [], self.coerce(e, shared.type, stmt)))
+            return
+        self.check_writable(local, scope, node)
+        self.emit(ir.Assign(self.loc(stmt), local, self.coerce(e, local.type, stmt, assigning=local)))
+
+    def component_target(self, target: ast.expr):
+        """``v[k]``, ``m[i, j]``, ``v.x``, ``v.xy`` on a vector or matrix variable: (var, scope);
+        None for any other target."""
+        if isinstance(target.value, ast.Name):
+            bound, scope = self.scope.lookup(target.value.id)
+            if isinstance(bound, MatrixVar):
+                return bound, scope
+        return None
+
+    def assign_component(self, target: ast.expr, value, stmt) -> None:
+        var, scope = self.component_target(target)
+        if isinstance(target, ast.Attribute):
+            if target.attr in ("n", "m") or target.attr in METHODS:
+                raise self.error(target, f"`.{target.attr}` cannot be assigned")
+            picked = self.swizzle(var.shape, target.attr, target)
+            if picked is None:
+                raise self.error(target, f"{describe(var.shape)} has no component `{target.attr}`")
+            if len(set(picked)) != len(picked):
+                raise self.error(target, f"`.{target.attr}` names a component twice")
+            self.assign_places([var.locals[k] for k in picked], scope, value, target, stmt)
+            return
+        sl = target.slice
+        parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        if len(parts) > len(var.shape):
+            raise self.error(target, f"{describe(var.shape)} takes at most {len(var.shape)} index(es)")
+        idx = [self.expr(p) for p in parts]
+        width = var.shape[1] if len(var.shape) == 2 else 1
+        if len(parts) == 1 and len(var.shape) == 2:  # a whole row
+            choices = [var.locals[r * width:(r + 1) * width] for r in range(var.shape[0])]
+            index, node, n = idx[0], parts[0], var.shape[0]
+        elif len(parts) == 2:
+            choices = [[local] for local in var.locals]
+            index = CT(self.static_index(idx[0].value, var.shape[0], parts[0]) * width +
+                       self.static_index(idx[1].value, var.shape[1], parts[1]))                 if all(isinstance(i, CT) for i in idx) else                 self.binop("add", self.binop("mul", idx[0], CT(width), target), idx[1], target)
+            node, n = target, len(var.locals)
+        else:
+            choices = [[local] for local in var.locals]
+            index, node, n = idx[0], parts[0], var.shape[0]
+        if isinstance(index, CT):
+            self.assign_places(choices[self.static_index(index.value, n, node)], scope, value, target, stmt)
+            return
+        # A run-time index: one branch per component (a vector written in a loop).
+        k = self.once(self.coerce(self.to_expr(index, node), T.i32, node), node, "k")
+        value = self.materialize(value, target, "tmp") if isinstance(value, MatrixValue) else \
+            self.once(self.to_expr(value, target), target, "tmp")
+        loc = self.loc(target)
+        orelse: list[ir.Stmt] = []
+        for j in range(len(choices) - 1, -1, -1):
+            saved, self.block = self.block, []
+            try:
+                self.assign_places(choices[j], scope, value, target, stmt)
+            finally:
+                body, self.block = self.block, saved
+            if j == len(choices) - 1:
+                orelse = body  # the last one: whatever index is left (Quadrants does not check bounds)
+            else:
+                orelse = [ir.If(loc, ir.Compare(T.bool_, loc, "eq", k, ir.Const(T.i32, loc, j)), body, orelse)]
+        for st in orelse:
+            self.emit(st)
+
+    def assign_places(self, places: list, scope, value, target, stmt) -> None:
+        if len(places) == 1:
+            if isinstance(value, MatrixValue):
+                raise self.error(target, f"one component cannot hold {describe(value.shape)}")
+            self.assign_local(places[0], scope, self.to_expr(value, target), target, stmt)
+            return
+        if not isinstance(value, MatrixValue):
+            value = MatrixValue((len(places),), [self.once(self.to_expr(value, target), target, "tmp")] * len(places))
+        if len(value.items) != len(places):
+            raise self.error(target, f"{len(places)} components cannot hold {describe(value.shape)}")
+        value = self.materialize_if_reads(value, MatrixVar((len(places),), places), target)
+        for local, e in zip(places, value.items):
+            self.assign_local(local, scope, e, target, stmt)
+
+    def var_name(self, var: MatrixVar) -> str:
+        return var.locals[0].name.rsplit("_", 2 if len(var.shape) == 2 else 1)[0]
+
+    # ------------------------------------------------------------------ attributes, methods, indexing
+
+    def matrix_attribute(self, v: MatrixValue, attr: str, node: ast.Attribute):
+        if attr == "n":
+            return CT(v.shape[0])
+        if attr == "m":
+            return CT(v.shape[1] if len(v.shape) == 2 else 1)
+        if attr in METHODS:
+            return MethodValue(v, attr)
+        picked = self.swizzle(v.shape, attr, node)
+        if picked is not None:
+            return v.items[picked[0]] if len(picked) == 1 else MatrixValue((len(picked),), [v.items[k] for k in picked])
+        raise self.error(node, f"{describe(v.shape)} has no attribute `{attr}`",
+                         hint="components are .x .y .z .w (or v[k]); methods: " + ", ".join(sorted(METHODS)))
+
+    def swizzle(self, shape: tuple[int, ...], attr: str, node) -> list[int] | None:
+        for letters in SWIZZLE_SETS:
+            if attr and all(c in letters for c in attr):
+                if len(shape) != 1:
+                    raise self.error(node, f"`.{attr}` is for vectors; index a matrix as m[i, j]")
+                picked = [letters.index(c) for c in attr]
+                if max(picked) >= shape[0]:
+                    raise self.error(node, f"`.{attr}` is out of range for {describe(shape)}")
+                if len(picked) > 4:
+                    raise self.error(node, f"`.{attr}`: a swizzle has at most 4 components")
+                return picked
+        return None
+
+    def matrix_index(self, v: MatrixValue, node: ast.Subscript):
+        """``v[k]``, ``m[i, j]``, ``m[i]`` (a row); a run-time index selects among the
+        components (the value of a vector indexed in a loop)."""
+        sl = node.slice
+        parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        if len(parts) > len(v.shape):
+            raise self.error(node, f"{describe(v.shape)} takes at most {len(v.shape)} index(es)")
+        idx = [self.expr(p) for p in parts]
+        if len(v.shape) == 2 and len(idx) == 1:
+            rows = [MatrixValue((v.shape[1],), v.items[r * v.shape[1]:(r + 1) * v.shape[1]]) for r in range(v.shape[0])]
+            return self.select_static_or_dynamic(rows, idx[0], parts[0], v.shape[0])
+        if len(idx) == 2 and all(isinstance(i, CT) for i in idx):
+            i, j = (self.static_index(i.value, n, p) for i, n, p in zip(idx, v.shape, parts))
+            return v.at(i, j)
+        if len(idx) == 2:  # one or both at run time: one flat index, row-major
+            row = self.binop("mul", idx[0], CT(v.shape[1]), node)
+            return self.select_static_or_dynamic(list(v.items), self.binop("add", row, idx[1], node), node,
+                                                 len(v.items))
+        return self.select_static_or_dynamic(list(v.items), idx[0], parts[0], v.shape[0])
+
+    def static_index(self, k, n: int, node) -> int:
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise self.error(node, f"an index must be an integer, not {k!r}")
+        if not -n <= k < n:
+            raise self.error(node, f"index {k} is out of range for a dimension of {n}")
+        return k % n
+
+    def select_static_or_dynamic(self, choices: list, index, node, n: int):
+        if isinstance(index, CT):
+            return choices[self.static_index(index.value, n, node)]
+        e = self.to_expr(index, node)
+        if not e.type.is_int:
+            raise self.error(node, f"an index must be an integer, not {e.type.name}")
+        k = self.once(self.coerce(e, T.i32, node), node, "k")
+        loc = self.loc(node) if isinstance(node, ast.AST) else node
+
+        def pick(items: list) -> ir.Expr:
+            out = items[-1]
+            for j in range(len(items) - 2, -1, -1):
+                out = ir.Select(out.type, loc, ir.Compare(T.bool_, loc, "eq", k, ir.Const(T.i32, loc, j)), items[j], out)
+            return out
+
+        if isinstance(choices[0], MatrixValue):
+            width = len(choices[0].items)
+            return MatrixValue(choices[0].shape, [pick([c.items[q] for c in choices]) for q in range(width)])
+        return pick(choices)
+
+    def call_method(self, mv: MethodValue, node: ast.Call):
+        v, name = mv.value, mv.name
+        args = [self.expr(a) for a in node.args]
+        kw = {k.arg: self.expr(k.value) for k in node.keywords}
+        loc = self.loc(node)
+
+        def other(k: int = 0) -> MatrixValue:
+            if len(args) <= k or not isinstance(args[k], MatrixValue):
+                raise self.error(node, f"`.{name}()` takes a vector or matrix")
+            return args[k]
+
+        def vector_only():
+            if not v.is_vector:
+                raise self.error(node, f"`.{name}()` is for vectors; this is {describe(v.shape)}")
+
+        def square():
+            if len(v.shape) != 2 or v.shape[0] != v.shape[1]:
+                raise self.error(node, f"`.{name}()` needs a square matrix; this is {describe(v.shape)}")
+
+        if name in ("sum", "max", "min", "any", "all", "norm_sqr", "norm", "norm_inv", "normalized", "trace",
+                    "transpose", "determinant", "inverse") and args and name not in ("norm", "normalized", "norm_inv"):
+            raise self.error(node, f"`.{name}()` takes no arguments")
+        if name == "sum":
+            return self.fold(v.items, "add", node)
+        if name in ("max", "min"):
+            return self.fold(v.items, name, node)
+        if name in ("any", "all"):
+            truths = [self.truth(e, node) for e in v.items]
+            out = truths[0]
+            for t in truths[1:]:
+                out = ir.Logical(T.bool_, loc, "or" if name == "any" else "and", out, t)
+            return ir.Cast(T.i32, loc, out)
+        if name == "dot":
+            vector_only()
+            w = other()
+            if w.shape != v.shape:
+                raise self.error(node, f"`.dot()` of {describe(v.shape)} and {describe(w.shape)}")
+            return self.fold([self.binop("mul", a, b, node) for a, b in zip(v.items, w.items)], "add", node)
+        if name in ("norm_sqr", "norm", "norm_inv", "normalized"):
+            vector_only() if name == "normalized" else None
+            eps = args[0] if args else kw.get("eps", CT(0))
+            m = self.materialize(v, node, "tmp")
+            sq = self.fold([self.binop("mul", a, a, node) for a in m.items], "add", node)
+            if name == "norm_sqr":
+                return sq
+            if not (isinstance(eps, CT) and eps.value == 0):
+                sq = self.binop("add", sq, eps, node)
+            sq = self.to_expr(sq, node)
+            fp = sq.type if sq.type.is_float else T.defaults().fp
+            sq = self.coerce(sq, fp, node, explicit=True)
+            if name == "norm":
+                return ir.Math(fp, loc, "sqrt", [sq])
+            inv = ir.Math(fp, loc, "rsqrt", [sq])
+            if name == "norm_inv":
+                return inv
+            inv = self.once(inv, node, "inv_norm")
+            return self.elementwise(lambda a: self.binop("mul", a, inv, node), [m], node)
+        if name == "cross":
+            vector_only()
+            w = other()
+            if v.shape != w.shape or v.shape[0] not in (2, 3):
+                raise self.error(node, f"`.cross()` needs two 2- or 3-vectors, not {describe(v.shape)} and "
+                                       f"{describe(w.shape)}")
+            a, b = self.materialize(v, node, "a").items, self.materialize(w, node, "b").items
+
+            def det2(p, q, r, s):
+                return self.binop("sub", self.binop("mul", p, q, node), self.binop("mul", r, s, node), node)
+
+            if v.shape[0] == 2:
+                return det2(a[0], b[1], a[1], b[0])
+            return self.make_matrix((3,), [det2(a[1], b[2], a[2], b[1]), det2(a[2], b[0], a[0], b[2]),
+                                           det2(a[0], b[1], a[1], b[0])], node)
+        if name == "outer_product":
+            vector_only()
+            w = other()
+            a, b = self.materialize(v, node, "a").items, self.materialize(w, node, "b").items
+            return self.make_matrix((len(a), len(b)), [self.binop("mul", x, y, node) for x in a for y in b], node)
+        if name == "transpose":
+            if v.is_vector:
+                return self.make_matrix((1, v.shape[0]), v.items, node)
+            n, m = v.shape
+            return MatrixValue((m, n), [v.items[i * m + j] for j in range(m) for i in range(n)])
+        if name == "trace":
+            square()
+            return self.fold([v.at(i, i) for i in range(v.shape[0])], "add", node)
+        if name == "determinant":
+            square()
+            if v.shape[0] > 4:
+                raise self.error(node, "`.determinant()` is for matrices up to 4x4")
+            return self.determinant(self.materialize(v, node, "m"), node)
+        if name == "inverse":
+            square()
+            if v.shape[0] > 4:
+                raise self.error(node, "`.inverse()` is for matrices up to 4x4")
+            return self.inverse(self.materialize(v, node, "m"), node)
+        if name == "cast":
+            if len(args) != 1 or not isinstance(args[0], CT):
+                raise self.error(node, "`.cast(dtype)` takes a dtype")
+            dtype = self.as_dtype(args[0].value, node)
+            return self.make_matrix(v.shape, v.items, node, dtype)
+        if name == "to_list":
+            raise self.error(node, "`.to_list()` is for Python scope; in a kernel index the components")
+        raise self.error(node, f"`.{name}()` is not supported")
+
+    def fold(self, items: list, op: str, node):
+        out = items[0]
+        for e in items[1:]:
+            out = self.binop("add", out, e, node) if op == "add" else self.minmax(op, out, e, node)
+        return out
+
+    def minmax(self, op: str, a, b, node):
+        ea, eb = self.to_expr(a, node), self.to_expr(b, node)
+        ta, tb = self.operand_types(a, ea, b, eb)
+        t = T.promote(ta, tb)
+        return ir.Math(t, self.loc(node), op, [self.coerce(ea, t, node), self.coerce(eb, t, node)])
+
+    # ------------------------------------------------------------------ linear algebra
+
+    def matmul(self, a, b, node):
+        if not isinstance(a, MatrixValue) or not isinstance(b, MatrixValue):
+            raise self.error(node, "`@` multiplies matrices and vectors; use `*` with a scalar")
+        if a.is_vector and b.is_vector:
+            raise self.error(node, "`@` of two vectors: use a.dot(b) or a.outer_product(b)")
+        rows_a = (a.shape[0], a.shape[1]) if not a.is_vector else (1, a.shape[0])
+        rows_b = (b.shape[0], b.shape[1]) if not b.is_vector else (b.shape[0], 1)
+        if rows_a[1] != rows_b[0]:
+            raise self.error(node, f"`@` of {describe(a.shape)} and {describe(b.shape)}: the inner sizes differ")
+        a, b = self.materialize(a, node, "a"), self.materialize(b, node, "b")
+        n, k, m = rows_a[0], rows_a[1], rows_b[1]
+
+        def ga(i, j):
+            return a.items[i * k + j] if not a.is_vector else a.items[j]
+
+        def gb(i, j):
+            return b.items[i * m + j] if not b.is_vector else b.items[i]
+
+        items = [self.fold([self.binop("mul", ga(i, p), gb(p, j), node) for p in range(k)], "add", node)
+                 for i in range(n) for j in range(m)]
+        if b.is_vector:
+            return self.make_matrix((n,), items, node)
+        if a.is_vector:
+            return self.make_matrix((m,), items, node)
+        return self.make_matrix((n, m), items, node)
+
+    def determinant(self, v: MatrixValue, node):
+        n = v.shape[0]
+
+        def minor(rows: list[int], cols: list[int]):
+            if len(rows) == 1:
+                return v.at(rows[0], cols[0])
+            out = None
+            for c_pos, c in enumerate(cols):
+                term = self.binop("mul", v.at(rows[0], c), minor(rows[1:], cols[:c_pos] + cols[c_pos + 1:]), node)
+                out = term if out is None else self.binop("sub" if c_pos % 2 else "add", out, term, node)
+            return out
+
+        return minor(list(range(n)), list(range(n)))
+
+    def inverse(self, v: MatrixValue, node):
+        n = v.shape[0]
+        det = self.to_expr(self.determinant(v, node), node)
+        fp = det.type if det.type.is_float else T.defaults().fp
+        inv_det = self.once(ir.BinOp(fp, self.loc(node), "truediv", ir.Const(fp, self.loc(node), 1.0),
+                                     self.coerce(det, fp, node, explicit=True)), node, "inv_det")
+        if n == 1:
+            return self.make_matrix((1, 1), [inv_det], node)
+
+        def cofactor(i: int, j: int):
+            rows = [r for r in range(n) if r != i]
+            cols = [c for c in range(n) if c != j]
+            sub = MatrixValue((n - 1, n - 1), [v.at(r, c) for r in rows for c in cols])
+            d = self.determinant(sub, node)
+            return d if (i + j) % 2 == 0 else self.expr_negate(d, node)
+
+        # inverse[i][j] = cofactor(j, i) / det
+        items = [self.binop("mul", cofactor(j, i), inv_det, node) for i in range(n) for j in range(n)]
+        return self.make_matrix((n, n), items, node, fp)
+
+    def expr_negate(self, e, node):
+        e = self.to_expr(e, node)
+        return ir.Unary(e.type, e.loc, "neg", e)
+
+    # ------------------------------------------------------------------ built-ins on components
+
+    def builtin_elementwise(self, call_scalar, node: ast.Call):
+        """A math built-in (qd.sqrt, qd.min, qd.cast, ...): applied to each component where
+        an argument is a vector or matrix. The built-in sees names bound to the arguments,
+        lowered once here, so each is evaluated once however many components there are."""
+        values = [self.expr(a) for a in node.args]
+        names = [f"__qd_arg{k}" for k in range(len(values))]
+
+        def one(*components):
+            saved = self.scope
+            self.scope = Scope(saved)
+            try:
+                self.scope.names.update(zip(names, components))
+                call = ast.Call(func=node.func, args=[ast.copy_location(ast.Name(id=n, ctx=ast.Load()), a)
+                                                      for n, a in zip(names, node.args)], keywords=node.keywords)
+                return call_scalar(ast.copy_location(call, node))
+            finally:
+                self.scope = saved
+
+        return self.elementwise(one, values, node)
+
+
+def _walk(e: ir.Expr):
+    from ..ir.walk import iter_expr
+
+    return iter_expr(e)
+
+
+def is_matrix_constructor(fn) -> bool:
+    return isinstance(fn, MatrixType) or fn in (Vector, Matrix)
+

@@ -1,0 +1,133 @@
+"""``qd.math``'s GLSL-style functions, written once in the kernel language: each works on
+scalars and, component by component, on vectors (the frontend inlines them like any
+``@qd.func``)."""
+from __future__ import annotations
+
+import math as _pymath
+
+from . import ops
+from .kernel import func, static
+from .matrix import Matrix, Vector, matrix
+
+
+@func
+def mix(x, y, a):
+    return x * (1.0 - a) + y * a
+
+
+@func
+def clamp(x, xmin, xmax):
+    return ops.min(xmax, ops.max(xmin, x))
+
+
+@func
+def step(edge, x):
+    return ops.cast(x >= edge, float)
+
+
+@func
+def fract(x):
+    return x - ops.floor(x)
+
+
+@func
+def smoothstep(edge0, edge1, x):
+    t = clamp((x - edge0) / (edge1 - edge0), 0.0, 1.0)
+    return t * t * (3.0 - 2.0 * t)
+
+
+@func
+def sign(x):
+    return ops.cast(x >= 0.0, float) - ops.cast(x <= 0.0, float)
+
+
+@func
+def normalize(v):
+    return v.normalized()
+
+
+@func
+def log2(x):
+    return ops.log(x) / static(_pymath.log(2.0))
+
+
+@func
+def reflect(x, n):
+    k = x.dot(n)
+    return x - 2.0 * k * n
+
+
+@func
+def degrees(x):
+    return x * static(180.0 / _pymath.pi)
+
+
+@func
+def radians(x):
+    return x * static(_pymath.pi / 180.0)
+
+
+@func
+def distance(x, y):
+    return (x - y).norm()
+
+
+@func
+def refract(x, n, eta):
+    dxn = x.dot(n)
+    k = 1.0 - eta * eta * (1.0 - dxn * dxn)
+    result = x * 0.0
+    if k >= 0.0:
+        result = eta * x - (eta * dxn + ops.sqrt(k)) * n
+    return result
+
+
+@func
+def dot(x, y):
+    return x.dot(y)
+
+
+@func
+def cross(x, y):
+    return x.cross(y)
+
+
+@func
+def mod(x, y):
+    return x - y * ops.floor(x / y)
+
+
+@func
+def length(x):
+    return x.norm()
+
+
+@func
+def determinant(m):
+    return m.determinant()
+
+
+@func
+def inverse(m):
+    return m.inverse()
+
+
+@func
+def eye(n):
+    return Matrix.identity(float, n)
+
+
+@func
+def rotation2d(ang):
+    ca, sa = ops.cos(ang), ops.sin(ang)
+    return matrix(2, 2, float)([[ca, -sa], [sa, ca]])
+
+
+@func
+def vdir(ang):
+    return Vector([ops.cos(ang), ops.sin(ang)])
+
+
+__all__ = ["mix", "clamp", "step", "fract", "smoothstep", "sign", "normalize", "log2", "reflect", "degrees",
+           "radians", "distance", "refract", "dot", "cross", "mod", "length", "determinant", "inverse", "eye",
+           "rotation2d", "vdir"]

@@ -1,0 +1,152 @@
+"""Small vectors, matrices and structs as Quadrants spells them: ``qd.types.vector(n, dtype)``,
+``qd.types.matrix(n, m, dtype)``, ``qd.math.vec3`` and friends, ``qd.Vector([...])``,
+``qd.Matrix([[...]])``, ``qd.types.struct(...)`` and ``@qd.dataclass``.
+
+In a kernel a vector or matrix is its scalars (the frontend lowers every operation on them
+component by component, ``frontend/matrices.py``), so every target gets plain scalar code
+and an ndarray of them is laid out as NumPy lays out its ``(..., n, m)`` array. In Python
+scope the types build NumPy arrays, so a value can be handed to a kernel.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..ir.types import DType
+from .kernel import Func, builtin, comptime
+
+
+class MatrixType:
+    """``qd.types.vector(n, dtype)`` (shape ``(n,)``) or ``qd.types.matrix(n, m, dtype)``
+    (shape ``(n, m)``). ``dtype`` may be Python's ``float`` or ``int`` (qd.init's defaults);
+    ``None`` leaves it to the values. Calling it builds a value: ``vec3(1, 2, 3)``,
+    ``vec3(0)`` (every component), ``mat2([[1, 0], [0, 1]])``."""
+
+    _qd_builtin = "matrix_type"
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any = None, name: str | None = None):
+        if not 1 <= len(shape) <= 2 or not all(isinstance(k, int) and 1 <= k <= 32 for k in shape):
+            raise ValueError(f"a vector or matrix has 1 to 32 rows and columns, not {shape}")
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.name = name
+
+    @property
+    def n(self) -> int:
+        return self.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.shape[1] if len(self.shape) == 2 else 1
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __call__(self, *args):  # Python scope: a NumPy value of this type
+        import numpy as np
+
+        from ..ir.types import python_type
+
+        dt = python_type(self.dtype) or self.dtype
+        data = np.array(args[0] if len(args) == 1 and not np.isscalar(args[0]) else args,
+                        dtype=dt.np_dtype if isinstance(dt, DType) else None)
+        return np.broadcast_to(data, self.shape).copy() if data.size == 1 else data.reshape(self.shape)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, MatrixType) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        if self.name:
+            return f"qd.math.{self.name}"
+        dt = getattr(self.dtype, "__name__", None) or repr(self.dtype)
+        if len(self.shape) == 1:
+            return f"qd.types.vector({self.n}, {dt})"
+        return f"qd.types.matrix({self.n}, {self.m}, {dt})"
+
+
+@comptime
+def vector(n: int, dtype: Any = None) -> MatrixType:
+    return MatrixType((n,), dtype)
+
+
+@comptime
+def matrix(n: int, m: int, dtype: Any = None) -> MatrixType:
+    return MatrixType((n, m), dtype)
+
+
+# The constructors and factories of qd.Vector / qd.Matrix, lowered by the frontend.
+class Vector:
+    """``qd.Vector([x, y, z], dt=None)``; ``qd.Vector.zero(dt, n)``, ``.one``, ``.unit(n, i, dt)``."""
+
+    _qd_builtin = "Vector"
+
+    def __new__(cls, values, dt=None):  # Python scope
+        return vector(len(values), dt)(list(values))
+
+    zero = staticmethod(builtin("Vector.zero")(lambda dt, n: None))
+    one = staticmethod(builtin("Vector.one")(lambda dt, n: None))
+    unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
+
+
+class Matrix:
+    """``qd.Matrix([[a, b], [c, d]], dt=None)``; ``qd.Matrix.zero(dt, n, m)``, ``.one``,
+    ``.identity(dt, n)``, ``.diag(n, value)``, ``.rows([...])``, ``.cols([...])``."""
+
+    _qd_builtin = "Matrix"
+
+    def __new__(cls, rows, dt=None):  # Python scope
+        import numpy as np
+
+        data = np.array(rows)
+        return (vector(data.shape[0], dt) if data.ndim == 1 else matrix(*data.shape, dt))(rows)
+
+    zero = staticmethod(builtin("Matrix.zero")(lambda dt, n, m=None: None))
+    one = staticmethod(builtin("Matrix.one")(lambda dt, n, m=None: None))
+    identity = staticmethod(builtin("Matrix.identity")(lambda dt, n: None))
+    diag = staticmethod(builtin("Matrix.diag")(lambda dim, val: None))
+    rows = staticmethod(builtin("Matrix.rows")(lambda rows: None))
+    cols = staticmethod(builtin("Matrix.cols")(lambda cols: None))
+
+
+class StructType:
+    """``qd.types.struct(name=type, ...)`` or a ``@qd.dataclass``: named members, each a
+    scalar dtype, a vector/matrix type or another struct. Calling it in a kernel builds a
+    value (positional or keyword members; the rest zero)."""
+
+    _qd_builtin = "struct_type"
+
+    def __init__(self, members: dict[str, Any], name: str = "struct", methods: dict[str, Func] | None = None):
+        self.members = dict(members)
+        self.name = name
+        self.methods = dict(methods or {})
+        for member, t in self.members.items():
+            if not (isinstance(t, (DType, MatrixType, StructType)) or t in (int, float, bool)):
+                raise TypeError(f"struct member `{member}` has type {t!r}: use a dtype, a vector/matrix type "
+                                "or another struct")
+
+    def __call__(self, *args, **kwargs):  # Python scope: a dict of the members
+        values = dict(zip(self.members, args))
+        values.update(kwargs)
+        return {k: values.get(k, 0) for k in self.members}
+
+    def __repr__(self) -> str:
+        return f"qd.types.struct({self.name})"
+
+
+@comptime
+def struct(**members) -> StructType:
+    return StructType(members)
+
+
+def dataclass(cls) -> StructType:
+    """``@qd.dataclass``: the class's annotated members make a struct type; its ``@qd.func``
+    methods take the struct as ``self``."""
+    members = inspect.get_annotations(cls, eval_str=True)
+    methods = {k: v for k, v in vars(cls).items() if isinstance(v, Func)}
+    st = StructType(members, cls.__name__, methods)
+    st.__doc__ = cls.__doc__
+    return st
