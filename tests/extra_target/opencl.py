@@ -17,7 +17,7 @@ from transpiler.targets.context import EntryPoint, TranslationContext, Usage
 from transpiler.targets.cxx import CXX_KEYWORDS, CxxDialect
 from transpiler.targets.dialect import printf_text
 from transpiler.targets.renderer import Renderer
-from transpiler.targets.target import Capabilities, Target
+from transpiler.targets.target import Capabilities, Target, element_entry
 
 HERE = Path(__file__).resolve().parent
 TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
@@ -151,7 +151,8 @@ class OpenclTarget(Target):
         for p in ctx.kernel.params:
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            "arg_index": arg, "shape_arg_indices": list(range(arg + 1, arg + 1 + p.type.ndim))})
+                            **element_entry(p), "arg_index": arg,
+                            "shape_arg_indices": list(range(arg + 1, arg + 1 + p.type.ndim))})
                 arg += 1 + p.type.ndim
             else:
                 out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})

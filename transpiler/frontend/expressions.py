@@ -120,6 +120,8 @@ class ExpressionLowering:
         base = self.expr(node.value)
         if isinstance(base, ArrayHandle):
             array, indices = self.array_index(base.array, node)
+            if getattr(array.type, "element_shape", ()):
+                return self.array_element(array, indices, node)
             return ir.Load(array.type.dtype, self.loc(node), array, indices)
         if isinstance(base, ShapeHandle):
             k = self.static_value(node.slice, what="a shape index")

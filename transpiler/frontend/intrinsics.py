@@ -398,9 +398,14 @@ def _atomic(lo, name, node):
     used = lo.statement_call is not node
     if isinstance(target, ast.Name):
         return _atomic_on_name(lo, name, op, node, target, used)
-    if not isinstance(target, ast.Subscript):
+    if not isinstance(target, (ast.Subscript, ast.Attribute)):
         raise lo.error(target, f"the first argument of qd.{name} must be an ndarray element such as a[i], "
                                "a local variable or a kernel-scope variable, not this expression")
+    places = lo.element_places(target)
+    if places is not None:
+        return _atomic_on_components(lo, name, op, node, *places)
+    if isinstance(target, ast.Attribute):
+        raise lo.error(target, f"the first argument of qd.{name} must be an ndarray element such as a[i]")
     array, indices = lo.lvalue(target)
     values = [lo.rvalue(a) for a in node.args[1:]]
     expected = None
@@ -411,6 +416,30 @@ def _atomic(lo, name, node):
             raise TranspileError(f"qd.atomic_cas on {array.type.dtype.name}: compare-and-swap needs an integer "
                                  "element", lo.loc(node))
     return lo.make_atomic(op, array, indices, values[0], node, f"qd.{name}", expected)
+
+
+def _atomic_on_components(lo, name: str, op: str, node: ast.Call, array, places: list, shape: tuple):
+    """An atomic on an element of an ndarray of vectors or matrices (or on components of
+    one): one atomic per component, as Quadrants has it; the old values form the result."""
+    if op == "cas":
+        raise lo.error(node, f"qd.{name} on a vector or matrix element is not supported; compare-and-swap "
+                             "one component")
+    value = lo.expr(node.args[1])
+    from .values import MatrixValue
+
+    if isinstance(value, MatrixValue) and len(value.items) != len(places):
+        raise lo.error(node.args[1], f"qd.{name}: the element has {len(places)} component(s), the value "
+                                     f"{len(value.items)}")
+    values = value.items if isinstance(value, MatrixValue) else \
+        [lo.once(lo.to_expr(value, node.args[1]), node, "tmp")] * len(places)
+    olds = [lo.make_atomic(op, array, idx, v, node, f"qd.{name}") for idx, v in zip(places, values)]
+    if lo.statement_call is node:
+        for a in olds:
+            lo.emit(ir.ExprStmt(lo.loc(node), a))
+        return CT(None)
+    if not shape:
+        return olds[0]
+    return lo.make_matrix(shape, olds, node)
 
 
 def _atomic_on_name(lo, name: str, op: str, node: ast.Call, target: ast.Name, used: bool):

@@ -16,6 +16,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
+from ..lang.matrix import MatrixType
 from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
 )
@@ -207,6 +208,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if isinstance(given, lang.NdarrayAnnotation):
             dtype, ndim = dtype or given.dtype, ndim if ndim is not None else given.ndim
         dtype = T.python_type(dtype) or dtype
+        element_shape = ann.element_shape or ()
+        if isinstance(dtype, MatrixType):  # qd.types.ndarray(dtype=qd.math.vec3): vec3 elements
+            element_shape = dtype.shape + tuple(element_shape)
+            dtype = T.python_type(dtype.dtype) or dtype.dtype or T.defaults().fp
         if dtype is None or ndim is None:
             want = "a dtype" if ndim is not None else ("an ndim" if dtype is not None else "a dtype and ndim")
             spelled = f"qd.types.ndarray(dtype={dtype or 'qd.f32'}, ndim={1 if ndim is None else ndim})"
@@ -219,7 +224,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                              hint="use a numeric dtype such as qd.f32 or qd.i32")
         if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 0:
             raise self.error(a, f"ndarray parameter `{a.arg}` has an invalid ndim {ndim!r}")
-        return T.NdarrayType(dtype, ndim)
+        if not all(isinstance(k, int) and k >= 1 for k in element_shape) or len(element_shape) > 2:
+            raise self.error(a, f"ndarray parameter `{a.arg}` has an invalid element shape {element_shape!r}")
+        return T.NdarrayType(dtype, ndim, tuple(element_shape))
 
     # ------------------------------------------------------------------ top level: tasks
 

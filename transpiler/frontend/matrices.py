@@ -21,7 +21,7 @@ from ..ir import types as T
 from ..lang.matrix import Matrix, MatrixType, Vector
 from .common import has_side_effects, is_py_scalar
 from .scopes import Scope
-from .values import CT, MatrixValue, MatrixVar, MethodValue
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue
 
 SWIZZLE_SETS = ("xyzw", "rgba")
 METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
@@ -359,6 +359,95 @@ class MatrixLowering:
         for local, e in zip(places, value.items):
             self.assign_local(local, scope, e, target, stmt)
 
+    # ------------------------------------------------------------------ ndarrays of vectors and matrices
+
+    def array_element(self, array: ir.Param, indices: list[ir.Expr], node) -> MatrixValue:
+        """``a[i]`` of an ndarray of vectors or matrices: its components, read."""
+        array, places, shape = self.whole_element(array, indices, node)
+        loc = self.loc(node)
+        return MatrixValue(shape, [ir.Load(array.type.dtype, loc, array, idx) for idx in places])
+
+    def whole_element(self, array: ir.Param, indices: list[ir.Expr], node):
+        loc = self.loc(node)
+        indices = [self.once(i, node, "idx") if has_side_effects(i) else i for i in indices]
+        es = array.type.element_shape
+        comps = [(k,) for k in range(es[0])] if len(es) == 1 else [(i, j) for i in range(es[0]) for j in range(es[1])]
+        return array, [indices + [ir.Const(T.i32, loc, c) for c in comp] for comp in comps], es
+
+    def element_places(self, target: ast.expr):
+        """The components a target names in an ndarray of vectors or matrices: ``a[i]``
+        (all of them), ``a[i][k]``, ``a[i][r, c]``, ``a[i][r]`` (a row), ``a[i].x``, ``a[i].xy``.
+        Returns (array, the full indices of each component, the shape they form: () for one
+        component), or None when the target is not in such an ndarray."""
+        if not isinstance(target, (ast.Subscript, ast.Attribute)):
+            return None
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            base = self.expr(target.value)
+            if isinstance(base, ArrayHandle) and getattr(base.array.type, "element_shape", ()):
+                array, indices = self.array_index(base.array, target)
+                return self.whole_element(array, indices, target)
+            return None
+        inner = self.element_places(target.value)
+        if inner is None:
+            return None
+        array, places, shape = inner
+        if not shape:
+            raise self.error(target, "a scalar component has no components")
+        if isinstance(target, ast.Attribute):
+            picked = self.swizzle(shape, target.attr, target)
+            if picked is None:
+                raise self.error(target, f"{describe(shape)} has no component `{target.attr}`")
+            chosen = [places[k] for k in picked]
+            return array, chosen, (() if len(chosen) == 1 else (len(chosen),))
+        sl = target.slice
+        parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        idx = [self.static_value(p, what="a component index of an ndarray element being written") for p in parts]
+        if len(idx) == 2 and len(shape) == 2:
+            return array, [places[self.static_index(idx[0], shape[0], parts[0]) * shape[1] +
+                                  self.static_index(idx[1], shape[1], parts[1])]], ()
+        if len(idx) == 1 and len(shape) == 2:
+            r = self.static_index(idx[0], shape[0], parts[0])
+            return array, places[r * shape[1]:(r + 1) * shape[1]], (shape[1],)
+        if len(idx) == 1:
+            return array, [places[self.static_index(idx[0], shape[0], parts[0])]], ()
+        raise self.error(target, f"{describe(shape)} takes {len(shape)} index(es)")
+
+    def store_places(self, array, places: list, shape: tuple, value, target, stmt) -> None:
+        loc = self.loc(stmt)
+        if not shape:
+            e = self.coerce(self.to_expr(value, target), array.type.dtype, target)
+            self.emit(ir.Store(loc, array, places[0], e))
+            return
+        if not isinstance(value, MatrixValue):
+            e = self.once(self.coerce(self.to_expr(value, target), array.type.dtype, target), target, "tmp")
+            value = MatrixValue(shape, [e] * len(places))
+        if len(value.items) != len(places):
+            raise self.error(target, f"an element of {describe(shape)} cannot hold {describe(value.shape)}")
+        value = self.materialize(value, target, "tmp") if any(
+            isinstance(n, ir.Load) and n.array is array for e in value.items for n in _walk(e)) else value
+        for idx, e in zip(places, value.items):
+            self.emit(ir.Store(loc, array, idx, self.coerce(e, array.type.dtype, target)))
+
+    def update_places(self, array, places: list, shape: tuple, op: str, value, target, stmt) -> None:
+        """``a[i] += v`` on ndarray components: an atomic per component, as Quadrants has it."""
+        from .common import ATOMIC_AUGASSIGN, SYMBOL
+
+        loc = self.loc(stmt)
+        values = value.items if isinstance(value, MatrixValue) else [value] * len(places)
+        if isinstance(value, MatrixValue) and len(value.items) != len(places):
+            raise self.error(target, f"an element of {describe(shape)} cannot be updated with "
+                                     f"{describe(value.shape)}")
+        if not isinstance(value, MatrixValue) and len(places) > 1:
+            values = [self.once(self.to_expr(value, target), target, "tmp")] * len(places)
+        for idx, v in zip(places, values):
+            if op in ATOMIC_AUGASSIGN:
+                self.emit(ir.ExprStmt(loc, self.make_atomic(ATOMIC_AUGASSIGN[op], array, idx, self.to_expr(v, target),
+                                                            stmt, f"`{SYMBOL[op]}=`")))
+            else:
+                cur = ir.Load(array.type.dtype, loc, array, idx)
+                new = self.coerce(self.to_expr(self.binop(op, cur, v, stmt), stmt), array.type.dtype, stmt)
+                self.emit(ir.Store(loc, array, idx, new))
+
     def var_name(self, var: MatrixVar) -> str:
         return var.locals[0].name.rsplit("_", 2 if len(var.shape) == 2 else 1)[0]
 
@@ -500,7 +589,7 @@ class MatrixLowering:
             if v.shape != w.shape or v.shape[0] not in (2, 3):
                 raise self.error(node, f"`.cross()` needs two 2- or 3-vectors, not {describe(v.shape)} and "
                                        f"{describe(w.shape)}")
-            a, b = self.materialize(v, node, "a").items, self.materialize(w, node, "b").items
+            a, b = self.materialize(v, node, "lhs").items, self.materialize(w, node, "rhs").items
 
             def det2(p, q, r, s):
                 return self.binop("sub", self.binop("mul", p, q, node), self.binop("mul", r, s, node), node)
@@ -512,7 +601,7 @@ class MatrixLowering:
         if name == "outer_product":
             vector_only()
             w = other()
-            a, b = self.materialize(v, node, "a").items, self.materialize(w, node, "b").items
+            a, b = self.materialize(v, node, "lhs").items, self.materialize(w, node, "rhs").items
             return self.make_matrix((len(a), len(b)), [self.binop("mul", x, y, node) for x in a for y in b], node)
         if name == "transpose":
             if v.is_vector:
@@ -564,7 +653,7 @@ class MatrixLowering:
         rows_b = (b.shape[0], b.shape[1]) if not b.is_vector else (b.shape[0], 1)
         if rows_a[1] != rows_b[0]:
             raise self.error(node, f"`@` of {describe(a.shape)} and {describe(b.shape)}: the inner sizes differ")
-        a, b = self.materialize(a, node, "a"), self.materialize(b, node, "b")
+        a, b = self.materialize(a, node, "lhs"), self.materialize(b, node, "rhs")
         n, k, m = rows_a[0], rows_a[1], rows_b[1]
 
         def ga(i, j):

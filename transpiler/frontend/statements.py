@@ -97,6 +97,8 @@ class StatementLowering:
             self.assign_name(target, value, stmt)
         elif isinstance(target, (ast.Subscript, ast.Attribute)) and self.component_target(target) is not None:
             self.assign_component(target, value, stmt)
+        elif (places := self.element_places(target)) is not None:
+            self.store_places(*places, value, target, stmt)
         elif isinstance(target, ast.Subscript):
             array, indices = self.lvalue(target)
             elem = array.type.dtype
@@ -244,6 +246,10 @@ class StatementLowering:
             raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
         if isinstance(s.target, (ast.Subscript, ast.Attribute)) and self.component_target(s.target) is not None:
             self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
+            return
+        places = self.element_places(s.target)
+        if places is not None:
+            self.update_places(*places, op, self.expr(s.value), s.target, s)
             return
         if isinstance(s.target, ast.Subscript):
             array, indices = self.lvalue(s.target)

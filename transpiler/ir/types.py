@@ -112,13 +112,25 @@ def from_numpy(dt) -> DType:
 
 @dataclass(frozen=True, slots=True)
 class NdarrayType:
-    """A global-memory array parameter: ``qd.types.ndarray(dtype=..., ndim=...)``."""
+    """A global-memory array parameter: ``qd.types.ndarray(dtype=..., ndim=...)``. Its
+    elements are scalars, or vectors / matrices of ``element_shape`` stored as NumPy stores
+    an array of shape ``(*shape, *element_shape)``: the element's scalars last, packed."""
 
     dtype: DType
     ndim: int
+    element_shape: tuple[int, ...] = ()
+
+    @property
+    def element_size(self) -> int:
+        """Scalars per element."""
+        n = 1
+        for k in self.element_shape:
+            n *= k
+        return n
 
     def __repr__(self) -> str:
-        return f"ndarray({self.dtype.name}, {self.ndim}d)"
+        es = f", element {'x'.join(map(str, self.element_shape))}" if self.element_shape else ""
+        return f"ndarray({self.dtype.name}, {self.ndim}d{es})"
 
 
 @dataclass(frozen=True, slots=True)

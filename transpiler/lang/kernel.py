@@ -130,18 +130,19 @@ def template(element_type=object, ndim=None) -> Template:
 
 @dataclass(frozen=True)
 class NdarrayAnnotation:
-    dtype: DType | None = None
+    dtype: Any = None        # a scalar dtype, a vector/matrix type (qd.math.vec3), or None: from the call
     ndim: int | None = None
     symmetric: bool = False  # on NVSHMEM's symmetric heap: see qd.shmem.symmetric
+    element_shape: tuple[int, ...] | None = None  # with a scalar dtype: the vector/matrix element's shape
 
 
 class _NdarrayFactory:
     """``qd.types.ndarray(dtype=..., ndim=...)`` and ``qd.types.NDArray[dtype, ndim]``; used bare
     as an annotation, an ndarray whose dtype and ndim come from the argument."""
 
-    def __call__(self, dtype: DType | None = None, ndim: int | None = None, symmetric: bool = False,
-                 **_ignored) -> NdarrayAnnotation:
-        return NdarrayAnnotation(dtype, ndim, bool(symmetric))
+    def __call__(self, dtype: Any = None, ndim: int | None = None, symmetric: bool = False,
+                 element_shape: tuple[int, ...] | None = None, **_ignored) -> NdarrayAnnotation:
+        return NdarrayAnnotation(dtype, ndim, bool(symmetric), tuple(element_shape) if element_shape else None)
 
     def __getitem__(self, item) -> NdarrayAnnotation:
         if isinstance(item, tuple):

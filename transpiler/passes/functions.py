@@ -20,8 +20,9 @@ def _direct(body: list[ir.Stmt]) -> dict[tuple[int, int | None], Input]:
         for ref in references(node):
             if isinstance(ref, ir.Param):
                 found[(id(ref), None)] = (ref, None)
-                # A multi-dimensional element's row-major offset uses the inner extents.
-                for dim in range(1, len(getattr(node, "indices", ()))):
+                # A multi-dimensional element's row-major offset uses the inner extents
+                # (those of a vector or matrix element are constants).
+                for dim in range(1, min(len(getattr(node, "indices", ())), ref.type.ndim if ref.is_array else 0)):
                     found[(id(ref), dim)] = (ref, dim)
     return found
 

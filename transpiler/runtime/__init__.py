@@ -27,6 +27,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
 from ..pipeline import Translation, freeze, translate
+from ..lang.matrix import MatrixType
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
 BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"),
@@ -180,14 +181,24 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
             dtype = T.from_numpy(arr.dtype)
             want = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
             want_dtype = T.python_type(want.dtype) or want.dtype
+            element_shape = tuple(want.element_shape or ())
+            if isinstance(want_dtype, MatrixType):  # vec3 elements: the array's last dimension is 3
+                element_shape = want_dtype.shape + element_shape
+                want_dtype = T.python_type(want_dtype.dtype) or want_dtype.dtype or T.defaults().fp
+            outer = arr.ndim - len(element_shape)
+            if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
+                raise TypeError(f"{kernel.__name__}(): `{name}` holds elements of shape {element_shape}: its last "
+                                f"dimension(s) must be {element_shape}, got an array of shape {arr.shape}")
             if want_dtype is not None and want_dtype != dtype:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
-            if want.ndim is not None and want.ndim != arr.ndim:
-                raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s), got {arr.ndim}")
+            if want.ndim is not None and want.ndim != outer:
+                raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s)"
+                                + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
             if not arr.flags.c_contiguous:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous (use np.ascontiguousarray)")
             if want_dtype is None or want.ndim is None:
-                arg_types[name] = lang.NdarrayAnnotation(dtype, arr.ndim)
+                arg_types[name] = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
+                                                         element_shape=want.element_shape)
             values[name] = arr
         elif kind == "scalar":
             dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)

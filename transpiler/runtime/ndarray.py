@@ -8,13 +8,25 @@ from ..ir.types import DType
 
 
 class Ndarray:
-    def __init__(self, dtype: DType, shape):
-        if not isinstance(dtype, DType):
-            raise TypeError(f"qd.ndarray needs a qd dtype such as qd.f32, got {dtype!r}")
+    """``qd.ndarray(dtype, shape)``: ``dtype`` a scalar type or a vector/matrix type (then the
+    data is NumPy's ``(*shape, *element_shape)``, and ``shape`` the outer shape)."""
+
+    def __init__(self, dtype, shape):
+        from ..ir.types import python_type
+        from ..lang.matrix import MatrixType
+
+        element_shape: tuple[int, ...] = ()
+        scalar = dtype
+        if isinstance(dtype, MatrixType):
+            element_shape = dtype.shape
+            scalar = python_type(dtype.dtype) or dtype.dtype
+        if not isinstance(scalar, DType):
+            raise TypeError(f"qd.ndarray needs a qd dtype such as qd.f32 or qd.math.vec3, got {dtype!r}")
         shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
         self.dtype = dtype
         self.shape = shape
-        self.data = np.zeros(shape, dtype=dtype.np_dtype)
+        self.element_shape = element_shape
+        self.data = np.zeros(shape + element_shape, dtype=scalar.np_dtype)
 
     @property
     def ndim(self) -> int:
@@ -22,9 +34,9 @@ class Ndarray:
 
     def from_numpy(self, arr) -> None:
         arr = np.asarray(arr)
-        if arr.shape != self.shape:
-            raise ValueError(f"shape {arr.shape} does not match the ndarray's {self.shape}")
-        self.data[...] = arr.astype(self.dtype.np_dtype, copy=False)
+        if arr.shape != self.data.shape:
+            raise ValueError(f"shape {arr.shape} does not match the ndarray's {self.data.shape}")
+        self.data[...] = arr.astype(self.data.dtype, copy=False)
 
     def to_numpy(self) -> np.ndarray:
         return self.data.copy()

@@ -13,7 +13,7 @@ from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
 from .dialect import printf_text
 from .renderer import Renderer
-from .target import Capabilities, Target, param_role
+from .target import Capabilities, Target, element_entry, param_role
 
 # IR math function -> the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf).
 FLOAT_FUNCS = {
@@ -273,7 +273,8 @@ class CudaTarget(Target):
             if p.is_array:
                 shape_args = list(range(arg + 1, arg + 1 + p.type.ndim))
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            "arg_index": arg, "shape_arg_indices": shape_args, "shape_dtype": "i32"})
+                            **element_entry(p), "arg_index": arg, "shape_arg_indices": shape_args,
+                            "shape_dtype": "i32"})
                 if p.symmetric:
                     out[-1]["symmetric"] = True  # on NVSHMEM's symmetric heap: nvshmem_malloc
                 out[-1].update(param_role(p))

@@ -18,7 +18,7 @@ from ..ir.walk import iter_expr
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .dialect import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_text
 from .renderer import Renderer
-from .target import Capabilities, Target, param_role, shape_arg_names
+from .target import Capabilities, Target, element_entry, param_role, shape_arg_names
 
 GLSL_VERSION = "450"
 VULKAN_VERSION = "1.2"
@@ -541,7 +541,7 @@ class GlslTarget(Target):
             members = [m for _, m in layout.members_of(p)]
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            "set": 0, "binding": layout.bindings[id(p)],
+                            **element_entry(p), "set": 0, "binding": layout.bindings[id(p)],
                             "shape_push_constant_offsets": [m.offset for m in members],
                             "shape_dtype": "i32", **param_role(p)})
             else:

@@ -18,7 +18,7 @@ from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cxx import CXX_KEYWORDS, CxxDialect
 from .dialect import f32_repr, float_text
 from .renderer import Renderer
-from .target import Capabilities, Target, param_role
+from .target import Capabilities, Target, element_entry, param_role
 
 TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
          "u16": "ushort", "u32": "uint", "u64": "ulong", "f16": "half", "f32": "float"}
@@ -351,7 +351,7 @@ class MslTarget(Target):
         for p in ctx.kernel.params:
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            "buffer_index": buffer,
+                            **element_entry(p), "buffer_index": buffer,
                             "shape_params_offsets": [m.offset for m in by_param.get(p.name, [])],
                             "shape_dtype": "i32", **param_role(p)})
                 buffer += 1

@@ -116,15 +116,25 @@ class Renderer:
         return self.shape_names[(id(e.array), e.dim)], PREC_PRIMARY
 
     def linear_index(self, array: ir.Array, indices: list[ir.Expr]) -> str:
+        if isinstance(array, ir.Param) and array.type.element_shape:
+            nd = array.type.ndim
+            inner = indices[nd:]
+            if inner and all(isinstance(e, ir.Const) for e in inner):
+                return self.element_index(array, indices[:nd], inner)
         if not indices:  # a 0-d array: its one element
             return "0"
         if len(indices) == 1:
             return self.text(indices[0])
-        # Row-major: ((i * n1 + j) * n2 + k)
+        return self.row_major(array, indices)
+
+    def row_major(self, array: ir.Array, indices: list[ir.Expr]) -> str:
+        """((i * n1 + j) * n2 + k); a vector or matrix element's extents are constants."""
         acc = self.text(indices[0], PREC_MUL)
         for dim, idx in enumerate(indices[1:], start=1):
             if isinstance(array, ir.SharedArray):
                 extent = str(array.type.shape[dim])
+            elif dim >= array.type.ndim:
+                extent = str(array.type.element_shape[dim - array.type.ndim])
             else:
                 self.referenced.add((id(array), dim))
                 extent = self.shape_names[(id(array), dim)]
@@ -132,6 +142,18 @@ class Renderer:
             if dim < len(indices) - 1:
                 acc = f"({acc})"
         return acc
+
+    def element_index(self, array: ir.Param, outer: list[ir.Expr], inner: list[ir.Const]) -> str:
+        """A constant component of a vector or matrix element, as the frontend unrolls them:
+        ``i * 9 + 5`` rather than ``(i * 3 + 1) * 3 + 2``."""
+        offset = 0
+        for k, e in zip(array.type.element_shape, inner):
+            offset = offset * k + int(e.value)
+        if not outer:
+            return str(offset)
+        base = self.text(outer[0], PREC_MUL) if len(outer) == 1 else f"({self.row_major(array, outer)})"
+        text = f"{base} * {array.type.element_size}"
+        return text if offset == 0 else f"{text} + {offset}"
 
     def expr_Load(self, e: ir.Load):
         return self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices)), PREC_PRIMARY

@@ -237,6 +237,14 @@ def grid_text(e: ir.Expr, env: dict[int, ir.Expr]) -> str:
     raise TypeError(f"range bound not expressible on the host: {type(e).__name__}")
 
 
+def element_entry(p: ir.Param) -> dict:
+    """The manifest's description of an ndarray of vectors or matrices: the element's shape
+    (its scalars follow the outer indices, packed, as in NumPy's ``(*shape, *element_shape)``
+    array) and the bytes from one element to the next."""
+    es = p.type.element_shape
+    return {"element_shape": list(es), "element_stride": p.type.element_size * p.type.dtype.nbytes} if es else {}
+
+
 def param_role(p: ir.Param) -> dict:
     """The manifest's ``role`` of a parameter the kernel adds itself (a scratch slot, the
     result, the random seed)."""

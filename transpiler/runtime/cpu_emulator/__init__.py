@@ -534,9 +534,9 @@ class CpuBackend(Backend):
             v = values[p["name"]]
             args.append(v)
             names.append(p["name"])
-            if p["kind"] == "ndarray":
-                args.extend(np.int32(s) for s in v.shape)
-                names.extend(f"{p['name']}.shape[{d}]" for d in range(v.ndim))
+            if p["kind"] == "ndarray":  # the outer shape: a vector element's extents are constants
+                args.extend(np.int32(s) for s in v.shape[:p["ndim"]])
+                names.extend(f"{p['name']}.shape[{d}]" for d in range(p["ndim"]))
         return args, names
 
     def run(self, program: CpuProgram, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
