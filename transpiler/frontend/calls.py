@@ -17,7 +17,10 @@ from .common import (
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
-from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, ShapeHandle, TupleValue
+from .structs import _BoundMethod
+from .values import (
+    CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
+)
 from .scopes import Scope, _FuncFrame
 
 
@@ -26,9 +29,16 @@ class CallLowering:
 
 
     def expr_Call(self, node: ast.Call):
+        method = self.call_struct_method(node)
+        if method is not None:
+            return method
         f = self.expr(node.func)
         if isinstance(f, MethodValue):
             return self.call_method(f, node)
+        if isinstance(f, CT) and isinstance(f.value, _BoundMethod):
+            args = [self.expr(a) for a in node.args]
+            kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+            return self.inline_values(f.value.func, node, [f.value.value, *args], kwargs)
         if not isinstance(f, CT):
             raise self.error(node.func, "only functions known at translation time can be called in kernels")
         fn = f.value
@@ -162,6 +172,13 @@ class CallLowering:
                     callee_root.names[pname] = self.matrix_argument(func, pname, value, annotations.get(pname),
                                                                     pname in assigned or uses.get(pname, 0) > 1,
                                                                     call_site)
+                    continue
+                if isinstance(value, StructVar):  # a method's self: the caller's variable itself
+                    callee_root.names[pname] = value
+                    continue
+                if isinstance(value, StructValue):
+                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) \
+                        if pname in assigned else value
                     continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):

@@ -14,7 +14,7 @@ from .common import (
     BINOPS, CMPOPS, PY_BINOPS, PY_CMPOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, is_py_scalar,
     nonneg, retype_const, weak_type,
 )
-from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, TupleValue
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
 
 
 class ExpressionLowering:
@@ -56,6 +56,10 @@ class ExpressionLowering:
 
             raise TranspileError(f"{describe(v.shape)} cannot be used as a single value here", loc,
                                  hint="pick a component (v[0], v.x), or reduce it (v.sum(), v.norm(), v.any())")
+        if isinstance(v, StructValue):
+            what = getattr(v.type, "name", None) or getattr(v.type, "__name__", "struct")
+            raise TranspileError(f"a {what} struct cannot be used as a single value here", loc,
+                                 hint="use one of its members, e.g. s.x")
         raise TranspileError("a tuple cannot be used as a single value here", loc)
 
     def expr_Constant(self, node: ast.Constant):
@@ -76,6 +80,8 @@ class ExpressionLowering:
             return ir.ParamRef(bound.type, self.loc(node), bound)
         if isinstance(bound, MatrixVar):
             return self.read_matrix(bound, scope, self.loc(node))
+        if isinstance(bound, StructVar):
+            return self.read_struct(bound, scope, self.loc(node))
         if bound is not None:
             return bound
         found = self.global_lookup(node.id)
@@ -111,6 +117,8 @@ class ExpressionLowering:
                                  if close and not ours else None) from None
         if isinstance(base, MatrixValue):
             return self.matrix_attribute(base, node.attr, node)
+        if isinstance(base, StructValue):
+            return self.struct_attribute(base, node.attr, node)
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"ndarrays have no attribute `{node.attr}` in kernels",
                              hint="the only one is `.shape`")

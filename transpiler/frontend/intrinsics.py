@@ -42,6 +42,11 @@ def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
     return fn(lo, name, node)
 
 
+@handler("struct_type")
+def _construct_struct(lo, name, node):
+    return lo.construct_struct(lo.expr(node.func).value, node)
+
+
 @handler("matrix_type", "Vector", "Matrix", "Vector.zero", "Vector.one", "Vector.unit", "Matrix.zero", "Matrix.one",
          "Matrix.identity", "Matrix.diag", "Matrix.rows", "Matrix.cols")
 def _construct(lo, name, node):

@@ -26,13 +26,14 @@ from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
 from .matrices import MatrixLowering
+from .structs import StructLowering
 from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
 from .statements import StatementLowering
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
-                     MatrixLowering):
+                     MatrixLowering, StructLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -193,10 +194,17 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 p = ir.Param(a.arg, self.ndarray_type(a, lang.ndarray_annotation(ann), given), index, loc,
                              symmetric=getattr(ann, "symmetric", False))
                 self.scope.names[a.arg] = ArrayHandle(p)
+            elif kind in ("compound", "dataclass"):
+                value, params = self.bind_compound(a, a.arg, ann, index)
+                self.scope.names[a.arg] = value
+                self.params.extend(params)
+                index += len(params)
+                continue
             else:
                 raise self.error(a, f"parameter `{a.arg}` has an unsupported annotation {ann!r}",
                                  hint="use a scalar type (qd.i32, int, float), qd.types.ndarray(...) / "
-                                      "qd.types.NDArray[dtype, ndim], or qd.template()")
+                                      "qd.types.NDArray[dtype, ndim], a vector, matrix or struct type, or "
+                                      "qd.template()")
             self.params.append(p)
             index += 1
 

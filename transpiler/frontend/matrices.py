@@ -268,11 +268,12 @@ class MatrixLowering:
             self.assign_local(local, scope, e, node, stmt)
 
     def materialize_if_reads(self, value: MatrixValue, var: MatrixVar, node) -> MatrixValue:
-        """``v = v.yzx``: every component computed before any is assigned."""
-        targets = set(map(id, var.locals))
-        reads = any(isinstance(n, ir.LocalRef) and id(n.var) in targets
-                    for e in value.items for n in _walk(e))
-        return self.materialize(value, node, "tmp") if reads else value
+        """``v = v.yzx``: every component computed before any is assigned, where a component
+        reads another that is assigned before it (``v += w`` reads only its own: no copy)."""
+        position = {id(local): k for k, local in enumerate(var.locals)}
+        crossed = any(isinstance(n, ir.LocalRef) and position.get(id(n.var), k) < k
+                      for k, e in enumerate(value.items) for n in _walk(e))
+        return self.materialize(value, node, "tmp") if crossed else value
 
     def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt) -> None:
         """One component of a variable: a local, or a kernel-scope variable's buffer."""
@@ -288,11 +289,8 @@ class MatrixLowering:
     def component_target(self, target: ast.expr):
         """``v[k]``, ``m[i, j]``, ``v.x``, ``v.xy`` on a vector or matrix variable: (var, scope);
         None for any other target."""
-        if isinstance(target.value, ast.Name):
-            bound, scope = self.scope.lookup(target.value.id)
-            if isinstance(bound, MatrixVar):
-                return bound, scope
-        return None
+        found = self.resolve_var(target.value)
+        return found if found is not None and isinstance(found[0], MatrixVar) else None
 
     def assign_component(self, target: ast.expr, value, stmt) -> None:
         var, scope = self.component_target(target)
@@ -381,7 +379,7 @@ class MatrixLowering:
         component), or None when the target is not in such an ndarray."""
         if not isinstance(target, (ast.Subscript, ast.Attribute)):
             return None
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        if isinstance(target, ast.Subscript) and isinstance(target.value, (ast.Name, ast.Attribute)):
             base = self.expr(target.value)
             if isinstance(base, ArrayHandle) and getattr(base.array.type, "element_shape", ()):
                 array, indices = self.array_index(base.array, target)

@@ -11,7 +11,7 @@ from .common import (
     ATOMIC_AUGASSIGN, BINOPS, SYMBOL, UNSUPPORTED_STMT, ast_nodes, has_side_effects,
     is_loop_invariant, is_py_scalar, nonneg,
 )
-from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, ShapeHandle, TupleValue
+from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
 from ..lang.matrix import MatrixType
 from .scopes import Scope
 
@@ -95,6 +95,8 @@ class StatementLowering:
     def assign(self, target: ast.expr, value, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
             self.assign_name(target, value, stmt)
+        elif isinstance(target, ast.Attribute) and (member := self.resolve_var(target)) is not None:
+            self.assign_var(*member, value, target, stmt)
         elif isinstance(target, (ast.Subscript, ast.Attribute)) and self.component_target(target) is not None:
             self.assign_component(target, value, stmt)
         elif (places := self.element_places(target)) is not None:
@@ -151,9 +153,12 @@ class StatementLowering:
             v = self.coerce(self.to_expr(value, target), bound.type, stmt)
             self.emit(ir.Store(self.loc(stmt), bound.param, [], v))
             return
-        if isinstance(bound, MatrixVar):
-            self.assign_matrix(bound, scope, value, target, stmt)
+        if isinstance(bound, (MatrixVar, StructVar)):
+            self.assign_var(bound, scope, value, target, stmt)
             return
+        if isinstance(bound, ir.Local) and isinstance(value, StructValue):
+            raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
+                                     f"{bound.loc.line}); it cannot hold a struct", hint="use a new name")
         if isinstance(bound, ir.Local) and isinstance(value, MatrixValue):
             from .matrices import describe
 
@@ -167,6 +172,9 @@ class StatementLowering:
             return
         if isinstance(value, MatrixValue):
             self.scope.names[name] = self.declare_matrix(name, value, target)
+            return
+        if isinstance(value, StructValue):
+            self.scope.names[name] = self.declare_struct(name, value, target)
             return
         if isinstance(value, CT) and isinstance(value.value, str):
             raise self.error(stmt.value if hasattr(stmt, "value") else target, "strings are not supported in kernels")
@@ -244,6 +252,10 @@ class StatementLowering:
             if bound is None and self.global_lookup(s.target.id) is None:
                 raise self.error(s.target, f"undefined name `{s.target.id}`")
             raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
+        if isinstance(s.target, ast.Attribute) and (member := self.resolve_var(s.target)) is not None \
+                and not isinstance(member[0], StructVar):
+            self.assign_var(*member, self.binop(op, self.expr(s.target), self.expr(s.value), s), s.target, s)
+            return
         if isinstance(s.target, (ast.Subscript, ast.Attribute)) and self.component_target(s.target) is not None:
             self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
             return

@@ -4,6 +4,7 @@ operations are made with (``builtin``, ``comptime``, ``static``)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -155,13 +156,20 @@ class _NdarrayFactory:
 
 def param_kind(ann) -> str | None:
     """What a kernel parameter's annotation asks for: "template", "scalar" (a DType, or
-    Python's int / float / bool), "ndarray" (possibly untyped), or None (not supported)."""
+    Python's int / float / bool), "ndarray" (possibly untyped), "compound" (a vector, matrix
+    or struct type, by value), "dataclass" (a Python dataclass), or None (not supported)."""
     if ann is Template or ann is template or isinstance(ann, Template):
         return "template"
     if isinstance(ann, DType) or ann in (int, float, bool):
         return "scalar"
     if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)):
         return "ndarray"
+    from .matrix import MatrixType, StructType
+
+    if isinstance(ann, (MatrixType, StructType)):
+        return "compound"  # passed by value, as its scalars
+    if isinstance(ann, type) and dataclasses.is_dataclass(ann):
+        return "dataclass"  # a Python dataclass of ndarrays and scalars: its members
     return None
 
 

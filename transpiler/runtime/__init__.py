@@ -168,9 +168,13 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         raise TypeError(f"{kernel.__name__}(): {exc}") from None
     annotations = inspect.get_annotations(kernel.fn, eval_str=True)
     template_args, arg_types, values = {}, {}, {}
-    for name, value in bound.arguments.items():
-        ann = annotations.get(name)
+    todo = [(name, annotations.get(name), value) for name, value in bound.arguments.items()]
+    while todo:
+        name, ann, value = todo.pop(0)
         kind = lang.param_kind(ann)
+        if kind in ("compound", "dataclass"):
+            todo[0:0] = _members(kernel, name, ann, value)  # one parameter per member, in order
+            continue
         if kind == "template" and _as_array(value) is None:
             template_args[name] = value
         elif kind in ("template", "ndarray"):
@@ -204,6 +208,30 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
             dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
             values[name] = dtype.np_dtype.type(value)
     return template_args, arg_types, values
+
+
+def _members(kernel: lang.Kernel, name: str, ann, value) -> list[tuple[str, object, object]]:
+    """A struct / vector / matrix argument's scalars, or a Python dataclass argument's
+    members: (parameter name, annotation, value), as the frontend flattens the parameter."""
+    import dataclasses
+
+    from ..frontend.structs import leaves
+
+    if lang.param_kind(ann) == "dataclass":
+        hints = inspect.get_annotations(ann, eval_str=True)
+        return [(f"{name}_{f.name}", hints.get(f.name, f.type), getattr(value, f.name))
+                for f in dataclasses.fields(ann)]
+    out = []
+    for flat, dtype, path in leaves(ann, name):
+        v = value
+        try:
+            for step in path:
+                v = (v[step] if isinstance(v, dict) else getattr(v, step)) if isinstance(step, str) else \
+                    np.asarray(v)[step]
+        except (KeyError, AttributeError, IndexError) as exc:
+            raise TypeError(f"{kernel.__name__}(): `{name}` has no {'.'.join(map(str, path))} ({exc})") from None
+        out.append((flat, dtype, v))
+    return out
 
 
 def python_dtype(dtype):

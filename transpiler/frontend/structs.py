@@ -1,0 +1,252 @@
+"""Structs in kernels (``qd.types.struct``, ``@qd.dataclass``), lowered to their members.
+
+A struct value is a ``StructValue``: each member a scalar expression, a ``MatrixValue`` or
+a nested ``StructValue``. A variable is a ``StructVar`` whose members are variables
+(locals named ``p_mass``, ``p_pos_x``). ``@qd.func`` methods are inlined with ``self``
+bound to the variable they are called on, so a method that assigns ``self.x`` updates it.
+
+A kernel parameter annotated with a struct, a vector or a matrix type is passed by value as
+its scalars, each a kernel parameter of its own (``p_pos_x``, in member order); one
+annotated with a Python ``@dataclasses.dataclass`` of ndarrays and scalars (the Genesis
+style) is its members, each a kernel parameter (``state_pos``), as Quadrants flattens it.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..lang.kernel import Func
+from ..lang.matrix import MatrixType, StructType
+from .matrices import component_suffixes
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, StructValue, StructVar
+
+
+def member_type(t):
+    """A member's type with Python's int / float / bool resolved."""
+    return T.python_type(t) or t
+
+
+def leaves(t, prefix: str) -> list[tuple[str, T.DType, tuple]]:
+    """The scalars of a struct, vector or matrix type, in memory order: (flat name, dtype,
+    path of member names and component indices)."""
+    t = member_type(t)
+    if isinstance(t, T.DType):
+        return [(prefix, t, ())]
+    if isinstance(t, MatrixType):
+        dtype = member_type(t.dtype) or T.defaults().fp
+        shape = t.shape
+        comps = [(k,) for k in range(shape[0])] if len(shape) == 1 else \
+            [(i, j) for i in range(shape[0]) for j in range(shape[1])]
+        return [(f"{prefix}_{s}", dtype, c) for s, c in zip(component_suffixes(shape), comps)]
+    out = []
+    for name, mt in t.members.items():
+        out += [(n, d, (name,) + path) for n, d, path in leaves(mt, f"{prefix}_{name}")]
+    return out
+
+
+class StructLowering:
+    """Struct methods of KernelLowering."""
+
+    # ------------------------------------------------------------------ values
+
+    def construct_struct(self, st: StructType, node: ast.Call) -> StructValue:
+        names = list(st.members)
+        if len(node.args) > len(names):
+            raise self.error(node, f"{st.name} has {len(names)} member(s), given {len(node.args)} values")
+        given = dict(zip(names, node.args))
+        for kw in node.keywords:
+            if kw.arg not in st.members:
+                raise self.error(kw, f"{st.name} has no member `{kw.arg}`",
+                                 hint=f"its members: {', '.join(names)}")
+            if kw.arg in given:
+                raise self.error(kw, f"member `{kw.arg}` given twice")
+            given[kw.arg] = kw.value
+        members = {}
+        for name, t in st.members.items():
+            value = self.expr(given[name]) if name in given else None
+            members[name] = self.member_value(t, value, given.get(name, node))
+        return StructValue(st, members)
+
+    def member_value(self, t, value, node):
+        """``value`` (None: zero) as a member of type ``t``."""
+        t = member_type(t)
+        if isinstance(t, T.DType):
+            if value is None:
+                return ir.Const(t, self.loc(node), 0.0 if t.is_float else (False if t is T.bool_ else 0))
+            if isinstance(value, (MatrixValue, StructValue)):
+                raise self.error(node, f"a {t.name} member cannot hold this value")
+            e = self.coerce(self.to_expr(value, node), t, node, explicit=isinstance(value, CT))
+            return self.once(e, node, "tmp") if _has_effects(e) else e
+        if isinstance(t, MatrixType):
+            dtype = self.as_dtype(t.dtype, node) or T.defaults().fp
+            size = t.n * t.m
+            if value is None:
+                return self.make_matrix(t.shape, [CT(0)] * size, node, dtype)
+            if not isinstance(value, MatrixValue):
+                return self.make_matrix(t.shape, [value] * size, node, dtype)
+            if value.shape != t.shape:
+                raise self.error(node, f"a {t!r} member cannot hold a value of shape {value.shape}")
+            return self.make_matrix(t.shape, value.items, node, dtype)
+        if value is None:
+            return StructValue(t, {k: self.member_value(mt, None, node) for k, mt in t.members.items()})
+        if not isinstance(value, StructValue) or value.type is not t:
+            raise self.error(node, f"a {t.name} member needs a {t.name} value")
+        return value
+
+    # ------------------------------------------------------------------ variables
+
+    def declare_struct(self, name: str, value: StructValue, node) -> StructVar:
+        members = {}
+        for k, v in value.members.items():
+            full = f"{name}_{k}"
+            if isinstance(v, StructValue):
+                members[k] = self.declare_struct(full, v, node)
+            elif isinstance(v, MatrixValue):
+                members[k] = self.declare_matrix(full, v, node)
+            else:
+                local = ir.Local(full, v.type, self.loc(node))
+                self.emit(ir.Declare(self.loc(node), local, v))
+                members[k] = local
+        return StructVar(value.type, members)
+
+    def read_struct(self, var: StructVar, scope, loc: ir.Loc) -> StructValue:
+        members = {}
+        for k, m in var.members.items():
+            if isinstance(m, StructVar):
+                members[k] = self.read_struct(m, scope, loc)
+            elif isinstance(m, MatrixVar):
+                members[k] = self.read_matrix(m, scope, loc)
+            else:
+                shared = self.shared_for_read(m, scope)
+                members[k] = self.load_var(shared, loc) if shared is not None else ir.LocalRef(m.type, loc, m)
+        return StructValue(var.type, members)
+
+    def assign_var(self, var, scope, value, node, stmt) -> None:
+        """A whole variable (scalar local, vector, struct) takes a value of its type."""
+        if isinstance(var, MatrixVar):
+            self.assign_matrix(var, scope, value, node, stmt)
+        elif isinstance(var, StructVar):
+            if not isinstance(value, StructValue) or value.type is not var.type:
+                raise self.error(node, f"a {var.type.name} variable needs a {var.type.name} value")
+            for k, m in var.members.items():
+                self.assign_var(m, scope, value.members[k], node, stmt)
+        else:
+            if isinstance(value, (MatrixValue, StructValue)):
+                raise self.error(node, f"`{var.name}` is a {var.type.name} scalar; it cannot hold this value")
+            self.assign_local(var, scope, self.to_expr(value, node), node, stmt)
+
+    def resolve_var(self, node: ast.expr):
+        """The variable a name or a member chain (``p``, ``p.pos``, ``s.inner.v``) denotes:
+        (var, scope), or None when it is not a variable."""
+        if isinstance(node, ast.Name):
+            bound, scope = self.scope.lookup(node.id)
+            return (bound, scope) if isinstance(bound, (MatrixVar, StructVar)) else None
+        if isinstance(node, ast.Attribute):
+            inner = self.resolve_var(node.value)
+            if inner is not None and isinstance(inner[0], StructVar):
+                var, scope = inner
+                if node.attr not in var.members:
+                    raise self.error(node, f"{var.type.name} has no member `{node.attr}`",
+                                     hint=f"its members: {', '.join(var.members)}")
+                return var.members[node.attr], scope
+        return None
+
+    # ------------------------------------------------------------------ members and methods
+
+    def struct_attribute(self, v: StructValue, attr: str, node: ast.Attribute):
+        if attr in v.members:
+            return v.members[attr]
+        methods = getattr(v.type, "methods", {})
+        if attr in methods:
+            return CT(_BoundMethod(methods[attr], v))
+        what = getattr(v.type, "name", None) or getattr(v.type, "__name__", "struct")
+        raise self.error(node, f"{what} has no member `{attr}`",
+                         hint=f"its members: {', '.join(v.members)}")
+
+    def call_struct_method(self, node: ast.Call):
+        """``p.method(...)`` on a struct variable: the method inlined with ``self`` bound to
+        the variable (its assignments to ``self.x`` update it); on a value, to the value."""
+        if not isinstance(node.func, ast.Attribute):
+            return None
+        found = self.resolve_var(node.func.value)
+        if found is None or not isinstance(found[0], StructVar):
+            return None
+        var = found[0]
+        method = var.type.methods.get(node.func.attr) if isinstance(var.type, StructType) else None
+        if method is None:
+            return None
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        return self.inline_values(method, node, [var, *args], kwargs)
+
+
+    # ------------------------------------------------------------------ kernel parameters
+
+    def bind_compound(self, a: ast.arg, name: str, ann, index: int):
+        """A vector / matrix / struct parameter (its scalars, each a parameter) or a Python
+        dataclass parameter (its members, each a parameter): the value the kernel sees, and
+        the parameters in order."""
+        from .. import lang
+
+        loc = self.loc(a)
+        if lang.param_kind(ann) == "compound":
+            params = [ir.Param(flat, dtype, index + k, loc) for k, (flat, dtype, _) in enumerate(leaves(ann, name))]
+            return self.compound_value(ann, iter(params), loc), params
+        params, members = [], {}
+        for f in dataclasses.fields(ann):
+            t = inspect.get_annotations(ann, eval_str=True).get(f.name, f.type)
+            flat = f"{name}_{f.name}"
+            kind = lang.param_kind(t)
+            if kind == "ndarray":
+                fake = ast.copy_location(ast.arg(arg=flat), a)
+                p = ir.Param(flat, self.ndarray_type(fake, lang.ndarray_annotation(t), self.arg_types.get(flat)),
+                             index + len(params), loc)
+                params.append(p)
+                members[f.name] = ArrayHandle(p)
+            elif kind == "scalar":
+                p = ir.Param(flat, T.i32 if t is bool else member_type(t), index + len(params), loc)
+                params.append(p)
+                members[f.name] = ir.ParamRef(p.type, loc, p)
+            elif kind in ("compound", "dataclass"):
+                value, inner = self.bind_compound(a, flat, t, index + len(params))
+                params += inner
+                members[f.name] = value
+            else:
+                raise self.error(a, f"member `{f.name}` of dataclass {ann.__name__} has an unsupported type {t!r}",
+                                 hint="members may be ndarrays, scalars, vectors, matrices, structs or dataclasses")
+        return StructValue(ann, members), params
+
+    def compound_value(self, t, params, loc: ir.Loc):
+        """The value of a vector / matrix / struct type whose scalars are the next ``params``."""
+        t = member_type(t)
+        if isinstance(t, T.DType):
+            p = next(params)
+            return ir.ParamRef(p.type, loc, p)
+        if isinstance(t, MatrixType):
+            return MatrixValue(t.shape, [self.compound_value(self.as_dtype(t.dtype, loc) or T.defaults().fp, params,
+                                                             loc) for _ in range(t.n * t.m)])
+        return StructValue(t, {k: self.compound_value(mt, params, loc) for k, mt in t.members.items()})
+
+
+class _BoundMethod:
+    """A struct value's @qd.func method, ready to be called with the value as ``self``."""
+
+    def __init__(self, func: Func, value: StructValue):
+        self.func = func
+        self.value = value
+
+
+def _has_effects(e: ir.Expr) -> bool:
+    from .common import has_side_effects
+
+    return has_side_effects(e)
+
+
+def is_python_dataclass(t) -> bool:
+    return inspect.isclass(t) and dataclasses.is_dataclass(t)
+
+
+__all__ = ["StructLowering", "leaves", "member_type", "is_python_dataclass", "ArrayHandle"]
