@@ -13,13 +13,11 @@ style) is its members, each a kernel parameter (``state_pos``), as Quadrants fla
 from __future__ import annotations
 
 import ast
-import dataclasses
-import inspect
 
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.kernel import Func
-from ..lang.matrix import MatrixType, StructType
+from ..lang.matrix import MatrixType, StructType, dataclass_members
 from .matrices import component_suffixes
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, StructValue, StructVar
 
@@ -196,26 +194,25 @@ class StructLowering:
             params = [ir.Param(flat, dtype, index + k, loc) for k, (flat, dtype, _) in enumerate(leaves(ann, name))]
             return self.compound_value(ann, iter(params), loc), params
         params, members = [], {}
-        for f in dataclasses.fields(ann):
-            t = inspect.get_annotations(ann, eval_str=True).get(f.name, f.type)
-            flat = f"{name}_{f.name}"
+        for member, t in dataclass_members(ann):
+            flat = f"{name}_{member}"
             kind = lang.param_kind(t)
             if kind == "ndarray":
                 fake = ast.copy_location(ast.arg(arg=flat), a)
                 p = ir.Param(flat, self.ndarray_type(fake, lang.ndarray_annotation(t), self.arg_types.get(flat)),
                              index + len(params), loc)
                 params.append(p)
-                members[f.name] = ArrayHandle(p)
+                members[member] = ArrayHandle(p)
             elif kind == "scalar":
                 p = ir.Param(flat, T.i32 if t is bool else member_type(t), index + len(params), loc)
                 params.append(p)
-                members[f.name] = ir.ParamRef(p.type, loc, p)
+                members[member] = ir.ParamRef(p.type, loc, p)
             elif kind in ("compound", "dataclass"):
                 value, inner = self.bind_compound(a, flat, t, index + len(params))
                 params += inner
-                members[f.name] = value
+                members[member] = value
             else:
-                raise self.error(a, f"member `{f.name}` of dataclass {ann.__name__} has an unsupported type {t!r}",
+                raise self.error(a, f"member `{member}` of dataclass {ann.__name__} has an unsupported type {t!r}",
                                  hint="members may be ndarrays, scalars, vectors, matrices, structs or dataclasses")
         return StructValue(ann, members), params
 
@@ -245,8 +242,3 @@ def _has_effects(e: ir.Expr) -> bool:
     return has_side_effects(e)
 
 
-def is_python_dataclass(t) -> bool:
-    return inspect.isclass(t) and dataclasses.is_dataclass(t)
-
-
-__all__ = ["StructLowering", "leaves", "member_type", "is_python_dataclass", "ArrayHandle"]

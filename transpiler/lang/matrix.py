@@ -142,6 +142,14 @@ def struct(**members) -> StructType:
     return StructType(members)
 
 
+def dataclass_members(cls) -> list[tuple[str, Any]]:
+    """A Python ``@dataclasses.dataclass`` kernel parameter's members: (name, annotation)."""
+    import dataclasses as _dc
+
+    hints = inspect.get_annotations(cls, eval_str=True)
+    return [(f.name, hints.get(f.name, f.type)) for f in _dc.fields(cls)]
+
+
 def dataclass(cls) -> StructType:
     """``@qd.dataclass``: the class's annotated members make a struct type; its ``@qd.func``
     methods take the struct as ``self``."""

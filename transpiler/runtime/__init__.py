@@ -213,14 +213,11 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
 def _members(kernel: lang.Kernel, name: str, ann, value) -> list[tuple[str, object, object]]:
     """A struct / vector / matrix argument's scalars, or a Python dataclass argument's
     members: (parameter name, annotation, value), as the frontend flattens the parameter."""
-    import dataclasses
-
     from ..frontend.structs import leaves
+    from ..lang.matrix import dataclass_members
 
     if lang.param_kind(ann) == "dataclass":
-        hints = inspect.get_annotations(ann, eval_str=True)
-        return [(f"{name}_{f.name}", hints.get(f.name, f.type), getattr(value, f.name))
-                for f in dataclasses.fields(ann)]
+        return [(f"{name}_{member}", t, getattr(value, member)) for member, t in dataclass_members(ann)]
     out = []
     for flat, dtype, path in leaves(ann, name):
         v = value
