@@ -54,16 +54,22 @@ class CallLowering:
         if isinstance(fn, lang.Kernel):
             raise self.error(node, f"kernel `{fn.__name__}` cannot be called from a kernel",
                              hint="make the callee a @qd.func")
+        from .intrinsics import cast_call
+
         if isinstance(fn, T.DType):
-            from .intrinsics import cast_call
-
             return self.builtin_elementwise(lambda n: cast_call(self, fn, n), node)
-        if fn in (int, float, bool):
-            args = [self.expr(a) for a in node.args]
-            if len(args) == 1 and not isinstance(args[0], CT):
-                from .intrinsics import cast_call
+        if fn in (int, float, bool) and len(node.args) == 1 and not node.keywords:
+            def convert(call: ast.Call):  # its argument, lowered once, under a bound name
+                v = self.expr(call.args[0])
+                if isinstance(v, CT):
+                    try:
+                        return CT(fn(v.value))
+                    except Exception as exc:  # noqa: BLE001
+                        raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: "
+                                               f"{exc}") from None
+                return cast_call(self, T.python_type(fn), call)
 
-                return self.builtin_elementwise(lambda n: cast_call(self, T.python_type(fn), n), node)
+            return self.builtin_elementwise(convert, node)
         if fn is print:
             return self.print_call(node)
         if fn is len and len(node.args) == 1:
