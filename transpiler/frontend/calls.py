@@ -116,17 +116,40 @@ class CallLowering:
                                  hint="pass the values as print() arguments: print(\"x =\", x)")
             if k:
                 text += sep
-            v = self.expr(a)
-            if isinstance(v, CT) and isinstance(v.value, (str, bool, int, float)):
-                text += str(v.value)
-                continue
-            e = self.to_expr(v, a)
-            chunks.append(text)
-            args.append(e)
-            text = ""
+            for piece in self.print_pieces(self.expr(a)):
+                if isinstance(piece, str):
+                    text += piece
+                    continue
+                chunks.append(text)
+                args.append(self.to_expr(piece, a))
+                text = ""
         chunks.append(text + end)
         self.emit(ir.Print(self.loc(node), tuple(chunks), args))
         return CT(None)
+
+    def print_pieces(self, v) -> list:
+        """What print() shows for a value: text known now, and run-time scalars between
+        (a vector as [x, y, z], a matrix as rows of those, a struct as {a: ..., b: ...})."""
+        if isinstance(v, CT) and isinstance(v.value, (str, bool, int, float)):
+            return [str(v.value)]
+        if isinstance(v, MatrixValue):
+            if v.is_vector:
+                rows = [v.items]
+            else:
+                rows = [v.items[r * v.shape[1]:(r + 1) * v.shape[1]] for r in range(v.shape[0])]
+            out: list = ["[" if v.is_vector else "[["]
+            for r, row in enumerate(rows):
+                if r:
+                    out.append("], [")
+                for k, e in enumerate(row):
+                    out += ([", "] if k else []) + [e]
+            return out + ["]" if v.is_vector else "]]"]
+        if isinstance(v, StructValue):
+            out = ["{"]
+            for k, (name, m) in enumerate(v.members.items()):
+                out += [", " if k else "", f"{name}: "] + self.print_pieces(m)
+            return out + ["}"]
+        return [v]
 
     def inline(self, func: lang.Func, node: ast.Call):
         args = [self.expr(a) for a in node.args]
@@ -221,8 +244,9 @@ class CallLowering:
                 if frame.returns_tuple is not None:
                     result = TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
                 elif isinstance(frame.result, MatrixVar):
-                    result = MatrixValue(frame.result.shape, [ir.LocalRef(v.type, call_site, v)
-                                                              for v in frame.result.locals])
+                    result = self.read_matrix(frame.result, None, call_site)
+                elif isinstance(frame.result, StructVar):
+                    result = self.read_struct(frame.result, None, call_site)
                 elif frame.result is not None:
                     result = ir.LocalRef(frame.result.type, call_site, frame.result)
                 else:

@@ -490,8 +490,8 @@ class StatementLowering:
             for var, item in zip(frame.returns_tuple, value.items):
                 self.emit(ir.Assign(self.loc(s), var, self.coerce(self.to_expr(item, s.value), var.type, s.value)))
             return
-        if isinstance(value, MatrixValue) or isinstance(frame.result, MatrixVar):
-            self.return_matrix(frame, value, s)
+        if isinstance(value, (MatrixValue, StructValue)) or isinstance(frame.result, (MatrixVar, StructVar)):
+            self.return_compound(frame, value, s)
             return
         e = self.to_expr(value, s.value)
         if frame.result is None:
@@ -499,23 +499,49 @@ class StatementLowering:
             self.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
         self.emit(ir.Assign(self.loc(s), frame.result, self.coerce(e, frame.result.type, s.value)))
 
-    def return_matrix(self, frame, value, s: ast.Return) -> None:
-        """A @qd.func returning a vector or matrix from more than its last line: into a
-        result variable of that shape."""
-        from .matrices import component_suffixes, describe
-
+    def return_compound(self, frame, value, s: ast.Return) -> None:
+        """A @qd.func returning a vector, matrix or struct from more than its last line: into
+        a result variable of that shape."""
         loc = self.loc(s)
-        if not isinstance(value, MatrixValue):
-            raise self.error(s.value, "this function returns a vector or matrix elsewhere; return one here too")
         if frame.result is None:
-            frame.result = MatrixVar(value.shape, [ir.Local(f"{frame.result_name}_{c}", e.type, loc)
-                                                   for c, e in zip(component_suffixes(value.shape), value.items)])
-            self.frame_declares.extend(ir.Declare(loc, v, None) for v in frame.result.locals)
-        if not isinstance(frame.result, MatrixVar) or frame.result.shape != value.shape:
-            raise self.error(s.value, f"this function returns values of different shapes ({describe(value.shape)} "
-                                      "here)")
-        for var, e in zip(frame.result.locals, value.items):
-            self.emit(ir.Assign(loc, var, self.coerce(e, var.type, s.value)))
+            if not isinstance(value, (MatrixValue, StructValue)):
+                raise self.error(s.value, "this function returns a vector, matrix or struct here and a scalar "
+                                          "elsewhere")
+            frame.result = self.result_var(frame.result_name, value, loc)
+        self.assign_result(frame.result, value, s.value)
+
+    def result_var(self, name: str, value, loc: ir.Loc):
+        """An uninitialized variable shaped like ``value``, declared where the inlined call is."""
+        from .matrices import component_suffixes
+
+        if isinstance(value, MatrixValue):
+            var = MatrixVar(value.shape, [ir.Local(f"{name}_{c}", e.type, loc)
+                                          for c, e in zip(component_suffixes(value.shape), value.items)])
+            self.frame_declares.extend(ir.Declare(loc, v, None) for v in var.locals)
+            return var
+        if isinstance(value, StructValue):
+            return StructVar(value.type, {k: self.result_var(f"{name}_{k}", m, loc) for k, m in value.members.items()})
+        e = self.to_expr(value, loc)
+        var = ir.Local(name, e.type, loc)
+        self.frame_declares.append(ir.Declare(loc, var, None))
+        return var
+
+    def assign_result(self, var, value, node) -> None:
+        loc = self.loc(node)
+        if isinstance(var, StructVar):
+            if not isinstance(value, StructValue) or value.type is not var.type:
+                raise self.error(node, f"this function returns a {var.type.name} elsewhere; return one here too")
+            for k, m in var.members.items():
+                self.assign_result(m, value.members[k], node)
+        elif isinstance(var, MatrixVar):
+            if not isinstance(value, MatrixValue) or value.shape != var.shape:
+                raise self.error(node, "this function returns values of different shapes")
+            for local, e in zip(var.locals, value.items):
+                self.emit(ir.Assign(loc, local, self.coerce(e, local.type, node)))
+        else:
+            if isinstance(value, (MatrixValue, StructValue)):
+                raise self.error(node, "this function returns a scalar elsewhere")
+            self.emit(ir.Assign(loc, var, self.coerce(self.to_expr(value, node), var.type, node)))
 
     def stmt_Assert(self, s: ast.Assert) -> None:
         # Quadrants checks `assert` only under qd.init(debug=True) and compiles it away
