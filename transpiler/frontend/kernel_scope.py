@@ -67,6 +67,7 @@ class KernelScopeLowering:
         param = self.hidden_param(var.name, var.type, var.loc, "scratch")
         kv = KernelVar(param, var.name)
         scope.names[var.name] = kv
+        self.promoted[id(var)] = kv  # a vector's component is found through its variable, not by name
         self.serial_locals.pop(var, None)
 
         def expr(e: ir.Expr) -> ir.Expr:
@@ -100,6 +101,8 @@ class KernelScopeLowering:
         local that serial code computed, read by another task."""
         if isinstance(bound, KernelVar):
             return bound
+        if isinstance(bound, ir.Local) and id(bound) in self.promoted:
+            return self.promoted[id(bound)]
         if isinstance(bound, ir.Local) and scope is self.kernel_scope and bound in self.serial_locals and (
                 self.in_parallel or bound not in self.serial_declared):
             return self.promote(bound, scope)
@@ -110,6 +113,8 @@ class KernelScopeLowering:
         top-level local updated by a parallel loop."""
         if isinstance(bound, KernelVar):
             return bound
+        if isinstance(bound, ir.Local) and id(bound) in self.promoted:
+            return self.promoted[id(bound)]
         if isinstance(bound, ir.Local) and self.in_parallel and scope is self.kernel_scope and not bound.loop_var:
             return self.promote(bound, scope)
         return None

@@ -20,7 +20,8 @@ from ..ir.walk import all_exprs, all_stmts
 from .common import is_py_scalar, signature
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
-from .values import CT, ArrayHandle, ShapeHandle
+from .structs import leaves
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar
 
 # IR a real function cannot contain, and the user-facing name of what made it.
 _COLLECTIVE = {
@@ -62,6 +63,7 @@ class RealFuncLowering:
         arg_nodes = dict(zip(bound.arguments, node.args))
         key: list = [func.fn]
         fixed: dict[str, object] = {}          # name -> array handle or translation-time value
+        compound: dict[str, object] = {}       # name -> vector / matrix / struct type
         scalars: list[tuple[str, T.DType, ir.Expr]] = []
         for pname, value in bound.arguments.items():
             at = arg_nodes.get(pname, node)
@@ -72,6 +74,12 @@ class RealFuncLowering:
                 e = self.coerce(self.to_expr(value, at), dtype, at, explicit=True)
                 scalars.append((pname, dtype, e))
                 key.append((pname, dtype.name))
+            elif kind == "compound":  # a vector, matrix or struct: its scalars, each a parameter
+                for flat, dtype, path in leaves(ann, pname):
+                    e = self.coerce(self.to_expr(_component(self, value, path, at, pname), at), dtype, at, explicit=True)
+                    scalars.append((flat, dtype, e))
+                key.append((pname, repr(ann), id(ann)))
+                compound[pname] = ann
             elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
                 key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
                 fixed[pname] = value
@@ -86,7 +94,8 @@ class RealFuncLowering:
         result = self.function_result(func, fdef, annotations)
         fn = self.function_keys.get(tuple(key))
         if fn is None:
-            fn = self.lower_function(func, parsed, tuple(key), fixed, [(n, t) for n, t, _ in scalars], result)
+            fn = self.lower_function(func, parsed, tuple(key), fixed, [(n, t) for n, t, _ in scalars], result,
+                                     compound)
         elif fn in self.function_stack:
             # A call back into a function still being lowered: recursion. Every function on
             # the cycle is recursive; the callee is defined after the caller, so it is
@@ -167,7 +176,8 @@ class RealFuncLowering:
         return name
 
     def lower_function(self, func: lang.RealFunc, parsed, key: tuple, fixed: dict,
-                       params: list[tuple[str, T.DType]], result: T.DType | None) -> ir.Function:
+                       params: list[tuple[str, T.DType]], result: T.DType | None,
+                       compound: dict | None = None) -> ir.Function:
         fdef = parsed.node
         arg_nodes = {a.arg: a for a in fdef.args.args + fdef.args.kwonlyargs}
         locals_ = [ir.Local(n, t, parsed.loc(arg_nodes[n]) if n in arg_nodes else parsed.loc(fdef)) for n, t in params]
@@ -179,6 +189,9 @@ class RealFuncLowering:
         scope = Scope(None, isolated=True)
         scope.names.update(fixed)
         scope.names.update({v.name: v for v in locals_})
+        by_name = {v.name: v for v in locals_}
+        for pname, t in (compound or {}).items():  # the callee's own variable of that type
+            scope.names[pname] = _var_of(t, [by_name[flat] for flat, _, _ in leaves(t, pname)])
         saved = (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
                  self.frame_declares, self.statement_call)
         self.block, self.scope, self.in_parallel, self.loop_depth = [], scope, False, 0
@@ -223,6 +236,39 @@ class RealFuncLowering:
             raise self.error(s.value, f"@qd.real_func `{fn.name}` returns one scalar",
                              hint="use a @qd.func (inlined) to return several values")
         self.emit(ir.Return(self.loc(s), self.coerce(self.to_expr(value, s.value), fn.result, s.value)))
+
+
+def _component(lo, value, path: tuple, node, pname: str):
+    """The scalar at ``path`` (member names, component indices) of a vector / struct value."""
+    for step in path:
+        if isinstance(step, str) and isinstance(value, StructValue) and step in value.members:
+            value = value.members[step]
+        elif isinstance(value, MatrixValue) and not isinstance(step, str):
+            value = value.at(*path[path.index(step):])
+            break
+        else:
+            raise lo.error(node, f"argument `{pname}` does not have the parameter's type")
+    if isinstance(value, (MatrixValue, StructValue)):
+        raise lo.error(node, f"argument `{pname}` does not have the parameter's type")
+    return value
+
+
+def _var_of(t, locals_: list):
+    """A vector / matrix / struct variable made of ``locals_`` (in ``leaves`` order)."""
+    from ..lang.matrix import MatrixType
+    from .structs import leaves, member_type
+
+    t = member_type(t)
+    if isinstance(t, MatrixType):
+        return MatrixVar(t.shape, list(locals_))
+    if isinstance(t, T.DType):
+        return locals_[0]
+    members, at = {}, 0
+    for name, mt in t.members.items():
+        n = len(leaves(mt, "x"))
+        members[name] = _var_of(mt, locals_[at:at + n])
+        at += n
+    return StructVar(t, members)
 
 
 def _check_body(name: str, stmts: list[ir.Stmt]) -> None:

@@ -1,0 +1,355 @@
+"""Vectors, matrices and structs: every operation against NumPy on Vulkan and the CPU
+executors (CUDA and HIP text), per dtype; ndarrays of vectors and matrices; atomics on
+vector elements under contention; structs through functions and as parameters; the
+diagnostics."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+
+vec3 = qd.math.vec3
+DTYPES = {"f32": (qd.f32, np.float32), "f64": (qd.f64, np.float64), "i32": (qd.i32, np.int32),
+          "u32": (qd.u32, np.uint32)}
+
+
+def make_elementwise(dt):
+    v3 = qd.types.vector(3, dt)
+
+    @qd.kernel
+    def elementwise(a: qd.types.ndarray(dtype=v3, ndim=1), b: qd.types.ndarray(dtype=v3, ndim=1),
+                    out: qd.types.ndarray(dtype=v3, ndim=2), cmp: qd.types.ndarray(dtype=qd.i32, ndim=2)):
+        for i in range(a.shape[0]):
+            x, y = a[i], b[i]
+            out[i, 0] = x + y
+            out[i, 1] = x * y - 2
+            out[i, 2] = y // (x + 1)
+            out[i, 3] = y % (x + 1)
+            out[i, 4] = qd.max(x, y) + qd.min(x, 3)
+            out[i, 5] = x * 2 + y.zyx
+            w = x
+            w += y
+            w[0] = w[0] + 1
+            w.z = w.y
+            out[i, 6] = w
+            c = x < y
+            cmp[i, 0] = c.sum()
+            cmp[i, 1] = (x == y).any()
+            cmp[i, 2] = (x <= y).all()
+            cmp[i, 3] = qd.cast(x.dot(y), qd.i32) % 1000
+
+    return elementwise
+
+
+@pytest.mark.parametrize("dt", list(DTYPES))
+def test_elementwise_arithmetic_per_dtype(executor, rng, dt):
+    qt, nt = DTYPES[dt]
+    a = rng.integers(0, 20, (200, 3)).astype(nt)
+    b = rng.integers(0, 20, (200, 3)).astype(nt)
+    b[::7] = a[::7]
+    out = np.zeros((200, 7, 3), nt)
+    cmp = np.zeros((200, 4), np.int32)
+    make_elementwise(qt)(a, b, out, cmp)
+    np.testing.assert_array_equal(out[:, 0], a + b)
+    np.testing.assert_array_equal(out[:, 1], a * b - nt(2))
+    np.testing.assert_array_equal(out[:, 2], b // (a + nt(1)))
+    np.testing.assert_array_equal(out[:, 3], b % (a + nt(1)))
+    np.testing.assert_array_equal(out[:, 4], np.maximum(a, b) + np.minimum(a, nt(3)))
+    np.testing.assert_array_equal(out[:, 5], a * nt(2) + b[:, ::-1])
+    w = a + b
+    w[:, 0] += 1
+    w[:, 2] = w[:, 1]
+    np.testing.assert_array_equal(out[:, 6], w)
+    np.testing.assert_array_equal(cmp[:, 0], (a < b).sum(1))
+    np.testing.assert_array_equal(cmp[:, 1], (a == b).any(1))
+    np.testing.assert_array_equal(cmp[:, 2], (a <= b).all(1))
+    np.testing.assert_array_equal(cmp[:, 3], (a * b).sum(1) % 1000)
+
+
+@qd.kernel
+def linalg(m: qd.types.ndarray(dtype=qd.math.mat3, ndim=1), v: qd.types.ndarray(dtype=vec3, ndim=1),
+           mats: qd.types.ndarray(dtype=qd.math.mat3, ndim=2), vecs: qd.types.ndarray(dtype=vec3, ndim=2),
+           s: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(m.shape[0]):
+        a, x = m[i], v[i]
+        mats[i, 0] = a @ a
+        mats[i, 1] = a.transpose()
+        mats[i, 2] = a.inverse()
+        mats[i, 3] = x.outer_product(x)
+        vecs[i, 0] = a @ x
+        vecs[i, 1] = x.cross(vecs[i, 0])
+        vecs[i, 2] = x.normalized()
+        vecs[i, 3] = qd.math.reflect(x, qd.math.vec3(0.0, 1.0, 0.0))
+        s[i, 0] = a.determinant()
+        s[i, 1] = a.trace()
+        s[i, 2] = x.norm()
+        s[i, 3] = x.norm_sqr()
+        s[i, 4] = x.max() - x.min() + x.sum()
+        s[i, 5] = qd.math.length(x) + qd.math.distance(x, vecs[i, 0])
+        s[i, 6] = qd.math.vec2(x.x, x.y).cross(qd.math.vec2(x.z, 1.0))
+        s[i, 7] = qd.math.smoothstep(0.0, 1.0, x).sum() + qd.math.clamp(x, -0.5, 0.5).sum()
+        m2 = qd.math.mat2([[a[0, 0], a[0, 1]], [a[1, 0], a[1, 1]]])
+        s[i, 8] = m2.inverse()[0, 1] + qd.Matrix.identity(qd.f32, 4).determinant()
+
+
+def test_linear_algebra_matches_numpy(executor, rng):
+    n = 64
+    m = rng.standard_normal((n, 3, 3)).astype(np.float32) + 3 * np.eye(3, dtype=np.float32)
+    v = rng.standard_normal((n, 3)).astype(np.float32)
+    mats = np.zeros((n, 4, 3, 3), np.float32)
+    vecs = np.zeros((n, 4, 3), np.float32)
+    s = np.zeros((n, 9), np.float32)
+    linalg(m, v, mats, vecs, s)
+    tol = dict(rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(mats[:, 0], m @ m, **tol)
+    np.testing.assert_allclose(mats[:, 1], m.transpose(0, 2, 1), **tol)
+    np.testing.assert_allclose(mats[:, 2], np.linalg.inv(m), **tol)
+    np.testing.assert_allclose(mats[:, 3], v[:, :, None] * v[:, None, :], **tol)
+    mv = np.einsum("nij,nj->ni", m, v)
+    np.testing.assert_allclose(vecs[:, 0], mv, **tol)
+    np.testing.assert_allclose(vecs[:, 1], np.cross(v, mv), **tol)
+    np.testing.assert_allclose(vecs[:, 2], v / np.linalg.norm(v, axis=1, keepdims=True), **tol)
+    refl = v.copy()
+    refl[:, 1] *= -1
+    np.testing.assert_allclose(vecs[:, 3], refl, **tol)
+    norm = np.linalg.norm(v, axis=1)
+    np.testing.assert_allclose(s[:, 0], np.linalg.det(m), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(s[:, 1], np.trace(m, axis1=1, axis2=2), **tol)
+    np.testing.assert_allclose(s[:, 2], norm, **tol)
+    np.testing.assert_allclose(s[:, 3], norm ** 2, **tol)
+    np.testing.assert_allclose(s[:, 4], v.max(1) - v.min(1) + v.sum(1), **tol)
+    np.testing.assert_allclose(s[:, 5], norm + np.linalg.norm(v - mv, axis=1), **tol)
+    np.testing.assert_allclose(s[:, 6], v[:, 0] * 1.0 - v[:, 1] * v[:, 2], **tol)
+    t = np.clip(v, 0, 1)
+    np.testing.assert_allclose(s[:, 7], (t * t * (3 - 2 * t)).sum(1) + np.clip(v, -0.5, 0.5).sum(1), **tol)
+    inv2 = np.linalg.inv(m[:, :2, :2])
+    np.testing.assert_allclose(s[:, 8], inv2[:, 0, 1] + 1.0, **tol)
+
+
+@qd.kernel
+def shapes(v2: qd.types.ndarray(dtype=qd.math.vec2, ndim=2), v4: qd.types.ndarray(dtype=qd.math.vec4, ndim=1),
+           m3: qd.types.ndarray(dtype=qd.math.mat3, ndim=2), out: qd.types.ndarray(dtype=qd.math.vec4, ndim=2)):
+    for i, j in v2:
+        p = v2[i, j]
+        out[i, j] = qd.math.vec4(p, p.yx) * v4[j].wzyx + m3[i, j][1, 2]
+        m3[i, j][0] = qd.math.vec3(p.x)
+        v2[i, j].y = 0.5
+
+
+def test_ndarrays_of_vectors_and_matrices_1d_and_2d(executor, rng):
+    v2 = rng.standard_normal((5, 6, 2)).astype(np.float32)
+    v4 = rng.standard_normal((6, 4)).astype(np.float32)
+    m3 = rng.standard_normal((5, 6, 3, 3)).astype(np.float32)
+    out = np.zeros((5, 6, 4), np.float32)
+    V2, M3 = v2.copy(), m3.copy()
+    shapes(v2, v4, m3, out)
+    want = np.concatenate([V2, V2[..., ::-1]], -1) * v4[None, :, ::-1] + M3[..., 1:2, 2]
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    M3[:, :, 0, :] = V2[..., 0:1]
+    np.testing.assert_array_equal(m3, M3)
+    V2[..., 1] = 0.5
+    np.testing.assert_array_equal(v2, V2)
+
+
+@qd.kernel
+def scatter(points: qd.types.ndarray(dtype=vec3, ndim=1), cell: qd.types.ndarray(dtype=qd.i32, ndim=1),
+            sums: qd.types.ndarray(dtype=vec3, ndim=1), peak: qd.types.ndarray(dtype=vec3, ndim=0),
+            old: qd.types.ndarray(dtype=vec3, ndim=1)):
+    for i in range(points.shape[0]):
+        sums[cell[i]] += points[i]
+        old[i] = qd.atomic_max(peak[None], points[i])  # one atomic per component, the old values back
+
+
+def test_vector_atomics_under_contention(executor, rng):
+    n = 4000
+    points = rng.integers(-8, 8, (n, 3)).astype(np.float32)  # exact float sums in any order
+    cell = rng.integers(0, 5, n).astype(np.int32)
+    sums = np.zeros((5, 3), np.float32)
+    peak = np.full(3, -100.0, np.float32)
+    old = np.zeros((n, 3), np.float32)
+    scatter(points, cell, sums, peak, old)
+    want = np.zeros((5, 3), np.float32)
+    np.add.at(want, cell, points)
+    np.testing.assert_array_equal(sums, want)
+    np.testing.assert_array_equal(peak, points.max(0))
+    assert (old <= peak).all() and (old == -100.0).any(axis=0).all()  # someone saw the initial value
+
+
+@qd.kernel
+def kernel_scope_vectors(points: qd.types.ndarray(dtype=vec3, ndim=1)) -> qd.f32:
+    total = qd.math.vec3(0.0)
+    for i in range(points.shape[0]):
+        total += points[i]  # a reduction per component
+    return total.x + 10 * total.y + 100 * total.z
+
+
+def test_a_vector_reduction_over_a_parallel_loop(executor, rng):
+    points = rng.integers(-4, 5, (3000, 3)).astype(np.float32)
+    s = points.sum(0)
+    assert kernel_scope_vectors(points) == pytest.approx(s[0] + 10 * s[1] + 100 * s[2])
+
+
+@qd.kernel
+def dynamic_index(a: qd.types.ndarray(dtype=qd.math.vec4, ndim=1), out: qd.types.ndarray(dtype=qd.math.vec4, ndim=1)):
+    for i in range(a.shape[0]):
+        v = a[i]
+        w = qd.math.vec4(0.0)
+        for k in range(4):  # a run-time index: selects, and branches for the write
+            w[3 - k] = v[k] * (k + 1)
+        out[i] = w
+
+
+def test_vectors_indexed_at_run_time(executor, rng):
+    a = rng.standard_normal((50, 4)).astype(np.float32)
+    out = np.zeros_like(a)
+    dynamic_index(a, out)
+    np.testing.assert_allclose(out, (a * np.arange(1, 5))[:, ::-1], rtol=1e-6)
+
+
+Particle = qd.types.struct(pos=vec3, vel=vec3, mass=qd.f32)
+
+
+@qd.dataclass
+class Body:
+    pos: vec3
+    vel: vec3
+    mass: qd.f32
+
+    @qd.func
+    def kinetic(self):
+        return 0.5 * self.mass * self.vel.norm_sqr()
+
+    @qd.func
+    def push(self, force, dt):
+        self.vel += force / self.mass * dt
+
+
+@qd.func
+def drift(p, dt):
+    q = p
+    q.pos += q.vel * dt
+    return q
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    pos: qd.types.NDArray[vec3, 1]
+    vel: qd.types.ndarray(dtype=vec3, ndim=1)
+    mass: qd.types.NDArray[qd.f32, 1]
+
+
+@qd.kernel
+def step(world: World, gravity: vec3, dt: qd.f32, energy: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(world.pos.shape[0]):
+        b = Body(pos=world.pos[i], vel=world.vel[i], mass=world.mass[i])
+        b.push(gravity * b.mass, dt)
+        p = drift(Particle(b.pos, b.vel, b.mass), dt)
+        world.pos[i] = p.pos
+        world.vel[i] = b.vel
+        energy[i] = b.kinetic()
+
+
+def test_structs_through_funcs_methods_and_parameters(executor, rng):
+    n = 300
+    pos = rng.random((n, 3)).astype(np.float32)
+    vel = rng.standard_normal((n, 3)).astype(np.float32)
+    mass = rng.random(n).astype(np.float32) + 0.5
+    energy = np.zeros(n, np.float32)
+    P, V = pos.copy(), vel.copy()
+    g = np.array([0.0, -9.8, 0.0], np.float32)
+    step(World(pos, vel, mass), g, 0.01, energy)
+    v = V + g * 0.01
+    np.testing.assert_allclose(vel, v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pos, P + v * 0.01, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(energy, 0.5 * mass * (v * v).sum(1), rtol=1e-5)
+
+
+def test_struct_and_vector_parameters_are_their_scalars():
+    tr = qd.translate(step, "cuda")
+    names = [p["name"] for p in tr.manifest["params"]]
+    assert names[:9] == ["world_pos", "world_vel", "world_mass", "gravity_x", "gravity_y", "gravity_z", "dt",
+                         "energy"][:9] or names[:8] == ["world_pos", "world_vel", "world_mass", "gravity_x",
+                                                        "gravity_y", "gravity_z", "dt", "energy"]
+    pos = next(p for p in tr.manifest["params"] if p["name"] == "world_pos")
+    assert pos["element_shape"] == [3] and pos["element_stride"] == 12 and pos["ndim"] == 1
+
+
+@qd.real_func
+def speed(v: vec3, scale: qd.f32) -> qd.f32:
+    return v.norm() * scale
+
+
+@qd.kernel
+def real_func_vectors(vel: qd.types.ndarray(dtype=vec3, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(vel.shape[0]):
+        out[i] = speed(vel[i], 2.0)
+
+
+def test_a_real_function_takes_a_vector_as_its_scalars(executor, rng):
+    vel = rng.standard_normal((40, 3)).astype(np.float32)
+    out = np.zeros(40, np.float32)
+    real_func_vectors(vel, out)
+    np.testing.assert_allclose(out, 2 * np.linalg.norm(vel, axis=1), rtol=1e-5)
+    text = next(iter(qd.translate(real_func_vectors, "cuda").sources.values()))
+    assert "__device__ float speed(float v_x, float v_y, float v_z, float scale)" in text
+
+
+@qd.kernel
+def f64_vectors(a: qd.types.ndarray(dtype=qd.types.vector(3, qd.f64), ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * 2.0
+
+
+@qd.kernel
+def printed():
+    v = qd.Vector([1, 2, 3])
+    print("v =", v, "m =", qd.Matrix([[1.5, 0.0], [0.0, 2.5]]))
+
+
+def test_print_shows_vectors_and_matrices(capfd):
+    from conftest import init_executor
+
+    init_executor("cpu-cuda")
+    printed()
+    out = capfd.readouterr().out
+    assert "v = [1, 2, 3] m = [[1.500000, 0.000000], [0.000000, 2.500000]]" in out
+
+
+def _error(src: str, tmp_path, target: str = "cuda") -> str:
+    import runpy
+
+    path = tmp_path / "bad_vectors.py"
+    path.write_text("import transpiler as qd\nvec3 = qd.math.vec3\n" + src)
+    kernels = runpy.run_path(str(path))
+    with pytest.raises(qd.TranspileError) as info:
+        qd.translate(kernels["k"], target)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("src,message,line", [
+    ("@qd.kernel\ndef k(a: qd.types.ndarray(dtype=vec3, ndim=1)):\n    for i in range(4):\n"
+     "        a[i] = a[i] + qd.math.vec2(1.0, 2.0)\n", "shape mismatch: a vector of 3 and a vector of 2", 6),
+    ("@qd.kernel\ndef k(a: qd.types.ndarray(dtype=vec3, ndim=1)):\n    for i in range(4):\n"
+     "        a[i] = qd.math.mat2(1.0) @ a[i]\n", "the inner sizes differ", 6),
+    ("@qd.kernel\ndef k(a: qd.types.ndarray(dtype=vec3, ndim=1)):\n    for i in range(4):\n"
+     "        a[i][0] = a[i][3]\n", "index 3 is out of range for a dimension of 3", 6),
+    ("@qd.kernel\ndef k(a: qd.types.ndarray(dtype=vec3, ndim=1)):\n    for i in range(4):\n"
+     "        if a[i] > 0.0:\n            a[i] = 1.0\n", "a vector or matrix is not a condition", 6),
+    ("@qd.kernel\ndef k(a: qd.types.ndarray(dtype=vec3, ndim=1)):\n    for i in range(4):\n"
+     "        a[i].w = 1.0\n", "`.w` is out of range for a vector of 3", 6),
+    ("P = qd.types.struct(m=qd.f32)\n@qd.kernel\ndef k(a: qd.types.ndarray(dtype=qd.f32, ndim=1)):\n"
+     "    for i in range(4):\n        a[i] = P(mass=1.0).m\n", "struct has no member `mass`", 7),
+    ("@qd.kernel\ndef k(a: qd.types.ndarray(dtype=qd.f32, ndim=1)):\n    for i in range(4):\n"
+     "        a[i] = vec3(1.0, 2.0)\n", "has 3 components, not 2", 6),
+])
+def test_vector_mistakes_are_located(tmp_path, src, message, line):
+    err = _error(src, tmp_path)
+    assert message in err and f"bad_vectors.py:{line}:" in err, err
+
+
+def test_f64_vectors_are_refused_on_metal():
+    with pytest.raises(qd.TranspileError, match="f64 is not supported on the msl target"):
+        qd.translate(f64_vectors, "msl")
+    assert qd.translate(f64_vectors, "glsl").sources
