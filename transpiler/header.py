@@ -212,5 +212,5 @@ def struct_layout(fields: list[tuple[str, str, int, int]]) -> list[dict]:
 
 def buffer_table(ctx: dict, index_key: str) -> list[dict]:
     return [{"name": p["cxx"], "index": p[index_key], "dtype": p["dtype"], "ndim": p["ndim"],
-             "element_bytes": HOST_SIZES[p["dtype"]], "role": p.get("role", "")}
+             "element_bytes": p.get("element_stride", HOST_SIZES[p["dtype"]]), "role": p.get("role", "")}
             for p in ctx["params"] if p["kind"] == "ndarray"]

@@ -106,8 +106,8 @@ class MatrixLowering:
             if m.shape != shape:
                 raise self.error(node, f"shape mismatch: {describe(shape)} and {describe(m.shape)}",
                                  hint="both operands of an element-wise operation need the same shape")
-        values = [self.once(v, node, "tmp") if isinstance(v, ir.Expr) and has_side_effects(v) else v
-                  for v in values]
+        # A scalar broadcast to every component is computed once (it may be long, or an atomic).
+        values = [self.once(v, node, "s") if isinstance(v, ir.Expr) and not _cheap(v) else v for v in values]
         items = [fn(*[v.items[k] if isinstance(v, MatrixValue) else v for v in values])
                  for k in range(len(mats[0].items))]
         if any(isinstance(i, MatrixValue) for i in items):
@@ -727,6 +727,13 @@ class MatrixLowering:
                 self.scope = saved
 
         return self.elementwise(one, values, node)
+
+
+def _cheap(e: ir.Expr) -> bool:
+    """Worth repeating in every component rather than naming: a name, a constant, an element."""
+    return isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape)) or (
+        isinstance(e, ir.Load) and all(isinstance(i, (ir.Const, ir.LocalRef, ir.ParamRef)) for i in e.indices)) or (
+        isinstance(e, ir.Cast) and _cheap(e.a))
 
 
 def _walk(e: ir.Expr):

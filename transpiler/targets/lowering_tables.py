@@ -118,4 +118,61 @@ def markdown() -> str:
         out += ["", "Memory order, and why:", ""]
         out += [f"- {note}" for note in get_target(target).evidence]
         out.append("")
+    shown = ("cuda", "glsl", "msl")
+    out += ["## Vectors, matrices and structs", ""]
+    out += [f"- {note}" for note in VECTOR_NOTES]
+    out += ["", "What each line of an example kernel (`transpiler/targets/vector_example.py`) becomes:", "",
+            "| Python | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown)]
+    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in vector_rows(shown)]
+    out.append("")
     return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- vectors
+
+VECTOR_NOTES = (
+    "A vector, matrix or struct is lowered to its scalars in the frontend: a local is one variable per "
+    "component (`v_x`, `m_0_1`, `p_pos_x`), every operation is written out per component, and the "
+    "target compiler sees plain scalar code. NVIDIA and AMD GPUs have no f32 vector ALU (a lane "
+    "computes one scalar; CUDA's `float3` is a struct with no arithmetic of its own), so vector types "
+    "would be scalarized by the compiler anyway; written out, the code reads the same on every target, "
+    "keeps `precise` per value on GLSL and needs no per-language vector spelling.",
+    "An ndarray of vectors or matrices is laid out as NumPy lays out its `(*shape, *element_shape)` "
+    "array: the element's scalars last, packed, so one host buffer binds on every target. The "
+    "language's own vector types are not used for memory: GLSL std430 aligns `vec3` arrays to 16 bytes "
+    "and Metal's `float3` is 16 bytes. The manifest gives each such parameter `element_shape` and "
+    "`element_stride` (bytes).",
+    "`a[i] += v` and `qd.atomic_*(a[i], v)` on a vector element are one atomic per component (each "
+    "component is atomic, the element as a whole is not, as in Quadrants). A kernel parameter of a "
+    "vector, matrix or struct type is passed by value as its scalars, each a parameter "
+    "(`gravity_x`, `gravity_y`, ...); a Python dataclass parameter as its members (`state_pos`, ...).",
+    "Operands read more than once (the rows of `@`, a norm divided into every component, a scalar "
+    "broadcast that is more than a name) are computed once into a temporary first.",
+)
+
+
+def vector_rows(targets: tuple[str, ...]) -> list[list[str]]:
+    """Each line of the example kernel body and what every target writes for it, taken from
+    the translation by the `// file:LINE` comments."""
+    import inspect
+    import os
+
+    from ..pipeline import translate
+    from .vector_example import vectors as kernel
+
+    lines, first = inspect.getsourcelines(kernel.fn)
+    body = [(first + k, text.strip()) for k, text in enumerate(lines) if k >= 3 and text.strip()]
+    file = os.path.basename(inspect.getsourcefile(kernel.fn))
+    emitted = {}
+    for name in targets:
+        source = "\n".join(translate(kernel, name, warn=False).sources.values())
+        emitted[name] = source.splitlines()
+    rows = []
+    for line, python in body:
+        mark = f"  // {file}:{line}"
+        cells = []
+        for name in targets:
+            found = [t.strip()[:-len(mark)].strip() for t in emitted[name] if t.endswith(mark)]
+            cells.append("<br>".join(f"`{t}`" for t in found) or "(none)")
+        rows.append([f"`{python}`"] + cells)
+    return rows

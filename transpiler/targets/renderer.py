@@ -151,6 +151,8 @@ class Renderer:
             offset = offset * k + int(e.value)
         if not outer:
             return str(offset)
+        if len(outer) == 1 and isinstance(outer[0], ir.Const):
+            return str(int(outer[0].value) * array.type.element_size + offset)
         base = self.text(outer[0], PREC_MUL) if len(outer) == 1 else f"({self.row_major(array, outer)})"
         text = f"{base} * {array.type.element_size}"
         return text if offset == 0 else f"{text} + {offset}"
