@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from .ir import nodes as ir
 from .ir import types as T
+from .ir.memo import Identity
 from .lang.kernel import Kernel
 
 if TYPE_CHECKING:
@@ -40,22 +41,6 @@ class Translation:
     language: str = ""  # the target language and version the sources are written in
 
 
-class _Identity:
-    """An unhashable value in a cache key, compared by identity. The key holds the value, so
-    its id cannot be reused by another object while the cache entry exists."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value) -> None:
-        self.value = value
-
-    def __hash__(self) -> int:
-        return id(self.value)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _Identity) and other.value is self.value
-
-
 def freeze(d: dict | None) -> tuple:
     """A hashable key for a dict of argument values (unhashable values by identity)."""
     if not d:
@@ -65,7 +50,7 @@ def freeze(d: dict | None) -> tuple:
         try:
             hash(v)
         except TypeError:
-            v = _Identity(v)
+            v = Identity(v)
         items.append((k, v))
     return tuple(items)
 

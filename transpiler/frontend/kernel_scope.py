@@ -67,7 +67,9 @@ class KernelScopeLowering:
         param = self.hidden_param(var.name, var.type, var.loc, "scratch")
         kv = KernelVar(param, var.name)
         scope.names[var.name] = kv
-        self.promoted[id(var)] = kv  # a vector's component is found through its variable, not by name
+        # A vector's component is found through its variable, not by name. The local is kept
+        # (its id must not be reused by a later local while the lowering runs).
+        self.promoted[id(var)] = (var, kv)
         self.serial_locals.pop(var, None)
 
         def expr(e: ir.Expr) -> ir.Expr:
@@ -102,7 +104,7 @@ class KernelScopeLowering:
         if isinstance(bound, KernelVar):
             return bound
         if isinstance(bound, ir.Local) and id(bound) in self.promoted:
-            return self.promoted[id(bound)]
+            return self.promoted[id(bound)][1]
         if isinstance(bound, ir.Local) and scope is self.kernel_scope and bound in self.serial_locals and (
                 self.in_parallel or bound not in self.serial_declared):
             return self.promote(bound, scope)
@@ -114,7 +116,7 @@ class KernelScopeLowering:
         if isinstance(bound, KernelVar):
             return bound
         if isinstance(bound, ir.Local) and id(bound) in self.promoted:
-            return self.promoted[id(bound)]
+            return self.promoted[id(bound)][1]
         if isinstance(bound, ir.Local) and self.in_parallel and scope is self.kernel_scope and not bound.loop_var:
             return self.promote(bound, scope)
         return None

@@ -79,7 +79,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.task_body: list[ir.Stmt] = []
         self.task_loop_vars: list[ir.Local] = []
         self.init_real_funcs()
-        self.promoted: dict[int, KernelVar] = {}  # id(local) -> the scratch buffer it moved to
+        self.promoted: dict[int, tuple[ir.Local, KernelVar]] = {}  # id(local) -> it, and the buffer it moved to
 
     # ------------------------------------------------------------------ helpers
 

@@ -16,6 +16,7 @@ import inspect
 from .. import lang
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.memo import Identity
 from ..ir.walk import all_exprs, all_stmts
 from .common import is_py_scalar, signature
 from .scopes import Scope, _FuncFrame
@@ -146,7 +147,7 @@ class RealFuncLowering:
                 hash(value.value)
                 return ("value", type(value.value).__name__, value.value)
             except TypeError:
-                return ("object", id(value.value))
+                return ("object", Identity(value.value))
         raise self.error(at, f"{what} is a qd.template() parameter: its value must be known at translation time",
                          hint="annotate the parameter with a scalar type (e.g. qd.i32) to pass a run-time value")
 

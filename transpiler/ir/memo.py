@@ -24,3 +24,19 @@ def per_kernel(fn: Callable | None = None, *, key: Callable | None = None) -> Ca
         return hit[1]
 
     return cached
+
+
+class Identity:
+    """An unhashable value in a cache key, compared by identity. The key holds the value, so
+    its id cannot be reused by another object while the entry exists."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Identity) and other.value is self.value
