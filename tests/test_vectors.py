@@ -353,3 +353,60 @@ def test_f64_vectors_are_refused_on_metal():
     with pytest.raises(qd.TranspileError, match="f64 is not supported on the msl target"):
         qd.translate(f64_vectors, "msl")
     assert qd.translate(f64_vectors, "glsl").sources
+
+
+@qd.kernel
+def centroid(points: qd.types.ndarray(dtype=vec3, ndim=1)) -> vec3:
+    total = vec3(0.0)
+    for i in range(points.shape[0]):
+        total += points[i]
+    return total / points.shape[0]
+
+
+def test_a_kernel_returns_a_vector(executor, rng):
+    points = rng.integers(-8, 9, (1000, 3)).astype(np.float32)
+    got = centroid(points)
+    assert isinstance(got, np.ndarray) and got.shape == (3,)
+    np.testing.assert_allclose(got, points.mean(0), rtol=1e-5)
+    tr = qd.translate(centroid, "glsl")
+    assert tr.manifest["result"] == {"param": "qd_result", "dtype": "f32", "element_shape": [3]}
+
+
+def test_the_header_reads_a_vector_result():
+    from transpiler.header import render_header
+
+    text = render_header(qd.translate(centroid, "cuda"))
+    assert "using result_type = std::array<float, 3>;" in text and "returns 3 f32 (a vector or matrix" in text
+
+
+@qd.kernel
+def unrolled(a: qd.types.ndarray(dtype=qd.math.vec4, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        v = a[i]
+        s = 0.0
+        for k in qd.static(range(v.n)):
+            s += v[k] * (k + 1)
+        out[i] = s
+
+
+NestedInner = qd.types.struct(lo=qd.f32, hi=qd.f32)
+Nested = qd.types.struct(range=NestedInner, scale=qd.math.vec2)
+
+
+@qd.kernel
+def nested(a: qd.types.ndarray(dtype=qd.f32, ndim=1), cfg: Nested):
+    for i in range(a.shape[0]):
+        n = Nested(range=NestedInner(lo=cfg.range.lo, hi=cfg.range.hi), scale=cfg.scale)
+        n.range.hi = n.range.hi * n.scale.y
+        a[i] = qd.math.clamp(a[i], n.range.lo, n.range.hi) * n.scale[0]
+
+
+def test_static_unrolling_and_nested_structs(executor, rng):
+    a = rng.standard_normal((30, 4)).astype(np.float32)
+    out = np.zeros(30, np.float32)
+    unrolled(a, out)
+    np.testing.assert_allclose(out, a @ np.arange(1, 5, dtype=np.float32), rtol=1e-5)
+    b = rng.standard_normal(50).astype(np.float32)
+    want = np.clip(b, -0.5, 0.25 * 2.0) * 3.0
+    nested(b, {"range": {"lo": -0.5, "hi": 0.25}, "scale": np.array([3.0, 2.0], np.float32)})
+    np.testing.assert_allclose(b, want, rtol=1e-6)

@@ -188,7 +188,12 @@ def result_context(manifest: dict, params: list[dict]) -> dict | None:
         return None
     arrays = [p for p in params if p["kind"] == "ndarray"]
     k = next(k for k, p in enumerate(arrays) if p["name"] == result["param"])
-    return {"dtype": result["dtype"], "ctype": HOST_TYPES[result["dtype"]], "name": arrays[k]["cxx"], "buffer": k}
+    ctype = HOST_TYPES[result["dtype"]]
+    count = 1
+    for n in result.get("element_shape", ()):
+        count *= n
+    return {"dtype": result["dtype"], "ctype": ctype if count == 1 else f"std::array<{ctype}, {count}>",
+            "count": count, "name": arrays[k]["cxx"], "buffer": k}
 
 
 def struct_layout(fields: list[tuple[str, str, int, int]]) -> list[dict]:

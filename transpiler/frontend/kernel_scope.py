@@ -27,7 +27,8 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, rebuild
-from .values import CT, KernelVar
+from ..lang.matrix import MatrixType
+from .values import CT, KernelVar, MatrixValue, StructValue
 
 # Updates a reduction can fold privately, and the block library's name for each.
 _REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
@@ -51,12 +52,13 @@ class KernelScopeLowering:
 
     # ------------------------------------------------------------------ promotion
 
-    def hidden_param(self, base: str, dtype: T.DType, loc: ir.Loc, role: str) -> ir.Param:
+    def hidden_param(self, base: str, dtype: T.DType, loc: ir.Loc, role: str,
+                     element_shape: tuple[int, ...] = ()) -> ir.Param:
         names = {p.name for p in self.hidden_params}
         name, k = f"qd_{base}", 1
         while name in names:
             name, k = f"qd_{base}_{k}", k + 1
-        p = ir.Param(name, T.NdarrayType(dtype, 0), -1, loc, role=role)
+        p = ir.Param(name, T.NdarrayType(dtype, 0, element_shape), -1, loc, role=role)
         self.hidden_params.append(p)
         return p
 
@@ -302,13 +304,28 @@ class KernelScopeLowering:
             raise self.error(s, "this kernel returns a value but its signature does not say which type",
                              hint="annotate the kernel, e.g. `def k(...) -> qd.f32:`")
         if s.value is None:
-            raise self.error(s, f"the kernel is annotated to return {ret.name}: return a value")
+            raise self.error(s, f"the kernel is annotated to return {_type_name(ret)}: return a value")
         if self.in_parallel or self.loop_depth or self.scope is not self.kernel_scope:
             raise self.error(s, "`return` can only end the kernel, at its top level",
                              hint="assign the value to a kernel-scope variable and return it at the end")
+        loc = self.loc(s)
+        if isinstance(ret, MatrixType):  # a vector or matrix: its components, in a result buffer of that shape
+            dtype = self.as_dtype(ret.dtype, s) or T.defaults().fp
+            value = self.expr(s.value)
+            if isinstance(value, MatrixValue) and value.shape != ret.shape or isinstance(value, StructValue):
+                raise self.error(s.value, f"the kernel is annotated to return {ret!r}; this value has another shape")
+            if not isinstance(value, MatrixValue):
+                value = MatrixValue(ret.shape, [self.once(self.to_expr(value, s.value), s, "tmp")] * (ret.n * ret.m))
+            self.result_param = self.hidden_param("result", dtype, loc, "result", ret.shape)
+            comps = [(k,) for k in range(ret.n)] if len(ret.shape) == 1 else \
+                [(i, j) for i in range(ret.n) for j in range(ret.m)]
+            for comp, e in zip(comps, value.items):
+                self.emit(ir.Store(loc, self.result_param, [ir.Const(T.i32, loc, c) for c in comp],
+                                   self.coerce(e, dtype, s.value)))
+            return
         value = self.coerce(self.rvalue(s.value), ret, s.value)
-        self.result_param = self.hidden_param("result", ret, self.loc(s), "result")
-        self.emit(ir.Store(self.loc(s), self.result_param, [], value))
+        self.result_param = self.hidden_param("result", ret, loc, "result")
+        self.emit(ir.Store(loc, self.result_param, [], value))
 
     def return_annotation(self, fdef: ast.FunctionDef, annotations: dict) -> T.DType | None:
         """The kernel's return type: None for no annotation or ``-> None``."""
@@ -316,10 +333,16 @@ class KernelScopeLowering:
             return None
         ann = annotations["return"]
         dtype = T.python_type(ann) or ann
+        if isinstance(dtype, MatrixType):
+            return dtype
         if not isinstance(dtype, T.DType) or dtype is T.bool_:
-            raise self.error(fdef.returns, f"a kernel can return a scalar, not {ann!r}",
-                             hint="annotate it with a scalar type such as qd.f32, qd.i32, int or float")
+            raise self.error(fdef.returns, f"a kernel can return a scalar, a vector or a matrix, not {ann!r}",
+                             hint="annotate it with a type such as qd.f32, qd.i32, int, float or qd.math.vec3")
         return dtype
+
+
+def _type_name(t) -> str:
+    return t.name if isinstance(t, T.DType) else repr(t)
 
 
 def _touches(stmts: list[ir.Stmt], param: ir.Param) -> bool:

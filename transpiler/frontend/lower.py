@@ -69,7 +69,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.reductions: dict = {}
         self.parallel_ast: list[ast.stmt] | None = None
         self.current_block_dim = 128
-        self.return_type: T.DType | None = None
+        self.return_type = None  # a DType or a vector / matrix type
         self.result_param: ir.Param | None = None
         self.statement_call: ast.Call | None = None  # a call whose value is not used
         # qd.random: the launch's seed parameter, and the stream of the task being lowered
@@ -141,7 +141,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.flush_serial()
         self.pop_scope()
         if self.return_type is not None and self.result_param is None:
-            raise self.error(fdef.returns, f"the kernel is annotated to return {self.return_type.name} but never "
+            shown = self.return_type.name if isinstance(self.return_type, T.DType) else repr(self.return_type)
+            raise self.error(fdef.returns, f"the kernel is annotated to return {shown} but never "
                                            "returns a value", hint="end it with `return VALUE`")
         names = [f"{self.kernel.__name__}_{k}" for k in range(len(self.tasks))] \
             if len(self.tasks) > 1 else [self.kernel.__name__]

@@ -272,10 +272,13 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
     for p in hidden:  # the kernel's own buffers (a scratch slot per kernel-scope variable, the result), its seed
-        values[p.name] = np.zeros((), p.type.dtype.np_dtype) if p.is_array else np.uint32(_next_seed())
+        values[p.name] = np.zeros(p.type.element_shape, p.type.dtype.np_dtype) if p.is_array else np.uint32(_next_seed())
     backend.run(program, kir, values, plan_launches(kir, values))
     result = next((p for p in hidden if p.role == "result"), None)
-    return None if result is None else values[result.name].item()
+    if result is None:
+        return None
+    value = values[result.name]
+    return value.copy() if result.type.element_shape else value.item()
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]

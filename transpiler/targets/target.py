@@ -190,7 +190,9 @@ class Target:
         }
         result = next((p for p in ctx.kernel.params if p.role == "result"), None)
         if result is not None:
-            manifest["result"] = {"param": result.name, "dtype": result.type.dtype.name}
+            manifest["result"] = {"param": result.name, "dtype": result.type.dtype.name,
+                                  **({"element_shape": list(result.type.element_shape)}
+                                     if result.type.element_shape else {})}
         return sources, self.finish_manifest(ctx, manifest)
 
 
