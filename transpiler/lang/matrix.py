@@ -53,6 +53,11 @@ class MatrixType:
                         dtype=dt.np_dtype if isinstance(dt, DType) else None)
         return np.broadcast_to(data, self.shape).copy() if data.size == 1 else data.reshape(self.shape)
 
+    def field(self, *args, **kwargs):
+        from .names import missing
+
+        raise AttributeError(missing(repr(self), "field", ()))
+
     def __eq__(self, other) -> bool:
         return isinstance(other, MatrixType) and (self.shape, self.dtype) == (other.shape, other.dtype)
 
@@ -132,6 +137,11 @@ class StructType:
         values = dict(zip(self.members, args))
         values.update(kwargs)
         return {k: values.get(k, 0) for k in self.members}
+
+    def field(self, *args, **kwargs):
+        from .names import missing
+
+        raise AttributeError(missing(self.name, "field", ()))
 
     def __repr__(self) -> str:
         return f"qd.types.struct({self.name})"

@@ -14,6 +14,9 @@ _LATER = {
         "BitpackedFields i j k l ij ik il jk jl kl ijk ijl ikl jkl ijkl",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
         "zero one length dot cross",
+    "is not supported yet: for a small matrix use m.inverse() (solve: m.inverse() @ b) or write the "
+    "decomposition with vector and matrix operations":
+        "svd sym_eig eig polar_decompose solve make_spd",
     "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
         "algorithms",
     "is not supported yet (it comes with the rest of Quadrants' SIMT surface)":
@@ -30,7 +33,7 @@ _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA
 _UNSUPPORTED = {name: why for why, names in _LATER.items() for name in names.split()}
 _NO_EQUIVALENT = set("""
     ad autodiff graph graph_do_while graph_parallel graph_parallel_context sparse sparse_matrix_builder mesh_local
-    mesh_patch_idx Mesh MeshInstance linalg svd sym_eig eig polar_decompose solve make_spd randn checkpoint
+    mesh_patch_idx Mesh MeshInstance linalg randn checkpoint
     stop_grad activate deactivate deactivate_all_snodes is_active append no_activate block_local cache_read_only
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
     create_stream Stream Event stream_parallel BufferView perf_dispatch pyfunc python pure dump_compile_config
