@@ -543,8 +543,8 @@ class MatrixLowering:
             if len(v.shape) != 2 or v.shape[0] != v.shape[1]:
                 raise self.error(node, f"`.{name}()` needs a square matrix; this is {describe(v.shape)}")
 
-        if name in ("sum", "max", "min", "any", "all", "norm_sqr", "norm", "norm_inv", "normalized", "trace",
-                    "transpose", "determinant", "inverse") and args and name not in ("norm", "normalized", "norm_inv"):
+        if args and name in ("sum", "max", "min", "any", "all", "norm_sqr", "trace", "transpose", "determinant",
+                             "inverse"):
             raise self.error(node, f"`.{name}()` takes no arguments")
         if name == "sum":
             return self.fold(v.items, "add", node)
@@ -563,7 +563,8 @@ class MatrixLowering:
                 raise self.error(node, f"`.dot()` of {describe(v.shape)} and {describe(w.shape)}")
             return self.fold([self.binop("mul", a, b, node) for a, b in zip(v.items, w.items)], "add", node)
         if name in ("norm_sqr", "norm", "norm_inv", "normalized"):
-            vector_only() if name == "normalized" else None
+            if name == "normalized":
+                vector_only()
             eps = args[0] if args else kw.get("eps", CT(0))
             m = self.materialize(v, node, "tmp")
             sq = self.fold([self.binop("mul", a, a, node) for a in m.items], "add", node)
