@@ -410,3 +410,48 @@ def test_static_unrolling_and_nested_structs(executor, rng):
     want = np.clip(b, -0.5, 0.25 * 2.0) * 3.0
     nested(b, {"range": {"lo": -0.5, "hi": 0.25}, "scale": np.array([3.0, 2.0], np.float32)})
     np.testing.assert_allclose(b, want, rtol=1e-6)
+
+
+def make_linalg(dt):
+    v3, m3 = qd.types.vector(3, dt), qd.types.matrix(3, 3, dt)
+
+    @qd.kernel
+    def typed_linalg(m: qd.types.ndarray(dtype=m3, ndim=1), v: qd.types.ndarray(dtype=v3, ndim=1),
+                     mats: qd.types.ndarray(dtype=m3, ndim=2), vecs: qd.types.ndarray(dtype=v3, ndim=2),
+                     s: qd.types.ndarray(dtype=dt, ndim=2)):
+        for i in range(m.shape[0]):
+            a, x = m[i], v[i]
+            mats[i, 0] = a @ a.transpose()
+            mats[i, 1] = x.outer_product(x) + qd.Matrix.identity(dt, 3)
+            vecs[i, 0] = a @ x
+            vecs[i, 1] = x.cross(vecs[i, 0])
+            vecs[i, 2] = qd.max(x, a[0]) - qd.min(x, a[1])
+            s[i, 0] = a.determinant()
+            s[i, 1] = a.trace() + x.dot(a[2])
+            s[i, 2] = x.sum() + x.max() + x.min()
+            s[i, 3] = (x > a[0]).any() + 2 * (x >= a[1]).all()
+
+    return typed_linalg
+
+
+@pytest.mark.parametrize("dt", list(DTYPES))
+def test_linear_algebra_per_dtype(executor, rng, dt):
+    qt, nt = DTYPES[dt]
+    n = 40
+    m = rng.integers(0, 6, (n, 3, 3)).astype(nt)  # small non-negative ints: exact in every dtype
+    v = rng.integers(0, 6, (n, 3)).astype(nt)
+    mats = np.zeros((n, 2, 3, 3), nt)
+    vecs = np.zeros((n, 3, 3), nt)
+    s = np.zeros((n, 4), nt)
+    make_linalg(qt)(m, v, mats, vecs, s)
+    np.testing.assert_array_equal(mats[:, 0], m @ m.transpose(0, 2, 1))
+    np.testing.assert_array_equal(mats[:, 1], v[:, :, None] * v[:, None, :] + np.eye(3, dtype=nt))
+    mv = np.einsum("nij,nj->ni", m, v).astype(nt)
+    np.testing.assert_array_equal(vecs[:, 0], mv)
+    np.testing.assert_array_equal(vecs[:, 1], np.cross(v.astype(np.int64), mv.astype(np.int64)).astype(nt))
+    np.testing.assert_array_equal(vecs[:, 2], np.maximum(v, m[:, 0]) - np.minimum(v, m[:, 1]))
+    det = np.rint(np.linalg.det(m.astype(np.float64))).astype(np.int64).astype(nt)
+    np.testing.assert_array_equal(s[:, 0], det)
+    np.testing.assert_array_equal(s[:, 1], np.trace(m, axis1=1, axis2=2) + (v * m[:, 2]).sum(1))
+    np.testing.assert_array_equal(s[:, 2], v.sum(1) + v.max(1) + v.min(1))
+    np.testing.assert_array_equal(s[:, 3], (v > m[:, 0]).any(1) + 2 * (v >= m[:, 1]).all(1))
