@@ -11,6 +11,9 @@ from .lang.kernel import (  # noqa: F401
     Func, Kernel, RealFunc, Template, func, kernel, real_func, set_launcher, static, template,
 )
 from .lang.kernel import python_scope as _python_scope
+from .lang.field import (  # noqa: F401
+    data_oriented, field, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
+)
 from .lang.matrix import Matrix, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,

@@ -152,7 +152,7 @@ def common_context(sources: dict[str, str], manifest: dict, language: str) -> di
         members[p["name"]] = name
         shapes = []
         if p["kind"] == "ndarray":
-            for d in range(p["ndim"]):
+            for d in range(0 if "shape" in p else p["ndim"]):  # a field's extents are in the code
                 shapes.append(names.add(f"{p['name']}_shape_{d}"))
                 members[f"{p['name']}_shape_{d}"] = shapes[-1]
         params.append(dict(p, cxx=name, shapes=shapes))

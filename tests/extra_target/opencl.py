@@ -139,7 +139,7 @@ class OpenclTarget(Target):
         for p in ctx.kernel.params:
             if p.is_array:
                 out.append(f"__global {r.type(p.type.dtype, p.loc)}* {ctx.names.of(p)}")
-                out.extend(f"int {ctx.names.shape(p, d)}" for d in range(p.type.ndim))
+                out.extend(f"int {ctx.names.shape(p, d)}" for d in range(p.type.passed_extents))
             else:
                 # A kernel argument cannot be a bool: it travels as an int.
                 ctype = "int" if p.type is T.bool_ else r.type(p.type, p.loc)
@@ -152,8 +152,8 @@ class OpenclTarget(Target):
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
                             **element_entry(p), "arg_index": arg,
-                            "shape_arg_indices": list(range(arg + 1, arg + 1 + p.type.ndim))})
-                arg += 1 + p.type.ndim
+                            "shape_arg_indices": list(range(arg + 1, arg + 1 + p.type.passed_extents))})
+                arg += 1 + p.type.passed_extents
             else:
                 out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})
                 arg += 1

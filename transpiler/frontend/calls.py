@@ -75,7 +75,8 @@ class CallLowering:
         if fn is len and len(node.args) == 1:
             arg = self.expr(node.args[0])
             if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
-                return ir.Shape(T.i32, self.loc(node), arg.array, 0)
+                shape = self.field_shape(arg.array)
+                return CT(shape[0]) if shape else ir.Shape(T.i32, self.loc(node), arg.array, 0)
         if fn in (builtins.min, builtins.max, builtins.abs):
             from .intrinsics import call_builtin
 

@@ -14,6 +14,7 @@ from .common import (
     BINOPS, CMPOPS, PY_BINOPS, PY_CMPOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, is_py_scalar,
     nonneg, retype_const, weak_type,
 )
+from .fields import StructArray
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
 
 
@@ -87,7 +88,7 @@ class ExpressionLowering:
         found = self.global_lookup(node.id)
         if found is None:
             raise self.error(node, f"undefined name `{node.id}`")
-        return found
+        return self.module_object(found, node.id, node)
 
     def global_lookup(self, name: str) -> CT | None:
         frame = self.frame
@@ -102,10 +103,16 @@ class ExpressionLowering:
     def expr_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
         if isinstance(base, ArrayHandle) and node.attr == "shape" and isinstance(base.array, ir.Param):
-            return ShapeHandle(base.array)
+            shape = self.field_shape(base.array)
+            return CT(shape) if shape is not None else ShapeHandle(base.array)
+        if isinstance(base, StructArray):
+            if node.attr not in base.members:
+                raise self.error(node, f"the struct field has no member `{node.attr}`",
+                                 hint=f"its members: {', '.join(base.members)}")
+            return base.members[node.attr]
         if isinstance(base, CT):
             try:
-                return CT(getattr(base.value, node.attr))
+                return self.module_object(CT(getattr(base.value, node.attr)), node.attr, node)
             except AttributeError as exc:
                 from ..lang.names import did_you_mean
 
@@ -153,6 +160,8 @@ class ExpressionLowering:
             return base.items[k]
         if isinstance(base, MatrixValue):
             return self.matrix_index(base, node)
+        if isinstance(base, StructArray):
+            return self.struct_element(base, node)
         raise self.error(node, "only ndarrays, shapes and translation-time tuples can be indexed")
 
     def lvalue(self, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
@@ -208,6 +217,7 @@ class ExpressionLowering:
                 raise self.error(i, f"an index must be an integer, not {e.type.name}",
                                  hint="convert it with qd.cast(x, qd.i32) or int(x)")
             indices.append(self.coerce(e, T.i32, i) if e.type.bits < 32 or e.type is T.bool_ else e)
+        self.check_field_index(array, indices, node)
         return array, indices
 
     def expr_Tuple(self, node: ast.Tuple):

@@ -25,6 +25,7 @@ from .values import CT, ArrayHandle, KernelVar, TupleValue
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
+from .fields import FieldLowering
 from .matrices import MatrixLowering
 from .structs import StructLowering
 from .real_funcs import RealFuncLowering
@@ -33,7 +34,7 @@ from .statements import StatementLowering
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
-                     MatrixLowering, StructLowering):
+                     MatrixLowering, StructLowering, FieldLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -79,6 +80,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.task_body: list[ir.Stmt] = []
         self.task_loop_vars: list[ir.Local] = []
         self.init_real_funcs()
+        self.init_fields()
         self.promoted: dict[int, tuple[ir.Local, KernelVar]] = {}  # id(local) -> it, and the buffer it moved to
 
     # ------------------------------------------------------------------ helpers
@@ -154,7 +156,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             p.index = k
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
                          self.subgroup_size if self.subgroup_size_used else None,
-                         self.subgroup_size_used or self.width_consulted, self.functions)
+                         self.subgroup_size_used or self.width_consulted, self.functions, self.bindings)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args
@@ -185,7 +187,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                     raise self.error(a, f"template parameter `{a.arg}` needs a value",
                                      hint=f"pass template_args={{'{a.arg}': ...}} to qd.translate "
                                           f"(on the command line: --template {a.arg}=VALUE)")
-                self.scope.names[a.arg] = CT(self.template_args[a.arg])
+                self.scope.names[a.arg] = self.module_object(CT(self.template_args[a.arg]), a.arg, a)
                 continue
             if kind == "scalar":
                 # Python's int and float are the default types; a bool flag travels as an i32.
@@ -522,6 +524,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if array.type.ndim == 0:
             raise self.error(node, f"`{array.name}` is a 0-d ndarray: there is nothing to loop over",
                              hint=f"read its one element as {array.name}[None]")
+        shape = self.field_shape(array)
+        if shape is not None:  # a field: its shape is known now
+            return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, n)) for n in shape]
         return [(ir.Const(T.i32, loc, 0), ir.Shape(T.i32, loc, array, d)) for d in range(array.type.ndim)]
 
     def loop_targets(self, target: ast.expr, n: int) -> list[str]:

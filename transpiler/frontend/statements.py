@@ -99,6 +99,8 @@ class StatementLowering:
             self.assign_var(*member, value, target, stmt)
         elif isinstance(target, (ast.Subscript, ast.Attribute)) and self.component_target(target) is not None:
             self.assign_component(target, value, stmt)
+        elif (sp := self.struct_places(target)) is not None:
+            self.store_struct_place(*sp, value, target, stmt)
         elif (places := self.element_places(target)) is not None:
             self.store_places(*places, value, target, stmt)
         elif isinstance(target, ast.Subscript):
@@ -258,6 +260,10 @@ class StatementLowering:
             return
         if isinstance(s.target, (ast.Subscript, ast.Attribute)) and self.component_target(s.target) is not None:
             self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
+            return
+        sp = self.struct_places(s.target)
+        if sp is not None:
+            self.store_struct_place(*sp, self.expr(s.value), s.target, s, op)
             return
         places = self.element_places(s.target)
         if places is not None:

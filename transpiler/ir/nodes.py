@@ -606,6 +606,9 @@ class Kernel:
     # The @qd.real_func instantiations its tasks call, each after every function it calls
     # (a recursion cycle aside): the order a C-like source defines them in.
     functions: list[Function] = field(default_factory=list)
+    # The module storage each `role == "field"` parameter is bound to (a qd.field), by
+    # parameter name: what the runtime passes for it.
+    bindings: dict = field(default_factory=dict)
 
     def function(self, name: str) -> Function:
         return next(f for f in self.functions if f.name == name)

@@ -119,6 +119,14 @@ class NdarrayType:
     dtype: DType
     ndim: int
     element_shape: tuple[int, ...] = ()
+    # Known at translation time (a field's): the extents are constants in the code and are
+    # not passed; None: passed with the array, one i32 per dimension.
+    static_shape: tuple[int, ...] | None = None
+
+    @property
+    def passed_extents(self) -> int:
+        """How many extents travel with the array as parameters."""
+        return 0 if self.static_shape is not None else self.ndim
 
     @property
     def element_size(self) -> int:

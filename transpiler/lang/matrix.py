@@ -53,10 +53,11 @@ class MatrixType:
                         dtype=dt.np_dtype if isinstance(dt, DType) else None)
         return np.broadcast_to(data, self.shape).copy() if data.size == 1 else data.reshape(self.shape)
 
-    def field(self, *args, **kwargs):
-        from .names import missing
+    def field(self, shape=None, name: str | None = None, **_options):
+        """A field of this vector / matrix type."""
+        from .field import Field
 
-        raise AttributeError(missing(repr(self), "field", ()))
+        return Field(self.dtype or float, shape, self.shape, name)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, MatrixType) and (self.shape, self.dtype) == (other.shape, other.dtype)
@@ -93,6 +94,13 @@ class Vector:
         return vector(len(values), dt)(list(values))
 
     zero = staticmethod(builtin("Vector.zero")(lambda dt, n: None))
+
+    @staticmethod
+    def field(n: int, dtype, shape=None, name: str | None = None, **_options):
+        """``qd.Vector.field(n, dtype, shape)``: a field of n-vectors."""
+        from .field import Field
+
+        return Field(dtype, shape, (n,), name)
     one = staticmethod(builtin("Vector.one")(lambda dt, n: None))
     unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
 
@@ -110,6 +118,13 @@ class Matrix:
         return (vector(data.shape[0], dt) if data.ndim == 1 else matrix(*data.shape, dt))(rows)
 
     zero = staticmethod(builtin("Matrix.zero")(lambda dt, n, m=None: None))
+
+    @staticmethod
+    def field(n: int, m: int, dtype, shape=None, name: str | None = None, **_options):
+        """``qd.Matrix.field(n, m, dtype, shape)``: a field of n x m matrices."""
+        from .field import Field
+
+        return Field(dtype, shape, (n, m), name)
     one = staticmethod(builtin("Matrix.one")(lambda dt, n, m=None: None))
     identity = staticmethod(builtin("Matrix.identity")(lambda dt, n: None))
     diag = staticmethod(builtin("Matrix.diag")(lambda dim, val: None))
@@ -138,10 +153,11 @@ class StructType:
         values.update(kwargs)
         return {k: values.get(k, 0) for k in self.members}
 
-    def field(self, *args, **kwargs):
-        from .names import missing
+    def field(self, shape=None, name: str | None = None, **_options):
+        """A field of this struct (one field per member)."""
+        from .field import StructField
 
-        raise AttributeError(missing(self.name, "field", ()))
+        return StructField(self, shape, name)
 
     def __repr__(self) -> str:
         return f"qd.types.struct({self.name})"

@@ -8,10 +8,9 @@ from typing import Iterable
 
 # Quadrants names this package does not provide yet, grouped by what to do instead.
 _LATER = {
-    "fields and data-oriented classes are not supported yet: use qd.ndarray parameters":
-        "field Field ScalarField MatrixField StructField data_oriented root SNode "
-        "VectorNdarray MatrixNdarray ScalarNdarray VectorTensor MatrixTensor tensor FieldsBuilder "
-        "BitpackedFields i j k l ij ik il jk jl kl ijk ijl ikl jkl ijkl",
+    "is not supported yet: use qd.field or qd.ndarray":
+        "Field ScalarField MatrixField StructField SNode VectorNdarray MatrixNdarray ScalarNdarray VectorTensor "
+        "MatrixTensor tensor FieldsBuilder BitpackedFields",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
         "zero one length dot cross",
     "is not supported yet: for a small matrix use m.inverse() (solve: m.inverse() @ b) or write the "

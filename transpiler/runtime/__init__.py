@@ -272,7 +272,11 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
     for p in hidden:  # the kernel's own buffers (a scratch slot per kernel-scope variable, the result), its seed
-        values[p.name] = np.zeros(p.type.element_shape, p.type.dtype.np_dtype) if p.is_array else np.uint32(_next_seed())
+        if p.role == "field":  # the module's field: its storage, kept across calls
+            values[p.name] = kir.bindings[p.name].storage()
+        else:
+            values[p.name] = np.zeros(p.type.element_shape, p.type.dtype.np_dtype) if p.is_array else \
+                np.uint32(_next_seed())
     backend.run(program, kir, values, plan_launches(kir, values))
     result = next((p for p in hidden if p.role == "result"), None)
     if result is None:

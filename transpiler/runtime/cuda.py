@@ -45,7 +45,7 @@ class CudaBackend(Backend):
         for p in kernel.params:
             if p.is_array:
                 args.append(device[p.name])
-                args.extend(np.int32(n) for n in values[p.name].shape[:p.type.ndim])
+                args.extend(np.int32(n) for n in values[p.name].shape[:p.type.passed_extents])
             else:
                 args.append(values[p.name])
         for launch in launches:

@@ -91,11 +91,12 @@ class ParamNames:
 
         params, shapes = {}, {}
         for p in kernel.params:
-            # The kernel's own buffers are named qd_*, which no user name can take.
-            params[id(p)] = p.name if p.hidden else declare(p.name)
+            # The kernel's own buffers are named qd_*, which no user name can take; a field is
+            # named after it, like a parameter the user wrote.
+            params[id(p)] = p.name if p.hidden and p.role != "field" else declare(p.name)
             taken.add(params[id(p)])
             if p.is_array:
-                for d in range(p.type.ndim):
+                for d in range(p.type.passed_extents):
                     shapes[(id(p), d)] = declare(f"{p.name}_shape_{d}")
         # Functions are named after the parameters (whose names are fixed first), never as
         # an entry point, and no local may then shadow them.

@@ -262,7 +262,7 @@ class CudaTarget(Target):
         for p in ctx.kernel.params:
             if p.is_array:
                 out.append(f"{r.type(p.type.dtype, p.loc)}* {ctx.names.of(p)}")
-                out.extend(f"{r.type(T.i32)} {ctx.names.shape(p, d)}" for d in range(p.type.ndim))
+                out.extend(f"{r.type(T.i32)} {ctx.names.shape(p, d)}" for d in range(p.type.passed_extents))
             else:
                 out.append(f"{r.type(p.type, p.loc)} {ctx.names.of(p)}")
         return out
@@ -271,14 +271,14 @@ class CudaTarget(Target):
         out, arg = [], 0
         for p in ctx.kernel.params:
             if p.is_array:
-                shape_args = list(range(arg + 1, arg + 1 + p.type.ndim))
+                shape_args = list(range(arg + 1, arg + 1 + p.type.passed_extents))
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
                             **element_entry(p), "arg_index": arg, "shape_arg_indices": shape_args,
                             "shape_dtype": "i32"})
                 if p.symmetric:
                     out[-1]["symmetric"] = True  # on NVSHMEM's symmetric heap: nvshmem_malloc
                 out[-1].update(param_role(p))
-                arg += 1 + p.type.ndim
+                arg += 1 + p.type.passed_extents
             else:
                 out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg, **param_role(p)})
                 arg += 1

@@ -279,7 +279,7 @@ class Layout:
 
         for p in ctx.kernel.params:
             if p.is_array:
-                for d in range(p.type.ndim):
+                for d in range(p.type.passed_extents):
                     add(ctx.names.shape(p, d), T.i32, p.loc, p, d)
             else:
                 add(ctx.names.of(p), p.type, p.loc, p)

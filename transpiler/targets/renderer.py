@@ -135,6 +135,8 @@ class Renderer:
                 extent = str(array.type.shape[dim])
             elif dim >= array.type.ndim:
                 extent = str(array.type.element_shape[dim - array.type.ndim])
+            elif array.type.static_shape is not None:
+                extent = str(array.type.static_shape[dim])
             else:
                 self.referenced.add((id(array), dim))
                 extent = self.shape_names[(id(array), dim)]

@@ -188,6 +188,9 @@ class Target:
             "requirements": self.requirements(ctx),
             "subgroup_size": ctx.options.subgroup_size,
         }
+        fields = [p for p in ctx.kernel.params if p.role == "field"]
+        if fields:  # module storage: one buffer per field, shared by every kernel that uses it
+            manifest["fields"] = [field_entry(p, ctx.kernel.bindings[p.name].shape) for p in fields]
         result = next((p for p in ctx.kernel.params if p.role == "result"), None)
         if result is not None:
             manifest["result"] = {"param": result.name, "dtype": result.type.dtype.name,
@@ -239,12 +242,25 @@ def grid_text(e: ir.Expr, env: dict[int, ir.Expr]) -> str:
     raise TypeError(f"range bound not expressible on the host: {type(e).__name__}")
 
 
+def field_entry(p: ir.Param, shape: tuple[int, ...]) -> dict:
+    """The manifest's description of a field the kernel uses: what to allocate once for the
+    module (its parameter is named like it)."""
+    n = 1
+    for k in shape:
+        n *= k
+    return {"name": p.name, "dtype": p.type.dtype.name, "shape": list(shape), **element_entry(p),
+            "bytes": n * p.type.element_size * p.type.dtype.nbytes}
+
+
 def element_entry(p: ir.Param) -> dict:
     """The manifest's description of an ndarray of vectors or matrices: the element's shape
     (its scalars follow the outer indices, packed, as in NumPy's ``(*shape, *element_shape)``
     array) and the bytes from one element to the next."""
     es = p.type.element_shape
-    return {"element_shape": list(es), "element_stride": p.type.element_size * p.type.dtype.nbytes} if es else {}
+    out = {"element_shape": list(es), "element_stride": p.type.element_size * p.type.dtype.nbytes} if es else {}
+    if p.type.static_shape is not None:  # a field: its extents are in the code, not passed
+        out["shape"] = list(p.type.static_shape)
+    return out
 
 
 def param_role(p: ir.Param) -> dict:
@@ -254,4 +270,4 @@ def param_role(p: ir.Param) -> dict:
 
 
 def shape_arg_names(p: ir.Param) -> list[str]:
-    return [f"{p.name}_shape_{d}" for d in range(p.type.ndim)]
+    return [f"{p.name}_shape_{d}" for d in range(p.type.passed_extents)]

@@ -534,9 +534,10 @@ class CpuBackend(Backend):
             v = values[p["name"]]
             args.append(v)
             names.append(p["name"])
-            if p["kind"] == "ndarray":  # the outer shape: a vector element's extents are constants
-                args.extend(np.int32(s) for s in v.shape[:p["ndim"]])
-                names.extend(f"{p['name']}.shape[{d}]" for d in range(p["ndim"]))
+            if p["kind"] == "ndarray":  # the passed extents: a field's and a vector element's are constants
+                passed = len(p["shape_arg_indices"])
+                args.extend(np.int32(s) for s in v.shape[:passed])
+                names.extend(f"{p['name']}.shape[{d}]" for d in range(passed))
         return args, names
 
     def run(self, program: CpuProgram, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:

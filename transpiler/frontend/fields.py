@@ -1,0 +1,166 @@
+"""Fields in kernels: a ``qd.field`` met as a Python value (a global, a closure variable, a
+``qd.template()`` argument, an attribute of a ``@qd.data_oriented`` instance) becomes a
+kernel parameter of role ``field``, one per field, named after it, that the runtime binds to
+the field's storage. Its shape is known here, so ``x.shape`` and a loop over ``x`` have
+constant bounds and a constant index out of range is an error at its line. A field of
+structs is one field per member."""
+from __future__ import annotations
+
+import ast
+import re
+
+from ..ir import nodes as ir
+from ..ir import types as T
+from ..lang.field import Field, StructField
+from .values import CT, ArrayHandle, StructValue
+
+
+class StructArray:
+    """A field of structs in a kernel: each member's array (``x.pos``), indexed together
+    (``x[i]`` is a struct of the members' elements)."""
+
+    def __init__(self, type_, members: dict):
+        self.type = type_
+        self.members = members
+
+
+class FieldLowering:
+    """Field methods of KernelLowering."""
+
+    def init_fields(self) -> None:
+        self.field_params: dict[int, tuple[object, ir.Param]] = {}  # id(field) -> (field, its parameter)
+        self.bindings: dict[str, object] = {}                       # parameter name -> field
+
+    def module_object(self, value, name: str, node):
+        """``value`` as the kernel sees it: a field becomes its parameter; anything else is
+        unchanged."""
+        if not isinstance(value, CT):
+            return value
+        obj = value.value
+        if isinstance(obj, Field):
+            return ArrayHandle(self.field_param(obj, name, node))
+        if isinstance(obj, StructField):
+            return self.struct_array(obj, name, node)
+        return value
+
+    def field_param(self, field: Field, name: str, node) -> ir.Param:
+        hit = self.field_params.get(id(field))
+        if hit is not None:
+            return hit[1]
+        if not field.placed:
+            raise self.error(node, f"field `{name}` has no shape yet",
+                             hint="give it one: qd.field(dtype, shape=...), or qd.root.dense(qd.i, n).place(x) "
+                                  "before the kernel is translated")
+        # Every kernel of the module names a field the same way: its own name, else the
+        # first name it was used under.
+        base = field.name or getattr(field, "_qd_name", None) or re.sub(r"\W", "_", name)
+        field._qd_name = base
+        taken = {p.name for p in self.params + self.hidden_params}
+        pname, k = base, 1
+        while pname in taken:
+            pname, k = f"{base}_{k}", k + 1
+        p = ir.Param(pname, T.NdarrayType(field.dtype, len(field.shape), field.element_shape, field.shape), -1,
+                     self.loc(node), role="field")
+        self.hidden_params.append(p)
+        self.field_params[id(field)] = (field, p)
+        self.bindings[pname] = field
+        return p
+
+    def struct_array(self, sf: StructField, name: str, node) -> StructArray:
+        members = {}
+        for k, m in sf.members.items():
+            sub = f"{name}_{k}"
+            members[k] = self.struct_array(m, sub, node) if isinstance(m, StructField) else \
+                ArrayHandle(self.field_param(m, sub, node))
+        return StructArray(sf.type, members)
+
+    def field_of(self, p: ir.Param) -> Field | None:
+        if p.role != "field":
+            return None
+        return self.bindings.get(p.name)
+
+    def field_shape(self, p: ir.Param) -> tuple[int, ...] | None:
+        f = self.field_of(p)
+        return f.shape if f is not None else None
+
+    def check_field_index(self, array, indices: list[ir.Expr], node) -> None:
+        """A constant index into a field is checked against its shape here."""
+        shape = self.field_shape(array) if isinstance(array, ir.Param) else None
+        if shape is None:
+            return
+        for d, (e, n) in enumerate(zip(indices, shape)):
+            if isinstance(e, ir.Const) and not 0 <= int(e.value) < n:
+                raise self.error(node, f"index {e.value} is out of range for dimension {d} of `{array.name}` "
+                                       f"(shape {shape})")
+
+    # ------------------------------------------------------------------ fields of structs
+
+    def struct_element(self, sa: StructArray, node: ast.Subscript) -> StructValue:
+        """``x[i]`` of a field of structs: each member's element, the index lowered once."""
+        indices = None
+        members = {}
+        for k, m in sa.members.items():
+            if isinstance(m, StructArray):
+                members[k] = self.struct_element(m, node)
+                continue
+            if indices is None:
+                array, indices = self.array_index(m.array, node)
+                indices = [self.once(i, node, "idx") for i in indices]
+            members[k] = self.load_element(m.array, indices, node)
+        return StructValue(sa.type, members)
+
+    def load_element(self, array: ir.Param, indices: list[ir.Expr], node):
+        if array.type.element_shape:
+            return self.array_element(array, indices, node)
+        return ir.Load(array.type.dtype, self.loc(node), array, indices)
+
+    def struct_places(self, target: ast.expr):
+        """The member arrays and indices a target names in a field of structs: ``x[i]``
+        (every member) or ``x[i].m`` (one): [(array, indices)] with the element's shape per
+        entry, or None when the target is not in one."""
+        if isinstance(target, ast.Attribute):
+            inner = self.struct_places(target.value)
+            if inner is None:
+                return None
+            sa, indices = inner
+            if not isinstance(sa, StructArray) or target.attr not in sa.members:
+                raise self.error(target, f"the struct has no member `{target.attr}`")
+            return sa.members[target.attr], indices
+        if isinstance(target, ast.Subscript) and isinstance(target.value, (ast.Name, ast.Attribute)):
+            base = self.expr(target.value)
+            if isinstance(base, StructArray):
+                first = next(m for m in _leaves(base))
+                _, indices = self.array_index(first.array, target)
+                return base, [self.once(i, target, "idx") for i in indices]
+        return None
+
+    def store_struct_place(self, place, indices: list[ir.Expr], value, target, stmt, op: str | None = None) -> None:
+        """Write ``value`` into a member (or every member) of a struct-field element; with
+        ``op``, update it as ``+=`` does (atomics per scalar)."""
+        if isinstance(place, StructArray):
+            if not isinstance(value, StructValue):
+                raise self.error(target, "a struct element takes a struct value")
+            for k, m in place.members.items():
+                self.store_struct_place(m, indices, value.members[k], target, stmt, op)
+            return
+        array = place.array
+        if array.type.element_shape:
+            _, places, shape = self.whole_element(array, indices, target)
+            if op is None:
+                self.store_places(array, places, shape, value, target, stmt)
+            else:
+                self.update_places(array, places, shape, op, value, target, stmt)
+            return
+        if op is None:
+            e = self.coerce(self.to_expr(value, target), array.type.dtype, target)
+            self.emit(ir.Store(self.loc(stmt), array, indices, e))
+        else:
+            self.update_places(array, [indices], (), op, value, target, stmt)
+
+
+def _leaves(sa: StructArray):
+    for m in sa.members.values():
+        if isinstance(m, StructArray):
+            yield from _leaves(m)
+        else:
+            yield m

@@ -1,0 +1,234 @@
+"""Fields as Quadrants spells them: ``qd.field(dtype, shape)``, ``qd.Vector.field``,
+``qd.Matrix.field``, ``vec3.field``, struct fields, ``qd.root.dense(qd.ij, (n, m)).place(x)``,
+and ``@qd.data_oriented`` classes whose kernels use ``self.x``.
+
+A field is module state: a kernel that uses one gets it as a parameter of its own kind
+(``role: "field"`` in the manifest, shared by every kernel of the module that uses it),
+bound by the runtime to the field's storage. The storage is host memory (NumPy, allocated
+on first use) that every runtime copies to and from its device around a launch, as it does
+for ndarrays, so a field keeps its values across kernel calls and the host reads and writes
+it between them. Nothing here imports NumPy until a field is touched.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.types import DType, python_type
+
+
+class Field:
+    """A dense field of scalars, or of vectors / matrices (``element_shape``)."""
+
+    def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None):
+        scalar = python_type(dtype) or dtype
+        if not isinstance(scalar, DType):
+            raise TypeError(f"qd.field needs a dtype such as qd.f32, got {dtype!r}")
+        self.dtype = scalar
+        self.element_shape = tuple(element_shape)
+        self.name = name
+        self._shape: tuple[int, ...] | None = None
+        self._data = None
+        if shape is not None:
+            self._place(shape)
+
+    def _place(self, shape) -> None:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if not all(isinstance(n, int) and n >= 1 for n in shape):
+            raise ValueError(f"a field's shape is positive ints, not {shape!r}")
+        if self._shape is not None:
+            raise ValueError(f"field {self.name or ''} is already placed with shape {self._shape}")
+        self._shape = shape
+
+    @property
+    def placed(self) -> bool:
+        return self._shape is not None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self._shape is None:
+            raise RuntimeError("this field has no shape yet: give qd.field(..., shape=...) or place it with "
+                               "qd.root.dense(...).place(x)")
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def storage(self):
+        """The NumPy array holding the field (zeros on first use), shape + element shape."""
+        if self._data is None:
+            import numpy as np
+
+            self._data = np.zeros(self.shape + self.element_shape, dtype=self.dtype.np_dtype)
+        return self._data
+
+    # Python scope, as Quadrants has it.
+    def __getitem__(self, index):
+        value = self.storage()[_index(index)]
+        return value.item() if getattr(value, "ndim", 1) == 0 else value.copy()
+
+    def __setitem__(self, index, value) -> None:
+        self.storage()[_index(index)] = value
+
+    def to_numpy(self):
+        return self.storage().copy()
+
+    def from_numpy(self, array) -> None:
+        import numpy as np
+
+        array = np.asarray(array)
+        if array.shape != self.storage().shape:
+            raise ValueError(f"shape {array.shape} does not match the field's {self.storage().shape}")
+        self.storage()[...] = array
+
+    def fill(self, value) -> None:
+        self.storage()[...] = value
+
+    def copy_from(self, other: Field) -> None:
+        self.from_numpy(other.storage())
+
+    def __repr__(self) -> str:
+        shape = self._shape if self._shape is not None else "unplaced"
+        es = f", element {self.element_shape}" if self.element_shape else ""
+        return f"<qd.field {self.name or ''} {self.dtype.name} {shape}{es}>"
+
+
+class StructField:
+    """A field of structs: one field per member (``x.pos`` is the member's field), read in a
+    kernel as ``x[i].pos`` or ``x.pos[i]``."""
+
+    def __init__(self, struct_type, shape=None, name: str | None = None):
+        from .matrix import MatrixType, StructType
+
+        self.type = struct_type
+        self.name = name
+        self.members: dict[str, Field | StructField] = {}
+        for member, t in struct_type.members.items():
+            t = python_type(t) or t
+            sub = f"{name}_{member}" if name else None
+            if isinstance(t, StructType):
+                self.members[member] = StructField(t, shape, sub)
+            elif isinstance(t, MatrixType):
+                self.members[member] = Field(t.dtype or float, shape, t.shape, sub)
+            else:
+                self.members[member] = Field(t, shape, (), sub)
+
+    def _place(self, shape) -> None:
+        for m in self.members.values():
+            m._place(shape)
+
+    @property
+    def placed(self) -> bool:
+        return all(m.placed for m in self.members.values())
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return next(iter(self.members.values())).shape
+
+    def __getattr__(self, name: str):
+        members = self.__dict__.get("members", {})
+        if name in members:
+            return members[name]
+        raise AttributeError(f"struct field has no member `{name}`")
+
+    def __getitem__(self, index):
+        return {k: m[index] for k, m in self.members.items()}
+
+    def __setitem__(self, index, value: dict) -> None:
+        for k, v in value.items():
+            self.members[k][index] = v
+
+    def to_numpy(self) -> dict:
+        return {k: m.to_numpy() for k, m in self.members.items()}
+
+    def from_numpy(self, arrays: dict) -> None:
+        for k, a in arrays.items():
+            self.members[k].from_numpy(a)
+
+    def fill(self, value) -> None:
+        for m in self.members.values():
+            m.fill(value)
+
+
+def _index(index):
+    if index is None:
+        return ()
+    return index
+
+
+def field(dtype, shape=None, name: str | None = None, **_options) -> Field:
+    """``qd.field(dtype, shape=(n, m))``: without a shape, place it with ``qd.root``."""
+    from .matrix import MatrixType, StructType
+
+    if isinstance(dtype, StructType):
+        return StructField(dtype, shape, name)
+    if isinstance(dtype, MatrixType):
+        return Field(dtype.dtype or float, shape, dtype.shape, name)
+    return Field(dtype, shape, (), name)
+
+
+# ----------------------------------------------------------------------------- qd.root
+
+class Axes:
+    """``qd.i``, ``qd.ij``, ...: which dimensions a ``qd.root.dense`` level spans."""
+
+    def __init__(self, letters: str):
+        self.letters = letters
+
+    def __repr__(self) -> str:
+        return f"qd.{self.letters}"
+
+
+class _DenseLevel:
+    def __init__(self, axes: Axes, shape: tuple[int, ...]):
+        self.axes = axes
+        self.shape = shape
+
+    def dense(self, axes: Axes, shape):
+        raise NotImplementedError("nested qd.root.dense levels are not supported yet: place the field with "
+                                  "one dense level of its whole shape")
+
+    def place(self, *fields, **_options):
+        for f in fields:
+            f._place(self.shape)
+        return self
+
+
+class _Root:
+    """``qd.root``: dense placement only (pointer, bitmasked, dynamic and quantized SNodes have no
+    equivalent in the source this package writes)."""
+
+    def dense(self, axes: Axes, shape) -> _DenseLevel:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if not isinstance(axes, Axes) or len(axes.letters) != len(shape):
+            raise ValueError(f"qd.root.dense({axes!r}, {shape!r}): one extent per axis")
+        return _DenseLevel(axes, shape)
+
+    def __getattr__(self, name: str):
+        if name in ("pointer", "bitmasked", "dynamic", "bit_struct", "quant_array", "hash"):
+            raise AttributeError(f"qd.root.{name}: sparse and quantized SNodes are not supported by this "
+                                 "transpiler; use a dense field (qd.field(dtype, shape=...))")
+        raise AttributeError(f"qd.root has no `{name}`")
+
+
+root = _Root()
+i, j, k, l = Axes("i"), Axes("j"), Axes("k"), Axes("l")  # noqa: E741 - Quadrants' names
+ij, ik, il, jk, jl, kl = Axes("ij"), Axes("ik"), Axes("il"), Axes("jk"), Axes("jl"), Axes("kl")
+ijk, ijl, ikl, jkl, ijkl = Axes("ijk"), Axes("ijl"), Axes("ikl"), Axes("jkl"), Axes("ijkl")
+
+
+# ----------------------------------------------------------------------------- data-oriented classes
+
+def data_oriented(cls=None, **_options):
+    """``@qd.data_oriented``: its ``@qd.kernel`` methods take the instance as ``self`` (a
+    translation-time value: each instance its own instantiation), whose fields, ndarrays and
+    Python constants the kernel uses."""
+    if cls is None:
+        return lambda c: data_oriented(c)
+    cls._qd_data_oriented = True
+    return cls
+
+
+def runtime_objects():
+    """The types a kernel binds as module storage when it meets one as a Python value."""
+    return (Field,)
