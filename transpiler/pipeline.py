@@ -87,8 +87,12 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
     (emit #line), ``no_hazards`` (skip the SIMT hazard checker), ``warn`` (False: return
     hazard warnings in ``.warnings`` without issuing Python warnings).
     Raises ``TranspileError`` with a located message when the kernel is not valid."""
+    from .lang.kernel import BoundKernel
     from .targets import get_target, names
 
+    if isinstance(kernel, BoundKernel):  # a data-oriented instance's kernel: `self` is a template value
+        options = dict(options, template_args={"self": kernel.instance, **(options.get("template_args") or {})})
+        kernel = kernel.kernel
     if not isinstance(kernel, Kernel):
         raise TypeError(f"qd.translate expects a @qd.kernel, got {kernel!r}")
     if target not in names():

@@ -129,7 +129,7 @@ class FieldLowering:
         if isinstance(target, ast.Subscript) and isinstance(target.value, (ast.Name, ast.Attribute)):
             base = self.expr(target.value)
             if isinstance(base, StructArray):
-                first = next(m for m in _leaves(base))
+                first = next(struct_leaves(base))
                 _, indices = self.array_index(first.array, target)
                 return base, [self.once(i, target, "idx") for i in indices]
         return None
@@ -158,9 +158,9 @@ class FieldLowering:
             self.update_places(array, [indices], (), op, value, target, stmt)
 
 
-def _leaves(sa: StructArray):
+def struct_leaves(sa: StructArray):
     for m in sa.members.values():
         if isinstance(m, StructArray):
-            yield from _leaves(m)
+            yield from struct_leaves(m)
         else:
             yield m

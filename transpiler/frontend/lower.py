@@ -25,7 +25,7 @@ from .values import CT, ArrayHandle, KernelVar, TupleValue
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
-from .fields import FieldLowering
+from .fields import FieldLowering, StructArray, struct_leaves
 from .matrices import MatrixLowering
 from .structs import StructLowering
 from .real_funcs import RealFuncLowering
@@ -171,7 +171,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         for a in args.args:
             loc = self.loc(a)
             given = self.arg_types.get(a.arg)
-            ann = annotations.get(a.arg, given)
+            ann = lang.self_annotation(self.kernel.fn, a.arg, annotations.get(a.arg, given))
             if ann is None:
                 raise self.error(a, f"parameter `{a.arg}` has no type annotation",
                                  hint=f"annotate it, e.g. `{a.arg}: qd.f32` or "
@@ -451,6 +451,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 + ("" if parallel else " or qd.static(...)"))
         if not isinstance(it, ast.Call):
             v = self.expr(it)
+            if isinstance(v, StructArray):  # a field of structs: its members share one shape
+                v = next(struct_leaves(v))
             if isinstance(v, ArrayHandle) and isinstance(v.array, ir.Param):
                 return self.array_ranges(v.array, it), False
             raise self.error(it, must)

@@ -4,5 +4,5 @@ operations), ``types``, ``math``, ``simt`` (block / subgroup / grid / system), `
 (NVSHMEM), and ``blocklib`` (the block collectives, written in the language itself)."""
 from .kernel import (  # noqa: F401
     Func, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel, ndarray_annotation,
-    param_kind, real_func, set_launcher, static, template,
+    param_kind, real_func, self_annotation, set_launcher, static, template,
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -67,8 +68,36 @@ class Kernel:
             raise RuntimeError(f"{self.__name__}: no runtime is installed to run kernels")
         return _launcher(self, args, kwargs)
 
+    def __get__(self, instance, owner=None):
+        # A kernel method of a @qd.data_oriented class: `self` is the instance (a
+        # translation-time value: one instantiation per instance).
+        return self if instance is None else BoundKernel(self, instance)
+
     def __repr__(self) -> str:
         return f"<qd.kernel {self.__name__}>"
+
+
+class BoundKernel:
+    """``instance.kernel_method``: calling it runs the kernel with ``self`` bound."""
+
+    def __init__(self, kernel: Kernel, instance):
+        self.kernel = kernel
+        self.instance = instance
+        self.__name__ = kernel.__name__
+
+    def __call__(self, *args, **kwargs):
+        return self.kernel(self.instance, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<qd.kernel {self.__name__} of {type(self.instance).__name__}>"
+
+
+def self_annotation(fn: Callable, name: str, ann):
+    """A kernel's or function's unannotated first parameter named ``self`` (a method of a
+    data-oriented class or a struct) is a translation-time value."""
+    if ann is None and name == "self" and next(iter(inspect.signature(fn).parameters), None) == "self":
+        return Template()
+    return ann
 
 
 class Func:

@@ -168,7 +168,8 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         raise TypeError(f"{kernel.__name__}(): {exc}") from None
     annotations = inspect.get_annotations(kernel.fn, eval_str=True)
     template_args, arg_types, values = {}, {}, {}
-    todo = [(name, annotations.get(name), value) for name, value in bound.arguments.items()]
+    todo = [(name, lang.self_annotation(kernel.fn, name, annotations.get(name)), value)
+            for name, value in bound.arguments.items()]
     while todo:
         name, ann, value = todo.pop(0)
         kind = lang.param_kind(ann)
