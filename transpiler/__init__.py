@@ -83,5 +83,19 @@ def init(arch: str = "vulkan", **options) -> None:
     _init(arch, **options)
 
 
+def reset() -> None:
+    """Forget the executor (the next kernel call, or qd.init, starts a new one) and the
+    contents of every field: as after a fresh qd.init in Quadrants."""
+    from .lang.field import reset_fields
+    from .lang.kernel import running_disabled
+
+    if running_disabled():
+        return
+    reset_fields()
+    from .runtime import reset as _reset
+
+    _reset()
+
+
 def sync() -> None:
     """Wait for launched kernels to finish: a kernel call here returns when it is done."""

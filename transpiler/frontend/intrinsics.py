@@ -406,6 +406,14 @@ def _atomic(lo, name, node):
     if not isinstance(target, (ast.Subscript, ast.Attribute)):
         raise lo.error(target, f"the first argument of qd.{name} must be an ndarray element such as a[i], "
                                "a local variable or a kernel-scope variable, not this expression")
+    sp = lo.struct_places(target)
+    if sp is not None:  # a member of a struct-field element: ps[i].mass
+        place, indices = sp
+        if not isinstance(place, ArrayHandle):
+            raise lo.error(target, f"qd.{name} on a whole struct is not supported; update one member")
+        places = lo.whole_element(place.array, indices, target) if place.array.type.element_shape else \
+            (place.array, [indices], ())
+        return _atomic_on_components(lo, name, op, node, *places)
     places = lo.element_places(target)
     if places is not None:
         return _atomic_on_components(lo, name, op, node, *places)

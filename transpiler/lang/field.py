@@ -11,15 +11,26 @@ it between them. Nothing here imports NumPy until a field is touched.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..ir.types import DType, python_type
+
+
+_all_fields = weakref.WeakSet()  # every field made, for qd.reset()
+
+
+def reset_fields() -> None:
+    """qd.reset(): every field's contents are gone (zeros again on next use)."""
+    for f in list(_all_fields):
+        f._data = None
 
 
 class Field:
     """A dense field of scalars, or of vectors / matrices (``element_shape``)."""
 
     def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None):
+        _all_fields.add(self)
         scalar = python_type(dtype) or dtype
         if not isinstance(scalar, DType):
             raise TypeError(f"qd.field needs a dtype such as qd.f32, got {dtype!r}")

@@ -143,6 +143,13 @@ def _next_seed() -> int:
     return z ^ (z >> 16)
 
 
+def reset() -> None:
+    """No executor until the next qd.init or kernel call; the launch counter restarts."""
+    global _backend, _launches
+    _backend = None
+    _launches = 0
+
+
 def current() -> Backend:
     if _backend is None:
         init()
