@@ -177,8 +177,16 @@ def common_context(sources: dict[str, str], manifest: dict, language: str) -> di
         "files": files, "entries": entries, "params": params, "members": members,
         "requirements": manifest["requirements"], "subgroup_size": manifest["subgroup_size"],
         "result": result_context(manifest, params),
+        "module_fields": fields_context(manifest, params),
         "cstr": c_string, "strings": string_array,
     }
+
+
+def fields_context(manifest: dict, params: list[dict]) -> list[dict]:
+    """The module's fields the kernel uses: name, buffer index, bytes to allocate."""
+    arrays = [p["name"] for p in params if p["kind"] == "ndarray"]
+    return [{"name": f["name"], "buffer": arrays.index(f["name"]), "bytes": f["bytes"]}
+            for f in manifest.get("fields", [])]
 
 
 def result_context(manifest: dict, params: list[dict]) -> dict | None:
