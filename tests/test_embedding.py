@@ -271,7 +271,7 @@ def test_vulkan_host_builds_and_prints_ok(tmp_path_factory):
         pytest.skip("needs glslang-tools and libvulkan-dev")
     build = tmp_path_factory.mktemp("cpp_vulkan")
     cmake_build(ROOT / "examples" / "cpp_vulkan", build)
-    for kernel in ("standardize", "reduce_i32"):
+    for kernel in ("standardize", "reduce_i32", "seed_grid", "grid_energy"):
         manifest = json.loads((build / "vk_kernels" / "glsl" / f"{kernel}.json").read_text())
         for e in manifest["entry_points"]:
             assert (build / "vk_kernels" / "glsl" / (e["file"][:-5] + ".spv")).exists()

@@ -57,3 +57,22 @@ def reduce_i32(values: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.nda
             qd.atomic_add(out[0], total)
             qd.atomic_max(out[1], largest)
             qd.atomic_add(out[2], negatives)
+
+
+# Two kernels sharing the module's fields: the host allocates each field once, from the
+# headers' `fields` tables, and binds the same buffer to both.
+GRID = 64
+grid = qd.field(qd.f32, shape=(GRID, GRID))
+energy = qd.field(qd.f32, shape=())
+
+
+@qd.kernel
+def seed_grid(value: qd.f32):
+    for i, j in grid:
+        grid[i, j] = value * (i + j)
+
+
+@qd.kernel
+def grid_energy():
+    for i, j in grid:
+        energy[None] += grid[i, j]

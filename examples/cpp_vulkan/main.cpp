@@ -6,7 +6,9 @@
 // Usage: vulkan_host [SPIRV_DIR]   (default: where the build wrote them)
 #include "vulkan_device.h"
 
+#include "grid_energy.glsl.h"
 #include "reduce_i32.glsl.h"
+#include "seed_grid.glsl.h"
 #include "standardize.glsl.h"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -579,6 +582,68 @@ void run_reduce(const Context& ctx, const std::string& dir) {
     destroy_program(ctx, program);
 }
 
+namespace G = qd::seed_grid::glsl;
+namespace E = qd::grid_energy::glsl;
+
+// The module's fields: one buffer per field name, zero-filled, bound to every kernel that
+// names it (the headers' `fields` tables say which buffer and how many bytes).
+struct Fields {
+    const Context& ctx;
+    std::map<std::string, Buffer> buffers;
+
+    Buffer& operator[](const qd::embed::Field& f) {
+        auto it = buffers.find(f.name);
+        if (it == buffers.end()) {
+            it = buffers.emplace(f.name, create_buffer(ctx, f.bytes)).first;
+            std::memset(it->second.as<unsigned char>(), 0, f.bytes);
+        }
+        return it->second;
+    }
+
+    template <std::size_t N, std::size_t F, std::size_t B>
+    void bind_all(Program<N>& p, const std::array<qd::embed::Field, F>& fields,
+                  const std::array<qd::embed::Buffer, B>& table) {
+        for (const qd::embed::Field& f : fields) {
+            bind(ctx, p, table[f.buffer].index, (*this)[f]);
+        }
+    }
+
+    ~Fields() {
+        for (auto& [name, b] : buffers) {
+            destroy_buffer(ctx, b);
+        }
+    }
+};
+
+void run_fields(const Context& ctx, const std::string& dir) {
+    Fields fields{ctx, {}};
+    auto seed = create_program(ctx, dir, G::spirv_files, G::entry_points, G::buffers, G::descriptor_set,
+                               G::push_constant_bytes);
+    auto sum = create_program(ctx, dir, E::spirv_files, E::entry_points, E::buffers, E::descriptor_set,
+                              E::push_constant_bytes);
+    fields.bind_all(seed, G::fields, G::buffers);
+    fields.bind_all(sum, E::fields, E::buffers);
+    expect(fields.buffers.size() == 2, "fields: the two kernels share 2 fields, got " +
+                                       std::to_string(fields.buffers.size()));
+    G::PushConstants gp{};
+    gp.value = 0.5f;
+    E::PushConstants ep{};
+    submit_and_wait(ctx, [&](VkCommandBuffer cmd) {
+        G::record_dispatches(cmd, seed.pipelines, seed.layout, seed.set, gp);
+    });
+    submit_and_wait(ctx, [&](VkCommandBuffer cmd) {
+        E::record_dispatches(cmd, sum.pipelines, sum.layout, sum.set, ep);
+    });
+    const int n = 64;
+    const float* grid = fields.buffers.at("grid").as<float>();
+    expect(grid[3 * n + 5] == 4.0f, "fields: grid[3, 5] = " + std::to_string(grid[3 * n + 5]));
+    const float energy = *fields.buffers.at("energy").as<float>();
+    const float want = 0.5f * 2.0f * n * (n * (n - 1) / 2);  // every i + j, halved: exact in f32
+    expect(energy == want, "fields: energy " + std::to_string(energy) + " != " + std::to_string(want));
+    destroy_program(ctx, seed);
+    destroy_program(ctx, sum);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -587,11 +652,14 @@ int main(int argc, char** argv) {
     Needs needs;
     needs.add(S::device_features, S::device_extensions, S::subgroup_operations, S::subgroup_size);
     needs.add(R::device_features, R::device_extensions, R::subgroup_operations, R::subgroup_size);
+    needs.add(G::device_features, G::device_extensions, G::subgroup_operations, G::subgroup_size);
+    needs.add(E::device_features, E::device_extensions, E::subgroup_operations, E::subgroup_size);
     Context ctx = create_context(needs);
     std::printf("device: %s%s\n", ctx.name.c_str(), ctx.require_subgroup_size ? " (subgroup size set)" : "");
 
     run_standardize(ctx, dir);
     run_reduce(ctx, dir);
+    run_fields(ctx, dir);
 
     vkDestroyCommandPool(ctx.device, ctx.pool, nullptr);
     vkDestroyDevice(ctx.device, nullptr);
