@@ -47,7 +47,7 @@ UNSUPPORTED_STMT = {
 UNSUPPORTED_EXPR = {
     ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
-    ast.Lambda: "lambdas", ast.Dict: "dicts", ast.Set: "sets", ast.List: "lists",
+    ast.Lambda: "lambdas", ast.Dict: "dicts", ast.Set: "sets",
     ast.JoinedStr: "f-strings", ast.Await: "await", ast.Yield: "yield",
     ast.YieldFrom: "yield", ast.Starred: "starred arguments", ast.NamedExpr: "the := operator",
     ast.Slice: "slices",

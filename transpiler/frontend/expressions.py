@@ -200,6 +200,8 @@ class ExpressionLowering:
             v = self.expr(sl)
             if isinstance(v, TupleValue):
                 items = [(item, sl) for item in v.items]
+            elif isinstance(v, MatrixValue) and v.is_vector:  # a[I] with an integer vector I, as Taichi has it
+                items = [(item, sl) for item in v.items]
             elif isinstance(v, CT) and isinstance(v.value, tuple):
                 items = [(CT(x), sl) for x in v.value]
             else:
@@ -219,6 +221,11 @@ class ExpressionLowering:
             indices.append(self.coerce(e, T.i32, i) if e.type.bits < 32 or e.type is T.bool_ else e)
         self.check_field_index(array, indices, node)
         return array, indices
+
+    def expr_List(self, node: ast.List):
+        # A list literal (`w = [a, b, c]`, as Taichi's MPM writes weights) is a fixed
+        # sequence indexed at translation time, like a tuple.
+        return self.expr_Tuple(node)
 
     def expr_Tuple(self, node: ast.Tuple):
         items = [self.expr(e) for e in node.elts]

@@ -175,6 +175,9 @@ class StatementLowering:
         if isinstance(value, MatrixValue):
             self.scope.names[name] = self.declare_matrix(name, value, target)
             return
+        if isinstance(value, TupleValue):  # `w = [a, b, c]`: each item computed once, read by index
+            self.scope.names[name] = self.freeze_sequence(name, value, target)
+            return
         if isinstance(value, StructValue):
             self.scope.names[name] = self.declare_struct(name, value, target)
             return
@@ -194,6 +197,18 @@ class StatementLowering:
         var.nonneg = v.type.is_int and self.frame.stores.get(name, 0) == 1 and nonneg(v)
         self.scope.names[name] = var
         self.emit(ir.Declare(self.loc(stmt), var, v))
+
+    def freeze_sequence(self, name: str, value: TupleValue, node) -> TupleValue:
+        items = []
+        for k, item in enumerate(value.items):
+            if isinstance(item, MatrixValue):
+                item = self.read_matrix(self.declare_matrix(f"{name}_{k}", item, node), None, self.loc(node))
+            elif isinstance(item, ir.Expr) and not isinstance(item, (ir.Const, ir.LocalRef, ir.ParamRef)):
+                var = ir.Local(f"{name}_{k}", item.type, self.loc(node))
+                self.emit(ir.Declare(self.loc(node), var, item))
+                item = ir.LocalRef(var.type, self.loc(node), var)
+            items.append(item)
+        return TupleValue(items)
 
     def require_parallel(self, node: ast.AST, what: str) -> None:
         if self.function_stack:

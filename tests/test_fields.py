@@ -1,0 +1,250 @@
+"""Fields (qd.field, vector/matrix/struct fields, qd.root placement, data-oriented classes)
+on Vulkan and the CPU executors against NumPy, three Taichi-style programs written with
+fields (every kernel also compiled by every toolchain), and the diagnostics."""
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.toolchains import check_sources
+
+N = 48
+life = qd.field(qd.i32, shape=(N, N))
+life_next = qd.field(qd.i32, shape=(N, N))
+
+
+@qd.kernel
+def life_step():
+    for i, j in life:
+        alive = 0
+        for di in qd.static(range(-1, 2)):
+            for dj in qd.static(range(-1, 2)):
+                if qd.static(di != 0 or dj != 0):
+                    alive += life[(i + di) % N, (j + dj) % N]
+        life_next[i, j] = 1 if alive == 3 or (alive == 2 and life[i, j] == 1) else 0
+    for i, j in life:
+        life[i, j] = life_next[i, j]
+
+
+def life_reference(board: np.ndarray) -> np.ndarray:
+    alive = sum(np.roll(np.roll(board, di, 0), dj, 1) for di in (-1, 0, 1) for dj in (-1, 0, 1)
+                if (di, dj) != (0, 0))
+    return ((alive == 3) | ((alive == 2) & (board == 1))).astype(np.int32)
+
+
+def test_game_of_life(executor, rng):
+    board = (rng.random((N, N)) < 0.3).astype(np.int32)
+    life.from_numpy(board)
+    for _ in range(8):
+        life_step()
+        board = life_reference(board)
+    np.testing.assert_array_equal(life.to_numpy(), board)
+
+
+W = 40
+u = qd.field(qd.f32, shape=(W, W))
+u_prev = qd.field(qd.f32, shape=(W, W))
+u_next = qd.field(qd.f32, shape=(W, W))
+
+
+@qd.kernel
+def wave_step(c2: qd.f32):
+    for I in qd.grouped(u):
+        i, j = I[0], I[1]
+        if 0 < i < W - 1 and 0 < j < W - 1:
+            lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[I]
+            u_next[I] = 2.0 * u[I] - u_prev[I] + c2 * lap
+        else:
+            u_next[I] = 0.0
+    for I in qd.grouped(u):
+        u_prev[I] = u[I]
+        u[I] = u_next[I]
+
+
+def test_wave_solver(executor):
+    x = np.linspace(-1, 1, W, dtype=np.float32)
+    start = np.exp(-20 * (x[:, None] ** 2 + x[None, :] ** 2)).astype(np.float32)
+    u.from_numpy(start)
+    u_prev.from_numpy(start)
+    a, b = start.astype(np.float64), start.astype(np.float64)
+    for _ in range(10):
+        wave_step(0.2)
+        nxt = np.zeros_like(a)
+        nxt[1:-1, 1:-1] = 2 * a[1:-1, 1:-1] - b[1:-1, 1:-1] + 0.2 * (
+            a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] - 4 * a[1:-1, 1:-1])
+        a, b = nxt, a
+    np.testing.assert_allclose(u.to_numpy(), a, atol=1e-4)
+
+
+Particle = qd.types.struct(x=qd.math.vec2, v=qd.math.vec2, m=qd.f32)
+P, G = 600, 16
+particles = Particle.field(shape=P)
+grid_m = qd.field(qd.f32, shape=(G, G))
+grid_v = qd.Vector.field(2, qd.f32, shape=(G, G))
+
+
+@qd.kernel
+def p2g(dx: qd.f32):
+    for i, j in grid_m:
+        grid_m[i, j] = 0.0
+        grid_v[i, j] = qd.math.vec2(0.0)
+    for p in particles:
+        base = qd.cast(particles[p].x / dx - 0.5, qd.i32)
+        fx = particles[p].x / dx - qd.cast(base, qd.f32)
+        w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
+        for a in qd.static(range(3)):
+            for b in qd.static(range(3)):
+                weight = w[a].x * w[b].y
+                cell = base + qd.math.ivec2(a, b)
+                grid_m[cell] += weight * particles[p].m
+                grid_v[cell] += weight * particles[p].m * particles[p].v
+
+
+def p2g_reference(x, v, m, dx):
+    gm = np.zeros((G, G))
+    gv = np.zeros((G, G, 2))
+    base = (x / dx - 0.5).astype(np.int64)
+    fx = x / dx - base
+    w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
+    for a in range(3):
+        for b in range(3):
+            weight = w[a][:, 0] * w[b][:, 1]
+            cx, cy = base[:, 0] + a, base[:, 1] + b
+            np.add.at(gm, (cx, cy), weight * m)
+            np.add.at(gv, (cx, cy), (weight * m)[:, None] * v)
+    return gm, gv
+
+
+def test_particle_to_grid_with_struct_and_vector_fields(executor, rng):
+    dx = 1.0 / G
+    x = (rng.random((P, 2)) * 0.8 + 0.1).astype(np.float32)
+    v = rng.standard_normal((P, 2)).astype(np.float32)
+    m = (rng.random(P) + 0.5).astype(np.float32)
+    particles.from_numpy({"x": x, "v": v, "m": m})
+    p2g(dx)
+    gm, gv = p2g_reference(x.astype(np.float64), v.astype(np.float64), m.astype(np.float64), dx)
+    np.testing.assert_allclose(grid_m.to_numpy(), gm, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grid_v.to_numpy(), gv, rtol=1e-4, atol=1e-4)
+
+
+counts = qd.field(qd.i32, shape=8)
+tally = qd.field(qd.i32, shape=())
+cube = qd.field(qd.f32)
+qd.root.dense(qd.ijk, (4, 5, 6)).place(cube)
+frames = qd.Matrix.field(2, 2, qd.f32, shape=5)
+
+
+@qd.kernel
+def histogram(values: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(values.shape[0]):
+        counts[values[i] % 8] += 1
+        qd.atomic_add(tally[None], 1)
+
+
+@qd.kernel
+def fill_cube():
+    for i, j, k in cube:
+        cube[i, j, k] = i * 100 + j * 10 + k
+    for f in frames:
+        frames[f] = qd.math.mat2([[f, 1.0], [0.0, f]]) @ qd.math.mat2([[1.0, f], [0.0, 1.0]])
+
+
+@qd.kernel
+def scaled_copy(src: qd.template(), dst: qd.template(), k: qd.f32):
+    for I in qd.grouped(src):
+        dst[I] = src[I] * k
+
+
+def test_atomics_struct_for_in_3d_matrix_fields_and_template_fields(executor, rng):
+    values = rng.integers(0, 1000, 5000).astype(np.int32)
+    counts.fill(0)
+    tally[None] = 0
+    histogram(values)
+    np.testing.assert_array_equal(counts.to_numpy(), np.bincount(values % 8, minlength=8))
+    assert tally[None] == 5000
+    fill_cube()
+    i, j, k = np.meshgrid(np.arange(4), np.arange(5), np.arange(6), indexing="ij")
+    np.testing.assert_array_equal(cube.to_numpy(), i * 100 + j * 10 + k)
+    f = np.arange(5, dtype=np.float32)
+    want = np.einsum("nij,njk->nik", np.stack([np.stack([f, np.ones(5)], 1), np.stack([0 * f, f], 1)], 1),
+                     np.stack([np.stack([np.ones(5), f], 1), np.stack([0 * f, np.ones(5)], 1)], 1))
+    np.testing.assert_allclose(frames.to_numpy(), want)
+    a = qd.field(qd.f32, shape=(3, 4))
+    b = qd.field(qd.f32, shape=(3, 4))
+    a.from_numpy(rng.random((3, 4)).astype(np.float32))
+    scaled_copy(a, b, 2.0)
+    np.testing.assert_allclose(b.to_numpy(), a.to_numpy() * 2, rtol=1e-6)
+    c = qd.field(qd.f32, shape=7)  # another field: another instantiation
+    d = qd.field(qd.f32, shape=7)
+    c.fill(1.5)
+    scaled_copy(c, d, 3.0)
+    assert (d.to_numpy() == 4.5).all()
+
+
+@qd.data_oriented
+class Diffusion:
+    def __init__(self, n, rate):
+        self.n = n
+        self.rate = rate
+        self.t = qd.field(qd.f32, shape=n)
+
+    @qd.kernel
+    def step(self):
+        for i in self.t:
+            if 0 < i < self.n - 1:
+                self.t[i] += self.rate * (self.t[i - 1] + self.t[i + 1] - 2.0 * self.t[i])
+
+
+def test_data_oriented_classes_with_two_instances(executor, rng):
+    a, b = Diffusion(20, 0.0), Diffusion(30, 1.0)
+    start_a, start_b = rng.random(20).astype(np.float32), rng.random(30).astype(np.float32)
+    a.t.from_numpy(start_a)
+    b.t.from_numpy(start_b)
+    a.step()
+    b.step()
+    np.testing.assert_array_equal(a.t.to_numpy(), start_a)  # rate 0: unchanged
+    assert not np.allclose(b.t.to_numpy(), start_b)  # the racy in-place update makes no exact reference
+    assert qd.translate(a.step, "cuda").manifest["fields"][0]["shape"] == [20]
+    assert qd.translate(b.step, "cuda").manifest["fields"][0]["shape"] == [30]
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_field_programs_compile(target):
+    for kernel in (life_step, wave_step, p2g, histogram, fill_cube):
+        tr = qd.translate(kernel, target, warn=False)
+        for v in check_sources(target, tr.sources, tr.manifest):
+            assert v.ok, f"{kernel.__name__}: {v.tool} rejected {v.file}:\n{v.message}"
+
+
+def test_two_kernels_share_a_field_by_name():
+    a = qd.translate(life_step, "glsl").manifest
+    assert [f["name"] for f in a["fields"]] == ["life", "life_next"]
+    assert a["fields"][0] == {"name": "life", "dtype": "i32", "shape": [N, N], "bytes": N * N * 4}
+    text = next(iter(qd.translate(p2g, "cuda").sources.values()))
+    assert "grid_m[" in text and "particles_m[" in text and "grid_m_shape" not in text
+
+
+unplaced = qd.field(qd.f32)
+
+
+@qd.kernel
+def uses_unplaced():
+    for i in range(4):
+        unplaced[i] = 1.0
+
+
+@qd.kernel
+def out_of_range():
+    for i in range(4):
+        counts[8] = i
+
+
+def test_field_mistakes_are_located():
+    with pytest.raises(qd.TranspileError, match="field `unplaced` has no shape yet") as info:
+        qd.translate(uses_unplaced, "cuda")
+    assert info.value.loc.line == uses_unplaced.fn.__code__.co_firstlineno + 3
+    with pytest.raises(qd.TranspileError, match=r"index 8 is out of range for dimension 0 of `counts` \(shape \(8,\)\)"):
+        qd.translate(out_of_range, "cuda")
+    with pytest.raises(AttributeError, match="sparse and quantized SNodes are not supported"):
+        qd.root.pointer(qd.i, 8)
