@@ -249,3 +249,34 @@ def test_template_parameters_used_as_arrays_default_to_f32_and_say_so(tmp_path):
     assert "ndarray `img` of grouped_fill is typed by the call; translated as f32, 3-d" in r.stderr
     r = cli("emit", src, "--target", "cuda", "--kernel", "grouped_fill")
     assert r.returncode == 1 and "template parameter `scale` needs a value" in r.stderr
+
+
+DATA_ORIENTED = '''
+import transpiler as qd
+
+
+@qd.data_oriented
+class Simulation:
+    def __init__(self, n):
+        self.x = qd.field(qd.f32, shape=n)
+
+    @qd.kernel
+    def step(self):
+        for i in self.x:
+            self.x[i] += 1.0
+
+
+sim = Simulation(100)
+sim.step()
+'''
+
+
+def test_data_oriented_instances_are_translated_by_name(tmp_path):
+    src = tmp_path / "sim.py"
+    src.write_text(DATA_ORIENTED)
+    r = cli("emit", src, "--target", "cuda", "--kernel", "sim.step")
+    assert r.returncode == 0, r.stderr
+    assert "step(float* x)" in r.stdout and "atomicAdd(&x[i], 1.0f);" in r.stdout and "i < 100" in r.stdout
+    src.write_text(DATA_ORIENTED.replace("sim = Simulation(100)\nsim.step()\n", "Simulation(8).step()\n"))
+    r = cli("emit", src, "--target", "cuda")
+    assert r.returncode == 2 and "translated through an instance the module makes" in r.stderr

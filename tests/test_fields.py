@@ -248,3 +248,28 @@ def test_field_mistakes_are_located():
         qd.translate(out_of_range, "cuda")
     with pytest.raises(AttributeError, match="sparse and quantized SNodes are not supported"):
         qd.root.pointer(qd.i, 8)
+
+
+@qd.data_oriented
+class Mixed:
+    def __init__(self, n):
+        self.n = n
+        self.a = qd.tensor(qd.f32, shape=(n,), backend=qd.Backend.FIELD)
+        self.b = qd.tensor(qd.f32, shape=(n,))  # the default backend: a qd.ndarray
+        self.v = qd.math.vec3.field(shape=n)
+
+    @qd.kernel
+    def step(self, k: qd.f32):
+        for i in range(self.n):
+            self.a[i] += k
+            self.b[i] += 2 * k
+            self.v[i] = qd.math.vec3(self.a[i], self.b[i], i)
+
+
+def test_data_oriented_members_fields_ndarrays_and_tensors(executor):
+    m = Mixed(10)
+    m.step(1.5)
+    m.step(1.0)
+    assert (m.a.to_numpy() == 2.5).all() and (m.b.to_numpy() == 5.0).all()
+    np.testing.assert_array_equal(m.v.to_numpy(), np.stack([np.full(10, 2.5), np.full(10, 5.0), np.arange(10)], 1))
+    assert isinstance(m.a, qd.lang.field.Field) and not isinstance(m.b, qd.lang.field.Field)

@@ -12,7 +12,7 @@ from .lang.kernel import (  # noqa: F401
 )
 from .lang.kernel import python_scope as _python_scope
 from .lang.field import (  # noqa: F401
-    data_oriented, field, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
+    Backend, data_oriented, field, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root, tensor,
 )
 from .lang.matrix import Matrix, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401

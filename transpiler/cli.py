@@ -28,7 +28,7 @@ class UsageError(Exception):
 def load_kernels(path: str) -> tuple[dict, object]:
     """Import ``path`` and return its @qd.kernel objects in definition order."""
     from .errors import TranspileError
-    from .lang.kernel import Kernel, translating_only
+    from .lang.kernel import BoundKernel, Kernel, translating_only
 
     file = Path(path)
     if not file.is_file():
@@ -65,6 +65,12 @@ def load_kernels(path: str) -> tuple[dict, object]:
         sys.path.pop(0)
         sys.argv = argv
     kernels = {k: v for k, v in vars(module).items() if isinstance(v, Kernel)}
+    # A @qd.data_oriented instance made at module level: its kernel methods, as `sim.step`.
+    for var, obj in vars(module).items():
+        if getattr(type(obj), "_qd_data_oriented", False):
+            for attr, member in vars(type(obj)).items():
+                if isinstance(member, Kernel):
+                    kernels[f"{var}.{attr}"] = BoundKernel(member, obj, f"{var}.{attr}")
     kernels = dict(sorted(kernels.items(), key=lambda kv: kv[1].fn.__code__.co_firstlineno))
     return kernels, module
 
@@ -210,7 +216,11 @@ def _array_ndim(fn, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | N
 def translations(args) -> list:
     from .pipeline import translate
 
-    kernels, _ = load_kernels(args.file)
+    kernels, module = load_kernels(args.file)
+    if not kernels and any(getattr(v, "_qd_data_oriented", False) for v in vars(module).values()):
+        raise UsageError(f"{args.file} defines no @qd.kernel outside its @qd.data_oriented classes: their kernel "
+                         "methods are translated through an instance the module makes (sim = Simulation(...)), "
+                         "as `--kernel sim.step`")
     picked = pick_kernels(kernels, args.kernel, args.file)
     targets = parse_targets(args.target)
     template_args, arg_types = parse_templates(args.template)

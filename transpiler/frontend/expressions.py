@@ -112,7 +112,7 @@ class ExpressionLowering:
             return base.members[node.attr]
         if isinstance(base, CT):
             try:
-                return self.module_object(CT(getattr(base.value, node.attr)), node.attr, node)
+                found = getattr(base.value, node.attr)
             except AttributeError as exc:
                 from ..lang.names import did_you_mean
 
@@ -122,6 +122,7 @@ class ExpressionLowering:
                 raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
                                  hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
                                  if close and not ours else None) from None
+            return self.module_object(CT(found), node.attr, node)
         if isinstance(base, MatrixValue):
             return self.matrix_attribute(base, node.attr, node)
         if isinstance(base, StructValue):

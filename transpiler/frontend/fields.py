@@ -37,7 +37,7 @@ class FieldLowering:
         if not isinstance(value, CT):
             return value
         obj = value.value
-        if isinstance(obj, Field):
+        if isinstance(obj, Field) or _is_ndarray_object(obj):
             return ArrayHandle(self.field_param(obj, name, node))
         if isinstance(obj, StructField):
             return self.struct_array(obj, name, node)
@@ -59,7 +59,8 @@ class FieldLowering:
         pname, k = base, 1
         while pname in taken:
             pname, k = f"{base}_{k}", k + 1
-        p = ir.Param(pname, T.NdarrayType(field.dtype, len(field.shape), field.element_shape, field.shape), -1,
+        dtype = field.dtype if isinstance(field, Field) else field.scalar_dtype
+        p = ir.Param(pname, T.NdarrayType(dtype, len(field.shape), field.element_shape, field.shape), -1,
                      self.loc(node), role="field")
         self.hidden_params.append(p)
         self.field_params[id(field)] = (field, p)
@@ -156,6 +157,11 @@ class FieldLowering:
             self.emit(ir.Store(self.loc(stmt), array, indices, e))
         else:
             self.update_places(array, [indices], (), op, value, target, stmt)
+
+
+def _is_ndarray_object(obj) -> bool:
+    """A qd.ndarray met as a Python value (not passed as an argument): bound like a field."""
+    return getattr(type(obj), "_qd_bound_like_field", False)
 
 
 def struct_leaves(sa: StructArray):

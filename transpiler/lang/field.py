@@ -11,6 +11,7 @@ it between them. Nothing here imports NumPy until a field is touched.
 """
 from __future__ import annotations
 
+import enum
 import weakref
 from typing import Any
 
@@ -165,6 +166,26 @@ def _index(index):
     if index is None:
         return ()
     return index
+
+
+class Backend(enum.IntEnum):
+    """``qd.Backend``: what ``qd.tensor`` allocates."""
+
+    FIELD = 0
+    NDARRAY = 1
+
+
+def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, **_options):
+    """``qd.tensor(dtype, shape, backend=qd.Backend.NDARRAY)``: a qd.ndarray, or a qd.field with
+    ``backend=qd.Backend.FIELD``."""
+    if layout is not None:
+        raise NotImplementedError("qd.tensor(layout=...) is not supported yet: the layout is row-major, as "
+                                  "NumPy's; transpose the indices in the kernel instead")
+    if backend == Backend.FIELD:
+        return field(dtype, shape)
+    from ..runtime.ndarray import Ndarray
+
+    return Ndarray(python_type(dtype) or dtype, shape)
 
 
 def field(dtype, shape=None, name: str | None = None, **_options) -> Field:

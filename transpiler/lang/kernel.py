@@ -80,10 +80,11 @@ class Kernel:
 class BoundKernel:
     """``instance.kernel_method``: calling it runs the kernel with ``self`` bound."""
 
-    def __init__(self, kernel: Kernel, instance):
+    def __init__(self, kernel: Kernel, instance, name: str | None = None):
         self.kernel = kernel
         self.instance = instance
-        self.__name__ = kernel.__name__
+        self.fn = kernel.fn
+        self.__name__ = name or kernel.__name__
 
     def __call__(self, *args, **kwargs):
         return self.kernel(self.instance, *args, **kwargs)

@@ -10,7 +10,7 @@ from typing import Iterable
 _LATER = {
     "is not supported yet: use qd.field or qd.ndarray":
         "Field ScalarField MatrixField StructField SNode VectorNdarray MatrixNdarray ScalarNdarray VectorTensor "
-        "MatrixTensor tensor FieldsBuilder BitpackedFields",
+        "MatrixTensor FieldsBuilder BitpackedFields",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
         "zero one length dot cross",
     "is not supported yet: for a small matrix use m.inverse() (solve: m.inverse() @ b) or write the "
@@ -37,7 +37,7 @@ _NO_EQUIVALENT = set("""
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
     create_stream Stream Event stream_parallel BufferView perf_dispatch pyfunc python pure dump_compile_config
     set_logging_level is_logging_effective get_addr assume_in_range rescale_index raw_div raw_mod bit_shr
-    static_print frexp wrap ref axes Layout Format Backend DeviceCapability quant BufferViewType is_tensor
+    static_print frexp wrap ref axes Layout Format DeviceCapability quant BufferViewType is_tensor
 """.split())
 
 

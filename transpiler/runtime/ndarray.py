@@ -26,7 +26,17 @@ class Ndarray:
         self.dtype = dtype
         self.shape = shape
         self.element_shape = element_shape
+        self.scalar_dtype = scalar
         self.data = np.zeros(shape + element_shape, dtype=scalar.np_dtype)
+
+    # Met as a Python value in a kernel (an attribute of a data-oriented instance), it is bound
+    # like a field: these say how (see frontend/fields.py).
+    _qd_bound_like_field = True
+    placed = True
+    name = None
+
+    def storage(self):
+        return self.data
 
     @property
     def ndim(self) -> int:
