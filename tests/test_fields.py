@@ -273,3 +273,32 @@ def test_data_oriented_members_fields_ndarrays_and_tensors(executor):
     assert (m.a.to_numpy() == 2.5).all() and (m.b.to_numpy() == 5.0).all()
     np.testing.assert_array_equal(m.v.to_numpy(), np.stack([np.full(10, 2.5), np.full(10, 5.0), np.arange(10)], 1))
     assert isinstance(m.a, qd.lang.field.Field) and not isinstance(m.b, qd.lang.field.Field)
+
+
+level = qd.field(qd.f32, shape=(6, 7))
+level_sum = qd.field(qd.f32, shape=())
+
+
+@qd.kernel
+def raise_level(by: qd.f32):
+    for i, j in level:
+        level[i, j] += by * (i + 1)
+
+
+@qd.kernel
+def measure_level():
+    level_sum[None] = 0.0
+    for i, j in level:
+        level_sum[None] += qd.volatile_load(level[i, j])
+
+
+def test_two_kernels_share_fields_across_calls(executor):
+    level.fill(0.0)
+    raise_level(1.0)
+    raise_level(0.5)
+    measure_level()
+    want = 1.5 * (np.arange(1, 7)[:, None] * np.ones(7)).sum()
+    assert level_sum[None] == pytest.approx(want)
+    level[2, 3] = 100.0  # the host writes between launches; the next kernel sees it
+    measure_level()
+    assert level_sum[None] == pytest.approx(want - 1.5 * 3 + 100.0)

@@ -124,6 +124,8 @@ def markdown() -> str:
     out += ["", "What each line of an example kernel (`transpiler/targets/vector_example.py`) becomes:", "",
             "| Python | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown)]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in vector_rows(shown)]
+    out += ["", "## Fields", ""]
+    out += [f"- {note}" for note in FIELD_NOTES]
     out.append("")
     return "\n".join(out)
 
@@ -148,6 +150,18 @@ VECTOR_NOTES = (
     "(`gravity_x`, `gravity_y`, ...); a Python dataclass parameter as its members (`state_pos`, ...).",
     "Operands read more than once (the rows of `@`, a norm divided into every component, a scalar "
     "broadcast that is more than a name) are computed once into a temporary first.",
+)
+
+
+FIELD_NOTES = (
+    "A field (`qd.field`) is a buffer the kernel takes as a parameter of role `field` on every target "
+    "(a pointer on CUDA/HIP, a storage buffer binding on Vulkan, a `device` buffer on Metal), named "
+    "after the field, with its shape written into the code as constants (`x[i * 64 + j]`, loops to "
+    "`< 4096`): nothing about its extents is passed. Why not a `__device__` global array on CUDA/HIP: "
+    "each kernel is its own module (its own NVRTC/hipRTC compile, its own file for GLSL), so a global "
+    "would be one copy per module, not one per field; as a parameter, every kernel of a Python module "
+    "binds the same buffer by name (the manifest's `fields`, the header's `fields` table), the Python "
+    "runtimes keep it across calls, and the four targets bind it the same way.",
 )
 
 
