@@ -455,3 +455,26 @@ def test_linear_algebra_per_dtype(executor, rng, dt):
     np.testing.assert_array_equal(s[:, 1], np.trace(m, axis1=1, axis2=2) + (v * m[:, 2]).sum(1))
     np.testing.assert_array_equal(s[:, 2], v.sum(1) + v.max(1) + v.min(1))
     np.testing.assert_array_equal(s[:, 3], (v > m[:, 0]).any(1) + 2 * (v >= m[:, 1]).all(1))
+
+
+@qd.kernel
+def factories(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    a = qd.Vector.unit(3, 1, qd.f32) + qd.Vector.one(qd.f32, 3) * 2
+    d = qd.Matrix.diag(2, 3.0)
+    r = qd.Matrix.rows([qd.math.vec2(1.0, 2.0), qd.math.vec2(3.0, 4.0)])
+    c = qd.Matrix.cols([qd.math.vec2(1.0, 2.0), qd.math.vec2(3.0, 4.0)])
+    z = qd.Matrix.zero(qd.f32, 2, 3)
+    out[0] = a[1]
+    out[1] = d[1, 1] + d[0, 1]
+    out[2] = r[0, 1]
+    out[3] = c[0, 1]
+    out[4] = z.sum() + z.n + z.m
+    out[5] = qd.math.eye(3).trace()
+    out[6] = qd.math.rotation2d(0.5)[1, 0]
+    out[7] = qd.math.vdir(0.5).y + qd.math.fract(2.75) + qd.math.sign(-3.0) + qd.math.step(1.0, 2.0)
+
+
+def test_vector_and_matrix_factories(executor):
+    out = np.zeros(8, np.float32)
+    factories(out)
+    np.testing.assert_allclose(out, [3, 3, 2, 3, 5, 3, np.sin(0.5), np.sin(0.5) + 0.75 - 1 + 1], rtol=1e-6)

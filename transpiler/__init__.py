@@ -39,10 +39,10 @@ Tensor = types.Tensor
 gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64", "arm64"
 
 
-def _launch(k: Kernel, args: tuple, kwargs: dict):
+def _launch(kernel_: Kernel, args: tuple, kwargs: dict):
     from .runtime import launch  # the runtime (and numpy) only when a kernel runs
 
-    return launch(k, args, kwargs)
+    return launch(kernel_, args, kwargs)
 
 
 def _subgroup_width() -> int | None:

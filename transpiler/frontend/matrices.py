@@ -18,7 +18,7 @@ import math
 
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..lang.matrix import Matrix, MatrixType, Vector
+from ..lang.matrix import MatrixType
 from .common import has_side_effects, is_py_scalar
 from .scopes import Scope
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue
@@ -741,8 +741,4 @@ def _walk(e: ir.Expr):
     from ..ir.walk import iter_expr
 
     return iter_expr(e)
-
-
-def is_matrix_constructor(fn) -> bool:
-    return isinstance(fn, MatrixType) or fn in (Vector, Matrix)
 
