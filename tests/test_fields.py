@@ -302,3 +302,21 @@ def test_two_kernels_share_fields_across_calls(executor):
     level[2, 3] = 100.0  # the host writes between launches; the next kernel sees it
     measure_level()
     assert level_sum[None] == pytest.approx(want - 1.5 * 3 + 100.0)
+
+
+def test_host_side_field_api_and_its_refusals():
+    a = qd.field(qd.i32, shape=(2, 3))
+    b = qd.field(qd.i32, shape=(2, 3))
+    a.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3))
+    b.copy_from(a)
+    assert b[1, 2] == 5 and b.shape == (2, 3) and b.dtype == qd.i32
+    with pytest.raises(ValueError, match="does not match the field's"):
+        a.from_numpy(np.zeros(5, np.int32))
+    nested = qd.field(qd.f32)
+    with pytest.raises(NotImplementedError, match="nested qd.root.dense levels are not supported yet"):
+        qd.root.dense(qd.i, 4).dense(qd.j, 4).place(nested)
+    with pytest.raises(NotImplementedError, match="qd.tensor\\(layout=...\\) is not supported yet"):
+        qd.tensor(qd.f32, (4,), layout=(1, 0))
+    s = Particle.field(shape=3)
+    s[1] = {"m": 2.0, "x": np.array([1.0, 2.0], np.float32)}
+    assert s[1]["m"] == 2.0 and s.x.to_numpy()[1].tolist() == [1.0, 2.0] and s.to_numpy()["v"].shape == (3, 2)

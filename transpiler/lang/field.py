@@ -260,7 +260,3 @@ def data_oriented(cls=None, **_options):
     cls._qd_data_oriented = True
     return cls
 
-
-def runtime_objects():
-    """The types a kernel binds as module storage when it meets one as a Python value."""
-    return (Field,)

@@ -50,8 +50,8 @@ def running_disabled() -> bool:
     return _not_running is not None
 
 
-class Kernel:
-    """A ``@qd.kernel`` function. Calling it runs it on the arch chosen by ``qd.init``."""
+class _Decorated:
+    """A function the language decorated: it keeps the Python function and its names."""
 
     def __init__(self, fn: Callable):
         self.fn = fn
@@ -59,6 +59,10 @@ class Kernel:
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+
+
+class Kernel(_Decorated):
+    """A ``@qd.kernel`` function. Calling it runs it on the arch chosen by ``qd.init``."""
 
     def __call__(self, *args, **kwargs):
         if _not_running is not None:
@@ -101,15 +105,8 @@ def self_annotation(fn: Callable, name: str, ann):
     return ann
 
 
-class Func:
+class Func(_Decorated):
     """A ``@qd.func`` function: inlined into the kernels that call it."""
-
-    def __init__(self, fn: Callable):
-        self.fn = fn
-        self.__name__ = fn.__name__
-        self.__qualname__ = fn.__qualname__
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"@qd.func {self.__name__} can only be called from inside a @qd.kernel")
