@@ -24,7 +24,7 @@ import transpiler as qd  # noqa: E402
 
 
 # Fixtures that stand for a toolchain: a test taking one is a toolchain test.
-TOOLCHAIN_FIXTURES = {"executor", "vulkan", "dialect", "mod", "prims", "corpus_headers", "every_routine"}
+TOOLCHAIN_FIXTURES = {"executor", "lanes_executor", "vulkan", "dialect", "mod", "prims", "corpus_headers", "every_routine"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -86,7 +86,11 @@ EXECUTORS = ["vulkan", "cpu-cuda", "cpu-hip", "cuda"]
 RECURSIVE_EXECUTORS = ["cpu-cuda", "cpu-hip", "cuda"]
 
 
+# Subgroup widths: vulkan 8 (lavapipe), cpu-cuda 32, cpu-hip 64; cpu-cuda-16 is the CUDA text
+# specialized to 16 lanes for the emulator, the width of Intel and Mali GPUs (subgroup tests).
+SUBGROUP_EXECUTORS = ["vulkan", "cpu-cuda-16", "cpu-cuda", "cpu-hip", "cuda"]
 EXECUTOR_INIT = {"vulkan": {"arch": "vulkan"}, "cpu-cuda": {"arch": "cpu"},
+                 "cpu-cuda-16": {"arch": "cpu", "subgroup_size": 16},
                  "cpu-hip": {"arch": "cpu", "dialect": "hip"}, "cuda": {"arch": "cuda", "enable_fallback": False}}
 
 
@@ -97,7 +101,16 @@ def init_executor(name: str, **options) -> None:
 
 @pytest.fixture(params=EXECUTORS)
 def executor(request):
-    name = request.param
+    return _start(request.param)
+
+
+@pytest.fixture(params=SUBGROUP_EXECUTORS)
+def lanes_executor(request):
+    """An executor, at every subgroup width this machine can run: 8, 16, 32, 64 (and the GPU's)."""
+    return _start(request.param)
+
+
+def _start(name: str) -> str:
     if name == "cuda" and not have_gpu():
         pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
     init_executor(name)

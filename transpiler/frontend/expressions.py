@@ -326,6 +326,16 @@ class ExpressionLowering:
         left = self.expr(node.left)
         result = None
         for op_node, right_node in zip(node.ops, node.comparators):
+            if isinstance(op_node, (ast.In, ast.NotIn)):
+                # Membership is a question about translation-time values (`op in ("add", "min")`).
+                right = self.expr(right_node)
+                if not (isinstance(left, CT) and isinstance(right, CT)):
+                    raise self.error(node, "`in` and `not in` work on translation-time values only",
+                                     hint="compare with == and combine with `or`")
+                part = CT((left.value in right.value) == isinstance(op_node, ast.In))
+                result = part if result is None else self.logical("and", result, part, node)
+                left = right
+                continue
             op = CMPOPS.get(type(op_node))
             if op is None:
                 raise self.error(node, f"the comparison `{type(op_node).__name__}` is not supported in kernels")

@@ -230,17 +230,24 @@ def _thread_index(lo, name, node):
     return ir.ThreadIndex(T.i32, lo.loc(node), name.split(".")[1])
 
 
-_DEPRECATED = {"block.mem_sync": "block.mem_fence", "grid.memfence": "grid.mem_fence"}
+_DEPRECATED = {"block.mem_sync": "block.mem_fence", "grid.memfence": "grid.mem_fence",
+               "subgroup.barrier": "subgroup.sync", "subgroup.memory_barrier": "subgroup.mem_fence",
+               "subgroup.ballot_full_subgroup": "subgroup.ballot"}
+
+
+def _current_name(lo, name: str, node) -> str:
+    """``name``, or what replaces a deprecated alias of it (with Quadrants' DeprecationWarning)."""
+    if name in _DEPRECATED:
+        warnings.warn(f"{lo.loc(node)}: qd.simt.{name}() is deprecated; use qd.simt.{_DEPRECATED[name]}()",
+                      DeprecationWarning, stacklevel=3)
+        return _DEPRECATED[name]
+    return name
 
 
 @handler("block.mem_fence", "grid.mem_fence", "block.mem_sync", "grid.memfence")
 def _fence(lo, name, node):
     _args(lo, node, name, 0)
-    if name in _DEPRECATED:
-        loc = lo.loc(node)
-        warnings.warn(f"{loc}: qd.simt.{name}() is deprecated; use qd.simt.{_DEPRECATED[name]}()",
-                      DeprecationWarning, stacklevel=2)
-        name = _DEPRECATED[name]
+    name = _current_name(lo, name, node)
     scope = "block" if name.startswith("block.") else "device"
     lo.emit(ir.Fence(lo.loc(node), scope))
     return CT(None)
@@ -324,16 +331,18 @@ def _invocation_id(lo, name, node):
     return ir.SubgroupOp(T.i32, lo.loc(node), "invocation_id", [])
 
 
-@handler("subgroup.sync")
+@handler("subgroup.sync", "subgroup.barrier")
 def _subgroup_sync(lo, name, node):
     _args(lo, node, name, 0)
+    _current_name(lo, name, node)
     lo.emit(ir.Barrier(lo.loc(node), "subgroup"))
     return CT(None)
 
 
-@handler("subgroup.mem_fence")
+@handler("subgroup.mem_fence", "subgroup.memory_barrier")
 def _subgroup_fence(lo, name, node):
     _args(lo, node, name, 0)
+    _current_name(lo, name, node)
     lo.emit(ir.Fence(lo.loc(node), "subgroup"))
     return CT(None)
 
@@ -363,9 +372,10 @@ def _broadcast_first(lo, name, node):
     return ir.SubgroupOp(value.type, lo.loc(node), "broadcast", [value, ir.Const(T.u32, lo.loc(node), 0)])
 
 
-@handler("subgroup.ballot")
+@handler("subgroup.ballot", "subgroup.ballot_full_subgroup")
 def _ballot(lo, name, node):
     (p,) = _args(lo, node, name, 1)
+    _current_name(lo, name, node)
     lo.require_parallel(node, "qd.simt.subgroup.ballot()")
     return ir.SubgroupOp(T.u64, lo.loc(node), "ballot", [lo.truth(lo.to_expr(p, node.args[0]), node.args[0])])
 

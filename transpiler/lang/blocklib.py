@@ -12,42 +12,18 @@ called in a loop from overwriting slots another subgroup is still reading.
 """
 from __future__ import annotations
 
-import math
-
 import transpiler as qd
 from transpiler.lang.kernel import comptime
+from transpiler.lang.subgrouplib import combine as _combine
+from transpiler.lang.subgrouplib import identity, native_reduce, tiled_inclusive
 
 __all__ = ["reduce", "reduce_add", "reduce_min", "reduce_max", "reduce_all", "reduce_all_add",
            "reduce_all_min", "reduce_all_max", "inclusive_scan", "inclusive_add", "inclusive_min",
            "inclusive_max", "exclusive_scan", "exclusive_add", "exclusive_min", "exclusive_max",
            "radix_rank_match_atomic_or"]
-SUBGROUP_FUNCS = ["elect", "ballot_first_n", "lanemask_lt", "lanemask_le", "lanemask_eq", "lanemask_gt",
-                  "lanemask_ge", "all_equal", "reduce_add_tiled", "reduce_min_tiled", "reduce_max_tiled",
-                  "inclusive_add_tiled", "inclusive_min_tiled", "inclusive_max_tiled",
-                  "exclusive_add_tiled", "exclusive_min_tiled", "exclusive_max_tiled"]
 
 block = qd.simt.block
 subgroup = qd.simt.subgroup
-
-
-@comptime
-def _identity_value(op, dtype):
-    if op == "add":
-        return 0.0 if dtype.is_float else 0
-    info = None if dtype.is_float else (dtype.bits, dtype.is_signed)
-    if op == "min":
-        return math.inf if info is None else (1 << (info[0] - (1 if info[1] else 0))) - 1
-    if op == "max":
-        return -math.inf if info is None else (-(1 << (info[0] - 1)) if info[1] else 0)
-    raise ValueError(f"no identity for {op!r}; use exclusive_scan(value, block_dim, op, identity, dtype)")
-
-
-@qd.func
-def identity(op: qd.template(), dtype: qd.template()):
-    """The value ``op`` leaves unchanged, typed: add 0, min the type's max (+inf), max the
-    type's min (-inf, 0 for unsigned). A cast of a Python number, not ``dtype(x)``: that
-    makes a numpy scalar, and importing numpy was a fifth of the CLI's cold start."""
-    return qd.cast(_identity_value(op, dtype), dtype)
 
 
 @comptime
@@ -68,27 +44,11 @@ def _subgroups(block_dim, size):
 
 
 @qd.func
-def _combine(op: qd.template(), a, b):
-    if qd.static(op == "add"):
-        return a + b
-    elif qd.static(op == "min"):
-        return min(a, b)
-    elif qd.static(op == "max"):
-        return max(a, b)
-    else:
-        return op(a, b)
-
-
-@qd.func
 def _subgroup_reduce(value, op: qd.template()):
     """Every lane gets the fold of its subgroup: native where the op is add/min/max,
     otherwise an xor butterfly of shuffles."""
-    if qd.static(op == "add"):
-        return subgroup.reduce_add(value)
-    elif qd.static(op == "min"):
-        return subgroup.reduce_min(value)
-    elif qd.static(op == "max"):
-        return subgroup.reduce_max(value)
+    if qd.static(op in ("add", "min", "max")):
+        return native_reduce(value, op)
     else:
         # Pairs, then pairs of pairs: lane 0 folds the lanes in order (a user's operator
         # need not commute), and hands its result to every lane.
@@ -100,20 +60,7 @@ def _subgroup_reduce(value, op: qd.template()):
 
 @qd.func
 def _subgroup_inclusive(value, op: qd.template()):
-    if qd.static(op == "add"):
-        return subgroup.inclusive_add(value)
-    elif qd.static(op == "min"):
-        return subgroup.inclusive_min(value)
-    elif qd.static(op == "max"):
-        return subgroup.inclusive_max(value)
-    else:
-        lane = subgroup.invocation_id()
-        v = value
-        for k in qd.static(range(subgroup.log2_group_size())):
-            other = subgroup.shuffle_up(v, qd.u32(1 << k))
-            if lane >= (1 << k):
-                v = op(other, v)
-        return v
+    return tiled_inclusive(value, subgroup.log2_group_size(), op)
 
 
 @qd.func
@@ -334,124 +281,27 @@ def exclusive_max(value, block_dim: qd.template(), dtype: qd.template()):
     return _block_scan(value, block_dim, "max", dtype, False, identity("max", dtype), True)
 
 
-# ----------------------------------------------------------------------------- subgroup helpers
-
-@qd.func
-def elect():
-    """1 in lane 0 of the subgroup, else 0."""
-    return qd.i32(subgroup.invocation_id() == 0)
+# The per-subgroup digit counts of radix_rank_match_atomic_or take at most this much shared
+# memory, whatever the number of subgroups: 256 threads in 8-lane subgroups (lavapipe) would
+# otherwise need 32 KiB for them alone, all a Vulkan device must offer.
+RANK_COUNTS_BYTES = 16384
 
 
-@qd.func
-def ballot_first_n(predicate, n: qd.template()):
-    """The low ``n`` (<= 32) bits of the ballot of ``predicate``, as a u32."""
-    keep = predicate != 0
-    if qd.static(n < 32):
-        keep = keep and subgroup.invocation_id() < n
-    return qd.u32(subgroup.ballot(keep) & qd.u64(0xFFFFFFFF))
+@comptime
+def _rank_round(n_sub, digits):
+    """How many subgroups publish their counts per round: all of them when the table fits,
+    else the largest power of two that does."""
+    if n_sub * digits * 4 <= RANK_COUNTS_BYTES:
+        return n_sub
+    g = 1
+    while 2 * g * digits * 4 <= RANK_COUNTS_BYTES:
+        g *= 2
+    return g
 
 
-@qd.func
-def lanemask_lt(lane):
-    return (qd.u32(1) << qd.u32(lane)) - qd.u32(1)
-
-
-@qd.func
-def lanemask_le(lane):
-    return qd.select(lane >= 31, qd.u32(0xFFFFFFFF), (qd.u32(2) << qd.u32(lane)) - qd.u32(1))
-
-
-@qd.func
-def lanemask_eq(lane):
-    return qd.u32(1) << qd.u32(lane)
-
-
-@qd.func
-def lanemask_gt(lane):
-    return ~lanemask_le(lane)
-
-
-@qd.func
-def lanemask_ge(lane):
-    return ~lanemask_lt(lane)
-
-
-@qd.func
-def all_equal(value):
-    """1 when every lane holds the same value, else 0."""
-    return subgroup.all_true(value == subgroup.broadcast(value, qd.u32(0)))
-
-
-@qd.func
-def _tiled_reduce(value, log2_size: qd.template(), op: qd.template()):
-    v = value
-    for k in qd.static(range(log2_size)):
-        v = _combine(op, v, subgroup.shuffle_xor(v, qd.u32(1 << k)))
-    return v
-
-
-@qd.func
-def _tiled_inclusive(value, log2_size: qd.template(), op: qd.template()):
-    lane = subgroup.invocation_id() & ((1 << log2_size) - 1)
-    v = value
-    for k in qd.static(range(log2_size)):
-        other = subgroup.shuffle_up(v, qd.u32(1 << k))
-        if lane >= (1 << k):
-            v = _combine(op, other, v)
-    return v
-
-
-@qd.func
-def _tiled_exclusive(value, log2_size: qd.template(), op: qd.template()):
-    lane = subgroup.invocation_id() & ((1 << log2_size) - 1)
-    incl = _tiled_inclusive(value, log2_size, op)
-    shifted = subgroup.shuffle_up(incl, qd.u32(1))
-    return qd.select(lane == 0, identity(op, qd.typeof(value)), shifted)
-
-
-@qd.func
-def reduce_add_tiled(value, log2_size: qd.template()):
-    return _tiled_reduce(value, log2_size, "add")
-
-
-@qd.func
-def reduce_min_tiled(value, log2_size: qd.template()):
-    return _tiled_reduce(value, log2_size, "min")
-
-
-@qd.func
-def reduce_max_tiled(value, log2_size: qd.template()):
-    return _tiled_reduce(value, log2_size, "max")
-
-
-@qd.func
-def inclusive_add_tiled(value, log2_size: qd.template()):
-    return _tiled_inclusive(value, log2_size, "add")
-
-
-@qd.func
-def inclusive_min_tiled(value, log2_size: qd.template()):
-    return _tiled_inclusive(value, log2_size, "min")
-
-
-@qd.func
-def inclusive_max_tiled(value, log2_size: qd.template()):
-    return _tiled_inclusive(value, log2_size, "max")
-
-
-@qd.func
-def exclusive_add_tiled(value, log2_size: qd.template()):
-    return _tiled_exclusive(value, log2_size, "add")
-
-
-@qd.func
-def exclusive_min_tiled(value, log2_size: qd.template()):
-    return _tiled_exclusive(value, log2_size, "min")
-
-
-@qd.func
-def exclusive_max_tiled(value, log2_size: qd.template()):
-    return _tiled_exclusive(value, log2_size, "max")
+@comptime
+def _ceil_div(a, b):
+    return -(-a // b)
 
 
 @qd.func
@@ -465,19 +315,22 @@ def radix_rank_match_atomic_or(key, block_dim: qd.template(), radix_bits: qd.tem
     Works at any subgroup width (8 on lavapipe, 32, 64): each subgroup finds the lanes
     sharing its digit with one ballot per digit bit (the "match"), the first of them
     publishes the group's count, then one thread per digit turns the per-subgroup counts
-    into offsets."""
+    into offsets. When the table of counts would pass RANK_COUNTS_BYTES, the subgroups
+    publish in rounds through a table of one round's rows, each digit's thread carrying its
+    running total from round to round."""
     digits = qd.static(1 << radix_bits)
     size = qd.static(subgroup.group_size())
     n_sub = qd.static(_subgroups(block_dim, size))
     qd.static_assert(digits <= block_dim, "radix_rank_match_atomic_or needs 1 << radix_bits <= block_dim")
-    counts = block.SharedArray((n_sub, digits), qd.i32)
+    per_round = qd.static(_rank_round(n_sub, digits))
+    counts = block.SharedArray((per_round, digits), qd.i32)
     tid = block.thread_idx()
     lane = tid % size
     sub = tid // size
     digit = qd.i32((qd.u32(key) >> qd.u32(bit_start)) & ((qd.u32(1) << qd.u32(num_bits)) - qd.u32(1)))
     # Called in a loop, the previous call's threads may still be reading counts.
     block.sync()
-    for k in range(tid, n_sub * digits, block_dim):
+    for k in range(tid, per_round * digits, block_dim):
         counts[k // digits, k % digits] = 0
     same = subgroup.ballot(True)
     for b in qd.static(range(radix_bits)):
@@ -485,19 +338,44 @@ def radix_rank_match_atomic_or(key, block_dim: qd.template(), radix_bits: qd.tem
         votes = subgroup.ballot(bit != 0)
         same &= qd.select(bit != 0, votes, ~votes)
     below = qd.math.popcnt(same & ((qd.u64(1) << qd.u64(lane)) - qd.u64(1)))
-    block.sync()
-    if below == 0:
-        counts[sub, digit] = qd.math.popcnt(same)
-    block.sync()
     total = 0
-    if tid < digits:
-        for s in range(n_sub):
-            c = counts[s, tid]
-            counts[s, tid] = total
-            total += c
-        bins[tid] = total
+    before = 0  # the threads of earlier subgroups holding this thread's digit
+    if qd.static(per_round == n_sub):
+        block.sync()
+        if below == 0:
+            counts[sub, digit] = qd.math.popcnt(same)
+        block.sync()
+        if tid < digits:
+            for s in range(n_sub):
+                c = counts[s, tid]
+                counts[s, tid] = total
+                total += c
+            bins[tid] = total
+    else:
+        for r in qd.static(range(_ceil_div(n_sub, per_round))):
+            if qd.static(r > 0):
+                block.sync()  # the previous round's rows are read
+                for k in range(tid, per_round * digits, block_dim):
+                    counts[k // digits, k % digits] = 0
+            block.sync()
+            mine = sub - r * per_round
+            if below == 0 and mine >= 0 and mine < per_round:
+                counts[mine, digit] = qd.math.popcnt(same)
+            block.sync()
+            if tid < digits:
+                for s in range(min(per_round, n_sub - r * per_round)):
+                    c = counts[s, tid]
+                    counts[s, tid] = total
+                    total += c
+            block.sync()
+            if mine >= 0 and mine < per_round:
+                before = counts[mine, digit]
+        if tid < digits:
+            bins[tid] = total
     start = exclusive_add(total, block_dim, qd.i32)
     if tid < digits:
         excl_prefix[tid] = start
     block.sync()
-    return excl_prefix[digit] + counts[sub, digit] + below
+    if qd.static(per_round == n_sub):
+        before = counts[sub, digit]
+    return excl_prefix[digit] + before + below

@@ -2,7 +2,7 @@
 vector types and functions (``vec3``, ``mat3``, ``dot``, ``clamp``, ``smoothstep``, ...)."""
 from ..ir.types import f32, i32, u32
 from .mathlib import (  # noqa: F401
-    clamp, cross, degrees, determinant, distance, dot, eye, fract, inverse, length, log2, mix, mod, normalize,
+    clamp, cross, degrees, determinant, distance, dot, eye, fns, fract, inverse, length, log2, mix, mod, normalize,
     radians, reflect, refract, rotation2d, sign, smoothstep, step, vdir,
 )
 from .matrix import MatrixType

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math as _pymath
 
+from ..ir.types import i32, u32
 from . import ops
 from .kernel import func, static
 from .matrix import Matrix, Vector, matrix
@@ -128,6 +129,38 @@ def vdir(ang):
     return Vector([ops.cos(ang), ops.sin(ang)])
 
 
+@func
+def fns(mask, base, offset):
+    """CUDA's ``__fns``: the position of the ``|offset|``-th set bit of the u32 ``mask``,
+    counting up from bit ``base`` (offset > 0) or down from it (offset < 0), both inclusive;
+    with offset 0, ``base`` if that bit is set. 0xFFFFFFFF when there is no such bit.
+    Written with one step per skipped bit (clearing the lowest or highest), not per bit."""
+    m = u32(mask)
+    b = u32(base)
+    n = i32(offset)
+    found = u32(0xFFFFFFFF)
+    if n == 0:
+        if b < u32(32):
+            if (m >> b) & u32(1) != u32(0):
+                found = b
+    elif n > 0:
+        if b < u32(32):
+            left = m & (u32(0xFFFFFFFF) << b)
+            for _ in range(n - 1):
+                left &= left - u32(1)
+            if left != u32(0):
+                found = u32(ops.ffs(left) - 1)
+    else:
+        top = ops.min(b, u32(31))
+        left = m & (u32(0xFFFFFFFF) >> (u32(31) - top))
+        for _ in range(-n - 1):
+            if left != u32(0):
+                left &= ~(u32(0x80000000) >> u32(ops.clz(left)))
+        if left != u32(0):
+            found = u32(31 - ops.clz(left))
+    return found
+
+
 __all__ = ["mix", "clamp", "step", "fract", "smoothstep", "sign", "normalize", "log2", "reflect", "degrees",
            "radians", "distance", "refract", "dot", "cross", "mod", "length", "determinant", "inverse", "eye",
-           "rotation2d", "vdir"]
+           "rotation2d", "vdir", "fns"]

@@ -19,13 +19,7 @@ _LATER = {
     "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
         "algorithms",
     "is not supported yet (it comes with the rest of Quadrants' SIMT surface)":
-        "bitonic_sort_kv bitonic_sort_kv_tiled segmented_reduce_add segmented_reduce_min segmented_reduce_max "
-        "segmented_reduce_add_tiled segmented_reduce_min_tiled segmented_reduce_max_tiled all_true_tiled "
-        "any_true_tiled all_equal_tiled reduce_all_add_tiled reduce_all_min_tiled reduce_all_max_tiled "
-        "inclusive_mul inclusive_and inclusive_or inclusive_xor exclusive_mul exclusive_and exclusive_or "
-        "exclusive_xor inclusive_mul_tiled inclusive_and_tiled inclusive_or_tiled inclusive_xor_tiled "
-        "exclusive_mul_tiled exclusive_and_tiled exclusive_or_tiled exclusive_xor_tiled ballot_full_subgroup "
-        "barrier memory_barrier warp Tile16x16 Tile32x32 tile",
+        "warp Tile16x16 Tile32x32 tile",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")

@@ -3,8 +3,9 @@
 ``qd.simt.block`` works on the threads of one block (CUDA CTA, Vulkan/Metal workgroup),
 ``qd.simt.subgroup`` on the lanes of one subgroup (warp, wavefront, SIMD-group),
 ``qd.simt.grid`` across all blocks of a launch. The primitives are markers the frontend
-lowers to IR nodes; the block-wide reductions, scans and the radix rank are written once,
-in the kernel language itself, on top of them (``transpiler/lang/blocklib.py``). Semantics:
+lowers to IR nodes; the block-wide reductions, scans and the radix rank, and the tiled
+subgroup operations, are written once in the kernel language itself on top of them
+(``transpiler/lang/blocklib.py``, ``transpiler/lang/subgrouplib.py``). Semantics:
 ``shared/seeds``."""
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ _subgroup = {
     "any_true": "1 when the predicate is non-zero on any lane, else 0.",
     "sync": "Subgroup barrier.",
     "mem_fence": "Order memory accesses as seen by the subgroup.",
+    "barrier": "Deprecated alias of subgroup.sync().",
+    "memory_barrier": "Deprecated alias of subgroup.mem_fence().",
+    "ballot_full_subgroup": "Deprecated alias of subgroup.ballot().",
     **{f"{kind}_{op}": f"Subgroup {kind.replace('_', ' ')} with {op} (every lane gets its result)."
        for kind in ("reduce", "reduce_all", "inclusive", "exclusive") for op in ("add", "min", "max")},
 }
@@ -70,9 +74,9 @@ def __getattr__(name: str):
 
 
 def _install_block_algorithms() -> None:
-    from . import blocklib
+    from . import blocklib, subgrouplib
 
     for name in blocklib.__all__:
         setattr(block, name, getattr(blocklib, name))
-    for name in blocklib.SUBGROUP_FUNCS:
-        setattr(subgroup, name, getattr(blocklib, name))
+    for name in subgrouplib.__all__:
+        setattr(subgroup, name, getattr(subgrouplib, name))

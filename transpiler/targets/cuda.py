@@ -55,7 +55,8 @@ BITCASTS = {
 # intrinsics, 16-bit atomicCAS) needs sm_70 at least anyway.
 MIN_SM = 75
 # A warp's lane, and its collectives: every lane takes part (the full-warp mask).
-LANE = "(threadIdx.x & 31u)"
+# {mask}: the warp width less one (31; narrower only for the CPU emulator).
+LANE = "(threadIdx.x & {mask}u)"
 SHUFFLES = {
     "shuffle": "__shfl_sync(0xffffffffu, {v}, {k})", "broadcast": "__shfl_sync(0xffffffffu, {v}, {k})",
     "shuffle_up": "__shfl_up_sync(0xffffffffu, {v}, {k})", "shuffle_down": "__shfl_down_sync(0xffffffffu, {v}, {k})",
@@ -132,8 +133,11 @@ class CudaDialect(CxxDialect):
     native_subgroup_reduce = "__CUDA_ARCH__ >= 800"
     ptx_scans = True
 
+    def lane_of(self, subgroup_size: int | None) -> str:
+        return self.lane.format(mask=(subgroup_size or 32) - 1)
+
     def helper_values(self, subgroup_size: int | None) -> dict:
-        return {**super().helper_values(subgroup_size), "warp_size": subgroup_size, "lane_id": f"(int){self.lane}",
+        return {**super().helper_values(subgroup_size), "warp_size": subgroup_size, "lane_id": f"(int){self.lane_of(subgroup_size)}",
                 "shuffles": self.shuffles, "native_warp_reduce": self.native_subgroup_reduce,
                 "ptx_shfl_up_pred": self.ptx_scans}
 
@@ -171,7 +175,7 @@ class CudaDialect(CxxDialect):
         if e.op in self.votes:
             return self.votes[e.op].format(p=args[0])
         if e.op == "invocation_id":
-            return f"(int32_t){self.lane}"
+            return f"(int32_t){self.lane_of(r.ctx.options.subgroup_size)}"
         # Reductions and scans: helper functions (native __reduce_*_sync where the hardware has it).
         kind, op = e.op.split("_")
         t = self.compute_type(e.type)
@@ -250,6 +254,17 @@ class CudaTarget(Target):
     checker = "transpiler.toolchains.nvrtc_check"
     evidence = EVIDENCE
     emulator_defines = ()
+
+    def subgroup_size(self, options: dict) -> int:
+        """32, the warp. ``emulated_subgroup_size`` (4, 8 or 16; the CPU emulator's option,
+        not the command line's) specializes the text to a narrower warp, which no NVIDIA GPU
+        has: the emulator runs the width-generic library at the widths other devices have."""
+        size = options.get("emulated_subgroup_size")
+        if size is None:
+            return self.default_subgroup_size
+        if size not in (4, 8, 16, 32):
+            raise TranspileError(f"emulated_subgroup_size={size!r}: the emulator runs CUDA text at 4, 8, 16 or 32 lanes")
+        return size
 
     def language(self, ctx: TranslationContext) -> str:
         nvshmem = requirement(ctx.kernel)

@@ -409,14 +409,14 @@ def emulated(dialect: str):
 
 
 def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = "cuda", wave32: bool = False,
-                 entries: Sequence[str] | None = None, compiler: str | None = None, opt: str = "-O2",
+                 subgroup_size: int | None = None, entries: Sequence[str] | None = None, compiler: str | None = None, opt: str = "-O2",
                  python_files: dict[str, str] | None = None, race_check: bool = False) -> CpuModule:
     """Compile one generated (or hand-written) CUDA/HIP source for the emulator, cached by
     content. ``entries`` defaults to every ``__global__`` function in the source.
     ``race_check`` builds a ThreadSanitizer executable instead (see the module docstring)."""
     target = emulated(dialect)
     cxx = find_compiler(compiler)
-    warp = target.subgroup_size({"wave32": wave32})
+    warp = target.subgroup_size(_width_options(wave32, subgroup_size))
     names = list(entries) if entries is not None else _ENTRY_RE.findall(source)
     defines = [f"-DQD_EMU_WARP_SIZE={warp}"] + [f"-D{d}" for d in target.emulator_defines]
     wrapper = f'#include "qd_simt.h"\n#include "{source_name}"\n' + "".join(f"QD_EMU_ENTRY({n})\n" for n in names)
@@ -480,9 +480,15 @@ def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
         and all(isinstance(e, _GRID_FREE_EXPRS) for e in all_exprs(code))
 
 
+def _width_options(wave32: bool, subgroup_size: int | None) -> dict:
+    return {"wave32": wave32, **({"emulated_subgroup_size": subgroup_size} if subgroup_size else {})}
+
+
 class CpuBackend(Backend):
     """``qd.init(arch="cpu")``: the CUDA text (``dialect="hip"``: the HIP text, wave64 unless
     ``wave32=True``) compiled for the host and run by the SIMT emulator.
+    ``subgroup_size`` (CUDA text: 4, 8, 16; default 32) runs a narrower warp than any NVIDIA
+    GPU's, to test width-generic code at the widths of other devices.
 
     Options: ``watchdog_s`` (how long a loop may spin with nothing else happening before it
     is reported as a hang), ``race_check`` (ThreadSanitizer in a child process),
@@ -494,13 +500,18 @@ class CpuBackend(Backend):
 
     def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
                  watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
-                 poison_shared: bool = True, max_blocks: int = 64):
+                 poison_shared: bool = True, max_blocks: int = 64, subgroup_size: int | None = None):
         try:
             emulated(dialect)
         except ValueError as exc:
             raise ValueError(f"qd.init(arch='cpu'): {exc}") from None
         self.dialect = self.target = dialect
         self.wave32 = bool(wave32)
+        self.width = subgroup_size
+        if subgroup_size is not None and emulated(dialect).subgroup_size(self.translate_options()) != subgroup_size:
+            raise ValueError(f"qd.init(arch='cpu', subgroup_size={subgroup_size}): the {dialect} text cannot be "
+                             "specialized to that width (the CUDA text narrows to 4, 8 or 16 lanes; the HIP "
+                             "text picks its wavefront with wave32=True)")
         self.race_check = bool(race_check)
         self.watchdog_s = float(watchdog_s)
         # Race checks need the compiler's TSan runtime: Debian's g++ ships it, clang's is a
@@ -513,14 +524,14 @@ class CpuBackend(Backend):
         self.max_blocks = int(max_blocks)
 
     def translate_options(self) -> dict:
-        return {"wave32": self.wave32}
+        return _width_options(self.wave32, self.width)
 
     def load(self, tr: Translation) -> CpuProgram:
         kernel, manifest = tr.ir, tr.manifest
         (name, text), = tr.sources.items()
         entries = {e["name"]: e for e in manifest["entry_points"]}
         pyfiles = {os.path.basename(kernel.file): kernel.file}
-        module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, entries=list(entries),
+        module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width, entries=list(entries),
                               compiler=self.compiler, opt=self.opt, python_files=pyfiles, race_check=self.race_check)
         cappable = {t.name: t.kind == "parallel" and _grid_free(kernel, t) for t in kernel.tasks}
         return CpuProgram(module, manifest, entries, cappable)
