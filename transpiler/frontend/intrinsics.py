@@ -402,6 +402,44 @@ def _subgroup_fold(lo, name, node):
     return ir.SubgroupOp(value.type, lo.loc(node), f"{kind}_{op}", [value])
 
 
+# ----------------------------------------------------------------------------- CUDA's warp API
+
+# qd.simt.warp name -> (op, result type, value type): the value is the argument after the mask.
+_WARP = {
+    "all_nonzero": ("all", T.i32, T.i32), "any_nonzero": ("any", T.i32, T.i32), "unique": ("uni", T.i32, T.i32),
+    "match_any": ("match_any", T.u32, T.i32), "match_all": ("match_all", T.u32, T.i32),
+    **{f"shfl_{kind}_{t.name}": ("shfl" if kind == "sync" else f"shfl_{kind}", t, t)
+       for kind in ("sync", "up", "down", "xor") for t in (T.i32, T.f32) if (kind, t) != ("xor", T.f32)},
+}
+
+
+@handler(*(f"warp.{name}" for name in (*_WARP, "ballot", "active_mask", "sync")))
+def _warp(lo, name, node):
+    short = name.split(".")[1]
+    lo.require_parallel(node, f"qd.simt.{name}()")
+    loc = lo.loc(node)
+    if short == "ballot":
+        (p,) = _args(lo, node, name, 1)
+        return ir.WarpOp(T.i32, loc, "ballot", short, [lo.coerce(lo.truth(lo.to_expr(p, node.args[0]), node.args[0]),
+                                                                  T.i32, node.args[0])])
+    if short == "active_mask":
+        _args(lo, node, name, 0)
+        return ir.WarpOp(T.u32, loc, "active_mask", short, [])
+    if short == "sync":
+        (m,) = _args(lo, node, name, 1)
+        mask = lo.coerce(lo.to_expr(m, node.args[0]), T.u32, node.args[0], explicit=True)
+        lo.emit(ir.ExprStmt(loc, ir.WarpOp(ir.VOID, loc, "sync", short, [mask])))
+        return CT(None)
+    op, result, value_type = _WARP[short]
+    n = 3 if op.startswith("shfl") else 2
+    values = _args(lo, node, name, n)
+    args = [lo.coerce(lo.to_expr(values[0], node.args[0]), T.u32, node.args[0], explicit=True),
+            lo.coerce(lo.to_expr(values[1], node.args[1]), value_type, node.args[1], explicit=True)]
+    if n == 3:
+        args.append(lo.coerce(lo.to_expr(values[2], node.args[2]), T.i32, node.args[2], explicit=True))
+    return ir.WarpOp(result, loc, op, short, args)
+
+
 @handler("atomic_add", "atomic_sub", "atomic_mul", "atomic_min", "atomic_max", "atomic_and",
          "atomic_or", "atomic_xor", "atomic_exchange", "atomic_cas")
 def _atomic(lo, name, node):

@@ -238,6 +238,18 @@ class SubgroupOp(Expr):
     args: list[Expr]
 
 
+@dataclass(eq=False, slots=True)
+class WarpOp(Expr):
+    """CUDA's legacy warp intrinsics (``qd.simt.warp``): a vote, shuffle or match over the
+    lanes named by a mask (args[0]), a ballot of the whole warp, the active mask, or
+    ``__syncwarp`` (type VOID, in an ExprStmt). ``name`` is the Quadrants function, for
+    messages. Only the lanes of the mask need to take part."""
+
+    op: str
+    name: str
+    args: list[Expr]
+
+
 BLOCK_VOTES = ("all", "any", "count")
 
 

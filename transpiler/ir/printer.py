@@ -57,6 +57,8 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
         return f"volatile {_element(e, names)}"
     if isinstance(e, ir.BlockVote):
         return f"block_sync_{e.op}.{t}({dump_expr(e.pred, names)})"
+    if isinstance(e, ir.WarpOp):
+        return f"warp_{e.op}.{t}({', '.join(dump_expr(a, names) for a in e.args)})"
     if isinstance(e, ir.SubgroupOp):
         return f"subgroup_{e.op}.{t}({', '.join(dump_expr(a, names) for a in e.args)})"
     if isinstance(e, ir.Atomic):

@@ -59,6 +59,23 @@ grid = Namespace("qd.simt.grid",
     mem_fence=_marker("grid.mem_fence", "Order this thread's memory accesses as seen by every thread of the launch."),
     memfence=_marker("grid.memfence", "Deprecated alias of grid.mem_fence()."),
 )
+# CUDA's legacy warp API, as Quadrants keeps it: explicit lane masks, 32-lane warps. CUDA and
+# HIP (full masks) only; qd.simt.subgroup is the portable spelling.
+_warp = {
+    "all_nonzero": "all_nonzero(mask, predicate): 1 when the predicate is non-zero on every lane of mask.",
+    "any_nonzero": "any_nonzero(mask, predicate): 1 when the predicate is non-zero on any lane of mask.",
+    "unique": "unique(mask, predicate): 1 when the predicate is the same on every lane of mask.",
+    "ballot": "ballot(predicate): an i32 of the warp's lanes whose predicate is non-zero.",
+    **{f"shfl_{kind}_{t}": f"shfl_{kind}_{t}(mask, value, k): CUDA's __shfl{'' if kind == 'sync' else '_' + kind}"
+       f"_sync on an {t}." for kind, types in (("sync", ("i32", "f32")), ("up", ("i32", "f32")),
+                                              ("down", ("i32", "f32")), ("xor", ("i32",))) for t in types},
+    "match_any": "match_any(mask, value): the u32 mask of the lanes of mask holding the same value (sm_70+).",
+    "match_all": "match_all(mask, value): mask when every lane of mask holds the same value, else 0 (sm_70+).",
+    "active_mask": "active_mask(): the u32 mask of the lanes executing this call.",
+    "sync": "sync(mask): the lanes of mask wait for each other (__syncwarp).",
+}
+warp = Namespace("qd.simt.warp", **{k: _marker(f"warp.{k}", d) for k, d in _warp.items()})
+
 # System scope: the host and other devices too (mapped host memory, peer GPUs, NVSHMEM
 # buffers another PE reads directly). CUDA and HIP only: Vulkan and Metal have no such scope.
 system = Namespace("qd.simt.system",

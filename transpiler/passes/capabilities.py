@@ -70,6 +70,26 @@ def first_f64(kernel: ir.Kernel) -> ir.Loc | None:
     return _first(found)
 
 
+# What to write instead of each qd.simt.warp function on a target without CUDA's warp API.
+WARP_INSTEAD = {
+    "all_nonzero": "qd.simt.subgroup.all_true(predicate)", "any_nonzero": "qd.simt.subgroup.any_true(predicate)",
+    "unique": "qd.simt.subgroup.all_equal(predicate != 0)", "ballot": "qd.simt.subgroup.ballot_first_n(predicate, 32)",
+    "shfl_sync_i32": "qd.simt.subgroup.shuffle(value, lane)", "shfl_sync_f32": "qd.simt.subgroup.shuffle(value, lane)",
+    "shfl_up_i32": "qd.simt.subgroup.shuffle_up(value, delta)", "shfl_up_f32": "qd.simt.subgroup.shuffle_up(value, delta)",
+    "shfl_down_i32": "qd.simt.subgroup.shuffle_down(value, delta)",
+    "shfl_down_f32": "qd.simt.subgroup.shuffle_down(value, delta)",
+    "shfl_xor_i32": "qd.simt.subgroup.shuffle_xor(value, mask)", "sync": "qd.simt.subgroup.sync()",
+    "match_any": "qd.simt.subgroup.all_equal(value) (whether all lanes match)",
+    "match_all": "qd.simt.subgroup.all_equal(value)",
+    "active_mask": "uniform control flow, where every lane is active",
+}
+
+
+def first_warp_op(kernel: ir.Kernel) -> ir.WarpOp | None:
+    found = [e for _, stmts in _code(kernel) for e in all_exprs(stmts) if isinstance(e, ir.WarpOp)]
+    return min(found, key=lambda e: (e.loc.line, e.loc.col), default=None)
+
+
 def check_capabilities(kernel: ir.Kernel, target: Target) -> None:
     """A located error where ``kernel`` needs something ``target`` cannot express."""
     from ..targets import all_targets
@@ -92,6 +112,11 @@ def check_capabilities(kernel: ir.Kernel, target: Target) -> None:
         if loc is not None:
             raise TranspileError(f"a recursive @qd.real_func is not supported on the {target.name} target: "
                                  f"{why['recursion']}", loc, hint="rewrite the recursion as a loop")
+    if not caps.warp_api:
+        op = first_warp_op(kernel)
+        if op is not None:
+            raise TranspileError(f"qd.simt.warp.{op.name}() is not supported on the {target.name} target: "
+                                 f"{why['warp_api']}", op.loc, hint=f"use {WARP_INSTEAD[op.name]}")
     if not caps.system_scope:
         loc = first_system_fence(kernel)
         if loc is not None:

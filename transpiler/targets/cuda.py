@@ -6,6 +6,7 @@ f16 type come from the template's prelude rather than from headers.
 from __future__ import annotations
 
 from ..errors import TranspileError
+from ..passes.capabilities import WARP_INSTEAD
 from ..ir import nodes as ir
 from ..ir import types as T
 from .context import EntryPoint, TranslationContext, Usage
@@ -54,6 +55,14 @@ BITCASTS = {
 # The oldest architecture NVRTC 13 compiles for; everything emitted here (warp-synchronous
 # intrinsics, 16-bit atomicCAS) needs sm_70 at least anyway.
 MIN_SM = 75
+# qd.simt.warp: CUDA's masked intrinsics as they are ({0} the mask, but for ballot and active_mask);
+# match_all is a helper, its intrinsic reporting through a pointer too.
+WARP = {"all": "__all_sync({0}, {1})", "any": "__any_sync({0}, {1})", "uni": "__uni_sync({0}, {1})",
+        "ballot": "(int32_t)__ballot_sync(0xffffffffu, {0})", "active_mask": "__activemask()",
+        "shfl": "__shfl_sync({0}, {1}, {2})", "shfl_up": "__shfl_up_sync({0}, {1}, (unsigned){2})",
+        "shfl_down": "__shfl_down_sync({0}, {1}, (unsigned){2})", "shfl_xor": "__shfl_xor_sync({0}, {1}, {2})",
+        "match_any": "__match_any_sync({0}, {1})", "match_all": "{helper}({0}, {1})", "sync": "__syncwarp({0})"}
+
 # A warp's lane, and its collectives: every lane takes part (the full-warp mask).
 # {mask}: the warp width less one (31; narrower only for the CPU emulator).
 LANE = "(threadIdx.x & {mask}u)"
@@ -128,6 +137,7 @@ class CudaDialect(CxxDialect):
     lane = LANE
     shuffles = SHUFFLES
     votes = VOTES
+    warps = WARP
     # The preprocessor condition under which __reduce_*_sync exists ("" where it never does),
     # and whether inline PTX may build the scans (CUB's predicated shfl.sync.up).
     native_subgroup_reduce = "__CUDA_ARCH__ >= 800"
@@ -165,6 +175,14 @@ class CudaDialect(CxxDialect):
     def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
         size = " * ".join(str(n) for n in array.type.shape)
         return f"__shared__ {r.type(array.type.dtype)} {name}[{size}];"
+
+    def warp(self, r: Renderer, e: ir.WarpOp, args: list[str]) -> str:
+        spelling = self.warps.get(e.op)
+        if spelling is None:
+            raise TranspileError(f"qd.simt.warp.{e.name}() has no {self.name.upper()} equivalent", e.loc,
+                                 hint=f"use {WARP_INSTEAD[e.name]}")
+        helper = r.helper(f"warp_{e.op}", T.u32) if "{helper}" in spelling else ""
+        return spelling.format(*args, helper=helper)
 
     def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
         if e.op in self.shuffles:
@@ -244,7 +262,7 @@ class CudaTarget(Target):
     name = "cuda"
     title = "CUDA"
     dialect = CudaDialect()
-    caps = Capabilities(system_scope=True, nvshmem=True, block_votes=True, recursion=True)
+    caps = Capabilities(system_scope=True, nvshmem=True, block_votes=True, recursion=True, warp_api=True)
     renderer_class = ShmemRenderer
     file_ext = ".cu"
     module_template = "cuda/module.cu.j2"

@@ -208,3 +208,6 @@ class Dialect:
 
     def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
         raise TranspileError(f"subgroup.{e.op} is not supported on the {self.name} target yet", e.loc)
+
+    def warp(self, r: Renderer, e: ir.WarpOp, args: list[str]) -> str:
+        raise TranspileError(f"qd.simt.warp.{e.name}() is not supported on the {self.name} target", e.loc)

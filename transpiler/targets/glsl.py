@@ -467,6 +467,7 @@ class GlslTarget(Target):
     # Vulkan's widest scope for a storage buffer is the device: no system fence, no NVSHMEM.
     caps = Capabilities()
     why_not = {"system_scope": "it has no system (host and peer device) memory scope for device code",
+               "warp_api": "qd.simt.warp is CUDA's warp API (explicit lane masks), native on CUDA and HIP only",
                "recursion": "GLSL forbids recursion, even through other functions"}
     renderer_class = GlslRenderer
     needs_class = GlslNeeds

@@ -31,6 +31,17 @@ SHUFFLES = {
 }
 VOTES = {"ballot": "(uint64_t)__ballot({p})",  # 64 bits on wave64 and wave32 alike
          "all": "__all({p})", "any": "__any({p})"}
+# qd.simt.warp: CUDA's 32-lane warps, each half of a wave64 one of them. Shuffles stay within
+# 32 lanes (HIP's width argument); votes, ballots and matches read this half's bits of a
+# wavefront ballot, restricted to the mask and the active lanes, as CUDA's masked forms do.
+WARP = {"shfl": "__shfl({1}, {2}, 32)", "shfl_up": "__shfl_up({1}, (unsigned){2}, 32)",
+        "shfl_down": "__shfl_down({1}, (unsigned){2}, 32)", "shfl_xor": "__shfl_xor({1}, {2}, 32)",
+        "ballot": "(int32_t)(__ballot({0}) >> (__lane_id() & 32u))",
+        "active_mask": "(uint32_t)(__ballot(1) >> (__lane_id() & 32u))",
+        "sync": '(__builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"), __builtin_amdgcn_wave_barrier(), '
+                '__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"))'}
+WARP_VOTES = {"all": 0, "any": 1, "uni": 2}  # the kind argument of the qd_warp_vote helper
+
 # A wavefront executes in lockstep, but the compiler may still move memory accesses across
 # the lanes' convergence point: the fences pin them (__syncwarp's memory ordering).
 BARRIERS = {
@@ -69,6 +80,7 @@ class HipDialect(CudaDialect):
     lane = LANE
     shuffles = SHUFFLES
     votes = VOTES
+    warps = WARP
     barriers = BARRIERS
     native_subgroup_reduce = ""
     ptx_scans = False
@@ -76,6 +88,13 @@ class HipDialect(CudaDialect):
     # qd_half is clang's _Float16 here, not the CUDA prelude's struct: reinterpret with the builtin.
     bitcasts = {**CudaDialect.bitcasts, ("f16", "u16"): "__builtin_bit_cast(uint16_t, {})",
                 ("u16", "f16"): "__builtin_bit_cast(qd_half, (uint16_t)({}))"}
+
+    def warp(self, r: Renderer, e: ir.WarpOp, args: list[str]) -> str:
+        if e.op in WARP_VOTES:
+            return f"{r.helper('warp_vote', T.i32)}({args[0]}, {args[1]}, {WARP_VOTES[e.op]})"
+        if e.op in ("match_any", "match_all"):
+            return f"{r.helper('warp_' + e.op, T.u32)}({args[0]}, {args[1]})"
+        return self.warps[e.op].format(*args)
 
     def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
         t = e.args[0].type
@@ -111,7 +130,7 @@ class HipTarget(CudaTarget):
     title = "HIP"
     dialect = HipDialect()
     # No rocSHMEM; __threadfence_system() exists.
-    caps = Capabilities(system_scope=True, block_votes=True, recursion=True)
+    caps = Capabilities(system_scope=True, block_votes=True, recursion=True, warp_api=True)
     needs_class = HipNeeds
     file_ext = ".hip"
     module_template = "hip/module.hip.j2"

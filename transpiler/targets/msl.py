@@ -299,6 +299,7 @@ class MslTarget(Target):
     caps = Capabilities(f64=False, fence_orders_plain_stores=False)
     why_not = {"f64": "Metal has no 64-bit floating-point type",
                "system_scope": "it has no system (host and peer device) memory scope for device code",
+               "warp_api": "qd.simt.warp is CUDA's warp API (explicit lane masks), native on CUDA and HIP only",
                "recursion": "Metal Shading Language forbids recursive functions"}
     renderer_class = MslRenderer
     needs_class = MslNeeds

@@ -233,6 +233,9 @@ class Renderer:
         args = [self.text(a) for a in e.args]
         return self.narrow(self.dialect.subgroup(self, e, args), PREC_PRIMARY, e.type)
 
+    def expr_WarpOp(self, e: ir.WarpOp):
+        return self.dialect.warp(self, e, [self.text(a) for a in e.args]), PREC_PRIMARY
+
     def expr_Call(self, e: ir.Call):
         args = [self.text(a) for a in e.args] + [name for name, _ in self.function_inputs(e.function)]
         return f"{self.ctx.names.functions[e.function]}({', '.join(args)})", PREC_PRIMARY

@@ -38,6 +38,7 @@ class Capabilities:
     # orders atomic accesses only (seed 000), so a plain-store publication is not safe there.
     fence_orders_plain_stores: bool = True
     recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
+    warp_api: bool = False          # CUDA's masked warp intrinsics (qd.simt.warp)
 
 
 class Target:

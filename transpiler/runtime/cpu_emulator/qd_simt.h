@@ -558,6 +558,8 @@ inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
 #define __ballot_sync(mask, pred) ((::qd_emu::lanemask_t)::qd_emu::ballot(__LINE__, "__ballot_sync", (mask), 0, (pred)))
 #define __any_sync(mask, pred) ((int)(::qd_emu::ballot(__LINE__, "__any_sync", (mask), 0, (pred)) != 0))
 #define __all_sync(mask, pred) ((int)(::qd_emu::ballot(__LINE__, "__all_sync", (mask), 0, !(pred)) == 0))
+// vote.uni: the predicate is the same on every lane of the mask (one ballot: none or all set).
+#define __uni_sync(mask, pred) ::qd_emu::uni(__LINE__, (mask), (pred))
 #define __reduce_add_sync(mask, v) ::qd_emu::reduce<0>(__LINE__, "__reduce_add_sync", (mask), (v))
 #define __reduce_min_sync(mask, v) ::qd_emu::reduce<1>(__LINE__, "__reduce_min_sync", (mask), (v))
 #define __reduce_max_sync(mask, v) ::qd_emu::reduce<2>(__LINE__, "__reduce_max_sync", (mask), (v))
@@ -567,6 +569,11 @@ inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
 #define __activemask() ((::qd_emu::lanemask_t)qd_emu_warp_op(__LINE__, "__activemask()", 0, 1, 0, 0, QD_EMU_WARP_SIZE, &::qd_emu::members_compute))
 
 namespace qd_emu {
+inline int uni(int line, unsigned long long mask, bool pred) {
+    unsigned long long votes = ballot(line, "__uni_sync", mask, 0, pred);
+    unsigned long long lanes = ballot(line, "__uni_sync", mask, 0, true);  // the mask's lanes that exist
+    return votes == 0 || votes == lanes;
+}
 inline void syncwarp(int line, unsigned long long mask = ~0ull) {
     qd_emu_warp_op(line, "__syncwarp", mask, 0, 0, 0, QD_EMU_WARP_SIZE, &nop_compute);
 }
