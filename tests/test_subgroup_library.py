@@ -328,7 +328,8 @@ def test_full_width_groups_use_the_native_collective():
                       arg_types={"src": qd.types.ndarray(qd.i32, ndim=1), "mul": qd.types.ndarray(qd.i32, ndim=1),
                                  "out": qd.types.ndarray(qd.i32, ndim=2)})
     text = "\n".join(tr.sources.values())
-    for native in ("subgroupAdd", "subgroupMin", "subgroupMax", "subgroupAll("):
+    for native in ("subgroupAdd", "subgroupMin", "subgroupMax", "subgroupAll(", "subgroupInclusiveMul",
+                   "subgroupExclusiveMul", "subgroupInclusiveXor", "subgroupExclusiveAnd"):
         assert native in text, native
 
 

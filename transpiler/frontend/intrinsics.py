@@ -402,6 +402,19 @@ def _subgroup_fold(lo, name, node):
     return ir.SubgroupOp(value.type, lo.loc(node), f"{kind}_{op}", [value])
 
 
+@handler("subgroup._scan")
+def _subgroup_scan(lo, name, node):
+    """``subgroup._scan(kind, op, value)``: the library's way to the scans Quadrants names only
+    as functions (``inclusive_xor``), one subgroup collective each."""
+    kind, op, v = _args(lo, node, name, 3)
+    kind, op = lo.static_value(node.args[0], what="a scan kind"), lo.static_value(node.args[1], what="an operator")
+    lo.require_parallel(node, f"qd.simt.subgroup.{kind}_{op}()")
+    value = lo.to_expr(v, node.args[2])
+    if value.type is T.bool_:
+        value = lo.coerce(value, T.i32, node.args[2])
+    return ir.SubgroupOp(value.type, lo.loc(node), f"{kind}_{op}", [value])
+
+
 # ----------------------------------------------------------------------------- CUDA's warp API
 
 # qd.simt.warp name -> (op, result type, value type): the value is the argument after the mask.

@@ -225,6 +225,9 @@ SUBGROUP_OPS = {
     "reduce_add": "value", "reduce_min": "value", "reduce_max": "value",
     "inclusive_add": "value", "inclusive_min": "value", "inclusive_max": "value",
     "exclusive_add": "value", "exclusive_min": "value", "exclusive_max": "value",
+    # Scans Quadrants has with these operators too: native on Vulkan (and Metal's product),
+    # a shuffle ladder elsewhere.
+    **{f"{kind}_{op}": "value" for kind in ("inclusive", "exclusive") for op in ("mul", "and", "or", "xor")},
 }
 
 

@@ -197,10 +197,14 @@ def fits(value: int, t: DType) -> bool:
 
 
 def identity(op: str, t: DType):
-    """The identity of ``op`` ("add", "min" or "max") on ``t``: what an exclusive scan gives
-    its first lane."""
-    if op == "add":
+    """The identity of ``op`` ("add", "mul", "min", "max", "and", "or", "xor") on ``t``: what
+    an exclusive scan gives its first lane."""
+    if op in ("add", "or", "xor"):
         return 0.0 if t.is_float else 0
+    if op == "mul":
+        return 1.0 if t.is_float else 1
+    if op == "and":
+        return -1 if t.is_signed else (1 << t.bits) - 1
     if t.is_float:
         return float("inf") if op == "min" else float("-inf")
     if op == "min":

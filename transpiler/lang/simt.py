@@ -51,6 +51,7 @@ _subgroup = {
     "ballot_full_subgroup": "Deprecated alias of subgroup.ballot().",
     **{f"{kind}_{op}": f"Subgroup {kind.replace('_', ' ')} with {op} (every lane gets its result)."
        for kind in ("reduce", "reduce_all", "inclusive", "exclusive") for op in ("add", "min", "max")},
+    "_scan": "_scan(kind, op, value): the subgroup scan of an operator (the library's building block).",
 }
 
 block = Namespace("qd.simt.block", **{k: _marker(f"block.{k}", d) for k, d in _block.items()})

@@ -8,9 +8,11 @@ broadcast to every lane of the group), with two guarantees Quadrants leaves to t
 
 - a group wider than the subgroup the code is specialized to (``reduce_add_tiled(v, 5)`` on
   an 8-lane device) is a located error at translation, never a NaN at run time;
-- where a tiled operation spans the whole subgroup and the target has a native collective
-  for it (add/min/max folds and scans, votes), that collective is used: one REDUX on CUDA
-  for integer sums, ``subgroupAdd`` on Vulkan, ``simd_sum`` on Metal.
+- a tiled operation spanning the whole subgroup is one subgroup collective of the IR (the
+  add/min/max folds, the scans of every operator, the votes), which each target spells its
+  best way: one REDUX on CUDA for integer sums, ``subgroupAdd`` / ``subgroupInclusiveXor`` on
+  Vulkan, ``simd_sum`` / ``simd_prefix_inclusive_product`` on Metal, a shuffle ladder where
+  there is no instruction.
 
 Every reduction leaves its result in every lane of the group (Quadrants guarantees lane 0
 only); exclusive scans shift the input first and then scan, which Quadrants does to dodge a
@@ -35,7 +37,8 @@ __all__ = [
 ]
 
 subgroup = qd.simt.subgroup
-_NATIVE = ("add", "min", "max")   # the folds and scans every target has as one subgroup collective
+_NATIVE = ("add", "min", "max")   # the folds every target has as one subgroup collective
+_SCANS = ("add", "mul", "min", "max", "and", "or", "xor")  # the scans the IR has as one collective
 _BITWISE = ("and", "or", "xor")
 
 
@@ -137,22 +140,12 @@ def native_reduce(value, op: qd.template()):
 
 @qd.func
 def native_inclusive(value, op: qd.template()):
-    if qd.static(op == "add"):
-        return subgroup.inclusive_add(value)
-    elif qd.static(op == "min"):
-        return subgroup.inclusive_min(value)
-    else:
-        return subgroup.inclusive_max(value)
+    return subgroup._scan("inclusive", op, value)
 
 
 @qd.func
 def native_exclusive(value, op: qd.template()):
-    if qd.static(op == "add"):
-        return subgroup.exclusive_add(value)
-    elif qd.static(op == "min"):
-        return subgroup.exclusive_min(value)
-    else:
-        return subgroup.exclusive_max(value)
+    return subgroup._scan("exclusive", op, value)
 
 
 @comptime
@@ -195,7 +188,7 @@ def _ladder(value, log2_size: qd.template(), op: qd.template()):
 
 @qd.func
 def tiled_inclusive(value, log2_size: qd.template(), op: qd.template()):
-    if qd.static(_full(log2_size, subgroup.group_size()) and op in _NATIVE):
+    if qd.static(_full(log2_size, subgroup.group_size()) and op in _SCANS):
         return native_inclusive(value, op)
     else:
         return _ladder(value, log2_size, op)
@@ -204,7 +197,7 @@ def tiled_inclusive(value, log2_size: qd.template(), op: qd.template()):
 @qd.func
 def tiled_exclusive(value, log2_size: qd.template(), op: qd.template()):
     """Lane 0 of each group gets ``op``'s identity, lane i the fold of lanes 0..i-1."""
-    if qd.static(_full(log2_size, subgroup.group_size()) and op in _NATIVE):
+    if qd.static(_full(log2_size, subgroup.group_size()) and op in _SCANS):
         return native_exclusive(value, op)
     else:
         prev = subgroup.shuffle_up(value, qd.u32(1))

@@ -137,12 +137,13 @@ SUBGROUP_CLASSES = {
     "shuffle_up": "shuffle_relative", "shuffle_down": "shuffle_relative", "broadcast": "ballot",
     "ballot": "ballot", "all": "vote", "any": "vote",
     **{f"{kind}_{op}": "arithmetic" for kind in ("reduce", "inclusive", "exclusive") for op in ("add", "min", "max")},
+    **{f"{kind}_{op}": "arithmetic" for kind in ("inclusive", "exclusive") for op in ("mul", "and", "or", "xor")},
 }
 SUBGROUP_FUNCS = {
     "shuffle": "subgroupShuffle", "shuffle_xor": "subgroupShuffleXor", "all": "subgroupAll", "any": "subgroupAny",
     "reduce_add": "subgroupAdd", "reduce_min": "subgroupMin", "reduce_max": "subgroupMax",
     **{f"{kind}_{op}": f"subgroup{kind.title()}{op.title()}" for kind in ("inclusive", "exclusive")
-       for op in ("add", "min", "max")},
+       for op in ("add", "min", "max", "mul", "and", "or", "xor")},
 }
 # The 32-bit type subgroup operations on a narrower value go through: the 8- and 16-bit
 # forms would need shaderSubgroupExtendedTypes and a GL_EXT extension per type.

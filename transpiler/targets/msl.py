@@ -55,6 +55,7 @@ SIMD_FUNCS = {
     "shuffle_xor": "simd_shuffle_xor", "all": "simd_all", "any": "simd_any",
     "reduce_add": "simd_sum", "reduce_min": "simd_min", "reduce_max": "simd_max",
     "inclusive_add": "simd_prefix_inclusive_sum", "exclusive_add": "simd_prefix_exclusive_sum",
+    "inclusive_mul": "simd_prefix_inclusive_product", "exclusive_mul": "simd_prefix_exclusive_product",
 }
 # Both memory kinds: block.sync() makes device writes visible to the block too, as
 # __syncthreads() does, and a SIMD-group barrier does the same for its lanes.
