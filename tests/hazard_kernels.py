@@ -62,6 +62,25 @@ def metal_plain_publication(data: vec, flag: ivec):
 
 
 @qd.kernel
+def metal_plain_flag(data: vec, flag: ivec):
+    """Seed 000's look-back idiom: plain data, a grid fence, a plain flag. Fine on CUDA, HIP
+    and Vulkan; not on Metal, whose fences order atomic accesses only."""
+    for i in range(data.shape[0]):
+        data[i] = 1.0  # hazard@msl: metal-publication
+        qd.simt.grid.mem_fence()
+        flag[i] = 1
+
+
+@qd.kernel
+def metal_fenced_spin(data: vec, flag: ivec, out: vec):
+    """The reader of that idiom: a plain load of the flag, a fence in the loop."""
+    for i in range(out.shape[0]):
+        while flag[0] == 0:  # hazard@msl: metal-spin-wait
+            qd.simt.grid.mem_fence()
+        out[i] = data[0]
+
+
+@qd.kernel
 def block_fence_publication(data: vec, flag: ivec):
     for i in range(data.shape[0]):
         data[i] = 1.0

@@ -27,8 +27,6 @@ PY_BINOPS = {
     "bitor": operator.or_, "bitxor": operator.xor,
 }
 CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
-PY_CMPOPS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-              "eq": operator.eq, "ne": operator.ne}
 SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
            "pow": "**", "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^"}
 # Memory augmented assignments that Quadrants makes atomic.

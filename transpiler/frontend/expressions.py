@@ -8,10 +8,11 @@ import operator
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
+from ..ir.evaluate import PY_CMPOPS
 from ..ir import types as T
 from ..passes import fold
 from .common import (
-    BINOPS, CMPOPS, PY_BINOPS, PY_CMPOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, is_py_scalar,
+    BINOPS, CMPOPS, PY_BINOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, is_py_scalar,
     nonneg, retype_const, weak_type,
 )
 from .fields import StructArray

@@ -52,6 +52,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.scope = Scope(None)
         self.in_parallel = False
         self.loop_depth = 0         # serial loops inside the current task
+        self.static_jumps: list[tuple[int, ir.Local | None]] = []  # (loop depth, break flag) of qd.static loops
         self.inline_stack: list[Callable] = []
         self.uniform_defs: list[ir.Stmt] = []   # pure top-level assignments, copied into tasks
         self.top_level_locals: set[ir.Local] = set()
@@ -549,7 +550,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         """A bound of a top-level loop: the host sizes the grid from it before launching, so
         it may use parameters, shapes and constants but not memory."""
         e = self.index_expr(node)
-        if any(not isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.LocalRef, ir.BinOp, ir.Unary, ir.Cast))
+        if any(not isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.LocalRef, ir.BinOp, ir.Unary, ir.Cast,
+                                  ir.Compare, ir.Logical, ir.Select))
                and not (isinstance(n, ir.Math) and n.fn in ("min", "max", "abs")) for n in iter_expr(e)):
             raise self.error(node, "the range of a top-level (parallel) loop must be computable from parameters, "
                                    "shapes and constants: the grid is sized before the kernel runs",

@@ -194,8 +194,8 @@ class RealFuncLowering:
         for pname, t in (compound or {}).items():  # the callee's own variable of that type
             scope.names[pname] = _var_of(t, [by_name[flat] for flat, _, _ in leaves(t, pname)])
         saved = (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
-                 self.frame_declares, self.statement_call)
-        self.block, self.scope, self.in_parallel, self.loop_depth = [], scope, False, 0
+                 self.frame_declares, self.statement_call, self.static_jumps)
+        self.block, self.scope, self.in_parallel, self.loop_depth, self.static_jumps = [], scope, False, 0, []
         self.inline_stack, self.library_site, self.frame_declares, self.statement_call = [], None, [], None
         self.frames.append(frame)
         self.function_stack.append(fn)
@@ -211,7 +211,7 @@ class RealFuncLowering:
             self.function_stack.pop()
             self.frames.pop()
             (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
-             self.frame_declares, self.statement_call) = saved
+             self.frame_declares, self.statement_call, self.static_jumps) = saved
         if result is not None and not (stmts and isinstance(stmts[-1], ir.Return)):
             # Falling off the end returns zero, as Quadrants' real functions do.
             end = parsed.loc(fdef.body[-1]) if fdef.body else fn.loc

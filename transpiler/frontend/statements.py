@@ -16,6 +16,25 @@ from ..lang.matrix import MatrixType
 from .scopes import Scope
 
 
+
+def loop_jumps(body: list[ast.stmt]) -> set[str]:
+    """Which of break / continue a loop body uses for itself (not those of loops inside it)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Break):
+            found.add("break")
+        elif isinstance(node, ast.Continue):
+            found.add("continue")
+        elif not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+    for st in body:
+        visit(st)
+    return found
+
+
 class StatementLowering:
     """Statement methods of KernelLowering (see lower.py for the state they use)."""
 
@@ -411,7 +430,13 @@ class StatementLowering:
         else:
             start, stop, step = typed
         sign = 0
-        if isinstance(step, ir.Const):
+        if len(vals) == 3 and isinstance(vals[2], CT):
+            # The literal's sign, read before the step takes the bounds' type: range(n_u32, 0, -1)
+            # steps by 0xFFFFFFFF, which wraps to n - 1, but counts down.
+            if vals[2].value == 0:
+                raise self.error(it.args[2], "range() step must not be zero")
+            sign = 1 if vals[2].value > 0 else -1
+        elif isinstance(step, ir.Const):
             if step.value == 0:
                 raise self.error(it.args[2], "range() step must not be zero")
             sign = 1 if step.value > 0 else -1
@@ -450,20 +475,66 @@ class StatementLowering:
         except TypeError:
             raise self.error(s.iter, f"qd.static(...) in a for loop must be iterable, got {type(seq).__name__}") \
                 from None
-        for item in items:
-            if top_level:
+        if top_level:
+            for item in items:
                 self.bind_static_target(s.target, item)
                 self.top_level(s.body)
-            else:
-                self.push_scope()
-                try:
-                    self.bind_static_target(s.target, item)
-                    for st in s.body:
-                        if isinstance(st, (ast.Break, ast.Continue)):
-                            raise self.error(st, "break/continue are not supported in a qd.static for loop")
-                        self.stmt(st)
-                finally:
-                    self.pop_scope()
+            return
+        jumps = loop_jumps(s.body)
+        if not jumps:
+            for item in items:
+                self.static_copy(s, item)
+            return
+        # `continue` goes to the next copy: each copy is a loop of one iteration. `break` ends
+        # the unrolling: the copies sit in one such loop, which a break leaves (through a flag
+        # when it is inside a copy's own loop).
+        loc = self.loc(s)
+        flag = None
+        if jumps == {"break", "continue"}:
+            flag = ir.Local("broke", T.bool_, loc)
+            self.emit(ir.Declare(loc, flag, ir.Const(T.bool_, loc, False)))
+        outer = self.static_jump_loop(s, lambda: self.static_copies(s, items, "continue" in jumps, flag),
+                                      "break" in jumps, None)
+        if outer is not None:
+            self.emit(outer)
+
+    def static_copies(self, s: ast.For, items: list, each_in_loop: bool, flag: ir.Local | None) -> None:
+        loc = self.loc(s)
+        for k, item in enumerate(items):
+            if not each_in_loop:
+                self.static_copy(s, item)
+                continue
+            self.emit(self.static_jump_loop(s, lambda item=item: self.static_copy(s, item), True, flag))
+            if flag is not None and k + 1 < len(items):
+                self.emit(ir.If(loc, ir.LocalRef(T.bool_, loc, flag), [ir.Break(loc)], []))
+
+    def static_jump_loop(self, s: ast.For, lower_body, wanted: bool, flag: ir.Local | None) -> ir.For | None:
+        """``lower_body`` inside ``for (once = 0; once < 1; ++once)``, where ``break`` and
+        ``continue`` of the static loop land (``flag``: a break sets it for the loop outside)."""
+        if not wanted:
+            lower_body()
+            return None
+        loc = self.loc(s)
+        once = ir.Local("once", T.i32, loc, loop_var=True)
+        saved, self.block = self.block, []
+        self.loop_depth += 1
+        self.static_jumps.append((self.loop_depth, flag))
+        try:
+            lower_body()
+        finally:
+            self.static_jumps.pop()
+            self.loop_depth -= 1
+            body, self.block = self.block, saved
+        return ir.For(loc, once, ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, 1), ir.Const(T.i32, loc, 1), 1, body)
+
+    def static_copy(self, s: ast.For, item) -> None:
+        self.push_scope()
+        try:
+            self.bind_static_target(s.target, item)
+            for st in s.body:
+                self.stmt(st)
+        finally:
+            self.pop_scope()
 
     def bind_static_target(self, target: ast.expr, item) -> None:
         if isinstance(target, ast.Name):
@@ -478,6 +549,9 @@ class StatementLowering:
             raise self.error(target, "a loop variable must be a plain name")
 
     def stmt_Break(self, s: ast.Break) -> None:
+        if self.static_jumps and self.static_jumps[-1][0] == self.loop_depth and self.static_jumps[-1][1] is not None:
+            loc = self.loc(s)
+            self.emit(ir.Assign(loc, self.static_jumps[-1][1], ir.Const(T.bool_, loc, True)))
         if self.loop_depth == 0:
             raise self.error(s, "break outside a serial loop" if not self.in_parallel else
                              "break is not allowed in a parallel loop: its iterations run on different threads",

@@ -2,7 +2,12 @@
 integers, so a runtime can size the grid before launching."""
 from __future__ import annotations
 
+import operator
+
 from . import nodes as ir
+
+PY_CMPOPS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+             "ne": operator.ne}
 
 
 class NotHostComputable(Exception):
@@ -29,6 +34,14 @@ def evaluate(e: ir.Expr, scalars: dict[str, object], shapes: dict[str, tuple[int
             return float(v) if x.type.is_float else int(v)
         if isinstance(x, ir.Unary) and x.op == "neg":
             return -ev(x.a)
+        if isinstance(x, ir.Unary) and x.op == "not":
+            return not ev(x.a)
+        if isinstance(x, ir.Compare):
+            return PY_CMPOPS[x.op](ev(x.a), ev(x.b))
+        if isinstance(x, ir.Logical):
+            return (ev(x.a) and ev(x.b)) if x.op == "and" else (ev(x.a) or ev(x.b))
+        if isinstance(x, ir.Select):
+            return ev(x.a) if ev(x.cond) else ev(x.b)
         if isinstance(x, ir.BinOp):
             a, b = ev(x.a), ev(x.b)
             ops = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,

@@ -238,11 +238,28 @@ class _Checker:
         for st in all_stmts(self.task.body):
             if not isinstance(st, ir.While):
                 continue
-            plain = [e for e in iter_expr(st.cond) if isinstance(e, ir.Load)]
+            # A location the loop body itself writes is not waited on (a serial task counting
+            # up a kernel-scope variable): only another thread's store could end that wait.
+            written = {id(s.array) for s in all_stmts(st.body) if isinstance(s, ir.Store)}
+            plain = [e for e in iter_expr(st.cond) if isinstance(e, ir.Load) and id(e.array) not in written]
             ordered = any(isinstance(e, (ir.VolatileLoad, ir.Atomic)) for e in iter_expr(st.cond))
             body_orders = any(isinstance(s, (ir.Fence, ir.Barrier)) or any(
                 isinstance(e, (ir.Atomic, ir.VolatileLoad, ir.BlockVote))
                 for x in stmt_exprs(s) for e in iter_expr(x)) for s in all_stmts(st.body))
+            # On Metal only an atomic read sees another block's store (qd.volatile_load is one
+            # there); a plain load kept fresh by a fence in the loop is not enough.
+            fenced_read = [e for e in iter_expr(st.cond) if isinstance(e, ir.Load)
+                           and isinstance(e.array, ir.Param) and id(e.array) not in written]
+            if fenced_read and not ordered and body_orders and not self.target.caps.fence_orders_plain_stores:
+                flag = fenced_read[0].array.name
+                self.hazards.append(Hazard(
+                    "warning", "metal-spin-wait",
+                    f"on {self.target.title}, a fence orders only atomic accesses: a flag read with a plain load "
+                    f"of `{flag}[...]` may never see another block's store, fence or not (so on Vulkan on macOS, "
+                    "which runs on Metal through MoltenVK)", st.loc,
+                    hint=f"spin on qd.volatile_load({flag}[...]) or qd.atomic_or({flag}[...], 0), and raise the "
+                         "flag with an atomic"))
+                continue
             if plain and not ordered and not body_orders:
                 load = plain[0]
                 self.hazards.append(Hazard(
@@ -263,7 +280,9 @@ class _Checker:
             before = [s for s in seq[:k] if isinstance(s, ir.Store) and isinstance(s.array, ir.Param)]
             after_atomic = any(isinstance(e, ir.Atomic) and isinstance(e.array, ir.Param)
                                for s in seq[k + 1:] for x in stmt_exprs(s) for e in iter_expr(x))
-            if not before or not after_atomic:
+            # The seed's own idiom raises its flag with a plain store after the fence.
+            after_plain = any(isinstance(s, ir.Store) and isinstance(s.array, ir.Param) for s in seq[k + 1:])
+            if not before or not (after_atomic or after_plain):
                 continue
             if st.scope == "block":
                 self.hazards.append(Hazard(
@@ -276,9 +295,10 @@ class _Checker:
                 self.hazards.append(Hazard(
                     "warning", "metal-publication",
                     f"on {self.target.title}, grid.mem_fence() orders only atomic accesses: the plain store to "
-                    f"`{store.array.name}` may not be visible to the block that sees the flag", store.loc,
+                    f"`{store.array.name}` may not be visible to the block that sees the flag (so on Vulkan on "
+                    "macOS, which runs on Metal through MoltenVK)", store.loc,
                     hint=f"publish the value itself with an atomic (e.g. qd.atomic_exchange({store.array.name}[...], v)),"
-                         " or split the kernel into two launches"))
+                         " raise the flag with one too, or split the kernel into two launches"))
 
 
 def check_hazards(kernel: ir.Kernel, target: Target, subgroup_size: int | None = None) -> list[Hazard]:

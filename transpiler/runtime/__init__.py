@@ -239,6 +239,15 @@ def _members(kernel: lang.Kernel, name: str, ann, value) -> list[tuple[str, obje
     return out
 
 
+def entries_by_task(kernel: ir.Kernel, manifest: dict) -> dict[str, dict]:
+    """Each task's manifest entry point, by the task's name: the manifest lists them in task
+    order, named as emitted (a name the target reserves is renamed: `kernel` on Metal)."""
+    entries = manifest["entry_points"]
+    if len(entries) != len(kernel.tasks):
+        raise AssertionError(f"{kernel.name}: {len(kernel.tasks)} tasks but {len(entries)} entry points")
+    return {t.name: e for t, e in zip(kernel.tasks, entries)}
+
+
 def python_dtype(dtype):
     """``dtype``, or the one Python's int / float / bool stands for under qd.init's defaults."""
     with T.using_defaults(_defaults):

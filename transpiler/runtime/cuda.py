@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import nodes as ir
-from . import Backend, Launch, Translation
+from . import Backend, Launch, Translation, entries_by_task
 
 
 class CudaBackend(Backend):
@@ -34,7 +34,7 @@ class CudaBackend(Backend):
         (source,) = tr.sources.values()
         module = self.cupy.RawModule(code=source, options=tuple(manifest["requirements"]["nvrtc_options"]),
                                      name_expressions=None)
-        functions = {e["name"]: module.get_function(e["name"]) for e in manifest["entry_points"]}
+        functions = {task: module.get_function(e["name"]) for task, e in entries_by_task(tr.ir, manifest).items()}
         return manifest, functions
 
     def run(self, program, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
-from . import Backend, Launch, Translation
+from . import Backend, Launch, Translation, entries_by_task
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
 VULKAN_API = (1, 2)
@@ -493,7 +493,7 @@ class VulkanBackend(Backend):
         pl_info = vk.VkPipelineLayoutCreateInfo(pSetLayouts=set_layouts or None, pPushConstantRanges=ranges or None)
         pipeline_layout = vk.vkCreatePipelineLayout(dev.device, pl_info, None)
         modules, pipelines = [], {}
-        for e in manifest["entry_points"]:
+        for task_name, e in entries_by_task(kernel, manifest).items():
             spirv = spirv_for(sources[e["file"]], e["file"])
             sm_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
             module = vk.vkCreateShaderModule(dev.device, sm_info, None)
@@ -503,7 +503,7 @@ class VulkanBackend(Backend):
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
                                                        pName=e["entry"], flags=flags, **chain)
             create = vk.VkComputePipelineCreateInfo(stage=stage, layout=pipeline_layout)
-            pipelines[e["name"]] = vk.vkCreateComputePipelines(dev.device, None, 1, [create], None)[0]
+            pipelines[task_name] = vk.vkCreateComputePipelines(dev.device, None, 1, [create], None)[0]
         cb_info = vk.VkCommandBufferAllocateInfo(commandPool=dev.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                  commandBufferCount=1)
         with dev.lock:  # the pool is shared by every program on this device

@@ -73,6 +73,7 @@ class ParamNames:
     shapes: dict[tuple[int, int], str]  # (id(param), dim) -> name
     taken: set[str]
     functions: dict[str, str] = field(default_factory=dict)  # a real function's IR name -> name
+    entries: dict[str, str] = field(default_factory=dict)    # a task's name -> its entry point's
 
     @classmethod
     def choose(cls, dialect: Dialect, kernel: ir.Kernel) -> ParamNames:
@@ -100,9 +101,11 @@ class ParamNames:
                     shapes[(id(p), d)] = declare(f"{p.name}_shape_{d}")
         # Functions are named after the parameters (whose names are fixed first), never as
         # an entry point, and no local may then shadow them.
-        entries = frozenset(t.name for t in kernel.tasks)
-        functions = {f.name: declare(f.name, entries) for f in kernel.functions}
-        return cls(params, shapes, taken, functions)
+        # Entry points keep the task's name unless the language reserves it (a kernel named
+        # `kernel` on Metal); the manifest gives the name emitted.
+        entries = {t.name: dialect.entry_identifier(t.name) for t in kernel.tasks}
+        functions = {f.name: declare(f.name, frozenset(entries.values())) for f in kernel.functions}
+        return cls(params, shapes, taken, functions, entries)
 
     def of(self, p: ir.Param) -> str:
         return self.params[id(p)]

@@ -108,6 +108,10 @@ class Dialect:
             return name + "_"
         return name
 
+    def entry_identifier(self, name: str) -> str:
+        """An entry point's name for a task named ``name`` (the manifest lists it)."""
+        return self.identifier(name)
+
     def type_name(self, t: T.DType, loc: ir.Loc | None = None) -> str:
         try:
             return self.types[t.name]

@@ -184,6 +184,10 @@ class GlslDialect(Dialect):
     name = "glsl"
     types = TYPES
     reserved = GLSL_KEYWORDS | GLSL_BUILTINS
+
+    def entry_identifier(self, name: str) -> str:
+        # Every shader's entry point is main(): the task's name only names the file.
+        return name
     thread_index = {
         "thread_idx": "int(gl_LocalInvocationID.x)",
         "block_idx": "int(gl_WorkGroupID.x)",
@@ -361,6 +365,12 @@ class GlslRenderer(Renderer):
         # Python's evaluation order and turns a Kahan summation's compensation into 0.
         # `precise` also forbids fusing a * b + c into an fma, which CUDA does by default.
         self.precise = not ctx.options.fast_math
+
+    def linear_index(self, array: ir.Array, indices: list[ir.Expr]) -> str:
+        # glslang takes only 32-bit subscripts: a 64-bit index (an i64 loop variable, an
+        # element of an i64 index array) is narrowed, as Quadrants' i32 indices are.
+        indices = [ir.Cast(T.i32, e.loc, e) if e.type.is_int and e.type.bits == 64 else e for e in indices]
+        return super().linear_index(array, indices)
 
     def alias_ref(self, array: ir.Array, t: T.DType, qualifier: str, index: str) -> str:
         """``array[index]`` through a second declaration of its buffer (same binding) with

@@ -133,7 +133,7 @@ class Target:
         functions = [r.function(f) for f in ctx.kernel.called_by(task.code())]
         origin = f"{os.path.basename(task.loc.file)}:{task.loc.line}"
         shared = sum(s.type.nbytes for s in task.shared)
-        entry = EntryPoint(task.name, task.kind, task.block_dim if parallel else 1, origin, params, r.lines, task,
+        entry = EntryPoint(ctx.names.entries[task.name], task.kind, task.block_dim if parallel else 1, origin, params, r.lines, task,
                            r.usage, shared, functions=functions)
         self.finish_entry(r, ctx, entry)
         return entry
@@ -215,6 +215,7 @@ def entry_manifest(e: EntryPoint, file: str) -> dict:
             "shared_bytes": e.shared_bytes, "grid": grid, "source_line": task.loc.line}
 
 
+_GRID_COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _GRID_OPS = {"add": "+", "sub": "-", "mul": "*", "truncdiv": "/", "truncmod": "%",
              "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^"}
 
@@ -232,8 +233,14 @@ def grid_text(e: ir.Expr, env: dict[int, ir.Expr]) -> str:
         return grid_text(env[id(e.var)], env)
     if isinstance(e, ir.Cast):
         return grid_text(e.a, env)
-    if isinstance(e, ir.Unary) and e.op == "neg":
-        return f"(-{grid_text(e.a, env)})"
+    if isinstance(e, ir.Unary) and e.op in ("neg", "not"):
+        return f"({'-' if e.op == 'neg' else '!'}{grid_text(e.a, env)})"
+    if isinstance(e, ir.Compare):
+        return f"({grid_text(e.a, env)} {_GRID_COMPARE[e.op]} {grid_text(e.b, env)})"
+    if isinstance(e, ir.Logical):
+        return f"({grid_text(e.a, env)} {'&&' if e.op == 'and' else '||'} {grid_text(e.b, env)})"
+    if isinstance(e, ir.Select):
+        return f"({grid_text(e.cond, env)} ? {grid_text(e.a, env)} : {grid_text(e.b, env)})"
     if isinstance(e, ir.BinOp) and e.op in _GRID_OPS:
         return f"({grid_text(e.a, env)} {_GRID_OPS[e.op]} {grid_text(e.b, env)})"
     if isinstance(e, ir.BinOp) and e.op in ("floordiv", "mod"):

@@ -17,7 +17,10 @@ layout(push_constant) uniform qd_params {
 int qd_floordiv(int a, int b)
 {
     int q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+    // The remainder's sign against the divisor's, not a < 0 and b < 0: lavapipe evaluates
+    // a < 0 wrongly for an i32 widened to i64 (x_i32 // d_i64 gave the truncated quotient).
+    int r = a - q * b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
 }
 
 // Python's % on i32: the result takes the sign of the divisor. GLSL leaves % undefined

@@ -40,7 +40,7 @@ from ...errors import ToolchainMissing
 from ...ir import nodes as ir
 from ...ir.walk import all_exprs, all_stmts
 from ...targets import get_target, names
-from .. import Backend, Launch, Translation
+from .. import Backend, Launch, Translation, entries_by_task
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "qd_simt.h"
@@ -529,9 +529,10 @@ class CpuBackend(Backend):
     def load(self, tr: Translation) -> CpuProgram:
         kernel, manifest = tr.ir, tr.manifest
         (name, text), = tr.sources.items()
-        entries = {e["name"]: e for e in manifest["entry_points"]}
+        entries = entries_by_task(kernel, manifest)
         pyfiles = {os.path.basename(kernel.file): kernel.file}
-        module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width, entries=list(entries),
+        module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
+                              entries=[e["name"] for e in entries.values()],
                               compiler=self.compiler, opt=self.opt, python_files=pyfiles, race_check=self.race_check)
         cappable = {t.name: t.kind == "parallel" and _grid_free(kernel, t) for t in kernel.tasks}
         return CpuProgram(module, manifest, entries, cappable)

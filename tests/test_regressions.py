@@ -1,0 +1,199 @@
+"""Silent wrong code and false rejections found by trying the language as a user would and by
+random kernels on three executors (issue 18), each kept here with the check that failed:
+results against NumPy on Vulkan and both CPU executors, and the toolchains' verdicts."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.toolchains import check_sources
+
+
+@qd.kernel
+def count_down_unsigned(out: qd.types.ndarray(qd.i32, ndim=1), start: qd.u32):
+    for i in range(out.shape[0]):
+        total = 0
+        for k in range(start + qd.u32(i), 0, -1):  # a u32 bound and a literal negative step
+            total += qd.i32(k)
+        out[i] = total
+
+
+@qd.kernel
+def static_jumps(out: qd.types.ndarray(qd.i32, ndim=2), stop: qd.i32):
+    for i in range(out.shape[0]):
+        for s in qd.static(range(4)):  # continue: the next copy, not the next task iteration
+            if (i + s) % 3 == 0:
+                continue
+            out[i, s] += 1
+        for s in qd.static(range(4)):  # break: the copies after it do not run
+            if i % 4 == s:
+                break
+            out[i, 4 + s] = 1
+        for s in qd.static(range(4)):  # both in one unrolled loop
+            if s == i % 3:
+                continue
+            if s == stop:
+                break
+            out[i, 8 + s] = s + 1
+        for s in qd.static(range(2)):  # a runtime loop inside: its break and continue are its own
+            k = 0
+            while True:
+                k += 1
+                if k < 3:
+                    continue
+                break
+            out[i, 12 + s] = k
+
+
+@qd.kernel
+def gather_i64(src: qd.types.ndarray(qd.f32, ndim=1), idx: qd.types.ndarray(qd.i64, ndim=1),
+               out: qd.types.ndarray(qd.f32, ndim=1)):
+    for i in range(idx.shape[0]):
+        out[i] = src[idx[i]]
+        for j in range(qd.i64(0), qd.i64(1)):  # an i64 loop variable as an index
+            out[i] += src[j]
+
+
+@qd.kernel
+def serial_counter_then_conditional_range(out: qd.types.ndarray(qd.i32, ndim=1), m: qd.i32):
+    n = 0
+    while n < m:  # a kernel-scope variable only this serial task writes: no spin-wait
+        n += 3
+    out[0] = n
+    for i in range(out.shape[0] if m > 0 else 1):  # a conditional range bound
+        out[i] += 1
+
+
+@qd.kernel
+def widened_floordiv(x: qd.types.ndarray(qd.i32, ndim=1), d: qd.types.ndarray(qd.i64, ndim=1),
+                     out: qd.types.ndarray(qd.i64, ndim=2)):
+    for i in range(x.shape[0]):
+        out[i, 0] = x[i] // d[i]
+        out[i, 1] = x[i] % d[i]
+
+
+@qd.kernel
+def python_dtypes(a: qd.types.ndarray(dtype=float, ndim=1), b: qd.types.ndarray(dtype=int, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * 2 + b[i]
+
+
+@qd.kernel
+def kernel(device: qd.types.ndarray(qd.f32, ndim=1), thread: qd.f32, half: qd.i32):
+    for i in range(device.shape[0]):
+        device[i] = thread * half + i
+
+
+@qd.kernel
+def main(buffer: qd.types.ndarray(qd.f32, ndim=1), uniform: qd.f32) -> qd.f32:
+    total = 0.0
+    for i in range(buffer.shape[0]):
+        total += buffer[i] * uniform
+    return total
+
+
+def test_counting_down_from_an_unsigned_bound(executor):
+    out = np.zeros(6, np.int32)
+    count_down_unsigned(out, 5)
+    np.testing.assert_array_equal(out, [sum(range(5 + i, 0, -1)) for i in range(6)])
+
+
+def test_break_and_continue_in_static_loops(executor):
+    n = 12
+    out = np.zeros((n, 14), np.int32)
+    static_jumps(out, 2)
+    want = np.zeros_like(out)
+    for i in range(n):
+        for s in range(4):
+            if (i + s) % 3:
+                want[i, s] = 1
+        for s in range(4):
+            if i % 4 == s:
+                break
+            want[i, 4 + s] = 1
+        for s in range(4):
+            if s == i % 3:
+                continue
+            if s == 2:
+                break
+            want[i, 8 + s] = s + 1
+        want[i, 12:] = 3
+    np.testing.assert_array_equal(out, want)
+
+
+def test_i64_indices(executor, rng):
+    src = rng.standard_normal(100).astype(np.float32)
+    idx = rng.integers(0, 100, 50).astype(np.int64)
+    out = np.zeros(50, np.float32)
+    gather_i64(src, idx, out)
+    np.testing.assert_allclose(out, src[idx] + src[0], rtol=1e-6)
+
+
+@pytest.mark.toolchain
+def test_i64_indices_compile_for_glsl():
+    tr = qd.translate(gather_i64, "glsl")
+    assert all(v.ok for v in check_sources("glsl", tr.sources, tr.manifest))
+
+
+def test_serial_counter_and_conditional_range_are_accepted(executor):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", qd.HazardWarning)
+        out = np.zeros(5, np.int32)
+        serial_counter_then_conditional_range(out, 10)
+    np.testing.assert_array_equal(out, [13, 1, 1, 1, 1])
+    out = np.zeros(5, np.int32)
+    serial_counter_then_conditional_range(out, -1)
+    np.testing.assert_array_equal(out, [1, 0, 0, 0, 0])
+
+
+def test_conditional_range_in_the_cxx_header():
+    tr = qd.translate(serial_counter_then_conditional_range, "cuda")
+    ends = [e["grid"]["extent"][0]["end"] for e in tr.manifest["entry_points"] if e["kind"] == "parallel"]
+    assert ends == ["((m > 0) ? out_shape_0 : 1)"]
+    from transpiler.header import render_header
+
+    assert "? std::int64_t(p.out_shape_0) : 1" in render_header(tr)
+
+
+def test_python_floor_division_of_a_widened_i32(executor, rng):
+    """lavapipe evaluated `a < 0` wrongly for an i32 widened to i64 inside the floordiv helper."""
+    x = rng.integers(-1000, 1000, 256).astype(np.int32)
+    d = rng.integers(1, 30, 256).astype(np.int64) * np.where(np.arange(256) % 2, 1, -1)
+    out = np.zeros((256, 2), np.int64)
+    widened_floordiv(x, d, out)
+    np.testing.assert_array_equal(out[:, 0], x.astype(np.int64) // d)
+    np.testing.assert_array_equal(out[:, 1], x.astype(np.int64) % d)
+
+
+def test_python_float_and_int_as_dtypes(executor):
+    a, b = np.arange(6, dtype=np.float32), np.arange(6, dtype=np.int32)
+    python_dtypes(a, b)
+    np.testing.assert_array_equal(a, np.arange(6) * 3)
+    a, b = qd.ndarray(float, shape=(4,)), qd.ndarray(int, shape=(4,))
+    a.from_numpy(np.arange(4, dtype=np.float32))
+    b.fill(1)
+    python_dtypes(a, b)
+    np.testing.assert_array_equal(a.to_numpy(), np.arange(4) * 2 + 1)
+
+
+def test_reserved_names_run(executor):
+    d = np.zeros(8, np.float32)
+    kernel(d, 1.5, 2)
+    np.testing.assert_array_equal(d, 3 + np.arange(8))
+    assert main(np.ones(10, np.float32), 2.0) == 20.0
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", ["cuda", "hip", "glsl", "msl"])
+def test_reserved_names_compile_and_the_manifest_names_the_entry(target):
+    tr = qd.translate(kernel, target)
+    verdicts = check_sources(target, tr.sources, tr.manifest)
+    assert all(v.ok for v in verdicts), [v.message for v in verdicts]
+    (entry,) = tr.manifest["entry_points"]
+    if target == "msl":
+        assert entry["name"] == "kernel_" and "kernel void kernel_(" in tr.sources["kernel.metal"]
+    tr = qd.translate(main, target)
+    assert all(v.ok for v in check_sources(target, tr.sources, tr.manifest))
