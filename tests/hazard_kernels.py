@@ -62,13 +62,18 @@ def metal_plain_publication(data: vec, flag: ivec):
 
 
 @qd.kernel
-def metal_plain_flag(data: vec, flag: ivec):
-    """Seed 000's look-back idiom: plain data, a grid fence, a plain flag. Fine on CUDA, HIP
-    and Vulkan; not on Metal, whose fences order atomic accesses only."""
+def metal_plain_flag(data: vec, flag: ivec, out: vec):
+    """Seed 000's look-back idiom: plain data, a grid fence, a plain flag, and a reader that
+    spins on the flag. Fine on CUDA, HIP and Vulkan; not on Metal, whose fences order atomic
+    accesses only."""
     for i in range(data.shape[0]):
         data[i] = 1.0  # hazard@msl: metal-publication
         qd.simt.grid.mem_fence()
         flag[i] = 1
+        if i > 0:
+            while qd.volatile_load(flag[i - 1]) == 0:
+                pass
+            out[i] = data[i - 1]
 
 
 @qd.kernel

@@ -274,17 +274,20 @@ class _Checker:
         """A global store, then a fence, then an atomic on global memory: a flag published
         to other blocks. Check the fence's scope and, on Metal, that the data is atomic."""
         seq = [st for st in all_stmts(self.task.body)]
+        spun = {id(e.array) for st in seq if isinstance(st, ir.While) for e in iter_expr(st.cond)
+                if isinstance(e, (ir.Load, ir.VolatileLoad)) and isinstance(e.array, ir.Param)}
         for k, st in enumerate(seq):
             if not isinstance(st, ir.Fence):
                 continue
             before = [s for s in seq[:k] if isinstance(s, ir.Store) and isinstance(s.array, ir.Param)]
             after_atomic = any(isinstance(e, ir.Atomic) and isinstance(e.array, ir.Param)
                                for s in seq[k + 1:] for x in stmt_exprs(s) for e in iter_expr(x))
-            # The seed's own idiom raises its flag with a plain store after the fence.
-            after_plain = any(isinstance(s, ir.Store) and isinstance(s.array, ir.Param) for s in seq[k + 1:])
+            # The seed's own idiom raises its flag with a plain store after the fence, for a
+            # reader that spins on it.
+            after_plain = any(isinstance(s, ir.Store) and id(s.array) in spun for s in seq[k + 1:])
             if not before or not (after_atomic or after_plain):
                 continue
-            if st.scope == "block":
+            if st.scope == "block" and after_atomic:
                 self.hazards.append(Hazard(
                     "warning", "block-fence",
                     "block.mem_fence() orders these stores only for threads of this block, but an atomic after it "
