@@ -18,6 +18,7 @@ from .common import (
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
 from .structs import _BoundMethod
+from .tiles import is_tile
 from .values import (
     CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
 )
@@ -207,8 +208,10 @@ class CallLowering:
                     callee_root.names[pname] = value
                     continue
                 if isinstance(value, StructValue):
-                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) \
-                        if pname in assigned else value
+                    # A tile's methods update it in place: the user's function gets its own copy
+                    # (arguments are passed by value); the library's read theirs.
+                    copy = pname in assigned or (is_tile(value) and not is_library(parsed.file))
+                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) if copy else value
                     continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):

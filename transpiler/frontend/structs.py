@@ -18,6 +18,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.kernel import Func
 from ..lang.matrix import MatrixType, StructType, dataclass_members
+from ..lang.tile import TileType
 from .matrices import component_suffixes
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, StructValue, StructVar
 
@@ -173,6 +174,8 @@ class StructLowering:
         if found is None or not isinstance(found[0], StructVar):
             return None
         var = found[0]
+        if isinstance(var.type, TileType):
+            return self.call_tile_method(var, node)
         method = var.type.methods.get(node.func.attr) if isinstance(var.type, StructType) else None
         if method is None:
             return None

@@ -25,7 +25,7 @@ _LATER = {
         "inclusive_mul inclusive_and inclusive_or inclusive_xor exclusive_mul exclusive_and exclusive_or "
         "exclusive_xor inclusive_mul_tiled inclusive_and_tiled inclusive_or_tiled inclusive_xor_tiled "
         "exclusive_mul_tiled exclusive_and_tiled exclusive_or_tiled exclusive_xor_tiled ballot_full_subgroup "
-        "barrier memory_barrier warp Tile16x16 Tile32x32 tile",
+        "barrier memory_barrier warp",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")

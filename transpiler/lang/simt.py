@@ -76,3 +76,10 @@ def _install_block_algorithms() -> None:
         setattr(block, name, getattr(blocklib, name))
     for name in blocklib.SUBGROUP_FUNCS:
         setattr(subgroup, name, getattr(blocklib, name))
+
+
+def _install_tiles() -> None:
+    """``qd.simt.Tile16x16`` / ``Tile32x32``: written in the kernel language, so loaded last."""
+    from . import tile
+
+    globals().update(Tile16x16=tile.Tile16x16, Tile32x32=tile.Tile32x32)
