@@ -1,0 +1,386 @@
+"""Register tiles, ``qd.simt.Tile16x16`` and ``qd.simt.Tile32x32``, as Quadrants 1.3.3 has them.
+
+Run on the CPU emulator (the CUDA text at warp 32: both sizes; the HIP text at wave 64) and on
+CUDA when there is a GPU, against NumPy on random data: loads and stores (whole, partial,
+clamped to the array, batched, fields and SharedArrays), identity tiles, rank-1 updates from
+scalars and column slices, Cholesky and the triangular solve, and a blocked Cholesky that
+combines them. Vulkan here is lavapipe, whose subgroups have 8 lanes: there a tile is a
+located error, never a wrong result. Every target's text is compiled by its toolchain."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.runtime import current
+from transpiler.toolchains import check_sources
+
+Tile16, Tile32 = qd.simt.Tile16x16, qd.simt.Tile32x32
+TILES = [pytest.param(Tile16, id="tile16"), pytest.param(Tile32, id="tile32")]
+DTYPES = [pytest.param(qd.f32, id="f32"), pytest.param(qd.f64, id="f64")]
+NP = {qd.f32: np.float32, qd.f64: np.float64}
+TOL = {qd.f32: 2e-4, qd.f64: 1e-10}
+
+
+@pytest.fixture(params=["cpu-cuda", "cpu-hip", "cuda"])
+def executor(request):
+    """The executors whose subgroups hold a tile (Vulkan here has 8 lanes: see the error tests)."""
+    from conftest import have_gpu, init_executor
+
+    if request.param == "cuda" and not have_gpu():
+        pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
+    init_executor(request.param)
+    return request.param
+
+
+def spd(rng, n: int, dtype) -> np.ndarray:
+    """A random symmetric positive definite matrix, well conditioned."""
+    m = rng.standard_normal((n, n))
+    return (m @ m.T / n + np.eye(n)).astype(dtype)
+
+
+# ----------------------------------------------------------------------------- kernels
+
+@qd.kernel
+def copy_block(src: qd.types.ndarray(ndim=2), dst: qd.types.ndarray(ndim=2), tile: qd.template(),
+               dt: qd.template(), r0: qd.i32, r1: qd.i32, c0: qd.i32, c1: qd.i32, d0: qd.i32, d1: qd.i32,
+               e0: qd.i32, e1: qd.i32):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        t = tile.zeros(dtype=dt)
+        t[:] = src[r0:r1, c0:c1]
+        dst[d0:d1, e0:e1] = t
+
+
+@qd.kernel
+def copy_batch(src: qd.types.ndarray(ndim=3), dst: qd.types.ndarray(ndim=3), tile: qd.template(), b: qd.i32,
+               r0: qd.i32, r1: qd.i32, c0: qd.i32, c1: qd.i32):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        t = tile.eye()  # rows and columns outside the slice stay the identity's
+        t[:] = src[b, r0:r1, c0:c1]
+        dst[b, 0:tile.SIZE, 0:tile.SIZE] = t
+
+
+@qd.kernel
+def identities(out: qd.types.ndarray(ndim=3), junk: qd.types.ndarray(ndim=2), tile: qd.template(),
+               dt: qd.template()):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        n = qd.static(tile.SIZE)
+        a = tile.eye(dtype=dt)
+        out[0, 0:n, 0:n] = a
+        b = tile.zeros(dtype=dt)
+        out[1, 0:n, 0:n] = b
+        b[:] = junk[0:n, 0:n]
+        b.eye_()
+        out[2, 0:n, 0:n] = b
+
+
+@qd.kernel
+def rank1(m: qd.types.ndarray(ndim=2), x: qd.types.ndarray(ndim=1), y: qd.types.ndarray(ndim=1),
+          out: qd.types.ndarray(ndim=2), tile: qd.template(), dt: qd.template()):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        n = qd.static(tile.SIZE)
+        lane = qd.simt.subgroup.invocation_id()
+        t = tile.zeros(dtype=dt)
+        t[:] = m[0:n, 0:n]
+        t -= qd.outer(x[lane], y[lane])   # each lane gives its element of each vector
+        op = qd.outer(y[lane] * 0.5, y[lane])
+        t -= op                            # an outer product named first
+        out[0:n, 0:n] = t
+
+
+@qd.kernel
+def column_updates(m: qd.types.ndarray(ndim=2), v: qd.types.ndarray(ndim=2), v3: qd.types.ndarray(ndim=3),
+                   out: qd.types.ndarray(ndim=2), tile: qd.template(), k0: qd.i32, k1: qd.i32, ncols: qd.i32):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        n = qd.static(tile.SIZE)
+        t = tile.zeros()
+        t[:] = m[0:n, 0:n]
+        for c in range(ncols):
+            col = v[k0:k1, c]          # rows past k1 (or the array) give 0
+            t -= qd.outer(col, col)
+        t -= qd.outer(v3[1, k0:k1, 0], v[k0:k1, 1])
+        out[0:n, 0:n] = t
+
+
+@qd.kernel
+def factor_and_solve(a: qd.types.ndarray(ndim=2), b: qd.types.ndarray(ndim=2), tile: qd.template(),
+                     dt: qd.template(), eps: qd.f64):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        n = qd.static(tile.SIZE)
+        L = tile.zeros(dtype=dt)
+        L[:] = a[0:n, 0:n]
+        L.cholesky_(eps)
+        X = tile.zeros(dtype=dt)
+        X[:] = b[0:n, 0:n]
+        L.solve_triangular_(X, lower=True)
+        a[0:n, 0:n] = L
+        b[0:n, 0:n] = X
+
+
+@qd.func
+def factor_padded(a, k: qd.i32, n: qd.i32, tile: qd.template(), eps):
+    """The diagonal block at (k, k), padded with the identity past n, less the columns before k."""
+    d = tile.eye()
+    d[:] = a[k:n, k:n]
+    for c in range(k):
+        col = a[k:n, c]
+        d -= qd.outer(col, col)
+    d.cholesky_(eps)
+    return d
+
+
+@qd.kernel
+def blocked_cholesky(a: qd.types.ndarray(qd.f32, ndim=2), tile: qd.template()):
+    """Left-looking blocked Cholesky of the n x n matrix in ``a`` (n need not be a multiple of
+    the tile): each lane reads back only rows it wrote itself, so no barrier is needed."""
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        n = a.shape[0]
+        s = qd.static(tile.SIZE)
+        for k in range(0, n, s):
+            d = factor_padded(a, k, n, tile, 1e-9)
+            a[k:k + s, k:k + s] = d
+            for i in range(k + s, n, s):
+                p = tile.zeros()
+                p[:] = a[i:i + s, k:k + s]
+                for c in range(k):
+                    p -= qd.outer(a[i:i + s, c], a[k:k + s, c])
+                d.solve_triangular_(p)
+                a[i:i + s, k:k + s] = p
+
+
+@qd.kernel
+def through_shared(src: qd.types.ndarray(qd.f32, ndim=2), out: qd.types.ndarray(qd.f32, ndim=2), tile: qd.template()):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        n = qd.static(tile.SIZE)
+        sh = qd.simt.block.SharedArray((n, 10), qd.f32)   # narrower than the tile: columns clamp
+        t = tile.zeros()
+        t[:] = src[0:n, 0:n]
+        sh[0:n, 0:n] = t
+        qd.simt.block.sync()
+        u = tile.zeros()
+        u[:] = sh[0:n, 0:n]
+        col = sh[0:n, 9]
+        u -= qd.outer(col, col)
+        out[0:n, 0:n] = u
+
+
+grid = qd.field(qd.f32, shape=(40, 40))
+
+
+@qd.kernel
+def field_tile(out: qd.types.ndarray(qd.f32, ndim=2), r0: qd.i32, c0: qd.i32):
+    qd.loop_config(block_dim=16)
+    for _ in range(16):
+        t = qd.simt.Tile16x16.zeros()
+        t[:] = grid[r0:r0 + 16, c0:c0 + 16]   # clamped to the field's 40 x 40
+        out[0:16, 0:16] = t
+        lane = qd.simt.subgroup.invocation_id()
+        out[lane, 16] = t.r[3]                 # a register of this lane's row
+        t.r[0] = -1.0
+        grid[r0:r0 + 16, c0:c0 + 1] = t
+
+
+@qd.kernel
+def whole_subgroup(a: qd.types.ndarray(qd.f32, ndim=2), x: qd.types.ndarray(qd.f32, ndim=1),
+                   out: qd.types.ndarray(qd.f32, ndim=2), width: qd.template()):
+    """A block as wide as the subgroup, one Tile16x16: lanes past 16 are rows past the tile."""
+    qd.loop_config(block_dim=width)
+    for _ in range(width):
+        lane = qd.simt.subgroup.invocation_id()
+        t = qd.simt.Tile16x16.zeros()
+        t[:] = a[0:width, 0:16]
+        t -= qd.outer(x[lane], x[lane])
+        out[0:width, 0:16] = t
+
+
+# ----------------------------------------------------------------------------- NumPy models
+
+def load_model(src: np.ndarray, n: int, r0, r1, c0, c1, base: np.ndarray) -> np.ndarray:
+    """The tile ``t[:] = src[r0:r1, c0:c1]`` leaves, starting from ``base``: lane i (< n)
+    reads row r0 + i when it is below r1 and the array's end, columns likewise."""
+    t = base.copy()
+    rows = max(0, min(r1, src.shape[0], r0 + n) - r0)
+    cols = max(0, min(c1, src.shape[1], c0 + n) - c0)
+    t[:rows, :cols] = src[r0:r0 + rows, c0:c0 + cols]
+    return t
+
+
+def store_model(dst: np.ndarray, t: np.ndarray, d0, d1, e0, e1) -> np.ndarray:
+    out = dst.copy()
+    n = t.shape[0]
+    rows = max(0, min(d1, dst.shape[0], d0 + n) - d0)
+    cols = max(0, min(e1, dst.shape[1], e0 + n) - e0)
+    out[d0:d0 + rows, e0:e0 + cols] = t[:rows, :cols]
+    return out
+
+
+# ----------------------------------------------------------------------------- execution
+
+# (r0, r1, c0, c1, d0, d1, e0, e1) in units of the tile size n, as (multiple, offset) pairs
+# resolved per size: whole tiles, shifted, partial rows, partial columns, past the array's end.
+BLOCKS = {
+    "whole": lambda n: (0, n, 0, n, 0, n, 0, n),
+    "shifted": lambda n: (3, 3 + n, 7, 7 + n, n + 1, 2 * n + 1, 5, 5 + n),
+    "partial_rows": lambda n: (2, 2 + n // 2 + 1, 0, n, 1, 1 + n, 0, n),
+    "partial_cols": lambda n: (0, n, 4, 9, 0, n, 2, 2 + n - 3),
+    "past_the_end": lambda n: (3 * n - 5, 3 * n + 20, 3 * n - 2, 3 * n + 9, 3 * n - 7, 3 * n + 40, 3 * n - 4,
+                               3 * n),
+}
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("tile", TILES)
+def test_load_store_round_trips(executor, rng, tile, dt):
+    n = tile.SIZE
+    src = rng.standard_normal((3 * n, 3 * n)).astype(NP[dt])
+    for name, block in BLOCKS.items():
+        r0, r1, c0, c1, d0, d1, e0, e1 = block(n)
+        dst = rng.standard_normal((3 * n, 3 * n)).astype(NP[dt])
+        want = store_model(dst, load_model(src, n, r0, r1, c0, c1, np.zeros((n, n))), d0, d1, e0, e1)
+        copy_block(src, dst, tile, dt, r0, r1, c0, c1, d0, d1, e0, e1)
+        np.testing.assert_array_equal(dst, want, err_msg=name)
+
+
+def test_an_f64_tile_carries_f32_data_exactly(executor, rng):
+    src = rng.standard_normal((16, 16)).astype(np.float32)
+    dst = np.zeros_like(src)
+    copy_block(src, dst, Tile16, qd.f64, 0, 16, 0, 16, 0, 16, 0, 16)
+    np.testing.assert_array_equal(dst, src)
+
+
+@pytest.mark.parametrize("tile", TILES)
+def test_batched_slices(executor, rng, tile):
+    n = tile.SIZE
+    src = rng.standard_normal((4, n + 3, n + 5)).astype(np.float32)
+    for b, (r0, r1, c0, c1) in [(0, (0, n, 0, n)), (2, (3, 3 + n, 5, 5 + n)), (3, (1, n - 4, 2, 9))]:
+        dst = np.full_like(src, 7.0)
+        copy_batch(src, dst, tile, b, r0, r1, c0, c1)
+        want = load_model(src[b], n, r0, r1, c0, c1, np.eye(n))
+        np.testing.assert_array_equal(dst[b, :n, :n], want)
+        untouched = np.ones(src.shape, bool)
+        untouched[b, :n, :n] = False
+        assert (dst[untouched] == 7.0).all()
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("tile", TILES)
+def test_identity_and_zero_tiles(executor, rng, tile, dt):
+    n = tile.SIZE
+    out = np.full((3, n, n), 5.0, NP[dt])
+    identities(out, rng.standard_normal((n, n)).astype(NP[dt]), tile, dt)
+    np.testing.assert_array_equal(out, np.stack([np.eye(n), np.zeros((n, n)), np.eye(n)]))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("tile", TILES)
+def test_rank1_updates_of_scalars(executor, rng, tile, dt):
+    n = tile.SIZE
+    m, x, y = (rng.standard_normal(s).astype(NP[dt]) for s in ((n, n), n, n))
+    out = np.zeros_like(m)
+    rank1(m, x, y, out, tile, dt)
+    np.testing.assert_allclose(out, m - np.outer(x, y) - np.outer(y * 0.5, y), rtol=TOL[dt], atol=TOL[dt])
+
+
+@pytest.mark.parametrize("tile", TILES)
+def test_rank1_updates_of_column_slices(executor, rng, tile):
+    n = tile.SIZE
+    m = rng.standard_normal((n, n)).astype(np.float32)
+    v = rng.standard_normal((2 * n + 5, 6)).astype(np.float32)
+    v3 = rng.standard_normal((2, 2 * n + 5, 3)).astype(np.float32)
+    for k0, k1, ncols in [(0, n, 4), (n, 2 * n, 6), (n + 3, 2 * n + 100, 2), (5, 5 + n // 3, 3)]:
+        out = np.zeros_like(m)
+        column_updates(m, v, v3, out, tile, k0, k1, ncols)
+
+        def col(a, c):  # rows k0 .. k1 of a column, 0 past k1 or the array, as the lanes see it
+            got = np.zeros(n, np.float64)
+            rows = max(0, min(k1, a.shape[0], k0 + n) - k0)
+            got[:rows] = a[k0:k0 + rows, c]
+            return got
+
+        want = m.astype(np.float64)
+        for c in range(ncols):
+            want -= np.outer(col(v, c), col(v, c))
+        want -= np.outer(col(v3[1], 0), col(v, 1))
+        np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("tile", TILES)
+def test_cholesky_and_triangular_solve(executor, rng, tile, dt):
+    n = tile.SIZE
+    a = spd(rng, n, NP[dt])
+    a[np.triu_indices(n, 1)] = 99.0  # only the lower triangle is read, and the upper is kept
+    b = rng.standard_normal((n, n)).astype(NP[dt])
+    got_l, got_x = a.copy(), b.copy()
+    factor_and_solve(got_l, got_x, tile, dt, 1e-12)
+    full = np.tril(a) + np.tril(a, -1).T
+    want_l = np.linalg.cholesky(full.astype(np.float64))
+    np.testing.assert_allclose(np.tril(got_l), want_l, rtol=TOL[dt], atol=TOL[dt])
+    assert (got_l[np.triu_indices(n, 1)] == 99.0).all()
+    # X @ L.T = B, with the L the kernel computed: X = (L^-1 B^T)^T.
+    want_x = np.linalg.solve(np.tril(got_l).astype(np.float64), b.T.astype(np.float64)).T
+    np.testing.assert_allclose(got_x, want_x, rtol=10 * TOL[dt], atol=10 * TOL[dt])
+
+
+def test_cholesky_floors_its_pivots(executor):
+    a = np.eye(16, dtype=np.float32)
+    a[5, 5] = -3.0  # not positive definite: the pivot becomes sqrt(eps)
+    b = np.eye(16, dtype=np.float32)
+    factor_and_solve(a, b, Tile16, qd.f32, 0.25)
+    assert a[5, 5] == 0.5 and b[5, 5] == 2.0
+
+
+@pytest.mark.parametrize("n", [40, 57])
+@pytest.mark.parametrize("tile", TILES)
+def test_blocked_cholesky_of_a_larger_matrix(executor, rng, tile, n):
+    a = spd(rng, n, np.float32)
+    got = a.copy()
+    blocked_cholesky(got, tile)
+    np.testing.assert_allclose(np.tril(got), np.linalg.cholesky(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tile", TILES)
+def test_shared_arrays_as_tile_operands(executor, rng, tile):
+    n = tile.SIZE
+    src = rng.standard_normal((n, n)).astype(np.float32)
+    out = np.zeros_like(src)
+    through_shared(src, out, tile)
+    t = np.zeros((n, n))
+    t[:, :10] = src[:, :10]
+    want = t - np.outer(src[:, 9], src[:, 9])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_fields_as_tile_operands(executor, rng):
+    data = rng.standard_normal((40, 40)).astype(np.float32)
+    grid.from_numpy(data)
+    out = np.zeros((16, 17), np.float32)
+    field_tile(out, 30, 2)
+    want = load_model(data, 16, 30, 46, 2, 18, np.zeros((16, 16)))
+    np.testing.assert_array_equal(out[:, :16], want)
+    np.testing.assert_array_equal(out[:, 16], want[:, 3])
+    stored = data.copy()
+    stored[30:40, 2] = -1.0
+    np.testing.assert_array_equal(grid.to_numpy(), stored)
+
+
+def test_lanes_past_the_tile_are_rows_past_it(executor, rng):
+    """Quadrants' semantics on a subgroup wider than the tile (a warp of 32, a wave of 64): the
+    row index is the lane index, so a row range longer than the tile reaches the lanes past
+    it; b's elements come from the tile's own lanes."""
+    width = current().subgroup_size
+    a = rng.standard_normal((width, 16)).astype(np.float32)
+    x = rng.standard_normal(width).astype(np.float32)
+    out = np.zeros_like(a)
+    whole_subgroup(a, x, out, width)
+    np.testing.assert_allclose(out, a - np.outer(x, x[:16]), rtol=1e-5, atol=1e-5)
