@@ -111,7 +111,7 @@ def column_updates(m: qd.types.ndarray(ndim=2), v: qd.types.ndarray(ndim=2), v3:
 
 @qd.kernel
 def factor_and_solve(a: qd.types.ndarray(ndim=2), b: qd.types.ndarray(ndim=2), tile: qd.template(),
-                     dt: qd.template(), eps: qd.f64):
+                     dt: qd.template(), eps: float):
     qd.loop_config(block_dim=tile.SIZE)
     for _ in range(tile.SIZE):
         n = qd.static(tile.SIZE)
@@ -384,3 +384,167 @@ def test_lanes_past_the_tile_are_rows_past_it(executor, rng):
     out = np.zeros_like(a)
     whole_subgroup(a, x, out, width)
     np.testing.assert_allclose(out, a - np.outer(x, x[:16]), rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- narrow subgroups
+
+def translate(kernel, target: str, tile=Tile16, dt=None, **options):
+    """``qd.translate`` of a kernel above, its untyped ndarrays given ``dt`` (f32 by default)."""
+    nd = {name: qd.types.ndarray(dt or qd.f32, ndim=2) for name in ("a", "b", "m", "v", "out")}
+    nd["v3"] = qd.types.ndarray(qd.f32, ndim=3)
+    template_args = {"tile": tile, **({"dt": dt} if dt is not None else {})}
+    return qd.translate(kernel, target, template_args=template_args, arg_types=nd, **options)
+
+
+def test_vulkan_here_refuses_a_tile_at_its_line():
+    """lavapipe's subgroups have 8 lanes: the kernel is not run, the tile's line is named."""
+    from conftest import init_executor
+
+    init_executor("vulkan")
+    assert current().subgroup_size < 16
+    a = np.eye(16, dtype=np.float32)
+    with pytest.raises(qd.TranspileError) as info:
+        factor_and_solve(a, a.copy(), Tile16, qd.f32, 1e-6)
+    err = str(info.value)
+    line = factor_and_solve.fn.__code__.co_firstlineno + 6  # the decorator is the first: L = tile.zeros(dtype=dt)
+    assert f"test_tiles.py:{line}:" in err and "L = tile.zeros(dtype=dt)" in err and "^" in err, err
+    assert "needs a subgroup of at least 16 lanes" in err and "subgroups have 8" in err, err
+    assert "hint: run it where subgroups have 16 lanes or more" in err, err
+
+
+@pytest.mark.parametrize("tile,size,ok", [(Tile16, 8, False), (Tile16, 16, True), (Tile32, 16, False),
+                                          (Tile32, 32, True), (Tile32, 64, True)])
+def test_glsl_subgroup_size_must_hold_the_tile(tile, size, ok):
+    if ok:
+        tr = translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
+        assert tr.manifest["requirements"]["required_subgroup_size"] == size
+        return
+    with pytest.raises(qd.TranspileError) as info:
+        translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
+    n = tile.SIZE
+    assert f"qd.simt.Tile{n}x{n} needs a subgroup of at least {n} lanes" in str(info.value)
+    assert ("or qd.simt.Tile16x16" in str(info.value)) == (n == 32 and size >= 16)
+
+
+# ----------------------------------------------------------------------------- mistakes
+
+def _error(src: str, tmp_path, target: str = "cuda") -> str:
+    import runpy
+
+    path = tmp_path / "bad_tiles.py"
+    path.write_text("import transpiler as qd\nT = qd.simt.Tile16x16\n"
+                    "@qd.kernel\ndef k(a: qd.types.ndarray(qd.f32, ndim=2), x: qd.types.ndarray(qd.f32, ndim=1)):\n"
+                    "    qd.loop_config(block_dim=16)\n    for _ in range(16):\n        t = T.zeros()\n" +
+                    "".join(f"        {line}\n" for line in src.splitlines()))
+    kernels = runpy.run_path(str(path))
+    with pytest.raises(qd.TranspileError) as info:
+        qd.translate(kernels["k"], target)
+    return str(info.value)
+
+
+FIRST = 8  # the first line of the snippet in bad_tiles.py
+
+
+@pytest.mark.parametrize("src,message", [
+    ("t[:] = a[:16, 0:16]", "needs both the start and the stop of its row range"),
+    ("t[:] = a[0:16, 0:]", "needs both the start and the stop of its column range"),
+    ("a[0:16, -1:16] = t", "negative indices are not supported in kernels (a column bound of -1)"),
+    ("t[:] = a[0:16:2, 0:16]", "a tile slice has no step"),
+    ("t[:] = a[0:16]", "slices are not supported in kernels, except the operands of tile operations"),
+    ("x[0:4] = 1.0", "slices are not supported in kernels, except the operands of tile operations"),
+    ("t[:] = a[0, 0:16, 0:16]", "`a` has 2 dimension(s) but is indexed with 3"),
+    ("t[:] = a[0:16, 0:16.0]", "a column bound must be an integer, not 16.0"),
+    ("y = a[0:16, 0] + 1.0", "the array slice `a[0:16, 0]` is not a value"),
+    ("x[0] = a[0:16, 0]", "the array slice `a[0:16, 0]` is not a value"),
+    ("v = qd.outer(x[0], x[1]) * 2.0", "`qd.outer(x[0], x[1])` is not a value"),
+    ("t = a[0:16, 0:16]", "`t` is a Tile16x16: load it with `t[:] = a[0:16, 0:16]`"),
+    ("t[:] = a[0:16, 3]", "loads a tile from an array block"),
+    ("t[0] = 1.0", "a Tile16x16 is loaded whole"),
+    ("x[0] = t[0]", "a Tile16x16 is not indexed"),
+    ("x[0] = t + 1.0", "a Tile16x16 cannot be used as a single value here"),
+    ("a[0:16, 0] = t", "is a column: a tile is stored into a block"),
+    ("a[0:16, 0:16] = 0.0", "only a tile can be stored into the array block `a[0:16, 0:16]`"),
+    ("a[0:16, 0:16] += t", "an array slice cannot be updated in place"),
+    ("t += qd.outer(x[0], x[0])", "the only update of a Tile16x16 is `t -= qd.outer(a, b)`"),
+    ("t -= 1.0", "the only update of a Tile16x16 is `t -= qd.outer(a, b)`"),
+    ("t -= qd.outer(a[0:16, 0:16], x[0])", "qd.outer takes columns, one element per lane"),
+    ("t.cholesky()", "Tile16x16 has no method `cholesky`"),
+    ("t.solve_triangular_(t, lower=False)", "solve_triangular_ supports lower=True only"),
+    ("t.solve_triangular_(x[0])", "B must be a tile variable"),
+    ("u = qd.simt.Tile32x32.zeros()\nt.solve_triangular_(u)", "B is a Tile32x32, L a Tile16x16"),
+    ("u = T.zeros(dtype=qd.i32)", "a tile holds f32 or f64, not 'i32'"),
+    ("u = T.eye(qd.f32)", "takes the dtype as a keyword: dtype=qd.f32"),
+])
+def test_tile_mistakes_are_located(tmp_path, src, message):
+    err = _error(src, tmp_path)
+    line = FIRST + len(src.splitlines()) - 1
+    assert message in err and f"bad_tiles.py:{line}:" in err, err
+
+
+def test_a_tile_needs_a_parallel_loop(tmp_path):
+    import runpy
+
+    path = tmp_path / "serial_tile.py"
+    path.write_text("import transpiler as qd\n@qd.kernel\ndef k(a: qd.types.ndarray(qd.f32, ndim=2)):\n"
+                    "    t = qd.simt.Tile16x16.zeros()\n    a[0:16, 0:16] = t\n")
+    with pytest.raises(qd.TranspileError, match="works on the threads of a block") as info:
+        qd.translate(runpy.run_path(str(path))["k"], "cuda")
+    assert "serial_tile.py:4:" in str(info.value)
+
+
+def test_tile_names_outside_kernels():
+    assert Tile16.SIZE == 16 and Tile32.SIZE == 32
+    with pytest.raises(RuntimeError, match="inside a @qd.kernel"):
+        Tile16.zeros()
+    with pytest.raises(RuntimeError, match="inside a @qd.kernel"):
+        qd.outer(1.0, 2.0)
+    with pytest.raises(AttributeError, match="qd.simt has no `Tile8x8`"):
+        _ = qd.simt.Tile8x8
+
+
+# ----------------------------------------------------------------------------- the emitted text
+
+def test_a_tile_is_its_registers_and_shuffles():
+    tr = translate(factor_and_solve, "cuda", tile=Tile16, dt=qd.f32)
+    (text,) = tr.sources.values()
+    assert "float L_r_15 = 0.0f;" in text and "L_r_16" not in text
+    assert "__shared__" not in text  # shuffles only
+    # Cholesky and the solve: one shuffle per finished entry of a row, and one per pivot.
+    assert text.count("__shfl_sync") == 2 * (16 * 15 // 2 + 16)
+    assert tr.manifest["subgroup_size"] == 32
+
+
+COMPILE_CASES = [
+    ("factor_and_solve_16_f32", factor_and_solve, {"tile": Tile16, "dt": qd.f32}),
+    ("factor_and_solve_32_f64", factor_and_solve, {"tile": Tile32, "dt": qd.f64}),
+    ("column_updates_32", column_updates, {"tile": Tile32}),
+    ("blocked_cholesky_16", blocked_cholesky, {"tile": Tile16}),
+    ("through_shared_32", through_shared, {"tile": Tile32}),
+]
+VARIANTS = [("cuda", {}), ("hip", {}), ("hip", {"wave32": True}), ("msl", {}),
+            ("glsl", {"subgroup_size": 32}), ("glsl", {"subgroup_size": 64})]
+TOOLS = {"cuda": None, "hip": "hipcc", "glsl": "glslangValidator", "msl": None}
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v[0] + "".join(f"-{k}={x}" for k, x in v[1].items()))
+@pytest.mark.parametrize("case", COMPILE_CASES, ids=[c[0] for c in COMPILE_CASES])
+def test_compiles(case, variant):
+    from transpiler.errors import ToolchainMissing
+
+    _, kernel, template_args = case
+    target, options = variant
+    if TOOLS[target] and shutil.which(TOOLS[target]) is None:
+        pytest.skip(f"needs {TOOLS[target]}")
+    if target == "msl" and template_args.get("dt") is qd.f64:
+        with pytest.raises(qd.TranspileError, match="f64 is not supported on the msl target"):
+            translate(kernel, target, **template_args, **options)
+        return
+    tr = translate(kernel, target, **template_args, **options)
+    try:
+        verdicts = check_sources(target, tr.sources, tr.manifest)
+    except ToolchainMissing as exc:
+        pytest.skip(str(exc))
+    for v in verdicts:
+        assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}"
