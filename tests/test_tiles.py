@@ -203,6 +203,33 @@ def whole_subgroup(a: qd.types.ndarray(qd.f32, ndim=2), x: qd.types.ndarray(qd.f
         out[0:width, 0:16] = t
 
 
+@qd.func
+def factored_copy(t, eps):
+    t.cholesky_(eps)  # the callee's own copy: arguments are passed by value
+    return t
+
+
+@qd.func
+def factor_in_place(t: qd.template(), eps):
+    t.cholesky_(eps)  # a qd.template() parameter is the caller's variable
+
+
+@qd.kernel
+def tiles_through_functions(a: qd.types.ndarray(qd.f32, ndim=2), out: qd.types.ndarray(qd.f32, ndim=3)):
+    qd.loop_config(block_dim=16)
+    for _ in range(16):
+        t = Tile16.zeros()
+        t[:] = a[0:16, 0:16]
+        u = factored_copy(t, 1e-9)
+        out[0, 0:16, 0:16] = t
+        out[1, 0:16, 0:16] = u
+        factor_in_place(t, 1e-9)
+        out[2, 0:16, 0:16] = t
+        w = t  # a copy, not another name for t
+        w.eye_()
+        out[3, 0:16, 0:16] = t
+
+
 # ----------------------------------------------------------------------------- NumPy models
 
 def load_model(src: np.ndarray, n: int, r0, r1, c0, c1, base: np.ndarray) -> np.ndarray:
@@ -372,6 +399,16 @@ def test_fields_as_tile_operands(executor, rng):
     stored = data.copy()
     stored[30:40, 2] = -1.0
     np.testing.assert_array_equal(grid.to_numpy(), stored)
+
+
+def test_tiles_passed_to_functions_by_value_or_by_reference(executor, rng):
+    a = spd(rng, 16, np.float32)
+    out = np.zeros((4, 16, 16), np.float32)
+    tiles_through_functions(a, out)
+    want = np.linalg.cholesky(a.astype(np.float64))
+    np.testing.assert_array_equal(out[0], a)
+    for k in (1, 2, 3):
+        np.testing.assert_allclose(np.tril(out[k]), want, rtol=1e-5, atol=1e-5)
 
 
 def test_lanes_past_the_tile_are_rows_past_it(executor, rng):

@@ -154,9 +154,26 @@ class CallLowering:
         return [v]
 
     def inline(self, func: lang.Func, node: ast.Call):
-        args = [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        params = list(signature(func.fn).parameters)
+        by_ref = self.template_params(func)
+        args = [self.argument(k < len(params) and params[k] in by_ref, a) for k, a in enumerate(node.args)]
+        kwargs = {k.arg: self.argument(k.arg in by_ref, k.value) for k in node.keywords}
         return self.inline_values(func, node, args, kwargs)
+
+    def template_params(self, func: lang.Func) -> set[str]:
+        if not parse_function(func.fn).node.args.args:
+            return set()
+        annotations = inspect.get_annotations(func.fn, eval_str=True)
+        return {name for name, ann in annotations.items() if lang.param_kind(ann) == "template"}
+
+    def argument(self, by_reference: bool, node: ast.expr):
+        """An argument's value; a struct variable (a tile) given to a qd.template() parameter
+        is the variable itself, as in Quadrants: the callee's updates of it are the caller's."""
+        if by_reference and isinstance(node, (ast.Name, ast.Attribute)):
+            found = self.resolve_var(node)
+            if found is not None and isinstance(found[0], StructVar):
+                return found[0]
+        return self.expr(node)
 
     def inline_values(self, func: lang.Func, node: ast.Call | ir.Loc, args: list, kwargs: dict | None = None):
         """Inline ``func`` called at ``node`` (or a location) with argument values already lowered."""
