@@ -203,6 +203,24 @@ def whole_subgroup(a: qd.types.ndarray(qd.f32, ndim=2), x: qd.types.ndarray(qd.f
         out[0:width, 0:16] = t
 
 
+@qd.kernel
+def factor_batch(a: qd.types.ndarray(qd.f32, ndim=3), b: qd.types.ndarray(qd.f32, ndim=3)):
+    """docs/tiles.md's example: one tile per block of 16 lanes, one block per matrix."""
+    N = qd.static(qd.simt.Tile16x16.SIZE)
+    qd.loop_config(block_dim=N)                 # one lane per tile row
+    for i in range(a.shape[0] * N):
+        e = i // N
+        L = qd.simt.Tile16x16.zeros(dtype=qd.f32)   # or .eye(); dtype f32 (default_fp if left out) or f64
+        L[:] = a[e, 0:N, 0:N]                   # load: lane r reads row r
+        col = b[e, 0:N, 0]                      # a column: each lane's element
+        L -= qd.outer(col, col)                 # rank-1 update, one shuffle per column
+        L.cholesky_(1e-6)                       # in place: the lower triangle is L
+        X = qd.simt.Tile16x16.zeros()
+        X[:] = b[e, 0:N, 0:N]
+        L.solve_triangular_(X)                  # X @ L.T = B, in place in X (lower=True only)
+        b[e, 0:N, 0:N] = X                      # store
+
+
 @qd.func
 def factored_copy(t, eps):
     t.cholesky_(eps)  # the callee's own copy: arguments are passed by value
@@ -399,6 +417,17 @@ def test_fields_as_tile_operands(executor, rng):
     stored = data.copy()
     stored[30:40, 2] = -1.0
     np.testing.assert_array_equal(grid.to_numpy(), stored)
+
+
+def test_the_documented_batch_of_factorizations(executor, rng):
+    batch = 5
+    b = rng.standard_normal((batch, 16, 16)).astype(np.float32)
+    a = np.stack([spd(rng, 16, np.float64) + np.outer(b[e, :, 0], b[e, :, 0]) for e in range(batch)])
+    got_a, got_b = a.astype(np.float32), b.copy()
+    factor_batch(got_a, got_b)
+    for e in range(batch):
+        L = np.linalg.cholesky(a[e] - np.outer(b[e, :, 0], b[e, :, 0]))
+        np.testing.assert_allclose(got_b[e], np.linalg.solve(L, b[e].T).T, rtol=1e-3, atol=1e-3)
 
 
 def test_tiles_passed_to_functions_by_value_or_by_reference(executor, rng):
