@@ -540,6 +540,7 @@ FIRST = 8  # the first line of the snippet in bad_tiles.py
     ("u = qd.simt.Tile32x32.zeros()\nt.solve_triangular_(u)", "B is a Tile32x32, L a Tile16x16"),
     ("u = T.zeros(dtype=qd.i32)", "a tile holds f32 or f64, not 'i32'"),
     ("u = T.eye(qd.f32)", "takes the dtype as a keyword: dtype=qd.f32"),
+    ("T.eye().cholesky_(1e-6)", "`.cholesky_` of a Tile16x16 value: a tile's methods update a variable"),
 ])
 def test_tile_mistakes_are_located(tmp_path, src, message):
     err = _error(src, tmp_path)

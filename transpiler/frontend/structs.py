@@ -158,6 +158,9 @@ class StructLowering:
     def struct_attribute(self, v: StructValue, attr: str, node: ast.Attribute):
         if attr in v.members:
             return v.members[attr]
+        if isinstance(v.type, TileType):
+            raise self.error(node, f"`.{attr}` of a {v.type.name} value: a tile's methods update a variable",
+                             hint=f"name it first: `t = ...`, then `t.{attr}(...)`")
         methods = getattr(v.type, "methods", {})
         if attr in methods:
             return CT(_BoundMethod(methods[attr], v))
