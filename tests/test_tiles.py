@@ -462,6 +462,7 @@ def translate(kernel, target: str, tile=Tile16, dt=None, **options):
     return qd.translate(kernel, target, template_args=template_args, arg_types=nd, **options)
 
 
+@pytest.mark.toolchain
 def test_vulkan_here_refuses_a_tile_at_its_line():
     """lavapipe's subgroups have 8 lanes: the kernel is not run, the tile's line is named."""
     from conftest import init_executor

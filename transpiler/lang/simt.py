@@ -4,8 +4,9 @@
 ``qd.simt.subgroup`` on the lanes of one subgroup (warp, wavefront, SIMD-group),
 ``qd.simt.grid`` across all blocks of a launch. The primitives are markers the frontend
 lowers to IR nodes; the block-wide reductions, scans and the radix rank are written once,
-in the kernel language itself, on top of them (``transpiler/lang/blocklib.py``). Semantics:
-``shared/seeds``."""
+in the kernel language itself, on top of them (``transpiler/lang/blocklib.py``), and so
+are the register tiles ``qd.simt.Tile16x16`` / ``Tile32x32`` (``transpiler/lang/tile.py``).
+Semantics: ``shared/seeds``."""
 from __future__ import annotations
 
 from .kernel import builtin
