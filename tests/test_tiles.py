@@ -221,6 +221,18 @@ def factor_batch(a: qd.types.ndarray(qd.f32, ndim=3), b: qd.types.ndarray(qd.f32
         b[e, 0:N, 0:N] = X                      # store
 
 
+@qd.kernel
+def named_slice(a: qd.types.ndarray(qd.f32, ndim=2), out: qd.types.ndarray(qd.f32, ndim=2), i0: qd.i32):
+    qd.loop_config(block_dim=16)
+    for _ in range(16):
+        i = i0
+        s = a[i + 1:i + 17, 0:16]   # its bounds are read here, as Python evaluates them
+        i += 5
+        t = Tile16.zeros()
+        t[:] = s
+        out[i:i + 16, 0:16] = t
+
+
 @qd.func
 def factored_copy(t, eps):
     t.cholesky_(eps)  # the callee's own copy: arguments are passed by value
@@ -428,6 +440,15 @@ def test_the_documented_batch_of_factorizations(executor, rng):
     for e in range(batch):
         L = np.linalg.cholesky(a[e] - np.outer(b[e, :, 0], b[e, :, 0]))
         np.testing.assert_allclose(got_b[e], np.linalg.solve(L, b[e].T).T, rtol=1e-3, atol=1e-3)
+
+
+def test_a_named_slice_keeps_the_bounds_it_was_written_with(executor, rng):
+    a = rng.standard_normal((40, 16)).astype(np.float32)
+    out = np.zeros_like(a)
+    named_slice(a, out, 3)
+    want = np.zeros_like(a)
+    want[8:24] = a[4:20]
+    np.testing.assert_array_equal(out, want)
 
 
 def test_tiles_passed_to_functions_by_value_or_by_reference(executor, rng):

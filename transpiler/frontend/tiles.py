@@ -137,17 +137,17 @@ class TileLowering:
         if bound is not None and not isinstance(bound, (ArraySlice, OuterProduct)):
             raise deferred_error(value, self.loc(target))
 
-        def freeze(v):
+        def freeze(v, part: str):  # into a local named for the name and the part: s_r0, v_col
             if isinstance(v, ir.Expr) and not is_simple(v):
-                return self.once(v, target, target.id)
+                return self.once(v, target, f"{target.id}_{part}")
             return v
 
         if isinstance(value, ArraySlice):
-            value = ArraySlice(value.array, freeze(value.batch), tuple(freeze(v) for v in value.rows),
-                               tuple(freeze(v) for v in value.cols) if value.cols else None, freeze(value.col),
-                               value.text)
+            rows = tuple(freeze(v, p) for v, p in zip(value.rows, ("r0", "r1")))
+            cols = tuple(freeze(v, p) for v, p in zip(value.cols, ("c0", "c1"))) if value.cols else None
+            value = ArraySlice(value.array, freeze(value.batch, "b"), rows, cols, freeze(value.col, "col"), value.text)
         else:
-            value = OuterProduct(freeze(value.a), freeze(value.b), value.text)
+            value = OuterProduct(freeze(value.a, "a"), freeze(value.b, "b"), value.text)
         self.scope.names[target.id] = value
 
     def extent(self, array: ir.Array, dim: int, loc: ir.Loc):
