@@ -20,9 +20,10 @@ HERE = Path(__file__).resolve().parent / "extra_target"
 SNAPSHOTS = HERE / "snapshots"
 FEATURES = features()
 # What this small dialect leaves out, each a located error: subgroups, f16, f64, NVSHMEM, recursion and
-# system scope (and the block library, which is built on subgroups).
+# system scope (and the block library and the register tiles, which are built on subgroups).
 UNSUPPORTED = {"subgroup_shuffles", "subgroup_folds", "subgroup_votes", "block_reduce", "block_scan", "wave32",
-               "half_floats", "double_math", "nvshmem_put", "system_fence", "scalar_params", "real_recursion"}
+               "half_floats", "double_math", "nvshmem_put", "system_fence", "scalar_params", "real_recursion",
+               "register_tiles"}
 
 
 @pytest.fixture(scope="module")

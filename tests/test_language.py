@@ -272,8 +272,8 @@ def test_missing_names_say_why_or_suggest():
         qd.sqrtt  # noqa: B018
     with pytest.raises(AttributeError, match="did you mean qd.simt.block.sync"):
         qd.simt.block.synk  # noqa: B018
-    with pytest.raises(AttributeError, match="qd.simt.Tile16x16 is not supported yet"):
-        qd.simt.Tile16x16  # noqa: B018
+    with pytest.raises(AttributeError, match="qd.sym_eig is not supported yet"):
+        qd.sym_eig  # noqa: B018
     with pytest.raises(AttributeError, match="no equivalent"):
         qd.graph  # noqa: B018
 

@@ -21,9 +21,11 @@ from .lang.ops import (  # noqa: F401
     loop_config, max, min, ndrange, pow, random, round, rsqrt, select, sin, sinh, sqrt, static_assert, tan, tanh,
     trunc, typeof, volatile_load,
 )
-from .lang.simt import _install_block_algorithms
+from .lang.simt import _install_block_algorithms, _install_tiles
 
 _install_block_algorithms()
+_install_tiles()
+from .lang.tile import outer  # noqa: E402, F401
 from .pipeline import HazardWarning, Translation, translate  # noqa: E402, F401
 from .targets import TARGETS  # noqa: E402, F401
 

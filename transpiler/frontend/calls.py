@@ -18,6 +18,7 @@ from .common import (
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
 from .structs import _BoundMethod
+from .tiles import is_tile
 from .values import (
     CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
 )
@@ -153,9 +154,26 @@ class CallLowering:
         return [v]
 
     def inline(self, func: lang.Func, node: ast.Call):
-        args = [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        params = list(signature(func.fn).parameters)
+        by_ref = self.template_params(func)
+        args = [self.argument(k < len(params) and params[k] in by_ref, a) for k, a in enumerate(node.args)]
+        kwargs = {k.arg: self.argument(k.arg in by_ref, k.value) for k in node.keywords}
         return self.inline_values(func, node, args, kwargs)
+
+    def template_params(self, func: lang.Func) -> set[str]:
+        if not parse_function(func.fn).node.args.args:
+            return set()
+        annotations = inspect.get_annotations(func.fn, eval_str=True)
+        return {name for name, ann in annotations.items() if lang.param_kind(ann) == "template"}
+
+    def argument(self, by_reference: bool, node: ast.expr):
+        """An argument's value; a struct variable (a tile) given to a qd.template() parameter
+        is the variable itself, as in Quadrants: the callee's updates of it are the caller's."""
+        if by_reference and isinstance(node, (ast.Name, ast.Attribute)):
+            found = self.resolve_var(node)
+            if found is not None and isinstance(found[0], StructVar):
+                return found[0]
+        return self.expr(node)
 
     def inline_values(self, func: lang.Func, node: ast.Call | ir.Loc, args: list, kwargs: dict | None = None):
         """Inline ``func`` called at ``node`` (or a location) with argument values already lowered."""
@@ -207,8 +225,10 @@ class CallLowering:
                     callee_root.names[pname] = value
                     continue
                 if isinstance(value, StructValue):
-                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) \
-                        if pname in assigned else value
+                    # A tile's methods update it in place: the user's function gets its own copy
+                    # (arguments are passed by value); the library's read theirs.
+                    copy = pname in assigned or (is_tile(value) and not is_library(parsed.file))
+                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) if copy else value
                     continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):

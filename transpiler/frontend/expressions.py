@@ -16,7 +16,10 @@ from .common import (
     nonneg, retype_const, weak_type,
 )
 from .fields import StructArray
-from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
+from .tiles import deferred_error, is_tile
+from .values import (
+    CT, ArrayHandle, ArraySlice, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar, TupleValue,
+)
 
 
 class ExpressionLowering:
@@ -58,6 +61,12 @@ class ExpressionLowering:
 
             raise TranspileError(f"{describe(v.shape)} cannot be used as a single value here", loc,
                                  hint="pick a component (v[0], v.x), or reduce it (v.sum(), v.norm(), v.any())")
+        if isinstance(v, (ArraySlice, OuterProduct)):
+            raise deferred_error(v, loc)
+        if is_tile(v):
+            raise TranspileError(f"a {v.type.name} cannot be used as a single value here", loc,
+                                 hint="tiles are loaded, stored, updated with t -= qd.outer(a, b) and factored in "
+                                      "place; this lane's register j is t.r[j]")
         if isinstance(v, StructValue):
             what = getattr(v.type, "name", None) or getattr(v.type, "__name__", "struct")
             raise TranspileError(f"a {what} struct cannot be used as a single value here", loc,
@@ -135,6 +144,8 @@ class ExpressionLowering:
 
     def expr_Subscript(self, node: ast.Subscript):
         base = self.expr(node.value)
+        if isinstance(base, ArrayHandle) and self.has_slice(node):
+            return self.array_slice(base, node)
         if isinstance(base, ArrayHandle):
             array, indices = self.array_index(base.array, node)
             if getattr(array.type, "element_shape", ()):
@@ -164,6 +175,9 @@ class ExpressionLowering:
             return self.matrix_index(base, node)
         if isinstance(base, StructArray):
             return self.struct_element(base, node)
+        if is_tile(base):
+            raise self.error(node, f"a {base.type.name} is not indexed: `t[:]` is only the target of a load "
+                                   "(t[:] = arr[r0:r1, c0:c1])", hint="this lane's register j is t.r[j]")
         raise self.error(node, "only ndarrays, shapes and translation-time tuples can be indexed")
 
     def lvalue(self, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:

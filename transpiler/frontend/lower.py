@@ -31,10 +31,11 @@ from .structs import StructLowering
 from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
 from .statements import StatementLowering
+from .tiles import TileLowering
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
-                     MatrixLowering, StructLowering, FieldLowering):
+                     MatrixLowering, StructLowering, FieldLowering, TileLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,

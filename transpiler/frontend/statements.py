@@ -11,7 +11,10 @@ from .common import (
     ATOMIC_AUGASSIGN, BINOPS, SYMBOL, UNSUPPORTED_STMT, ast_nodes, has_side_effects,
     is_loop_invariant, is_py_scalar, nonneg,
 )
-from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
+from .values import (
+    CT, ArrayHandle, ArraySlice, KernelVar, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
+    TupleValue,
+)
 from ..lang.matrix import MatrixType
 from .scopes import Scope
 
@@ -112,6 +115,8 @@ class StatementLowering:
         self.scope.names[s.target.id] = self.declare_matrix(s.target.id, value, s)
 
     def assign(self, target: ast.expr, value, stmt: ast.stmt) -> None:
+        if self.assign_tile(target, value, stmt):
+            return
         if isinstance(target, ast.Name):
             self.assign_name(target, value, stmt)
         elif isinstance(target, ast.Attribute) and (member := self.resolve_var(target)) is not None:
@@ -168,6 +173,9 @@ class StatementLowering:
     def assign_name(self, target: ast.Name, value, stmt: ast.stmt) -> None:
         name = target.id
         bound, scope = self.scope.lookup(name)
+        if isinstance(value, (ArraySlice, OuterProduct)):
+            self.bind_slice(target, value, bound)
+            return
         if isinstance(bound, KernelVar):
             if self.in_parallel:
                 raise self.race(target, name)
@@ -269,6 +277,8 @@ class StatementLowering:
     def stmt_AugAssign(self, s: ast.AugAssign) -> None:
         if isinstance(s.op, ast.MatMult):
             raise self.error(s, "`@=` is not supported; write `m = m @ x`")
+        if self.update_tile(s):
+            return
         op = BINOPS[type(s.op)]
         if isinstance(s.target, ast.Name):
             bound, scope = self.scope.lookup(s.target.id)

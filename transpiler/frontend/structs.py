@@ -18,6 +18,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.kernel import Func
 from ..lang.matrix import MatrixType, StructType, dataclass_members
+from ..lang.tile import TileType
 from .matrices import component_suffixes
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, StructValue, StructVar
 
@@ -157,6 +158,9 @@ class StructLowering:
     def struct_attribute(self, v: StructValue, attr: str, node: ast.Attribute):
         if attr in v.members:
             return v.members[attr]
+        if isinstance(v.type, TileType):
+            raise self.error(node, f"`.{attr}` of a {v.type.name} value: a tile's methods update a variable",
+                             hint=f"name it first: `t = ...`, then `t.{attr}(...)`")
         methods = getattr(v.type, "methods", {})
         if attr in methods:
             return CT(_BoundMethod(methods[attr], v))
@@ -173,6 +177,8 @@ class StructLowering:
         if found is None or not isinstance(found[0], StructVar):
             return None
         var = found[0]
+        if isinstance(var.type, TileType):
+            return self.call_tile_method(var, node)
         method = var.type.methods.get(node.func.attr) if isinstance(var.type, StructType) else None
         if method is None:
             return None

@@ -102,4 +102,29 @@ class TupleValue:
     items: list
 
 
-Value = ir.Expr | CT | ArrayHandle | ShapeHandle | KernelVar | TupleValue | MatrixValue | MatrixVar | StructValue | StructVar
+@dataclass(slots=True)
+class ArraySlice:
+    """``arr[r0:r1, c0:c1]`` or ``arr[b, r0:r1, c0:c1]`` (a block: a tile's source or
+    destination) and ``arr[r0:r1, col]`` / ``arr[b, r0:r1, col]`` (a column: one element per
+    lane, for qd.outer). Not a value: the frontend reads or writes it only where a tile
+    operation names it (``frontend/tiles.py``)."""
+
+    array: ir.Array
+    batch: object | None    # the leading index of a 3-D array, or None
+    rows: tuple             # (start, stop): translation-time (CT) or run-time values
+    cols: tuple | None      # (start, stop) of a block; None for a column
+    col: object | None      # the column of a column slice
+    text: str               # as written, for messages
+
+
+@dataclass(slots=True)
+class OuterProduct:
+    """``qd.outer(a, b)``: only the right-hand side of ``tile -= ...``."""
+
+    a: object
+    b: object
+    text: str
+
+
+Value = (ir.Expr | CT | ArrayHandle | ShapeHandle | KernelVar | TupleValue | MatrixValue | MatrixVar | StructValue
+         | StructVar | ArraySlice | OuterProduct)

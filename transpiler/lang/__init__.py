@@ -1,7 +1,8 @@
 """The kernel language's surface: what ``import transpiler as qd`` exposes and the frontend
 recognises. ``kernel`` (decorators, annotations, markers), ``ops`` (the built-in
 operations), ``types``, ``math``, ``simt`` (block / subgroup / grid / system), ``shmem``
-(NVSHMEM), and ``blocklib`` (the block collectives, written in the language itself)."""
+(NVSHMEM), ``blocklib`` (the block collectives, written in the language itself) and ``tile``
+(the register tiles ``qd.simt.Tile16x16`` / ``Tile32x32``, likewise)."""
 from .kernel import (  # noqa: F401
     Func, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel, ndarray_annotation,
     param_kind, real_func, self_annotation, set_launcher, static, template,

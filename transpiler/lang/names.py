@@ -18,8 +18,6 @@ _LATER = {
         "svd sym_eig eig polar_decompose solve make_spd",
     "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
         "algorithms",
-    "is not supported yet (it comes with the rest of Quadrants' SIMT surface)":
-        "Tile16x16 Tile32x32 tile",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")

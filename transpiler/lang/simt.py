@@ -3,10 +3,10 @@
 ``qd.simt.block`` works on the threads of one block (CUDA CTA, Vulkan/Metal workgroup),
 ``qd.simt.subgroup`` on the lanes of one subgroup (warp, wavefront, SIMD-group),
 ``qd.simt.grid`` across all blocks of a launch. The primitives are markers the frontend
-lowers to IR nodes; the block-wide reductions, scans and the radix rank, and the tiled
-subgroup operations, are written once in the kernel language itself on top of them
-(``transpiler/lang/blocklib.py``, ``transpiler/lang/subgrouplib.py``). Semantics:
-``shared/seeds``."""
+lowers to IR nodes; the block-wide reductions, scans and the radix rank, the tiled subgroup
+operations and the register tiles ``qd.simt.Tile16x16`` / ``Tile32x32`` are written once in
+the kernel language itself on top of them (``transpiler/lang/blocklib.py``,
+``transpiler/lang/subgrouplib.py``, ``transpiler/lang/tile.py``). Semantics: ``shared/seeds``."""
 from __future__ import annotations
 
 from .kernel import builtin
@@ -98,3 +98,10 @@ def _install_block_algorithms() -> None:
         setattr(block, name, getattr(blocklib, name))
     for name in subgrouplib.__all__:
         setattr(subgroup, name, getattr(subgrouplib, name))
+
+
+def _install_tiles() -> None:
+    """``qd.simt.Tile16x16`` / ``Tile32x32``: written in the kernel language, so loaded last."""
+    from . import tile
+
+    globals().update(Tile16x16=tile.Tile16x16, Tile32x32=tile.Tile32x32)

@@ -1,0 +1,195 @@
+"""Register tiles, as Quadrants 1.3.3 spells them: ``qd.simt.Tile16x16`` and ``qd.simt.Tile32x32``.
+
+A tile is an NxN matrix spread over the first N lanes of a subgroup: lane ``i`` holds row
+``i`` in N scalar registers (the struct member ``r``, a vector of N). Cross-lane work is done
+with subgroup shuffles, never shared memory, so a tile needs a subgroup of at least N lanes;
+the frontend refuses a narrower target (``frontend/tiles.py``). Lanes past N, where the
+subgroup is wider (wave64), take part as rows past the tile: a load or store covers them only
+when its row range reaches them, exactly as in Quadrants.
+
+The algorithms are written once, here, in the kernel language; the frontend inlines them
+like any ``@qd.func`` (code from this package is attributed to the user's line). The syntax
+around them (``t[:] = arr[r0:r1, c0:c1]``, ``arr[...] = t``, ``t -= qd.outer(a, b)``,
+``L.solve_triangular_(B)``) is the frontend's.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import transpiler as qd
+from transpiler.lang.kernel import builtin
+from transpiler.lang.matrix import MatrixType, StructType
+
+subgroup = qd.simt.subgroup
+SIZES = (16, 32)
+
+
+# ----------------------------------------------------------------------------- methods
+
+@qd.func
+def eye_(self):
+    """Make the tile the identity: lane i's register i is 1, the others 0."""
+    lane = subgroup.invocation_id()
+    for j in qd.static(range(self.r.n)):
+        self.r[j] = 1.0 if lane == j else 0.0
+
+
+@qd.func
+def cholesky_(self, eps):
+    """In place: the lower triangle becomes L with L @ L.T = the tile (the strict upper
+    triangle is left as it was). Each pivot is sqrt(max(d, eps)); ``eps`` is read only by
+    the lane that owns the pivot, so a per-lane value floors pivot k with lane k's own.
+
+    Left-looking, column by column: lane k finishes its diagonal entry, every lane receives
+    it, and each lane below k finishes its entry of column k from row k's finished entries
+    (one shuffle each). The k loop and the inner loop are unrolled at translation time so
+    every register index is a constant (a run-time index into the row would select among
+    all N registers)."""
+    n = qd.static(self.r.n)
+    dtype = qd.static(qd.typeof(self.r[0]))
+    lane = subgroup.invocation_id()
+    done = qd.cast(0.0, dtype)  # the sum of squares of this lane's finished entries
+    for k in qd.static(range(n)):
+        if lane == k:
+            self.r[k] = qd.sqrt(qd.max(self.r[k] - done, eps))
+        pivot = subgroup.shuffle(self.r[k], k)
+        # Two partial sums: half as long a chain of dependent FMAs.
+        even = qd.cast(0.0, dtype)
+        odd = qd.cast(0.0, dtype)
+        for j in qd.static(range(k)):
+            if qd.static(j % 2 == 0):
+                even += self.r[j] * subgroup.shuffle(self.r[j], k)
+            else:
+                odd += self.r[j] * subgroup.shuffle(self.r[j], k)
+        if lane > k:
+            self.r[k] = (self.r[k] - (even + odd)) / pivot
+            done += self.r[k] * self.r[k]
+
+
+@qd.func
+def _trsm(self, L):
+    """``self`` becomes X with X @ L.T = self, L lower triangular (the solve of
+    ``L.solve_triangular_(self)``). Lane i solves its own row by forward substitution:
+    x[c] = (b[c] - sum_{j<c} x[j] L[c, j]) / L[c, c], receiving row c of L from lane c."""
+    n = qd.static(self.r.n)
+    dtype = qd.static(qd.typeof(self.r[0]))
+    for c in qd.static(range(n)):
+        dot = qd.cast(0.0, dtype)
+        for j in qd.static(range(c)):
+            dot += self.r[j] * subgroup.shuffle(L.r[j], c)
+        self.r[c] = (self.r[c] - dot) / subgroup.shuffle(L.r[c], c)
+
+
+@qd.func
+def _ger_sub(self, a, b):
+    """``self -= outer(a, b)``, each lane holding its element of a and of b: lane i's
+    register j loses a_i * b_j, b_j received from lane j."""
+    for j in qd.static(range(self.r.n)):
+        self.r[j] -= a * subgroup.shuffle(b, j)
+
+
+# ----------------------------------------------------------------------------- memory
+# ``batched``: the array has a leading batch dimension indexed by ``batch``. The stops come
+# clamped to the array's extent already (the frontend knows where the extents live).
+
+@qd.func
+def _load(self, arr: qd.template(), batched: qd.template(), batch, r0, r1, c0, c1):
+    """Lane i reads row r0 + i, columns c0 .. c1 - 1 into registers 0 .. c1 - c0 - 1; rows
+    and columns outside the ranges leave their registers as they were."""
+    row = r0 + subgroup.invocation_id()
+    if row < r1:
+        for j in qd.static(range(self.r.n)):
+            if c0 + j < c1:
+                if qd.static(batched):
+                    self.r[j] = arr[batch, row, c0 + j]
+                else:
+                    self.r[j] = arr[row, c0 + j]
+
+
+@qd.func
+def _store(self, arr: qd.template(), batched: qd.template(), batch, r0, r1, c0, c1):
+    """The inverse of ``_load``: elements outside the ranges are not written."""
+    row = r0 + subgroup.invocation_id()
+    if row < r1:
+        for j in qd.static(range(self.r.n)):
+            if c0 + j < c1:
+                if qd.static(batched):
+                    arr[batch, row, c0 + j] = self.r[j]
+                else:
+                    arr[row, c0 + j] = self.r[j]
+
+
+@qd.func
+def _column(arr: qd.template(), batched: qd.template(), batch, r0, r1, col, dtype: qd.template()):
+    """This lane's element of the column slice ``arr[r0:r1, col]``: row r0 + lane, 0 past r1."""
+    v = qd.cast(0.0, dtype)
+    row = r0 + subgroup.invocation_id()
+    if row < r1:
+        if qd.static(batched):
+            v = arr[batch, row, col]
+        else:
+            v = arr[row, col]
+    return v
+
+
+# ----------------------------------------------------------------------------- types
+
+METHODS = {"eye_": eye_, "cholesky_": cholesky_}
+# Spelled by the frontend: it needs B as the caller's variable, which it updates.
+FRONTEND_METHODS = ("solve_triangular_",)
+
+
+class TileType(StructType):
+    """The struct a tile is: ``r``, the lane's row, N registers of ``dtype``. One type per
+    (size, dtype); the frontend tells tiles from other structs by this class."""
+
+    def __init__(self, size: int, dtype: Any):
+        super().__init__({"r": MatrixType((size,), dtype)}, f"Tile{size}x{size}", METHODS)
+        self.size = size
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"qd.simt.Tile{self.size}x{self.size}({self.dtype.name})"
+
+
+_TYPES: dict[tuple, TileType] = {}
+
+
+def tile_type(size: int, dtype: Any) -> TileType:
+    """The one TileType of ``size`` and ``dtype`` (a tile variable's type is compared by identity)."""
+    key = (size, dtype)
+    if key not in _TYPES:
+        _TYPES[key] = TileType(size, dtype)
+    return _TYPES[key]
+
+
+class TileClass:
+    """``qd.simt.Tile16x16`` / ``qd.simt.Tile32x32``: ``SIZE``, and in kernels
+    ``zeros(dtype=None)`` and ``eye(dtype=None)`` (dtype: qd.f32 or qd.f64; None is
+    qd.init's default_fp)."""
+
+    def __init__(self, size: int):
+        self.SIZE = size
+        self.zeros = _factory("zeros", size, "A zero tile.")
+        self.eye = _factory("eye", size, "An identity tile.")
+
+    def __repr__(self) -> str:
+        return f"<qd.simt.Tile{self.SIZE}x{self.SIZE}>"
+
+
+def _factory(kind: str, size: int, doc: str):
+    stub = builtin(f"tile.{kind}")(lambda dtype=None: None)
+    stub.tile_size = size
+    stub.__name__ = kind
+    stub.__doc__ = doc
+    return stub
+
+
+Tile16x16 = TileClass(16)
+Tile32x32 = TileClass(32)
+
+
+@builtin("outer")
+def outer(a: Any, b: Any) -> None:
+    """``t -= qd.outer(a, b)``: a rank-1 update of a tile, each lane giving its element of
+    ``a`` and of ``b`` (a scalar, or a column slice ``arr[r0:r1, col]``). Only that."""
