@@ -197,3 +197,46 @@ def test_reserved_names_compile_and_the_manifest_names_the_entry(target):
         assert entry["name"] == "kernel_" and "kernel void kernel_(" in tr.sources["kernel.metal"]
     tr = qd.translate(main, target)
     assert all(v.ok for v in check_sources(target, tr.sources, tr.manifest))
+
+
+@qd.kernel
+def shared_float_atomics(a: qd.types.ndarray(qd.f32, ndim=1), d: qd.types.ndarray(qd.f64, ndim=1),
+                         out: qd.types.ndarray(qd.f32, ndim=2), out64: qd.types.ndarray(qd.f64, ndim=1)):
+    qd.loop_config(block_dim=64)
+    for i in range(a.shape[0]):
+        lo_hi = qd.simt.block.SharedArray((2,), qd.f32)
+        total = qd.simt.block.SharedArray((1,), qd.f64)
+        t = qd.simt.block.thread_idx()
+        if t == 0:
+            lo_hi[0] = 1e30
+            lo_hi[1] = -1e30
+            total[0] = 0.0
+        qd.simt.block.sync()
+        qd.atomic_min(lo_hi[0], a[i])  # CAS loops on the bits of shared floats (GLSL holds them as uint)
+        qd.atomic_max(lo_hi[1], a[i])
+        qd.atomic_add(total[0], d[i])
+        qd.simt.block.sync()
+        if t == 0:
+            out[i // 64, 0] = lo_hi[0]
+            out[i // 64, 1] = lo_hi[1]
+            out64[i // 64] = total[0]
+
+
+def test_float_min_max_and_f64_atomics_on_shared_arrays(executor, rng):
+    a = rng.standard_normal(64 * 5).astype(np.float32)
+    d = rng.integers(-100, 100, a.size).astype(np.float64) / 4  # exact sums in any order
+    out = np.zeros((5, 2), np.float32)
+    out64 = np.zeros(5)
+    shared_float_atomics(a, d, out, out64)
+    rows = a.reshape(5, 64)
+    np.testing.assert_array_equal(out[:, 0], rows.min(axis=1))
+    np.testing.assert_array_equal(out[:, 1], rows.max(axis=1))
+    np.testing.assert_array_equal(out64, d.reshape(5, 64).sum(axis=1))
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", ["cuda", "hip", "glsl"])
+def test_shared_float_atomics_compile(target):
+    tr = qd.translate(shared_float_atomics, target)
+    verdicts = check_sources(target, tr.sources, tr.manifest)
+    assert all(v.ok for v in verdicts), [v.message for v in verdicts]

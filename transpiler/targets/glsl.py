@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..ir.walk import iter_expr
+from ..ir.walk import all_exprs, iter_expr
+from ..passes.legalize import UINT_OF_WIDTH
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .dialect import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_text
 from .renderer import Renderer
@@ -277,7 +278,12 @@ class GlslDialect(Dialect):
         fn = self.atomic_name(e.op, t, ir.space_of(e.array), e.loc)
         shared = isinstance(e.array, ir.SharedArray)
         r.needs.features.update(f.replace("Buffer", "Shared") if shared else f for f in self.atomics[(e.op, t.name)])
-        if e.reinterpreted:  # e.g. a CAS loop on an f32 array works on its bits through a uint view
+        if id(e.array) in r.bits_shared:
+            if not e.reinterpreted:
+                raise TranspileError(f"qd.atomic_{e.op} on shared array `{e.array.name}` is native on the glsl target, "
+                                     "but another atomic on it is a compare-and-swap loop on its bits", e.loc,
+                                     hint="keep the two kinds of update in separate shared arrays")
+        elif e.reinterpreted:  # e.g. a CAS loop on an f32 array works on its bits through a uint view
             ref = r.alias_ref(e.array, t, "", r.linear_index(e.array, e.indices))
         args = [value] if expected is None else [expected, value]
         return f"{fn}({ref}, {', '.join(args)})"
@@ -365,6 +371,22 @@ class GlslRenderer(Renderer):
         # Python's evaluation order and turns a Kahan summation's compensation into 0.
         # `precise` also forbids fusing a * b + c into an fma, which CUDA does by default.
         self.precise = not ctx.options.fast_math
+        # Float shared arrays some atomic updates with a compare-and-swap loop: GLSL cannot view
+        # shared memory as another type, so they hold the bits (uint) and every access converts.
+        self.bits_shared: set[int] = set()
+
+    def expr_Load(self, e: ir.Load):
+        if id(e.array) not in self.bits_shared:
+            return super().expr_Load(e)
+        ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
+        return self.dialect.bitcast(ref, UINT_OF_WIDTH[e.type.bits], e.type), PREC_PRIMARY
+
+    def stmt_Store(self, st: ir.Store, depth: int) -> None:
+        if id(st.array) not in self.bits_shared:
+            return super().stmt_Store(st, depth)
+        ref = self.dialect.array_ref(self, st.array, self.linear_index(st.array, st.indices))
+        t = st.array.type.dtype
+        self.put(depth, f"{ref} = {self.dialect.bitcast(self.text(st.value), t, UINT_OF_WIDTH[t.bits])};", st.loc)
 
     def linear_index(self, array: ir.Array, indices: list[ir.Expr]) -> str:
         # glslang takes only 32-bit subscripts: a 64-bit index (an i64 loop variable, an
@@ -532,10 +554,13 @@ class GlslTarget(Target):
 
     def declare_shared(self, r: GlslRenderer, task: ir.Task) -> None:
         # GLSL allows `shared` variables only at global scope.
+        r.bits_shared = {id(e.array) for e in all_exprs(task.code()) if isinstance(e, ir.Atomic)
+                         and isinstance(e.array, ir.SharedArray) and e.reinterpreted}
         for array in task.shared:
             name = r.declare_name(array, array.name)
             size = " * ".join(str(n) for n in array.type.shape)
-            r.shared_decls.append(f"shared {r.type(array.type.dtype, array.loc)} {name}[{size}];{r.comment(array.loc)}")
+            dtype = UINT_OF_WIDTH[array.type.dtype.bits] if id(array) in r.bits_shared else array.type.dtype
+            r.shared_decls.append(f"shared {r.type(dtype, array.loc)} {name}[{size}];{r.comment(array.loc)}")
 
     def finish_entry(self, r: GlslRenderer, ctx: TranslationContext, entry: EntryPoint) -> None:
         bindings = ctx.layout.bindings
