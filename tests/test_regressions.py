@@ -240,3 +240,28 @@ def test_shared_float_atomics_compile(target):
     tr = qd.translate(shared_float_atomics, target)
     verdicts = check_sources(target, tr.sources, tr.manifest)
     assert all(v.ok for v in verdicts), [v.message for v in verdicts]
+
+
+@qd.kernel
+def atomic_reads_its_own_target(out: qd.types.ndarray(qd.i32, ndim=1)):
+    qd.loop_config(block_dim=32)
+    for i in range(32):
+        s = qd.simt.block.SharedArray((1,), qd.i32)
+        if qd.simt.block.thread_idx() == 0:
+            s[0] = 1
+        qd.simt.block.sync()
+        qd.atomic_add(s[0], s[0])  # every lane of a warp reads s[0] before any lane's update
+        qd.simt.block.sync()
+        if qd.simt.block.thread_idx() == 0:
+            out[0] = s[0]
+
+
+def test_a_warp_executes_an_atomic_in_lockstep(executor):
+    """A GPU runs a converged warp's atomic as one instruction: the operand reads come before
+    the updates. The emulator did it thread by thread (2**32 instead of 33 for one warp)."""
+    from transpiler.runtime import current
+
+    out = np.zeros(1, np.int32)
+    atomic_reads_its_own_target(out)
+    w = min(current().subgroup_size, 32)
+    assert out[0] == (1 + w) ** (32 // w)

@@ -80,7 +80,8 @@ int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cfg, int war
                char* shared_begin, char* shared_end, char* err, int errlen);
 int qd_emu_block_barrier(int line, const char* what, int pred);
 // converge = 0: the lanes of `mask` take part (CUDA's *_sync). converge = 1: the lanes that
-// reach this call before the rest of the warp is elsewhere (a GPU's active mask).
+// reach this call before the rest of the warp is elsewhere (a GPU's active mask). converge
+// = 2: the same, a lane spinning in a loop counting as elsewhere (lockstep atomics).
 unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int converge,
                                   unsigned long long value, long long arg, int width, qd_emu_compute_fn fn);
 void qd_emu_tick_slow(int line);
@@ -550,6 +551,53 @@ inline void match_all_compute(qd_emu_lanes* L) {
 
 template <class T>
 inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
+
+// Lockstep atomics. A GPU's converged warp executes an atomic as one instruction: every
+// lane has evaluated its operands before any lane's update, and every lane sees the updates
+// done when it goes on (an operand read from the memory the warp updates is the value from
+// before all of them). Fibers would otherwise interleave at any point, so each atomic is a
+// collective of the lanes that reach it together (converge, as HIP's mask-free votes), whose
+// updates run in lane order once they all have. QD_EMU_NO_LOCKSTEP (and the race check,
+// which must see every interleaving) keeps the per-thread form. Compare-and-swap stays
+// per thread: its loops retry, whatever the order.
+#if !defined(QD_EMU_TSAN) && !defined(QD_EMU_NO_LOCKSTEP)
+namespace qd_emu {
+enum LockstepOp { LS_ADD, LS_SUB, LS_AND, LS_OR, LS_XOR, LS_EXCH, LS_MIN, LS_MAX };
+template <class T, int OP>
+inline T apply_atomic(T* p, T v) {
+    if constexpr (OP == LS_ADD) return (atomicAdd)(p, v);
+    else if constexpr (OP == LS_SUB) return (atomicSub)(p, v);
+    else if constexpr (OP == LS_AND) return (atomicAnd)(p, v);
+    else if constexpr (OP == LS_OR) return (atomicOr)(p, v);
+    else if constexpr (OP == LS_XOR) return (atomicXor)(p, v);
+    else if constexpr (OP == LS_EXCH) return (atomicExch)(p, v);
+    else if constexpr (OP == LS_MIN) return (atomicMin)(p, v);
+    else return (atomicMax)(p, v);
+}
+template <class T, int OP>
+void lockstep_compute(qd_emu_lanes* L) {
+    for (int lane = 0; lane < L->warp_size; ++lane) {
+        if (!((L->members >> lane) & 1)) continue;
+        T* p = reinterpret_cast<T*>(L->arg[lane]);
+        L->result[lane] = to_bits(apply_atomic<T, OP>(p, from_bits<T>(L->value[lane])));
+    }
+}
+template <int OP, class T, class V>
+inline T lockstep(int line, const char* what, T* p, V v) {
+    return from_bits<T>(qd_emu_warp_op(line, what, 0, 2, to_bits(static_cast<T>(v)), reinterpret_cast<long long>(p),
+                                       QD_EMU_WARP_SIZE, &lockstep_compute<T, OP>));
+}
+}  // namespace qd_emu
+#define QD_EMU_LOCKSTEP(NAME, OP, p, v) ::qd_emu::lockstep<::qd_emu::OP>(__LINE__, #NAME, (p), (v))
+#define atomicAdd(p, v) QD_EMU_LOCKSTEP(atomicAdd, LS_ADD, p, v)
+#define atomicSub(p, v) QD_EMU_LOCKSTEP(atomicSub, LS_SUB, p, v)
+#define atomicAnd(p, v) QD_EMU_LOCKSTEP(atomicAnd, LS_AND, p, v)
+#define atomicOr(p, v) QD_EMU_LOCKSTEP(atomicOr, LS_OR, p, v)
+#define atomicXor(p, v) QD_EMU_LOCKSTEP(atomicXor, LS_XOR, p, v)
+#define atomicExch(p, v) QD_EMU_LOCKSTEP(atomicExch, LS_EXCH, p, v)
+#define atomicMin(p, v) QD_EMU_LOCKSTEP(atomicMin, LS_MIN, p, v)
+#define atomicMax(p, v) QD_EMU_LOCKSTEP(atomicMax, LS_MAX, p, v)
+#endif
 
 #define __shfl_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_IDX>(__LINE__, "__shfl_sync", (mask), 0, (var), __VA_ARGS__)
 #define __shfl_up_sync(mask, var, ...) ::qd_emu::shfl<::qd_emu::SHFL_UP>(__LINE__, "__shfl_up_sync", (mask), 0, (var), __VA_ARGS__)

@@ -182,6 +182,8 @@ struct Group {  // one pending warp collective
     int line, width;
     qd_emu_compute_fn fn;
     bool dynamic;  // members are whoever arrives before the warp converges (see converged())
+    bool lax;      // a lane spinning in a loop counts as elsewhere (lockstep atomics: its own
+                   // update stays atomic; a shuffle or vote cannot leave a lane out)
 };
 struct Warp {
     unsigned long long existing;  // lanes the block has (the last warp may be partial)
@@ -767,7 +769,9 @@ bool converged(unsigned w, const Group& g) {
     for (unsigned l = 0; l < warp_size; ++l) {
         if (!((warps[w].existing >> l) & 1) || ((g.arrived >> l) & 1)) continue;
         const Fiber& o = fibers[base + l];
-        if (o.state != DONE && o.state != BLOCKED) return false;
+        // For a lockstep atomic, a lane spinning in a loop (it yielded at a back-edge) is
+        // elsewhere too: waiting for it would deadlock a lock a lane of its own warp holds.
+        if (o.state != DONE && o.state != BLOCKED && !(g.lax && o.state == READY && o.wait == W_SPIN)) return false;
     }
     return true;
 }
@@ -790,7 +794,7 @@ void complete(unsigned w, int gi, Fiber* self) {
         L.result[l] = 0;
     }
     g.fn(&L);
-    ++progress;
+    if (!g.lax) ++progress;  // an atomic is no progress: a loop of them may still spin forever
     for (unsigned l = 0; l < warp_size; ++l) {
         if (!((g.arrived >> l) & 1)) continue;
         Fiber* o = &fibers[base + l];
@@ -841,7 +845,7 @@ QD_EXPORT unsigned long long qd_emu_warp_op(int line, const char* what, unsigned
             if (W.g[i].dynamic && W.g[i].line == line && W.g[i].fn == fn && strcmp(W.g[i].what, what) == 0) gi = i;
         if (gi < 0) {
             gi = W.n++;
-            W.g[gi] = Group{0, 0, what, line, width, fn, true};
+            W.g[gi] = Group{0, 0, what, line, width, fn, true, converge == 2};
             ++W.ndynamic;
         }
         W.g[gi].members |= bit;
@@ -860,7 +864,7 @@ QD_EXPORT unsigned long long qd_emu_warp_op(int line, const char* what, unsigned
             if (g.members != m || strcmp(g.what, what) != 0 || g.fn != fn) warp_divergence(w, f, what, line, m, g);
         } else {
             gi = W.n++;
-            W.g[gi] = Group{m, 0, what, line, width, fn, false};
+            W.g[gi] = Group{m, 0, what, line, width, fn, false, false};
         }
     }
 #ifdef QD_EMU_TSAN
@@ -890,6 +894,7 @@ QD_EXPORT void qd_emu_tick_slow(int line) {
         f->state = READY;
         f->wait = W_SPIN;
         push(f);
+        warp_changed(f->tid / warp_size);  // a collective its warp-mates wait at may complete
         suspend(f);
         f->wait = W_NONE;
     }
@@ -903,6 +908,7 @@ QD_EXPORT void qd_emu_yield(int line) {
         f->state = READY;
         f->wait = W_SPIN;
         push(f);
+        warp_changed(f->tid / warp_size);  // a collective its warp-mates wait at may complete
         suspend(f);
         f->wait = W_NONE;
     }
