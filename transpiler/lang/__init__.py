@@ -3,6 +3,6 @@ recognises. ``kernel`` (decorators, annotations, markers), ``ops`` (the built-in
 operations), ``types``, ``math``, ``simt`` (block / subgroup / grid / system), ``shmem``
 (NVSHMEM), and ``blocklib`` (the block collectives, written in the language itself)."""
 from .kernel import (  # noqa: F401
-    Func, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel, ndarray_annotation,
+    Func, HostFunc, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel, ndarray_annotation,
     param_kind, real_func, self_annotation, set_launcher, static, template,
 )

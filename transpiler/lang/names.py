@@ -16,8 +16,6 @@ _LATER = {
     "is not supported yet: for a small matrix use m.inverse() (solve: m.inverse() @ b) or write the "
     "decomposition with vector and matrix operations":
         "svd sym_eig eig polar_decompose solve make_spd",
-    "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
-        "algorithms",
     "is not supported yet (it comes with the rest of Quadrants' SIMT surface)":
         "bitonic_sort_kv bitonic_sort_kv_tiled segmented_reduce_add segmented_reduce_min segmented_reduce_max "
         "segmented_reduce_add_tiled segmented_reduce_min_tiled segmented_reduce_max_tiled all_true_tiled "
