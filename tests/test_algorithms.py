@@ -113,6 +113,134 @@ def test_reduce_and_scan_a_million(executor, name, rng):
     check_reduce_scan(name, "add", [BIG, BIG - 1], rng)
 
 
+# ----------------------------------------------------------------------------- select, reduce_by_key_add
+
+@qd.kernel
+def compact(arr: ND1, flags: ND1, out: ND1, num: ND1, scratch: ND1, n: ND1):
+    alg.select(arr, flags, out, num, scratch, n[0], D)
+
+
+def check_select(name: str, sizes: list[int], rng) -> None:
+    scratch = np.zeros(alg.select_scratch_slots(max(sizes)), np.uint32)
+    for n in sizes:
+        a = random_values(rng, name, max(n, 1))
+        flags = (rng.random(max(n, 1)) < rng.choice([0.0, 0.3, 0.9, 1.0])).astype(np.int32)
+        out = np.full(max(n, 1), 5, NP[name])
+        num = np.full(1, -1, np.int32)
+        compact(a, flags, out, num, scratch, count(n))
+        want = a[:n][flags[:n] == 1]
+        assert num[0] == len(want), (name, n)
+        np.testing.assert_array_equal(out[:len(want)], want, err_msg=f"{name} n={n}")
+        assert (out[len(want):] == 5).all()  # the tail is left as it was
+
+
+@pytest.mark.parametrize("name", ["i32", "u32", "f32"])
+def test_select(executor, name, rng):
+    check_select(name, SIZES, rng)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["i64", "u64", "f64"])
+def test_select_64bit(executor, name, rng):
+    check_select(name, [0, 1, 257, 65537], rng)
+
+
+@qd.kernel
+def runs(keys: ND1, values: ND1, keys_out: ND1, values_out: ND1, num: ND1, scratch: ND1, n: ND1,
+         value_dtype: qd.template()):
+    alg.reduce_by_key_add(keys, values, keys_out, values_out, num, scratch, n[0], value_dtype, D)
+
+
+@pytest.mark.parametrize("key, value", [("i32", "i32"), ("u32", "f32"), ("f32", "u32")])
+def test_reduce_by_key_add(executor, key, value, rng):
+    scratch = np.zeros(alg.reduce_by_key_scratch_slots(max(SIZES)), np.uint32)
+    for n in SIZES:
+        m = max(n, 1)
+        # runs of random lengths (1 to 40), equal keys also recurring apart
+        keys = np.repeat(rng.integers(0, 6, m), rng.integers(1, 40, m))[:m].astype(NP[key])
+        values = (rng.integers(0, 100, m) if value != "f32" else rng.uniform(-10, 10, m)).astype(NP[value])
+        keys_out, values_out = np.zeros(m, NP[key]), np.full(m, 3, NP[value])
+        num = np.full(1, -1, np.int32)
+        runs(keys, values, keys_out, values_out, num, scratch, count(n), DTYPES[value])
+        k = keys[:n]
+        heads = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if n else np.array([], np.int64)
+        assert num[0] == len(heads), (n, num[0], len(heads))
+        np.testing.assert_array_equal(keys_out[:len(heads)], k[heads])
+        if n:
+            sums = np.add.reduceat(values[:n].astype(np.float64), heads)
+            if value == "f32":
+                np.testing.assert_allclose(values_out[:len(heads)], sums, rtol=1e-4, atol=1e-3)
+            else:
+                np.testing.assert_array_equal(values_out[:len(heads)], sums.astype(NP[value]))
+
+
+# ----------------------------------------------------------------------------- sort
+
+ND0 = qd.types.ndarray(ndim=0)
+
+
+@qd.kernel
+def radix_sort(keys: ND1, tmp_keys: ND1, values: ND1, tmp_values: ND1, scratch: ND1, n: ND0,
+               key_dtype: qd.template(), has_values: qd.template(), end_bit: qd.template()):
+    alg.sort(keys, tmp_keys, values, tmp_values, scratch, n, key_dtype, has_values, end_bit, D)
+
+
+def random_keys(rng, name: str, n: int, end_bit: int) -> np.ndarray:
+    if name.startswith("f"):
+        k = rng.uniform(-1e6, 1e6, n).astype(NP[name])
+        k[rng.integers(0, n, n // 8)] = 0.5  # ties, to see stability
+        return k
+    info = np.iinfo(NP[name])
+    if end_bit < info.bits:
+        return rng.integers(0, 1 << end_bit, n, dtype=np.int64).astype(NP[name])
+    k = rng.integers(info.min, info.max, n, dtype=NP[name], endpoint=True)
+    k[rng.integers(0, n, n // 8)] = k[0]  # ties
+    return k
+
+
+def check_sort(name: str, sizes: list[int], rng, has_values: bool = True, end_bit: int | None = None) -> None:
+    dtype = DTYPES[name]
+    end_bit = end_bit or dtype.bits
+    scratch = np.zeros(alg.sort_scratch_slots(max(sizes), D), np.uint32)
+    for n in sizes:
+        m = max(n, 1)
+        keys = random_keys(rng, name, m, end_bit)
+        given = keys.copy()
+        values = rng.permutation(m).astype(np.float64 if name == "i32" else np.int32)
+        v0 = values.copy()
+        tmp_keys, tmp_values = np.zeros_like(keys), np.zeros_like(values)
+        if has_values:
+            radix_sort(keys, tmp_keys, values, tmp_values, scratch, np.array(n, np.int32), dtype, True, end_bit)
+        else:
+            radix_sort(keys, tmp_keys, keys, tmp_keys, scratch, np.array(n, np.int32), dtype, False, end_bit)
+        order = np.argsort(given[:n], kind="stable")
+        np.testing.assert_array_equal(keys[:n], given[:n][order], err_msg=f"{name} n={n}")
+        np.testing.assert_array_equal(keys[n:], given[n:])
+        if has_values:
+            np.testing.assert_array_equal(values[:n], v0[:n][order], err_msg=f"{name} n={n}: not stable")
+
+
+@pytest.mark.parametrize("name", ["i32", "u32", "f32"])
+def test_sort_key_value(executor, name, rng):
+    check_sort(name, SIZES, rng)
+
+
+def test_sort_keys_only_and_low_bits(executor, rng):
+    check_sort("u32", [0, 1, 300, 70_000], rng, has_values=False)
+    check_sort("i32", [5, 4097], rng, end_bit=16)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["i64", "u64", "f64"])
+def test_sort_64bit(executor, name, rng):
+    check_sort(name, [0, 1, 257, 65537], rng)
+
+
+@pytest.mark.slow
+def test_sort_a_million(executor, rng):
+    check_sort("f32", [BIG], rng)
+
+
 # ----------------------------------------------------------------------------- the language under them
 
 @qd.func
@@ -253,7 +381,22 @@ COMPILE_CASES = [
      {"arr": qd.types.ndarray(qd.f32, 1), "red": qd.types.ndarray(qd.f32, 1),
       "scanned": qd.types.ndarray(qd.f32, 1), "scratch": U32, "n": I32}),
 ]
+SORT_TYPES = {"keys": ND1, "tmp_keys": ND1, "values": ND1, "tmp_values": ND1, "scratch": U32,
+              "n": qd.types.ndarray(qd.i32, 0)}
+COMPILE_CASES += [
+    ("select_f32", compact, {}, {"arr": qd.types.ndarray(qd.f32, 1), "flags": I32, "out": qd.types.ndarray(qd.f32, 1),
+                                 "num": I32, "scratch": U32, "n": I32}),
+    ("reduce_by_key_f32", runs, {"value_dtype": qd.f32},
+     {"keys": I32, "values": qd.types.ndarray(qd.f32, 1), "keys_out": I32, "values_out": qd.types.ndarray(qd.f32, 1),
+      "num": I32, "scratch": U32, "n": I32}),
+    ("sort_f32_kv", radix_sort, {"key_dtype": qd.f32, "has_values": True, "end_bit": 32},
+     {**SORT_TYPES, "keys": qd.types.ndarray(qd.f32, 1), "tmp_keys": qd.types.ndarray(qd.f32, 1),
+      "values": I32, "tmp_values": I32}),
+]
 WIDE_CASES = [
+    ("sort_i64_keys", radix_sort, {"key_dtype": qd.i64, "has_values": False, "end_bit": 64},
+     {**SORT_TYPES, "keys": qd.types.ndarray(qd.i64, 1), "tmp_keys": qd.types.ndarray(qd.i64, 1),
+      "values": qd.types.ndarray(qd.i64, 1), "tmp_values": qd.types.ndarray(qd.i64, 1)}),
     ("reduce_scan_f64_max", reduce_and_scan, {"dtype": qd.f64, "op": "max"},
      {"arr": qd.types.ndarray(qd.f64, 1), "red": qd.types.ndarray(qd.f64, 1),
       "scanned": qd.types.ndarray(qd.f64, 1), "scratch": U64, "n": I32}),
