@@ -265,8 +265,8 @@ def atomic_i8(a: qd.types.ndarray(dtype=qd.i8, ndim=1)):
 
 
 @qd.kernel
-def range_from_memory(a: ivec):
-    for i in range(a[0]):  # error: the range of a top-level (parallel) loop must be computable
+def range_from_an_atomic(a: ivec):
+    for i in range(qd.atomic_add(a[0], 1)):  # error: the range of a top-level (parallel) loop must be computable
         a[i] = 0
 
 

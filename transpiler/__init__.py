@@ -17,7 +17,7 @@ from .lang.field import (  # noqa: F401
 from .lang.matrix import Matrix, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,
-    atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, cast, ceil, cos, cosh, exp, floor, grouped, log,
+    atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, cast, ceil, cos, cosh, exp, floor, grouped, log,
     loop_config, max, min, ndrange, pow, random, round, rsqrt, select, sin, sinh, sqrt, static_assert, tan, tanh,
     trunc, typeof, volatile_load,
 )
@@ -26,6 +26,7 @@ from .lang.simt import _install_block_algorithms, _install_tiles
 _install_block_algorithms()
 _install_tiles()
 from .lang.tile import outer  # noqa: E402, F401
+from .lang import algorithms  # noqa: E402, F401  (written in the language: after the block collectives)
 from .pipeline import HazardWarning, Translation, translate  # noqa: E402, F401
 from .targets import TARGETS  # noqa: E402, F401
 

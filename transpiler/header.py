@@ -167,7 +167,9 @@ def common_context(sources: dict[str, str], manifest: dict, language: str) -> di
         entries.append({
             "name": e["name"], "function": e.get("entry", e["name"]), "file": e["file"],
             "block_dim": e["block_dim"], "shared_bytes": e["shared_bytes"], "serial": grid["rule"] == "single",
-            "max_blocks": grid.get("max_blocks", 1), "source_line": e["source_line"], "extent": extent,
+            "fixed": grid["blocks"] if grid["rule"] == "fixed" else None,
+            "max_blocks": grid.get("max_blocks", grid["blocks"] if grid["rule"] == "fixed" else 1),
+            "source_line": e["source_line"], "extent": extent,
         })
     return {
         "kernel": kernel, "target": target, "generator": GENERATOR, "source": manifest["source"],

@@ -180,6 +180,11 @@ class CallLowering:
         if func.fn in self.inline_stack:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="rewrite it as a loop")
+        if func.requires_top_level:
+            raise self.error(node, f"`{func.__name__}` must be called as a statement at the top level of a kernel: "
+                                   "it runs as several GPU tasks, in order",
+                             hint="move the call out of loops, `if`s and expressions (a `qd.static` loop or "
+                                  "`if qd.static(...)` is fine)")
         parsed = parse_function(func.fn)
         fdef = parsed.node
         sig = signature(func.fn)

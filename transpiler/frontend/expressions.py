@@ -74,9 +74,9 @@ class ExpressionLowering:
         raise TranspileError("a tuple cannot be used as a single value here", loc)
 
     def expr_Constant(self, node: ast.Constant):
-        # A string is a translation-time value (qd.static_assert messages); using one at
-        # run time is the error, reported by to_expr / assign_name.
-        if node.value is None or node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
+        # A string or None is a translation-time value (qd.static_assert messages, a @qd.func's
+        # template argument); using one at run time is the error, reported by to_expr / assign_name.
+        if node.value is Ellipsis or isinstance(node.value, (bytes, complex)):
             raise self.error(node, f"`{node.value!r}` is not supported in kernels")
         return CT(node.value)
 
@@ -352,6 +352,10 @@ class ExpressionLowering:
                 left = right
                 continue
             op = CMPOPS.get(type(op_node))
+            if isinstance(op_node, (ast.Is, ast.IsNot)) and len(node.ops) == 1:
+                right = self.expr(right_node)
+                if isinstance(left, CT) and isinstance(right, CT):  # `x is None` of translation-time values
+                    return CT((left.value is right.value) == isinstance(op_node, ast.Is))
             if op is None:
                 raise self.error(node, f"the comparison `{type(op_node).__name__}` is not supported in kernels")
             right = self.expr(right_node)

@@ -155,6 +155,31 @@ def _cast(lo, name, node):
     return cast_call(lo, dtype, fake)
 
 
+@handler("bit_cast")
+def _bit_cast(lo, name, node):
+    if len(node.args) != 2 or node.keywords:
+        raise lo.error(node, "qd.bit_cast(x, dtype) takes exactly two arguments")
+    dtype = lo.static_value(node.args[1], what="the dtype of qd.bit_cast")
+    dtype = T.python_type(dtype) or dtype
+    if not isinstance(dtype, T.DType) or dtype is T.bool_:
+        raise lo.error(node.args[1], f"`{ast.unparse(node.args[1])}` is not a numeric scalar type")
+    v = lo.expr(node.args[0])
+    if isinstance(v, CT):
+        raise lo.error(node.args[0], "qd.bit_cast needs a typed run-time value",
+                       hint=f"cast the constant first, e.g. qd.bit_cast(qd.u32({ast.unparse(node.args[0])}), ...)")
+    e = lo.to_expr(v, node.args[0])
+    if not isinstance(e.type, T.DType) or e.type is T.bool_ or e.type.bits != dtype.bits:
+        shown = getattr(e.type, "name", repr(e.type))
+        raise lo.error(node, f"qd.bit_cast from {shown} to {dtype.name}: the widths differ",
+                       hint="bit_cast reinterprets bits of the same width (i32/u32/f32, i64/u64/f64); "
+                            "use qd.cast to convert values")
+    if e.type == dtype:
+        return e
+    if e.type.is_int and dtype.is_int:  # same width: a conversion keeps the bits in every language
+        return ir.Cast(dtype, lo.loc(node), e)
+    return ir.BitCast(dtype, lo.loc(node), e)
+
+
 @handler("select")
 def _select(lo, name, node):
     c, a, b = _args(lo, node, name, 3)

@@ -15,6 +15,7 @@ from .. import lang
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.evaluate import host_computable
 from ..ir.walk import iter_expr
 from ..lang.matrix import MatrixType
 from .common import (
@@ -32,10 +33,11 @@ from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
 from .statements import StatementLowering
 from .tiles import TileLowering
+from .top_level_calls import TopLevelCallLowering
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
-                     MatrixLowering, StructLowering, FieldLowering, TileLowering):
+                     MatrixLowering, StructLowering, FieldLowering, TileLowering, TopLevelCallLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -260,6 +262,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.top_level(s.body if cond else s.orelse)
             elif isinstance(s, ast.Pass):
                 continue
+            elif (func := self.task_making_call(s)) is not None:
+                self.top_level_call(func, s.value)
             elif self.is_uniform_assignment(s):
                 before = len(self.block)
                 self.stmt(s)
@@ -418,9 +422,32 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             body, self.block = self.block, saved_block
             self.pop_scope()
         bounds = [e for r in ranges for e in r]
-        prelude = self.uniform_prelude(body + epilogue, bounds) + accumulators
+        prelude = self.uniform_prelude(body + epilogue, bounds)
+        ranges, dynamic = self.device_bounds(ranges, loop_vars, prelude)
         self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc,
-                                  shared=self.task_shared, prelude=prelude, epilogue=epilogue))
+                                  shared=self.task_shared, prelude=prelude + accumulators, epilogue=epilogue,
+                                  dynamic=dynamic))
+
+    def device_bounds(self, ranges: list, loop_vars: list[ir.Local], prelude: list[ir.Stmt]) -> tuple[list, bool]:
+        """Bounds the host cannot compute (they read memory) are read once, first, by every
+        thread (a local in ``prelude``); the task is then launched on a fixed grid."""
+        env = {id(st.var): st.init for st in prelude if isinstance(st, ir.Declare) and st.init is not None}
+        env.update({id(st.var): st.value for st in prelude if isinstance(st, ir.Assign)})
+        out, dynamic = [], False
+        for var, (begin, end) in zip(loop_vars, ranges):
+            pair = []
+            for what, e in (("begin", begin), ("end", end)):
+                if not host_computable(e, env):
+                    dynamic = True
+                    if isinstance(e, ir.LocalRef):  # already a top-level value the task computes first
+                        pair.append(e)
+                        continue
+                    local = ir.Local(f"{var.name}_{what}", T.i32, e.loc)
+                    prelude.append(ir.Declare(e.loc, local, e))
+                    e = ir.LocalRef(T.i32, e.loc, local)
+                pair.append(e)
+            out.append(tuple(pair))
+        return out, dynamic
 
     def bind_loop_targets(self, target: ast.expr, ranges: list, grouped: bool) -> list[ir.Local]:
         """The loop variables, one per dimension, bound in the current scope: each to its
@@ -552,12 +579,12 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         it may use parameters, shapes and constants but not memory."""
         e = self.index_expr(node)
         if any(not isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.LocalRef, ir.BinOp, ir.Unary, ir.Cast,
-                                  ir.Compare, ir.Logical, ir.Select))
+                                  ir.Compare, ir.Logical, ir.Select, ir.Load, ir.VolatileLoad))
                and not (isinstance(n, ir.Math) and n.fn in ("min", "max", "abs")) for n in iter_expr(e)):
             raise self.error(node, "the range of a top-level (parallel) loop must be computable from parameters, "
-                                   "shapes and constants: the grid is sized before the kernel runs",
-                             hint="pass the count as a scalar parameter, or loop over an upper bound and skip "
-                                  "the extra indices with `if`")
+                                   "shapes, constants and memory reads: every thread computes it before the loop",
+                             hint="compute the count in an earlier loop and store it in an ndarray, then loop "
+                                  "over `range(count[0])`")
         return e
 
 

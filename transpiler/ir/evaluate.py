@@ -58,6 +58,30 @@ def evaluate(e: ir.Expr, scalars: dict[str, object], shapes: dict[str, tuple[int
     return ev(e)
 
 
+def host_computable(e: ir.Expr, env: dict[int, ir.Expr]) -> bool:
+    """Whether ``evaluate`` can compute ``e`` on the host (no memory reads)."""
+    try:
+        evaluate(e, _AnyValue(), _AnyValue(), env)
+    except NotHostComputable:
+        return False
+    return True
+
+
+class _AnyValue(dict):
+    """Stands for every parameter value and shape when only computability matters."""
+
+    def __missing__(self, key):
+        return _One()
+
+
+class _One(int):
+    def __new__(cls):
+        return int.__new__(cls, 1)
+
+    def __getitem__(self, _):
+        return 1
+
+
 def uniform_env(task: ir.Task) -> dict[int, ir.Expr]:
     """The values of the top-level locals a task recomputes first (its range may use them)."""
     env: dict[int, ir.Expr] = {}

@@ -578,6 +578,9 @@ class Task:
     prelude: list[Stmt] = field(default_factory=list)
     # What every thread runs after its last iteration (a reduction's block fold and atomic).
     epilogue: list[Stmt] = field(default_factory=list)
+    # A range bound reads device memory (e.g. a count in an ndarray): the host cannot size
+    # the grid, so it launches a fixed grid and the grid-stride loop reads the bound first.
+    dynamic: bool = False
 
     def extent(self) -> list[Expr]:
         return [end for _, end in self.ranges]

@@ -106,10 +106,31 @@ def self_annotation(fn: Callable, name: str, ann):
 
 
 class Func(_Decorated):
-    """A ``@qd.func`` function: inlined into the kernels that call it."""
+    """A ``@qd.func`` function: inlined into the kernels that call it. Called as a statement
+    at the top level of a kernel, its own top-level loops become tasks of the kernel;
+    ``requires_top_level=True`` makes any other call site an error (Quadrants' device-wide
+    algorithms: their phases need the launch boundaries between tasks)."""
+
+    requires_top_level = False
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"@qd.func {self.__name__} can only be called from inside a @qd.kernel")
+
+
+class HostFunc(Func):
+    """A ``@qd.func`` that may also be called from Python, where ``host`` runs instead (e.g.
+    the ``qd.algorithms.*_scratch_slots`` sizing helpers: integer arithmetic that sizes an
+    allocation on the host and checks one on the device)."""
+
+    def __init__(self, fn: Callable, host: Callable):
+        super().__init__(fn)
+        self.host = host
+        self.__name__ = host.__name__
+        self.__qualname__ = host.__qualname__
+        self.__doc__ = host.__doc__
+
+    def __call__(self, *args, **kwargs):
+        return self.host(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<qd.func {self.__name__}>"
@@ -132,10 +153,13 @@ def kernel(fn: Callable | None = None, **_options) -> Kernel:
     return Kernel(fn)
 
 
-def func(fn: Callable | None = None, **_options) -> Func:
-    if fn is None:
-        return lambda f: Func(f)
-    return Func(fn)
+def func(fn: Callable | None = None, *, requires_top_level: bool = False, **_options) -> Func:
+    def make(f: Callable) -> Func:
+        made = Func(f)
+        made.requires_top_level = bool(requires_top_level)
+        return made
+
+    return make if fn is None else make(fn)
 
 
 def real_func(fn: Callable | None = None, **_options) -> RealFunc:

@@ -16,8 +16,6 @@ _LATER = {
     "is not supported yet: for a small matrix use m.inverse() (solve: m.inverse() @ b) or write the "
     "decomposition with vector and matrix operations":
         "svd sym_eig eig polar_decompose solve make_spd",
-    "is not supported yet: write the loop (a kernel-scope `total += x[i]` is a reduction)":
-        "algorithms",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")

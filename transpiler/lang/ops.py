@@ -31,6 +31,11 @@ def loop_config(*, block_dim: int | None = None, serialize: bool = False): ...
 def cast(x, dtype): ...
 
 
+@builtin("bit_cast")
+def bit_cast(x, dtype):
+    """The bits of ``x`` read as ``dtype`` (a scalar type of the same width)."""
+
+
 @builtin("select")
 def select(cond, a, b): ...
 

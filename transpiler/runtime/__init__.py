@@ -66,6 +66,10 @@ class Backend:
 
         return get_target(self.target).subgroup_size(self.translate_options())
 
+    # Blocks for a task whose range is read on the device (any number is correct: the
+    # grid-stride loop covers the range): the manifest's suggestion, for a large GPU.
+    dynamic_blocks = 1024
+
     def load(self, tr: Translation):
         """Make the translation runnable (compile, create pipelines); returns the program."""
         raise NotImplementedError
@@ -261,6 +265,9 @@ def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     for task in kernel.tasks:
         if task.kind == "serial":
             launches.append(Launch(task, 1))
+            continue
+        if task.dynamic:  # the range is read on the device: a fixed grid sized to this executor
+            launches.append(Launch(task, current().dynamic_blocks))
             continue
         env = uniform_env(task)
         total = 1

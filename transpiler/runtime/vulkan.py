@@ -433,6 +433,10 @@ class VulkanBackend(Backend):
             raise DeviceUnsupported(f"{dev.name} cannot run compute shaders with subgroup size {subgroup_size} "
                                     f"(it supports {low}..{high}, default {dev.subgroup_size})")
         self._subgroup_size = subgroup_size or dev.subgroup_size
+        if dev.type == "VK_PHYSICAL_DEVICE_TYPE_CPU":  # lavapipe: a few workgroups per core do
+            import os
+
+            self.dynamic_blocks = 8 * (os.cpu_count() or 1)
 
     @property
     def subgroup_size(self) -> int:

@@ -49,6 +49,8 @@ NATIVE_ATOMICS = {
 # Reinterpretations between a float and the unsigned int of its width.
 BITCASTS = {
     ("f32", "u32"): "__float_as_uint({})", ("u32", "f32"): "__uint_as_float({})",
+    ("f32", "i32"): "__float_as_int({})", ("i32", "f32"): "__int_as_float({})",
+    ("f64", "i64"): "(int64_t)__double_as_longlong({})", ("i64", "f64"): "__longlong_as_double((long long)({}))",
     ("f64", "u64"): "(uint64_t)__double_as_longlong({})", ("u64", "f64"): "__longlong_as_double((long long)({}))",
     ("f16", "u16"): "qd_half({}).bits", ("u16", "f16"): "qd_half_from_bits({})",
 }

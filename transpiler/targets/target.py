@@ -22,6 +22,9 @@ from .templates import template
 
 GENERATOR = "transpiler 0.1.0"
 MAX_BLOCKS = 65535  # grid-stride loops cover larger ranges; every API accepts this many
+# Blocks for a task whose range is read on the device (the host cannot size its grid): its
+# grid-stride loop is correct with any number, this many keep a large GPU busy.
+DYNAMIC_BLOCKS = 1024
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,8 @@ def entry_manifest(e: EntryPoint, file: str) -> dict:
     task = e.task
     if task.kind == "serial":
         grid = {"rule": "single", "blocks": 1}
+    elif task.dynamic:  # its range is read on the device: any grid works, this one fills a large GPU
+        grid = {"rule": "fixed", "blocks": DYNAMIC_BLOCKS}
     else:
         env = uniform_env(task)
         grid = {

@@ -522,6 +522,7 @@ class CpuBackend(Backend):
         self.opt = opt
         self.poison_shared = bool(poison_shared)
         self.max_blocks = int(max_blocks)
+        self.dynamic_blocks = 8  # blocks run one after another here: few, each looping longer
 
     def translate_options(self) -> dict:
         return _width_options(self.wave32, self.width)

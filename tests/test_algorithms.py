@@ -1,0 +1,428 @@
+"""qd.algorithms (Quadrants 1.3.3's device-wide algorithms) on every executor against NumPy,
+on random data, at sizes 0, 1, odd, tile boundaries and large, for every dtype each op
+takes; the language features they stand on (a top-level @qd.func call whose loops become
+tasks, a loop over range(n[0]) with n on the device); their errors; and every target's
+output compiled by its real toolchain.
+
+One kernel per (op, dtype) serves every size: the live count stays on the device and
+log256_max_n fixes the phases, as in Quadrants."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.toolchains import check_sources
+
+alg = qd.algorithms
+ND1 = qd.types.ndarray(ndim=1)
+D = 3  # log256_max_n of the kernels below: up to 16.7M elements
+SIZES = [0, 1, 2, 7, 255, 256, 257, 1000, 65535, 65536, 65537, 200_001]
+BIG = 1_000_000
+DTYPES = {"i32": qd.i32, "u32": qd.u32, "f32": qd.f32, "i64": qd.i64, "u64": qd.u64, "f64": qd.f64}
+NP = {"i32": np.int32, "u32": np.uint32, "f32": np.float32, "i64": np.int64, "u64": np.uint64, "f64": np.float64}
+
+
+def random_values(rng, name: str, n: int) -> np.ndarray:
+    """Random values of dtype ``name``: negatives for the signed, the whole range's extremes
+    in the mix, small enough magnitudes that a float sum keeps its precision."""
+    if name in ("f32", "f64"):
+        return rng.uniform(-1000, 1000, n).astype(NP[name])
+    info = np.iinfo(NP[name])
+    lo, hi = max(info.min, -(1 << 20)), min(info.max, 1 << 20)
+    v = rng.integers(lo, hi, n, dtype=np.int64).astype(NP[name])
+    if n > 4:
+        v[rng.integers(0, n, 2)] = [info.min, info.max] if name.startswith("u") is False else [0, info.max]
+    return v
+
+
+def count(n: int) -> np.ndarray:
+    return np.array([n], np.int32)
+
+
+# ----------------------------------------------------------------------------- kernels
+
+@qd.kernel
+def reduce_and_scan(arr: ND1, red: ND1, scanned: ND1, scratch: ND1, n: ND1, dtype: qd.template(),
+                    op: qd.template()):
+    if qd.static(op == "add"):
+        alg.reduce_add(arr, red, scratch, n[0], dtype, D)
+        alg.exclusive_scan_add(arr, scanned, scratch, n[0], dtype, D)
+    elif qd.static(op == "min"):
+        alg.reduce_min(arr, red, scratch, n[0], dtype, D)
+        alg.exclusive_scan_min(arr, scanned, scratch, n[0], dtype, D)
+    else:
+        alg.reduce_max(arr, red, scratch, n[0], dtype, D)
+        alg.exclusive_scan_max(arr, scanned, scratch, n[0], dtype, D)
+
+
+def expected_reduce_scan(a: np.ndarray, op: str):
+    dt = a.dtype
+    if dt.kind == "f":
+        ident = {"add": 0.0, "min": np.inf, "max": -np.inf}[op]
+    else:
+        info = np.iinfo(dt)
+        ident = {"add": 0, "min": info.max, "max": info.min}[op]
+    fn = {"add": np.add, "min": np.minimum, "max": np.maximum}[op]
+    with np.errstate(over="ignore"):
+        incl = fn.accumulate(a, dtype=dt) if len(a) else a
+    excl = np.concatenate([np.array([ident], dt), incl[:-1]]) if len(a) else a
+    total = incl[-1] if len(a) else dt.type(ident)
+    return total, excl
+
+
+def check_reduce_scan(name: str, op: str, sizes: list[int], rng) -> None:
+    dtype = DTYPES[name]
+    cap = max(sizes)
+    scratch = np.zeros(alg.exclusive_scan_scratch_slots(cap, D), np.uint32 if dtype.bits == 32 else np.uint64)
+    for n in sizes:
+        a = random_values(rng, name, max(n, 1))
+        red = np.zeros(1, NP[name])
+        scanned = np.full(max(n, 1), 7, NP[name])
+        reduce_and_scan(a, red, scanned, scratch, count(n), dtype, op)
+        total, excl = expected_reduce_scan(a[:n], op)
+        if name.startswith("f") and op == "add":  # the device adds in another order
+            tol = 1e-3 if name == "f32" else 1e-9
+            assert np.allclose(red[0], total, rtol=tol, atol=tol * max(1, n) * 1000), (n, red[0], total)
+            assert np.allclose(scanned[:n], excl, rtol=tol, atol=tol * max(1, n) * 1000), n
+        else:
+            assert red[0] == total, (name, op, n, red[0], total)
+            np.testing.assert_array_equal(scanned[:n], excl, err_msg=f"{name} {op} n={n}")
+        if n == 0:
+            assert scanned[0] == 7  # nothing past the live count is written
+
+
+@pytest.mark.parametrize("op", ["add", "min", "max"])
+@pytest.mark.parametrize("name", ["i32", "u32", "f32"])
+def test_reduce_and_scan_32bit(executor, name, op, rng):
+    check_reduce_scan(name, op, SIZES, rng)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", ["add", "min", "max"])
+@pytest.mark.parametrize("name", ["i64", "u64", "f64"])
+def test_reduce_and_scan_64bit(executor, name, op, rng):
+    check_reduce_scan(name, op, [0, 1, 257, 65537], rng)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["i32", "f32"])
+def test_reduce_and_scan_a_million(executor, name, rng):
+    check_reduce_scan(name, "add", [BIG, BIG - 1], rng)
+
+
+# ----------------------------------------------------------------------------- select, reduce_by_key_add
+
+@qd.kernel
+def compact(arr: ND1, flags: ND1, out: ND1, num: ND1, scratch: ND1, n: ND1):
+    alg.select(arr, flags, out, num, scratch, n[0], D)
+
+
+def check_select(name: str, sizes: list[int], rng) -> None:
+    scratch = np.zeros(alg.select_scratch_slots(max(sizes)), np.uint32)
+    for n in sizes:
+        a = random_values(rng, name, max(n, 1))
+        flags = (rng.random(max(n, 1)) < rng.choice([0.0, 0.3, 0.9, 1.0])).astype(np.int32)
+        out = np.full(max(n, 1), 5, NP[name])
+        num = np.full(1, -1, np.int32)
+        compact(a, flags, out, num, scratch, count(n))
+        want = a[:n][flags[:n] == 1]
+        assert num[0] == len(want), (name, n)
+        np.testing.assert_array_equal(out[:len(want)], want, err_msg=f"{name} n={n}")
+        assert (out[len(want):] == 5).all()  # the tail is left as it was
+
+
+@pytest.mark.parametrize("name", ["i32", "u32", "f32"])
+def test_select(executor, name, rng):
+    check_select(name, SIZES, rng)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["i64", "u64", "f64"])
+def test_select_64bit(executor, name, rng):
+    check_select(name, [0, 1, 257, 65537], rng)
+
+
+@qd.kernel
+def runs(keys: ND1, values: ND1, keys_out: ND1, values_out: ND1, num: ND1, scratch: ND1, n: ND1,
+         value_dtype: qd.template()):
+    alg.reduce_by_key_add(keys, values, keys_out, values_out, num, scratch, n[0], value_dtype, D)
+
+
+@pytest.mark.parametrize("key, value", [("i32", "i32"), ("u32", "f32"), ("f32", "u32")])
+def test_reduce_by_key_add(executor, key, value, rng):
+    scratch = np.zeros(alg.reduce_by_key_scratch_slots(max(SIZES)), np.uint32)
+    for n in SIZES:
+        m = max(n, 1)
+        # runs of random lengths (1 to 40), equal keys also recurring apart
+        keys = np.repeat(rng.integers(0, 6, m), rng.integers(1, 40, m))[:m].astype(NP[key])
+        values = (rng.integers(0, 100, m) if value != "f32" else rng.uniform(-10, 10, m)).astype(NP[value])
+        keys_out, values_out = np.zeros(m, NP[key]), np.full(m, 3, NP[value])
+        num = np.full(1, -1, np.int32)
+        runs(keys, values, keys_out, values_out, num, scratch, count(n), DTYPES[value])
+        k = keys[:n]
+        heads = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if n else np.array([], np.int64)
+        assert num[0] == len(heads), (n, num[0], len(heads))
+        np.testing.assert_array_equal(keys_out[:len(heads)], k[heads])
+        if n:
+            sums = np.add.reduceat(values[:n].astype(np.float64), heads)
+            if value == "f32":
+                np.testing.assert_allclose(values_out[:len(heads)], sums, rtol=1e-4, atol=1e-3)
+            else:
+                np.testing.assert_array_equal(values_out[:len(heads)], sums.astype(NP[value]))
+
+
+# ----------------------------------------------------------------------------- sort
+
+ND0 = qd.types.ndarray(ndim=0)
+
+
+@qd.kernel
+def radix_sort(keys: ND1, tmp_keys: ND1, values: ND1, tmp_values: ND1, scratch: ND1, n: ND0,
+               key_dtype: qd.template(), has_values: qd.template(), end_bit: qd.template()):
+    alg.sort(keys, tmp_keys, values, tmp_values, scratch, n, key_dtype, has_values, end_bit, D)
+
+
+def random_keys(rng, name: str, n: int, end_bit: int) -> np.ndarray:
+    if name.startswith("f"):
+        k = rng.uniform(-1e6, 1e6, n).astype(NP[name])
+        k[rng.integers(0, n, n // 8)] = 0.5  # ties, to see stability
+        return k
+    info = np.iinfo(NP[name])
+    if end_bit < info.bits:
+        return rng.integers(0, 1 << end_bit, n, dtype=np.int64).astype(NP[name])
+    k = rng.integers(info.min, info.max, n, dtype=NP[name], endpoint=True)
+    k[rng.integers(0, n, n // 8)] = k[0]  # ties
+    return k
+
+
+def check_sort(name: str, sizes: list[int], rng, has_values: bool = True, end_bit: int | None = None) -> None:
+    dtype = DTYPES[name]
+    end_bit = end_bit or dtype.bits
+    scratch = np.zeros(alg.sort_scratch_slots(max(sizes), D), np.uint32)
+    for n in sizes:
+        m = max(n, 1)
+        keys = random_keys(rng, name, m, end_bit)
+        given = keys.copy()
+        values = rng.permutation(m).astype(np.float64 if name == "i32" else np.int32)
+        v0 = values.copy()
+        tmp_keys, tmp_values = np.zeros_like(keys), np.zeros_like(values)
+        if has_values:
+            radix_sort(keys, tmp_keys, values, tmp_values, scratch, np.array(n, np.int32), dtype, True, end_bit)
+        else:
+            radix_sort(keys, tmp_keys, keys, tmp_keys, scratch, np.array(n, np.int32), dtype, False, end_bit)
+        order = np.argsort(given[:n], kind="stable")
+        np.testing.assert_array_equal(keys[:n], given[:n][order], err_msg=f"{name} n={n}")
+        np.testing.assert_array_equal(keys[n:], given[n:])
+        if has_values:
+            np.testing.assert_array_equal(values[:n], v0[:n][order], err_msg=f"{name} n={n}: not stable")
+
+
+@pytest.mark.parametrize("name", ["i32", "u32", "f32"])
+def test_sort_key_value(executor, name, rng):
+    check_sort(name, SIZES, rng)
+
+
+def test_sort_keys_only_and_low_bits(executor, rng):
+    check_sort("u32", [0, 1, 300, 70_000], rng, has_values=False)
+    check_sort("i32", [5, 4097], rng, end_bit=16)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["i64", "u64", "f64"])
+def test_sort_64bit(executor, name, rng):
+    check_sort(name, [0, 1, 257, 65537], rng)
+
+
+@pytest.mark.slow
+def test_sort_a_million(executor, rng):
+    check_sort("f32", [BIG], rng)
+
+
+# ----------------------------------------------------------------------------- the language under them
+
+@qd.func
+def two_phases(a: qd.template(), b: qd.template(), n: qd.i32):
+    for i in range(n):
+        b[i] = a[i] * 2
+    for i in range(n):  # reads what another block wrote in the previous phase
+        a[i] = b[n - 1 - i] + 1
+
+
+@qd.kernel
+def phases_and_tail(a: ND1, b: ND1, cnt: ND1):
+    two_phases(a, b, cnt[0])
+    for i in range(cnt[0], a.shape[0]):
+        a[i] = -1
+
+
+def test_top_level_func_loops_are_tasks():
+    tr = qd.translate(phases_and_tail, "cuda", arg_types={"a": qd.types.ndarray(qd.i32, 1),
+                                                          "b": qd.types.ndarray(qd.i32, 1),
+                                                          "cnt": qd.types.ndarray(qd.i32, 1)})
+    entries = tr.manifest["entry_points"]
+    assert [e["kind"] for e in entries] == ["parallel"] * 3
+    assert all(e["grid"] == {"rule": "fixed", "blocks": 1024} for e in entries)
+
+
+def test_top_level_func_loops_run_in_order(executor, rng):
+    for n in (0, 1, 777, 5000):
+        a = rng.integers(-1000, 1000, 5000).astype(np.int32)
+        b = np.zeros(5000, np.int32)
+        want = a.copy()
+        want[:n] = (a[:n] * 2)[::-1] + 1
+        want[n:] = -1
+        phases_and_tail(a, b, count(n))
+        np.testing.assert_array_equal(a, want)
+
+
+@qd.kernel
+def count_then_use(x: ND1, cnt: ND1, out: ND1):
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            qd.atomic_add(cnt[0], 1)
+    for i in range(cnt[0]):  # sized by what the previous task counted, on the device
+        out[i] = i * 3
+
+
+def test_range_read_from_device_memory(executor, rng):
+    x = rng.integers(-5, 5, 3001).astype(np.int32)
+    cnt, out = np.zeros(1, np.int32), np.full(3001, -9, np.int32)
+    count_then_use(x, cnt, out)
+    k = int((x > 0).sum())
+    assert cnt[0] == k
+    np.testing.assert_array_equal(out[:k], np.arange(k) * 3)
+    assert (out[k:] == -9).all()
+
+
+def test_scratch_slots_match_quadrants():
+    # Quadrants 1.3.3's numbers (reduce and scan stack the same partial levels).
+    assert alg.exclusive_scan_scratch_slots(1 << 20) == 4112  # its user guide's example
+    assert alg.reduce_scratch_slots(1_000_000) == 3907 + 16
+    assert alg.exclusive_scan_scratch_slots(1_000_000, 3) == 3907 + 16
+    assert alg.reduce_scratch_slots(100, 1) == 1
+    assert alg.reduce_scratch_slots(0, 2) == 1
+    assert alg.reduce_scratch_slots(65536, 2) == 256
+    with pytest.raises(ValueError, match="log256_max_n=5"):
+        alg.reduce_scratch_slots(10, 5)
+
+
+@qd.kernel
+def slots_on_device(n: ND1, out: ND1):
+    out[0] = alg.reduce_scratch_slots(n[0], 3)
+    out[1] = alg.exclusive_scan_scratch_slots(n[0], 2)
+
+
+def test_scratch_slots_on_device(executor):
+    for n in (0, 1, 300, 1_000_000):
+        out = np.zeros(2, np.int32)
+        slots_on_device(count(n), out)
+        assert list(out) == [alg.reduce_scratch_slots(n, 3), alg.exclusive_scan_scratch_slots(n, 2)]
+
+
+# ----------------------------------------------------------------------------- errors
+
+I32 = qd.types.ndarray(qd.i32, 1)
+U32 = qd.types.ndarray(qd.u32, 1)
+U64 = qd.types.ndarray(qd.u64, 1)
+
+
+@qd.kernel
+def nested_call(a: I32, out: I32, scratch: U32, n: I32):
+    for _ in range(1):
+        alg.reduce_add(a, out, scratch, n[0], qd.i32, 2)
+
+
+@qd.kernel
+def too_deep(a: I32, out: I32, scratch: U32, n: I32):
+    alg.reduce_add(a, out, scratch, n[0], qd.i32, 5)
+
+
+@qd.kernel
+def wrong_scratch(a: I32, out: I32, scratch: U64, n: I32):
+    alg.exclusive_scan_add(a, out, scratch, n[0], qd.i32, 2)
+
+
+@qd.kernel
+def wrong_dtype(a: I32, out: I32, scratch: U32, n: I32):
+    alg.reduce_max(a, out, scratch, n[0], qd.f32, 2)
+
+
+@qd.kernel
+def narrow_dtype(a: qd.types.ndarray(qd.i16, 1), out: qd.types.ndarray(qd.i16, 1), scratch: U32, n: I32):
+    alg.reduce_max(a, out, scratch, n[0], qd.i16, 2)
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (nested_call, "`reduce_add` must be called as a statement at the top level of a kernel"),
+    (too_deep, "log256_max_n=5 is out of range"),
+    (wrong_scratch, "scratch must hold u32 here"),
+    (wrong_dtype, "arr and out must hold the dtype passed as `dtype`"),
+    (narrow_dtype, "dtype must be one of qd.i32"),
+], ids=lambda v: getattr(v, "__name__", "msg"))
+def test_errors_are_located(kernel, message):
+    with pytest.raises(qd.TranspileError) as info:
+        qd.translate(kernel, "cuda")
+    text = str(info.value)
+    assert message in text, text
+    line = kernel.fn.__code__.co_firstlineno
+    assert f"test_algorithms.py:{line + 3 if kernel is nested_call else line + 2}:" in text, text
+    assert "^" in text
+
+
+# ----------------------------------------------------------------------------- every target compiles
+
+COMPILE_CASES = [
+    ("reduce_scan_i32_add", reduce_and_scan, {"dtype": qd.i32, "op": "add"},
+     {"arr": I32, "red": I32, "scanned": I32, "scratch": U32, "n": I32}),
+    ("reduce_scan_f32_min", reduce_and_scan, {"dtype": qd.f32, "op": "min"},
+     {"arr": qd.types.ndarray(qd.f32, 1), "red": qd.types.ndarray(qd.f32, 1),
+      "scanned": qd.types.ndarray(qd.f32, 1), "scratch": U32, "n": I32}),
+]
+SORT_TYPES = {"keys": ND1, "tmp_keys": ND1, "values": ND1, "tmp_values": ND1, "scratch": U32,
+              "n": qd.types.ndarray(qd.i32, 0)}
+COMPILE_CASES += [
+    ("select_f32", compact, {}, {"arr": qd.types.ndarray(qd.f32, 1), "flags": I32, "out": qd.types.ndarray(qd.f32, 1),
+                                 "num": I32, "scratch": U32, "n": I32}),
+    ("reduce_by_key_f32", runs, {"value_dtype": qd.f32},
+     {"keys": I32, "values": qd.types.ndarray(qd.f32, 1), "keys_out": I32, "values_out": qd.types.ndarray(qd.f32, 1),
+      "num": I32, "scratch": U32, "n": I32}),
+    ("sort_f32_kv", radix_sort, {"key_dtype": qd.f32, "has_values": True, "end_bit": 32},
+     {**SORT_TYPES, "keys": qd.types.ndarray(qd.f32, 1), "tmp_keys": qd.types.ndarray(qd.f32, 1),
+      "values": I32, "tmp_values": I32}),
+]
+WIDE_CASES = [
+    ("sort_i64_keys", radix_sort, {"key_dtype": qd.i64, "has_values": False, "end_bit": 64},
+     {**SORT_TYPES, "keys": qd.types.ndarray(qd.i64, 1), "tmp_keys": qd.types.ndarray(qd.i64, 1),
+      "values": qd.types.ndarray(qd.i64, 1), "tmp_values": qd.types.ndarray(qd.i64, 1)}),
+    ("reduce_scan_f64_max", reduce_and_scan, {"dtype": qd.f64, "op": "max"},
+     {"arr": qd.types.ndarray(qd.f64, 1), "red": qd.types.ndarray(qd.f64, 1),
+      "scanned": qd.types.ndarray(qd.f64, 1), "scratch": U64, "n": I32}),
+]
+VARIANTS = [("cuda", {}), ("hip", {}), ("hip", {"wave32": True}), ("msl", {}), ("glsl", {"subgroup_size": 8}),
+            ("glsl", {"subgroup_size": 32})]
+TOOLS = {"cuda": None, "hip": "hipcc", "glsl": "glslangValidator", "msl": None}
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v[0] + "".join(f"-{k}={x}" for k, x in v[1].items()))
+def test_compiles(variant):
+    from transpiler.errors import ToolchainMissing
+
+    target, options = variant
+    tool = TOOLS[target]
+    if tool and shutil.which(tool) is None:
+        pytest.skip(f"needs {tool}")
+    for name, kernel, template_args, arg_types in COMPILE_CASES + WIDE_CASES:
+        if target == "msl" and (name, kernel, template_args, arg_types) in WIDE_CASES:
+            continue  # Metal has no 64-bit SIMD-group operations (as in Quadrants: 32-bit only there)
+        tr = qd.translate(kernel, target, template_args=template_args, arg_types=arg_types, **options)
+        try:
+            verdicts = check_sources(target, tr.sources, tr.manifest)
+        except ToolchainMissing as exc:
+            pytest.skip(str(exc))
+        for v in verdicts:
+            assert v.ok, f"{name}: {v.tool} rejected {v.file}:\n{v.message}"
