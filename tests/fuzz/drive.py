@@ -239,6 +239,20 @@ def run_many(seeds: list[int], executors: list[str], sample: int, jobs: int, tim
 
     for _ in range(max(1, min(jobs, len(seeds)))):
         workers.append(spawn())
+    try:
+        _loop(pending, workers, results, spawn, timeout, out_dir, log)
+    except KeyboardInterrupt:  # stopped early: report the seeds done so far
+        log(f"interrupted after {len(results)} kernels")
+        for w in workers:
+            w[0].kill()
+        return results, summarize(results)
+    for w in workers:
+        w[1].send(None)
+        w[0].join(5)
+    return results, summarize(results)
+
+
+def _loop(pending, workers, results, spawn, timeout, out_dir, log) -> None:
     while pending or any(w[2] is not None for w in workers):
         for k, w in enumerate(workers):
             if w[2] is None and pending:
@@ -257,6 +271,8 @@ def run_many(seeds: list[int], executors: list[str], sample: int, jobs: int, tim
                     w[2] = None
                 results.append(o)
                 _report(o, out_dir, log)
+                if len(results) % 100 == 0:
+                    log(f"... {len(results)} kernels, {sum(1 for r in results if r.failure)} failing")
             elif time.monotonic() - w[3] > timeout or not w[0].is_alive():
                 o = Outcome(w[2], "timeout" if w[0].is_alive() else "crash",
                             f"no answer after {timeout:.0f} s" if w[0].is_alive() else "the worker process died")
@@ -265,10 +281,6 @@ def run_many(seeds: list[int], executors: list[str], sample: int, jobs: int, tim
                 workers[k] = spawn()
                 results.append(o)
                 _report(o, out_dir, log)
-    for w in workers:
-        w[1].send(None)
-        w[0].join(5)
-    return results, summarize(results)
 
 
 def _report(o: Outcome, out_dir: Path | None, log) -> None:
