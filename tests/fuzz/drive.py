@@ -25,6 +25,7 @@ import multiprocessing as mp
 import os
 import pickle
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -308,6 +309,10 @@ def summarize(results: list[Outcome]) -> Counter:
     return c
 
 
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fuzz.drive", description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=50, help="how many seeds (default 50)")
@@ -334,8 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if o.failure else 0
     t0 = time.monotonic()
     seeds = list(range(a.start, a.start + a.n))
+    signal.signal(signal.SIGTERM, _stop)  # `kill PID` (a background job ignores SIGINT) ends it with a summary
     results, counts = run_many(seeds, executors, a.sample, a.jobs, a.timeout, a.out)
-    print(f"\n{len(seeds)} kernels in {time.monotonic() - t0:.0f} s")
+    print(f"\n{len(results)} of {len(seeds)} kernels in {time.monotonic() - t0:.0f} s")
     for k, v in sorted(counts.items()):
         print(f"  {k}: {v}")
     if any(o.failure for o in results):
