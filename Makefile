@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 OUT ?= out
 export HIP_PLATFORM := amd
 
-.PHONY: emit test bench check clean
+.PHONY: emit test bench check fuzz clean
 
 # Main job: install what emitting needs, then transpile every example to all four targets.
 emit:
@@ -28,5 +28,12 @@ bench:
 	scripts/setup.sh toolchains
 	$(PY) bench/run.py $(BENCH_ARGS)
 
+# The differential fuzzer (tests/fuzz): N random kernels on every target and executor against
+# its reference interpreter; failing kernels land in fuzz-failures/<class>/<seed>/.
+N ?= 200
+fuzz:
+	scripts/setup.sh toolchains
+	PYTHONPATH=tests:. $(PY) -m fuzz.drive -n $(N) $(FUZZ_ARGS)
+
 clean:
-	rm -rf $(OUT) build .pytest_cache
+	rm -rf $(OUT) build .pytest_cache fuzz-failures

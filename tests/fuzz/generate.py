@@ -1,0 +1,831 @@
+"""Seeded random kernels across the language, as a ``Program`` description (program.py).
+
+Every choice comes from ``random.Random(seed)``: the same seed gives the same kernel. The
+generator keeps kernels free of undefined behaviour and of results that depend on the
+order threads run in, so any difference from the reference is a bug:
+
+- divisors are never 0 or -1 (``(e % 5) + 2``, a literal), shift amounts are masked to the
+  operand's width, integer overflow is allowed (the transpiler's integers wrap);
+- a float flows into a comparison, a condition, a cast to an integer or a floor only while
+  it is exact (a small multiple of a power of two, see ``Expr.exact``); inexact floats
+  (sin, sqrt, /) only reach the outputs, compared within a tolerance;
+- an iteration of a parallel loop writes only its own element of its outputs; other
+  threads' results reach it through order-independent integer atomics, kernel-scope
+  reductions, and arrays written by earlier tasks;
+- block code writes a shared array only at the thread's own slot, reads it only after a
+  ``block.sync()``, and puts barriers and block collectives in uniform control flow.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dtypes import ALL, BOOL, F32, F64, FLOATS, I32, I64, INTS, U32, U64, DT, fits, promote
+from .program import Array, Expr, Helper, Program, Scalar, Stmt, Task
+
+HELPER_MAG, HELPER_FRAC = 16, 4  # a helper's float parameters: exact, below 2**16, multiples of 1/16
+MAXMAG = 48          # |float| stays below 2**48: no overflow to inf, in f32 either
+ACC_TYPES = [I32, U32, I64, U64]
+ATOMIC_OPS = ["atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor"]
+BLOCK_FNS = ["reduce_add", "reduce_min", "reduce_max", "inclusive_add", "exclusive_add", "inclusive_min",
+             "inclusive_max"]
+MATH_INEXACT = ["sqrt", "sin", "cos", "exp", "log", "tanh", "atan2", "div", "pow"]
+
+
+@dataclass
+class Var:
+    dt: DT
+    mutable: bool = True
+    kernel: bool = False   # kernel scope: read-only in parallel tasks, except as a reduction
+    exact: bool = True
+    mag: int = 0
+    frac: int = 0
+
+
+@dataclass
+class TaskState:
+    writes: set[str] = field(default_factory=set)      # arrays this task writes: unreadable in it
+    reductions: dict[str, str] = field(default_factory=dict)  # kernel var -> its reduction op
+    block_dim: int | None = None
+    shared: dict[str, str] = field(default_factory=dict)  # shared array -> "write" | "read" | atomic op
+    tid: str | None = None
+
+
+@dataclass
+class Ctx:
+    where: str                       # "parallel", "serial", "helper"
+    scopes: list[dict[str, Var]]
+    task: TaskState | None = None
+    loops: int = 0
+    depth: int = 0
+    helpers: int = 0                 # helpers h0..h{helpers-1} may be called
+    top: bool = False                # the task body itself (block collectives go here only)
+    statics: list[str] = field(default_factory=list)  # qd.static loop variables in scope
+
+    def task_reductions(self) -> dict[str, str]:
+        return self.task.reductions if self.task else {}
+
+    def lookup(self) -> dict[str, Var]:
+        out: dict[str, Var] = {}
+        for s in self.scopes:
+            out.update(s)
+        return out
+
+    def child(self, **kw) -> "Ctx":
+        c = Ctx(self.where, self.scopes + [{}], self.task, self.loops, self.depth + 1, self.helpers, False,
+                list(self.statics))
+        for k, v in kw.items():
+            setattr(c, k, v)
+        return c
+
+
+def lit(v, t: DT | None = None) -> Expr:
+    from .dtypes import literal_type
+
+    t = t or literal_type(v)
+    if isinstance(v, float):
+        return Expr("lit", t, [], v, True, 4, 2)
+    return Expr("lit", t, [], v)
+
+
+class Generator:
+    def __init__(self, seed: int, features: frozenset[str] | None = None):
+        self.seed = seed
+        self.r = random.Random(seed)
+        self.features = features or frozenset({"helpers", "blocks", "atomics", "reductions", "serial", "floats"})
+        self.count = 0
+        self.arrays: list[Array] = []
+        self.scalars: list[Scalar] = []
+        self.helpers: list[Helper] = []
+        self.written: set[str] = set()   # arrays some earlier task wrote
+        self.acc_ops: dict[tuple[str, int], str] = {}
+        self.n = 64
+        self.ret_meta: dict[str, tuple[bool, int, int]] = {}
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def chance(self, p: float) -> bool:
+        return self.r.random() < p
+
+    # ------------------------------------------------------------------ program
+
+    def program(self) -> Program:
+        r = self.r
+        self.n = r.choice([128, 256])  # whole blocks of 64 and 128 threads
+        types = [I32] + r.sample([t for t in ALL if t != I32], r.randint(2, 5))
+        if "floats" not in self.features:
+            types = [t for t in types if t.is_int]
+        for t in types:
+            self.arrays.append(Array(self.fresh("x"), t, self.n, "in"))
+        for _ in range(r.randint(0, 2)):
+            t = r.choice(types)
+            self.scalars.append(Scalar(self.fresh("p"), t, self.value(t)))
+        if "helpers" in self.features:
+            for _ in range(r.randint(0, 2)):
+                self.helper()
+        tasks: list[Task] = []
+        kscope: dict[str, Var] = {s.name: Var(s.dt, False, **self.float_meta(s.dt)) for s in self.scalars}
+        for _ in range(r.randint(1, 3)):
+            if "serial" in self.features and self.chance(0.4):
+                tasks.append(self.serial_task(kscope))
+            tasks.append(self.parallel_task(kscope))
+        inputs = {a.name: self.input_values(a) for a in self.arrays}
+        return Program(self.seed, self.n, self.arrays, self.scalars, self.helpers, tasks, inputs)
+
+    def float_meta(self, t: DT) -> dict:
+        return {"mag": 5, "frac": 2} if t.is_float else {}
+
+    def value(self, t: DT):
+        r = self.r
+        if t.is_float:
+            return r.randint(-64, 64) / 4
+        if r.random() < 0.3:
+            return r.choice([t.lo, t.hi, t.lo + 1, t.hi - 1, 0, 1])
+        if r.random() < 0.5:
+            return max(t.lo, min(t.hi, r.randint(-20, 20)))
+        return r.randint(t.lo, t.hi)
+
+    def input_values(self, a: Array) -> np.ndarray:
+        if a.dt.is_float:
+            return np.array([self.r.randint(-64, 64) / 4 for _ in range(a.size)], dtype=a.dt.np)
+        return np.array([self.value(a.dt) for _ in range(a.size)], dtype=a.dt.np)
+
+    def out_array(self, t: DT, role: str = "out", size: int | None = None) -> Array:
+        a = Array(self.fresh({"out": "y", "acc": "acc", "serial": "s"}[role]), t, size or self.n, role)
+        self.arrays.append(a)
+        return a
+
+    # ------------------------------------------------------------------ tasks
+
+    def serial_task(self, kscope: dict[str, Var]) -> Task:
+        ctx = Ctx("serial", [kscope], TaskState(), helpers=len(self.helpers), top=True)
+        body: list[Stmt] = []
+        if "reductions" in self.features and self.chance(0.6):
+            # a kernel-scope integer the next parallel task may reduce into
+            name, dt = self.fresh("r"), self.r.choice(ACC_TYPES)
+            body.append(Stmt("assign", name, [self.int_expr(ctx, dt, 1)]))
+            kscope[name] = Var(dt, True, True)
+        body += self.body(ctx, self.r.randint(1, 4))
+        self.written |= ctx.task.writes
+        return Task(False, body)
+
+    def parallel_task(self, kscope: dict[str, Var]) -> Task:
+        r = self.r
+        st = TaskState()
+        block = "blocks" in self.features and self.chance(0.3)
+        if block:
+            # a block collective needs whole subgroups: HIP's are 64 lanes
+            st.block_dim = r.choice([64, 128])
+            start, stop = 0, self.n
+        else:
+            start, stop = (0, self.n) if self.chance(0.7) else (r.randint(0, 8), self.n - r.randint(0, 8))
+        scope = {"i": Var(I32, False)}
+        ctx = Ctx("parallel", [kscope, scope], st, helpers=len(self.helpers), top=True)
+        body: list[Stmt] = []
+        if block:
+            body += self.block_prologue(ctx)
+        for _ in range(r.randint(2, 6)):
+            if block and self.chance(0.35):
+                body += self.block_phase(ctx)
+            body += self.body(ctx, 1)
+        if not any(s.kind == "store" for s in body):
+            body.append(self.store(ctx))
+        self.written |= st.writes
+        # kernel-scope variables this task reduced are readable from the next task on
+        for name, op in st.reductions.items():
+            kscope[name].mutable = True
+        return Task(True, body, start, stop, st.block_dim)
+
+    # ------------------------------------------------------------------ block code
+
+    def block_prologue(self, ctx: Ctx) -> list[Stmt]:
+        st = ctx.task
+        st.tid = self.fresh("t")
+        ctx.scopes[-1][st.tid] = Var(I32, False)
+        out = [Stmt("assign", st.tid, [Expr("tid", I32)])]
+        for _ in range(self.r.randint(1, 2)):
+            name = self.fresh("sh")
+            dt = self.r.choice([I32, U32, I64])
+            out.append(Stmt("shalloc", (name, st.block_dim, dt)))
+            ctx.scopes[-1][name] = Var(dt, False)
+            st.shared[name] = "new"
+            # every slot written before anything reads it
+            out.append(Stmt("shstore", name, [Expr("var", I32, [], st.tid), self.int_expr(ctx, dt, 2)]))
+            st.shared[name] = "write"
+        return out
+
+    def block_phase(self, ctx: Ctx) -> list[Stmt]:
+        """A barrier, then each shared array changes role: written ones become readable,
+        some readable ones are taken by atomics of one op or rewritten at the thread's slot."""
+        st, r = ctx.task, self.r
+        out = [Stmt("sync")]
+        for name, mode in list(st.shared.items()):
+            if mode != "read":
+                st.shared[name] = "read"
+            elif self.chance(0.3):
+                st.shared[name] = "write"
+            elif self.chance(0.3):
+                st.shared[name] = r.choice(ATOMIC_OPS)
+        if self.chance(0.6):
+            fn = r.choice(BLOCK_FNS)
+            dt = r.choice([I32, I64, U32])
+            v = self.fresh("b")
+            out.append(Stmt("assign", v, [Expr("breduce", dt, [self.int_expr(ctx, r.choice(INTS), 2)],
+                                               (fn, st.block_dim, dt))]))
+            ctx.scopes[-1][v] = Var(dt, False)
+        for name, mode in st.shared.items():
+            if mode == "write":
+                dt = ctx.lookup()[name].dt
+                out.append(Stmt("shstore", name, [Expr("var", I32, [], st.tid), self.int_expr(ctx, dt, 2)]))
+        return out
+
+    # ------------------------------------------------------------------ helpers
+
+    def helper(self) -> None:
+        r = self.r
+        name = f"h{len(self.helpers)}"
+        params = [(self.fresh("a"), r.choice(ALL if "floats" in self.features else INTS))
+                  for _ in range(r.randint(1, 3))]
+        ret = r.choice(ALL if "floats" in self.features else INTS)
+        scope = {p: Var(t, False, mag=HELPER_MAG, frac=HELPER_FRAC) for p, t in params}
+        ctx = Ctx("helper", [scope], None, helpers=len(self.helpers))
+        body = self.body(ctx, r.randint(0, 3))
+        # the value is converted to the annotated return type, as a typed assignment would be
+        e = self.expr_of(ctx, ret, 3, exact=False, convertible=True)
+        body.append(Stmt("return", None, [e]))
+        self.helpers.append(Helper(name, params, ret, body))
+        self.ret_meta[name] = (e.exact, e.mag, e.frac) if e.t.is_float else (e.t.bits < ret.mantissa, e.t.bits, 0)
+
+    # ------------------------------------------------------------------ statements
+
+    def body(self, ctx: Ctx, count: int) -> list[Stmt]:
+        out: list[Stmt] = []
+        for _ in range(count):
+            out += self.statement(ctx)
+        return out
+
+    def statement(self, ctx: Ctx) -> list[Stmt]:
+        r = self.r
+        nested = ctx.depth < 3
+        choices = [("assign", 5), ("reassign", 2), ("aug", 2)]
+        if ctx.where != "helper":
+            choices += [("store", 4)]
+        if nested:
+            choices += [("if", 2), ("while", 0.7)]
+            if not (ctx.where == "serial" and ctx.depth == 0):  # a top-level for is a parallel task
+                choices += [("for", 1.5), ("static", 0.8)]
+        if ctx.loops and ctx.depth > 0:
+            choices += [("jump", 1.2)]
+        if ctx.where == "parallel" and "atomics" in self.features:
+            choices += [("atomic", 1.2)]
+        if ctx.where == "parallel" and ctx.task.shared and any(m not in ("read", "new")
+                                                               for m in ctx.task.shared.values()):
+            choices += [("shared", 1.5)]
+        if ctx.where == "parallel" and "reductions" in self.features:
+            choices += [("reduce", 1)]
+        kind = r.choices([c for c, _ in choices], [w for _, w in choices])[0]
+        return getattr(self, "st_" + kind)(ctx)
+
+    def st_assign(self, ctx: Ctx) -> list[Stmt]:
+        t = self.r.choice(self.types())
+        e = self.expr_of(ctx, t, 3)
+        name = self.fresh("k" if ctx.where == "serial" and ctx.depth == 0 else "v")
+        # floats are assigned once: their exactness bound holds for every later read
+        ctx.scopes[-1][name] = Var(e.t, True, ctx.where == "serial" and ctx.depth == 0, e.exact, e.mag, e.frac)
+        return [Stmt("assign", name, [e])]
+
+    def mutable_ints(self, ctx: Ctx) -> list[tuple[str, Var]]:
+        return [(n, v) for n, v in ctx.lookup().items() if v.mutable and v.dt.is_int
+                and (not v.kernel or ctx.where == "serial") and n not in ctx.task_reductions()]
+
+    def st_reassign(self, ctx: Ctx) -> list[Stmt]:
+        cands = self.mutable_ints(ctx)
+        if not cands:
+            return self.st_assign(ctx)
+        name, v = self.r.choice(cands)
+        return [Stmt("assign", name, [self.int_expr(ctx, v.dt, 3)])]
+
+    def st_aug(self, ctx: Ctx) -> list[Stmt]:
+        cands = self.mutable_ints(ctx)
+        if not cands:
+            return self.st_assign(ctx)
+        name, v = self.r.choice(cands)
+        op = self.r.choice(["add", "sub", "mul", "bitand", "bitor", "bitxor", "floordiv", "mod", "lshift"])
+        if op in ("floordiv", "mod"):
+            rhs = self.divisor(ctx, self.r.choice(self.subtypes(v.dt)), v.dt)
+        elif op == "lshift":
+            rhs = self.shift_amount(ctx, v.dt)
+        else:
+            rhs = self.operand(ctx, v.dt, 2)
+        return [Stmt("aug", (name, op), [rhs])]
+
+    def st_store(self, ctx: Ctx) -> list[Stmt]:
+        return [self.store(ctx)]
+
+    def store(self, ctx: Ctx) -> Stmt:
+        r = self.r
+        if ctx.where == "serial":
+            cands = [a for a in self.arrays if a.role == "serial"]
+            a = r.choice(cands) if cands and self.chance(0.7) else self.out_array(r.choice(self.types()), "serial", 8)
+            idx = lit(r.randint(0, a.size - 1))
+        else:
+            cands = [a for a in self.arrays if a.role == "out" and a.name in ctx.task.writes]
+            if not cands or self.chance(0.3):
+                cands = [a for a in self.arrays if a.role == "out" and a.name not in self.written
+                         and a.name not in ctx.task.writes] or [self.out_array(r.choice(self.types()))]
+            a = r.choice(cands)
+            idx = Expr("var", I32, [], "i")
+        ctx.task.writes.add(a.name)
+        e = self.expr_of(ctx, a.dt, 3, convertible=True)
+        self.note_store(a, e)
+        if ctx.where == "parallel" and self.chance(0.15) and a.dt.is_int and a.dt.bits >= 32:
+            return Stmt("augstore", (a.name, "add"), [idx, e])  # an atomic add only this thread does
+        return Stmt("store", a.name, [idx, e])
+
+    def note_store(self, a: Array, e: Expr) -> None:
+        if a.dt.is_float and not e.exact:
+            a.tol_mag = max(a.tol_mag or 0, e.mag)
+
+    def st_if(self, ctx: Ctx) -> list[Stmt]:
+        cond = self.cond(ctx, 2)
+        then = self.body(ctx.child(), self.r.randint(1, 3))
+        other: list[Stmt] = []
+        if self.chance(0.3):
+            other = [Stmt("if", "elif", [self.cond(ctx, 2)], [self.body(ctx.child(), self.r.randint(1, 2)),
+                                                              self.body(ctx.child(), self.r.randint(0, 2))])]
+        elif self.chance(0.5):
+            other = self.body(ctx.child(), self.r.randint(1, 2))
+        return [Stmt("if", None, [cond], [then, other])]
+
+    def st_for(self, ctx: Ctx) -> list[Stmt]:
+        r = self.r
+        var = self.fresh("j")
+        t = r.choice([I32, I32, U32, I64, r.choice(INTS)])
+        step = r.choice([None, 1, 2, 3, -1, -2])
+        if t.signed:
+            lo, hi = self.bound(ctx, t, -4), self.bound(ctx, t, 2)
+        else:
+            lo, hi = self.bound(ctx, t, 0), self.bound(ctx, t, 3)
+        if step is not None and step < 0:
+            lo, hi = hi, lo
+        if step is None:
+            args = [hi] if lo.op == "lit" and lo.attr == 0 and self.chance(0.5) else [lo, hi]
+        else:
+            args = [lo, hi, lit(step)]
+        # range(): the loop variable is i32, promoted with every typed bound
+        lt = I32
+        for e in args:
+            if not e.literal:
+                lt = promote(lt, e.t)
+        child = ctx.child(loops=ctx.loops + 1)
+        child.scopes[-1][var] = Var(lt, False)
+        body = self.body(child, r.randint(1, 3))
+        return [Stmt("for", var, args, [body])]
+
+    def bound(self, ctx: Ctx, t: DT, base: int) -> Expr:
+        """A small loop bound: a literal, or (e % k) + base of type t (the trip count stays small)."""
+        if self.chance(0.4):
+            return lit(self.r.randint(base, base + 5))
+        k = self.r.randint(2, 6)
+        m = Expr("bin", t, [self.int_expr(ctx, t, 1), lit(k)], "mod")
+        return Expr("bin", t, [m, lit(base)], "add") if base else m
+
+    def st_while(self, ctx: Ctx) -> list[Stmt]:
+        counter = self.fresh("w")
+        child = ctx.child(loops=ctx.loops + 1)
+        ctx.scopes[-1][counter] = Var(I32, False)  # the counter is read after the loop too
+        body = self.body(child, self.r.randint(1, 3))
+        return [Stmt("while", (counter, self.r.randint(0, 5)), [], [body])]
+
+    def st_static(self, ctx: Ctx) -> list[Stmt]:
+        var = self.fresh("s")
+        child = ctx.child()
+        child.statics.append(var)
+        body = self.body(child, self.r.randint(1, 3))
+        return [Stmt("static", (var, self.r.randint(1, 4)), [], [body])]
+
+    def st_jump(self, ctx: Ctx) -> list[Stmt]:
+        kind = self.r.choice(["break", "continue"])
+        if self.chance(0.85):
+            return [Stmt("if", None, [self.cond(ctx, 1)], [[Stmt(kind)], []])]
+        return [Stmt(kind)]
+
+    def st_atomic(self, ctx: Ctx) -> list[Stmt]:
+        r = self.r
+        cands = [a for a in self.arrays if a.role == "acc" and (a.name in ctx.task.writes or a.name not in self.written)]
+        if not cands or self.chance(0.2):
+            cands = [self.out_array(r.choice(ACC_TYPES), "acc", 4)]
+        a = r.choice(cands)
+        ctx.task.writes.add(a.name)
+        slot = r.randrange(a.size)
+        op = self.acc_ops.setdefault((a.name, slot), r.choice(ATOMIC_OPS))
+        e = self.int_expr(ctx, r.choice(self.subtypes(a.dt)), 2)
+        if op == "atomic_add" and self.chance(0.4):
+            return [Stmt("augstore", (a.name, "add"), [lit(slot), e])]
+        return [Stmt("atomic", (op, a.name), [lit(slot), e])]
+
+    def st_shared(self, ctx: Ctx) -> list[Stmt]:
+        st = ctx.task
+        name, mode = self.r.choice([(n, m) for n, m in st.shared.items() if m not in ("read", "new")])
+        dt = ctx.lookup()[name].dt
+        tid = Expr("var", I32, [], st.tid)
+        if mode == "write":
+            return [Stmt("shstore", name, [tid, self.int_expr(ctx, dt, 2)])]
+        idx = Expr("bin", I32, [self.int_expr(ctx, I32, 1), lit(st.block_dim)], "mod")
+        return [Stmt("shatomic", (mode, name), [idx, self.int_expr(ctx, self.r.choice(self.subtypes(dt)), 2)])]
+
+    def st_reduce(self, ctx: Ctx) -> list[Stmt]:
+        """``total += v`` (or max / min, or qd.atomic_*) on a kernel-scope integer: a reduction."""
+        r = self.r
+        red = ctx.task.reductions
+        kscope = ctx.scopes[0]
+        cands = [n for n, v in kscope.items() if v.dt.is_int and v.kernel and n not in red
+                 and v.dt in ACC_TYPES] if self.chance(0.5) else []
+        if cands:
+            name = r.choice(cands)
+        else:
+            name = self.fresh("r")
+            return self.st_reduce_new(ctx, name)
+        op = r.choice(["add", "max", "min"])
+        red[name] = op
+        return [self.reduction(ctx, name, kscope[name].dt, op)]
+
+    def st_reduce_new(self, ctx: Ctx, name: str) -> list[Stmt]:
+        # a new kernel-scope variable, declared in the serial code before this task
+        return self.st_assign(ctx)
+
+    def reduction(self, ctx: Ctx, name: str, dt: DT, op: str) -> Stmt:
+        e = self.int_expr(ctx, self.r.choice(self.subtypes(dt)), 2)
+        if op == "add":
+            return Stmt("aug", (name, "add"), [e])
+        if self.chance(0.5):
+            return Stmt("katomic", ("atomic_" + op, name), [e])
+        return Stmt("reduce_minmax", (name, op), [e])
+
+    # ------------------------------------------------------------------ expressions
+
+    def types(self) -> list[DT]:
+        return ALL if "floats" in self.features else INTS
+
+    def subtypes(self, t: DT) -> list[DT]:
+        """Types whose values combine with a ``t`` into a ``t``."""
+        return [s for s in (ALL if t.is_float else INTS) if promote(t, s) == t]
+
+    def expr_of(self, ctx: Ctx, t: DT, d: int, exact: bool = False, convertible: bool = False) -> Expr:
+        """An expression of type t; with ``convertible``, one that assignment converts to t."""
+        if convertible and self.chance(0.25):
+            src = self.r.choice(INTS + ([t] if t.is_float else []))
+            t = src
+        return self.float_expr(ctx, t, d, exact) if t.is_float else self.int_expr(ctx, t, d)
+
+    def int_literal(self, t: DT, positive: bool = False) -> Expr:
+        r = self.r
+        lo = 1 if positive else t.lo
+        v = r.choice([r.randint(-9, 9), r.randint(-9, 9), r.randint(0, 300), t.hi, t.lo, t.hi - 1])
+        v = max(lo, min(t.hi, v))
+        return lit(v)
+
+    def operand(self, ctx: Ctx, t: DT, d: int) -> Expr:
+        """The other operand beside a ``t``: a literal that fits t, or a value of a subtype."""
+        if self.chance(0.35):
+            return self.int_literal(t) if t.is_int else lit(self.r.randint(-32, 32) / 4)
+        s = self.r.choice(self.subtypes(t))
+        return self.float_expr(ctx, s, d, False) if s.is_float else self.int_expr(ctx, s, d)
+
+    def int_leaf(self, ctx: Ctx, t: DT) -> Expr:
+        r = self.r
+        vs = [n for n, v in ctx.lookup().items() if v.dt == t and self.readable(ctx, n, v)]
+        arrs = [a for a in self.arrays if a.dt == t and self.array_readable(ctx, a)]
+        statics = ctx.statics
+        roll = r.random()
+        if vs and roll < 0.45:
+            return Expr("var", t, [], r.choice(vs))
+        if arrs and roll < 0.8:
+            a = r.choice(arrs)
+            return Expr("load", t, [self.index(ctx, a)], a.name)
+        if statics and roll < 0.85:
+            return Expr("cast", t, [Expr("static", I32, [], r.choice(statics))], "cast")
+        if roll < 0.92:
+            return Expr("cast", t, [lit(self.int_literal(t).attr)], r.choice(["cast", "ctor"]))
+        others = [x for x in INTS if x != t]
+        return Expr("cast", t, [self.int_leaf_shallow(ctx, r.choice(others))], r.choice(["cast", "ctor"]))
+
+    def int_leaf_shallow(self, ctx: Ctx, t: DT) -> Expr:
+        vs = [n for n, v in ctx.lookup().items() if v.dt == t and self.readable(ctx, n, v)]
+        arrs = [a for a in self.arrays if a.dt == t and self.array_readable(ctx, a)]
+        if vs and self.chance(0.5):
+            return Expr("var", t, [], self.r.choice(vs))
+        if arrs:
+            a = self.r.choice(arrs)
+            return Expr("load", t, [self.index(ctx, a)], a.name)
+        return Expr("cast", t, [lit(self.int_literal(t).attr)], "cast")
+
+    def readable(self, ctx: Ctx, name: str, v: Var) -> bool:
+        if ctx.where == "parallel" and v.kernel and name in ctx.task.reductions:
+            return False
+        if ctx.task is not None and name in ctx.task.shared:
+            return False  # shared arrays are read through shload
+        return True
+
+    def array_readable(self, ctx: Ctx, a: Array) -> bool:
+        if ctx.where == "helper":
+            return False
+        if a.role == "in":
+            return True
+        if ctx.where == "serial":
+            return a.name in self.written or a.name in ctx.task.writes
+        return a.name in self.written and a.name not in ctx.task.writes
+
+    def index(self, ctx: Ctx, a: Array) -> Expr:
+        r = self.r
+        if ctx.where == "parallel" and a.size == self.n and self.chance(0.5):
+            return Expr("var", I32, [], "i")
+        if self.chance(0.3):
+            return lit(r.randrange(a.size))
+        t = r.choice(INTS)
+        e = self.int_leaf_shallow(ctx, t)
+        return Expr("bin", promote(t, t), [e, lit(a.size)], "mod")
+
+    def int_expr(self, ctx: Ctx, t: DT, d: int) -> Expr:
+        r = self.r
+        if d <= 0 or self.chance(0.25):
+            return self.int_leaf(ctx, t)
+        choices = ["arith"] * 6 + ["divmod"] * 2 + ["shift"] * 2 + ["bit"] * 2 + ["unary", "minmax", "pow",
+                                                                               "ifexp", "select", "cast", "boolcast"]
+        if ctx.helpers and ctx.where != "helper" or (ctx.where == "helper" and ctx.helpers):
+            choices += ["call"] * 2
+        if ctx.task and any(m == "read" for m in ctx.task.shared.values()):
+            choices += ["shload"] * 2
+        if "floats" in self.features:
+            choices += ["fcast"]
+        kind = r.choice(choices)
+        sub = d - 1
+        if kind in ("arith", "bit", "minmax"):
+            op = r.choice({"arith": ["add", "sub", "mul"], "bit": ["bitand", "bitor", "bitxor"],
+                           "minmax": ["min", "max"]}[kind])
+            a, b = self.int_expr(ctx, t, sub), self.operand(ctx, t, sub)
+            if self.chance(0.5):
+                a, b = b, a
+            return Expr("bin" if kind != "minmax" else op, t, [a, b], op if kind != "minmax" else None)
+        if kind == "divmod":
+            op = r.choice(["floordiv", "mod"])
+            b = self.divisor(ctx, r.choice(self.subtypes(t)), t)
+            return Expr("bin", t, [self.int_expr(ctx, t, sub), b], op)
+        if kind == "shift":
+            return Expr("bin", t, [self.int_expr(ctx, t, sub), self.shift_amount(ctx, t)],
+                        r.choice(["lshift", "rshift"]))
+        if kind == "unary":
+            op = r.choice(["neg", "invert", "abs"])
+            return Expr(op, t, [self.int_expr(ctx, t, sub)])
+        if kind == "pow":
+            return Expr("bin", t, [self.int_expr(ctx, t, sub), lit(r.randint(0, 3))], "pow")
+        if kind in ("ifexp", "select"):
+            a, b = self.int_expr(ctx, t, sub), self.operand(ctx, t, sub)
+            if self.chance(0.5):
+                a, b = b, a
+            if a.literal and b.literal:
+                b = self.int_expr(ctx, t, sub)
+            return Expr(kind, t, [self.cond(ctx, sub), a, b])
+        if kind == "cast":
+            s = r.choice(INTS)
+            return Expr("cast", t, [self.int_expr(ctx, s, sub)], r.choice(["cast", "ctor"]))
+        if kind == "boolcast":
+            return Expr("cast", t, [self.cond(ctx, sub, False)], "cast")
+        if kind == "fcast":
+            return self.float_to_int(ctx, t, sub)
+        if kind == "call":
+            return self.call(ctx, t, sub) or self.int_leaf(ctx, t)
+        if kind == "shload":
+            name = r.choice([n for n, m in ctx.task.shared.items() if m == "read"])
+            dt = ctx.lookup()[name].dt
+            idx = Expr("bin", I32, [self.int_expr(ctx, I32, 1), lit(ctx.task.block_dim)], "mod")
+            e = Expr("shload", dt, [idx], name)
+            return e if dt == t else Expr("cast", t, [e], "cast")
+        raise AssertionError(kind)
+
+    def divisor(self, ctx: Ctx, s: DT, t: DT) -> Expr:
+        """Never 0 nor -1: (e % k) + c, (e % k) - c, or such a literal."""
+        r = self.r
+        positive_only = not t.signed or not s.signed
+        if self.chance(0.4):
+            v = r.randint(2, 9) if positive_only or self.chance(0.6) else -r.randint(2, 9)
+            return lit(v)
+        k = r.randint(2, 7)
+        m = Expr("bin", s, [self.int_expr(ctx, s, 1), lit(k)], "mod")
+        if positive_only or self.chance(0.6):
+            return Expr("bin", s, [m, lit(r.randint(1, 4))], "add")
+        return Expr("bin", s, [m, lit(k + r.randint(1, 3))], "sub")
+
+    def shift_amount(self, ctx: Ctx, t: DT) -> Expr:
+        if self.chance(0.4):
+            return lit(self.r.randint(0, t.bits - 1))
+        s = self.r.choice(INTS)
+        return Expr("bin", s, [self.int_expr(ctx, s, 1), lit(t.bits - 1)], "bitand")
+
+    def call(self, ctx: Ctx, t: DT, d: int) -> Expr | None:
+        hs = [h for h in self.helpers[:ctx.helpers] if h.ret == t]
+        if not hs:
+            return None
+        h = self.r.choice(hs)
+        args = [self.helper_arg(ctx, pt, d) for _, pt in h.params]
+        exact, mag, frac = self.ret_meta[h.name] if t.is_float else (True, 0, 0)
+        return Expr("call", t, args, h.name, exact=exact, mag=mag, frac=frac)
+
+    def helper_arg(self, ctx: Ctx, t: DT, d: int) -> Expr:
+        """An argument within the bounds the helper's body was generated for."""
+        if t.is_int:
+            return self.int_expr(ctx, t, d)
+        e = self.float_expr(ctx, t, d, True)
+        if e.mag <= HELPER_MAG and e.frac <= HELPER_FRAC:
+            return e
+        return Expr("cast", t, [lit(self.r.randint(-32, 32) / 4)], "ctor", True, 4, 2)
+
+    def float_to_int(self, ctx: Ctx, t: DT, d: int) -> Expr:
+        f = self.float_expr(ctx, self.r.choice(FLOATS), d, exact=True)
+        limit = t.bits - 2 if t.signed else t.bits - 1
+        if not f.exact or f.mag > limit:
+            return self.int_leaf(ctx, t)
+        if not t.signed:
+            f = Expr("abs", f.t, [f], None, True, f.mag, f.frac)
+        return Expr("cast", t, [f], self.r.choice(["cast", "ctor"]))
+
+    # floats -----------------------------------------------------------
+
+    def float_leaf(self, ctx: Ctx, t: DT) -> Expr:
+        r = self.r
+        vs = [(n, v) for n, v in ctx.lookup().items() if v.dt == t and self.readable(ctx, n, v)]
+        arrs = [a for a in self.arrays if a.dt == t and self.array_readable(ctx, a)]
+        roll = r.random()
+        if vs and roll < 0.45:
+            n, v = r.choice(vs)
+            return Expr("var", t, [], n, v.exact, v.mag, v.frac)
+        if arrs and roll < 0.8:
+            a = r.choice(arrs)
+            if a.role == "in":
+                return Expr("load", t, [self.index(ctx, a)], a.name, True, 5, 2)
+            # a result array: treated as inexact (a later store may have made it so)
+            return Expr("load", t, [self.index(ctx, a)], a.name, False, 40, 0)
+        if roll < 0.9:
+            s = r.choice([x for x in INTS if x.bits <= 16])
+            return Expr("cast", t, [self.int_leaf(ctx, s)], r.choice(["cast", "ctor"]), True, s.bits, 0)
+        v = r.randint(-32, 32) / 4
+        return Expr("cast", t, [lit(v)], "ctor", True, 4, 2)
+
+    def float_expr(self, ctx: Ctx, t: DT, d: int, exact: bool) -> Expr:
+        r = self.r
+        if d <= 0 or self.chance(0.25):
+            e = self.float_leaf(ctx, t)
+            return e if e.exact or not exact else self.float_exact_leaf(ctx, t)
+        kinds = ["arith"] * 5 + ["scale", "floor", "unary", "minmax", "ifexp", "select", "intmix", "fdivmod",
+                                 "cast"]
+        if not exact:
+            kinds += ["inexact"] * 4
+        if ctx.helpers:
+            kinds += ["call"]
+        kind = r.choice(kinds)
+        sub = d - 1
+        e = self.float_kind(ctx, t, sub, exact, kind)
+        if e is None or e.mag > MAXMAG or (exact and not (e.exact and e.mag + e.frac < t.mantissa)):
+            return self.float_exact_leaf(ctx, t) if exact else self.float_leaf(ctx, t)
+        if e.exact and e.mag + e.frac >= t.mantissa:
+            e.exact = False
+        return e
+
+    def float_exact_leaf(self, ctx: Ctx, t: DT) -> Expr:
+        for _ in range(4):
+            e = self.float_leaf(ctx, t)
+            if e.exact:
+                return e
+        return Expr("cast", t, [lit(self.r.randint(-32, 32) / 4)], "ctor", True, 4, 2)
+
+    def float_operand(self, ctx: Ctx, t: DT, d: int, exact: bool) -> Expr:
+        r = self.r
+        roll = r.random()
+        if roll < 0.3:
+            return lit(r.randint(-32, 32) / 4)
+        if roll < 0.4:
+            e = lit(r.randint(-9, 9))  # an int literal beside a float becomes that float
+            e.mag = 4
+            return e
+        if roll < 0.5:
+            s = r.choice([x for x in INTS if x.bits <= (16 if t == F32 else 32)])
+            e = self.int_expr(ctx, s, d)
+            return Expr(e.op, e.t, e.args, e.attr, True, s.bits, 0)
+        s = r.choice([x for x in FLOATS if promote(t, x) == t])
+        return self.float_expr(ctx, s, d, exact)
+
+    def float_kind(self, ctx: Ctx, t: DT, sub: int, exact: bool, kind: str) -> Expr | None:
+        r = self.r
+        if kind in ("arith", "minmax"):
+            op = r.choice(["add", "sub", "mul"] if kind == "arith" else ["min", "max"])
+            a, b = self.float_expr(ctx, t, sub, exact), self.float_operand(ctx, t, sub, exact)
+            if self.chance(0.5):
+                a, b = b, a
+            ex = a.exact and b.exact
+            if op == "mul":
+                mag, frac = a.mag + b.mag, a.frac + b.frac
+            elif op in ("add", "sub"):
+                mag, frac = max(a.mag, b.mag) + 1, max(a.frac, b.frac)
+            else:
+                mag, frac = max(a.mag, b.mag), max(a.frac, b.frac)
+            if kind == "minmax":
+                return Expr(op, t, [a, b], None, ex, mag, frac)
+            return Expr("bin", t, [a, b], op, ex, mag, frac)
+        if kind == "scale":
+            a = self.float_expr(ctx, t, sub, exact)
+            p = r.randint(1, 3)
+            if self.chance(0.5):
+                return Expr("bin", t, [a, lit(float(1 << p))], "truediv", a.exact, max(a.mag - p, 0) + 1, a.frac + p)
+            return Expr("bin", t, [a, lit(1 / (1 << p))], "mul", a.exact, max(a.mag - p, 0) + 1, a.frac + p)
+        if kind == "floor":
+            a = self.float_expr(ctx, t, sub, True)
+            return Expr("math", t, [a], r.choice(["floor", "ceil"]), a.exact, a.mag + 1, 0)
+        if kind == "fdivmod":
+            a = self.float_expr(ctx, t, sub, True)
+            p = r.randint(0, 3)
+            if self.chance(0.5):
+                return Expr("bin", t, [a, lit(float(1 << p))], "floordiv", a.exact, a.mag + 1, 0)
+            return Expr("bin", t, [a, lit(float(1 << p))], "mod", a.exact, p + 1, a.frac)
+        if kind == "unary":
+            a = self.float_expr(ctx, t, sub, exact)
+            return Expr(r.choice(["neg", "abs"]), t, [a], None, a.exact, a.mag, a.frac)
+        if kind in ("ifexp", "select"):
+            a, b = self.float_expr(ctx, t, sub, exact), self.float_operand(ctx, t, sub, exact)
+            if a.literal and b.literal:
+                return None
+            return Expr(kind, t, [self.cond(ctx, sub), a, b], None, a.exact and b.exact, max(a.mag, b.mag),
+                        max(a.frac, b.frac))
+        if kind == "intmix":
+            s = r.choice(INTS)
+            a = self.int_expr(ctx, s, sub)
+            ok = (s.bits if not s.signed else s.bits) < t.mantissa
+            c = Expr("cast", t, [a], r.choice(["cast", "ctor"]), ok, s.bits, 0)
+            return c
+        if kind == "cast":
+            s = F64 if t == F32 else F32
+            a = self.float_expr(ctx, s, sub, exact)
+            return Expr("cast", t, [a], r.choice(["cast", "ctor"]), a.exact and a.mag + a.frac < 24, a.mag, a.frac)
+        if kind == "call":
+            return self.call(ctx, t, sub)
+        if kind == "inexact":
+            fn = r.choice(MATH_INEXACT)
+            a = self.float_expr(ctx, t, sub, False)
+            absa = Expr("abs", t, [a], None, a.exact, a.mag, a.frac)
+            if fn == "sqrt":
+                return Expr("math", t, [absa], "sqrt", False, a.mag // 2 + 1, 0)
+            if fn in ("sin", "cos"):
+                return Expr("math", t, [a], fn, False, 1, 0) if a.mag <= 6 else None
+            if fn == "tanh":
+                return Expr("math", t, [a], fn, False, 1, 0)
+            if fn == "exp":
+                return Expr("math", t, [Expr("min", t, [a, lit(4.0)], None, False, a.mag, 0)], "exp", False, 6, 0)
+            if fn == "log":
+                arg = Expr("bin", t, [absa, lit(1.0)], "add", False, a.mag + 1, 0)
+                return Expr("math", t, [arg], "log", False, max(a.mag.bit_length(), 1) + 1, 0)
+            if fn == "atan2":
+                b = self.float_operand(ctx, t, sub, False)
+                if b.literal and a.literal:
+                    return None
+                return Expr("math", t, [a, b], "atan2", False, 2, 0)
+            if fn == "div":
+                b = self.float_expr(ctx, t, sub, False)
+                den = Expr("bin", t, [Expr("abs", t, [b]), lit(1.0)], "add", False, b.mag + 1, 0)
+                return Expr("bin", t, [a, den], "truediv", False, a.mag, 0)
+            if fn == "pow":
+                if self.chance(0.5):
+                    k = r.randint(0, 3)
+                    return Expr("bin", t, [a, lit(k)], "pow", False, a.mag * k + 1, 0)
+                return Expr("bin", t, [absa, lit(0.5)], "pow", False, a.mag // 2 + 1, 0)
+        raise AssertionError(kind)
+
+    # conditions -------------------------------------------------------
+
+    def cond(self, ctx: Ctx, d: int, truth: bool = True) -> Expr:
+        """A condition; with ``truth``, possibly an integer tested for non-zero."""
+        r = self.r
+        roll = r.random()
+        if d > 0 and roll < 0.15:  # operands are comparisons: Python's `and` of ints returns an int
+            return Expr(r.choice(["and", "or"]), BOOL, [self.cond(ctx, d - 1, False), self.cond(ctx, d - 1, False)])
+        if d > 0 and roll < 0.22:
+            return Expr("not", BOOL, [self.cond(ctx, d - 1, False)])
+        if truth and roll < 0.3:
+            return self.int_expr(ctx, r.choice(INTS), max(d, 1))  # an integer's truth
+        t = r.choice(self.types())
+        n = r.choice([2, 2, 2, 3])
+        ops = [r.choice(["lt", "le", "gt", "ge", "eq", "ne"]) for _ in range(n - 1)]
+        items: list[Expr] = []
+        for k in range(n):
+            if k > 0 and not items[-1].literal and self.chance(0.35):
+                items.append(self.int_literal(t) if t.is_int else lit(r.randint(-32, 32) / 4))
+            else:
+                items.append(self.int_expr(ctx, t, max(d, 1)) if t.is_int else self.float_expr(ctx, t, max(d, 1), True))
+        return Expr("cmp", BOOL, items, ops)
+
+
+def generate(seed: int, features: frozenset[str] | None = None) -> Program:
+    """The kernel of ``seed``."""
+    return Generator(seed, features).program()

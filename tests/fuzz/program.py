@@ -1,0 +1,251 @@
+"""The fuzzer's description of a kernel: expressions, statements, tasks and helpers as plain
+data, rendered here to the Python source the frontend reads. The same description is what
+``reference.py`` interprets and what ``minimize.py`` shrinks."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from .dtypes import DT
+
+SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+          "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^"}
+CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+BLOCK = "qd.simt.block"
+
+
+@dataclass
+class Expr:
+    """One expression. ``t`` is its type (a bare literal's own type, which a typed operand
+    beside it overrides); for floats ``exact`` says the value is exactly representable and
+    independent of evaluation order, and |value| < 2**mag, a multiple of 2**-frac."""
+    op: str
+    t: DT
+    args: list["Expr"] = field(default_factory=list)
+    attr: Any = None
+    exact: bool = True
+    mag: int = 0
+    frac: int = 0
+
+    @property
+    def literal(self) -> bool:
+        return self.op in ("lit", "static")
+
+
+@dataclass
+class Stmt:
+    kind: str
+    attr: Any = None
+    exprs: list[Expr | None] = field(default_factory=list)
+    bodies: list[list["Stmt"]] = field(default_factory=list)
+
+
+@dataclass
+class Array:
+    name: str
+    dt: DT
+    size: int
+    role: str  # "in", "out" (per-iteration results), "acc" (atomics), "serial" (serial code's results)
+    tol_mag: int | None = None  # set when inexact floats are stored: compare within 2**tol_mag * TOL
+
+
+@dataclass
+class Scalar:
+    name: str
+    dt: DT
+    value: int | float
+
+
+@dataclass
+class Helper:
+    name: str
+    params: list[tuple[str, DT]]
+    ret: DT
+    body: list[Stmt]
+
+
+@dataclass
+class Task:
+    parallel: bool
+    body: list[Stmt]
+    start: int = 0
+    stop: int = 0
+    block_dim: int | None = None
+
+
+@dataclass
+class Program:
+    seed: int
+    n: int
+    arrays: list[Array]
+    scalars: list[Scalar]
+    helpers: list[Helper]
+    tasks: list[Task]
+    inputs: dict[str, np.ndarray]
+
+    @property
+    def name(self) -> str:
+        return f"fuzz_{self.seed}"
+
+    def clone(self) -> "Program":
+        return copy.deepcopy(self)
+
+
+# ----------------------------------------------------------------------------- rendering
+
+def render_expr(e: Expr) -> str:
+    a = [render_expr(x) for x in e.args]
+    op = e.op
+    if op == "var" or op == "static":
+        return e.attr
+    if op == "lit":
+        return repr(e.attr) if e.attr >= 0 else f"({e.attr!r})"
+    if op == "load":
+        return f"{e.attr}[{a[0]}]"
+    if op == "shload":
+        return f"{e.attr}[{a[0]}]"
+    if op == "bin":
+        return f"({a[0]} {SYMBOL[e.attr]} {a[1]})"
+    if op == "neg":
+        return f"(-{a[0]})"
+    if op == "invert":
+        return f"(~{a[0]})"
+    if op == "not":
+        return f"(not {a[0]})"
+    if op == "cmp":
+        parts = [a[0]]
+        for o, x in zip(e.attr, a[1:]):
+            parts += [CMP[o], x]
+        return "(" + " ".join(parts) + ")"
+    if op in ("and", "or"):
+        return f"({a[0]} {op} {a[1]})"
+    if op == "ifexp":
+        return f"({a[1]} if {a[0]} else {a[2]})"
+    if op == "select":
+        return f"qd.select({a[0]}, {a[1]}, {a[2]})"
+    if op in ("min", "max", "abs"):
+        return f"{op}({', '.join(a)})"
+    if op == "math":
+        return f"qd.{e.attr}({', '.join(a)})"
+    if op == "cast":
+        return f"qd.{e.t.name}({a[0]})" if e.attr == "ctor" else f"qd.cast({a[0]}, qd.{e.t.name})"
+    if op == "call":
+        return f"{e.attr}({', '.join(a)})"
+    if op == "tid":
+        return f"{BLOCK}.thread_idx()"
+    if op == "breduce":
+        fn, bd, dt = e.attr
+        return f"{BLOCK}.{fn}({a[0]}, {bd}, qd.{dt.name})"
+    raise ValueError(op)
+
+
+def render_body(stmts: list[Stmt], ind: int, out: list[str]) -> None:
+    if not stmts:
+        out.append("    " * ind + "pass")
+    for s in stmts:
+        render_stmt(s, ind, out)
+
+
+def render_stmt(s: Stmt, ind: int, out: list[str]) -> None:
+    p = "    " * ind
+    e = [render_expr(x) if x is not None else None for x in s.exprs]
+    k = s.kind
+    if k == "assign":
+        out.append(f"{p}{s.attr} = {e[0]}")
+    elif k == "aug":
+        name, op = s.attr
+        out.append(f"{p}{name} {SYMBOL[op]}= {e[0]}")
+    elif k == "reduce_minmax":  # m = max(m, v): a kernel-scope reduction
+        name, op = s.attr
+        out.append(f"{p}{name} = {op}({name}, {e[0]})")
+    elif k in ("store", "shstore"):
+        out.append(f"{p}{s.attr}[{e[0]}] = {e[1]}")
+    elif k == "augstore":
+        name, op = s.attr
+        out.append(f"{p}{name}[{e[0]}] {SYMBOL[op]}= {e[1]}")
+    elif k in ("atomic", "shatomic"):
+        fn, name = s.attr
+        out.append(f"{p}qd.{fn}({name}[{e[0]}], {e[1]})")
+    elif k == "katomic":  # qd.atomic_max(m, v) on a kernel-scope variable
+        fn, name = s.attr
+        out.append(f"{p}qd.{fn}({name}, {e[0]})")
+    elif k == "if":
+        out.append(f"{p}if {e[0]}:")
+        render_body(s.bodies[0], ind + 1, out)
+        other = s.bodies[1]
+        while len(other) == 1 and other[0].kind == "if" and other[0].attr == "elif":
+            out.append(f"{p}elif {render_expr(other[0].exprs[0])}:")
+            render_body(other[0].bodies[0], ind + 1, out)
+            other = other[0].bodies[1]
+        if other:
+            out.append(f"{p}else:")
+            render_body(other, ind + 1, out)
+    elif k == "for":
+        args = ", ".join(x for x in e if x is not None)
+        out.append(f"{p}for {s.attr} in range({args}):")
+        render_body(s.bodies[0], ind + 1, out)
+    elif k == "while":
+        counter, limit = s.attr
+        out.append(f"{p}{counter} = 0")
+        out.append(f"{p}while {counter} < {limit}:")
+        out.append(f"{p}    {counter} += 1")
+        render_body(s.bodies[0], ind + 1, out)
+    elif k == "static":
+        var, count = s.attr
+        out.append(f"{p}for {var} in qd.static(range({count})):")
+        render_body(s.bodies[0], ind + 1, out)
+    elif k in ("break", "continue"):
+        out.append(f"{p}{k}")
+    elif k == "return":
+        out.append(f"{p}return {e[0]}")
+    elif k == "sync":
+        out.append(f"{p}{BLOCK}.sync()")
+    elif k == "shalloc":
+        name, size, dt = s.attr
+        out.append(f"{p}{name} = {BLOCK}.SharedArray(({size},), qd.{dt.name})")
+    else:
+        raise ValueError(k)
+
+
+def render(prog: Program) -> str:
+    """The kernel module's Python source."""
+    out = [f'"""A random kernel from tests/fuzz, seed {prog.seed}. Run it again:',
+           f"PYTHONPATH=tests:. python -m fuzz.drive --seed {prog.seed}", '"""',
+           "import transpiler as qd", ""]
+    for h in prog.helpers:
+        params = ", ".join(f"{n}: qd.{t.name}" for n, t in h.params)
+        out += ["", "@qd.func", f"def {h.name}({params}) -> qd.{h.ret.name}:"]
+        render_body(h.body, 1, out)
+    params = [f"{a.name}: qd.types.ndarray(qd.{a.dt.name}, ndim=1)" for a in prog.arrays]
+    params += [f"{s.name}: qd.{s.dt.name}" for s in prog.scalars]
+    out += ["", "@qd.kernel", f"def {prog.name}(", *[f"    {x}," for x in params], ") -> None:"]
+    first_in = next(a.name for a in prog.arrays if a.role == "in")
+    if not prog.tasks:
+        out.append("    pass")
+    for t in prog.tasks:
+        if not t.parallel:
+            render_body(t.body, 1, out)
+            continue
+        if t.block_dim is not None:
+            out.append(f"    qd.loop_config(block_dim={t.block_dim})")
+        rng = f"{first_in}.shape[0]" if (t.start, t.stop) == (0, prog.n) else \
+            (f"{t.stop}" if t.start == 0 else f"{t.start}, {t.stop}")
+        out.append(f"    for i in range({rng}):")
+        render_body(t.body, 2, out)
+    return "\n".join(out) + "\n"
+
+
+def walk_bodies(prog: Program) -> Iterator[list[Stmt]]:
+    """Every statement list of the program (for the minimizer), outermost first."""
+    def rec(body):
+        yield body
+        for s in body:
+            for b in s.bodies:
+                yield from rec(b)
+    for h in prog.helpers:
+        yield from rec(h.body)
+    for t in prog.tasks:
+        yield from rec(t.body)
