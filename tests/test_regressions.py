@@ -265,3 +265,95 @@ def test_a_warp_executes_an_atomic_in_lockstep(executor):
     atomic_reads_its_own_target(out)
     w = min(current().subgroup_size, 32)
     assert out[0] == (1 + w) ** (32 // w)
+
+
+# ----------------------------------------------------------------------------- found by tests/fuzz
+
+@qd.kernel
+def serial_reassignment(s: qd.types.ndarray(qd.u32, ndim=1), x: qd.types.ndarray(qd.u32, ndim=1), p: qd.i32):
+    r = qd.cast(1, qd.u32)
+    s[2] = r      # reads r before the next line changes it: not hoisted out of order
+    r *= 0
+    s[3] = r
+    k6 = qd.u32(201)
+    k6 = qd.u32(x[p])  # overwritten from memory, never read: still declared
+    for i in range(x.shape[0]):
+        x[i] += 1
+
+
+@qd.kernel
+def strides_and_wraps(out: qd.types.ndarray(qd.i32, ndim=2), start: qd.u32, n: qd.i32):
+    for i in range(out.shape[0]):
+        total = 0
+        for k in range(start + qd.u32(i), 0, -2):  # an unsigned countdown by 2 stops at the bound
+            total += qd.i32(k)
+        for k in range(qd.u32(i), qd.u32(7), 3):
+            total += 100 * qd.i32(k)
+        out[i, 0] = total
+        out[i, 1] = (i * 1000003) % n  # the product wraps negative: Python's %, not C's
+        out[i, 2] = qd.i32(qd.i64(i) * 3000000000 // 7) % 5  # a narrowing cast may come out negative
+
+
+@qd.func
+def narrow_or_wide(a: qd.i8, b: qd.f32) -> qd.i32:
+    if a > 3:
+        return a * 2
+    else:
+        return qd.i32(b)
+
+
+@qd.kernel
+def annotated_result(x: qd.types.ndarray(qd.i8, ndim=1), y: qd.types.ndarray(qd.f32, ndim=1),
+                     out: qd.types.ndarray(qd.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        out[i] = narrow_or_wide(x[i], y[i]) + qd.u8(255)  # an i32 sum: the result is -> qd.i32
+
+
+@qd.kernel
+def widened_signs(d: qd.types.ndarray(qd.i32, ndim=1), out: qd.types.ndarray(qd.i64, ndim=2)):
+    for i in range(d.shape[0]):
+        out[i, 0] = qd.cast(1, qd.i64) % (d[i] - 6)  # an i32 widened to i64 as the divisor
+        out[i, 1] = (qd.i64(d[i]) if d[i] > 0 else 5) % 3  # hipcc: int64_t is long, 5ll long long
+
+
+def test_serial_code_keeps_its_order(executor):
+    s = np.zeros(4, np.uint32)
+    x = np.arange(5, dtype=np.uint32)
+    serial_reassignment(s, x, 3)
+    np.testing.assert_array_equal(s, [0, 0, 1, 0])
+    np.testing.assert_array_equal(x, np.arange(5) + 1)
+
+
+def test_strides_and_wrapping_arithmetic(executor):
+    out = np.zeros((3000, 3), np.int32)
+    strides_and_wraps(out, 5, 97)
+    i = np.arange(3000, dtype=np.int64)
+    wrap = lambda v: (v + 2**31) % 2**32 - 2**31  # noqa: E731
+    np.testing.assert_array_equal(out[:6, 0], [sum(range(5 + k, 0, -2)) + 100 * sum(range(k, 7, 3)) for k in range(6)])
+    np.testing.assert_array_equal(out[:, 1], wrap(i * 1000003) % 97)
+    np.testing.assert_array_equal(out[:, 2], wrap(i * 3000000000 // 7) % 5)
+
+
+def test_a_funcs_annotated_result_type(executor):
+    x = np.array([100, 2, 5, 120], np.int8)
+    y = np.array([1.5, 300.0, 2, 7], np.float32)
+    out = np.zeros(4, np.int32)
+    annotated_result(x, y, out)
+    i8 = lambda v: (v + 128) % 256 - 128  # noqa: E731
+    np.testing.assert_array_equal(out, [(i8(int(a) * 2) if a > 3 else int(b)) + 255 for a, b in zip(x, y)])
+
+
+def test_signs_of_widened_values(executor, rng):
+    d = rng.integers(-20, 20, 256).astype(np.int32)
+    d[d == 6] = 7
+    out = np.zeros((256, 2), np.int64)
+    widened_signs(d, out)
+    np.testing.assert_array_equal(out[:, 0], 1 % (d.astype(np.int64) - 6))
+    np.testing.assert_array_equal(out[:, 1], np.where(d > 0, d, 5) % 3)
+
+
+@pytest.mark.toolchain
+def test_hip_64_bit_literals_have_the_type_of_int64_t():
+    tr = qd.translate(widened_signs, "hip")
+    verdicts = check_sources("hip", tr.sources, tr.manifest)
+    assert all(v.ok for v in verdicts), [v.message for v in verdicts]

@@ -12,10 +12,9 @@ from fuzz.program import render
 from fuzz.reference import reference
 
 SEEDS = range(0, 24)
-# Seeds that fail today on a transpiler bug the lead has been told about (issue 18's report);
-# they are left out so the run stays green, and each reason says which bug.
-HIP_AMBIGUOUS = "hipcc: call to 'qd_mod' is ambiguous (a 64-bit `ll` literal beside a `long` int64_t)"
-KNOWN_BUGS: dict[int, str] = {0: HIP_AMBIGUOUS, 10: HIP_AMBIGUOUS}
+# Seeds that fail today on a known bug, left out so the run stays green; each reason says
+# which. (None now: every bug the first runs found is fixed, with a test in test_regressions.)
+KNOWN_BUGS: dict[int, str] = {}
 
 
 def test_generation_is_deterministic():

@@ -210,7 +210,9 @@ class CallLowering:
         # its new names still nest inside the caller's block for C scoping.
         self.scope = Scope(saved_scope, isolated=True)
         callee_root = self.scope
-        annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args else {}
+        annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args or fdef.returns else {}
+        if isinstance(annotations.get("return"), T.DType):
+            frame.return_type = annotations["return"]
         call_site = node if isinstance(node, ir.Loc) else self.loc(node)
         saved_site = self.library_site
         if is_library(parsed.file):
@@ -264,6 +266,9 @@ class CallLowering:
                 for st in body[:-1]:
                     self.stmt(st)
                 result = self.expr(body[-1].value)
+                if frame.return_type is not None and not isinstance(result, (TupleValue, MatrixValue, StructValue)):
+                    result = self.coerce(self.to_expr(result, body[-1].value), frame.return_type, body[-1].value,
+                                         explicit=True)
             else:
                 for st in body:
                     self.stmt(st)

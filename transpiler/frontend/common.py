@@ -159,12 +159,16 @@ def nonneg(e: ir.Expr) -> bool:
     if isinstance(e, ir.LocalRef):
         return e.var.nonneg
     if isinstance(e, ir.BinOp):
-        if e.op in ("add", "mul", "truncdiv", "truncmod", "floordiv", "mod", "rshift"):
+        # Not add or mul: a sum or product of non-negative values wraps negative past the
+        # type's max ((i * 1000003) % n, a hash), where C's % is not Python's.
+        if e.op in ("truncdiv", "truncmod", "floordiv", "mod", "rshift"):
             return nonneg(e.a) and nonneg(e.b)
         if e.op == "bitand":
             return nonneg(e.a) or nonneg(e.b)
     if isinstance(e, ir.Cast):
-        return e.a.type.kind == "uint" and e.type.bits > e.a.type.bits or (e.a.type.is_int and nonneg(e.a))
+        # Widening only: a narrowing cast of a large non-negative value may come out negative.
+        return e.a.type.is_int and (e.a.type.kind == "uint" and e.type.bits > e.a.type.bits or
+                                    e.type.bits >= e.a.type.bits and nonneg(e.a))
     if isinstance(e, ir.SubgroupOp) and e.op == "invocation_id":
         return True
     return False

@@ -323,7 +323,22 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 return False
         if any(isinstance(self.scope.lookup(t.id)[0], KernelVar) for t in names):
             return False  # it lives in the kernel's scratch buffer: a store, in order
+        # A new value for a name code already read is no definition to hoist into the
+        # tasks' preludes: that code must see the old value (r = 1; s[2] = r; r *= 0).
+        if any(isinstance(bound, ir.Local) and bound in self.top_level_locals and self.read_so_far(bound)
+               for bound in (self.scope.lookup(t.id)[0] for t in names)):
+            return False
         return self.is_pure(value)
+
+    def read_so_far(self, var: ir.Local) -> bool:
+        """Whether the serial code pending or any task lowered so far reads ``var``."""
+        if var in locals_read(self.serial):
+            return True
+        for task in self.tasks:
+            if var in locals_read(task.prelude + task.body) or any(
+                    var in locals_read_expr(e) for bound in task.ranges for e in bound):
+                return True
+        return False
 
     def is_pure(self, node: ast.expr) -> bool:
         """No memory reads, atomics or calls other than known side-effect-free ones."""
@@ -358,6 +373,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         for e in extra_exprs:
             needed |= locals_read_expr(e)
         needed |= locals_read(body)
+        needed |= locals_assigned(body)  # a serial task may only overwrite one: it must be declared
         picked: list[ir.Stmt] = []
         for st in reversed(self.uniform_defs):
             var = st.var  # Declare / Assign

@@ -39,6 +39,7 @@ class _FuncFrame:
         self.result: ir.Local | None = None
         self.result_name = result_name
         self.returns_tuple: list[ir.Local] | None = None
+        self.return_type = None  # a scalar `-> qd.i32` annotation: every return converts to it
         self.function: ir.Function | None = None  # set for a @qd.real_func's body: `return` is ir.Return
         # How often each name is assigned in the function: a name assigned once keeps
         # what is known about its first value (e.g. that it is non-negative).

@@ -600,9 +600,10 @@ class StatementLowering:
             return
         e = self.to_expr(value, s.value)
         if frame.result is None:
-            frame.result = ir.Local(frame.result_name, e.type, self.loc(s))
+            frame.result = ir.Local(frame.result_name, frame.return_type or e.type, self.loc(s))
             self.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
-        self.emit(ir.Assign(self.loc(s), frame.result, self.coerce(e, frame.result.type, s.value)))
+        self.emit(ir.Assign(self.loc(s), frame.result, self.coerce(e, frame.result.type, s.value,
+                                                                   explicit=frame.return_type is not None)))
 
     def return_compound(self, frame, value, s: ast.Return) -> None:
         """A @qd.func returning a vector, matrix or struct from more than its last line: into

@@ -89,6 +89,14 @@ class HipDialect(CudaDialect):
     bitcasts = {**CudaDialect.bitcasts, ("f16", "u16"): "__builtin_bit_cast(uint16_t, {})",
                 ("u16", "f16"): "__builtin_bit_cast(qd_half, (uint16_t)({}))"}
 
+    def literal(self, value, t: T.DType) -> str:
+        if t.name not in ("i64", "u64"):
+            return super().literal(value, t)
+        # hipcc's int64_t is `long` (hipRTC's `long long`): a suffixed literal would make a
+        # `cond ? x : 5ll` or min(u64, 7ull) ambiguous between the overloads of either.
+        text = str(int(value)) if -2**31 <= int(value) < 2**31 else super().literal(value, t)
+        return f"{self.type_name(t)}({text})"
+
     def warp(self, r: Renderer, e: ir.WarpOp, args: list[str]) -> str:
         if e.op in WARP_VOTES:
             return f"{r.helper('warp_vote', T.i32)}({args[0]}, {args[1]}, {WARP_VOTES[e.op]})"

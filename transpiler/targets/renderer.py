@@ -342,6 +342,13 @@ class Renderer:
                 inc = f"{name} -= {self.dialect.literal(-st.step.value, st.step.type)}"
             else:
                 inc = f"{name} += {self.text(st.step, PREC_COND)}"
+            skip = unsigned_stride(st)
+            if skip is not None:
+                # An unsigned variable stepping by more than 1 could wrap around past the bound
+                # (range(n_u32, 0, -2) from 1 to 0xFFFFFFFF): land on the bound instead.
+                far, m = self.text(st.stop, PREC_MUL), self.dialect.literal(skip, st.var.type)
+                inc = (f"{name} = {name} - {far} > {m} ? {name} - {m} : {stop}" if st.step_sign < 0 else
+                       f"{name} = {far} - {name} > {m} ? {name} + {m} : {stop}")
             self.put(depth, f"for ({t} {name} = {start}; {cond}; {inc}) {{", st.loc)
             self.block(st.body, depth + 1)
         finally:
@@ -394,3 +401,13 @@ class Renderer:
 
     def stmt_Continue(self, st: ir.Continue, depth: int) -> None:
         self.put(depth, "continue;", st.loc)
+
+
+def unsigned_stride(st: ir.For) -> int | None:
+    """The stride of a loop over an unsigned variable with a constant step other than 1
+    (``range(n_u32, 0, -2)``), or None."""
+    t = st.var.type
+    if not isinstance(st.step, ir.Const) or st.step_sign == 0 or not t.is_int or t.is_signed:
+        return None
+    m = (-int(st.step.value)) % (1 << t.bits) if st.step_sign < 0 else int(st.step.value)
+    return m if m > 1 else None

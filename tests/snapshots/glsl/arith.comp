@@ -29,10 +29,10 @@ layout(push_constant) uniform qd_params {
 int qd_floordiv(int a, int b)
 {
     int q = a / b;
-    // The remainder's sign against the divisor's, not a < 0 and b < 0: lavapipe evaluates
-    // a < 0 wrongly for an i32 widened to i64 (x_i32 // d_i64 gave the truncated quotient).
+    // The signs compared as (r ^ b) < 0, never as a < 0 or b < 0: lavapipe evaluates those
+    // wrongly when the operand is an i32 widened to i64 (x_i32 // d_i64, 1 % i64(n_i32)).
     int r = a - q * b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+    return (r != 0 && (r ^ b) < 0) ? q - 1 : q;
 }
 
 // Python's ** on i32 with a non-negative exponent: square-and-multiply
@@ -54,7 +54,7 @@ int qd_ipow(int base, int e)
 int qd_mod(int a, int b)
 {
     int r = a - a / b * b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    return (r != 0 && (r ^ b) < 0) ? r + b : r;  // (r ^ b) < 0: see qd_floordiv
 }
 
 // C's pow on f32, as CUDA has it: GLSL's pow is undefined for a base <= 0

@@ -24,7 +24,7 @@ layout(push_constant) uniform qd_params {
 int qd_mod(int a, int b)
 {
     int r = a - a / b * b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    return (r != 0 && (r ^ b) < 0) ? r + b : r;  // (r ^ b) < 0: see qd_floordiv
 }
 
 void main()

@@ -29,6 +29,6 @@ extern "C" __global__ void __launch_bounds__(128) mathfns(
         bits[i * bits_shape_1 + 0] = __popc(k[i]);  // mathfns.py:16
         bits[i * bits_shape_1 + 1] = __clz(k[i]);  // mathfns.py:17
         bits[i * bits_shape_1 + 2] = __ffs(k[i]);  // mathfns.py:18
-        bits[i * bits_shape_1 + 3] = __popcll(int64_t(k[i]) << 20ll);  // mathfns.py:19
+        bits[i * bits_shape_1 + 3] = __popcll(int64_t(k[i]) << int64_t(20));  // mathfns.py:19
     }
 }

@@ -35,6 +35,6 @@ extern "C" __global__ void __launch_bounds__(128) widen(
         out[1] = double(uint64_t(uint32_t(uint16_t(uint16_t(b8) + b16)) + b32) + b64);  // dtypes.py:10
         out[2] = double(float(h) + f) + d;  // dtypes.py:11
         out[3] = double(uint8_t(uint8_t(a8) * b8));  // dtypes.py:12
-        out[4] = double(a64 * 3ll);  // dtypes.py:13
+        out[4] = double(a64 * int64_t(3));  // dtypes.py:13
     }
 }

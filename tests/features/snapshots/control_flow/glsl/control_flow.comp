@@ -16,10 +16,10 @@ layout(push_constant) uniform qd_params {
 int qd_floordiv(int a, int b)
 {
     int q = a / b;
-    // The remainder's sign against the divisor's, not a < 0 and b < 0: lavapipe evaluates
-    // a < 0 wrongly for an i32 widened to i64 (x_i32 // d_i64 gave the truncated quotient).
+    // The signs compared as (r ^ b) < 0, never as a < 0 or b < 0: lavapipe evaluates those
+    // wrongly when the operand is an i32 widened to i64 (x_i32 // d_i64, 1 % i64(n_i32)).
     int r = a - q * b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+    return (r != 0 && (r ^ b) < 0) ? q - 1 : q;
 }
 
 // Python's % on i32: the result takes the sign of the divisor. GLSL leaves % undefined
@@ -27,7 +27,7 @@ int qd_floordiv(int a, int b)
 int qd_mod(int a, int b)
 {
     int r = a - a / b * b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    return (r != 0 && (r ^ b) < 0) ? r + b : r;  // (r ^ b) < 0: see qd_floordiv
 }
 
 void main()
