@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, cuda_tool, median, perf_kit, say, table  # noqa: E402
+from common import cuda_tool, median, perf_kit, say, table  # noqa: E402
 
 import numpy as np  # noqa: E402
 

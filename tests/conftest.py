@@ -124,6 +124,20 @@ def rng():
     return np.random.default_rng(1234)
 
 
+def assert_compiles(target: str, tr, what: str = "") -> None:
+    """Every file of translation ``tr`` accepted by ``target``'s real toolchain (a skip, saying
+    why, where the toolchain cannot exist on this machine)."""
+    from transpiler.errors import ToolchainMissing
+    from transpiler.toolchains import check_sources
+
+    try:
+        verdicts = check_sources(target, tr.sources, tr.manifest)
+    except ToolchainMissing as exc:
+        pytest.skip(str(exc))
+    for v in verdicts:
+        assert v.ok, f"{what}{': ' if what else ''}{v.tool} rejected {v.file}:\n{v.message}\n\n{tr.sources[v.file]}"
+
+
 def tool_available(name: str) -> bool:
     return shutil.which(name) is not None
 

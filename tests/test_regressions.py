@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from transpiler.toolchains import check_sources
+from conftest import assert_compiles
 
 
 @qd.kernel
@@ -134,8 +134,7 @@ def test_i64_indices(executor, rng):
 
 @pytest.mark.toolchain
 def test_i64_indices_compile_for_glsl():
-    tr = qd.translate(gather_i64, "glsl")
-    assert all(v.ok for v in check_sources("glsl", tr.sources, tr.manifest))
+    assert_compiles("glsl", qd.translate(gather_i64, "glsl"))
 
 
 def test_serial_counter_and_conditional_range_are_accepted(executor):
@@ -190,13 +189,11 @@ def test_reserved_names_run(executor):
 @pytest.mark.parametrize("target", ["cuda", "hip", "glsl", "msl"])
 def test_reserved_names_compile_and_the_manifest_names_the_entry(target):
     tr = qd.translate(kernel, target)
-    verdicts = check_sources(target, tr.sources, tr.manifest)
-    assert all(v.ok for v in verdicts), [v.message for v in verdicts]
+    assert_compiles(target, tr)
     (entry,) = tr.manifest["entry_points"]
     if target == "msl":
         assert entry["name"] == "kernel_" and "kernel void kernel_(" in tr.sources["kernel.metal"]
-    tr = qd.translate(main, target)
-    assert all(v.ok for v in check_sources(target, tr.sources, tr.manifest))
+    assert_compiles(target, qd.translate(main, target))
 
 
 @qd.kernel
@@ -237,9 +234,7 @@ def test_float_min_max_and_f64_atomics_on_shared_arrays(executor, rng):
 @pytest.mark.toolchain
 @pytest.mark.parametrize("target", ["cuda", "hip", "glsl"])
 def test_shared_float_atomics_compile(target):
-    tr = qd.translate(shared_float_atomics, target)
-    verdicts = check_sources(target, tr.sources, tr.manifest)
-    assert all(v.ok for v in verdicts), [v.message for v in verdicts]
+    assert_compiles(target, qd.translate(shared_float_atomics, target))
 
 
 @qd.kernel
@@ -354,6 +349,4 @@ def test_signs_of_widened_values(executor, rng):
 
 @pytest.mark.toolchain
 def test_hip_64_bit_literals_have_the_type_of_int64_t():
-    tr = qd.translate(widened_signs, "hip")
-    verdicts = check_sources("hip", tr.sources, tr.manifest)
-    assert all(v.ok for v in verdicts), [v.message for v in verdicts]
+    assert_compiles("hip", qd.translate(widened_signs, "hip"))

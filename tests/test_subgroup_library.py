@@ -15,7 +15,7 @@ import pytest
 
 import transpiler as qd
 from transpiler.runtime import current
-from transpiler.toolchains import check_sources
+from conftest import assert_compiles
 
 subgroup = qd.simt.subgroup
 N = 128 * 4  # whole blocks of 128: every lane of every subgroup takes part
@@ -359,8 +359,6 @@ VARIANTS = [("cuda", {}), ("hip", {}), ("hip", {"wave32": True}), ("msl", {}),
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v[0] + "".join(f"-{k}={x}" for k, x in v[1].items()))
 @pytest.mark.parametrize("case", COMPILE_CASES, ids=[c[0] for c in COMPILE_CASES])
 def test_compiles(case, variant):
-    from transpiler.errors import ToolchainMissing
-
     _, kernel, template_args, arg_types = case
     target, options = variant
     if target == "hip" and shutil.which("hipcc") is None:
@@ -368,12 +366,7 @@ def test_compiles(case, variant):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         tr = qd.translate(kernel, target, template_args=template_args, arg_types=arg_types, **options)
-    try:
-        verdicts = check_sources(target, tr.sources, tr.manifest)
-    except ToolchainMissing as exc:
-        pytest.skip(str(exc))
-    for v in verdicts:
-        assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}\n\n{tr.sources[v.file]}"
+    assert_compiles(target, tr)
 
 
 @pytest.mark.toolchain

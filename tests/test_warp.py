@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from transpiler.toolchains import check_sources
+from conftest import assert_compiles
 
 warp = qd.simt.warp
 FULL = 0xFFFFFFFF
@@ -148,12 +148,4 @@ def test_warp_calls_need_a_parallel_loop():
 @pytest.mark.parametrize("kernel", [full_mask, matches, half_warp], ids=lambda k: k.__name__)
 @pytest.mark.parametrize("target,options", [("cuda", {}), ("hip", {}), ("hip", {"wave32": True})])
 def test_compiles(kernel, target, options):
-    from transpiler.errors import ToolchainMissing
-
-    tr = qd.translate(kernel, target, **options)
-    try:
-        verdicts = check_sources(target, tr.sources, tr.manifest)
-    except ToolchainMissing as exc:
-        pytest.skip(str(exc))
-    for v in verdicts:
-        assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}\n\n{tr.sources[v.file]}"
+    assert_compiles(target, qd.translate(kernel, target, **options))
