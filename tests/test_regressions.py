@@ -350,3 +350,21 @@ def test_signs_of_widened_values(executor, rng):
 @pytest.mark.toolchain
 def test_hip_64_bit_literals_have_the_type_of_int64_t():
     assert_compiles("hip", qd.translate(widened_signs, "hip"))
+
+
+@qd.kernel
+def narrow_abs_min_max(a: qd.types.ndarray(qd.i16, ndim=1), b: qd.types.ndarray(qd.i8, ndim=1),
+                       out: qd.types.ndarray(qd.i32, ndim=2)):
+    for i in range(a.shape[0]):
+        out[i, 0] = qd.i32(abs(a[i]))
+        out[i, 1] = qd.i32(abs(qd.i16(-3)))  # lavapipe's 16-bit abs gave -3
+        out[i, 2] = qd.i32(max(b[i], qd.i8(-5)))
+        out[i, 3] = qd.i32(min(a[i], qd.i16(7)))
+
+
+def test_narrow_integer_abs_min_max(executor, rng):
+    a = rng.integers(-30000, 30000, 64).astype(np.int16)
+    b = rng.integers(-100, 100, 64).astype(np.int8)
+    out = np.zeros((64, 4), np.int32)
+    narrow_abs_min_max(a, b, out)
+    np.testing.assert_array_equal(out, np.stack([np.abs(a), np.full(64, 3), np.maximum(b, -5), np.minimum(a, 7)], 1))

@@ -250,6 +250,10 @@ class GlslDialect(Dialect):
                 return f"double({fn}({', '.join(f'float({a})' for a in args)}))"
             return f"{fn}({', '.join(args)})"
         if e.fn in ("min", "max", "abs"):
+            if t.is_int and t.bits < 32:
+                # In 32 bits, as C promotes: lavapipe's 16-bit abs(int16_t(-3)) gave -3.
+                wide = "int" if t.is_signed else "uint"
+                return f"{TYPES[t.name]}({e.fn}({', '.join(f'{wide}({a})' for a in args)}))"
             return f"{e.fn}({', '.join(args)})"
         if e.fn == "popcnt" and t.bits == 32:
             return f"bitCount({args[0]})"
