@@ -368,3 +368,28 @@ def test_narrow_integer_abs_min_max(executor, rng):
     out = np.zeros((64, 4), np.int32)
     narrow_abs_min_max(a, b, out)
     np.testing.assert_array_equal(out, np.stack([np.abs(a), np.full(64, 3), np.maximum(b, -5), np.minimum(a, 7)], 1))
+
+
+@qd.kernel
+def shared_add_and_max(a: qd.types.ndarray(qd.f32, ndim=1), out: qd.types.ndarray(qd.f32, ndim=2)):
+    qd.loop_config(block_dim=64)
+    for i in range(a.shape[0]):
+        acc = qd.simt.block.SharedArray((2,), qd.f32)
+        t = qd.simt.block.thread_idx()
+        if t == 0:
+            acc[0] = 0.0
+            acc[1] = -1e30
+        qd.simt.block.sync()
+        qd.atomic_add(acc[0], a[i])  # native on Vulkan elsewhere; here the array holds bits (max is CAS)
+        qd.atomic_max(acc[1], a[i])
+        qd.simt.block.sync()
+        if t == 0:
+            out[i // 64, 0] = acc[0]
+            out[i // 64, 1] = acc[1]
+
+
+def test_native_and_cas_atomics_on_one_shared_array(executor, rng):
+    a = rng.integers(-64, 64, 64 * 3).astype(np.float32) / 4
+    out = np.zeros((3, 2), np.float32)
+    shared_add_and_max(a, out)
+    np.testing.assert_array_equal(out, np.stack([a.reshape(3, 64).sum(1), a.reshape(3, 64).max(1)], 1))

@@ -29,14 +29,17 @@ def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
 @per_kernel(key=lambda dialect: type(dialect))
 def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
     needs = False
+    bits_shared: set[int] = set()
     for stmts in [t.code() for t in kernel.tasks] + [f.body for f in kernel.functions]:
         for e in all_exprs(stmts):
             if isinstance(e, ir.Atomic):
                 form = dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
                 needs |= form != "native"
+                if form != "native" and isinstance(e.array, ir.SharedArray) and not dialect.shared_views:
+                    bits_shared.add(id(e.array))
     if not needs:
         return kernel
-    rw = _Rewriter(dialect)
+    rw = _Rewriter(dialect, bits_shared)
     tasks = [dataclasses.replace(t, body=rw.block(t.body), prelude=rw.block(t.prelude), epilogue=rw.block(t.epilogue))
              for t in kernel.tasks]
     functions = [dataclasses.replace(f, body=rw.block(f.body)) for f in kernel.functions]
@@ -44,8 +47,12 @@ def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
 
 
 class _Rewriter(HoistingRewriter):
-    def __init__(self, dialect):
+    def __init__(self, dialect, bits_shared: set[int]):
         self.dialect = dialect
+        # Shared arrays that must hold their bits (the dialect cannot view shared memory as
+        # another type, and some atomic on them works on the bits): every float atomic on
+        # them becomes a CAS loop on the bits, even one the target has natively.
+        self.bits_shared = bits_shared
 
     def stmt(self, st: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(st, ir.ExprStmt) and isinstance(st.expr, ir.Atomic):
@@ -63,6 +70,8 @@ class _Rewriter(HoistingRewriter):
         if not isinstance(e, ir.Atomic):
             return e
         form = self.dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
+        if form == "native" and e.type.is_float and id(e.array) in self.bits_shared:
+            form = "cas"
         if form != "native" and conditional:
             raise TranspileError(f"qd.atomic_{e.op} on {e.type.name} needs a compare-and-swap loop on the "
                                  f"{self.dialect.name} target and cannot be evaluated conditionally here", e.loc,
@@ -71,6 +80,8 @@ class _Rewriter(HoistingRewriter):
 
     def atomic(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
         form = self.dialect.atomic_support(a.op, a.type, ir.space_of(a.array), a.loc)
+        if form == "native" and a.type.is_float and id(a.array) in self.bits_shared:
+            form = "bits" if a.op == "exchange" else "cas"
         if form == "native":
             return a
         t = a.type

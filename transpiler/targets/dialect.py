@@ -108,6 +108,10 @@ class Dialect:
             return name + "_"
         return name
 
+    # Whether shared memory can be read as another type in place (a pointer cast): GLSL's
+    # cannot, so its float CAS loops on shared arrays need the arrays to hold bits.
+    shared_views = True
+
     def entry_identifier(self, name: str) -> str:
         """An entry point's name for a task named ``name`` (the manifest lists it)."""
         return self.identifier(name)

@@ -186,6 +186,8 @@ class GlslDialect(Dialect):
     types = TYPES
     reserved = GLSL_KEYWORDS | GLSL_BUILTINS
 
+    shared_views = False
+
     def entry_identifier(self, name: str) -> str:
         # Every shader's entry point is main(): the task's name only names the file.
         return name
