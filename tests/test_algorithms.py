@@ -419,3 +419,33 @@ def test_compiles(variant):
             continue  # Metal has no 64-bit SIMD-group operations (as in Quadrants: 32-bit only there)
         tr = qd.translate(kernel, target, template_args=template_args, arg_types=arg_types, **options)
         assert_compiles(target, tr, name)
+
+
+# ----------------------------------------------------------------------------- deprecated host APIs
+
+def test_parallel_sort_sorts_in_place_and_warns(executor, rng):
+    keys = rng.integers(-1000, 1000, 5000).astype(np.int32)
+    values = np.arange(5000, dtype=np.float32)
+    given = keys.copy()
+    with pytest.warns(DeprecationWarning, match="qd.algorithms.parallel_sort is deprecated"):
+        alg.parallel_sort(keys, values)
+    order = np.argsort(given, kind="stable")
+    np.testing.assert_array_equal(keys, given[order])
+    np.testing.assert_array_equal(values, order)
+    field = qd.field(qd.f32, shape=300)
+    f = rng.standard_normal(300).astype(np.float32)
+    field.from_numpy(f)
+    with pytest.warns(DeprecationWarning):
+        alg.parallel_sort(field)
+    np.testing.assert_array_equal(field.to_numpy(), np.sort(f))
+
+
+def test_prefix_sum_executor_is_an_inclusive_i32_scan(executor, rng):
+    a = rng.integers(-100, 100, 70_000).astype(np.int32)
+    given = a.copy()
+    with pytest.warns(DeprecationWarning, match="PrefixSumExecutor is deprecated"):
+        scan = alg.PrefixSumExecutor(a.size)
+    scan.run(a)
+    np.testing.assert_array_equal(a, np.cumsum(given))
+    with pytest.raises(RuntimeError, match="Only qd.i32 type is supported for prefix sum."):
+        scan.run(np.zeros(10, np.int64))
