@@ -393,3 +393,22 @@ def test_native_and_cas_atomics_on_one_shared_array(executor, rng):
     out = np.zeros((3, 2), np.float32)
     shared_add_and_max(a, out)
     np.testing.assert_array_equal(out, np.stack([a.reshape(3, 64).sum(1), a.reshape(3, 64).max(1)], 1))
+
+
+@qd.kernel
+def serial_then_uniform(x: qd.types.ndarray(qd.u64, ndim=1), y: qd.types.ndarray(qd.u32, ndim=1)):
+    r = qd.cast(0, qd.u64)
+    r = x[1]            # serial: a memory read
+    r <<= qd.u64(2)     # so this update stays serial too (it crashed: a Store among uniform definitions)
+    k = y[0]            # declared in serial code
+    k = qd.cast(5, qd.u32)  # a pure reassignment: not hoisted before the declaration
+    k = k + qd.u32(1)
+    for i in range(y.shape[0]):
+        y[i] = qd.u32(r) + k
+
+
+def test_reassignments_after_serial_code(executor):
+    x = np.array([0, 3], np.uint64)
+    y = np.zeros(4, np.uint32)
+    serial_then_uniform(x, y)
+    np.testing.assert_array_equal(y, [12 + 6] * 4)

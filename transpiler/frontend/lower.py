@@ -325,7 +325,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             return False  # it lives in the kernel's scratch buffer: a store, in order
         # A new value for a name code already read is no definition to hoist into the
         # tasks' preludes: that code must see the old value (r = 1; s[2] = r; r *= 0).
-        if any(isinstance(bound, ir.Local) and bound in self.top_level_locals and self.read_so_far(bound)
+        # Nor for a name serial code declared or assigned: the tasks after it must see that value.
+        if any(isinstance(bound, ir.Local) and (bound not in self.top_level_locals or bound in self.serial_locals
+                                                or self.read_so_far(bound))
                for bound in (self.scope.lookup(t.id)[0] for t in names)):
             return False
         return self.is_pure(value)
