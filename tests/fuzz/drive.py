@@ -49,7 +49,9 @@ TOL = 2e-3  # inexact floats: |got - want| <= TOL * 2**mag, mag bounding the sto
 # Documented limits of a target (docs/lowering.md): refusing these is right, not a false rejection.
 KNOWN_REFUSALS = {
     "msl": [r"Metal has no 64-bit floating-point type", r"Metal has no 64-bit integer read-modify-write atomics",
-            r"64-bit integer .*Metal", r"Metal .*64-bit"],
+            r"64-bit integer .*Metal", r"Metal .*64-bit",
+            r"on i64 is not supported on the msl target: SIMD-group functions take 8-, 16- and 32-bit values",
+            r"on u64 is not supported on the msl target: SIMD-group functions take 8-, 16- and 32-bit values"],
     "glsl": [],
     "cuda": [],
     "hip": [],
