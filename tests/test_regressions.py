@@ -412,3 +412,23 @@ def test_reassignments_after_serial_code(executor):
     y = np.zeros(4, np.uint32)
     serial_then_uniform(x, y)
     np.testing.assert_array_equal(y, [12 + 6] * 4)
+
+
+@qd.kernel
+def atan2_of_zeros(y: qd.types.ndarray(qd.f32, ndim=1), x: qd.types.ndarray(qd.f32, ndim=1),
+                   out: qd.types.ndarray(qd.f32, ndim=1)):
+    for i in range(y.shape[0]):
+        out[i] = qd.atan2(y[i], x[i])
+
+
+def test_atan2_of_signed_zeros_is_cs(executor):
+    """GLSL leaves atan(0, 0) undefined; lavapipe gave 3*pi/4 where C and Python give 0 or pi."""
+    import math
+
+    y = np.array([0.0, -0.0, 0.0, -0.0, 1.0, 0.0, -2.0], np.float32)
+    x = np.array([0.0, 0.0, -0.0, -0.0, 0.0, -3.0, 1.0], np.float32)
+    out = np.zeros(7, np.float32)
+    atan2_of_zeros(y, x, out)
+    want = np.array([math.atan2(a, b) for a, b in zip(y.astype(float), x.astype(float))], np.float32)
+    np.testing.assert_allclose(out, want, rtol=4e-6, atol=1e-6)  # lavapipe's atan is within 2 ulps
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(want))

@@ -246,7 +246,7 @@ class GlslDialect(Dialect):
             return f"isnan({args[0]})"
         if t.is_float:
             # GLSL's pow is undefined for a base <= 0, where C's (and so CUDA's) is not.
-            fn = r.helper("pow", T.f32 if t.name == "f64" else t) if e.fn == "pow" else FLOAT_FUNCS[e.fn]
+            fn = r.helper(e.fn, T.f32 if t.name == "f64" else t) if e.fn in ("pow", "atan2") else FLOAT_FUNCS[e.fn]
             if t.name == "f64" and e.fn not in F64_NATIVE:
                 r.needs.f64_via_f32.add(e.fn)
                 return f"double({fn}({', '.join(f'float({a})' for a in args)}))"

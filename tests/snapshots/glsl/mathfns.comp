@@ -19,6 +19,17 @@ layout(push_constant) uniform qd_params {
     layout(offset = 20) int bits_shape_1;
 };
 
+// C's atan2 on f32: GLSL leaves atan(0, 0) undefined (lavapipe gives 3*pi/4); C has
+// +-0 for a +0 x and +-pi for a -0 x, the sign of y.
+float qd_atan2(float y, float x)
+{
+    if (x == 0.0 && y == 0.0) {
+        float pi = float(3.14159265358979323846);
+        return floatBitsToInt(float(x)) < 0 ? (floatBitsToInt(float(y)) < 0 ? -pi : pi) : y;
+    }
+    return atan(y, x);
+}
+
 // Leading zero bits of a 32-bit u32; 32 for zero (findMSB(0u) is -1)
 int qd_clz(uint x)
 {
@@ -64,7 +75,7 @@ void main()
         out_[i * out_shape_1 + 0] = sqrt(abs(v)) + exp(-v * v) + log(1.0 + abs(v));  // mathfns.py:10
         out_[i * out_shape_1 + 1] = sin(v) * cos(v) + tanh(v);  // mathfns.py:11
         out_[i * out_shape_1 + 2] = floor(v) + ceil(v) + roundEven(v) + trunc(v);  // mathfns.py:12
-        out_[i * out_shape_1 + 3] = atan(v, 1.5) + qd_pow(abs(v), 1.5);  // mathfns.py:13
+        out_[i * out_shape_1 + 3] = qd_atan2(v, 1.5) + qd_pow(abs(v), 1.5);  // mathfns.py:13
         out_[i * out_shape_1 + 4] = max(v, 0.25) - min(min(v, -0.25), 0.5 * v);  // mathfns.py:14
         out_[i * out_shape_1 + 5] = v > 0.0 ? v : 0.0;  // mathfns.py:15
         bits[i * bits_shape_1 + 0] = bitCount(k[i]);  // mathfns.py:16

@@ -13,6 +13,17 @@ layout(push_constant) uniform qd_params {
     layout(offset = 8) int out_shape_1;
 };
 
+// C's atan2 on f32: GLSL leaves atan(0, 0) undefined (lavapipe gives 3*pi/4); C has
+// +-0 for a +0 x and +-pi for a -0 x, the sign of y.
+float qd_atan2(float y, float x)
+{
+    if (x == 0.0 && y == 0.0) {
+        float pi = float(3.14159265358979323846);
+        return floatBitsToInt(float(x)) < 0 ? (floatBitsToInt(float(y)) < 0 ? -pi : pi) : y;
+    }
+    return atan(y, x);
+}
+
 // C's pow on f32, as CUDA has it: GLSL's pow is undefined for a base <= 0
 float qd_pow(float x, float y)
 {
@@ -37,7 +48,7 @@ void main()
     for (int i = int(gl_GlobalInvocationID.x); i < x_shape_0; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // float_math.py:7
         precise float v = x[i];  // float_math.py:8
         out_[i * out_shape_1 + 0] = sqrt(abs(v)) + exp(-v * v);  // float_math.py:9
-        out_[i * out_shape_1 + 1] = atan(v, 2.0) + tanh(v);  // float_math.py:10
+        out_[i * out_shape_1 + 1] = qd_atan2(v, 2.0) + tanh(v);  // float_math.py:10
         out_[i * out_shape_1 + 2] = v > 0.0 ? qd_pow(v, 2.5) : uintBitsToFloat(0x7f800000u);  // float_math.py:11
         out_[i * out_shape_1 + 3] = mod(v, 1.5);  // float_math.py:12
         out_[i * out_shape_1 + 4] = floor(v) + roundEven(v);  // float_math.py:13
