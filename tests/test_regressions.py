@@ -432,3 +432,21 @@ def test_atan2_of_signed_zeros_is_cs(executor):
     want = np.array([math.atan2(a, b) for a, b in zip(y.astype(float), x.astype(float))], np.float32)
     np.testing.assert_allclose(out, want, rtol=4e-6, atol=1e-6)  # lavapipe's atan is within 2 ulps
     np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
+
+
+@qd.kernel
+def half_atomics(a: qd.types.ndarray(qd.f16, ndim=1), out: qd.types.ndarray(qd.f16, ndim=1),
+                 extremes: qd.types.ndarray(qd.f16, ndim=2)):
+    for i in range(a.shape[0]):
+        qd.atomic_add(out[i % 3], a[i])  # on Vulkan: a CAS loop on the element's 32-bit word
+        qd.atomic_min(extremes[i % 2, 0], a[i])
+        qd.atomic_max(extremes[i % 2, 1], a[i])
+
+
+def test_f16_atomics(executor, rng):
+    a = (rng.integers(-8, 8, 300) / 4).astype(np.float16)  # sums exact in f16 in any order
+    out = np.zeros(3, np.float16)
+    extremes = np.array([[100, -100], [100, -100]], np.float16)
+    half_atomics(a, out, extremes)
+    np.testing.assert_array_equal(out, [a[k::3].astype(np.float32).sum() for k in range(3)])
+    np.testing.assert_array_equal(extremes, [[a[0::2].min(), a[0::2].max()], [a[1::2].min(), a[1::2].max()]])

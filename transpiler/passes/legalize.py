@@ -86,6 +86,8 @@ class _Rewriter(HoistingRewriter):
             return a
         t = a.type
         loc = a.loc
+        if form == "word":
+            return self.word_cas_loop(a, pre, result_used)
         if form == "bits":
             u = UINT_OF_WIDTH[t.bits]
             expected = None if a.expected is None else ir.BitCast(u, loc, a.expected)
@@ -128,6 +130,61 @@ class _Rewriter(HoistingRewriter):
         ]
         pre.append(ir.While(loc, ir.Const(T.bool_, loc, True), body))
         return ref(old) if result_used else None
+
+    def word_cas_loop(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
+        """A 16-bit float atomic on a target whose smallest atomics are 32-bit: a CAS loop on
+        the 32-bit word holding the element (its half at bit 0 or 16), the array viewed as
+        u32 words. The element's word is its linear index halved: the runtime rounds buffers
+        up to 4 bytes, so the last element's word is in bounds."""
+        t, loc = a.type, a.loc
+        u32, i32 = T.u32, T.i32
+
+        def c(v, ty=u32) -> ir.Expr:
+            return ir.Const(ty, loc, v)
+
+        def ref(var: ir.Local) -> ir.Expr:
+            return ir.LocalRef(var.type, loc, var)
+
+        def local(name: str, init: ir.Expr) -> ir.Local:
+            var = ir.Local(f"{a.array.name}_{name}", init.type, loc)
+            pre.append(ir.Declare(loc, var, init))
+            return var
+
+        linear = self.linear_index(a, loc)
+        value = self.once(a.value, "operand", pre)
+        word = local("word", ir.BinOp(i32, loc, "rshift", linear, c(1, i32)))
+        shift = local("shift", ir.BinOp(u32, loc, "mul", ir.Cast(u32, loc, ir.BinOp(i32, loc, "bitand", linear,
+                                                                                          c(1, i32))), c(16)))
+        words = [ref(word)]
+        old_word = local("old_word", ir.Atomic(u32, loc, "or", a.array, words, c(0)))
+        old = ir.Local(f"{a.array.name}_old", t, loc)
+        pre.append(ir.Declare(loc, old, None))
+        half = ir.Cast(T.u16, loc, ir.BinOp(u32, loc, "bitand", ir.BinOp(u32, loc, "rshift", ref(old_word),
+                                                                         ref(shift)), c(0xFFFF)))
+        desired = combine(a.op, ref(old), value, t, loc)
+        new_half = ir.Cast(u32, loc, ir.BitCast(T.u16, loc, desired))
+        keep = ir.Unary(u32, loc, "invert", ir.BinOp(u32, loc, "lshift", c(0xFFFF), ref(shift)))
+        new_word = ir.BinOp(u32, loc, "bitor", ir.BinOp(u32, loc, "bitand", ref(old_word), keep),
+                            ir.BinOp(u32, loc, "lshift", new_half, ref(shift)))
+        seen = ir.Local(f"{a.array.name}_seen", u32, loc)
+        body = [
+            ir.Assign(loc, old, ir.BitCast(t, loc, half)),
+            ir.Declare(loc, seen, ir.Atomic(u32, loc, "cas", a.array, words, new_word, ref(old_word))),
+            ir.If(loc, ir.Compare(T.bool_, loc, "eq", ref(seen), ref(old_word)), [ir.Break(loc)], []),
+            ir.Assign(loc, old_word, ref(seen)),
+        ]
+        pre.append(ir.While(loc, ir.Const(T.bool_, loc, True), body))
+        return ref(old) if result_used else None
+
+    def linear_index(self, a: ir.Atomic, loc: ir.Loc) -> ir.Expr:
+        """The element's index in the array's flat (row-major) storage."""
+        array = a.array
+        extents = [ir.Shape(T.i32, loc, array, d) for d in range(array.type.ndim)] + \
+            [ir.Const(T.i32, loc, n) for n in array.type.element_shape]
+        acc = a.indices[0]
+        for idx, extent in zip(a.indices[1:], extents[1:]):
+            acc = ir.BinOp(T.i32, loc, "add", ir.BinOp(T.i32, loc, "mul", acc, extent), idx)
+        return acc
 
     def once(self, e: ir.Expr, name: str, pre: list[ir.Stmt]) -> ir.Expr:
         """``e`` evaluated a single time: simple expressions as they are, others in a local."""

@@ -267,7 +267,9 @@ class GlslDialect(Dialect):
         if (op, t.name) in self.atomics:
             return "native"
         if t.bits == 16:
-            return None  # GLSL has no 16-bit atomics at all, so not even a CAS loop
+            # GLSL has no 16-bit atomics: an f16 update is a CAS loop on its 32-bit word in a
+            # storage buffer (shared memory cannot be viewed as words).
+            return "word" if t.is_float and space == "global" and op in ("add", "mul", "min", "max") else None
         if op == "exchange" and t.name in ("f32", "f64"):
             return "bits"  # atomicExchange on the uint of the same width: no float extension needed
         if op in ("add", "mul", "min", "max") and (t.is_float or t.bits >= 32):

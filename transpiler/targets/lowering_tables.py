@@ -91,6 +91,8 @@ def atomic_cell(target_name: str, op: str, t: T.DType, space: str, options: dict
     uint = UINT_OF_WIDTH[t.bits] if t.is_float else t
     if form == "bits":
         return f"native on the bits (`{dialect.atomic_name(real_op, uint, space)}`)"
+    if form == "word":
+        return f"CAS loop on its 32-bit word (`{dialect.atomic_name('cas', T.u32, space)}`)"
     return f"CAS loop (`{dialect.atomic_name('cas', uint, space)}`)"
 
 
