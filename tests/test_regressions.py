@@ -450,3 +450,23 @@ def test_f16_atomics(executor, rng):
     half_atomics(a, out, extremes)
     np.testing.assert_array_equal(out, [a[k::3].astype(np.float32).sum() for k in range(3)])
     np.testing.assert_array_equal(extremes, [[a[0::2].min(), a[0::2].max()], [a[1::2].min(), a[1::2].max()]])
+
+
+@qd.kernel
+def narrow_arithmetic(y: qd.types.ndarray(qd.u16, ndim=1), z: qd.types.ndarray(qd.i16, ndim=1)):
+    for i in range(2, y.shape[0]):
+        y[i] = qd.cast(1, qd.u16) // ((qd.cast(32766, qd.i16) % 6) + 1)  # lavapipe's 16-bit % gave 0 here
+        v = qd.cast(-32768, qd.i16)
+        if qd.cast(3, qd.i16) % 3:
+            pass
+        else:
+            v //= 5  # and this stayed -32768
+        z[i] = v
+
+
+def test_narrow_integer_arithmetic_on_every_executor(executor):
+    y = np.zeros(8, np.uint16)
+    z = np.zeros(8, np.int16)
+    narrow_arithmetic(y, z)
+    np.testing.assert_array_equal(y[2:], 1)
+    np.testing.assert_array_equal(z[2:], -32768 // 5)

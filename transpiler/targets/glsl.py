@@ -17,7 +17,9 @@ from ..ir import types as T
 from ..ir.walk import all_exprs, iter_expr
 from ..passes.legalize import UINT_OF_WIDTH
 from .context import EntryPoint, Needs, TranslationContext, Usage
-from .dialect import PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_text
+from .dialect import (
+    BINARY, COMPARE, PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_text,
+)
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role, shape_arg_names
 
@@ -361,6 +363,13 @@ class GlslDialect(Dialect):
         return super().binop_special(r, e)
 
 
+def _wide(t: T.DType) -> str | None:
+    """The 32-bit GLSL type an 8- or 16-bit integer computes in (None for other types)."""
+    if not t.is_int or t.bits >= 32 or t is T.bool_:
+        return None
+    return "int" if t.is_signed else "uint"
+
+
 def _has_atomic(e: ir.Expr) -> bool:
     return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
 
@@ -382,6 +391,28 @@ class GlslRenderer(Renderer):
         # Float shared arrays some atomic updates with a compare-and-swap loop: GLSL cannot view
         # shared memory as another type, so they hold the bits (uint) and every access converts.
         self.bits_shared: set[int] = set()
+
+    def expr_BinOp(self, e: ir.BinOp):
+        wide = _wide(e.type)
+        if wide is None or self.dialect.binop_special(self, e) is not None:
+            return super().expr_BinOp(e)
+        # 8- and 16-bit integer arithmetic in 32 bits, narrowed after, as C's promotion does:
+        # lavapipe computed some 16-bit operations wrongly (int16_t(32766) % int16_t(6)).
+        op, prec = BINARY[e.op]
+        a, b = (self.wide_text(x, wide) for x in (e.a, e.b))
+        return f"{TYPES[e.type.name]}({a} {op} {b})", PREC_PRIMARY
+
+    def wide_text(self, e: ir.Expr, wide: str) -> str:
+        if isinstance(e, ir.Const):  # a literal is written in the wide type directly
+            return str(int(e.value)) + ("u" if wide == "uint" else "")
+        return f"{wide}({self.text(e)})"
+
+    def expr_Unary(self, e: ir.Unary):
+        wide = _wide(e.type)
+        if wide is None or e.op == "not":
+            return super().expr_Unary(e)
+        sym = {"neg": "-", "invert": "~"}[e.op]
+        return f"{TYPES[e.type.name]}({sym}{self.wide_text(e.a, wide)})", PREC_PRIMARY
 
     def expr_Load(self, e: ir.Load):
         if id(e.array) not in self.bits_shared:
@@ -432,6 +463,10 @@ class GlslRenderer(Renderer):
             # GLSL orders numbers only; False < True as ints, as Python has it.
             op = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}[e.op]
             return f"int({self.text(e.a)}) {op} int({self.text(e.b)})", PREC_REL
+        wide = _wide(e.a.type)
+        if wide is not None:  # 8- and 16-bit integers compare in 32 bits (see expr_BinOp)
+            op, prec = COMPARE[e.op]
+            return f"{self.wide_text(e.a, wide)} {op} {self.wide_text(e.b, wide)}", prec
         return super().expr_Compare(e)
 
     def stmt_Declare(self, st: ir.Declare, depth: int) -> None:

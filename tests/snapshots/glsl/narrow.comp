@@ -23,8 +23,8 @@ layout(push_constant) uniform qd_params {
 void main()
 {
     for (int i = int(gl_GlobalInvocationID.x); i < x_shape_0; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // dtypes.py:19
-        x[i] = x[i] + uint8_t(200);  // dtypes.py:20
-        y[i] = y[i] * int16_t(3) - int16_t(1);  // dtypes.py:21
+        x[i] = uint8_t(uint(x[i]) + 200u);  // dtypes.py:20
+        y[i] = int16_t(int(int16_t(int(y[i]) * 3)) - 1);  // dtypes.py:21
         h[i] = h[i] * 0.5hf + 1.0hf;  // dtypes.py:22
         big[i] = big[i] * 4000000000l + int64_t(i);  // dtypes.py:23
     }

@@ -28,10 +28,10 @@ layout(push_constant) uniform qd_params {
 void main()
 {
     for (int i = int(gl_GlobalInvocationID.x); i < 1; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // dtypes.py:8
-        out_[0] = double(int64_t(int(int16_t(int8_t(a8)) + int16_t(a16)) + a32) + a64);  // dtypes.py:9
-        out_[1] = double(uint64_t(uint(uint16_t(uint8_t(b8)) + uint16_t(b16)) + b32) + b64);  // dtypes.py:10
+        out_[0] = double(int64_t(int(int16_t(int(int16_t(int8_t(a8))) + int(int16_t(a16)))) + a32) + a64);  // dtypes.py:9
+        out_[1] = double(uint64_t(uint(uint16_t(uint(uint16_t(uint8_t(b8))) + uint(uint16_t(b16)))) + b32) + b64);  // dtypes.py:10
         out_[2] = double(float(float16_t(h)) + f) + d;  // dtypes.py:11
-        out_[3] = double(uint8_t(int8_t(a8)) * uint8_t(b8));  // dtypes.py:12
+        out_[3] = double(uint8_t(uint(uint8_t(int8_t(a8))) * uint(uint8_t(b8))));  // dtypes.py:12
         out_[4] = double(a64 * 3l);  // dtypes.py:13
     }
 }

@@ -17,7 +17,7 @@ layout(push_constant) uniform qd_params {
 void main()
 {
     for (int i = int(gl_GlobalInvocationID.x); i < a_shape_0; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // narrow_ints.py:7
-        a[i] = a[i] * int8_t(3) + int8_t(1);  // narrow_ints.py:8
-        b[i] = b[i] / uint16_t(3) + uint16_t(40000);  // narrow_ints.py:9
+        a[i] = int8_t(int(int8_t(int(a[i]) * 3)) + 1);  // narrow_ints.py:8
+        b[i] = uint16_t(uint(b[i] / uint16_t(3)) + 40000u);  // narrow_ints.py:9
     }
 }
