@@ -470,3 +470,24 @@ def test_narrow_integer_arithmetic_on_every_executor(executor):
     narrow_arithmetic(y, z)
     np.testing.assert_array_equal(y[2:], 1)
     np.testing.assert_array_equal(z[2:], -32768 // 5)
+
+
+@qd.kernel
+def widened_compare(x: qd.types.ndarray(qd.i32, ndim=1), y: qd.types.ndarray(qd.u32, ndim=1)):
+    for i in range(x.shape[0]):
+        if qd.i64(i) >= qd.cast(214, qd.i64):  # lavapipe: true for every i
+            pass
+        else:
+            y[i] = qd.cast(4294967295, qd.u32)
+        if qd.i64(x[i]) < qd.i64(-2147483648) + 1:
+            y[i] = 7
+
+
+def test_comparing_widened_i32_values(executor):
+    x = np.zeros(256, np.int32)
+    x[5] = -2**31
+    y = np.zeros(256, np.uint32)
+    widened_compare(x, y)
+    want = np.where(np.arange(256) < 214, 4294967295, 0).astype(np.uint32)
+    want[5] = 7
+    np.testing.assert_array_equal(y, want)

@@ -370,6 +370,16 @@ def _wide(t: T.DType) -> str | None:
     return "int" if t.is_signed else "uint"
 
 
+def _as_int32(e: ir.Expr):
+    """``e`` (an i64) as an i32 expression or int with the same value, when it is one widened
+    (a cast of a signed 32-bit or narrower value, or a constant in the i32 range); else None."""
+    if isinstance(e, ir.Const) and -2**31 <= int(e.value) < 2**31:
+        return int(e.value)
+    if isinstance(e, ir.Cast) and e.a.type is T.i32:
+        return e.a
+    return None
+
+
 def _has_atomic(e: ir.Expr) -> bool:
     return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
 
@@ -467,6 +477,14 @@ class GlslRenderer(Renderer):
         if wide is not None:  # 8- and 16-bit integers compare in 32 bits (see expr_BinOp)
             op, prec = COMPARE[e.op]
             return f"{self.wide_text(e.a, wide)} {op} {self.wide_text(e.b, wide)}", prec
+        narrow = [_as_int32(x) for x in (e.a, e.b)] if e.a.type is T.i64 else [None]
+        if all(x is not None for x in narrow):
+            # Both sides are i32 values widened to i64 (or small constants): compare the i32s.
+            # lavapipe got `int64_t(i) >= 214l` wrong for small i (and `a < 0l` in helpers).
+            op, prec = COMPARE[e.op]
+            a, b = (("(-2147483647 - 1)" if x == -2**31 else str(x)) if isinstance(x, int) else self.text(x, prec + 1)
+                    for x in narrow)
+            return f"{a} {op} {b}", prec
         return super().expr_Compare(e)
 
     def stmt_Declare(self, st: ir.Declare, depth: int) -> None:
