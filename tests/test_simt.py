@@ -16,7 +16,7 @@ import pytest
 import transpiler as qd
 from transpiler.ir.types import from_numpy
 from transpiler.runtime import current
-from transpiler.toolchains import check_sources
+from conftest import assert_compiles
 
 block = qd.simt.block
 subgroup = qd.simt.subgroup
@@ -588,17 +588,6 @@ def _variant_id(v):
     return target + "".join(f"-{k}={val}" for k, val in options.items())
 
 
-def _check(target: str, tr) -> None:
-    from transpiler.errors import ToolchainMissing
-
-    try:
-        verdicts = check_sources(target, tr.sources, tr.manifest)
-    except ToolchainMissing as exc:
-        pytest.skip(str(exc))
-    for v in verdicts:
-        assert v.ok, f"{v.tool} rejected {v.file}:\n{v.message}\n\n{tr.sources[v.file]}"
-
-
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
@@ -614,7 +603,7 @@ def test_compiles(case, variant):
             qd.translate(kernel, target, template_args=template_args, arg_types=arg_types, **options)
         return
     tr = qd.translate(kernel, target, template_args=template_args, arg_types=arg_types, **options)
-    _check(target, tr)
+    assert_compiles(target, tr)
 
 
 # ----------------------------------------------------------------------------- lowering and contracts

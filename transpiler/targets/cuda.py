@@ -6,7 +6,6 @@ f16 type come from the template's prelude rather than from headers.
 from __future__ import annotations
 
 from ..errors import TranspileError
-from ..passes.capabilities import WARP_INSTEAD
 from ..ir import nodes as ir
 from ..ir import types as T
 from .context import EntryPoint, TranslationContext, Usage
@@ -179,10 +178,7 @@ class CudaDialect(CxxDialect):
         return f"__shared__ {r.type(array.type.dtype)} {name}[{size}];"
 
     def warp(self, r: Renderer, e: ir.WarpOp, args: list[str]) -> str:
-        spelling = self.warps.get(e.op)
-        if spelling is None:
-            raise TranspileError(f"qd.simt.warp.{e.name}() has no {self.name.upper()} equivalent", e.loc,
-                                 hint=f"use {WARP_INSTEAD[e.name]}")
+        spelling = self.warps[e.op]
         helper = r.helper(f"warp_{e.op}", T.u32) if "{helper}" in spelling else ""
         return spelling.format(*args, helper=helper)
 

@@ -288,12 +288,9 @@ class GlslDialect(Dialect):
         fn = self.atomic_name(e.op, t, ir.space_of(e.array), e.loc)
         shared = isinstance(e.array, ir.SharedArray)
         r.needs.features.update(f.replace("Buffer", "Shared") if shared else f for f in self.atomics[(e.op, t.name)])
-        if id(e.array) in r.bits_shared:
-            if not e.reinterpreted:
-                raise TranspileError(f"qd.atomic_{e.op} on shared array `{e.array.name}` is native on the glsl target, "
-                                     "but another atomic on it is a compare-and-swap loop on its bits", e.loc,
-                                     hint="keep the two kinds of update in separate shared arrays")
-        elif e.reinterpreted:  # e.g. a CAS loop on an f32 array works on its bits through a uint view
+        # A CAS loop on an f32 array works on its bits through a uint view of the buffer (a
+        # shared array some such loop updates holds uint already).
+        if e.reinterpreted and id(e.array) not in r.bits_shared:
             ref = r.alias_ref(e.array, t, "", r.linear_index(e.array, e.indices))
         args = [value] if expected is None else [expected, value]
         return f"{fn}({ref}, {', '.join(args)})"
