@@ -4,9 +4,9 @@
    has (lavapipe on a CPU-only machine) against Quadrants 1.3.3's qd.algorithms on the same
    device, run in its own virtual environment as a subprocess ($QD_QUADRANTS_PYTHON, default
    /tmp/qvenv/bin/python). Where Quadrants refuses to run an op there, the table says why.
-2. SASS instructions (sm_90) of each phase of our sort and scan, compiled by the pip NVRTC
-   and disassembled by the pip cuobjdump, next to CUB's DeviceRadixSort / DeviceScan kernels
-   (the performance reference kit's sass_tables_sm90.txt).
+2. SASS instructions (sm_90) of each phase of our sort (onesweep, as CUB's) and scan, compiled
+   by the pip NVRTC and disassembled by the pip cuobjdump, next to CUB's DeviceRadixSort /
+   DeviceScan kernels (the performance reference kit's sass_tables_sm90.txt).
 
 Run: python bench/algorithms.py [--sizes 100000,1000000] [--reps 5]. Not part of the test
 suite or the default bench run (it takes a minute).
@@ -170,8 +170,8 @@ def rate(cell: dict | None, n: int) -> str:
 
 # ---------------------------------------------------------------------------- SASS
 
-SORT_PHASES = ["histogram", "scan: tile reduce", "scan: tile reduce", "scan: one tile", "scan: add prefix",
-               "scan: add prefix", "scatter (rank + move)"]
+SORT_PHASES = ["clear counts and tickets", "digit counts of every pass (one read)", "digit starts",
+               "onesweep pass 1 (rank, look-back, scatter)"]
 SCAN_PHASES = ["tile reduce", "tile reduce", "one tile", "add prefix (+ tile scan)", "add prefix (+ tile scan)"]
 
 
@@ -245,7 +245,7 @@ def main() -> None:
     if isinstance(sort_sass, dict):
         entries = list(sort_sass.items())
         for k, phase in enumerate(SORT_PHASES):
-            rows.append([f"ours sort, pass 1: {phase}", entries[k][0], entries[k][1]])
+            rows.append([f"ours sort: {phase}", entries[k][0], entries[k][1]])
         rows.append(["ours sort: all entry points", f"{len(entries)} launches", sum(v for _, v in entries)])
     else:
         rows.append(["ours sort", "", sort_sass])
@@ -257,8 +257,9 @@ def main() -> None:
     for name, v in cub.items():
         rows.append([f"CUB {name}", "(reference kit)", v])
     say(table("SASS instructions, sm_90 (NOPs left out)", ["kernel", "entry point", "SASS"], rows,
-              note="CUB's onesweep sorts a digit in one pass (its histogram kernel runs once per sort); ours runs "
-                   "histogram, a 5-launch scan and a scatter per 8-bit digit."))
+              note="Both are onesweep: one histogram of every digit up front, then one launch per 8-bit digit "
+                   "(ranking, decoupled look-back, scatter); ours adds a clear and a digit-start launch (7 launches "
+                   "for u32 keys). CUB ranks 21 keys per thread, ours 8."))
 
 
 if __name__ == "__main__":

@@ -313,13 +313,25 @@ def test_scratch_slots_match_quadrants():
 def slots_on_device(n: ND1, out: ND1):
     out[0] = alg.reduce_scratch_slots(n[0], 3)
     out[1] = alg.exclusive_scan_scratch_slots(n[0], 2)
+    out[2] = alg.sort_scratch_slots(n[0], 3)
 
 
 def test_scratch_slots_on_device(executor):
-    for n in (0, 1, 300, 1_000_000):
-        out = np.zeros(2, np.int32)
+    for n in (0, 1, 300, 2048, 2049, 1_000_000):
+        out = np.zeros(3, np.int32)
         slots_on_device(count(n), out)
-        assert list(out) == [alg.reduce_scratch_slots(n, 3), alg.exclusive_scan_scratch_slots(n, 2)]
+        assert list(out) == [alg.reduce_scratch_slots(n, 3), alg.exclusive_scan_scratch_slots(n, 2),
+                             alg.sort_scratch_slots(n, 3)]
+
+
+def test_sort_scratch_is_counts_tickets_and_two_look_back_tables():
+    # 8 passes x 256 digit counts, 8 tickets, then two tables of 256 words per tile of 2048 keys:
+    # about n / 4 slots, where Quadrants' multi-pass sort takes about n.
+    assert alg.sort_scratch_slots(1) == 2056 + 2 * 256
+    assert alg.sort_scratch_slots(2049, 2) == 2056 + 4 * 256
+    assert alg.sort_scratch_slots(1_000_000) == 2056 + 2 * 489 * 256
+    with pytest.raises(ValueError, match="at most 1073741823 keys"):
+        alg.sort_scratch_slots(1 << 30)
 
 
 # ----------------------------------------------------------------------------- errors

@@ -1,26 +1,49 @@
 """``qd.algorithms.sort``: a stable LSB radix sort, 8-bit digits, keys (and optionally
-values) ping-ponging between the caller's buffers, as Quadrants 1.3.3 defines it.
+values) ping-ponging between the caller's buffers, as Quadrants 1.3.3 defines it, done as
+onesweep (Adinets and Merrill, 2022): one pass over the keys per digit.
 
-Each digit pass is three phases (tasks): every tile of 256 keys counts its digits into the
-digit-major histogram ``scratch[d * tiles + t]``; the staircase scans that histogram in
-place (which makes it every (digit, tile)'s first output position); every tile ranks its
-keys by digit, stably, and scatters them. A multi-pass scheme rather than onesweep's
-single pass with decoupled look-back: a look-back needs blocks of one launch to wait on
-each other, which lavapipe and the CPU emulator (blocks one after another) do not
-promise. Signed and float keys are read through the order-preserving map to unsigned
-bits on the fly, so there are no separate twiddle passes and the keys are stored as given.
+Tasks, for P = end_bit / 8 digits: (1) clear the tile tickets, the digit counts and the
+first look-back table; (2) one read of every key counts the digits of all P passes at once;
+(3) each pass's 256 counts become its digits' first output positions (one block per pass);
+then (4) P onesweep passes. In a pass, each block takes the next tile of TILE keys from an
+atomic ticket, ranks its keys by digit (stably, ITEMS rounds of BLOCK_DIM keys, the rank
+carried in registers), and publishes its per-digit counts in the pass's look-back table:
+one thread per digit walks back over the tiles before it (decoupled look-back) until a
+tile that knows its inclusive prefix, publishes its own, and the tile's keys go straight
+to their places. P + 3 launches, each key read twice and written once per pass.
+
+The ticket is what makes the look-back safe without a promise that blocks run together: a
+tile only waits on tiles whose blocks took their tickets earlier and so are running or
+done; blocks run one after another (the CPU emulator) never wait at all. A table word
+holds the flag and the count together (the count in 30 bits), published by one atomic
+exchange, so no fence orders a flag after its value, on Metal too. Passes use two tables
+in turn; a pass clears the next pass's rows as it goes, so nothing is cleared in between.
+
+Signed and float keys are read through the order-preserving map to unsigned bits on the
+fly, so there are no separate twiddle passes and the keys are stored as given.
 """
 from __future__ import annotations
 
 import transpiler as qd
 from transpiler.lang.kernel import comptime
 
-from .common import BLOCK_DIM, check_depth_host, depth_problem, dtype_problem, natural_depth, partial_slots_host
-from .staircase import exclusive_scan_levels
+from .common import BLOCK_DIM, check_depth_host, depth_problem, dtype_problem
 
 block = qd.simt.block
 subgroup = qd.simt.subgroup
 DIGITS = 256
+ITEMS = 8                         # keys per thread per tile, ranked in ITEMS rounds
+TILE = BLOCK_DIM * ITEMS          # keys per tile: 2048
+LOG2_TILE = 11
+HIST_ITEMS = 16                   # keys per thread per block in the digit count
+MAX_PASSES = 8                    # 64-bit keys
+TICKETS = MAX_PASSES * DIGITS     # scratch: [digit counts of each pass][tickets][table 0][table 1]
+TABLES = TICKETS + MAX_PASSES
+AGGREGATE = 1 << 30               # a tile's own count of the digit is published
+PREFIX = 2 << 30                  # the count of the digit in this tile and every tile before it
+COUNT_MASK = (1 << 30) - 1
+MAX_KEYS = COUNT_MASK             # a table word holds a count in 30 bits
+POLLS = 16                        # reads of a tile's word before the block counts that tile itself
 
 
 @qd.func
@@ -49,37 +72,64 @@ def _digit(key, key_dtype: qd.template(), shift: qd.template()):
 
 
 @qd.func
-def _histogram(keys: qd.template(), hist: qd.template(), n, num_tiles, key_dtype: qd.template(),
-               shift: qd.template()):
-    """hist[d * num_tiles + t] = how many keys of tile t have digit d."""
-    qd.loop_config(block_dim=BLOCK_DIM)
-    for i in range(num_tiles << 8):
-        counts = block.SharedArray((DIGITS,), qd.i32)
-        tid = block.thread_idx()
-        block.sync()  # the previous tile's counts are read (a grid-stride round) before zeroing
-        counts[tid] = 0
-        block.sync()
-        if i < n:
-            qd.atomic_add(counts[_digit(keys[i], key_dtype, shift)], 1)
-        block.sync()
-        hist[tid * num_tiles + (i >> 8)] = qd.u32(counts[tid])
+def _clear(scratch: qd.template(), num_tiles):
+    """Zero the digit counts, the tickets and the first pass's look-back table."""
+    for k in range(TABLES + (num_tiles << 8)):
+        scratch[k] = qd.u32(0)
 
 
 @qd.func
-def _rank_in_digit(digit):
-    """How many threads of the block before this one hold the same digit: the subgroups
-    before this one (per-subgroup digit counts, two 16-bit counts per shared word so that
-    lavapipe's 32 subgroups of 8 fit in 16 KB) plus the lanes before this one in its own
-    (the lanes sharing its digit, found with one ballot per digit bit)."""
+def _count_digits(keys: qd.template(), scratch: qd.template(), n, key_dtype: qd.template(), passes: qd.template()):
+    """scratch[p * 256 + d] = how many keys have digit d in pass p, for every pass in one read
+    of the keys: each block counts HIST_ITEMS * BLOCK_DIM keys in shared memory, then adds
+    its counts to the global ones (one atomic per digit and pass)."""
+    qd.loop_config(block_dim=BLOCK_DIM)
+    for i in range(((n + (BLOCK_DIM * HIST_ITEMS - 1)) // (BLOCK_DIM * HIST_ITEMS)) << 8):
+        counts = block.SharedArray((passes, DIGITS), qd.i32)
+        tid = block.thread_idx()
+        block.sync()  # the previous round's counts are flushed before they are zeroed
+        for p in qd.static(range(passes)):
+            counts[p, tid] = 0
+        block.sync()
+        first = (i >> 8) * (BLOCK_DIM * HIST_ITEMS)
+        for j in range(first + tid, min(first + BLOCK_DIM * HIST_ITEMS, n), BLOCK_DIM):
+            bits = _sortable_bits(keys[j], key_dtype)
+            for p in qd.static(range(passes)):
+                qd.atomic_add(counts[p, qd.i32((bits >> qd.static(8 * p)) & 255)], 1)
+        block.sync()
+        for p in qd.static(range(passes)):
+            c = counts[p, tid]
+            if c != 0:
+                qd.atomic_add(scratch[p * DIGITS + tid], qd.u32(c))
+
+
+@qd.func
+def _digit_starts(scratch: qd.template(), passes: qd.template()):
+    """Each pass's digit counts become the digits' first output positions (one block a pass)."""
+    qd.loop_config(block_dim=BLOCK_DIM)
+    for k in range(passes * DIGITS):
+        scratch[k] = block.exclusive_add(scratch[k], BLOCK_DIM, qd.u32)
+
+
+@qd.func
+def _rank_round(digit, counts: qd.template(), running: qd.template()):
+    """How many keys of the tile before this thread's hold its digit: the earlier rounds'
+    (``running``, two 16-bit counts per word), the subgroups before this one in this round
+    (per-subgroup counts, also two per word, so that lavapipe's 32 subgroups of 8 fit in 16
+    KB), and the lanes before this one in its own (the lanes sharing its digit, found with
+    one ballot per digit bit). Adds the round's counts to ``running``."""
     size = qd.static(subgroup.group_size())
     n_sub = qd.static(BLOCK_DIM // subgroup.group_size())
-    counts = block.SharedArray((n_sub, DIGITS // 2), qd.u32)
     tid = block.thread_idx()
     lane = tid & (size - 1)
     sub = tid >> qd.static(subgroup.log2_group_size())
-    block.sync()  # a previous round's readers are done with counts
-    for k in range(tid, n_sub * (DIGITS // 2), BLOCK_DIM):
-        counts[k // (DIGITS // 2), k % (DIGITS // 2)] = qd.u32(0)
+    block.sync()  # the previous round's readers are done with counts
+    # Loops with a count known here are unrolled: lavapipe ends every loop of a shader once
+    # 65,535 iterations have run in all, and a block ranks many tiles.
+    for j in qd.static(range(-(-n_sub * (DIGITS // 2) // BLOCK_DIM))):
+        k = tid + j * BLOCK_DIM
+        if qd.static((j + 1) * BLOCK_DIM <= n_sub * (DIGITS // 2)) or k < n_sub * (DIGITS // 2):
+            counts[k // (DIGITS // 2), k % (DIGITS // 2)] = qd.u32(0)
     same = subgroup.ballot(True)
     for b in qd.static(range(8)):
         bit = (digit >> b) & 1
@@ -91,56 +141,122 @@ def _rank_in_digit(digit):
     if below == 0:
         qd.atomic_add(counts[sub, digit >> 1], qd.u32(qd.math.popcnt(same)) << half)
     block.sync()
-    if tid < DIGITS // 2:  # exclusive prefix over the subgroups, both halves at once (no carry: <= 256)
-        total = qd.u32(0)
-        for s in range(n_sub):
+    if tid < DIGITS // 2:  # prefix over the subgroups, both halves at once (no carry: <= TILE)
+        total = running[tid]
+        for s in qd.static(range(n_sub)):
             c = counts[s, tid]
             counts[s, tid] = total
             total += c
+        running[tid] = total
     block.sync()
     return qd.i32((counts[sub, digit >> 1] >> half) & qd.u32(0xFFFF)) + qd.i32(below)
 
 
 @qd.func
-def _scatter(keys_in: qd.template(), keys_out: qd.template(), values_in: qd.template(), values_out: qd.template(),
-             offsets: qd.template(), n, num_tiles, key_dtype: qd.template(), has_values: qd.template(),
-             shift: qd.template()):
-    """Every key to its digit's first position for its tile, plus its stable rank there."""
-    qd.loop_config(block_dim=BLOCK_DIM)
-    for i in range(num_tiles << 8):
-        d = 255  # past the live count: the largest digit, so that they rank after every real key
-        if i < n:
-            d = _digit(keys_in[i], key_dtype, shift)
-        rank = _rank_in_digit(d)
-        if i < n:
-            pos = qd.i32(offsets[d * num_tiles + (i >> 8)]) + rank
-            keys_out[pos] = keys_in[i]
-            if qd.static(has_values):
-                values_out[pos] = values_in[i]
+def _look_back(keys_in: qd.template(), scratch: qd.template(), counts: qd.template(), table, tile, n,
+               key_dtype: qd.template(), shift: qd.template(), count):
+    """The count of this thread's digit in every tile before ``tile``; publishes this tile's.
+    Thread d handles digit d. A tile that has not published after a few reads is counted
+    by the whole block from its keys instead of waited for, so no block ever waits on
+    another: the sort needs no promise that blocks run side by side (lavapipe also ends
+    any loop of a shader past 65,535 iterations in all, so a spin would be cut short)."""
+    digit = block.thread_idx()
+    before = qd.u32(0)
+    done = tile == 0
+    if done:
+        qd.atomic_exchange(scratch[table + digit], qd.u32(PREFIX) | count)
+    else:
+        qd.atomic_exchange(scratch[table + (tile << 8) + digit], qd.u32(AGGREGATE) | count)
+    k = tile - 1
+    while block.sync_any_nonzero(qd.i32(not done)):
+        word = qd.u32(0)
+        if not done:
+            for _ in qd.static(range(POLLS)):
+                if word == qd.u32(0):
+                    word = qd.volatile_load(scratch[table + (k << 8) + digit])
+        if block.sync_any_nonzero(qd.i32(not done and word == qd.u32(0))):
+            counts[digit] = qd.u32(0)
+            block.sync()
+            for r in qd.static(range(ITEMS)):
+                idx = (k << LOG2_TILE) + r * BLOCK_DIM + digit
+                if idx < n:
+                    qd.atomic_add(counts[_digit(keys_in[idx], key_dtype, shift)], qd.u32(1))
+            block.sync()
+            if not done and word == qd.u32(0):
+                word = qd.u32(AGGREGATE) | counts[digit]
+            block.sync()  # counts are read before the next use
+        if not done:
+            before += word & qd.u32(COUNT_MASK)
+            done = word >= qd.u32(PREFIX) or k == 0
+        k -= 1
+    if tile != 0:
+        qd.atomic_exchange(scratch[table + (tile << 8) + digit], qd.u32(PREFIX) | (before + count))
+    return before
 
 
 @qd.func
-def _digit_pass(keys_in: qd.template(), keys_out: qd.template(), values_in: qd.template(),
-                values_out: qd.template(), scratch: qd.template(), n, key_dtype: qd.template(),
-                has_values: qd.template(), shift: qd.template(), log256_max_n: qd.template()):
-    num_tiles = (n + (BLOCK_DIM - 1)) >> 8
-    _histogram(keys_in, scratch, n, num_tiles, key_dtype, shift)
-    exclusive_scan_levels(scratch, qd.u32, scratch, qd.u32, scratch, num_tiles << 8, num_tiles << 8, qd.u32, qd.u32,
-                          "add", log256_max_n)
-    _scatter(keys_in, keys_out, values_in, values_out, scratch, n, num_tiles, key_dtype, has_values, shift)
+def _onesweep_pass(keys_in: qd.template(), keys_out: qd.template(), values_in: qd.template(),
+                   values_out: qd.template(), scratch: qd.template(), n, num_tiles, key_dtype: qd.template(),
+                   has_values: qd.template(), p: qd.template(), passes: qd.template()):
+    """One digit: every tile ranks its keys, learns where its digits start by look-back,
+    and scatters its keys (and values) there."""
+    shift = qd.static(8 * p)
+    table = TABLES + (p & 1) * (num_tiles << 8)
+    next_table = TABLES + ((p + 1) & 1) * (num_tiles << 8)
+    qd.loop_config(block_dim=BLOCK_DIM)
+    for i in range(num_tiles << 8):
+        ticket = block.SharedArray((1,), qd.i32)
+        counts = block.SharedArray((BLOCK_DIM // subgroup.group_size(), DIGITS // 2), qd.u32)
+        running = block.SharedArray((DIGITS // 2,), qd.u32)
+        starts = block.SharedArray((DIGITS,), qd.i32)
+        late = block.SharedArray((DIGITS,), qd.u32)  # a late tile's digit counts, made by this block
+        tid = block.thread_idx()
+        if tid == 0:
+            ticket[0] = qd.i32(qd.atomic_add(scratch[TICKETS + p], qd.u32(1)))
+        if tid < DIGITS // 2:
+            running[tid] = qd.u32(0)
+        block.sync()
+        tile = ticket[0]
+        first = (tile << LOG2_TILE) + tid
+        keys = qd.Vector([0] * ITEMS, dt=key_dtype)
+        ranks = qd.Vector([0] * ITEMS, dt=qd.i32)
+        for r in qd.static(range(ITEMS)):
+            d = 255  # past the live count: the largest digit, so that they rank after every real key
+            if first + r * BLOCK_DIM < n:
+                keys[r] = keys_in[first + r * BLOCK_DIM]
+                d = _digit(keys[r], key_dtype, shift)
+            ranks[r] = _rank_round(d, counts, running)
+        count = (running[tid >> 1] >> qd.u32((tid & 1) << 4)) & qd.u32(0xFFFF)
+        if tid == DIGITS - 1:  # the keys past the live count ranked as the last digit
+            count -= qd.u32(max((tile << LOG2_TILE) + TILE - n, 0))
+        before = _look_back(keys_in, scratch, late, table, tile, n, key_dtype, shift, count)
+        if qd.static(p + 1 < passes):
+            scratch[next_table + (tile << 8) + tid] = qd.u32(0)
+        starts[tid] = qd.i32(scratch[p * DIGITS + tid] + before)
+        block.sync()
+        for r in qd.static(range(ITEMS)):
+            if first + r * BLOCK_DIM < n:
+                pos = starts[_digit(keys[r], key_dtype, shift)] + ranks[r]
+                keys_out[pos] = keys[r]
+                if qd.static(has_values):
+                    values_out[pos] = values_in[first + r * BLOCK_DIM]
 
 
 @qd.func
 def _passes(keys: qd.template(), tmp_keys: qd.template(), values: qd.template(), tmp_values: qd.template(),
-            scratch: qd.template(), count, key_dtype: qd.template(), has_values: qd.template(),
-            end_bit: qd.template(), log256_max_n: qd.template()):
-    for p in qd.static(range(end_bit // 8)):
+            scratch: qd.template(), n, key_dtype: qd.template(), has_values: qd.template(),
+            passes: qd.template()):
+    num_tiles = (n + (TILE - 1)) >> LOG2_TILE
+    _clear(scratch, num_tiles)
+    _count_digits(keys, scratch, n, key_dtype, passes)
+    _digit_starts(scratch, passes)
+    for p in qd.static(range(passes)):
         if qd.static(p % 2 == 0):
-            _digit_pass(keys, tmp_keys, values, tmp_values, scratch, count, key_dtype, has_values, qd.static(p * 8),
-                        log256_max_n)
+            _onesweep_pass(keys, tmp_keys, values, tmp_values, scratch, n, num_tiles, key_dtype, has_values, p,
+                           passes)
         else:
-            _digit_pass(tmp_keys, keys, tmp_values, values, scratch, count, key_dtype, has_values, qd.static(p * 8),
-                        log256_max_n)
+            _onesweep_pass(tmp_keys, keys, tmp_values, values, scratch, n, num_tiles, key_dtype, has_values, p,
+                           passes)
 
 
 @comptime
@@ -157,39 +273,37 @@ def sort(keys: qd.template(), tmp_keys: qd.template(), values: qd.template(), tm
          scratch: qd.template(), n: qd.template(), key_dtype: qd.template(), has_values: qd.template(),
          end_bit: qd.template(), log256_max_n: qd.template()):
     """Sort keys[0:n[()]] ascending, stably, in place (the low ``end_bit`` bits); with
-    ``has_values``, values moves with them (else pass keys / tmp_keys in their place)."""
+    ``has_values``, values moves with them (else pass keys / tmp_keys in their place).
+    At most 2 ** 30 - 1 keys (a look-back word holds a count in 30 bits)."""
     qd.static_assert(not depth_problem(log256_max_n), depth_problem(log256_max_n))
     qd.static_assert(not dtype_problem(key_dtype, "key_dtype"), dtype_problem(key_dtype, "key_dtype"))
     qd.static_assert(qd.typeof(keys[0]) == key_dtype and qd.typeof(tmp_keys[0]) == key_dtype,
                      "keys and tmp_keys must hold the dtype passed as `key_dtype`")
     qd.static_assert(not end_bit_problem(end_bit, key_dtype), end_bit_problem(end_bit, key_dtype))
-    qd.static_assert(qd.typeof(scratch[0]) == qd.u32, "scratch must hold u32 (tile histograms, whatever the key)")
+    qd.static_assert(qd.typeof(scratch[0]) == qd.u32, "scratch must hold u32 (digit counts and look-back "
+                     "tables, whatever the key)")
     if qd.static(has_values):
         qd.static_assert(not dtype_problem(qd.typeof(values[0]), "the value dtype"),
                          dtype_problem(qd.typeof(values[0]), "the value dtype"))
-    _passes(keys, tmp_keys, values, tmp_values, scratch, n[()], key_dtype, has_values, end_bit, log256_max_n)
+    _passes(keys, tmp_keys, values, tmp_values, scratch, n[()], key_dtype, has_values, end_bit // 8)
 
 
 def _sort_slots_host(n: int, log256_max_n: int | None = None) -> int:
-    """u32 scratch slots sort needs for up to ``n`` keys at depth ``log256_max_n`` (the
-    smallest that covers ``n`` when omitted; host only): the digit-major tile histograms
-    plus the partial levels of their scan."""
-    depth = natural_depth(n) if log256_max_n is None else log256_max_n
-    check_depth_host(depth)
-    hist = ((n + BLOCK_DIM - 1) // BLOCK_DIM) * DIGITS
-    return max(hist + partial_slots_host(hist, depth - 1), 1)
+    """u32 scratch slots sort needs for up to ``n`` keys (host only): the digit counts and
+    tickets of up to eight passes, then two look-back tables of 256 words per tile.
+    ``log256_max_n`` is checked, as in the other algorithms, but the sort's needs do not
+    depend on it."""
+    if log256_max_n is not None:
+        check_depth_host(log256_max_n)
+    if n > MAX_KEYS:
+        raise ValueError(f"sort takes at most {MAX_KEYS} keys (a look-back word holds a count in 30 bits), got {n}")
+    return TABLES + 2 * ((n + TILE - 1) // TILE) * DIGITS
 
 
 @qd.func
 def _sort_slots_kernel(n, log256_max_n: qd.template()):
     qd.static_assert(not depth_problem(log256_max_n), depth_problem(log256_max_n))
-    hist = ((n + 255) >> 8) << 8
-    total = hist
-    c = hist
-    for _ in qd.static(range(log256_max_n - 1)):
-        c = (c + 255) >> 8
-        total += c
-    return max(total, 1)
+    return TABLES + (((n + (TILE - 1)) >> LOG2_TILE) << 9)
 
 
 sort_scratch_slots = qd.lang.HostFunc(_sort_slots_kernel.fn, _sort_slots_host)
