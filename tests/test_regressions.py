@@ -491,3 +491,54 @@ def test_comparing_widened_i32_values(executor):
     want = np.where(np.arange(256) < 214, 4294967295, 0).astype(np.uint32)
     want[5] = 7
     np.testing.assert_array_equal(y, want)
+
+
+def test_lookback_scan_of_a_million_elements(executor, rng):
+    """examples/lookback_scan.py, 1954 tiles. On lavapipe most tiles never published their
+    prefix: its memoryBarrier() is a workgroup barrier, and the one in thread 0's spin-wait
+    let the other 120 threads finish, whereupon llvmpipe ended the workgroup mid-wait; spin-
+    waits were also cut short after 65535 iterations (a millisecond). Several runs: each
+    failure was a matter of timing."""
+    import sys
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from lookback_scan import TILE, prefix_sum
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    n = 1_000_000
+    tiles = -(-n // TILE)
+    for _ in range(4):
+        x = rng.integers(-100, 100, n, dtype=np.int32)
+        y = np.zeros_like(x)
+        flags, counter = np.zeros(tiles, np.int32), np.zeros(1, np.int32)
+        prefix_sum(x, y, flags, np.zeros(tiles, np.int32), np.zeros(tiles, np.int32), counter)
+        assert counter[0] == tiles and (flags == 2).all()  # every tile taken once, every prefix published
+        np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32))
+
+
+def test_lavapipe_fences_and_spin_waits_in_glsl():
+    """What the lavapipe option changes in the look-back scan's GLSL: no memoryBarrier() (a
+    workgroup barrier there), a pause in its spin-wait, and the shared word they use."""
+    import sys
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from lookback_scan import prefix_sum
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    plain = qd.translate(prefix_sum, "glsl", subgroup_size=8)
+    lava = qd.translate(prefix_sum, "glsl", subgroup_size=8, lavapipe=True)
+    scan = "prefix_sum_2.comp"
+    assert plain.sources[scan].count(" memoryBarrier();") == 4 and "qd_pause" not in plain.sources[scan]
+    text = lava.sources[scan]
+    assert "    memoryBarrier();" not in text and text.count("atomicExchange(qd_fence, 0u);") == 4 + 64
+    assert "shared uint qd_fence;" in text
+    spin = text[text.index("while (k >= 0) {"):]
+    assert spin.splitlines()[1].strip() == "qd_pause();"
+    assert text.count("barrier();") == plain.sources[scan].count("barrier();")  # block.sync() stays
+    sizes = [[e["shared_bytes"] for e in t.manifest["entry_points"]] for t in (plain, lava)]
+    assert sizes[1] == [sizes[0][0], sizes[0][1], sizes[0][2] + 4]
+    assert lava.sources["prefix_sum_1.comp"] == plain.sources["prefix_sum_1.comp"]  # nothing to change there

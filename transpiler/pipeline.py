@@ -83,7 +83,8 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
     Options: ``template_args`` (values of qd.template() parameters), ``arg_types``
     (annotations for parameters that have none, or dtypes for untyped ndarrays),
     ``default_ip`` / ``default_fp`` (what Python's int and float stand for), ``subgroup_size`` (GLSL: the device's;
-    HIP: 64 or 32), ``wave32`` (HIP on RDNA), ``fast_math`` (GLSL), ``line_directives``
+    HIP: 64 or 32), ``wave32`` (HIP on RDNA), ``fast_math`` (GLSL), ``lavapipe`` (GLSL: work around
+    Mesa's lavapipe, as qd.init(arch="vulkan") does on it), ``line_directives``
     (emit #line), ``no_hazards`` (skip the SIMT hazard checker), ``warn`` (False: return
     hazard warnings in ``.warnings`` without issuing Python warnings).
     Raises ``TranspileError`` with a located message when the kernel is not valid."""

@@ -14,6 +14,11 @@ returns: an inline nested struct is garbage-collected before the call reads it.
 lavapipe caveat: llvmpipe ends a shader invocation's loops after 65535 back-edges in total
 (LP_MAX_TGSI_LOOP_ITERATIONS in Mesa's gallivm), silently. Grid-stride loops stay far
 below that; a serial loop (or a spin-wait) longer than it is cut short on the CPU driver.
+Kernels are translated for lavapipe with the GLSL target's ``lavapipe`` option: a fence is
+an atomic on a shared word (llvmpipe takes memoryBarrier() for a workgroup barrier, which
+in a spin-wait ended the workgroup mid-loop), and each iteration of a loop that polls memory
+(volatile loads, atomic reads) pauses first, so a spin-wait lasts tens of milliseconds,
+not one, before that cut (see GlslRenderer.stmt_Fence and stmt_While).
 """
 from __future__ import annotations
 
@@ -144,6 +149,7 @@ class Device:
         props = vk.vkGetPhysicalDeviceProperties(self.physical)
         self.name = _text(props.deviceName)
         self.type = next(t for t in DEVICE_RANK if getattr(vk, t) == props.deviceType)
+        self.lavapipe = self.name.startswith("llvmpipe")
         limits = props.limits
         self.max_push_constants = limits.maxPushConstantsSize
         self.max_workgroup_size = limits.maxComputeWorkGroupSize[0]
@@ -447,7 +453,8 @@ class VulkanBackend(Backend):
     # ---------------------------------------------------------------- compile
 
     def translate_options(self) -> dict:
-        return {"fast_math": self.fast_math, "subgroup_size": self.subgroup_size}
+        # lavapipe needs other fences and slower spin-waits (see GlslRenderer.stmt_Fence, stmt_While).
+        return {"fast_math": self.fast_math, "subgroup_size": self.subgroup_size, "lavapipe": self.device.lavapipe}
 
     def load(self, tr: Translation):
         """A kernel that prints runs on the device's twin with the validation layer's debug

@@ -62,6 +62,7 @@ class Options:
     line_directives: bool = False     # `#line` directives pointing at the Python
     fast_math: bool = False           # GLSL: let the driver reassociate and fuse floats
     wave32: bool = False              # HIP: 32-lane wavefronts (RDNA)
+    lavapipe: bool = False            # GLSL: work around Mesa's lavapipe (see GlslRenderer.stmt_Fence)
 
 
 @dataclass

@@ -130,6 +130,10 @@ BITCASTS = {
 # grid.mem_fence: OpMemoryBarrier(Device, AcquireRelease | UniformMemory ...)).
 FENCES = {"subgroup": ("groupMemoryBarrier();",), "block": ("groupMemoryBarrier();",),
           "device": ("memoryBarrier();",), "system": ("memoryBarrier();",)}
+# lavapipe (the lavapipe option): the shared word fences are atomics on (see stmt_Fence),
+# and how many atomics on it a spin-wait's iteration pauses for (see stmt_While).
+FENCE_WORD = "qd_fence"
+PAUSE_ATOMICS = 64
 # barrier() alone makes only shared memory visible to the workgroup; block.sync() promises it
 # for buffer writes too, as __syncthreads() does.
 BARRIERS = {"block": ("groupMemoryBarrier();", "barrier();"), "subgroup": ("subgroupBarrier();",)}
@@ -377,6 +381,15 @@ def _as_int32(e: ir.Expr):
     return None
 
 
+def _polls(e: ir.Expr) -> bool:
+    """Whether ``e`` reads memory that other threads write, as a spin-wait does: a volatile
+    load, or an atomic that only reads (or/add/sub/xor of 0; a compare-and-swap loop is no wait)."""
+    if isinstance(e, ir.VolatileLoad):
+        return True
+    return isinstance(e, ir.Atomic) and e.op in ("or", "add", "sub", "xor") and \
+        isinstance(e.value, ir.Const) and e.value.value == 0
+
+
 def _has_atomic(e: ir.Expr) -> bool:
     return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
 
@@ -398,6 +411,8 @@ class GlslRenderer(Renderer):
         # Float shared arrays some atomic updates with a compare-and-swap loop: GLSL cannot view
         # shared memory as another type, so they hold the bits (uint) and every access converts.
         self.bits_shared: set[int] = set()
+        self.fence_word = False  # lavapipe: fences are atomics on FENCE_WORD
+        self.pause = False       # lavapipe: spin-waits call qd_pause()
 
     def expr_BinOp(self, e: ir.BinOp):
         wide = _wide(e.type)
@@ -508,7 +523,38 @@ class GlslRenderer(Renderer):
         if st.scope in ("device", "system"):
             # Other workgroups see a store only through coherent buffers (no stale L1 lines).
             self.needs.coherent = True
+        if self.ctx.options.lavapipe:
+            # lavapipe (Mesa 22) compiles every OpMemoryBarrier as a workgroup barrier: a
+            # coroutine switch, which lanes masked off take too. A fence in a loop that one
+            # thread runs longer than the rest (a spin-wait) then stands in for the others'
+            # barriers, and llvmpipe ends the workgroup as soon as any group of 8 lanes has
+            # finished: in the middle of that loop, silently (the look-back scan's tiles never
+            # published their prefix). An atomic on a shared word is a full fence there (a
+            # seq_cst LLVM atomic, a locked x86 instruction) and no switch. On other drivers a
+            # relaxed atomic orders nothing, so only for lavapipe.
+            self.fence_word = True
+            self.put(depth, f"atomicExchange({FENCE_WORD}, 0u);", st.loc)
+            return
         super().stmt_Fence(st, depth)
+
+    def stmt_While(self, st: ir.While, depth: int) -> None:
+        if not self.ctx.options.lavapipe or not any(
+                _polls(e) for e in (*iter_expr(st.cond), *all_exprs(st.body))):
+            super().stmt_While(st, depth)
+            return
+        # A spin-wait: a loop that polls memory other threads write. llvmpipe ends a shader
+        # invocation's loops after 65535 iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS),
+        # silently; at full speed that is a wait of about a millisecond, shorter than a time
+        # slice of the thread that runs the awaited workgroup. And it ignores `volatile`: LLVM
+        # hoists a volatile load out of a loop with no other memory access, which then never
+        # sees the store it waits for. Each iteration first pauses (PAUSE_ATOMICS atomics,
+        # about half a microsecond, after which no load can be hoisted), so a wait may last
+        # tens of milliseconds before the driver cuts it short.
+        self.fence_word = self.pause = True
+        self.put(depth, f"while ({self.text(st.cond)}) {{", st.loc)
+        self.put(depth + 1, "qd_pause();", None)
+        self.block(st.body, depth + 1)
+        self.put(depth, "}", None)
 
 
 # ----------------------------------------------------------------------------- resource layout
@@ -627,6 +673,13 @@ class GlslTarget(Target):
         aliases = [dict(a, binding=bindings[id(a["param"])],
                         qualifier=a["qualifier"] + " " if a["qualifier"] else qualifier)
                    for a in sorted(r.aliases.values(), key=lambda a: (bindings[id(a["param"])], a["name"]))]
+        if r.fence_word:
+            r.shared_decls.append(f"shared uint {FENCE_WORD};  // what fences and pauses are atomics on (lavapipe)")
+            entry.shared_bytes += 4
+        if r.pause:
+            rows = [" ".join([f"atomicExchange({FENCE_WORD}, 0u);"] * 8)] * (PAUSE_ATOMICS // 8)
+            r.shared_decls.append("\n// A spin-wait's pause: lavapipe ends loops after 65535 iterations.\n"
+                                  "void qd_pause()\n{\n" + "".join(f"    {row}\n" for row in rows) + "}")
         entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.push_constants, shared=r.shared_decls)
 
     def param_manifest(self, ctx: TranslationContext) -> list[dict]:

@@ -82,7 +82,8 @@ class Target:
     def options(self, options: dict) -> Options:
         return Options(subgroup_size=self.subgroup_size(options),
                        line_directives=bool(options.get("line_directives")),
-                       fast_math=bool(options.get("fast_math")), wave32=bool(options.get("wave32")))
+                       fast_math=bool(options.get("fast_math")), wave32=bool(options.get("wave32")),
+                       lavapipe=bool(options.get("lavapipe")))
 
     # ---------------------------------------------------------------- per target
 
