@@ -542,3 +542,30 @@ def test_lavapipe_fences_and_spin_waits_in_glsl():
     sizes = [[e["shared_bytes"] for e in t.manifest["entry_points"]] for t in (plain, lava)]
     assert sizes[1] == [sizes[0][0], sizes[0][1], sizes[0][2] + 4]
     assert lava.sources["prefix_sum_1.comp"] == plain.sources["prefix_sum_1.comp"]  # nothing to change there
+
+
+@qd.kernel
+def loops_after_a_memory_loop(y: qd.types.ndarray(qd.i32, ndim=1), z: qd.types.ndarray(qd.i32, ndim=2), n: qd.i32):
+    while y[0] < 5:  # lavapipe: lanes past the 1-thread workgroup spun here to the loop limit
+        y[0] = y[0] + 1
+    z[0, 0] = y[0] ** 2  # then qd_ipow's loop ran once: 1
+    qd.loop_config(block_dim=12)  # 12 threads: one full 8-lane vector and one with 4 lanes past the end
+    for i in range(1, y.shape[0]):
+        while y[i] < n:
+            y[i] += 1
+        r = 0
+        for k in range(n):
+            r += k
+        z[i, 0] = r
+        z[i, 1] = y[i] ** 3
+
+
+def test_loops_after_a_loop_on_memory(executor, rng):
+    y = rng.integers(-20, 20, 40).astype(np.int32)
+    z = np.zeros((40, 2), np.int32)
+    want_y = np.maximum(y, [5] + [9] * 39)
+    loops_after_a_memory_loop(y, z, 9)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(z[0], [want_y[0] ** 2, 0])
+    np.testing.assert_array_equal(z[1:, 0], sum(range(9)))
+    np.testing.assert_array_equal(z[1:, 1], want_y[1:] ** 3)

@@ -29,6 +29,9 @@ SPIRV_VERSION = "1.5"  # what glslang emits for --target-env vulkan1.2
 # The subgroup width shaders are specialized to when the caller names none: NVIDIA's, and
 # what Metal (through MoltenVK) and most desktop drivers report.
 DEFAULT_SUBGROUP_SIZE = 32
+# The widest SIMD vector lavapipe runs a workgroup in (AVX-512's 16 lanes of 32 bits): a
+# workgroup size not a multiple of it leaves lanes past the workgroup (see finish_entry).
+SIMD_LANES = 16
 
 TYPES = {"bool": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int", "i64": "int64_t",
          "u8": "uint8_t", "u16": "uint16_t", "u32": "uint", "u64": "uint64_t",
@@ -681,6 +684,16 @@ class GlslTarget(Target):
             r.shared_decls.append("\n// A spin-wait's pause: lavapipe ends loops after 65535 iterations.\n"
                                   "void qd_pause()\n{\n" + "".join(f"    {row}\n" for row in rows) + "}")
         entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.push_constants, shared=r.shared_decls)
+        if entry.block_dim % SIMD_LANES:
+            # lavapipe runs a workgroup in SIMD vectors (4, 8 or 16 lanes) and the lanes past
+            # its end along with it, masked only where they touch memory: a loop whose
+            # condition reads memory the loop writes (`while y[0] < 5: y[0] += 1`) never ends
+            # for them (their loads read 0), so it runs to llvmpipe's iteration limit, which
+            # is one budget for the whole shader, and every later loop then stops after one
+            # iteration (the fuzzer's seed 1528: `w ** 2` after such a loop gave 1). The
+            # return masks those lanes for good; on any other device it is never taken.
+            entry.lines[:0] = ["if (gl_LocalInvocationIndex >= gl_WorkGroupSize.x) {  // SIMD lanes past the workgroup",
+                               "    return;", "}"]
 
     def param_manifest(self, ctx: TranslationContext) -> list[dict]:
         layout = ctx.layout

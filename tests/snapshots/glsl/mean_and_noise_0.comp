@@ -17,6 +17,9 @@ layout(push_constant) uniform qd_params {
 
 void main()
 {
+    if (gl_LocalInvocationIndex >= gl_WorkGroupSize.x) {  // SIMD lanes past the workgroup
+        return;
+    }
     precise float total = 0.0;  // kernel_scope.py:8
     qd_total[0] = total;  // kernel_scope.py:8
 }

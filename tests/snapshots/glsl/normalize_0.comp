@@ -16,5 +16,8 @@ layout(push_constant) uniform qd_params {
 
 void main()
 {
+    if (gl_LocalInvocationIndex >= gl_WorkGroupSize.x) {  // SIMD lanes past the workgroup
+        return;
+    }
     total[0] = 0.0;  // multitask.py:8
 }

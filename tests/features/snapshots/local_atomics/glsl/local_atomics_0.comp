@@ -14,6 +14,9 @@ layout(push_constant) uniform qd_params {
 
 void main()
 {
+    if (gl_LocalInvocationIndex >= gl_WorkGroupSize.x) {  // SIMD lanes past the workgroup
+        return;
+    }
     int next_slot = 0;  // local_atomics.py:8
     qd_next_slot[0] = next_slot;  // local_atomics.py:8
 }

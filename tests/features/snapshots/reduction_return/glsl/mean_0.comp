@@ -14,6 +14,9 @@ layout(push_constant) uniform qd_params {
 
 void main()
 {
+    if (gl_LocalInvocationIndex >= gl_WorkGroupSize.x) {  // SIMD lanes past the workgroup
+        return;
+    }
     precise float total = 0.0;  // reduction_return.py:9
     qd_total[0] = total;  // reduction_return.py:9
 }

@@ -14,5 +14,8 @@ layout(push_constant) uniform qd_params {
 
 void main()
 {
+    if (gl_LocalInvocationIndex >= gl_WorkGroupSize.x) {  // SIMD lanes past the workgroup
+        return;
+    }
     qd_result[0] = qd_total[0] / float(x_shape_0);  // reduction_return.py:12
 }
