@@ -569,3 +569,18 @@ def test_loops_after_a_loop_on_memory(executor, rng):
     np.testing.assert_array_equal(z[0], [want_y[0] ** 2, 0])
     np.testing.assert_array_equal(z[1:, 0], sum(range(9)))
     np.testing.assert_array_equal(z[1:, 1], want_y[1:] ** 3)
+
+
+@qd.kernel
+def narrow_literal_operations(x: qd.types.ndarray(qd.i32, ndim=1), y: qd.types.ndarray(qd.i16, ndim=1)):
+    for i in range(x.shape[0]):
+        # 8-bit arithmetic on literals only: the shader must still enable 8-bit types
+        bit = qd.cast((qd.u8(96) | qd.u8(192)) > 200, qd.i16)
+        y[i] = qd.i16(x[i]) + bit + qd.i16(-qd.i8(-128))  # -i8(-128) wraps to -128 (was `--128`)
+
+
+def test_narrow_operations_on_literals(executor, rng):
+    x = rng.integers(-1000, 1000, 300).astype(np.int32)
+    y = np.zeros(300, np.int16)
+    narrow_literal_operations(x, y)
+    np.testing.assert_array_equal(y, (x + 1 - 128).astype(np.int16))

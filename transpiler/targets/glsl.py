@@ -264,7 +264,7 @@ class GlslDialect(Dialect):
             if t.is_int and t.bits < 32:
                 # In 32 bits, as C promotes: lavapipe's 16-bit abs(int16_t(-3)) gave -3.
                 wide = "int" if t.is_signed else "uint"
-                return f"{TYPES[t.name]}({e.fn}({', '.join(f'{wide}({a})' for a in args)}))"
+                return f"{r.type(t)}({e.fn}({', '.join(f'{wide}({a})' for a in args)}))"
             return f"{e.fn}({', '.join(args)})"
         if e.fn == "popcnt" and t.bits == 32:
             return f"bitCount({args[0]})"
@@ -425,7 +425,9 @@ class GlslRenderer(Renderer):
         # lavapipe computed some 16-bit operations wrongly (int16_t(32766) % int16_t(6)).
         op, prec = BINARY[e.op]
         a, b = (self.wide_text(x, wide) for x in (e.a, e.b))
-        return f"{TYPES[e.type.name]}({a} {op} {b})", PREC_PRIMARY
+        # self.type records the narrow type: with two literals nothing else would, and the
+        # shader would lack the 8- or 16-bit extension its conversion needs (seed 1566).
+        return f"{self.type(e.type)}({a} {op} {b})", PREC_PRIMARY
 
     def wide_text(self, e: ir.Expr, wide: str) -> str:
         if isinstance(e, ir.Const):  # a literal is written in the wide type directly
@@ -437,7 +439,10 @@ class GlslRenderer(Renderer):
         if wide is None or e.op == "not":
             return super().expr_Unary(e)
         sym = {"neg": "-", "invert": "~"}[e.op]
-        return f"{TYPES[e.type.name]}({sym}{self.wide_text(e.a, wide)})", PREC_PRIMARY
+        inner = self.wide_text(e.a, wide)
+        if inner.startswith("-"):  # a negative literal: `--128` would be a decrement (seed 1646)
+            inner = f"({inner})"
+        return f"{self.type(e.type)}({sym}{inner})", PREC_PRIMARY
 
     def expr_Load(self, e: ir.Load):
         if id(e.array) not in self.bits_shared:
