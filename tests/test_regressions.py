@@ -584,3 +584,25 @@ def test_narrow_operations_on_literals(executor, rng):
     y = np.zeros(300, np.int16)
     narrow_literal_operations(x, y)
     np.testing.assert_array_equal(y, (x + 1 - 128).astype(np.int16))
+
+
+@qd.kernel
+def reassigned_after_a_task(x: qd.types.ndarray(qd.i32, ndim=1), y: qd.types.ndarray(qd.i32, ndim=1)):
+    r = x[0]  # serial code declares r and s
+    s = x[1]
+    y[0] = r
+    for i in range(1, x.shape[0]):
+        y[i] = x[i] * 2
+    if x[2] > 0:
+        s = -1  # conditionally: the old value must still be there when it is not taken
+    y[0] += s
+    r = 7  # a later serial task assigns r, which it never declared (was an internal error)
+
+
+def test_assigning_a_serial_local_after_a_task(executor, rng):
+    for sign in (1, -1):
+        x = rng.integers(1, 100, 64).astype(np.int32) * sign
+        y = np.zeros(64, np.int32)
+        reassigned_after_a_task(x, y)
+        np.testing.assert_array_equal(y[1:], x[1:] * 2)
+        assert y[0] == x[0] + (-1 if x[2] > 0 else x[1])

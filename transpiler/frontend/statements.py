@@ -176,6 +176,11 @@ class StatementLowering:
         if isinstance(value, (ArraySlice, OuterProduct)):
             self.bind_slice(target, value, bound)
             return
+        if isinstance(bound, ir.Local) and not self.in_parallel:
+            # A top-level local an earlier serial task declared: this serial task has no
+            # declaration of it, so it lives in a scratch buffer from here on, as for a read
+            # (`r = x[0]`, a parallel loop, then `r = 0`: the fuzzer's seed 1733).
+            bound = self.shared_for_read(bound, scope) or bound
         if isinstance(bound, KernelVar):
             if self.in_parallel:
                 raise self.race(target, name)
