@@ -606,3 +606,17 @@ def test_assigning_a_serial_local_after_a_task(executor, rng):
         reassigned_after_a_task(x, y)
         np.testing.assert_array_equal(y[1:], x[1:] * 2)
         assert y[0] == x[0] + (-1 if x[2] > 0 else x[1])
+
+
+@qd.kernel
+def abs_i64(x: qd.types.ndarray(qd.i64, ndim=1), y: qd.types.ndarray(qd.i64, ndim=1)):
+    k = abs(qd.i64(-4))  # glslang folded this to -4
+    for i in range(x.shape[0]):
+        y[i] = abs(x[i]) * 8 + abs(qd.i64(-9223372036854775807)) % 1000 + k
+
+
+def test_abs_of_64_bit_constants(executor, rng):
+    x = rng.integers(-2**40, 2**40, 200)
+    y = np.zeros(200, np.int64)
+    abs_i64(x, y)
+    np.testing.assert_array_equal(y, np.abs(x) * 8 + 9223372036854775807 % 1000 + 4)
