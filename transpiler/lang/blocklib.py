@@ -305,6 +305,18 @@ def _ceil_div(a, b):
 
 
 @qd.func
+def match_digit(digit, radix_bits: qd.template()):
+    """The lanes of this subgroup holding the same ``radix_bits``-bit digit as this one, as a
+    ballot mask: one ballot per digit bit (CUB's match, at any subgroup width)."""
+    same = subgroup.ballot(True)
+    for b in qd.static(range(radix_bits)):
+        bit = (digit >> b) & 1
+        votes = subgroup.ballot(bit != 0)
+        same &= qd.select(bit != 0, votes, ~votes)
+    return same
+
+
+@qd.func
 def radix_rank_match_atomic_or(key, block_dim: qd.template(), radix_bits: qd.template(), bit_start, num_bits,
                                bins: qd.template(), excl_prefix: qd.template()):
     """The stable rank of ``key``'s digit (bits [bit_start, bit_start + num_bits)) in the
@@ -332,11 +344,7 @@ def radix_rank_match_atomic_or(key, block_dim: qd.template(), radix_bits: qd.tem
     block.sync()
     for k in range(tid, per_round * digits, block_dim):
         counts[k // digits, k % digits] = 0
-    same = subgroup.ballot(True)
-    for b in qd.static(range(radix_bits)):
-        bit = (digit >> b) & 1
-        votes = subgroup.ballot(bit != 0)
-        same &= qd.select(bit != 0, votes, ~votes)
+    same = match_digit(digit, radix_bits)
     below = qd.math.popcnt(same & ((qd.u64(1) << qd.u64(lane)) - qd.u64(1)))
     total = 0
     before = 0  # the threads of earlier subgroups holding this thread's digit

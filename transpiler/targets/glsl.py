@@ -133,10 +133,9 @@ BITCASTS = {
 # grid.mem_fence: OpMemoryBarrier(Device, AcquireRelease | UniformMemory ...)).
 FENCES = {"subgroup": ("groupMemoryBarrier();",), "block": ("groupMemoryBarrier();",),
           "device": ("memoryBarrier();",), "system": ("memoryBarrier();",)}
-# lavapipe (the lavapipe option): the shared word fences are atomics on (see stmt_Fence),
-# and how many atomics on it a spin-wait's iteration pauses for (see stmt_While).
+# lavapipe (the lavapipe option): the shared word fences are atomics on (see stmt_Fence);
+# a spin-wait's pause is atomics on it too (templates/glsl/helpers.j2, pause).
 FENCE_WORD = "qd_fence"
-PAUSE_ATOMICS = 64
 # barrier() alone makes only shared memory visible to the workgroup; block.sync() promises it
 # for buffer writes too, as __syncthreads() does.
 BARRIERS = {"block": ("groupMemoryBarrier();", "barrier();"), "subgroup": ("subgroupBarrier();",)}
@@ -416,8 +415,7 @@ class GlslRenderer(Renderer):
         # Float shared arrays some atomic updates with a compare-and-swap loop: GLSL cannot view
         # shared memory as another type, so they hold the bits (uint) and every access converts.
         self.bits_shared: set[int] = set()
-        self.fence_word = False  # lavapipe: fences are atomics on FENCE_WORD
-        self.pause = False       # lavapipe: spin-waits call qd_pause()
+        self.fence_word = False  # lavapipe: fences (and spin-wait pauses) are atomics on FENCE_WORD
 
     def expr_BinOp(self, e: ir.BinOp):
         wide = _wide(e.type)
@@ -557,12 +555,12 @@ class GlslRenderer(Renderer):
         # silently; at full speed that is a wait of about a millisecond, shorter than a time
         # slice of the thread that runs the awaited workgroup. And it ignores `volatile`: LLVM
         # hoists a volatile load out of a loop with no other memory access, which then never
-        # sees the store it waits for. Each iteration first pauses (PAUSE_ATOMICS atomics,
-        # about half a microsecond, after which no load can be hoisted), so a wait may last
-        # tens of milliseconds before the driver cuts it short.
-        self.fence_word = self.pause = True
+        # sees the store it waits for. Each iteration first pauses (64 atomics, about half a
+        # microsecond, after which no load can be hoisted), so a wait may last tens of
+        # milliseconds before the driver cuts it short.
+        self.fence_word = True
         self.put(depth, f"while ({self.text(st.cond)}) {{", st.loc)
-        self.put(depth + 1, "qd_pause();", None)
+        self.put(depth + 1, f"{self.helper('pause', T.u32, word=FENCE_WORD)}();", None)
         self.block(st.body, depth + 1)
         self.put(depth, "}", None)
 
@@ -686,10 +684,6 @@ class GlslTarget(Target):
         if r.fence_word:
             r.shared_decls.append(f"shared uint {FENCE_WORD};  // what fences and pauses are atomics on (lavapipe)")
             entry.shared_bytes += 4
-        if r.pause:
-            rows = [" ".join([f"atomicExchange({FENCE_WORD}, 0u);"] * 8)] * (PAUSE_ATOMICS // 8)
-            r.shared_decls.append("\n// A spin-wait's pause: lavapipe ends loops after 65535 iterations.\n"
-                                  "void qd_pause()\n{\n" + "".join(f"    {row}\n" for row in rows) + "}")
         entry.extras.update(buffers=buffers, aliases=aliases, push_constants=r.push_constants, shared=r.shared_decls)
         if entry.block_dim % SIMD_LANES:
             # lavapipe runs a workgroup in SIMD vectors (4, 8 or 16 lanes) and the lanes past

@@ -25,6 +25,7 @@ fly, so there are no separate twiddle passes and the keys are stored as given.
 from __future__ import annotations
 
 import transpiler as qd
+from transpiler.lang import blocklib
 from transpiler.lang.kernel import comptime
 
 from .common import BLOCK_DIM, check_depth_host, depth_problem, dtype_problem
@@ -116,8 +117,8 @@ def _rank_round(digit, counts: qd.template(), running: qd.template()):
     """How many keys of the tile before this thread's hold its digit: the earlier rounds'
     (``running``, two 16-bit counts per word), the subgroups before this one in this round
     (per-subgroup counts, also two per word, so that lavapipe's 32 subgroups of 8 fit in 16
-    KB), and the lanes before this one in its own (the lanes sharing its digit, found with
-    one ballot per digit bit). Adds the round's counts to ``running``."""
+    KB), and the lanes before this one in its own sharing its digit (blocklib.match_digit).
+    Adds the round's counts to ``running``."""
     size = qd.static(subgroup.group_size())
     n_sub = qd.static(BLOCK_DIM // subgroup.group_size())
     tid = block.thread_idx()
@@ -130,11 +131,7 @@ def _rank_round(digit, counts: qd.template(), running: qd.template()):
         k = tid + j * BLOCK_DIM
         if qd.static((j + 1) * BLOCK_DIM <= n_sub * (DIGITS // 2)) or k < n_sub * (DIGITS // 2):
             counts[k // (DIGITS // 2), k % (DIGITS // 2)] = qd.u32(0)
-    same = subgroup.ballot(True)
-    for b in qd.static(range(8)):
-        bit = (digit >> b) & 1
-        votes = subgroup.ballot(bit != 0)
-        same &= qd.select(bit != 0, votes, ~votes)
+    same = blocklib.match_digit(digit, 8)
     below = qd.math.popcnt(same & ((qd.u64(1) << qd.u64(lane)) - qd.u64(1)))
     half = qd.u32((digit & 1) << 4)
     block.sync()
