@@ -620,3 +620,26 @@ def test_abs_of_64_bit_constants(executor, rng):
     y = np.zeros(200, np.int64)
     abs_i64(x, y)
     np.testing.assert_array_equal(y, np.abs(x) * 8 + 9223372036854775807 % 1000 + 4)
+
+
+@qd.func
+def fill_first(a: qd.template(), m):
+    for i in range(m):  # a task of the kernel, bounded by the caller's serial local
+        a[i] = a[i] * 3 + i
+
+
+@qd.kernel
+def task_func_bounded_by_a_serial_local(a: qd.types.ndarray(qd.i32, ndim=1), nn: qd.types.ndarray(qd.i32, ndim=0)):
+    n = nn[()]  # serial: it reads memory
+    m = (n + 1) >> 1
+    fill_first(a, m)  # was "internal error: `m` used before its declaration"
+
+
+def test_a_task_making_func_takes_a_serial_local(executor, rng):
+    for n in (0, 7, 200):
+        a = rng.integers(-100, 100, 256).astype(np.int32)
+        want = a.copy()
+        m = (n + 1) // 2
+        want[:m] = a[:m] * 3 + np.arange(m)
+        task_func_bounded_by_a_serial_local(a, np.array(n, np.int32))
+        np.testing.assert_array_equal(a, want)

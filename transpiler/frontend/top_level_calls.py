@@ -167,13 +167,15 @@ class TopLevelCallLowering:
         ann = T.python_type(annotations.get(pname)) or annotations.get(pname)
         if isinstance(ann, T.DType):
             e = self.coerce(e, ann, node, explicit=True)
-        if not assigned and is_simple(e):  # a value every task can name as it is
+        reads_serial = any(isinstance(n, ir.LocalRef) and n.var in self.serial_locals for n in iter_expr(e))
+        if not assigned and is_simple(e) and not reads_serial:  # a value every task can name as it is
             root.names[pname] = e
             return
         var = ir.Local(pname, e.type, site)
         decl = ir.Declare(site, var, e)
-        if has_side_effects(e) or any(isinstance(n, ir.LocalRef) and n.var in self.serial_locals
-                                      for n in iter_expr(e)):
+        # A serial local is declared only in its serial task: a copy made there moves to a
+        # scratch buffer when the callee's tasks read it, as a kernel's own serial result does.
+        if has_side_effects(e) or reads_serial:
             if self.serial_loc is None:
                 self.serial_loc = site
             self.serial.append(decl)
