@@ -5,6 +5,9 @@ For N = 2^24 .. 2^28 elements:
 - block-reduce sum (examples/last_block_reduce.py, f32, one launch) vs cupy.sum;
 - one radix sort step (rank 256 u32 keys per block by an 8-bit digit with
   qd.simt.block.radix_rank_match_atomic_or and scatter them inside the block);
+- qd.algorithms.sort (device-wide onesweep radix sort, u32 keys) vs cupy.sort (CUB's radix
+  sort), both timed with a copy of the unsorted keys first (cupy.sort copies its input);
+- qd.algorithms.exclusive_scan_add (i32) vs cupy.cumsum;
 - a device-to-device copy of the same bytes, the bandwidth ceiling (the decoupled look-back
   paper's claim is that a scan approaches copy throughput; reference/perf.md section 3).
 
@@ -33,7 +36,9 @@ import transpiler as qd  # noqa: E402
 from transpiler.cli import load_kernels  # noqa: E402
 
 RADIX_BLOCK = 256
+ALG_D = 4  # log256_max_n of qd.algorithms: up to 2^32 elements
 u32v = qd.types.ndarray(dtype=qd.u32, ndim=1)
+i32v = qd.types.ndarray(dtype=qd.i32, ndim=1)
 
 
 @qd.kernel
@@ -47,6 +52,16 @@ def radix_step(keys: u32v, out: u32v, bit: qd.i32):
         key = keys[i]
         rank = qd.simt.block.radix_rank_match_atomic_or(key, RADIX_BLOCK, 8, bit, 8, bins, excl)
         out[(i // RADIX_BLOCK) * RADIX_BLOCK + rank] = key
+
+
+@qd.kernel
+def device_sort(keys: u32v, tmp: u32v, scratch: u32v, n: qd.types.ndarray(dtype=qd.i32, ndim=0)):
+    qd.algorithms.sort(keys, tmp, keys, tmp, scratch, n, qd.u32, False, 32, ALG_D)
+
+
+@qd.kernel
+def device_scan(arr: i32v, out: i32v, scratch: u32v, count: i32v):
+    qd.algorithms.exclusive_scan_add(arr, out, scratch, count[0], qd.i32, ALG_D)
 
 
 def gpu_available() -> tuple[bool, str]:
@@ -97,6 +112,20 @@ def radix_expected(keys: np.ndarray) -> np.ndarray:
     return np.take_along_axis(blocks, order, axis=1).reshape(-1)
 
 
+def sort_args(n: int, xp):
+    keys = xp.asarray(np.random.default_rng(4).integers(0, 2**32, n, dtype=np.uint32))
+    return {"keys": keys, "tmp": xp.zeros(n, np.uint32),
+            "scratch": xp.zeros(qd.algorithms.sort_scratch_slots(n, ALG_D), np.uint32),
+            "n": xp.asarray(np.array(n, dtype=np.int32))}
+
+
+def device_scan_args(n: int, xp):
+    arr = xp.asarray(np.random.default_rng(5).integers(-100, 100, n, dtype=np.int32))
+    return {"arr": arr, "out": xp.zeros(n, np.int32),
+            "scratch": xp.zeros(qd.algorithms.exclusive_scan_scratch_slots(n, ALG_D), np.uint32),
+            "count": xp.asarray(np.array([n], dtype=np.int32))}
+
+
 def check(n: int) -> list[tuple[str, bool, str]]:
     """Run each kernel through the runtime on numpy arrays and compare with NumPy."""
     prefix_sum, tile, sum_last_block = examples()
@@ -111,23 +140,35 @@ def check(n: int) -> list[tuple[str, bool, str]]:
     a = radix_args(n, np)
     radix_step(**a)
     out.append(("radix sort step", bool(np.array_equal(a["out"], radix_expected(a["keys"]))), ""))
+    a = sort_args(n, np)
+    want = np.sort(a["keys"])
+    device_sort(**a)
+    out.append(("device-wide sort", bool(np.array_equal(a["keys"], want)), ""))
+    a = device_scan_args(n, np)
+    device_scan(**a)
+    want = (np.cumsum(a["arr"], dtype=np.int32) - a["arr"]).astype(np.int32)
+    out.append(("device-wide exclusive scan", bool(np.array_equal(a["out"], want)), ""))
     return out
 
 
 class Timer:
-    """A kernel's compiled program from the CUDA backend, launched on device arrays."""
+    """A kernel's program as the CUDA backend loads it, launched on device arrays."""
 
     def __init__(self, kernel):
         from transpiler.runtime import current, plan_launches
-        from transpiler.pipeline import lower
 
         self.backend = current()
-        self.kir = lower(kernel, {}, {}, self.backend.subgroup_size)
-        self.manifest, self.functions = self.backend.compile(self.kir, {})
+        tr = qd.translate(kernel, "cuda", **self.backend.translate_options())
+        self.kir = tr.ir
+        self.manifest, self.functions = self.backend.load(tr)
         self.plan_launches = plan_launches
 
     def launcher(self, values: dict):
         cp = self.backend.cupy
+        values = dict(values)
+        for p in self.kir.params:  # the kernel's own buffers (scratch for kernel-scope variables) and seed
+            if p.hidden:
+                values[p.name] = cp.zeros(p.type.element_shape, p.type.dtype.np_dtype) if p.is_array else np.uint32(1)
         scalars = {p.name: p.type.np_dtype.type(values[p.name]) for p in self.kir.params if not p.is_array}
         # The launch plan reads only the arrays' shapes and the scalars' values.
         host = {**{k: SimpleNamespace(shape=v.shape) for k, v in values.items() if isinstance(v, cp.ndarray)},
@@ -137,7 +178,7 @@ class Timer:
         for p in self.kir.params:
             if p.is_array:
                 args.append(values[p.name])
-                args.extend(np.int32(s) for s in values[p.name].shape)
+                args.extend(np.int32(s) for s in values[p.name].shape[:p.type.passed_extents])
             else:
                 args.append(scalars[p.name])
         calls = [(self.functions[l.task.name], (l.blocks,), (l.task.block_dim if l.task.kind == "parallel" else 1,))
@@ -191,17 +232,43 @@ def _radix(cp, timer, n: int, repeat: int) -> dict:
     return {"workload": "radix sort step", "bytes": 8 * n, "ours_s": ours, "lib": "", "lib_s": None, "correct": None}
 
 
+def _sort(cp, timer, n: int, repeat: int) -> dict:
+    a = sort_args(n, cp)
+    unsorted = a["keys"].copy()
+    launch = timer.launcher(a)
+
+    def ours():
+        a["keys"][...] = unsorted
+        launch()
+    t = device_time(cp, ours, repeat)
+    ok = bool(cp.array_equal(a["keys"], cp.sort(unsorted)))
+    lib = device_time(cp, lambda: cp.sort(unsorted), repeat)
+    return {"workload": "device-wide sort", "bytes": 8 * n, "ours_s": t, "lib": "cupy.sort", "lib_s": lib,
+            "correct": ok}
+
+
+def _device_scan(cp, timer, n: int, repeat: int) -> dict:
+    a = device_scan_args(n, cp)
+    t = device_time(cp, timer.launcher(a), repeat)
+    ok = bool(cp.array_equal(a["out"], cp.cumsum(a["arr"], dtype=cp.int32) - a["arr"]))
+    lib = device_time(cp, lambda: cp.cumsum(a["arr"], dtype=cp.int32), repeat)
+    return {"workload": "device-wide scan", "bytes": 8 * n, "ours_s": t, "lib": "cupy.cumsum", "lib_s": lib,
+            "correct": ok}
+
+
 def measure(sizes: list[int], repeat: int) -> list[dict]:
     import cupy as cp
 
     prefix_sum, tile, sum_last_block = examples()
-    timers = {"scan": Timer(prefix_sum), "reduce": Timer(sum_last_block), "radix": Timer(radix_step)}
+    timers = {"scan": Timer(prefix_sum), "reduce": Timer(sum_last_block), "radix": Timer(radix_step),
+              "sort": Timer(device_sort), "device_scan": Timer(device_scan)}
     rows = []
     for e in sizes:
         n = 1 << e
         copy, copy_gbs = _copy_gbs(cp, n, repeat)
         for row in (_scan(cp, timers["scan"], tile, n, repeat), _reduce(cp, timers["reduce"], n, repeat),
-                    _radix(cp, timers["radix"], n, repeat)):
+                    _radix(cp, timers["radix"], n, repeat), _sort(cp, timers["sort"], n, repeat),
+                    _device_scan(cp, timers["device_scan"], n, repeat)):
             rows.append({**row, "log2n": e, "copy_s": copy, "copy_gbs": copy_gbs})
             cp.get_default_memory_pool().free_all_blocks()
     return rows
@@ -237,7 +304,7 @@ def main_gpu(sizes: list[int], repeat: int, device: str) -> dict:
     say(table(f"GPU throughput (mean of {repeat} back-to-back launches); goal: scan > 85 % of copy "
               "bandwidth, at least parity with CUB (cupy.cumsum)",
               ["workload", "N", "ours ms", "ours GB/s", "of copy", "library", "lib ms", "lib GB/s", "copy GB/s",
-               "scan result"], cells))
+               "result"], cells))
     return {"device": device, "checks": checks, "rows": rows}
 
 

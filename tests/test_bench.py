@@ -73,7 +73,8 @@ def test_gpu_section_kernels_are_right_on_the_cpu_emulator():
     qd.init(arch="cpu")
     results = gpu.check(1 << 12)
     assert [(name, ok) for name, ok, _ in results] == [("look-back scan", True), ("block-reduce sum", True),
-                                                      ("radix sort step", True)]
+                                                      ("radix sort step", True), ("device-wide sort", True),
+                                                      ("device-wide exclusive scan", True)]
 
 
 def test_radix_expected_is_a_stable_digit_sort():

@@ -43,7 +43,9 @@ from .reference import Invalid, Undefined, reference
 
 TARGETS = ["cuda", "hip", "glsl", "msl"]
 EXECUTORS = {"vulkan": {"arch": "vulkan"}, "cpu-cuda": {"arch": "cpu"}, "cpu-hip": {"arch": "cpu", "dialect": "hip"}}
-EXECUTOR_TARGET = {"vulkan": "glsl", "cpu-cuda": "cuda", "cpu-hip": "hip"}
+# Where an NVIDIA GPU and CuPy exist: --executors cuda,... (not a default: CI has no GPU).
+GPU_EXECUTORS = {"cuda": {"arch": "cuda", "enable_fallback": False}}
+EXECUTOR_TARGET = {"vulkan": "glsl", "cpu-cuda": "cuda", "cpu-hip": "hip", "cuda": "cuda"}
 TOL = 2e-3  # inexact floats: |got - want| <= TOL * 2**mag, mag bounding the stored expression
 
 # Documented limits of a target (docs/lowering.md): refusing these is right, not a false rejection.
@@ -160,7 +162,7 @@ def check_seed(prog: Program, workdir: Path, executors: list[str], compile_all: 
     for ex in executors:
         if EXECUTOR_TARGET[ex] in out.refused:
             continue
-        qd.init(**EXECUTORS[ex])
+        qd.init(**{**EXECUTORS, **GPU_EXECUTORS}[ex])
         args = arguments(prog)
         try:
             kernel(*args)
@@ -322,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, help="check this one seed and print everything")
     ap.add_argument("--replay", type=Path, help="check a saved program.pkl (e.g. a minimized one)")
     ap.add_argument("--show", action="store_true", help="with --seed: print the kernel source")
-    ap.add_argument("--executors", default=",".join(EXECUTORS))
+    ap.add_argument("--executors", default=",".join(EXECUTORS),
+                    help="comma-separated: vulkan, cpu-cuda, cpu-hip; cuda where an NVIDIA GPU and CuPy exist")
     ap.add_argument("--sample", type=int, default=10, help="compile every Kth kernel with every toolchain (0: none)")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a kernel counts as hung")

@@ -100,7 +100,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     int stand for in kernels (f32 and i32 unless given). ``no_hazards=True`` skips the
     hazard checker on first calls. ``random_seed`` starts qd.random's sequence of launches
     (the same seed, the same numbers). Other options go to the executor (``device``,
-    ``fast_math`` for Vulkan; ``dialect="hip"``, ``race_check`` for the CPU)."""
+    ``fast_math`` for Vulkan and CUDA; ``dialect="hip"``, ``race_check`` for the CPU)."""
     import warnings
 
     global _backend, _no_hazards, _defaults, _random_seed, _launches
