@@ -186,7 +186,7 @@ def test_every_routine_compiles_with_nvrtc_rdc_and_links_against_nvshmem(every_r
 def test_manifest_marks_the_kernel_as_needing_nvshmem(every_routine):
     m = every_routine.manifest
     req = m["requirements"]
-    assert req["nvrtc_options"] == ["-std=c++17", "-rdc=true"] and req["min_sm"] == 75
+    assert req["nvrtc_options"] == ["-std=c++17", "-rdc=true", "--fmad=false"] and req["min_sm"] == 75
     shmem = req["nvshmem"]
     assert shmem["relocatable_device_code"] is True and shmem["nvcc_options"] == ["-rdc=true"]
     assert shmem["collective_launch"] is True  # barrier_all on the device

@@ -643,3 +643,78 @@ def test_a_task_making_func_takes_a_serial_local(executor, rng):
         want[:m] = a[:m] * 3 + np.arange(m)
         task_func_bounded_by_a_serial_local(a, np.array(n, np.int32))
         np.testing.assert_array_equal(a, want)
+
+
+# --- Signed overflow (found by the fuzzer on an H200: 24 of 29 wrong results there). C++
+# leaves it undefined and NVRTC optimizes on that, so `x * 3 + 7` near INT_MAX came out
+# differently on the GPU than in Python's fixed-width arithmetic (and on the CPU emulator,
+# which compiled with -fwrapv). Signed +, -, *, negation, abs, ** and subgroup sums that may
+# overflow are written in unsigned arithmetic; the emulator now traps on signed overflow.
+
+@qd.kernel
+def wrapping(x: qd.types.ndarray(qd.i32, ndim=1), w: qd.types.ndarray(qd.i64, ndim=1),
+             y: qd.types.ndarray(qd.i32, ndim=2), z: qd.types.ndarray(qd.i64, ndim=2)):
+    for i in range(x.shape[0]):
+        a = x[i]
+        total = a
+        total += 2147483000
+        y[i, 0] = a * 3 + 7
+        y[i, 1] = -a
+        y[i, 2] = abs(a)
+        y[i, 3] = a ** 3
+        y[i, 4] = total
+        y[i, 5] = x[(a * 31 + 7) % x.shape[0]]  # a hash inside an index wraps before the %
+        b = w[i]
+        z[i, 0] = b * 5 - 3
+        z[i, 1] = -b
+        z[i, 2] = abs(b)
+        z[i, 3] = b * b
+
+
+def test_signed_overflow_wraps(executor):
+    n = 64
+    x = np.array([2**31 - 1, -2**31, 2**30 + 5, -2**30 - 7] * (n // 4), np.int32)
+    x[::7] = np.arange(0, n, 7, dtype=np.int32) * 977 - 20000
+    w = x.astype(np.int64) * (2**32 + 3) + np.int64(2**62)
+    y, z = np.zeros((n, 6), np.int32), np.zeros((n, 4), np.int64)
+    wrapping(x, w, y, z)
+    with np.errstate(over="ignore"):
+        a = x.astype(np.int64)
+        want_y = np.stack([a * 3 + 7, -a, np.abs(a), a ** 3, a + 2147483000,
+                           x[((a * 31 + 7) % 2**32).astype(np.uint32).astype(np.int32) % n]], 1)
+        want_y = (want_y % 2**32).astype(np.uint32).astype(np.int32)
+        want_z = np.stack([w * 5 - 3, -w, np.abs(w), w * w], 1)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(z, want_z)
+
+
+@qd.kernel
+def wrapping_sums(x: qd.types.ndarray(qd.i32, ndim=1), out: qd.types.ndarray(qd.i32, ndim=1)):
+    qd.loop_config(block_dim=64)
+    for i in range(x.shape[0]):
+        out[i] = qd.simt.subgroup.reduce_add(x[i]) + qd.simt.block.inclusive_add(x[i], 64, qd.i32)
+
+
+def test_subgroup_and_block_sums_wrap(executor):
+    x = np.full(128, 2**30 + 12345, np.int32)
+    out = np.zeros(128, np.int32)
+    wrapping_sums(x, out)
+    v = 2**30 + 12345
+    scan = np.cumsum(np.full((2, 64), v, np.int64), 1).reshape(-1)
+    sub = (out.astype(np.int64) - scan) % 2**32  # the subgroup sum, width * v wrapped
+    widths = [w for w in (8, 16, 32, 64) if (w * v) % 2**32 == sub[0]]
+    assert widths, sub[0]
+    np.testing.assert_array_equal(sub, np.full(128, sub[0]))
+
+
+def test_wrapping_is_spelled_only_where_needed():
+    text = qd.translate(wrapping, "cuda").sources["wrapping.cu"]
+    assert "int32_t(uint32_t(a) * 3u + 7u)" in text       # may overflow: unsigned
+    assert "total = int32_t(uint32_t(total) + 2147483000u);" in text
+    assert "qd_abs(a)" in text and "int32_t(0u - uint32_t(a))" in text
+    assert "y[i * y_shape_1 + 2]" in text                 # index arithmetic stays plain
+    assert "% x_shape_0" in text or "qd_mod(" in text
+    msl = qd.translate(wrapping, "msl").sources
+    assert "long(ulong(b) * 5ul - 3ul)" in next(iter(msl.values()))
+    glsl = next(iter(qd.translate(wrapping, "glsl").sources.values()))
+    assert "a * 3 + 7" in glsl                             # SPIR-V's integer arithmetic wraps

@@ -57,6 +57,17 @@ def test_glsl_fast_math_is_per_translation():
     assert "precise float" in qd.translate(with_float_atomic, "glsl").sources["with_float_atomic.comp"]
 
 
+def test_cuda_and_hip_float_contraction_follows_fast_math():
+    """Unfused a * b + c by default (the result every other executor gives, bit for bit);
+    the host compiles with these options, so they are the manifest's."""
+    def options(target, **kw):
+        req = qd.translate(with_float_atomic, target, **kw).manifest["requirements"]
+        return req["nvrtc_options"] if target == "cuda" else req["compile_options"]
+    assert "--fmad=false" in options("cuda") and "--fmad=false" not in options("cuda", fast_math=True)
+    assert "-ffp-contract=off" in options("hip") and "-ffp-contract=off" not in options("hip", fast_math=True)
+    assert "--fmad=false" in options("cuda")
+
+
 @pytest.mark.parametrize("name", TARGETS)
 def test_targets_and_dialects_refuse_state(name):
     target = get_target(name)

@@ -48,6 +48,7 @@ class Var:
 class TaskState:
     writes: set[str] = field(default_factory=set)      # arrays this task writes: unreadable in it
     reductions: dict[str, str] = field(default_factory=dict)  # kernel var -> its reduction op
+    reads: set[str] = field(default_factory=set)  # kernel vars it reads: a reduction of one would race
     block_dim: int | None = None
     shared: dict[str, str] = field(default_factory=dict)  # shared array -> "write" | "read" | atomic op
     tid: str | None = None
@@ -444,7 +445,7 @@ class Generator:
         red = ctx.task.reductions
         kscope = ctx.scopes[0]
         cands = [n for n, v in kscope.items() if v.dt.is_int and v.kernel and n not in red
-                 and v.dt in ACC_TYPES] if self.chance(0.5) else []
+                 and n not in ctx.task.reads and v.dt in ACC_TYPES] if self.chance(0.5) else []
         if cands:
             name = r.choice(cands)
         else:
@@ -503,7 +504,7 @@ class Generator:
         statics = ctx.statics
         roll = r.random()
         if vs and roll < 0.45:
-            return Expr("var", t, [], r.choice(vs))
+            return self.var(ctx, t, r.choice(vs))
         if arrs and roll < 0.8:
             a = r.choice(arrs)
             return Expr("load", t, [self.index(ctx, a)], a.name)
@@ -518,11 +519,18 @@ class Generator:
         vs = [n for n, v in ctx.lookup().items() if v.dt == t and self.readable(ctx, n, v)]
         arrs = [a for a in self.arrays if a.dt == t and self.array_readable(ctx, a)]
         if vs and self.chance(0.5):
-            return Expr("var", t, [], self.r.choice(vs))
+            return self.var(ctx, t, self.r.choice(vs))
         if arrs:
             a = self.r.choice(arrs)
             return Expr("load", t, [self.index(ctx, a)], a.name)
         return Expr("cast", t, [lit(self.int_literal(t).attr)], "cast")
+
+    def var(self, ctx: Ctx, t: DT, name: str, *meta) -> Expr:
+        """A read of variable ``name``; a task that reads a kernel-scope variable never reduces
+        into it (other threads' atomics would land before or after the read: a race)."""
+        if ctx.task is not None and name in ctx.scopes[0]:
+            ctx.task.reads.add(name)
+        return Expr("var", t, [], name, *meta)
 
     def readable(self, ctx: Ctx, name: str, v: Var) -> bool:
         if ctx.where == "parallel" and v.kernel and name in ctx.task.reductions:
@@ -662,7 +670,7 @@ class Generator:
         roll = r.random()
         if vs and roll < 0.45:
             n, v = r.choice(vs)
-            return Expr("var", t, [], n, v.exact, v.mag, v.frac)
+            return self.var(ctx, t, n, v.exact, v.mag, v.frac)
         if arrs and roll < 0.8:
             a = r.choice(arrs)
             if a.role == "in":

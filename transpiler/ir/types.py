@@ -189,6 +189,11 @@ def literal_type(value) -> DType:
     return _defaults.fp
 
 
+def unsigned(t: DType) -> DType:
+    """The unsigned integer type of ``t``'s width."""
+    return {8: u8, 16: u16, 32: u32, 64: u64}[t.bits]
+
+
 def fits(value: int, t: DType) -> bool:
     """Whether the Python int ``value`` is representable in the integer type ``t``."""
     if t.kind == "uint":

@@ -60,7 +60,7 @@ class Options:
 
     subgroup_size: int | None = None  # the width the code is specialized to
     line_directives: bool = False     # `#line` directives pointing at the Python
-    fast_math: bool = False           # GLSL: let the driver reassociate and fuse floats
+    fast_math: bool = False           # let the compiler fuse floats (GLSL: reassociate too)
     wave32: bool = False              # HIP: 32-lane wavefronts (RDNA)
     lavapipe: bool = False            # GLSL: work around Mesa's lavapipe (see GlslRenderer.stmt_Fence)
 

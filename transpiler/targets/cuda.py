@@ -235,6 +235,8 @@ class CudaDialect(CxxDialect):
                 return f"rsqrt({args[0]})"
             base = FLOAT_FUNCS[e.fn]
             return f"{base}{'' if t.name == 'f64' else 'f'}({', '.join(args)})"
+        if e.fn == "abs" and r.helper_wraps(t):
+            return f"{r.helper('abs', t)}({args[0]})"
         bits = 64 if t.bits == 64 else 32
         fn = INT_FUNCS.get((e.fn, bits))
         if fn is None:
@@ -316,11 +318,14 @@ class CudaTarget(Target):
         return out
 
     def requirements(self, ctx: TranslationContext) -> dict:
+        # NVRTC fuses a * b + c into an fma by default; unfused, a float result is the one the
+        # other targets compute (GLSL's `precise`, Metal without fast math, the CPU executors).
+        exact = [] if ctx.options.fast_math else ["--fmad=false"]
         nvshmem = requirement(ctx.kernel)
         if nvshmem is not None:
-            return {"min_sm": NVSHMEM_MIN_SM, "nvrtc_options": ["-std=c++17", "-rdc=true"], "extensions": [],
+            return {"min_sm": NVSHMEM_MIN_SM, "nvrtc_options": ["-std=c++17", "-rdc=true", *exact], "extensions": [],
                     "nvshmem": nvshmem}
-        return {"min_sm": MIN_SM, "nvrtc_options": ["-std=c++17"], "extensions": []}
+        return {"min_sm": MIN_SM, "nvrtc_options": ["-std=c++17", *exact], "extensions": []}
 
     def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
         typedefs = [FIXED_WIDTH[t] for t in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64") if t in usage.types]

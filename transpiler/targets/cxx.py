@@ -30,6 +30,7 @@ FIXED_WIDTH = {
 class CxxDialect(Dialect):
     """Literals and casts as C++ writes them; subclasses add their own spellings."""
 
+    signed_overflow_undefined = True
     int_suffix = {"i32": "", "u32": "u", "i64": "ll", "u64": "ull"}
     inline = "inline"              # a helper function's specifiers
     fmod: dict[str, str] = {}      # dtype -> the float remainder function (Python's % on floats)

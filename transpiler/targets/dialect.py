@@ -79,6 +79,10 @@ def printf_text(chunks: tuple[str, ...], specs: list[str]) -> str:
 class Dialect:
     """Spellings of one C-like target language. Subclasses fill in the tables."""
 
+    # C++ (CUDA, HIP, MSL) leaves signed overflow undefined and its compilers optimize on it:
+    # signed +, -, * and negation that may overflow are then written in unsigned arithmetic.
+    signed_overflow_undefined = False
+
     name = ""
     types: dict[str, str] = {}
     reserved: frozenset[str] = frozenset()

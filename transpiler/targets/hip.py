@@ -166,7 +166,8 @@ class HipTarget(CudaTarget):
     def requirements(self, ctx: TranslationContext) -> dict:
         wave = ctx.options.subgroup_size
         req = {"wavefront_size": wave, "arch_family": ARCH_FAMILY[wave], "offload_arch": CHECK_ARCHS[wave],
-               "compile_options": ["-O3"], "extensions": []}
+               "compile_options": ["-O3"] + ([] if ctx.options.fast_math else ["-ffp-contract=off"]),
+               "extensions": []}
         if ctx.needs.global_float_atomic_add:
             req["coarse_grained_memory"] = True
         return req

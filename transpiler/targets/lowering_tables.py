@@ -128,6 +128,8 @@ def markdown() -> str:
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in vector_rows(shown)]
     out += ["", "## Fields", ""]
     out += [f"- {note}" for note in FIELD_NOTES]
+    out += ["", "## Integer and float arithmetic", ""]
+    out += [f"- {note}" for note in ARITHMETIC_NOTES]
     out.append("")
     return "\n".join(out)
 
@@ -164,6 +166,22 @@ FIELD_NOTES = (
     "would be one copy per module, not one per field; as a parameter, every kernel of a Python module "
     "binds the same buffer by name (the manifest's `fields`, the header's `fields` table), the Python "
     "runtimes keep it across calls, and the four targets bind it the same way.",
+)
+
+
+ARITHMETIC_NOTES = (
+    "Fixed-width integers wrap, as in Quadrants. C++ (CUDA, HIP, MSL) leaves signed overflow "
+    "undefined and NVRTC, hipcc and Metal optimize on that (a fuzz run on an H200 found 24 wrong "
+    "results from it), so signed `+`, `-`, `*`, negation, `abs`, `**` and subgroup sums that may "
+    "overflow are written in the unsigned type: `int32_t(uint32_t(a) * 3u + 7u)`. Where the operands' "
+    "ranges prove the result fits (thread indices, small constants, widened 8/16-bit values, loop "
+    "variables minus a constant) and in index arithmetic (array subscripts and loop bounds, where "
+    "overflow is out of bounds whatever the spelling) the plain spelling stays. GLSL needs neither: "
+    "SPIR-V's integer arithmetic wraps. The CPU executors compile with signed-overflow traps, so an "
+    "overflow the emitted text failed to avoid stops with its Python line instead of wrapping quietly.",
+    "Floats: `a * b + c` is not fused into an fma unless `fast_math` is asked for: GLSL marks values "
+    "`precise`, CUDA's manifest lists `--fmad=false` among its NVRTC options and HIP's "
+    "`-ffp-contract=off`, Metal's says `fast_math: false`; so every target rounds as NumPy does.",
 )
 
 

@@ -148,8 +148,8 @@ class MslDialect(CxxDialect):
             return f"isnan({args[0]})"
         if t.is_float:
             return f"{FLOAT_FUNCS[e.fn]}({', '.join(args)})"
-        if e.fn == "ffs":
-            return f"{r.helper('ffs', t)}({args[0]})"
+        if e.fn == "ffs" or (e.fn == "abs" and r.helper_wraps(t)):
+            return f"{r.helper(e.fn, t)}({args[0]})"
         text = f"{INT_FUNCS[e.fn]}({', '.join(args)})"
         if e.fn in ("popcnt", "clz") and t.name != "i32":
             text = f"int({text})"

@@ -13,6 +13,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..passes.functions import function_inputs
+from ..passes.ranges import in_range
 from .context import RenderedFunction, TranslationContext, Usage
 from .dialect import (
     BINARY, BITWISE, COMPARE, COMPOUND, PREC_ADD, PREC_AND, PREC_COND, PREC_MUL, PREC_OR, PREC_PRIMARY, PREC_REL,
@@ -22,6 +23,10 @@ from .dialect import (
 
 def _same_op(e: ir.Expr, op: str) -> bool:
     return isinstance(e, ir.BinOp) and e.op == op
+
+
+def _additive(e: ir.Expr) -> bool:
+    return (isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul")) or (isinstance(e, ir.Unary) and e.op == "neg")
 
 
 class Renderer:
@@ -41,6 +46,9 @@ class Renderer:
         self.keep: list = []
         self.last_line: tuple[str, int] | None = None
         self.referenced: set[tuple[int, int | None]] = set()  # (id(param), dim or None) read by the body
+        # > 0 while an array index or a loop's bounds are written: index-space arithmetic, where
+        # overflow is out of bounds (or a range i32 cannot count) whatever the spelling.
+        self.in_index = 0
 
     # ------------------------------------------------------------------ names
 
@@ -70,8 +78,17 @@ class Renderer:
     def param_name(self, p: ir.Param) -> str:
         return self.names[id(p)]
 
+    def helper_wraps(self, t: T.DType) -> bool:
+        """Whether signed arithmetic on ``t`` is undefined on overflow in this dialect (C++
+        computes narrower types in int, where they cannot overflow)."""
+        return self.dialect.signed_overflow_undefined and t.is_int and t.is_signed and t.bits >= 32
+
     def helper(self, name: str, t: T.DType, **extra) -> str:
-        """Request a helper function; returns the name to call."""
+        """Request a helper function; returns the name to call. On a signed type whose
+        overflow the dialect leaves undefined, ``h.extra.wrap`` names the unsigned type its
+        arithmetic wraps in."""
+        if self.helper_wraps(t):
+            extra.setdefault("wrap", self.type(T.unsigned(t)))
         h = Helper(name, t.name, self.dialect.type_name(t), extra)
         self.usage.helpers.setdefault(h.key, h)
         return "qd_" + name
@@ -93,6 +110,14 @@ class Renderer:
 
     def expr(self, e: ir.Expr) -> tuple[str, int]:
         method = getattr(self, "expr_" + type(e).__name__)
+        if self.in_index and not _additive(e):
+            # Only the sum of products an index is made of overflows out of bounds: below a
+            # %, a shift or a call (a hash's `(h * 31 + k) % n`) the wrapped value is used.
+            saved, self.in_index = self.in_index, 0
+            try:
+                return method(e)
+            finally:
+                self.in_index = saved
         return method(e)
 
     def text(self, e: ir.Expr, min_prec: int = 0) -> str:
@@ -123,13 +148,19 @@ class Renderer:
                 return self.element_index(array, indices[:nd], inner)
         if not indices:  # a 0-d array: its one element
             return "0"
-        if len(indices) == 1:
-            return self.text(indices[0])
-        return self.row_major(array, indices)
+        return self.index_text(indices[0]) if len(indices) == 1 else self.row_major(array, indices)
+
+    def index_text(self, e: ir.Expr, min_prec: int = 0) -> str:
+        """``e`` in index space: signed arithmetic there keeps its plain spelling."""
+        self.in_index += 1
+        try:
+            return self.text(e, min_prec)
+        finally:
+            self.in_index -= 1
 
     def row_major(self, array: ir.Array, indices: list[ir.Expr]) -> str:
         """((i * n1 + j) * n2 + k); a vector or matrix element's extents are constants."""
-        acc = self.text(indices[0], PREC_MUL)
+        acc = self.index_text(indices[0], PREC_MUL)
         for dim, idx in enumerate(indices[1:], start=1):
             if isinstance(array, ir.SharedArray):
                 extent = str(array.type.shape[dim])
@@ -140,7 +171,7 @@ class Renderer:
             else:
                 self.referenced.add((id(array), dim))
                 extent = self.shape_names[(id(array), dim)]
-            acc = f"{acc} * {extent} + {self.text(idx, PREC_ADD)}"
+            acc = f"{acc} * {extent} + {self.index_text(idx, PREC_ADD)}"
             if dim < len(indices) - 1:
                 acc = f"({acc})"
         return acc
@@ -155,7 +186,7 @@ class Renderer:
             return str(offset)
         if len(outer) == 1 and isinstance(outer[0], ir.Const):
             return str(int(outer[0].value) * array.type.element_size + offset)
-        base = self.text(outer[0], PREC_MUL) if len(outer) == 1 else f"({self.row_major(array, outer)})"
+        base = self.index_text(outer[0], PREC_MUL) if len(outer) == 1 else f"({self.row_major(array, outer)})"
         text = f"{base} * {array.type.element_size}"
         return text if offset == 0 else f"{text} + {offset}"
 
@@ -168,11 +199,47 @@ class Renderer:
             return self.dialect.cast(text, t), PREC_PRIMARY
         return text, prec
 
+    # ------------------------------------------------ signed arithmetic that wraps
+
+    def wraps(self, e: ir.Expr) -> bool:
+        """Whether ``e`` is signed +, -, * or negation that the target must compute in unsigned
+        arithmetic: the dialect leaves signed overflow undefined, and ``e`` may overflow."""
+        if not self.helper_wraps(e.type):
+            return False
+        if not ((isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul")) or
+                (isinstance(e, ir.Unary) and e.op == "neg")):
+            return False
+        return not self.in_index and not in_range(e)
+
+    def unsigned_text(self, e: ir.Expr, min_prec: int) -> str:
+        """``e`` (signed) as its unsigned twin: a wrapping operation's own unsigned form, a
+        literal in the unsigned type, or a conversion."""
+        u = T.unsigned(e.type)
+        if self.wraps(e):
+            s, p = self.unsigned_expr(e)
+            return f"({s})" if p < min_prec else s
+        if isinstance(e, ir.Const):
+            return self.dialect.literal(int(e.value) % (1 << u.bits), u)
+        return self.dialect.cast(self.text(e), u)
+
+    def unsigned_expr(self, e: ir.BinOp | ir.Unary) -> tuple[str, int]:
+        self.type(T.unsigned(e.type))
+        if isinstance(e, ir.Unary):
+            zero = self.dialect.literal(0, T.unsigned(e.type))
+            return f"{zero} - {self.unsigned_text(e.a, PREC_ADD + 1)}", PREC_ADD
+        op, prec = BINARY[e.op]
+        return f"{self.unsigned_text(e.a, prec)} {op} {self.unsigned_text(e.b, prec + 1)}", prec
+
+    def wrapped(self, e: ir.BinOp | ir.Unary) -> tuple[str, int]:
+        return self.dialect.cast(self.unsigned_expr(e)[0], e.type), PREC_PRIMARY
+
     def expr_BinOp(self, e: ir.BinOp):
         t = e.type
         special = self.dialect.binop_special(self, e)
         if special is not None:
             return special
+        if self.wraps(e):
+            return self.wrapped(e)
         op, prec = BINARY[e.op]
         if e.op in BITWISE:
             # Spell out the grouping of mixed bit operations; C's precedence there surprises.
@@ -193,6 +260,8 @@ class Renderer:
         return f"{self.text(e.a, PREC_AND + 1)} || {self.text(e.b, PREC_AND + 1)}", PREC_OR
 
     def expr_Unary(self, e: ir.Unary):
+        if self.wraps(e):
+            return self.wrapped(e)
         sym = {"neg": "-", "not": "!", "invert": "~"}[e.op]
         inner = self.text(e.a, PREC_UNARY)
         if sym == "-" and inner.startswith("-"):
@@ -288,7 +357,9 @@ class Renderer:
 
     def stmt_Declare(self, st: ir.Declare, depth: int) -> None:
         t = self.type(st.var.type, st.loc)
-        init = None if st.init is None else self.text(st.init)
+        # A loop variable's value (a task's, recovered from the linear index) is index space.
+        render = self.index_text if st.var.loop_var else self.text
+        init = None if st.init is None else render(st.init)
         name = self.declare_name(st.var, st.var.name)
         self.put(depth, f"{t} {name};" if init is None else f"{t} {name} = {init};", st.loc)
 
@@ -296,7 +367,8 @@ class Renderer:
         name = self.local_name(st.var)
         v = st.value
         if isinstance(v, ir.BinOp) and v.op in COMPOUND and isinstance(v.a, ir.LocalRef) and v.a.var is st.var \
-                and self.dialect.compute_type(v.type) == v.type and self.dialect.binop_special(self, v) is None:
+                and self.dialect.compute_type(v.type) == v.type and self.dialect.binop_special(self, v) is None \
+                and not self.wraps(v):
             op = BINARY[v.op][0]
             self.put(depth, f"{name} {op}= {self.text(v.b)};", st.loc)
             return
@@ -324,9 +396,9 @@ class Renderer:
         self.scopes.append(set())
         try:
             t = self.type(st.var.type, st.loc)
-            start = self.text(st.start)
+            start = self.index_text(st.start)
             name = self.declare_name(st.var, st.var.name)
-            stop = self.text(st.stop, PREC_REL + 1)
+            stop = self.index_text(st.stop, PREC_REL + 1)
             if st.step_sign > 0:
                 cond = f"{name} < {stop}"
             elif st.step_sign < 0:

@@ -11,10 +11,11 @@ __device__ __forceinline__ int32_t qd_floordiv(int32_t a, int32_t b)
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-// Python's ** on i32 with a non-negative exponent: square-and-multiply
-__device__ __forceinline__ int32_t qd_ipow(int32_t base, int32_t exp)
+// Python's ** on i32 with a non-negative exponent: square-and-multiply// in uint32_t, so that the power wraps
+__device__ __forceinline__ int32_t qd_ipow(int32_t base_, int32_t exp)
 {
-    int32_t result = 1;
+    uint32_t base = (uint32_t)base_;
+    uint32_t result = 1;
     while (exp > 0) {
         if (exp & 1) {
             result *= base;
@@ -22,7 +23,7 @@ __device__ __forceinline__ int32_t qd_ipow(int32_t base, int32_t exp)
         base *= base;
         exp >>= 1;
     }
-    return result;
+    return (int32_t)result;
 }
 
 // Python's % on f32: the result takes the sign of the divisor
@@ -64,9 +65,9 @@ extern "C" __global__ void __launch_bounds__(128) arith(
         int32_t y = b[i];  // arith.py:12
         out_i[i * out_i_shape_1 + 0] = qd_floordiv(x, y);  // arith.py:13
         out_i[i * out_i_shape_1 + 1] = qd_mod(x, y);  // arith.py:14
-        out_i[i * out_i_shape_1 + 2] = x * 3 - y + 7;  // arith.py:15
+        out_i[i * out_i_shape_1 + 2] = int32_t(uint32_t(x) * 3u - uint32_t(y) + 7u);  // arith.py:15
         out_i[i * out_i_shape_1 + 3] = ((x << 2) ^ (y >> 1)) | (x & 255);  // arith.py:16
-        out_i[i * out_i_shape_1 + 4] = -x + ~y;  // arith.py:17
+        out_i[i * out_i_shape_1 + 4] = int32_t(0u - uint32_t(x) + uint32_t(~y));  // arith.py:17
         out_i[i * out_i_shape_1 + 5] = qd_ipow(x, 3);  // arith.py:18
         out_f[i * out_f_shape_1 + 0] = float(x) / float(y);  // arith.py:19
         out_f[i * out_f_shape_1 + 1] = floorf(f[i] / 0.75f);  // arith.py:20

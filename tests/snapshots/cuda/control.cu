@@ -2,6 +2,14 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
+
+// abs on i32, wrapping: the most negative value is its own absolute value, as in a
+// fixed-width Python int (C++'s abs of it is undefined)
+__device__ __forceinline__ int32_t qd_abs(int32_t x)
+{
+    return x < 0 ? (int32_t)((uint32_t)0 - (uint32_t)x) : x;
+}
 
 // Python's // on i32: rounds toward negative infinity
 __device__ __forceinline__ int32_t qd_floordiv(int32_t a, int32_t b)
@@ -30,13 +38,13 @@ extern "C" __global__ void __launch_bounds__(128) control(int32_t* a, int32_t a_
             out[i * out_shape_1 + 0] = 1;  // control.py:14
         }
         int32_t steps = 0;  // control.py:16
-        int32_t n = abs(v) + 1;  // control.py:17
+        int32_t n = int32_t(uint32_t(qd_abs(v)) + 1u);  // control.py:17
         while (n != 1) {  // control.py:18
             if (steps >= 50) {  // control.py:19
                 break;  // control.py:20
             }
-            n = qd_mod(n, 2) == 0 ? qd_floordiv(n, 2) : 3 * n + 1;  // control.py:21
-            steps += 1;  // control.py:22
+            n = qd_mod(n, 2) == 0 ? qd_floordiv(n, 2) : int32_t(3u * uint32_t(n) + 1u);  // control.py:21
+            steps = int32_t(uint32_t(steps) + 1u);  // control.py:22
         }
         out[i * out_shape_1 + 1] = steps;  // control.py:23
         int32_t total = 0;  // control.py:24
@@ -44,19 +52,19 @@ extern "C" __global__ void __launch_bounds__(128) control(int32_t* a, int32_t a_
             if (k % 3 == 0) {  // control.py:26
                 continue;  // control.py:27
             }
-            total += k;  // control.py:28
+            total = int32_t(uint32_t(total) + uint32_t(k));  // control.py:28
         }
         for (int32_t k = v; k < v + 20; k += 3) {  // control.py:29
-            total += k;  // control.py:30
+            total = int32_t(uint32_t(total) + uint32_t(k));  // control.py:30
         }
         for (int32_t k = 10; k > 0; k -= 2) {  // control.py:31
-            total -= k;  // control.py:32
+            total = int32_t(uint32_t(total) - uint32_t(k));  // control.py:32
         }
         out[i * out_shape_1 + 2] = total;  // control.py:33
         int32_t step = 1 + i % 3;  // control.py:34
         int32_t acc = 0;  // control.py:35
         for (int32_t k = 0; step > 0 ? k < 12 : k > 12; k += step) {  // control.py:36
-            acc += 1;  // control.py:37
+            acc = int32_t(uint32_t(acc) + 1u);  // control.py:37
         }
         out[i * out_shape_1 + 3] = acc;  // control.py:38
         bool inside = (0 < v && v < 100 && !(qd_mod(v, 5) == 0)) || v == -7;  // control.py:39

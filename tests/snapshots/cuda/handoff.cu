@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // qd.volatile_load on i32: a relaxed device-scope load that is never cached or hoisted.
 // sm_90 SASS: LD.E.STRONG.GPU, lighter than a C volatile read (LDG.E.STRONG.SYS, system scope).

@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // Python's % on i32: the result takes the sign of the divisor
 __device__ __forceinline__ int32_t qd_mod(int32_t a, int32_t b)

@@ -5,6 +5,7 @@ typedef short int16_t;
 typedef int int32_t;
 typedef long long int64_t;
 typedef unsigned char uint8_t;
+typedef unsigned long long uint64_t;
 
 // IEEE binary16 in 16 bits; arithmetic happens in float, results round on conversion back.
 #ifndef QD_SIMT_EMULATOR  // the CPU emulator's qd_simt.h has its own (PTX asm cannot run there)
@@ -32,6 +33,6 @@ extern "C" __global__ void __launch_bounds__(128) narrow(
         x[i] = uint8_t(x[i] + uint8_t(200));  // dtypes.py:20
         y[i] = int16_t(int16_t(y[i] * int16_t(3)) - int16_t(1));  // dtypes.py:21
         h[i] = qd_half(qd_half(h[i] * qd_half(0.5f)) + qd_half(1.0f));  // dtypes.py:22
-        big[i] = big[i] * 4000000000ll + int64_t(i);  // dtypes.py:23
+        big[i] = int64_t(uint64_t(big[i]) * 4000000000ull + uint64_t(int64_t(i)));  // dtypes.py:23
     }
 }

@@ -17,9 +17,9 @@ extern "C" __global__ void __launch_bounds__(128) box3(
     int32_t out_shape_2)
 {
     for (int32_t linear = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); linear < (v_shape_0 - 2) * (v_shape_1 - 2) * v_shape_2; linear += (int32_t)(blockDim.x * gridDim.x)) {  // ndrange2d.py:14
-        int32_t i = 1 + linear / ((v_shape_1 - 2) * v_shape_2);  // ndrange2d.py:14
+        int32_t i = 1 + linear / int32_t(uint32_t(v_shape_1 - 2) * uint32_t(v_shape_2));  // ndrange2d.py:14
         int32_t j = 1 + linear / v_shape_2 % (v_shape_1 - 2);  // ndrange2d.py:14
         int32_t k = linear % v_shape_2;  // ndrange2d.py:14
-        out[(i * out_shape_1 + j) * out_shape_2 + k] = v[((i - 1) * v_shape_1 + j) * v_shape_2 + k] + v[((i + 1) * v_shape_1 + j) * v_shape_2 + k] + v[(i * v_shape_1 + j - 1) * v_shape_2 + k] + v[(i * v_shape_1 + j + 1) * v_shape_2 + k];  // ndrange2d.py:15
+        out[(i * out_shape_1 + j) * out_shape_2 + k] = int32_t(uint32_t(v[((i - 1) * v_shape_1 + j) * v_shape_2 + k]) + uint32_t(v[((i + 1) * v_shape_1 + j) * v_shape_2 + k]) + uint32_t(v[(i * v_shape_1 + j - 1) * v_shape_2 + k]) + uint32_t(v[(i * v_shape_1 + j + 1) * v_shape_2 + k]));  // ndrange2d.py:15
     }
 }

@@ -23,10 +23,11 @@ inline int qd_floordiv(int a, int b)
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-// Python's ** on i32 with a non-negative exponent: square-and-multiply
-inline int qd_ipow(int base, int exp)
+// Python's ** on i32 with a non-negative exponent: square-and-multiply// in uint, so that the power wraps
+inline int qd_ipow(int base_, int exp)
 {
-    int result = 1;
+    uint base = (uint)base_;
+    uint result = 1;
     while (exp > 0) {
         if (exp & 1) {
             result *= base;
@@ -34,7 +35,7 @@ inline int qd_ipow(int base, int exp)
         base *= base;
         exp >>= 1;
     }
-    return result;
+    return (int)result;
 }
 
 // Python's % on f32: the result takes the sign of the divisor
@@ -76,9 +77,9 @@ kernel void arith(
         int y = b[i];  // arith.py:12
         out_i[i * out_i_shape_1 + 0] = qd_floordiv(x, y);  // arith.py:13
         out_i[i * out_i_shape_1 + 1] = qd_mod(x, y);  // arith.py:14
-        out_i[i * out_i_shape_1 + 2] = x * 3 - y + 7;  // arith.py:15
+        out_i[i * out_i_shape_1 + 2] = int(uint(x) * 3u - uint(y) + 7u);  // arith.py:15
         out_i[i * out_i_shape_1 + 3] = ((x << 2) ^ (y >> 1)) | (x & 255);  // arith.py:16
-        out_i[i * out_i_shape_1 + 4] = -x + ~y;  // arith.py:17
+        out_i[i * out_i_shape_1 + 4] = int(0u - uint(x) + uint(~y));  // arith.py:17
         out_i[i * out_i_shape_1 + 5] = qd_ipow(x, 3);  // arith.py:18
         out_f[i * out_f_shape_1 + 0] = float(x) / float(y);  // arith.py:19
         out_f[i * out_f_shape_1 + 1] = floor(f[i] / 0.75f);  // arith.py:20

@@ -29,9 +29,9 @@ kernel void box3(
     const int out_shape_1 = params.out_shape_1;  // ndrange2d.py:13
     const int out_shape_2 = params.out_shape_2;  // ndrange2d.py:13
     for (int linear = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); linear < (v_shape_0 - 2) * (v_shape_1 - 2) * v_shape_2; linear += int(threads_per_threadgroup * threadgroups_per_grid)) {  // ndrange2d.py:14
-        int i = 1 + linear / ((v_shape_1 - 2) * v_shape_2);  // ndrange2d.py:14
+        int i = 1 + linear / int(uint(v_shape_1 - 2) * uint(v_shape_2));  // ndrange2d.py:14
         int j = 1 + linear / v_shape_2 % (v_shape_1 - 2);  // ndrange2d.py:14
         int k = linear % v_shape_2;  // ndrange2d.py:14
-        out[(i * out_shape_1 + j) * out_shape_2 + k] = v[((i - 1) * v_shape_1 + j) * v_shape_2 + k] + v[((i + 1) * v_shape_1 + j) * v_shape_2 + k] + v[(i * v_shape_1 + j - 1) * v_shape_2 + k] + v[(i * v_shape_1 + j + 1) * v_shape_2 + k];  // ndrange2d.py:15
+        out[(i * out_shape_1 + j) * out_shape_2 + k] = int(uint(v[((i - 1) * v_shape_1 + j) * v_shape_2 + k]) + uint(v[((i + 1) * v_shape_1 + j) * v_shape_2 + k]) + uint(v[(i * v_shape_1 + j - 1) * v_shape_2 + k]) + uint(v[(i * v_shape_1 + j + 1) * v_shape_2 + k]));  // ndrange2d.py:15
     }
 }

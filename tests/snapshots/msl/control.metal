@@ -9,6 +9,13 @@ struct Params {
     int out_shape_1;  // offset 8
 };
 
+// abs on i32, wrapping: the most negative value is its own absolute value, as in a
+// fixed-width Python int (C++'s abs of it is undefined)
+inline int qd_abs(int x)
+{
+    return x < 0 ? (int)((uint)0 - (uint)x) : x;
+}
+
 // Python's // on i32: rounds toward negative infinity
 inline int qd_floordiv(int a, int b)
 {
@@ -46,13 +53,13 @@ kernel void control(
             out[i * out_shape_1 + 0] = 1;  // control.py:14
         }
         int steps = 0;  // control.py:16
-        int n = abs(v) + 1;  // control.py:17
+        int n = int(uint(qd_abs(v)) + 1u);  // control.py:17
         while (n != 1) {  // control.py:18
             if (steps >= 50) {  // control.py:19
                 break;  // control.py:20
             }
-            n = qd_mod(n, 2) == 0 ? qd_floordiv(n, 2) : 3 * n + 1;  // control.py:21
-            steps += 1;  // control.py:22
+            n = qd_mod(n, 2) == 0 ? qd_floordiv(n, 2) : int(3u * uint(n) + 1u);  // control.py:21
+            steps = int(uint(steps) + 1u);  // control.py:22
         }
         out[i * out_shape_1 + 1] = steps;  // control.py:23
         int total = 0;  // control.py:24
@@ -60,19 +67,19 @@ kernel void control(
             if (k % 3 == 0) {  // control.py:26
                 continue;  // control.py:27
             }
-            total += k;  // control.py:28
+            total = int(uint(total) + uint(k));  // control.py:28
         }
         for (int k = v; k < v + 20; k += 3) {  // control.py:29
-            total += k;  // control.py:30
+            total = int(uint(total) + uint(k));  // control.py:30
         }
         for (int k = 10; k > 0; k -= 2) {  // control.py:31
-            total -= k;  // control.py:32
+            total = int(uint(total) - uint(k));  // control.py:32
         }
         out[i * out_shape_1 + 2] = total;  // control.py:33
         int step = 1 + i % 3;  // control.py:34
         int acc = 0;  // control.py:35
         for (int k = 0; step > 0 ? k < 12 : k > 12; k += step) {  // control.py:36
-            acc += 1;  // control.py:37
+            acc = int(uint(acc) + 1u);  // control.py:37
         }
         out[i * out_shape_1 + 3] = acc;  // control.py:38
         bool inside = (0 < v && v < 100 && !(qd_mod(v, 5) == 0)) || v == -7;  // control.py:39

@@ -28,6 +28,6 @@ kernel void narrow(
         x[i] = uchar(x[i] + uchar(200));  // dtypes.py:20
         y[i] = short(short(y[i] * short(3)) - short(1));  // dtypes.py:21
         h[i] = h[i] * 0.5h + 1.0h;  // dtypes.py:22
-        big[i] = big[i] * 4000000000l + long(i);  // dtypes.py:23
+        big[i] = long(ulong(big[i]) * 4000000000ul + ulong(long(i)));  // dtypes.py:23
     }
 }

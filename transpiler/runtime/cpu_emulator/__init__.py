@@ -52,10 +52,13 @@ _OK, _DEADLOCK, _HANG, _TRAP, _SIGNAL, _BAD_LAUNCH = range(6)
 _POISON_SHARED = 1
 _ERRLEN = 1 << 16
 
-# Compiler flags: -fwrapv because GPU integer arithmetic wraps (and numpy's does), where C++
-# optimizers would assume signed overflow never happens; -g1 keeps line tables so a fault's
-# address maps back to a generated line, and from there to the Python line.
-_COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-fwrapv", "-fno-strict-aliasing", "-pthread", "-U_FORTIFY_SOURCE"]
+# Compiler flags: signed overflow traps (SIGILL, reported at its Python line) rather than
+# wrapping (-fwrapv would hide it): C++ leaves it undefined and NVRTC and hipcc optimize on
+# that, so the emitted text must never overflow a signed int (it computes in unsigned where
+# a value may wrap). -g1 keeps line tables so a fault's address maps back to a generated
+# line, and from there to the Python line.
+_COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-fsanitize=signed-integer-overflow", "-fsanitize-undefined-trap-on-error",
+                 "-fno-strict-aliasing", "-pthread", "-U_FORTIFY_SOURCE"]
 
 
 class KernelError(RuntimeError):

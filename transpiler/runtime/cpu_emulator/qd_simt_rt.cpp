@@ -567,7 +567,9 @@ void describe_signal() {
     else if (overflow) what = "stack overflow";
     else if (sig_no == SIGSEGV) what = "invalid memory access (SIGSEGV)";
     else if (sig_no == SIGBUS) what = "bus error (SIGBUS)";
-    else if (sig_no == SIGILL) what = "illegal instruction (SIGILL)";
+    // -fsanitize=signed-integer-overflow traps with ud2: a signed overflow the generated
+    // code must never have (C++ leaves it undefined; GPU compilers optimize on that).
+    else if (sig_no == SIGILL) what = "signed integer overflow in the generated code, undefined in C++ (SIGILL)";
     appendf(msg, "%s", what);
     if (cur) appendf(msg, " in thread %u of %s", cur->tid, block_text().c_str());
     if (sig_no == SIGSEGV && !overflow) appendf(msg, ", address %p", sig_addr);

@@ -25,7 +25,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void cas_loops(
         int prod_old = prod[0];  // atomic_cas_loops.py:11
         while (true) {  // atomic_cas_loops.py:11
             int prod_assumed = prod_old;  // atomic_cas_loops.py:11
-            int prod_seen = atomic_cmpxchg((volatile __global int*)&prod[0], prod_assumed, prod_assumed * 2);  // atomic_cas_loops.py:11
+            int prod_seen = atomic_cmpxchg((volatile __global int*)&prod[0], prod_assumed, (int)((uint)(prod_assumed) * 2u));  // atomic_cas_loops.py:11
             prod_old = prod_seen;  // atomic_cas_loops.py:11
             if (prod_seen == prod_assumed) {  // atomic_cas_loops.py:11
                 break;  // atomic_cas_loops.py:11

@@ -11,28 +11,28 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void block_votes(__glo
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);  // block_votes.py:9
     for (int i = (int)get_global_id(0); i < p_shape_0; i += (int)(get_local_size(0) * get_num_groups(0))) {  // block_votes.py:9
         if ((int)get_local_id(0) == 0) {  // block_votes.py:10
-            vote_slots[vote_phase == 2 ? 0 : vote_phase + 1] = 0;  // block_votes.py:10
+            vote_slots[vote_phase == 2 ? 0 : (int)((uint)(vote_phase) + 1u)] = 0;  // block_votes.py:10
         }
         atomic_add((volatile __local int*)&vote_slots[vote_phase], (int)(p[i] != 0));  // block_votes.py:10
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);  // block_votes.py:10
         int vote_count = vote_slots[vote_phase];  // block_votes.py:10
-        vote_phase = vote_phase == 2 ? 0 : vote_phase + 1;  // block_votes.py:10
+        vote_phase = vote_phase == 2 ? 0 : (int)((uint)(vote_phase) + 1u);  // block_votes.py:10
         out[i * out_shape_1 + 0] = (int)(vote_count == 128);  // block_votes.py:10
         if ((int)get_local_id(0) == 0) {  // block_votes.py:11
-            vote_slots[vote_phase == 2 ? 0 : vote_phase + 1] = 0;  // block_votes.py:11
+            vote_slots[vote_phase == 2 ? 0 : (int)((uint)(vote_phase) + 1u)] = 0;  // block_votes.py:11
         }
         atomic_add((volatile __local int*)&vote_slots[vote_phase], (int)(p[i] != 0));  // block_votes.py:11
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);  // block_votes.py:11
         int vote_count_1 = vote_slots[vote_phase];  // block_votes.py:11
-        vote_phase = vote_phase == 2 ? 0 : vote_phase + 1;  // block_votes.py:11
+        vote_phase = vote_phase == 2 ? 0 : (int)((uint)(vote_phase) + 1u);  // block_votes.py:11
         out[i * out_shape_1 + 1] = (int)(vote_count_1 != 0);  // block_votes.py:11
         if ((int)get_local_id(0) == 0) {  // block_votes.py:12
-            vote_slots[vote_phase == 2 ? 0 : vote_phase + 1] = 0;  // block_votes.py:12
+            vote_slots[vote_phase == 2 ? 0 : (int)((uint)(vote_phase) + 1u)] = 0;  // block_votes.py:12
         }
         atomic_add((volatile __local int*)&vote_slots[vote_phase], (int)(p[i] != 0));  // block_votes.py:12
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);  // block_votes.py:12
         int vote_count_2 = vote_slots[vote_phase];  // block_votes.py:12
-        vote_phase = vote_phase == 2 ? 0 : vote_phase + 1;  // block_votes.py:12
+        vote_phase = vote_phase == 2 ? 0 : (int)((uint)(vote_phase) + 1u);  // block_votes.py:12
         out[i * out_shape_1 + 2] = vote_count_2;  // block_votes.py:12
     }
 }

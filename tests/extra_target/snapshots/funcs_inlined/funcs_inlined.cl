@@ -10,8 +10,8 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void funcs_inlined(__g
         int v_1 = n[i];  // funcs_inlined.py:25
         int n_1 = 0;  // funcs_inlined.py:13
         while (v_1 > 7) {  // funcs_inlined.py:14
-            v_1 -= 7;  // funcs_inlined.py:15
-            n_1 += 1;  // funcs_inlined.py:16
+            v_1 = (int)((uint)(v_1) - 7u);  // funcs_inlined.py:15
+            n_1 = (int)((uint)(n_1) + 1u);  // funcs_inlined.py:16
         }
         n[i] = n_1;  // funcs_inlined.py:25
     }

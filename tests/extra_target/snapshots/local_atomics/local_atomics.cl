@@ -14,9 +14,9 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void local_atomics_1(_
         int mine = atomic_add((volatile __global int*)&qd_next_slot[0], 1);  // local_atomics.py:10
         int budget = 10;  // local_atomics.py:11
         int old = budget;  // local_atomics.py:12
-        budget = old - 3;  // local_atomics.py:12
+        budget = (int)((uint)(old) - 3u);  // local_atomics.py:12
         int spent = old;  // local_atomics.py:12
-        out[i] = mine * 100 + spent * 10 + budget;  // local_atomics.py:13
+        out[i] = (int)((uint)(mine) * 100u + (uint)(spent) * 10u + (uint)(budget));  // local_atomics.py:13
     }
 }
 

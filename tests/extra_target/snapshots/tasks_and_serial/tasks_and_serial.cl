@@ -11,7 +11,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void tasks_and_serial_
 {
     int half_ = a_shape_0 >> 1;  // tasks_and_serial.py:8
     for (int i = (int)get_global_id(0); i < half_; i += (int)(get_local_size(0) * get_num_groups(0))) {  // tasks_and_serial.py:10
-        a[i] = a[i] * 2;  // tasks_and_serial.py:11
+        a[i] = (int)((uint)(a[i]) * 2u);  // tasks_and_serial.py:11
     }
 }
 

@@ -10,7 +10,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void volatile_handoff_
     int out_shape_0)
 {
     for (int i = (int)get_global_id(0); i < data_shape_0; i += (int)(get_local_size(0) * get_num_groups(0))) {  // volatile_handoff.py:9
-        atomic_xchg((volatile __global int*)&data[i], i * 3);  // volatile_handoff.py:10
+        atomic_xchg((volatile __global int*)&data[i], (int)((uint)(i) * 3u));  // volatile_handoff.py:10
         atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE, memory_order_seq_cst, memory_scope_device);  // volatile_handoff.py:11
         atomic_xchg((volatile __global int*)&flag[i], 1);  // volatile_handoff.py:12
     }

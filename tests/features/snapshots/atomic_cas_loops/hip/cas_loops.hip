@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(128) cas_loops(
         int32_t prod_old = prod[0];  // atomic_cas_loops.py:11
         while (true) {  // atomic_cas_loops.py:11
             int32_t prod_assumed = prod_old;  // atomic_cas_loops.py:11
-            int32_t prod_seen = atomicCAS(&prod[0], prod_assumed, prod_assumed * 2);  // atomic_cas_loops.py:11
+            int32_t prod_seen = atomicCAS(&prod[0], prod_assumed, int32_t(uint32_t(prod_assumed) * 2u));  // atomic_cas_loops.py:11
             prod_old = prod_seen;  // atomic_cas_loops.py:11
             if (prod_seen == prod_assumed) {  // atomic_cas_loops.py:11
                 break;  // atomic_cas_loops.py:11

@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // Subgroup inclusive add-scan of i32: Hillis-Steele over shuffle-up
 __device__ __forceinline__ int32_t qd_subgroup_inclusive_add(int32_t v)
@@ -20,7 +21,7 @@ __device__ __forceinline__ int32_t qd_subgroup_inclusive_add(int32_t v)
         int32_t a = __shfl_up_sync(0xffffffffu, v, offset);
         int32_t b = v;
         if (lane >= offset) {
-            v = a + b;
+            v = (int32_t)((uint32_t)a + (uint32_t)b);
         }
     }
     return v;
@@ -36,7 +37,7 @@ __device__ __forceinline__ int32_t qd_subgroup_reduce_add(int32_t v)
     for (int offset = 16; offset > 0; offset >>= 1) {
         int32_t a = v;
         int32_t b = __shfl_xor_sync(0xffffffffu, v, offset);
-        v = a + b;
+        v = (int32_t)((uint32_t)a + (uint32_t)b);
     }
     return v;
 #endif
@@ -63,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(64) block_scan(int32_t* x, int32_t 
         if (lane < sub) {  // block_scan.py:9
             t = totals[lane];  // block_scan.py:9
         }
-        result = qd_subgroup_reduce_add(t) + result;  // block_scan.py:9
+        result = int32_t(uint32_t(qd_subgroup_reduce_add(t)) + uint32_t(result));  // block_scan.py:9
         y[i] = result;  // block_scan.py:9
     }
 }

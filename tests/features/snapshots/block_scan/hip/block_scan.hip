@@ -13,7 +13,7 @@ __device__ __forceinline__ int32_t qd_subgroup_inclusive_add(int32_t v)
         int32_t a = __shfl_up(v, offset);
         int32_t b = v;
         if (lane >= offset) {
-            v = a + b;
+            v = (int32_t)((uint32_t)a + (uint32_t)b);
         }
     }
     return v;

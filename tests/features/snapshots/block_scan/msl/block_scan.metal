@@ -38,7 +38,7 @@ kernel void block_scan(
         if (lane < sub) {  // block_scan.py:9
             t = totals[lane];  // block_scan.py:9
         }
-        result = simd_sum(t) + result;  // block_scan.py:9
+        result = int(uint(simd_sum(t)) + uint(result));  // block_scan.py:9
         y[i] = result;  // block_scan.py:9
     }
 }

@@ -30,28 +30,28 @@ kernel void block_votes(
     threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // block_votes.py:9
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < p_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // block_votes.py:9
         if (int(thread_position_in_threadgroup) == 0) {  // block_votes.py:10
-            vote_slots[vote_phase == 2 ? 0 : vote_phase + 1] = 0;  // block_votes.py:10
+            vote_slots[vote_phase == 2 ? 0 : int(uint(vote_phase) + 1u)] = 0;  // block_votes.py:10
         }
         atomic_fetch_add_explicit(reinterpret_cast<threadgroup atomic_int*>(&vote_slots[vote_phase]), int(p[i] != 0), memory_order_relaxed);  // block_votes.py:10
         threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // block_votes.py:10
         int vote_count = vote_slots[vote_phase];  // block_votes.py:10
-        vote_phase = vote_phase == 2 ? 0 : vote_phase + 1;  // block_votes.py:10
+        vote_phase = vote_phase == 2 ? 0 : int(uint(vote_phase) + 1u);  // block_votes.py:10
         out[i * out_shape_1 + 0] = int(vote_count == 128);  // block_votes.py:10
         if (int(thread_position_in_threadgroup) == 0) {  // block_votes.py:11
-            vote_slots[vote_phase == 2 ? 0 : vote_phase + 1] = 0;  // block_votes.py:11
+            vote_slots[vote_phase == 2 ? 0 : int(uint(vote_phase) + 1u)] = 0;  // block_votes.py:11
         }
         atomic_fetch_add_explicit(reinterpret_cast<threadgroup atomic_int*>(&vote_slots[vote_phase]), int(p[i] != 0), memory_order_relaxed);  // block_votes.py:11
         threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // block_votes.py:11
         int vote_count_1 = vote_slots[vote_phase];  // block_votes.py:11
-        vote_phase = vote_phase == 2 ? 0 : vote_phase + 1;  // block_votes.py:11
+        vote_phase = vote_phase == 2 ? 0 : int(uint(vote_phase) + 1u);  // block_votes.py:11
         out[i * out_shape_1 + 1] = int(vote_count_1 != 0);  // block_votes.py:11
         if (int(thread_position_in_threadgroup) == 0) {  // block_votes.py:12
-            vote_slots[vote_phase == 2 ? 0 : vote_phase + 1] = 0;  // block_votes.py:12
+            vote_slots[vote_phase == 2 ? 0 : int(uint(vote_phase) + 1u)] = 0;  // block_votes.py:12
         }
         atomic_fetch_add_explicit(reinterpret_cast<threadgroup atomic_int*>(&vote_slots[vote_phase]), int(p[i] != 0), memory_order_relaxed);  // block_votes.py:12
         threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // block_votes.py:12
         int vote_count_2 = vote_slots[vote_phase];  // block_votes.py:12
-        vote_phase = vote_phase == 2 ? 0 : vote_phase + 1;  // block_votes.py:12
+        vote_phase = vote_phase == 2 ? 0 : int(uint(vote_phase) + 1u);  // block_votes.py:12
         out[i * out_shape_1 + 2] = vote_count_2;  // block_votes.py:12
     }
 }

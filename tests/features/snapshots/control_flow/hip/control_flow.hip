@@ -35,15 +35,15 @@ extern "C" __global__ void __launch_bounds__(128) control_flow(int32_t* a, int32
             if (steps >= 20) {  // control_flow.py:16
                 break;  // control_flow.py:17
             }
-            v = qd_mod(v, 2) == 0 ? qd_floordiv(v, 2) : 3 * v + 1;  // control_flow.py:18
-            steps += 1;  // control_flow.py:19
+            v = qd_mod(v, 2) == 0 ? qd_floordiv(v, 2) : int32_t(3u * uint32_t(v) + 1u);  // control_flow.py:18
+            steps = int32_t(uint32_t(steps) + 1u);  // control_flow.py:19
         }
         for (int32_t k = 10; k > 0; k -= 3) {  // control_flow.py:20
             if (k == 4) {  // control_flow.py:21
                 continue;  // control_flow.py:22
             }
-            steps += k;  // control_flow.py:23
+            steps = int32_t(uint32_t(steps) + uint32_t(k));  // control_flow.py:23
         }
-        out[i] = sign != 0 ? sign * steps : -100;  // control_flow.py:24
+        out[i] = sign != 0 ? int32_t(uint32_t(sign) * uint32_t(steps)) : -100;  // control_flow.py:24
     }
 }

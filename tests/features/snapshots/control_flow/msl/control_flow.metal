@@ -47,15 +47,15 @@ kernel void control_flow(
             if (steps >= 20) {  // control_flow.py:16
                 break;  // control_flow.py:17
             }
-            v = qd_mod(v, 2) == 0 ? qd_floordiv(v, 2) : 3 * v + 1;  // control_flow.py:18
-            steps += 1;  // control_flow.py:19
+            v = qd_mod(v, 2) == 0 ? qd_floordiv(v, 2) : int(3u * uint(v) + 1u);  // control_flow.py:18
+            steps = int(uint(steps) + 1u);  // control_flow.py:19
         }
         for (int k = 10; k > 0; k -= 3) {  // control_flow.py:20
             if (k == 4) {  // control_flow.py:21
                 continue;  // control_flow.py:22
             }
-            steps += k;  // control_flow.py:23
+            steps = int(uint(steps) + uint(k));  // control_flow.py:23
         }
-        out[i] = sign != 0 ? sign * steps : -100;  // control_flow.py:24
+        out[i] = sign != 0 ? int(uint(sign) * uint(steps)) : -100;  // control_flow.py:24
     }
 }

@@ -15,8 +15,8 @@ extern "C" __global__ void __launch_bounds__(128) funcs_inlined(float* x, int32_
         int32_t v_1 = n[i];  // funcs_inlined.py:25
         int32_t n_1 = 0;  // funcs_inlined.py:13
         while (v_1 > 7) {  // funcs_inlined.py:14
-            v_1 -= 7;  // funcs_inlined.py:15
-            n_1 += 1;  // funcs_inlined.py:16
+            v_1 = int32_t(uint32_t(v_1) - 7u);  // funcs_inlined.py:15
+            n_1 = int32_t(uint32_t(n_1) + 1u);  // funcs_inlined.py:16
         }
         n[i] = n_1;  // funcs_inlined.py:25
     }

@@ -27,8 +27,8 @@ kernel void funcs_inlined(
         int v_1 = n[i];  // funcs_inlined.py:25
         int n_1 = 0;  // funcs_inlined.py:13
         while (v_1 > 7) {  // funcs_inlined.py:14
-            v_1 -= 7;  // funcs_inlined.py:15
-            n_1 += 1;  // funcs_inlined.py:16
+            v_1 = int(uint(v_1) - 7u);  // funcs_inlined.py:15
+            n_1 = int(uint(n_1) + 1u);  // funcs_inlined.py:16
         }
         n[i] = n_1;  // funcs_inlined.py:25
     }

@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // local_atomics_0: serial task from local_atomics.py:8
 extern "C" __global__ void __launch_bounds__(1) local_atomics_0(int32_t* out, int32_t out_shape_0, int32_t* qd_next_slot, int32_t* qd_result)
@@ -17,9 +18,9 @@ extern "C" __global__ void __launch_bounds__(128) local_atomics_1(int32_t* out, 
         int32_t mine = atomicAdd(&qd_next_slot[0], 1);  // local_atomics.py:10
         int32_t budget = 10;  // local_atomics.py:11
         int32_t old = budget;  // local_atomics.py:12
-        budget = old - 3;  // local_atomics.py:12
+        budget = int32_t(uint32_t(old) - 3u);  // local_atomics.py:12
         int32_t spent = old;  // local_atomics.py:12
-        out[i] = mine * 100 + spent * 10 + budget;  // local_atomics.py:13
+        out[i] = int32_t(uint32_t(mine) * 100u + uint32_t(spent) * 10u + uint32_t(budget));  // local_atomics.py:13
     }
 }
 

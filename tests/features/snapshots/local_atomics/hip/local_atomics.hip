@@ -19,9 +19,9 @@ extern "C" __global__ void __launch_bounds__(128) local_atomics_1(int32_t* out, 
         int32_t mine = atomicAdd(&qd_next_slot[0], 1);  // local_atomics.py:10
         int32_t budget = 10;  // local_atomics.py:11
         int32_t old = budget;  // local_atomics.py:12
-        budget = old - 3;  // local_atomics.py:12
+        budget = int32_t(uint32_t(old) - 3u);  // local_atomics.py:12
         int32_t spent = old;  // local_atomics.py:12
-        out[i] = mine * 100 + spent * 10 + budget;  // local_atomics.py:13
+        out[i] = int32_t(uint32_t(mine) * 100u + uint32_t(spent) * 10u + uint32_t(budget));  // local_atomics.py:13
     }
 }
 

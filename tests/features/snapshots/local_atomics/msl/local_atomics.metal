@@ -40,9 +40,9 @@ kernel void local_atomics_1(
         int mine = atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&qd_next_slot[0]), 1, memory_order_relaxed);  // local_atomics.py:10
         int budget = 10;  // local_atomics.py:11
         int old = budget;  // local_atomics.py:12
-        budget = old - 3;  // local_atomics.py:12
+        budget = int(uint(old) - 3u);  // local_atomics.py:12
         int spent = old;  // local_atomics.py:12
-        out[i] = mine * 100 + spent * 10 + budget;  // local_atomics.py:13
+        out[i] = int(uint(mine) * 100u + uint(spent) * 10u + uint(budget));  // local_atomics.py:13
     }
 }
 

@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(1) nvshmem_put(
     int32_t* flag,
     int32_t flag_shape_0)
 {
-    int32_t peer = qd_mod(nvshmem_my_pe() + 1, nvshmem_n_pes());  // nvshmem_put.py:9
+    int32_t peer = qd_mod(int32_t(uint32_t(nvshmem_my_pe()) + 1u), nvshmem_n_pes());  // nvshmem_put.py:9
     nvshmem_float_put(&recv[0], &send[0], send_shape_0, peer);  // nvshmem_put.py:10
     nvshmem_fence();  // nvshmem_put.py:11
     nvshmem_int_p(&flag[0], 1, peer);  // nvshmem_put.py:12

@@ -12,10 +12,11 @@ __device__ __forceinline__ int32_t qd_floordiv(int32_t a, int32_t b)
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-// Python's ** on i32 with a non-negative exponent: square-and-multiply
-__device__ __forceinline__ int32_t qd_ipow(int32_t base, int32_t exp)
+// Python's ** on i32 with a non-negative exponent: square-and-multiply// in uint32_t, so that the power wraps
+__device__ __forceinline__ int32_t qd_ipow(int32_t base_, int32_t exp)
 {
-    int32_t result = 1;
+    uint32_t base = (uint32_t)base_;
+    uint32_t result = 1;
     while (exp > 0) {
         if (exp & 1) {
             result *= base;
@@ -23,7 +24,7 @@ __device__ __forceinline__ int32_t qd_ipow(int32_t base, int32_t exp)
         base *= base;
         exp >>= 1;
     }
-    return result;
+    return (int32_t)result;
 }
 
 // Python's % on i32: the result takes the sign of the divisor

@@ -19,10 +19,11 @@ inline int qd_floordiv(int a, int b)
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-// Python's ** on i32 with a non-negative exponent: square-and-multiply
-inline int qd_ipow(int base, int exp)
+// Python's ** on i32 with a non-negative exponent: square-and-multiply// in uint, so that the power wraps
+inline int qd_ipow(int base_, int exp)
 {
-    int result = 1;
+    uint base = (uint)base_;
+    uint result = 1;
     while (exp > 0) {
         if (exp & 1) {
             result *= base;
@@ -30,7 +31,7 @@ inline int qd_ipow(int base, int exp)
         base *= base;
         exp >>= 1;
     }
-    return result;
+    return (int)result;
 }
 
 // Python's % on i32: the result takes the sign of the divisor

@@ -35,6 +35,6 @@ extern "C" __global__ void __launch_bounds__(128) noise(
         uint32_t word_4 = ((state_4 >> ((state_4 >> 28u) + 4u)) ^ state_4) * 277803737u;  // random_numbers.py:10
         uint32_t r_1 = (word_4 >> 22u) ^ word_4;  // random_numbers.py:10
         draw_result_1 = float(r_1 >> 8u) * 5.9604645e-08f;  // random_numbers.py:10
-        dice[i] = int32_t(draw_result_1 * 6.0f) + 1;  // random_numbers.py:10
+        dice[i] = int32_t(uint32_t(int32_t(draw_result_1 * 6.0f)) + 1u);  // random_numbers.py:10
     }
 }

@@ -45,6 +45,6 @@ kernel void noise(
         uint word_4 = ((state_4 >> ((state_4 >> 28u) + 4u)) ^ state_4) * 277803737u;  // random_numbers.py:10
         uint r_1 = (word_4 >> 22u) ^ word_4;  // random_numbers.py:10
         draw_result_1 = float(r_1 >> 8u) * 5.9604645e-08f;  // random_numbers.py:10
-        dice[i] = int(draw_result_1 * 6.0f) + 1;  // random_numbers.py:10
+        dice[i] = int(uint(int(draw_result_1 * 6.0f)) + 1u);  // random_numbers.py:10
     }
 }

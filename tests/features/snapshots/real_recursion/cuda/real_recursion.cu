@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // Python's // on i32: rounds toward negative infinity
 __device__ __forceinline__ int32_t qd_floordiv(int32_t a, int32_t b)
@@ -19,7 +20,7 @@ __device__ int32_t is_even(int32_t n)
     if (n == 0) {  // real_recursion.py:17
         return 1;  // real_recursion.py:18
     }
-    int32_t is_odd_result = is_odd(n - 1);  // real_recursion.py:19
+    int32_t is_odd_result = is_odd(int32_t(uint32_t(n) - 1u));  // real_recursion.py:19
     return is_odd_result;  // real_recursion.py:19
 }
 
@@ -29,7 +30,7 @@ __device__ int32_t is_odd(int32_t n)
     if (n == 0) {  // real_recursion.py:24
         return 0;  // real_recursion.py:25
     }
-    int32_t is_even_result = is_even(n - 1);  // real_recursion.py:26
+    int32_t is_even_result = is_even(int32_t(uint32_t(n) - 1u));  // real_recursion.py:26
     return is_even_result;  // real_recursion.py:26
 }
 
@@ -39,10 +40,10 @@ __device__ int32_t tree_sum(int32_t lo, int32_t hi, int32_t* values)
     if (lo == hi) {  // real_recursion.py:9
         return values[lo];  // real_recursion.py:10
     }
-    int32_t mid = qd_floordiv(lo + hi, 2);  // real_recursion.py:11
+    int32_t mid = qd_floordiv(int32_t(uint32_t(lo) + uint32_t(hi)), 2);  // real_recursion.py:11
     int32_t tree_sum_result = tree_sum(lo, mid, values);  // real_recursion.py:12
-    int32_t tree_sum_result_1 = tree_sum(mid + 1, hi, values);  // real_recursion.py:12
-    return tree_sum_result + tree_sum_result_1;  // real_recursion.py:12
+    int32_t tree_sum_result_1 = tree_sum(int32_t(uint32_t(mid) + 1u), hi, values);  // real_recursion.py:12
+    return int32_t(uint32_t(tree_sum_result) + uint32_t(tree_sum_result_1));  // real_recursion.py:12
 }
 
 // real_recursion_0: parallel task from real_recursion.py:32, 128 threads per block

@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // Helpers are emitted in name order, so the inclusive scan comes after this one.
 __device__ __forceinline__ int32_t qd_subgroup_inclusive_max(int32_t v);
@@ -70,7 +71,7 @@ __device__ __forceinline__ int32_t qd_subgroup_reduce_add(int32_t v)
     for (int offset = 16; offset > 0; offset >>= 1) {
         int32_t a = v;
         int32_t b = __shfl_xor_sync(0xffffffffu, v, offset);
-        v = a + b;
+        v = (int32_t)((uint32_t)a + (uint32_t)b);
     }
     return v;
 #endif

@@ -49,7 +49,7 @@ __device__ __forceinline__ int32_t qd_subgroup_reduce_add(int32_t v)
     for (int offset = 32; offset > 0; offset >>= 1) {
         int32_t a = v;
         int32_t b = __shfl_xor(v, offset);
-        v = a + b;
+        v = (int32_t)((uint32_t)a + (uint32_t)b);
     }
     return v;
 }

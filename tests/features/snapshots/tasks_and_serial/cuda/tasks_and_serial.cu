@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // tasks_and_serial_0: serial task from tasks_and_serial.py:9
 extern "C" __global__ void __launch_bounds__(1) tasks_and_serial_0(int32_t* a, int32_t a_shape_0, int32_t* total, int32_t total_shape_0)
@@ -14,7 +15,7 @@ extern "C" __global__ void __launch_bounds__(128) tasks_and_serial_1(int32_t* a,
 {
     int32_t half_ = a_shape_0 >> 1;  // tasks_and_serial.py:8
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < half_; i += (int32_t)(128u * gridDim.x)) {  // tasks_and_serial.py:10
-        a[i] = a[i] * 2;  // tasks_and_serial.py:11
+        a[i] = int32_t(uint32_t(a[i]) * 2u);  // tasks_and_serial.py:11
     }
 }
 

@@ -16,7 +16,7 @@ extern "C" __global__ void __launch_bounds__(128) tasks_and_serial_1(int32_t* a,
 {
     int32_t half_ = a_shape_0 >> 1;  // tasks_and_serial.py:8
     for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < half_; i += (int32_t)(blockDim.x * gridDim.x)) {  // tasks_and_serial.py:10
-        a[i] = a[i] * 2;  // tasks_and_serial.py:11
+        a[i] = int32_t(uint32_t(a[i]) * 2u);  // tasks_and_serial.py:11
     }
 }
 

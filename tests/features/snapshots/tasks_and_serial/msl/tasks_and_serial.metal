@@ -36,7 +36,7 @@ kernel void tasks_and_serial_1(
     const int a_shape_0 = params.a_shape_0;  // tasks_and_serial.py:7
     int half_ = a_shape_0 >> 1;  // tasks_and_serial.py:8
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < half_; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // tasks_and_serial.py:10
-        a[i] = a[i] * 2;  // tasks_and_serial.py:11
+        a[i] = int(uint(a[i]) * 2u);  // tasks_and_serial.py:11
     }
 }
 

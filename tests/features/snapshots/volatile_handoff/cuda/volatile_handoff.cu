@@ -2,6 +2,7 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
 
 // qd.volatile_load on i32: a relaxed device-scope load that is never cached or hoisted.
 // sm_90 SASS: LD.E.STRONG.GPU, lighter than a C volatile read (LDG.E.STRONG.SYS, system scope).
@@ -22,7 +23,7 @@ extern "C" __global__ void __launch_bounds__(128) volatile_handoff_0(
     int32_t out_shape_0)
 {
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < data_shape_0; i += (int32_t)(128u * gridDim.x)) {  // volatile_handoff.py:9
-        atomicExch(&data[i], i * 3);  // volatile_handoff.py:10
+        atomicExch(&data[i], int32_t(uint32_t(i) * 3u));  // volatile_handoff.py:10
         __threadfence();  // volatile_handoff.py:11
         atomicExch(&flag[i], 1);  // volatile_handoff.py:12
     }

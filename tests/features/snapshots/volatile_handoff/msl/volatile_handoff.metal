@@ -30,7 +30,7 @@ kernel void volatile_handoff_0(
 {
     const int data_shape_0 = params.data_shape_0;  // volatile_handoff.py:7
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < data_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // volatile_handoff.py:9
-        atomic_exchange_explicit(reinterpret_cast<device atomic_int*>(&data[i]), i * 3, memory_order_relaxed);  // volatile_handoff.py:10
+        atomic_exchange_explicit(reinterpret_cast<device atomic_int*>(&data[i]), int(uint(i) * 3u), memory_order_relaxed);  // volatile_handoff.py:10
         atomic_thread_fence(mem_flags::mem_device | mem_flags::mem_threadgroup, memory_order_seq_cst, thread_scope_device);  // volatile_handoff.py:11
         atomic_exchange_explicit(reinterpret_cast<device atomic_int*>(&flag[i]), 1, memory_order_relaxed);  // volatile_handoff.py:12
     }

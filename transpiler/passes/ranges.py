@@ -1,0 +1,91 @@
+"""Integer value ranges of expressions, read off the expression alone (no data flow): enough
+to see that ``t * 4 + 1`` of a thread index, or the sum of two widened i16 values, cannot
+overflow its type. C-family targets spell signed arithmetic that might overflow through
+unsigned arithmetic (C++ leaves signed overflow undefined, and NVVM and clang optimize on
+that); what this proves in range keeps its plain, readable spelling."""
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir import types as T
+
+Range = tuple[int, int]
+
+# Hardware indices: a block has at most 1024 threads; grid sizes and block numbers fit in i32.
+_THREAD_KINDS = {"thread_idx": (0, 1023), "block_dim": (1, 1024)}
+_I32 = (0, 2**31 - 1)
+
+
+def type_range(t: T.DType) -> Range:
+    if t.kind == "uint" or t is T.bool_:
+        return (0, 1 if t is T.bool_ else 2**t.bits - 1)
+    return (-(2 ** (t.bits - 1)), 2 ** (t.bits - 1) - 1)
+
+
+def value_range(e: ir.Expr) -> Range | None:
+    """Bounds every value of integer expression ``e`` lies within, or None when unknown."""
+    if not (e.type.is_int or e.type is T.bool_):
+        return None
+    if isinstance(e, ir.Const):
+        v = int(e.value)
+        return (v, v)
+    if isinstance(e, ir.ThreadIndex):
+        return _THREAD_KINDS.get(e.kind, _I32)
+    if isinstance(e, ir.Shape):
+        return _I32
+    if isinstance(e, ir.LocalRef) and e.var.nonneg:
+        return (0, type_range(e.type)[1])
+    if isinstance(e, ir.Compare | ir.Logical):
+        return (0, 1)
+    if isinstance(e, ir.Cast):
+        inner = value_range(e.a) if e.a.type.is_int or e.a.type is T.bool_ else None
+        if inner is None and (e.a.type.is_int or e.a.type is T.bool_):
+            inner = type_range(e.a.type)
+        return _within(inner, e.type)
+    if isinstance(e, ir.Select):
+        a, b = value_range(e.a), value_range(e.b)
+        return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+    if isinstance(e, ir.BinOp):
+        return _within(_binop(e), e.type)
+    return _within(type_range(e.type), e.type) if e.type.bits < 32 else None
+
+
+def in_range(e: ir.Expr) -> bool:
+    """Whether ``e`` (an integer expression) provably never leaves its type's range."""
+    r = value_range(e)
+    return r is not None
+
+
+def _within(r: Range | None, t: T.DType) -> Range | None:
+    lo, hi = type_range(t)
+    return r if r is not None and lo <= r[0] and r[1] <= hi else None
+
+
+def _binop(e: ir.BinOp) -> Range | None:
+    a, b = value_range(e.a), value_range(e.b)
+    if e.op == "truncmod" and b is not None and b[0] > 0:  # bounded by the divisor alone
+        a = a or type_range(e.a.type)
+    if e.op == "bitand":  # a non-negative mask bounds the result whatever the other side is
+        masks = [r for r in (a, b) if r is not None and r[0] >= 0]
+        return (0, min(r[1] for r in masks)) if masks else None
+    if a is None or b is None:
+        return None
+    if e.op == "add":
+        return (a[0] + b[0], a[1] + b[1])
+    if e.op == "sub":
+        return (a[0] - b[1], a[1] - b[0])
+    if e.op == "mul":
+        corners = [x * y for x in a for y in b]
+        return (min(corners), max(corners))
+    if e.op == "mod" and b[0] > 0:  # Python's %: the divisor's sign
+        return (0, b[1] - 1)
+    if e.op == "truncmod" and b[0] > 0:  # C's %: the dividend's sign
+        return (-(b[1] - 1) if a[0] < 0 else 0, b[1] - 1 if a[1] > 0 else 0)
+    if e.op == "truncdiv" and b[0] > 0:
+        corners = [int(x / y) for x in a for y in b]
+        return (min(corners), max(corners))
+    if e.op == "floordiv" and b[0] > 0:
+        corners = [x // y for x in a for y in b]
+        return (min(corners), max(corners))
+    if e.op == "rshift" and a[0] >= 0 and b[0] >= 0:
+        return (a[0] >> b[1], a[1] >> b[0])
+    return None
