@@ -1,6 +1,8 @@
 # Generate GPU code from Python kernels at build time.
 #
-#   include(path/to/transpiler/cmake/Transpiler.cmake)
+#   include(path/to/transpiler/cmake/Transpiler.cmake)       # from a checkout, or
+#   find_package(Transpiler REQUIRED)                          # after `pip install`, with
+#       -DTranspiler_DIR=$(transpiler cmake-dir)               # (TranspilerConfig.cmake)
 #   transpiler_add_kernels(<name>
 #       SOURCES kernels.py [more.py ...]
 #       TARGETS glsl cuda hip msl           # any of them
@@ -18,14 +20,20 @@
 #
 # Cache variables: TRANSPILER_PYTHON (default: the checkout's .venv interpreter if there is
 # one, else python3), TRANSPILER_CLI (default: cli.py of the checkout this file is in, else
-# "-m transpiler.cli" for an installed package),
-# TRANSPILER_GLSLANG (glslangValidator).
+# the installed package this file came with), TRANSPILER_GLSLANG (glslangValidator).
 if(CMAKE_VERSION VERSION_LESS 3.20)
   message(FATAL_ERROR "cmake/Transpiler.cmake needs CMake 3.20 or newer")
 endif()
 
+# This file is cmake/ of a checkout (beside transpiler/ and templates/), or transpiler/cmake/
+# of an installed package (beside its modules and templates/).
 get_filename_component(_transpiler_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-set(_TRANSPILER_ROOT "${_transpiler_root}" CACHE INTERNAL "the transpiler checkout")
+if(EXISTS "${_transpiler_root}/transpiler/cli.py")
+  set(_TRANSPILER_PACKAGE "${_transpiler_root}/transpiler" CACHE INTERNAL "the transpiler's modules")
+else()
+  set(_TRANSPILER_PACKAGE "${_transpiler_root}" CACHE INTERNAL "the transpiler's modules")
+endif()
+set(_TRANSPILER_TEMPLATES "${_transpiler_root}/templates" CACHE INTERNAL "the transpiler's templates")
 
 if(NOT TRANSPILER_PYTHON)
   if(EXISTS "${_transpiler_root}/.venv/bin/python")
@@ -35,10 +43,12 @@ if(NOT TRANSPILER_PYTHON)
   endif()
   set(TRANSPILER_PYTHON "${_transpiler_python}" CACHE FILEPATH "the Python that runs the transpiler")
 endif()
-if(EXISTS "${_transpiler_root}/cli.py")
+if(EXISTS "${_transpiler_root}/transpiler/cli.py")
   set(TRANSPILER_CLI "${_transpiler_root}/cli.py" CACHE FILEPATH "the transpiler's cli.py")
-else()  # installed with pip: the package runs as a module
-  set(TRANSPILER_CLI "-m;transpiler.cli" CACHE STRING "how TRANSPILER_PYTHON runs the transpiler")
+else()
+  # Installed with pip: run the package this file came with, wherever pip put it (a venv's
+  # site-packages or a `pip install --target` folder), whatever else is on sys.path.
+  set(TRANSPILER_CLI "${CMAKE_CURRENT_LIST_DIR}/run_transpiler.py" CACHE FILEPATH "the installed transpiler's launcher")
 endif()
 
 function(transpiler_add_kernels name)
@@ -64,8 +74,7 @@ function(transpiler_add_kernels name)
   list(APPEND emit_options ${ARG_OPTIONS})
 
   # A change to the transpiler (or its templates) changes what it writes.
-  file(GLOB_RECURSE tool_files CONFIGURE_DEPENDS "${_TRANSPILER_ROOT}/transpiler/*.py"
-       "${_TRANSPILER_ROOT}/templates/*.j2")
+  file(GLOB_RECURSE tool_files CONFIGURE_DEPENDS "${_TRANSPILER_PACKAGE}/*.py" "${_TRANSPILER_TEMPLATES}/*.j2")
 
   if("glsl" IN_LIST ARG_TARGETS AND NOT TRANSPILER_GLSLANG)
     find_program(TRANSPILER_GLSLANG glslangValidator)

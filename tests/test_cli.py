@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import transpiler as qd
+
 ROOT = Path(__file__).resolve().parent.parent
 BAD = Path(__file__).resolve().parent / "bad_kernels.py"
 
@@ -98,6 +100,41 @@ def test_check_missing_toolchain_exits_3(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 3, r.stderr
     assert "pip install nvidia-cuda-nvrtc" in r.stderr
+
+
+HIDE_NVRTC = ("import sys; sys.path = [p for p in sys.path if 'site-packages' not in p] + "
+              "[p for p in sys.path if 'site-packages' in p and 'nvidia' not in p]; "
+              "import transpiler.toolchains.nvrtc as n; n._candidates = lambda: []; "
+              "from transpiler.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.toolchain
+def test_check_all_checks_every_target_before_exiting_3_for_a_missing_one():
+    env = dict(os.environ, PYTHONNOUSERSITE="1")
+    run = lambda *a: subprocess.run([sys.executable, "-c", HIDE_NVRTC, "check", "examples/saxpy.py", "--target", "all", *a],  # noqa: E731
+                                    capture_output=True, text=True, cwd=ROOT, env=env)
+    r = run()
+    assert r.returncode == 3, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-4:] == ["cuda: missing; install it with: pip install nvidia-cuda-nvrtc",
+                          "hip: ok", "glsl: ok", "msl: ok"], r.stdout
+    assert "saxpy [glsl] saxpy.comp: glslang" in r.stdout  # the others ran after the missing one
+    r = run("--json")
+    assert r.returncode == 3, r.stderr
+    out = json.loads(r.stdout)
+    assert out["targets"]["cuda"] == {"verdict": "missing", "files": 0, "tool": "NVRTC",
+                                      "install": "pip install nvidia-cuda-nvrtc"}
+    assert {t: v["verdict"] for t, v in out["targets"].items()} == {"cuda": "missing", "hip": "ok", "glsl": "ok",
+                                                                     "msl": "ok"}
+    assert {c["target"] for c in out["checks"] if c["verdict"] == "ok"} == {"hip", "glsl", "msl"}
+
+
+def test_version_and_python_m():
+    r = subprocess.run([sys.executable, "-m", "transpiler", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0 and r.stdout.strip() == f"transpiler {qd.__version__}", r.stderr
+    r = subprocess.run([sys.executable, "-m", "transpiler", "emit", "examples/saxpy.py", "--target", "glsl"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0 and "void main()" in r.stdout, r.stderr
 
 
 def test_inspect_shows_ir_and_python_lines():

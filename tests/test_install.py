@@ -56,3 +56,44 @@ def test_installed_package_finds_its_data(tmp_path):
     assert '"files": ["saxpy.comp"]' in r.stdout and '"shim": true' in r.stdout
     assert str(target) in r.stdout  # the installed copy, not the checkout
     assert (target / "bin" / "transpiler").is_file()
+
+
+@pytest.mark.toolchain
+def test_cmake_project_builds_against_the_installed_package_only(tmp_path):
+    """examples/cpp_vulkan copied away from the checkout, configured with find_package(Transpiler)
+    through `transpiler cmake-dir` of a `pip install --target` copy: it builds and prints OK."""
+    if shutil.which("cmake") is None or shutil.which("glslangValidator") is None \
+            or not Path("/usr/include/vulkan/vulkan.h").exists():
+        pytest.skip("needs cmake, glslang-tools and libvulkan-dev (scripts/setup.sh toolchains installs them)")
+    site = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
+                        str(clean_copy(tmp_path / "checkout"))], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    shutil.rmtree(tmp_path / "checkout")  # nothing of the source tree is left to find
+    app = tmp_path / "app"
+    shutil.copytree(ROOT / "examples" / "cpp_vulkan", app)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    r = subprocess.run([sys.executable, "-m", "transpiler", "cmake-dir"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    cmake_dir = Path(r.stdout.strip())
+    assert cmake_dir == site / "transpiler" / "cmake" and (cmake_dir / "TranspilerConfig.cmake").is_file()
+    build = tmp_path / "build"
+    r = subprocess.run(["cmake", "-S", str(app), "-B", str(build), f"-DTranspiler_DIR={cmake_dir}",
+                        f"-DTRANSPILER_PYTHON={sys.executable}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    cache = (build / "CMakeCache.txt").read_text()
+    assert f"TRANSPILER_CLI:FILEPATH={cmake_dir}/run_transpiler.py" in cache
+    for part in ("cli.py", "cmake", "transpiler", "templates"):  # (the Python may live in the checkout's .venv)
+        assert str(ROOT / part) not in cache
+    r = subprocess.run(["cmake", "--build", str(build), "-j", "2"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-3000:]
+    r = subprocess.run([str(build / "vulkan_host")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "OK", r.stdout + r.stderr
+
+
+def test_cmake_version_file_matches_the_package():
+    import transpiler as qd
+
+    text = (ROOT / "cmake" / "TranspilerConfigVersion.cmake").read_text()
+    assert f'set(PACKAGE_VERSION "{qd.__version__}")' in text

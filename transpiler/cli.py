@@ -278,20 +278,60 @@ def cmd_emit(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """Every translation through its target's toolchain. A missing toolchain is a verdict like
+    the others: the remaining targets are still checked, and the exit code (1 rejected, else 3
+    missing) comes after all of them."""
+    from .errors import ToolchainMissing
     from .toolchains import check_sources
 
-    failed = False
+    records: list[dict] = []
     for kernel, target, tr in translations(args):
         options = {"resources": args.resources, "arch": args.arch}
-        for v in check_sources(target, tr.sources, tr.manifest, options):
-            status = "ok" if v.ok else "REJECTED"
-            print(f"{kernel.__name__} [{target}] {v.file}: {v.tool}: {status} ({v.seconds:.2f} s)")
+        base = {"kernel": kernel.__name__, "target": target}
+        try:
+            verdicts = check_sources(target, tr.sources, tr.manifest, options)
+        except ToolchainMissing as exc:
+            records.append({**base, "verdict": "missing", "tool": exc.tool, "install": exc.install_hint})
+            if not args.json:
+                print(f"{kernel.__name__} [{target}]: {exc.tool}: missing; install it with: {exc.install_hint}",
+                      file=sys.stderr)
+            continue
+        for v in verdicts:
+            records.append({**base, "verdict": "ok" if v.ok else "rejected", "tool": v.tool, "file": v.file,
+                            "seconds": round(v.seconds, 3), "details": v.details,
+                            **({} if v.ok else {"message": v.message})})
+            if args.json:
+                continue
+            print(f"{kernel.__name__} [{target}] {v.file}: {v.tool}: {'ok' if v.ok else 'REJECTED'} ({v.seconds:.2f} s)")
             for entry, usage in v.details.items():
                 print("    " + entry + ": " + ", ".join(f"{k} {val}" for k, val in usage.items()))
             if not v.ok:
-                failed = True
                 print(v.message, file=sys.stderr)
-    return EXIT_KERNEL if failed else EXIT_OK
+    summary = target_verdicts(records)
+    if args.json:
+        sys.stdout.write(json.dumps({"targets": summary, "checks": records}, indent=2) + "\n")
+    else:
+        for target, s in summary.items():
+            extra = f"; install it with: {s['install']}" if s["verdict"] == "missing" else ""
+            print(f"{target}: {s['verdict']}{extra}")
+    verdicts = {s["verdict"] for s in summary.values()}
+    return EXIT_KERNEL if "rejected" in verdicts else EXIT_TOOLCHAIN if "missing" in verdicts else EXIT_OK
+
+
+def target_verdicts(records: list[dict]) -> dict[str, dict]:
+    """One verdict per target: rejected if any file was, else missing if its toolchain is, else ok."""
+    out: dict[str, dict] = {}
+    for r in records:
+        s = out.setdefault(r["target"], {"verdict": "ok", "files": 0})
+        if r["verdict"] == "missing":
+            s.update(tool=r["tool"], install=r["install"])
+            if s["verdict"] == "ok":
+                s["verdict"] = "missing"
+        else:
+            s["files"] += 1
+            if r["verdict"] == "rejected":
+                s["verdict"] = "rejected"
+    return out
 
 
 def cmd_inspect(args) -> int:
@@ -336,6 +376,18 @@ def cmd_targets(args) -> int:
     return EXIT_OK
 
 
+def cmake_dir() -> Path:
+    """The folder with TranspilerConfig.cmake: transpiler/cmake/ when installed, cmake/ in a checkout."""
+    here = Path(__file__).resolve().parent
+    installed = here / "cmake"
+    return installed if (installed / "TranspilerConfig.cmake").is_file() else here.parent / "cmake"
+
+
+def cmd_cmake_dir(args) -> int:
+    print(cmake_dir())
+    return EXIT_OK
+
+
 def subgroup_size_arg(text: str) -> int:
     try:
         n = int(text)
@@ -347,7 +399,10 @@ def subgroup_size_arg(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = argparse.ArgumentParser(prog="transpiler", description="Python GPU kernels to CUDA, HIP, GLSL and Metal source.")
+    p.add_argument("--version", action="version", version=f"transpiler {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp, kernel_required=False):
@@ -378,11 +433,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(c)
     c.add_argument("--resources", action="store_true", help="report registers and shared memory (CUDA)")
     c.add_argument("--arch", default="sm_90", help="CUDA architecture for the cubin (default sm_90)")
+    c.add_argument("--json", action="store_true", help="print the verdicts as JSON (per target and per file)")
     c.set_defaults(run=cmd_check)
 
     t = sub.add_parser("targets", help="print the lowering tables (atomics, fences, volatile loads) per target")
     t.add_argument("--markdown", action="store_true", help="the docs/lowering.md text (the default output too)")
     t.set_defaults(run=cmd_targets)
+
+    d = sub.add_parser("cmake-dir", help="print the folder for find_package(Transpiler): "
+                                         "cmake -DTranspiler_DIR=$(transpiler cmake-dir)")
+    d.set_defaults(run=cmd_cmake_dir)
 
     i = sub.add_parser("inspect", help="show the typed IR and the generated source beside the Python lines")
     common(i, kernel_required=True)
