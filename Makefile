@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 OUT ?= out
 export HIP_PLATFORM := amd
 
-.PHONY: emit test bench check fuzz clean
+.PHONY: emit test bench check fuzz screenshot clean
 
 # Main job: install what emitting needs, then transpile every example to all four targets.
 emit:
@@ -34,6 +34,12 @@ N ?= 200
 fuzz:
 	scripts/setup.sh toolchains
 	PYTHONPATH=tests:. $(PY) -m fuzz.drive -n $(N) $(FUZZ_ARGS)
+
+# docs/inspect.png, the README's picture of `inspect --html`: the browser test's page for
+# examples/lookback_scan.py with a Python line clicked (headless Chromium, from the toolchains).
+screenshot:
+	scripts/setup.sh toolchains
+	INSPECT_SCREENSHOT=docs/inspect.png $(PY) -m pytest -q tests/test_inspect_html.py -k browser
 
 clean:
 	rm -rf $(OUT) build .pytest_cache fuzz-failures

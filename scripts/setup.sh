@@ -15,10 +15,12 @@ APT_PACKAGES=(
   hipcc libamdhip64-dev rocm-device-libs           # HIP: hipcc and hipRTC (ROCm 5.2)
   clang-19 lld-19 llvm-19                          # the Metal shim check, AMDGPU disassembly
   g++ cmake                                        # the CPU SIMT emulator and the C++ hosts
+  chromium chromium-driver                         # the browser test of `inspect --html` (headless, Selenium)
 )
 PIP_BASE=(jinja2 numpy)
 PIP_TOOLCHAINS=(
   pytest jsonschema
+  selenium                                         # drives headless Chromium in the `inspect --html` test
   nvidia-cuda-nvrtc nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump   # NVRTC, ptxas, nvdisasm, cuobjdump
   nvidia-cuda-runtime                              # cuda.h, cuda_runtime_api.h: the C++ headers' launch helpers
   nvidia-nvshmem-cu13                              # qd.shmem: NVSHMEM headers + libraries (brings nvidia-cuda-cccl)

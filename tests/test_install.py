@@ -46,6 +46,7 @@ def test_installed_package_finds_its_data(tmp_path):
     pkg = target / "transpiler"
     assert (pkg / "templates" / "cuda" / "module.cu.j2").is_file()
     assert (pkg / "templates" / "cxx" / "helpers.j2").is_file()
+    assert (pkg / "templates" / "html" / "inspect.html.j2").is_file()
     assert list((pkg / "runtime" / "cpu_emulator").glob("*.h"))
     work = tmp_path / "elsewhere"
     work.mkdir()
@@ -56,6 +57,10 @@ def test_installed_package_finds_its_data(tmp_path):
     assert '"files": ["saxpy.comp"]' in r.stdout and '"shim": true' in r.stdout
     assert str(target) in r.stdout  # the installed copy, not the checkout
     assert (target / "bin" / "transpiler").is_file()
+    r = subprocess.run([sys.executable, "-m", "transpiler.cli", "inspect", "saxpy.py", "--html", "saxpy.html"],
+                       capture_output=True, text=True, cwd=work, env=env)
+    assert r.returncode == 0, r.stderr
+    assert 'data-py="8"' in (work / "saxpy.html").read_text()
 
 
 @pytest.mark.toolchain

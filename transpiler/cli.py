@@ -213,7 +213,10 @@ def _array_ndim(fn, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | N
     return ndim
 
 
-def translations(args) -> list:
+def translations(args, keep_going: bool = False) -> list:
+    """(kernel, target, Translation) for every picked kernel and target. ``keep_going``: a
+    target's TranspileError takes the Translation's place instead of being raised."""
+    from .errors import TranspileError
     from .pipeline import translate
 
     kernels, module = load_kernels(args.file)
@@ -237,7 +240,13 @@ def translations(args) -> list:
                   f"(--template {pname}=DTYPE:NDIM to choose)", file=sys.stderr)
         kernel_types = {**arg_types, **{n: ann for n, (ann, _) in assumed.items()}}
         for t in targets:
-            tr = translate(k, t, **options, arg_types=kernel_types)
+            try:
+                tr = translate(k, t, **options, arg_types=kernel_types)
+            except TranspileError as exc:
+                if not keep_going:
+                    raise
+                out.append((k, t, exc))
+                continue
             if assumed:  # the manifest says what the command line chose, as stderr did
                 tr.manifest["assumed"] = {n: f"{ann.dtype.name}:{ann.ndim}" for n, (ann, _) in assumed.items()}
             for h in tr.warnings:  # warnings print once per location and go on
@@ -335,8 +344,18 @@ def target_verdicts(records: list[dict]) -> dict[str, dict]:
 
 
 def cmd_inspect(args) -> int:
+    if args.html:  # only then: the page's module and template load
+        from .inspect_html import write_page
+
+        args.target = args.target or "all"
+        return write_page(args)
+    if not args.kernel:
+        raise UsageError("inspect needs --kernel NAME (or --html OUT.html, which shows every kernel)")
+    if args.resources:
+        raise UsageError("inspect --resources goes with --html (check --resources prints them)")
     from .ir.printer import dump_kernel
 
+    args.target = args.target or "cuda"
     results = translations(args)
     shown_ir = set()
     for kernel, target, tr in results:
@@ -354,15 +373,14 @@ def cmd_inspect(args) -> int:
 
 def side_by_side(text: str, py_lines: list[str]) -> str:
     """Each generated line, with the Python line it came from printed above its first use."""
-    from .toolchains import _COMMENT
+    from .toolchains import line_origins
 
     out, last = [], None
-    for line in text.splitlines():
-        m = _COMMENT.search(line)
-        if m:
-            n = int(m.group(2))
+    for line, origin in zip(text.splitlines(), line_origins(text)):
+        if origin:
+            name, n = origin
             if n != last and 0 < n <= len(py_lines):
-                out.append(f"{'':>6}# {m.group(1)}:{n}: {py_lines[n - 1].strip()}")
+                out.append(f"{'':>6}# {name}:{n}: {py_lines[n - 1].strip()}")
             last = n
         out.append(f"{'':>6}{line}")
     return "\n".join(out)
@@ -405,10 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"transpiler {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(sp, kernel_required=False):
+    def common(sp):
         sp.add_argument("file", help="a Python file that defines @qd.kernel functions")
         sp.add_argument("--target", default="cuda", help="cuda, hip, glsl, msl, a comma-separated list, or all")
-        sp.add_argument("--kernel", action="append", required=kernel_required,
+        sp.add_argument("--kernel", action="append",
                         help="a kernel to translate (repeatable; default: every kernel in the file)")
         sp.add_argument("--template", action="append", metavar="NAME=VALUE",
                         help="the value of a qd.template() parameter, as a Python literal")
@@ -445,8 +463,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(run=cmd_cmake_dir)
 
     i = sub.add_parser("inspect", help="show the typed IR and the generated source beside the Python lines")
-    common(i, kernel_required=True)
-    i.set_defaults(run=cmd_inspect)
+    common(i)
+    i.add_argument("--html", metavar="OUT.html",
+                   help="write one self-contained page instead (- for stdout): the Python beside every target "
+                        "(default: all), linked line by line; every kernel unless --kernel, and one "
+                        "instantiation per value when --template gives a NAME several")
+    i.add_argument("--resources", action="store_true",
+                   help="with --html: registers and spills per entry point where the toolchains are installed")
+    i.set_defaults(run=cmd_inspect, target=None)
     return p
 
 

@@ -27,7 +27,9 @@ _cache: dict[object, ParsedFunction] = {}
 def parse_function(fn: Callable) -> ParsedFunction:
     """Parse ``fn``'s definition once per code object (later calls hit the cache)."""
     code = getattr(fn, "__code__", None)
-    key = code if code is not None else fn
+    # Code objects compare equal without their file name: the same function in a copy of the
+    # file (at the same line) must still be located in its own file.
+    key = (code, code.co_filename) if code is not None else fn
     hit = _cache.get(key)
     if hit is not None:
         return hit

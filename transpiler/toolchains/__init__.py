@@ -27,13 +27,21 @@ class Verdict:
 _COMMENT = re.compile(r"//\s*([\w.\-]+\.py):(\d+)\s*$")
 
 
+def line_origins(source: str) -> list[tuple[str, int] | None]:
+    """The line map of generated ``source``: for each of its lines, the (``file.py``, LINE)
+    its ``// file.py:LINE`` comment names, or None (a line no Python statement made)."""
+    out = []
+    for line in source.splitlines():
+        m = _COMMENT.search(line)
+        out.append((m.group(1), int(m.group(2))) if m else None)
+    return out
+
+
 def python_line_of(source: str, line_no: int) -> str | None:
     """The ``file.py:LINE`` comment on generated line ``line_no`` (or the closest one above)."""
-    lines = source.splitlines()
-    for k in range(min(line_no, len(lines)) - 1, -1, -1):
-        m = _COMMENT.search(lines[k])
-        if m:
-            return f"{m.group(1)}:{m.group(2)}"
+    for origin in reversed(line_origins(source)[:max(line_no, 0)]):
+        if origin:
+            return f"{origin[0]}:{origin[1]}"
     return None
 
 
