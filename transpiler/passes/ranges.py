@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir import walk
 
 Range = tuple[int, int]
 
@@ -89,3 +90,67 @@ def _binop(e: ir.BinOp) -> Range | None:
     if e.op == "rshift" and a[0] >= 0 and b[0] >= 0:
         return (a[0] >> b[1], a[1] >> b[0])
     return None
+
+
+# ----------------------------------------------------------------------------- index space
+
+def additive(e: ir.Expr) -> bool:
+    """+, - or * of two values, or a negation: what index arithmetic is made of."""
+    return (isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul")) or (isinstance(e, ir.Unary) and e.op == "neg")
+
+
+def _extent(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Shape) or (isinstance(e, ir.Cast) and isinstance(e.a, ir.Shape))
+
+
+def index_roots(node) -> list[tuple[ir.Expr, bool]]:
+    """(sub-expression, whether it is index space) for each direct sub-expression of a node:
+    array subscripts, a loop's bounds, and the side of a comparison with an array extent (a
+    bounds check) are; the sum of products above them stays so (see ``index_operand``)."""
+    fs = walk.fields_of(type(node))
+    out = []
+    for f in fs.exprs:
+        e = getattr(node, f)
+        if e is not None:
+            out.append((e, isinstance(node, ir.For) and f in ("start", "stop")))
+    for f in fs.expr_lists:
+        out.extend((e, f == "indices") for e in getattr(node, f))
+    if isinstance(node, ir.Compare) and (_extent(node.a) or _extent(node.b)):
+        out = [(e, True) for e, _ in out]
+    return out
+
+
+def index_operand(parent: ir.Expr, parent_index: bool, child: ir.Expr, child_root: bool) -> bool:
+    """Whether ``child`` of ``parent`` is written in index space: below an index root, only
+    through + - * and negation (a `%`, shift or call uses the wrapped value: a hash)."""
+    return child_root or (parent_index and additive(parent))
+
+
+def index_locals(stmts: list[ir.Stmt]) -> set[int]:
+    """ids of the integer locals read only in index space (subscripts, loop bounds, bounds
+    checks, or the values of other such locals): their values are index arithmetic too,
+    where overflow means out of bounds whatever the spelling."""
+    assigned = {}
+    for st in walk.all_stmts(stmts):
+        if isinstance(st, (ir.Declare, ir.Assign)) and st.var.type.is_int:
+            assigned[id(st.var)] = st.var
+    index = set(assigned)
+    while True:
+        plain: set[int] = set()
+
+        def visit(e: ir.Expr, in_index: bool) -> None:
+            if isinstance(e, ir.LocalRef):
+                if not in_index:
+                    plain.add(id(e.var))
+                return
+            for c, root in index_roots(e):
+                visit(c, index_operand(e, in_index, c, root))
+
+        for st in walk.all_stmts(stmts):
+            defines = isinstance(st, (ir.Declare, ir.Assign)) and (id(st.var) in index or st.var.loop_var)
+            for e, root in index_roots(st):
+                visit(e, root or defines)
+        kept = index - plain
+        if kept == index:
+            return index
+        index = kept

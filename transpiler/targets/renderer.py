@@ -13,7 +13,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..passes.functions import function_inputs
-from ..passes.ranges import in_range
+from ..passes.ranges import additive, in_range, index_locals, index_roots
 from .context import RenderedFunction, TranslationContext, Usage
 from .dialect import (
     BINARY, BITWISE, COMPARE, COMPOUND, PREC_ADD, PREC_AND, PREC_COND, PREC_MUL, PREC_OR, PREC_PRIMARY, PREC_REL,
@@ -23,10 +23,6 @@ from .dialect import (
 
 def _same_op(e: ir.Expr, op: str) -> bool:
     return isinstance(e, ir.BinOp) and e.op == op
-
-
-def _additive(e: ir.Expr) -> bool:
-    return (isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul")) or (isinstance(e, ir.Unary) and e.op == "neg")
 
 
 class Renderer:
@@ -49,6 +45,7 @@ class Renderer:
         # > 0 while an array index or a loop's bounds are written: index-space arithmetic, where
         # overflow is out of bounds (or a range i32 cannot count) whatever the spelling.
         self.in_index = 0
+        self.index_vars: set[int] = set()  # locals read only in index space (passes.ranges.index_locals)
 
     # ------------------------------------------------------------------ names
 
@@ -110,7 +107,7 @@ class Renderer:
 
     def expr(self, e: ir.Expr) -> tuple[str, int]:
         method = getattr(self, "expr_" + type(e).__name__)
-        if self.in_index and not _additive(e):
+        if self.in_index and not additive(e):
             # Only the sum of products an index is made of overflows out of bounds: below a
             # %, a shift or a call (a hash's `(h * 31 + k) % n`) the wrapped value is used.
             saved, self.in_index = self.in_index, 0
@@ -251,7 +248,9 @@ class Renderer:
 
     def expr_Compare(self, e: ir.Compare):
         op, prec = COMPARE[e.op]
-        return f"{self.text(e.a, prec + 1)} {op} {self.text(e.b, prec + 1)}", prec
+        # A comparison with an array extent is a bounds check: its other side is index space.
+        render = self.index_text if any(root for _, root in index_roots(e)) else self.text
+        return f"{render(e.a, prec + 1)} {op} {render(e.b, prec + 1)}", prec
 
     def expr_Logical(self, e: ir.Logical):
         if e.op == "and":
@@ -348,6 +347,8 @@ class Renderer:
         self.lines.append("    " * depth + text + (self.comment(loc) if loc is not None else ""))
 
     def block(self, stmts: list[ir.Stmt], depth: int) -> None:
+        if depth == 0:  # an entry point's or a function's body
+            self.index_vars |= index_locals(stmts)
         self.scopes.append(set())
         try:
             for st in stmts:
@@ -357,13 +358,22 @@ class Renderer:
 
     def stmt_Declare(self, st: ir.Declare, depth: int) -> None:
         t = self.type(st.var.type, st.loc)
-        # A loop variable's value (a task's, recovered from the linear index) is index space.
-        render = self.index_text if st.var.loop_var else self.text
+        # A loop variable's value (a task's, recovered from the linear index) is index space,
+        # as is that of a local only subscripts and bounds checks read.
+        render = self.index_text if st.var.loop_var or id(st.var) in self.index_vars else self.text
         init = None if st.init is None else render(st.init)
         name = self.declare_name(st.var, st.var.name)
         self.put(depth, f"{t} {name};" if init is None else f"{t} {name} = {init};", st.loc)
 
     def stmt_Assign(self, st: ir.Assign, depth: int) -> None:
+        index = st.var.loop_var or id(st.var) in self.index_vars
+        self.in_index += index
+        try:
+            self.assign(st, depth)
+        finally:
+            self.in_index -= index
+
+    def assign(self, st: ir.Assign, depth: int) -> None:
         name = self.local_name(st.var)
         v = st.value
         if isinstance(v, ir.BinOp) and v.op in COMPOUND and isinstance(v.a, ir.LocalRef) and v.a.var is st.var \
