@@ -36,10 +36,11 @@ GOAL_CLI_S = 0.5
 def _forget(kernel, parsed: bool) -> None:
     kernel.__dict__.pop("_ir_cache", None)
     if parsed:
-        try:  # an implementation detail: the frontend's parse cache, keyed by code object
+        try:  # an implementation detail: the frontend's parse cache, keyed by code object and file
             from transpiler.frontend import source
 
-            source._cache.pop(kernel.fn.__code__, None)
+            code = kernel.fn.__code__
+            source._cache.pop((code, code.co_filename), None)
         except (ImportError, AttributeError):
             pass
 

@@ -10,6 +10,7 @@ what="${1:-base}"
 
 APT_PACKAGES=(
   glslang-tools spirv-tools spirv-cross            # GLSL -> SPIR-V, validation, MSL reference spellings
+  glslang-dev                                      # glslang in process: the Vulkan runtime's shader compiles
   mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-tools   # Vulkan on lavapipe (CPU) + loader headers
   vulkan-validationlayers                          # print() in kernels on Vulkan (debugPrintfEXT)
   hipcc libamdhip64-dev rocm-device-libs           # HIP: hipcc and hipRTC (ROCm 5.2)

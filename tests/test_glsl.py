@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -479,3 +480,50 @@ def test_kahan_summation_survives_the_driver(vulkan):
         c = (t - s) - y
         s = t
     assert out[0] == s and out[1] == c and c != 0
+
+
+@toolchain_test("needs glslang-dev and glslang-tools (scripts/setup.sh toolchains)",
+                not Path("/usr/include/glslang/Public/ShaderLang.h").exists()
+                or shutil.which("glslangValidator") is None)
+def test_in_process_spirv_is_glslang_validators():
+    """The Vulkan runtime's in-process compiler makes the very SPIR-V glslangValidator makes,
+    for every task file of the features corpus; a shader glslang refuses gives None (the
+    runtime then asks glslangValidator, whose message is the located one)."""
+    from features.corpus import features
+    from transpiler.runtime import spirv_compiler
+    from transpiler.toolchains.glsl_check import compile_glsl
+
+    assert spirv_compiler.identity() is not None
+    compared = 0
+    for feature in features():
+        try:
+            tr = qd.translate(feature.kernel, "glsl", warn=False, **feature.options_for("glsl"))
+        except qd.TranspileError:
+            continue
+        for name, text in tr.sources.items():
+            assert spirv_compiler.compile_in_process(text) == compile_glsl(text, name), name
+            compared += 1
+    assert compared > 30
+    assert spirv_compiler.compile_in_process("#version 450\nvoid main() { int x = y; }\n") is None
+
+
+@pytest.mark.toolchain
+def test_vulkan_runs_without_the_in_process_compiler(monkeypatch, rng):
+    """No glslang-dev: kernels still compile, through glslangValidator."""
+    from transpiler.runtime import spirv_compiler, vulkan
+
+    monkeypatch.setattr(spirv_compiler, "_load", lambda: None)
+    monkeypatch.setattr(spirv_compiler, "_identity", None)
+    monkeypatch.setattr(vulkan, "_spirv_cache", {})
+    monkeypatch.setenv("QD_CACHE_DIR", "/nonexistent/qd-cache")
+
+    @qd.kernel
+    def twice(x: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 2.0 + 0.5
+
+    qd.init(arch="vulkan")
+    x = rng.standard_normal(100).astype(np.float32)
+    want = x * 2 + 0.5
+    twice(x)
+    np.testing.assert_array_equal(x, want)

@@ -332,11 +332,15 @@ def _cache_dir() -> str | None:
 
 
 def spirv_for(text: str, name: str) -> bytes:
-    """SPIR-V for one GLSL file, cached by the hash of its text (in memory and on disk:
-    glslang takes ~0.1 s a file, the rest of a launch well under a millisecond)."""
+    """SPIR-V for one GLSL file, cached by the hash of its text and compiler (in memory and
+    on disk). Compiled in this process where glslang's libraries are installed (a few ms,
+    see spirv_compiler), else by glslangValidator (~0.16 s a file)."""
     from ..toolchains.glsl_check import TARGET_ENV, compile_glsl, glslang_version
+    from . import spirv_compiler
 
-    key = hashlib.sha256(f"{glslang_version()}\0{TARGET_ENV}\0{text}".encode()).hexdigest()
+    in_process = spirv_compiler.identity()
+    compiler = f"in-process {in_process}" if in_process else glslang_version()
+    key = hashlib.sha256(f"{compiler}\0{TARGET_ENV}\0{text}".encode()).hexdigest()
     hit = _spirv_cache.get(key)
     if hit is not None:
         return hit
@@ -350,7 +354,7 @@ def spirv_for(text: str, name: str) -> bytes:
         except OSError:
             hit = None
     if not hit:
-        hit = compile_glsl(text, name)
+        hit = (spirv_compiler.compile_in_process(text) if in_process else None) or compile_glsl(text, name)
         if path is not None:
             try:
                 os.makedirs(cache, exist_ok=True)
@@ -427,6 +431,9 @@ class VulkanBackend(Backend):
 
     def __init__(self, device: str | int | None = None, fast_math: bool = False, subgroup_size: int | None = None,
                  printf: bool = False, **_options):
+        from . import spirv_compiler
+
+        spirv_compiler.warm_up()  # glslang's start-up runs beside the device's and the first translation
         self.device = get_device(device, printf)
         self.choice = device
         self.fast_math = fast_math

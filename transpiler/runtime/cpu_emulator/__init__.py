@@ -106,14 +106,14 @@ def find_compiler(name: str | None = None) -> str:
     raise ToolchainMissing(name or "a C++20 compiler (g++ or clang++)", "apt-get install g++")
 
 
-def _compiler_id(cxx: str) -> str:
+def compiler_id(cxx: str) -> str:
     if cxx not in _compiler_ids:
         out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
         _compiler_ids[cxx] = cxx + "\n" + out.stdout.splitlines()[0] if out.stdout else cxx
     return _compiler_ids[cxx]
 
 
-def _digest(*parts: str) -> str:
+def digest(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
         h.update(p.encode())
@@ -131,7 +131,7 @@ def _run_compiler(cmd: list[str], what: str) -> None:
 
 
 @contextlib.contextmanager
-def _building(final: Path, prefix: str):
+def building(final: Path, prefix: str):
     """A scratch folder in the cache to build into, moved into place as ``final`` atomically
     when the build succeeds (another process may race us to it), removed when it fails."""
     cache_root().mkdir(parents=True, exist_ok=True)
@@ -152,7 +152,7 @@ def _building(final: Path, prefix: str):
 def runtime_library(cxx: str) -> Path:
     """The scheduler library (qd_simt_rt.cpp), built once per compiler and header version."""
     flags = _COMMON_FLAGS + ["-O2"]
-    key = _digest("rt", HEADER.read_text(), RUNTIME_SRC.read_text(), _compiler_id(cxx), " ".join(flags))
+    key = digest("rt", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
     final = cache_root() / f"rt-{key}"
     lib = final / "libqd_simt.so"
     if lib.exists():
@@ -160,7 +160,7 @@ def runtime_library(cxx: str) -> Path:
     with _build_lock:
         if lib.exists():
             return lib
-        with _building(final, "rt-") as tmp:
+        with building(final, "rt-") as tmp:
             _run_compiler([cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "libqd_simt.so"),
                            "-ldl"], "the SIMT runtime")
     return lib
@@ -170,7 +170,7 @@ def runtime_object(cxx: str) -> Path:
     """qd_simt_rt.cpp compiled for race-check executables: TSan fiber hooks on, the
     scheduler itself not instrumented (its bookkeeping is shared by all fibers on purpose)."""
     flags = _COMMON_FLAGS + ["-O2", "-DQD_EMU_TSAN"]
-    key = _digest("rt-tsan", HEADER.read_text(), RUNTIME_SRC.read_text(), _compiler_id(cxx), " ".join(flags))
+    key = digest("rt-tsan", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
     final = cache_root() / f"rt-{key}"
     obj = final / "qd_simt_rt.o"
     if obj.exists():
@@ -178,7 +178,7 @@ def runtime_object(cxx: str) -> Path:
     with _build_lock:
         if obj.exists():
             return obj
-        with _building(final, "rt-") as tmp:
+        with building(final, "rt-") as tmp:
             _run_compiler([cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "qd_simt_rt.o")],
                           "the SIMT runtime (race check)")
     return obj
@@ -439,12 +439,12 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
         flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
         rt = runtime_library(cxx)
         out_name = "kernel.so"
-    key = _digest("k", source, source_name, wrapper, HEADER.read_text(), _compiler_id(cxx), " ".join(flags), str(rt),
+    key = digest("k", source, source_name, wrapper, HEADER.read_text(), compiler_id(cxx), " ".join(flags), str(rt),
                   DRIVER_SRC.read_text() if race_check else "")
     final = cache_root() / f"k-{key}"
     lib = final / out_name
     if not lib.exists():
-        with _building(final, "k-") as tmp:
+        with building(final, "k-") as tmp:
             (tmp / source_name).write_text(source)
             (tmp / "wrapper.cpp").write_text(wrapper)
             if race_check:

@@ -1,0 +1,118 @@
+"""GLSL to SPIR-V inside this process, for the Vulkan runtime's first call of a kernel.
+
+glslangValidator starts by building glslang's built-in symbol tables, about 0.16 s a run
+here, which was most of a new kernel's first call. The same compiler is linked once from
+glslang's static libraries (Debian's glslang-dev) and the C++ compiler the CPU executors
+use into a small shared library in the build cache; a shader then compiles in a few
+milliseconds. Where glslang-dev or a compiler is missing, ``compile_in_process`` returns
+None and the runtime runs glslangValidator as before (which also reports errors: a shader
+this compiler refuses is compiled again there for the located message)."""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from .cpu_emulator import building, cache_root, compiler_id, digest
+
+SOURCE = Path(__file__).with_name("spirv_compiler.cpp")
+LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
+# glslang and its SPIR-V back end, whole; the rest only for what they pull in.
+WHOLE = ["libglslang.a", "libSPIRV.a", "libglslang-default-resource-limits.a"]
+PARTS = ["libMachineIndependent.a", "libGenericCodeGen.a", "libOSDependent.a", "libOGLCompiler.a",
+         "libSPIRV-Tools-opt.a", "libSPIRV-Tools.a"]
+
+_load_lock = threading.Lock()     # building or opening the library
+_compile_lock = threading.Lock()  # glslang's process state is not thread-safe
+_library: ctypes.CDLL | None = None
+_identity: str | None = None
+_tried = False
+
+
+def _archives() -> list[Path] | None:
+    found = [LIBDIR / name for name in WHOLE + PARTS]
+    if not all(p.is_file() for p in found) or not Path("/usr/include/glslang/Public/ShaderLang.h").is_file():
+        return None
+    return found
+
+
+def _load() -> ctypes.CDLL | None:
+    """The library, built on first use (None where it cannot be)."""
+    global _library, _identity, _tried
+    if _tried:
+        return _library
+    _tried = True
+    archives = _archives()
+    cxx = shutil.which(os.environ.get("CXX") or "g++") or shutil.which("clang++")
+    if archives is None or cxx is None:
+        return None
+    stamps = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in archives]
+    key = digest("spirv", SOURCE.read_text(), compiler_id(cxx), *stamps)
+    final = cache_root() / f"glslang-{key}"
+    lib = final / "libqd_glslang.so"
+    if not lib.exists():
+        try:
+            with building(final, "glslang-") as tmp:
+                whole = [str(p) for p in archives[:len(WHOLE)]]
+                parts = [str(p) for p in archives[len(WHOLE):]]
+                cmd = [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", str(SOURCE), "-o", str(tmp / lib.name),
+                       "-Wl,--whole-archive", *whole, "-Wl,--no-whole-archive", *parts, "-pthread"]
+                if subprocess.run(cmd, capture_output=True).returncode != 0:
+                    raise OSError("the in-process glslang library did not build")
+        except OSError:
+            return None
+    try:
+        library = ctypes.CDLL(str(lib))
+    except OSError:
+        return None
+    library.qd_glsl_to_spirv.restype = ctypes.POINTER(ctypes.c_uint32)
+    library.qd_glsl_to_spirv.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
+                                         ctypes.POINTER(ctypes.c_char_p)]
+    library.qd_glsl_free.argtypes = [ctypes.c_void_p]
+    _library, _identity = library, key
+    return library
+
+
+_WARM_UP = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
+_warming: threading.Thread | None = None
+
+
+def warm_up() -> None:
+    """Build or load the library and fill glslang's built-in symbol tables (about 0.25 s, the
+    first shader's cost) in a background thread: ctypes lets go of the GIL, so this overlaps
+    the Vulkan device's creation and the first kernel's translation."""
+    global _warming
+    if _warming is None:
+        _warming = threading.Thread(target=compile_in_process, args=(_WARM_UP,), daemon=True,
+                                    name="qd-glslang-warm-up")
+        _warming.start()
+
+
+def identity() -> str | None:
+    """What SPIR-V this compiler makes depends on (None when there is none): a cache key part."""
+    with _load_lock:
+        _load()
+        return _identity
+
+
+def compile_in_process(text: str) -> bytes | None:
+    """SPIR-V for one compute shader, or None (no in-process compiler, or it refused the
+    shader: the caller's glslangValidator then says why, at the Python line)."""
+    with _load_lock:
+        library = _load()
+    if library is None:
+        return None
+    with _compile_lock:
+        words, log = ctypes.c_size_t(), ctypes.c_char_p()
+        out = library.qd_glsl_to_spirv(text.encode(), ctypes.byref(words), ctypes.byref(log))
+        try:
+            if not out:
+                return None
+            return ctypes.string_at(out, 4 * words.value)
+        finally:
+            library.qd_glsl_free(ctypes.cast(out, ctypes.c_void_p))
+            if log:
+                library.qd_glsl_free(ctypes.cast(log, ctypes.c_void_p))
