@@ -172,12 +172,15 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     annotation leaves dtype or ndim open, and the run-time values (arrays as contiguous
     numpy arrays, scalars as numpy scalars of the parameter's dtype). A parameter whose
     annotation is not supported is left out: translating reports it at the ``def``."""
-    sig = inspect.signature(kernel.fn)
+    cached = kernel.__dict__.get("_binding")
+    if cached is None:  # once per kernel: both cost more than a warm launch's Vulkan calls
+        cached = kernel.__dict__["_binding"] = (inspect.signature(kernel.fn),
+                                                inspect.get_annotations(kernel.fn, eval_str=True))
+    sig, annotations = cached
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
         raise TypeError(f"{kernel.__name__}(): {exc}") from None
-    annotations = inspect.get_annotations(kernel.fn, eval_str=True)
     template_args, arg_types, values = {}, {}, {}
     todo = [(name, lang.self_annotation(kernel.fn, name, annotations.get(name)), value)
             for name, value in bound.arguments.items()]

@@ -1,0 +1,115 @@
+"""The same kernels, spelled the same way, in the transpiler and in Quadrants 1.3.3, on the
+same Vulkan device (lavapipe on a machine without a GPU), in one run: warm time per call
+and first call, as ratios (ours / Quadrants; below 1.0 we are faster).
+
+Each (kernel, size, framework) runs in its own process (bench/vs_runner.py: one first call,
+then the median of REPS warm calls, each from launch to qd.sync() with the arguments
+already on the device as qd.ndarray, the result checked against NumPy), the two
+frameworks alternating, ROUNDS times; the table gives the median over rounds. Quadrants
+runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/bin/python:
+`python3 -m venv /tmp/qvenv && /tmp/qvenv/bin/pip install quadrants==1.3.3 numpy`).
+
+    python bench/vs_quadrants.py [--quick] [--sizes 1024,4194304] [--rounds 3] [--reps 50]
+
+Not part of the test suite (a few minutes).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import median, say, table  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+KERNELS = ["saxpy", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil", "particles"]
+OURS = sys.executable
+THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
+
+
+def run(python: str, module: str, kernel: str, n: int, reps: int, timeout: float) -> dict:
+    env = dict(os.environ, QD_MODULE=module)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # both frameworks import from their bytecode caches
+    try:
+        proc = subprocess.run([python, str(HERE / "vs_runner.py"), kernel, str(n), str(reps)], capture_output=True,
+                              text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no result in {timeout:.0f} s"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        last = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        return {"error": (last[-1] if last else f"exit {proc.returncode}")[:120]}
+    return json.loads(lines[-1])
+
+
+def measure(sizes: list[int], rounds: int, reps: int, timeout: float) -> dict:
+    results: dict = {}
+    for k in KERNELS:
+        for n in sizes:
+            cell = results.setdefault(f"{k}@{n}", {"ours": [], "theirs": []})
+            for _ in range(rounds):  # alternate, so a slow spell of the machine hits both
+                cell["ours"].append(run(OURS, "transpiler", k, n, reps, timeout))
+                cell["theirs"].append(run(THEIRS, "quadrants", k, n, reps, timeout))
+    return results
+
+
+def summary(runs: list[dict]) -> dict:
+    good = [r for r in runs if "error" not in r]
+    if not good:
+        return {"error": runs[0]["error"]}
+    return {"warm_ms": median([r["warm_ms"] for r in good]), "first_ms": median([r["first_ms"] for r in good]),
+            "ok": all(r["ok"] for r in good)}
+
+
+def cell(s: dict, key: str) -> str:
+    if "error" in s:
+        return "-"
+    return f"{s[key]:.3f}" + ("" if s["ok"] else " WRONG")
+
+
+def ratio(a: dict, b: dict, key: str) -> str:
+    if "error" in a or "error" in b:
+        return "-"
+    return f"{a[key] / b[key]:.2f}"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1024,4194304")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--timeout", type=float, default=180.0)
+    p.add_argument("--quick", action="store_true", help="one round, 20 reps")
+    p.add_argument("--json", help="also write the raw results here")
+    a = p.parse_args()
+    if a.quick:
+        a.rounds, a.reps = 1, 20
+    if not Path(THEIRS).exists():
+        say(f"Quadrants not found at {THEIRS}: set QD_QUADRANTS_PYTHON (see this file's docstring)")
+        return
+    sizes = [int(s) for s in a.sizes.split(",")]
+    results = measure(sizes, a.rounds, a.reps, a.timeout)
+    rows, notes = [], []
+    for key, c in results.items():
+        k, n = key.split("@")
+        ours, theirs = summary(c["ours"]), summary(c["theirs"])
+        rows.append([k, n, cell(ours, "warm_ms"), cell(theirs, "warm_ms"), ratio(ours, theirs, "warm_ms"),
+                     cell(ours, "first_ms"), cell(theirs, "first_ms"), ratio(ours, theirs, "first_ms")])
+        for who, s in (("ours", ours), ("Quadrants", theirs)):
+            if "error" in s:
+                notes.append(f"{k} at {n}, {who}: {s['error']}")
+    say(table(f"Same kernels on the same Vulkan device: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
+              f"{a.reps} warm calls each)",
+              ["kernel", "n", "ours warm ms", "Quadrants warm ms", "warm ratio", "ours first ms",
+               "Quadrants first ms", "first ratio"], rows,
+              note="\n".join(notes) or None))
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""One kernel of bench/vs_kernels.py at one size, in the framework ``QD_MODULE`` names, on
+its Vulkan device: prints one JSON line with the first call (translate, compile, pipeline,
+launch; the process's first kernel), the median warm call (launch to qd.sync(), arguments
+already on the device as qd.ndarray) and whether the result matches NumPy.
+
+    QD_MODULE=transpiler|quadrants python bench/vs_runner.py KERNEL N REPS
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+if os.environ.get("QD_MODULE", "transpiler") == "transpiler":
+    sys.path.insert(0, os.path.dirname(HERE))
+
+import vs_kernels as K  # noqa: E402
+
+qd = K.qd
+
+
+def device(a: np.ndarray, dtype, vector: int = 0):
+    shape = a.shape[:-1] if vector else a.shape
+    arr = qd.ndarray(qd.types.vector(vector, dtype) if vector else dtype, shape=shape)
+    arr.from_numpy(a)
+    return arr
+
+
+def case(name: str, n: int):
+    """(kernel, arguments, check(arguments) -> bool) for ``name`` at about ``n`` elements."""
+    rng = np.random.default_rng(7)
+    if name == "saxpy":
+        x, y = rng.random(n, np.float32), rng.random(n, np.float32)
+        args = (np.float32(2.5), device(x, qd.f32), device(y, qd.f32))
+        return K.saxpy, args, lambda: np.allclose(args[2].to_numpy(), 2.5 * x + y, rtol=1e-6)
+    if name == "block_reduce":
+        x = rng.integers(0, 4, n).astype(np.float32)  # exact sums in f32 up to 2^24
+        args = (device(x, qd.f32), device(np.zeros(1, np.float32), qd.f32))
+        return K.block_reduce, args, lambda: args[1].to_numpy()[0] == x.sum()
+    if name == "histogram":
+        x = rng.integers(0, 2**32, n, dtype=np.uint32)
+        args = (device(x, qd.u32), device(np.zeros(64, np.int32), qd.i32))
+        return K.histogram, args, lambda: (args[1].to_numpy() == np.bincount(x % 64, minlength=64)).all()
+    if name == "block_scan":
+        x = rng.integers(-50, 50, n).astype(np.int32)
+        args = (device(x, qd.i32), device(np.zeros(n, np.int32), qd.i32))
+        want = np.cumsum(x.reshape(-1, K.BLOCK), axis=1).reshape(-1)
+        return K.block_scan, args, lambda: (args[1].to_numpy() == want).all()
+    if name == "lookback_scan":
+        x = rng.integers(-50, 50, n).astype(np.int32)
+        tiles = -(-n // K.TILE)
+        z = lambda k: device(np.zeros(k, np.int32), qd.i32)  # noqa: E731
+        args = (device(x, qd.i32), z(n), z(tiles), z(tiles), z(tiles), z(1))
+        return K.lookback_scan, args, lambda: (args[1].to_numpy() == np.cumsum(x, dtype=np.int32)).all()
+    if name == "radix_rank":
+        keys = rng.integers(0, 2**32, n, dtype=np.uint32)
+        args = (device(keys, qd.u32), device(np.zeros(n, np.uint32), qd.u32))
+        blocks = keys.reshape(-1, K.RADIX_BLOCK)
+        order = np.argsort(blocks & 0xFF, axis=1, kind="stable")
+        want = np.take_along_axis(blocks, order, axis=1).reshape(-1)
+        return K.radix_rank, args, lambda: (args[1].to_numpy() == want).all()
+    if name == "stencil":
+        side = int(round(n ** 0.5))
+        u = rng.random((side, side), np.float32)
+        args = (device(u, qd.f32), device(np.zeros_like(u), qd.f32))
+        want = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+        return K.stencil, args, lambda: np.allclose(args[1].to_numpy()[1:-1, 1:-1], want, rtol=1e-5, atol=1e-6)
+    if name == "particles":
+        pos, vel = rng.random((n, 3), np.float32), rng.standard_normal((n, 3)).astype(np.float32)
+        args = (device(pos, qd.f32, 3), device(vel, qd.f32, 3), np.float32(0.01))
+        v = vel + np.float32(0.01) * np.array([0, -9.8, 0], np.float32)
+        p = pos + np.float32(0.01) * v
+        flip = p[:, 1] < 0
+        p[flip, 1] *= -1
+        v[flip, 1] *= -1
+        return K.particles, args, lambda: np.allclose(args[0].to_numpy(), p, rtol=1e-5, atol=1e-6)
+    raise SystemExit(f"unknown kernel {name}")
+
+
+def main() -> None:
+    name, n, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    qd.init(arch=qd.vulkan, **({"offline_cache": False} if qd.__name__ == "quadrants" else {}))
+    kernel, args, check = case(name, n)
+    t0 = time.perf_counter()
+    kernel(*args)
+    qd.sync()
+    first = time.perf_counter() - t0
+    ok = bool(check())
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        kernel(*args)
+        qd.sync()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    print(json.dumps({"first_ms": first * 1e3, "warm_ms": times[len(times) // 2] * 1e3, "ok": ok}))
+
+
+if __name__ == "__main__":
+    main()
