@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import transpiler as qd
 from conftest import ROOT, load_module
 
 K = ROOT / "tests" / "kernels"
@@ -243,3 +244,38 @@ def test_wrong_argument_dtype_is_a_clear_error(executor, n):
     saxpy = load_module(E / "saxpy.py").saxpy
     with pytest.raises(TypeError, match="must hold f32, got f64"):
         saxpy(1.0, np.zeros(n), np.zeros(n, np.float32))
+
+
+@pytest.mark.toolchain
+def test_vulkan_ndarrays_are_device_resident(rng):
+    """On Vulkan a qd.ndarray's storage is the device buffer the kernel binds: nothing is
+    copied around a launch (a view taken before the launch sees the result), the same
+    ndarray passed twice is one buffer, and the memory goes with the last view."""
+    import gc
+
+    from transpiler.runtime import current
+
+    @qd.kernel
+    def axpy(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    qd.init(arch="vulkan")
+    backend = current()
+    before = len(backend.resident)
+    x, y = qd.ndarray(qd.f32, (1000,)), qd.ndarray(qd.f32, (1000,))
+    assert len(backend.resident) == before + 2
+    xs, ys = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    x.from_numpy(xs)
+    y.from_numpy(ys)
+    view = y.data[10:20]  # host view of the device memory
+    axpy(2.0, x, y)
+    np.testing.assert_array_equal(y.to_numpy(), 2.0 * xs + ys)
+    np.testing.assert_array_equal(view, (2.0 * xs + ys)[10:20])
+    axpy(1.0, y, y)  # one buffer for both parameters: every element doubles
+    np.testing.assert_array_equal(y.to_numpy(), 2 * (2.0 * xs + ys))
+    axpy(3.0, np.ones(1000, np.float32), y)  # a numpy array beside a resident one: staged
+    np.testing.assert_array_equal(y.to_numpy(), 2 * (2.0 * xs + ys) + 3.0)
+    del x, y, view
+    gc.collect()
+    assert len(backend.resident) == before

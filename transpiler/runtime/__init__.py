@@ -78,6 +78,20 @@ class Backend:
         """``values``: parameter name -> numpy array (written back in place) or numpy scalar."""
         raise NotImplementedError
 
+    def resident_array(self, shape: tuple[int, ...], dtype) -> np.ndarray | None:
+        """Zeroed memory for a qd.ndarray that kernels use in place (no copies around a
+        launch), or None where this executor has none: the array lives on the host."""
+        return None
+
+
+def array_storage(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A qd.ndarray's storage: the current executor's resident memory, else host memory."""
+    if _backend is not None:
+        arr = _backend.resident_array(shape, dtype)
+        if arr is not None:
+            return arr
+    return np.zeros(shape, dtype)
+
 
 _serials = itertools.count(1)
 _backend: Backend | None = None

@@ -1,5 +1,6 @@
-"""``qd.ndarray``: an array a kernel can take, backed by host memory that every runtime
-copies to and from its device around a launch."""
+"""``qd.ndarray``: an array a kernel can take. On Vulkan its storage is device memory the
+host sees mapped, which kernels bind in place; elsewhere host memory each runtime copies
+to and from its device around a launch."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,9 @@ class Ndarray:
         self.shape = shape
         self.element_shape = element_shape
         self.scalar_dtype = scalar
-        self.data = np.zeros(shape + element_shape, dtype=scalar.np_dtype)
+        from . import array_storage
+
+        self.data = array_storage(shape + element_shape, scalar.np_dtype)
 
     # Met as a Python value in a kernel (an attribute of a data-oriented instance), it is bound
     # like a field: these say how (see frontend/fields.py).

@@ -27,6 +27,7 @@ import hashlib
 import os
 import struct
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -448,6 +449,7 @@ class VulkanBackend(Backend):
             raise DeviceUnsupported(f"{dev.name} cannot run compute shaders with subgroup size {subgroup_size} "
                                     f"(it supports {low}..{high}, default {dev.subgroup_size})")
         self._subgroup_size = subgroup_size or dev.subgroup_size
+        self.resident: dict[int, _Buffer] = {}  # the host address of a qd.ndarray's mapping -> its buffer
         if dev.type == "VK_PHYSICAL_DEVICE_TYPE_CPU":  # lavapipe: a few workgroups per core do
             import os
 
@@ -594,10 +596,10 @@ class VulkanBackend(Backend):
         dev, vk = self.device, self.device.vk
         with dev.lock:
             arrays = {name: values[name] for name in program.bindings}
-            owners = self._bind_buffers(program, arrays)
-            for name, arr in arrays.items():
-                if arr.nbytes and owners[name] == name:
-                    program.buffers[program.bindings[name]].view[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
+            owners, staged = self._bind_buffers(program, arrays)
+            for name in staged:  # numpy arrays go through the program's buffers; qd.ndarrays live in theirs
+                arr = arrays[name]
+                program.buffers[program.bindings[name]].view[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
             push = self._push_constants(program, values, arrays)
             # The same launches with the same scalars and buffers: submit the recording again.
             recording = (tuple((l.task.name, l.blocks) for l in launches), bytes(push), program.bind_epoch)
@@ -609,23 +611,30 @@ class VulkanBackend(Backend):
             vk.vkWaitForFences(dev.device, 1, [dev.fence], vk.VK_TRUE, 2**64 - 1)
             vk.vkResetFences(dev.device, 1, [dev.fence])
             dev.flush_printed()
-            for name in sorted({owners[w] for w in program.written}):
+            for name in sorted({owners[w] for w in program.written} & staged):
                 arr = arrays[name]
-                if arr.nbytes:
-                    arr.reshape(-1).view(np.uint8)[:] = program.buffers[program.bindings[name]].view[:arr.nbytes]
+                arr.reshape(-1).view(np.uint8)[:] = program.buffers[program.bindings[name]].view[:arr.nbytes]
 
-    def _bind_buffers(self, program: VulkanProgram, arrays: dict[str, np.ndarray]) -> dict[str, str]:
-        """Grow each binding's buffer to fit its array; point the descriptor set at it.
-        The same numpy array passed for two parameters gets one buffer, as one pointer
-        would on CUDA. Returns parameter -> the parameter whose buffer it uses."""
+    def _bind_buffers(self, program: VulkanProgram, arrays: dict[str, np.ndarray]) -> tuple[dict[str, str], set[str]]:
+        """Point the descriptor set at each array's buffer: a qd.ndarray's own (device-resident,
+        see resident_array), else the program's buffer for that binding, grown to fit, which
+        the array is staged through. The same array passed for two parameters gets one
+        buffer, as one pointer would on CUDA. Returns parameter -> the parameter whose buffer
+        it uses, and the parameters staged through the program's buffers."""
         dev, vk = self.device, self.device.vk
         owners: dict[str, str] = {}
         by_memory: dict[tuple, str] = {}
         for name, arr in arrays.items():
             key = (arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str)
             owners[name] = by_memory.setdefault(key, name) if arr.nbytes else name
+        chosen: dict[str, _Buffer] = {}
+        staged: set[str] = set()
         for name, arr in arrays.items():
             if owners[name] != name:
+                continue
+            resident = self.resident.get(arr.__array_interface__["data"][0])
+            if resident is not None and arr.nbytes <= resident.capacity:
+                chosen[name] = resident
                 continue
             binding = program.bindings[name]
             need = max(16, -(-arr.nbytes // 16) * 16)
@@ -633,11 +642,14 @@ class VulkanBackend(Backend):
             if buf is None or buf.capacity < need:
                 if buf is not None:
                     self._free(buf)
-                program.buffers[binding] = self._allocate(need)
+                program.buffers[binding] = buf = self._allocate(need)
+            chosen[name] = buf
+            if arr.nbytes:
+                staged.add(name)
         writes, infos = [], []  # infos: the structs the writes point at, alive until the update
         for name, owner in owners.items():
             binding = program.bindings[name]
-            buf = program.buffers[program.bindings[owner]]
+            buf = chosen[owner]
             if program.bound.get(binding) is buf.buffer:
                 continue
             info = vk.VkDescriptorBufferInfo(buffer=buf.buffer, offset=0, range=buf.capacity)
@@ -649,7 +661,28 @@ class VulkanBackend(Backend):
         if writes:
             vk.vkUpdateDescriptorSets(dev.device, len(writes), writes, 0, None)
             program.bind_epoch += 1
-        return owners
+        return owners, staged
+
+    def resident_array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """A qd.ndarray's storage: zeroed device memory the host sees mapped (lavapipe's is
+        host memory; a GPU's host-visible heap otherwise), bound by kernels in place, with no
+        copy in or out around a launch. Freed when the last view of it goes."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        with self.device.lock:
+            buf = self._allocate(max(16, -(-nbytes // 16) * 16))
+        mapped, buf.view = buf.view, None  # the _Buffer must not keep its own array alive
+        mapped[:] = 0
+        array = mapped[:nbytes].view(dtype).reshape(shape)
+        address = mapped.__array_interface__["data"][0]
+        self.resident[address] = buf
+        weakref.finalize(mapped, self._release_resident, address)
+        return array
+
+    def _release_resident(self, address: int) -> None:
+        buf = self.resident.pop(address, None)
+        if buf is not None:
+            with self.device.lock:
+                self._free(buf)
 
     def _allocate(self, size: int) -> _Buffer:
         dev, vk = self.device, self.device.vk
