@@ -718,3 +718,22 @@ def test_wrapping_is_spelled_only_where_needed():
     assert "long(ulong(b) * 5ul - 3ul)" in next(iter(msl.values()))
     glsl = next(iter(qd.translate(wrapping, "glsl").sources.values()))
     assert "a * 3 + 7" in glsl                             # SPIR-V's integer arithmetic wraps
+
+
+@qd.kernel
+def atan2_of_constant_zeros(x: qd.types.ndarray(qd.f32, ndim=1), y: qd.types.ndarray(qd.f32, ndim=1),
+                   out: qd.types.ndarray(qd.f32, ndim=2)):
+    for i in range(x.shape[0]):
+        out[i, 0] = qd.atan2(-qd.cast(0.0, qd.f32), x[i])  # lavapipe: NaN for x < 0 (fuzz seed 3072)
+        out[i, 1] = qd.atan2(qd.cast(0.0, qd.f32), x[i])
+        out[i, 2] = qd.atan2(y[i], x[i])
+
+
+def test_atan2_of_constant_and_signed_zeros(executor, rng):
+    x = np.concatenate([[0.0, -0.0, 1e30, -1e30, 1e-30, -1e-30], rng.standard_normal(58)]).astype(np.float32)
+    y = np.where(rng.random(64) < 0.5, np.float32(-0.0), np.float32(0.0)).astype(np.float32)
+    out = np.zeros((64, 3), np.float32)
+    atan2_of_constant_zeros(x, y, out)
+    want = np.stack([np.arctan2(np.float32(-0.0), x), np.arctan2(np.float32(0.0), x), np.arctan2(y, x)], 1)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(want))

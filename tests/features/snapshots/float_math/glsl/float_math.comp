@@ -13,11 +13,12 @@ layout(push_constant) uniform qd_params {
     layout(offset = 8) int out_shape_1;
 };
 
-// C's atan2 on f32: GLSL leaves atan(0, 0) undefined (lavapipe gives 3*pi/4); C has
-// +-0 for a +0 x and +-pi for a -0 x, the sign of y.
+// C's atan2 on f32 where y is zero: +-0 for a positive x (or +0), +-pi for a negative
+// x (or -0), the sign of y's. GLSL leaves atan(0, 0) undefined (lavapipe gives 3*pi/4), and
+// lavapipe's atan(-0.0, x) with a constant -0.0 gives NaN for a negative x (fuzz seed 3072).
 float qd_atan2(float y, float x)
 {
-    if (x == 0.0 && y == 0.0) {
+    if (y == 0.0) {
         float pi = float(3.14159265358979323846);
         return floatBitsToInt(float(x)) < 0 ? (floatBitsToInt(float(y)) < 0 ? -pi : pi) : y;
     }
