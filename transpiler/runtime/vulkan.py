@@ -323,6 +323,17 @@ def _shutdown() -> None:
 
 # ----------------------------------------------------------------------------- SPIR-V
 
+def _import_translator() -> None:
+    """What the first kernel call would otherwise import (the frontend, the GLSL target, Jinja
+    and its compiled templates): about half of that call."""
+    from ..pipeline import lower  # noqa: F401
+    from ..targets import get_target
+    from ..targets.templates import jinja_env
+
+    get_target("glsl")
+    jinja_env()
+
+
 _spirv_cache: dict[str, bytes] = {}
 
 
@@ -436,7 +447,7 @@ class VulkanBackend(Backend):
                  printf: bool = False, **_options):
         from . import spirv_compiler
 
-        spirv_compiler.warm_up()  # glslang's start-up runs beside the device's and the first translation
+        spirv_compiler.warm_up(_import_translator)  # beside the device's creation (see warm_up)
         self.device = get_device(device, printf)
         self.choice = device
         self.fast_math = fast_math
