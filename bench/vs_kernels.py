@@ -74,61 +74,21 @@ def particles(pos: v3v, vel: v3v, dt: qd.f32):
         vel[i] = v * 0.999
 
 
-TILE = BLOCK * 4
-EMPTY, AGGREGATE, PREFIX = 0, 1, 2
 
+def lookback_scan_module():
+    """examples/lookback_scan.py (the decoupled look-back scan), importing this framework:
+    a copy in a temporary folder when that is not the transpiler (the frameworks read a
+    kernel's source from its file)."""
+    import importlib.util
+    import pathlib
+    import tempfile
 
-@qd.kernel
-def lookback_scan(x: i32v, y: i32v, flags: i32v, aggregates: i32v, prefixes: i32v, tile_counter: i32v):
-    """examples/lookback_scan.py's single-pass scan (decoupled look-back, dynamic tile ids)."""
-    n_tiles = flags.shape[0]
-    tile_counter[0] = 0
-    for t in range(n_tiles):
-        flags[t] = EMPTY
-    qd.loop_config(block_dim=BLOCK)
-    for i in range(n_tiles * BLOCK):
-        tid = qd.simt.block.thread_idx()
-        slot = qd.simt.block.SharedArray((1,), qd.i32)
-        if tid == 0:
-            slot[0] = qd.atomic_add(tile_counter[0], 1)
-        qd.simt.block.sync()
-        tile = slot[0]
-        base = tile * TILE + tid * 4
-        own = 0
-        for k in qd.static(range(4)):
-            if base + k < x.shape[0]:
-                own += x[base + k]
-        before = qd.simt.block.exclusive_add(own, BLOCK, qd.i32)
-        total = qd.simt.block.reduce_all_add(own, BLOCK, qd.i32)
-        if tid == 0:
-            prefix = 0
-            if tile == 0:
-                qd.atomic_exchange(prefixes[0], total)
-                qd.simt.grid.mem_fence()
-                qd.atomic_exchange(flags[0], PREFIX)
-            else:
-                qd.atomic_exchange(aggregates[tile], total)
-                qd.simt.grid.mem_fence()
-                qd.atomic_exchange(flags[tile], AGGREGATE)
-                k = tile - 1
-                while k >= 0:
-                    f = qd.volatile_load(flags[k])
-                    if f != EMPTY:
-                        qd.simt.grid.mem_fence()
-                        if f == PREFIX:
-                            prefix += qd.volatile_load(prefixes[k])
-                            k = -1
-                        else:
-                            prefix += qd.volatile_load(aggregates[k])
-                            k -= 1
-                qd.atomic_exchange(prefixes[tile], prefix + total)
-                qd.simt.grid.mem_fence()
-                qd.atomic_exchange(flags[tile], PREFIX)
-            slot[0] = prefix
-        qd.simt.block.sync()
-        running = slot[0] + before
-        for k in qd.static(range(4)):
-            if base + k < x.shape[0]:
-                running += x[base + k]
-                y[base + k] = running
-        qd.simt.block.sync()
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "lookback_scan.py"
+    if qd.__name__ != "transpiler":
+        text = path.read_text().replace("import transpiler as qd", f"import {qd.__name__} as qd")
+        path = pathlib.Path(tempfile.mkdtemp(prefix="qd-vs-")) / "lookback_scan.py"
+        path.write_text(text)
+    spec = importlib.util.spec_from_file_location("lookback_scan", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
