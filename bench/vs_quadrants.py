@@ -41,8 +41,10 @@ def run(python: str, module: str, kernel: str, n: int, reps: int, timeout: float
         return {"error": f"no result in {timeout:.0f} s"}
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
+        if proc.returncode < 0:
+            return {"error": f"the process died of signal {-proc.returncode}"}
         last = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-        return {"error": (last[-1] if last else f"exit {proc.returncode}")[:120]}
+        return {"error": f"exit {proc.returncode}: " + (last[-1] if last else "")[:120]}
     return json.loads(lines[-1])
 
 
