@@ -167,6 +167,19 @@ class Device:
                                                queueFamilyIndex=self.queue_family)
         self.command_pool = vk.vkCreateCommandPool(self.device, pool_info, None)
         self.fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+        self._fences = self.ffi.new("VkFence[1]", [self.fence])
+
+    def submit_and_wait(self, submit) -> None:
+        """Run one recorded submission (a VkSubmitInfo) to completion. The loader's functions
+        are called directly: the binding's argument conversion cost more than the three calls."""
+        vk, lib = self.vk, self.vk.lib
+        result = lib.vkQueueSubmit(self.queue, 1, self.ffi.addressof(submit), self.fence)
+        if result != vk.VK_SUCCESS:
+            raise vk.exception_codes[result]
+        result = lib.vkWaitForFences(self.device, 1, self._fences, vk.VK_TRUE, 2**64 - 1)
+        lib.vkResetFences(self.device, 1, self._fences)
+        if result != vk.VK_SUCCESS:
+            raise vk.exception_codes[result]
 
     def __repr__(self) -> str:
         return f"<Vulkan device {self.name!r} ({self.type[len('VK_PHYSICAL_DEVICE_TYPE_'):].lower()})>"
@@ -412,6 +425,7 @@ class VulkanProgram:
     bound: dict[int, object] = field(default_factory=dict)  # binding -> buffer in the descriptor set
     bind_epoch: int = 0            # bumped when the descriptor set changes (a recording then goes stale)
     recorded: tuple | None = None  # what the command buffer holds: (dispatches, push constants, bind_epoch)
+    submit: object = None          # its VkSubmitInfo, made once
 
 
 def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
@@ -617,10 +631,9 @@ class VulkanBackend(Backend):
             if program.recorded != recording:
                 self._record(program, push, launches)
                 program.recorded = recording
-            submit = vk.VkSubmitInfo(pCommandBuffers=[program.command_buffer])
-            vk.vkQueueSubmit(dev.queue, 1, [submit], dev.fence)
-            vk.vkWaitForFences(dev.device, 1, [dev.fence], vk.VK_TRUE, 2**64 - 1)
-            vk.vkResetFences(dev.device, 1, [dev.fence])
+            if program.submit is None:
+                program.submit = vk.VkSubmitInfo(pCommandBuffers=[program.command_buffer])
+            dev.submit_and_wait(program.submit)
             dev.flush_printed()
             for name in sorted({owners[w] for w in program.written} & staged):
                 arr = arrays[name]
