@@ -119,7 +119,7 @@ class Device:
     def __init__(self, choice: str | int | None = None, printf: bool = False):
         vk = self.vk = _vulkan()
         self.ffi = vk.ffi
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # re-entered when a qd.ndarray is freed during a launch (a GC)
         self.printed: list[str] = []  # debugPrintfEXT output, when ``printf``
         self.printed_capable = printf
         # Vulkan 1.3 where the loader has it: shaders that print need its core
