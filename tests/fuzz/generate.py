@@ -22,7 +22,8 @@ order threads run in, so any difference from the reference is a bug:
 
 Each group of constructs is a feature (``FEATURES``); a feature left out draws nothing from the
 random stream, so ``generate(seed, BASE_FEATURES)`` is the kernel that seed meant before
-vectors, structs, fields and subgroups were added.
+vectors, structs, fields and subgroups were added (but for a racy reduction, now removed:
+``drop_racy_reductions``).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dtypes import ALL, BOOL, F32, F64, FLOATS, I32, I64, INTS, U32, U64, DT, ST, VT, fits, promote
-from .program import Array, Expr, Helper, Program, Scalar, Stmt, Task
+from .program import Array, Expr, Helper, Program, Scalar, Stmt, Task, racy_reductions
 
 BASE_FEATURES = frozenset({"helpers", "blocks", "atomics", "reductions", "serial", "floats"})
 FEATURES = BASE_FEATURES | {"vectors", "structs", "fields", "subgroups"}
@@ -227,11 +228,30 @@ class Generator:
             body += self.body(ctx, 1)
         if not any(s.kind == "store" for s in body):
             body.append(self.store(ctx))
+        self.drop_racy_reductions(body, st)
         self.written |= st.writes
         # kernel-scope variables this task reduced are readable from the next task on
         for name, op in st.reductions.items():
             kscope[name].mutable = True
         return Task(True, body, start, stop, st.block_dim)
+
+    def drop_racy_reductions(self, body: list[Stmt], st: TaskState) -> None:
+        """A reduction into a kernel-scope variable the task also reads (a read generated before
+        the reduction was) becomes an assignment to a local: the read would race with it."""
+        racy = racy_reductions(body, set(st.reductions))
+        if not racy:
+            return
+
+        def rec(stmts):
+            for k, s in enumerate(stmts):
+                name = s.attr[1] if s.kind == "katomic" else s.attr[0] if s.kind in ("aug", "reduce_minmax") else None
+                if name in racy:
+                    stmts[k] = Stmt("assign", self.fresh("v"), [s.exprs[0]])
+                for b in s.bodies:
+                    rec(b)
+        rec(body)
+        for name in racy:
+            del st.reductions[name]
 
     # ------------------------------------------------------------------ block code
 
@@ -969,16 +989,32 @@ class Generator:
         r = self.r
         if d <= 0 or self.chance(0.25):
             return self.vec_leaf(ctx, vt, exact)
-        kinds = ["arith"] * 4 + ["ctor", "neg", "matmul"] + (["cross"] if vt.shape == (3,) else []) + \
-            (["divmod"] if vt.elem.is_int else [])
+        kinds = ["arith"] * 4 + ["ctor", "neg", "matmul", "minmax", "abs"] + \
+            (["cross"] if vt.shape == (3,) else []) + (["divmod"] if vt.elem.is_int else []) + \
+            (["swizzle"] if not vt.m else [])
         kind = r.choice(kinds)
         sub = d - 1
         t = vt.elem
         if kind == "ctor":
             e = self.vec_ctor(ctx, vt, sub, exact)
-        elif kind == "neg":
+        elif kind in ("neg", "abs"):
             a = self.vec_expr(ctx, vt, sub, exact)
-            e = Expr("neg", vt, [a], None, a.exact, a.mag, a.frac)
+            e = Expr(kind, vt, [a], None, a.exact, a.mag, a.frac)
+        elif kind == "swizzle":  # .zyx, .xxy, ... of a vector of 2 to 4
+            src = VT(t, r.randint(2, 4))
+            a = self.vec_expr(ctx, src, sub, exact)
+            e = Expr("comp", vt, [a], ("swz", "".join(r.choice("xyzw"[:src.n]) for _ in range(vt.n))), a.exact,
+                     a.mag, a.frac)
+        elif kind == "minmax":  # qd.min / qd.max, element-wise, a scalar broadcast
+            a = self.vec_expr(ctx, vt, sub, exact)
+            if self.chance(0.6):
+                b = self.vec_expr(ctx, vt, sub, exact)
+            else:
+                b = self.operand(ctx, t, sub) if t.is_int else self.float_operand(ctx, t, sub, exact)
+            if self.chance(0.3):
+                a, b = b, a
+            e = Expr("vminmax", vt, [a, b], r.choice(["min", "max"]), a.exact and b.exact, max(a.mag, b.mag),
+                     max(a.frac, b.frac))
         elif kind == "arith":
             op = r.choice(["add", "sub", "mul"])
             a = self.vec_expr(ctx, vt, sub, exact)
@@ -1039,9 +1075,13 @@ class Generator:
             return None
         known = [v.dt for _, v in self.composite_vars(ctx) if isinstance(v.dt, VT) and v.dt.elem == t]
         vt = r.choice(known) if known and self.chance(0.7) else self.pick_vt(t, self.chance(0.2))
-        kinds = ["comp"] * 3 + ([] if vt.m else ["dot", "sum", "norm_sqr"] + ([] if exact or t.is_int else ["norm"]))
+        kinds = ["comp"] * 3 + ([] if vt.m else ["dot", "sum", "norm_sqr", "rtcomp"] +
+                                ([] if exact or t.is_int else ["norm"]))
         kind = r.choice(kinds)
         a = self.vec_expr(ctx, vt, d, exact)
+        if kind == "rtcomp":  # v[k] with k known at run time
+            k = Expr("bin", I32, [self.int_expr(ctx, I32, 1), lit(vt.n)], "mod")
+            return Expr("comp", t, [a, k], ("rt", None), a.exact, a.mag, a.frac)
         if kind == "comp":
             if vt.m:
                 attr = ("mat", (r.randrange(vt.n), r.randrange(vt.m)))
@@ -1111,7 +1151,10 @@ class Generator:
                 if t.elem.is_float and not self.fits_bounds(e, v):
                     return self.st_assign(ctx)
                 return [Stmt("setcomp", None, [lv, e])]
-        if isinstance(t, VT):
+        if isinstance(t, VT) and not t.m and self.chance(0.25):  # v[k] = e, k known at run time
+            k = Expr("bin", I32, [self.int_expr(ctx, I32, 1), lit(t.n)], "mod")
+            lv, t = Expr("comp", t.elem, [lv, k], ("rt", None)), t.elem
+        elif isinstance(t, VT):
             attr = ("mat", (r.randrange(t.n), r.randrange(t.m))) if t.m else (r.choice(["swz", "idx"]),
                                                                                 r.randrange(t.n))
             lv, t = Expr("comp", t.elem, [lv], attr), t.elem

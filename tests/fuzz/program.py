@@ -160,7 +160,9 @@ def render_expr(e: Expr) -> str:
     if op == "struct":
         return f"{e.t.name}({', '.join(f'{k}={x}' for (k, _), x in zip(e.t.members, a))})"
     if op == "comp":
-        return a[0] + component(e.attr)
+        return a[0] + (f"[{a[1]}]" if e.attr[0] == "rt" else component(e.attr))
+    if op == "vminmax":  # element-wise, a scalar broadcast
+        return f"qd.{e.attr}({a[0]}, {a[1]})"
     if op == "method":
         return f"{a[0]}.{e.attr}({', '.join(a[1:])})"
     if op == "sgop":
@@ -177,7 +179,7 @@ def component(attr) -> str:
     """The suffix that selects a component: ``.y``, ``[1]``, ``[0, 1]`` or a member ``.a``."""
     how, key = attr
     if how == "swz":
-        return "." + SWIZZLE[key]
+        return "." + (key if isinstance(key, str) else SWIZZLE[key])
     if how == "idx":
         return f"[{key}]"
     if how == "mat":
@@ -308,6 +310,32 @@ def walk_bodies(prog: Program) -> Iterator[list[Stmt]]:
         yield from rec(h.body)
     for t in prog.tasks:
         yield from rec(t.body)
+
+
+def racy_reductions(body: list[Stmt], kernel_names) -> set[str]:
+    """Kernel-scope variables a parallel task both reduces into and reads: what a read sees
+    depends on the order the iterations run in."""
+    reduced, read = set(), set()
+
+    def rec_e(e: Expr):
+        if e.op == "var":
+            read.add(e.attr)
+        for x in e.args:
+            rec_e(x)
+
+    def rec(stmts):
+        for s in stmts:
+            if s.kind in ("aug", "reduce_minmax") and s.attr[0] in kernel_names:
+                reduced.add(s.attr[0])
+            elif s.kind == "katomic" and s.attr[1] in kernel_names:
+                reduced.add(s.attr[1])
+            for e in s.exprs:
+                if e is not None:
+                    rec_e(e)
+            for b in s.bodies:
+                rec(b)
+    rec(body)
+    return reduced & read
 
 
 def walk_exprs(prog: Program) -> Iterator[Expr]:

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .dtypes import BOOL, F32, I32, DT, ST, VT, adapted, convert, literal_type, promote, wrap
-from .program import Expr, Program, Stmt
+from .program import Expr, Program, Stmt, racy_reductions
 
 
 class Undefined(Exception):
@@ -76,6 +76,8 @@ class Interpreter:
                 if not task.parallel:
                     for s in task.body:  # serial code's variables are kernel-scope
                         self.stmt(s, [self.kernel])
+                elif racy_reductions(task.body, self.kernel):
+                    raise Undefined("a task reads a kernel-scope variable it reduces into")
                 elif task.block_dim is None:
                     for i in range(task.start, task.stop):
                         self.block(task.body, [self.kernel, {"i": (i, I32)}])
@@ -405,6 +407,10 @@ class Interpreter:
 
     def component(self, v, t, comp):
         """Component ``comp`` of the value ``v`` of type ``t``: (value, type)."""
+        if comp[0] == "swz" and isinstance(comp[1], str):  # a swizzle: a vector of its letters
+            if not isinstance(t, VT) or t.m or any("xyzw".index(c) >= t.n for c in comp[1]):
+                raise Invalid(f"swizzle {comp[1]} of a {t}")
+            return [v["xyzw".index(c)] for c in comp[1]], VT(t.elem, len(comp[1]))
         if isinstance(t, ST):
             how, key = comp
             if how != "mem" or key not in v:
@@ -414,10 +420,22 @@ class Interpreter:
             raise Invalid(f"a component of a {t}")
         return v[self.flat_index(t, comp)], t.elem
 
+    def comp_key(self, e: Expr, scopes):
+        """The component an ``comp`` expression selects; a run-time index evaluated."""
+        if e.attr[0] != "rt":
+            return e.attr
+        k, kt = self.ev(e.args[1], scopes)
+        if not isinstance(kt, DT) or not kt.is_int:
+            raise Invalid("a run-time index that is not an integer")
+        v, t = self.ev(e.args[0], scopes) if e.args[0].op != "var" else self.lookup(e.args[0].attr, scopes)
+        if not isinstance(t, VT) or t.m or not 0 <= k < t.n:
+            raise Undefined(f"index {k} of a {t}")
+        return ("idx", int(k))
+
     def set_component(self, lv: Expr, val, scopes) -> None:
         path = []
         while lv.op == "comp":
-            path.append(lv.attr)
+            path.append(self.comp_key(lv, scopes))
             lv = lv.args[0]
         if lv.op != "var" or not path:
             raise Invalid("an assignment to a component of something not a variable")
@@ -685,14 +703,25 @@ class Interpreter:
             return {k: self.converted(*self.ev(x, scopes), mt) for (k, mt), x in zip(e.t.members, e.args)}, e.t
         if op == "comp":
             v, t = self.ev(e.args[0], scopes)
-            return self.component(v, t, e.attr)
+            return self.component(v, t, self.comp_key(e, scopes))
+        if op == "vminmax":
+            a, b = self.ev_lit(e.args[0], scopes), self.ev_lit(e.args[1], scopes)
+            ea, ta = self.elements(a)
+            eb, tb = self.elements(b)
+            if ea is None and eb is None or ea is not None and eb is not None and ta.shape != tb.shape:
+                raise Invalid("qd.min/qd.max of mismatched shapes")
+            st = ta if ea is not None else tb
+            ea, eb = ea or [a] * st.size, eb or [b] * st.size
+            out = [self.minmax(e.attr, x, y) for x, y in zip(ea, eb)]
+            return [v for v, _ in out], VT(out[0][1], st.n, st.m)
         if op == "method":
             return self.method(e, scopes)
         if op == "sgop":
             raise Invalid("a subgroup operation outside a block task's top level")
-        if op == "neg" and isinstance(self.ev(e.args[0], scopes)[1], VT):
+        if op in ("neg", "abs") and isinstance(self.ev(e.args[0], scopes)[1], VT):
             v, t = self.ev(e.args[0], scopes)
-            return [t.elem.np.type(-x) if t.elem.is_float else wrap(-x, t.elem) for x in v], t
+            f = (lambda x: -x) if op == "neg" else abs
+            return [t.elem.np.type(f(x)) if t.elem.is_float else wrap(f(x), t.elem) for x in v], t
         if op in ("neg", "invert", "abs"):
             v, t = self.ev(e.args[0], scopes)
             if not isinstance(t, DT):
