@@ -98,6 +98,10 @@ class Ctx:
         return c
 
 
+def has_loops(body: list[Stmt]) -> bool:
+    return any(s.kind in ("for", "while", "static") or any(has_loops(b) for b in s.bodies) for s in body)
+
+
 def lit(v, t: DT | None = None) -> Expr:
     from .dtypes import literal_type
 
@@ -744,6 +748,10 @@ class Generator:
 
     def call(self, ctx: Ctx, t: DT, d: int) -> Expr | None:
         hs = [h for h in self.helpers[:ctx.helpers] if h.ret == t]
+        if ctx.loops and self.features - BASE_FEATURES:
+            # the newer features make bigger kernels: a helper with loops is not called in a
+            # loop, so that the reference's work (and the emulators') stays small
+            hs = [h for h in hs if not has_loops(h.body)]
         if not hs:
             return None
         h = self.r.choice(hs)

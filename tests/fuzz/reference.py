@@ -420,14 +420,16 @@ class Interpreter:
             raise Invalid(f"a component of a {t}")
         return v[self.flat_index(t, comp)], t.elem
 
-    def comp_key(self, e: Expr, scopes):
-        """The component an ``comp`` expression selects; a run-time index evaluated."""
+    def comp_key(self, e: Expr, scopes, t=None):
+        """The component a ``comp`` expression selects of its operand (of type ``t``, when known);
+        a run-time index evaluated."""
         if e.attr[0] != "rt":
             return e.attr
         k, kt = self.ev(e.args[1], scopes)
         if not isinstance(kt, DT) or not kt.is_int:
             raise Invalid("a run-time index that is not an integer")
-        v, t = self.ev(e.args[0], scopes) if e.args[0].op != "var" else self.lookup(e.args[0].attr, scopes)
+        if t is None:
+            t = self.ev(e.args[0], scopes)[1]
         if not isinstance(t, VT) or t.m or not 0 <= k < t.n:
             raise Undefined(f"index {k} of a {t}")
         return ("idx", int(k))
@@ -703,7 +705,7 @@ class Interpreter:
             return {k: self.converted(*self.ev(x, scopes), mt) for (k, mt), x in zip(e.t.members, e.args)}, e.t
         if op == "comp":
             v, t = self.ev(e.args[0], scopes)
-            return self.component(v, t, self.comp_key(e, scopes))
+            return self.component(v, t, self.comp_key(e, scopes, t))
         if op == "vminmax":
             a, b = self.ev_lit(e.args[0], scopes), self.ev_lit(e.args[1], scopes)
             ea, ta = self.elements(a)
@@ -718,12 +720,11 @@ class Interpreter:
             return self.method(e, scopes)
         if op == "sgop":
             raise Invalid("a subgroup operation outside a block task's top level")
-        if op in ("neg", "abs") and isinstance(self.ev(e.args[0], scopes)[1], VT):
-            v, t = self.ev(e.args[0], scopes)
-            f = (lambda x: -x) if op == "neg" else abs
-            return [t.elem.np.type(f(x)) if t.elem.is_float else wrap(f(x), t.elem) for x in v], t
         if op in ("neg", "invert", "abs"):
             v, t = self.ev(e.args[0], scopes)
+            if isinstance(t, VT) and op != "invert":
+                f = (lambda x: -x) if op == "neg" else abs
+                return [t.elem.np.type(f(x)) if t.elem.is_float else wrap(f(x), t.elem) for x in v], t
             if not isinstance(t, DT):
                 raise Invalid(f"{op} of a {t}")
             if e.args[0].literal:
