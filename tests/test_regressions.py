@@ -737,3 +737,36 @@ def test_atan2_of_constant_and_signed_zeros(executor, rng):
     want = np.stack([np.arctan2(np.float32(-0.0), x), np.arctan2(np.float32(0.0), x), np.arctan2(y, x)], 1)
     np.testing.assert_allclose(out, want, rtol=1e-6)
     np.testing.assert_array_equal(np.signbit(out), np.signbit(want))
+
+
+@qd.kernel
+def subgroup_after_loop_of_atomics(x: qd.types.ndarray(qd.i32, ndim=1), acc: qd.types.ndarray(qd.i32, ndim=1),
+                                   y: qd.types.ndarray(qd.i32, ndim=2)):
+    qd.loop_config(block_dim=64)
+    for i in range(x.shape[0]):
+        v = x[i]
+        for r in range(3):  # every lane runs it: the wave is whole again after it
+            for j in range(4):
+                v = v % 1000 + j
+            qd.atomic_and(acc[0], v)
+        y[i, 0] = qd.simt.subgroup.reduce_add(x[i])
+        y[i, 1] = qd.simt.subgroup.exclusive_max(x[i])
+
+
+def test_a_subgroup_operation_after_a_loop_of_atomics(executor, rng):
+    # The CPU emulator let a lockstep atomic in a loop go ahead without the lanes still in the
+    # loop, then ran HIP's mask-free shuffles after the loop without the lanes behind (cpu-hip:
+    # a partial wave's sum, or a lane's own value for its exclusive max, in some runs).
+    from transpiler.runtime import current
+
+    w = current().subgroup_size
+    for _ in range(10):  # the lanes came apart in about half the runs
+        x = rng.integers(-1000, 1000, 1024).astype(np.int32)
+        acc = np.full(1, -1, np.int32)
+        y = np.zeros((1024, 2), np.int32)
+        subgroup_after_loop_of_atomics(x, acc, y)
+        rows = x.reshape(-1, w)
+        np.testing.assert_array_equal(y[:, 0], np.repeat(rows.sum(1), w))
+        upto = np.maximum.accumulate(rows, axis=1)
+        first = np.full((rows.shape[0], 1), np.iinfo(np.int32).min, np.int32)
+        np.testing.assert_array_equal(y[:, 1], np.concatenate([first, upto[:, :-1]], 1).reshape(-1))

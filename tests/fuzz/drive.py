@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from .generate import generate
-from .program import Program, render
+from .program import Program, render, uses_subgroups
 from .reference import Invalid, Undefined, reference
 
 TARGETS = ["cuda", "hip", "glsl", "msl"]
@@ -46,6 +46,8 @@ EXECUTORS = {"vulkan": {"arch": "vulkan"}, "cpu-cuda": {"arch": "cpu"}, "cpu-hip
 # Where an NVIDIA GPU and CuPy exist: --executors cuda,... (not a default: CI has no GPU).
 GPU_EXECUTORS = {"cuda": {"arch": "cuda", "enable_fallback": False}}
 EXECUTOR_TARGET = {"vulkan": "glsl", "cpu-cuda": "cuda", "cpu-hip": "hip", "cuda": "cuda"}
+# Subgroup widths, when the runtime does not say (lavapipe's 8 lanes, CUDA's warps, HIP's waves).
+SUBGROUP_WIDTH = {"vulkan": 8, "cpu-cuda": 32, "cpu-hip": 64, "cuda": 32}
 TOL = 2e-3  # inexact floats: |got - want| <= TOL * 2**mag, mag bounding the stored expression
 
 # Documented limits of a target (docs/lowering.md): refusing these is right, not a false rejection.
@@ -72,8 +74,9 @@ class Outcome:
     seconds: float = 0.0
 
 
-def load_kernel(prog: Program, workdir: Path):
-    """Write the kernel module and import it the way a user's module is imported."""
+def load_kernel(prog: Program, workdir: Path, with_module: bool = False):
+    """Write the kernel module and import it the way a user's module is imported. Its fields
+    are the module's own: every load makes fresh ones."""
     # A fresh folder each time: the frontend reads the source through linecache and the
     # import system caches bytecode by path, so a rewritten file must not reuse a path.
     sub = Path(tempfile.mkdtemp(dir=workdir))
@@ -82,7 +85,7 @@ def load_kernel(prog: Program, workdir: Path):
     spec = importlib.util.spec_from_file_location(f"fuzzmod_{prog.name}_{os.getpid()}_{time.monotonic_ns()}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return getattr(module, prog.name)
+    return (getattr(module, prog.name), module) if with_module else getattr(module, prog.name)
 
 
 def from_transpiler(exc: BaseException) -> bool:
@@ -96,18 +99,42 @@ def known_refusal(target: str, message: str) -> bool:
 
 
 def arguments(prog: Program) -> list:
+    """Every array's starting contents (fields' too), then the scalars."""
     args: list = []
     for a in prog.arrays:
-        args.append(prog.inputs[a.name].copy() if a.name in prog.inputs else np.zeros(a.size, a.dt.np))
+        args.append(prog.inputs[a.name].copy() if a.name in prog.inputs else np.zeros(a.shape, a.dt.np))
     for s in prog.scalars:
         args.append(s.dt.np.type(s.value))
     return args
 
 
+def launch(kernel, module, prog: Program, args: list) -> None:
+    """Call the kernel: fields are filled from ``args`` first (``from_numpy``) and read back
+    into them afterwards (``to_numpy``); the other arrays and the scalars are its arguments."""
+    fields = [(k, getattr(module, a.name)) for k, a in enumerate(prog.arrays) if a.field]
+    for k, f in fields:
+        f.from_numpy(args[k])
+    kernel(*[x for k, x in enumerate(args) if k >= len(prog.arrays) or not prog.arrays[k].field])
+    for k, f in fields:
+        args[k] = f.to_numpy()
+
+
+def subgroup_width(executor: str) -> int:
+    try:
+        from transpiler.runtime import current
+
+        return current().subgroup_size or SUBGROUP_WIDTH[executor]
+    except Exception:  # noqa: BLE001 - the table, when the runtime cannot say
+        return SUBGROUP_WIDTH[executor]
+
+
 def compare(prog: Program, want: dict[str, np.ndarray], args: list) -> str | None:
     """The first few differences, or None."""
     for a, got in zip(prog.arrays, args):
-        exp = want[a.name]
+        exp = want[a.name].reshape(-1)
+        if got.shape != want[a.name].shape:
+            return f"{a.name}: shape {got.shape}, want {want[a.name].shape}"
+        got = got.reshape(-1)
         if a.dt.is_float and a.tol_mag is not None:
             bad = ~np.isclose(got, exp, rtol=0, atol=TOL * 2.0 ** a.tol_mag, equal_nan=True)
         elif a.dt.is_float:
@@ -117,7 +144,7 @@ def compare(prog: Program, want: dict[str, np.ndarray], args: list) -> str | Non
         if bad.any():
             idx = np.flatnonzero(bad)[:4]
             pairs = ", ".join(f"[{k}] want {exp[k]!r} got {got[k]!r}" for k in idx)
-            return f"{a.name} ({a.dt.name}, {int(bad.sum())} of {a.size} differ): {pairs}"
+            return f"{a.name} ({a.dt.name}, {int(bad.sum())} of {exp.size} differ): {pairs}"
     return None
 
 
@@ -130,12 +157,17 @@ def check_seed(prog: Program, workdir: Path, executors: list[str], compile_all: 
 
     out = Outcome(prog.seed)
     t0 = time.monotonic()
+    wants: dict[int, dict] = {}
     try:
-        want = reference(prog)
+        wants[32] = reference(prog, 32)
+        if uses_subgroups(prog):  # the same kernel is valid at every width
+            for w in sorted(set(SUBGROUP_WIDTH.values())):
+                if w not in wants:
+                    wants[w] = reference(prog, w)
     except (Undefined, Invalid) as exc:
         out.skipped = f"{type(exc).__name__}: {exc}"
         return out
-    kernel = load_kernel(prog, workdir)
+    kernel, module = load_kernel(prog, workdir, with_module=True)
     warnings.simplefilter("ignore")
     for target in targets:
         try:
@@ -164,8 +196,12 @@ def check_seed(prog: Program, workdir: Path, executors: list[str], compile_all: 
             continue
         qd.init(**{**EXECUTORS, **GPU_EXECUTORS}[ex])
         args = arguments(prog)
+        width = subgroup_width(ex) if uses_subgroups(prog) else 32
         try:
-            kernel(*args)
+            if width not in wants:
+                wants[width] = reference(prog, width)
+            want = wants[width]
+            launch(kernel, module, prog, args)
         except TranspileError as exc:
             out.failure, out.detail = "false_rejection", f"{ex}:\n{exc}"
             return out

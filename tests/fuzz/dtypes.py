@@ -112,3 +112,59 @@ def convert(v, src: DT, dst: DT):
     if src.is_float:
         return wrap(int(float(v)), dst)
     return wrap(int(v), dst)
+
+
+# ----------------------------------------------------------------------------- composite types
+
+@dataclass(frozen=True)
+class VT:
+    """A vector of ``n`` (``m == 0``) or an ``n x m`` matrix of scalars of type ``elem``,
+    rendered as a module-level alias (``vec3_i32 = qd.types.vector(3, qd.i32)``)."""
+    elem: DT
+    n: int
+    m: int = 0
+
+    kind = "vec"
+    is_float = False
+    is_int = False
+
+    def __repr__(self) -> str:
+        return self.name
+
+    @property
+    def name(self) -> str:
+        return f"vec{self.n}_{self.elem.name}" if not self.m else f"mat{self.n}x{self.m}_{self.elem.name}"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.n,) if not self.m else (self.n, self.m)
+
+    @property
+    def size(self) -> int:
+        return self.n * (self.m or 1)
+
+    def declaration(self) -> str:
+        if self.m:
+            return f"{self.name} = qd.types.matrix({self.n}, {self.m}, qd.{self.elem.name})"
+        return f"{self.name} = qd.types.vector({self.n}, qd.{self.elem.name})"
+
+
+@dataclass(frozen=True)
+class ST:
+    """A struct type (``qd.types.struct``): members of scalar or vector types, in order."""
+    name: str
+    members: tuple
+
+    kind = "struct"
+    is_float = False
+    is_int = False
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def member(self, name: str):
+        return dict(self.members)[name]
+
+    def declaration(self) -> str:
+        ms = ", ".join(f"{k}={t.name if isinstance(t, VT) else 'qd.' + t.name}" for k, t in self.members)
+        return f"{self.name} = qd.types.struct({ms})"

@@ -13,7 +13,17 @@ order threads run in, so any difference from the reference is a bug:
   threads' results reach it through order-independent integer atomics, kernel-scope
   reductions, and arrays written by earlier tasks;
 - block code writes a shared array only at the thread's own slot, reads it only after a
-  ``block.sync()``, and puts barriers and block collectives in uniform control flow.
+  ``block.sync()``, and puts barriers and block collectives in uniform control flow;
+- vectors, matrices and structs follow the scalar rules per component (a float vector carries
+  one exactness bound for all its components); subgroup operations sit at the top level of a
+  task with ``qd.loop_config(block_dim=64 or 128)`` over whole blocks (uniform control flow,
+  whole subgroups on every executor), and the reference computes them for the executor's
+  subgroup width.
+
+Each group of constructs is a feature (``FEATURES``); a feature left out draws nothing from the
+random stream, so ``generate(seed, BASE_FEATURES)`` is the kernel that seed meant before
+vectors, structs, fields and subgroups were added (but for a racy reduction, now removed:
+``drop_racy_reductions``).
 """
 from __future__ import annotations
 
@@ -22,8 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dtypes import ALL, BOOL, F32, F64, FLOATS, I32, I64, INTS, U32, U64, DT, fits, promote
-from .program import Array, Expr, Helper, Program, Scalar, Stmt, Task
+from .dtypes import ALL, BOOL, F32, F64, FLOATS, I32, I64, INTS, U32, U64, DT, ST, VT, fits, promote
+from .program import Array, Expr, Helper, Program, Scalar, Stmt, Task, racy_reductions
+
+BASE_FEATURES = frozenset({"helpers", "blocks", "atomics", "reductions", "serial", "floats"})
+FEATURES = BASE_FEATURES | {"vectors", "structs", "fields", "subgroups"}
 
 HELPER_MAG, HELPER_FRAC = 16, 4  # a helper's float parameters: exact, below 2**16, multiples of 1/16
 MAXMAG = 48          # |float| stays below 2**48: no overflow to inf, in f32 either
@@ -32,6 +45,10 @@ ATOMIC_OPS = ["atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or
 BLOCK_FNS = ["reduce_add", "reduce_min", "reduce_max", "inclusive_add", "exclusive_add", "inclusive_min",
              "inclusive_max"]
 MATH_INEXACT = ["sqrt", "sin", "cos", "exp", "log", "tanh", "atan2", "div", "pow"]
+SG_FOLDS = [f"{k}_{op}" for k in ("reduce", "inclusive", "exclusive") for op in ("add", "min", "max")]
+SG_MOVES = ["broadcast", "broadcast_first", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down"]
+SG_TYPES = [I32, U32, I64, U64]
+SG_LANES = 8   # the narrowest subgroup (lavapipe): lanes and masks below it exist on every executor
 
 
 @dataclass
@@ -82,6 +99,10 @@ class Ctx:
         return c
 
 
+def has_loops(body: list[Stmt]) -> bool:
+    return any(s.kind in ("for", "while", "static") or any(has_loops(b) for b in s.bodies) for s in body)
+
+
 def lit(v, t: DT | None = None) -> Expr:
     from .dtypes import literal_type
 
@@ -95,7 +116,7 @@ class Generator:
     def __init__(self, seed: int, features: frozenset[str] | None = None):
         self.seed = seed
         self.r = random.Random(seed)
-        self.features = features or frozenset({"helpers", "blocks", "atomics", "reductions", "serial", "floats"})
+        self.features = features or FEATURES
         self.count = 0
         self.arrays: list[Array] = []
         self.scalars: list[Scalar] = []
@@ -104,6 +125,7 @@ class Generator:
         self.acc_ops: dict[tuple[str, int], str] = {}
         self.n = 64
         self.ret_meta: dict[str, tuple[bool, int, int]] = {}
+        self.structs: list[ST] = []
 
     def fresh(self, prefix: str) -> str:
         self.count += 1
@@ -122,6 +144,14 @@ class Generator:
             types = [t for t in types if t.is_int]
         for t in types:
             self.arrays.append(Array(self.fresh("x"), t, self.n, "in"))
+            if "fields" in self.features and len(self.arrays) > 1 and self.chance(0.25):
+                self.arrays[-1].field = True
+        if "vectors" in self.features:
+            for _ in range(r.randint(0, 2)):
+                a = Array(self.fresh("x"), r.choice(types), self.n, "in", elem=None)
+                a.elem = self.pick_vt(a.dt, matrix=self.chance(0.2))
+                a.field = "fields" in self.features and self.chance(0.25)
+                self.arrays.append(a)
         for _ in range(r.randint(0, 2)):
             t = r.choice(types)
             self.scalars.append(Scalar(self.fresh("p"), t, self.value(t)))
@@ -151,12 +181,17 @@ class Generator:
         return r.randint(t.lo, t.hi)
 
     def input_values(self, a: Array) -> np.ndarray:
+        count = a.size * (a.elem.size if a.elem else 1)
         if a.dt.is_float:
-            return np.array([self.r.randint(-64, 64) / 4 for _ in range(a.size)], dtype=a.dt.np)
-        return np.array([self.value(a.dt) for _ in range(a.size)], dtype=a.dt.np)
+            vals = np.array([self.r.randint(-64, 64) / 4 for _ in range(count)], dtype=a.dt.np)
+        else:
+            vals = np.array([self.value(a.dt) for _ in range(count)], dtype=a.dt.np)
+        return vals.reshape(a.shape)
 
-    def out_array(self, t: DT, role: str = "out", size: int | None = None) -> Array:
-        a = Array(self.fresh({"out": "y", "acc": "acc", "serial": "s"}[role]), t, size or self.n, role)
+    def out_array(self, t: DT, role: str = "out", size: int | None = None, elem: VT | None = None) -> Array:
+        a = Array(self.fresh({"out": "y", "acc": "acc", "serial": "s"}[role]), t, size or self.n, role, elem=elem)
+        if "fields" in self.features and self.chance(0.25):
+            a.field = True
         self.arrays.append(a)
         return a
 
@@ -178,7 +213,8 @@ class Generator:
         r = self.r
         st = TaskState()
         block = "blocks" in self.features and self.chance(0.3)
-        if block:
+        sg = "subgroups" in self.features and self.chance(0.3)
+        if block or sg:
             # a block collective needs whole subgroups: HIP's are 64 lanes
             st.block_dim = r.choice([64, 128])
             start, stop = 0, self.n
@@ -192,14 +228,35 @@ class Generator:
         for _ in range(r.randint(2, 6)):
             if block and self.chance(0.35):
                 body += self.block_phase(ctx)
+            if sg and self.chance(0.5):
+                body += self.subgroup_op(ctx)
             body += self.body(ctx, 1)
         if not any(s.kind == "store" for s in body):
             body.append(self.store(ctx))
+        self.drop_racy_reductions(body, st)
         self.written |= st.writes
         # kernel-scope variables this task reduced are readable from the next task on
         for name, op in st.reductions.items():
             kscope[name].mutable = True
         return Task(True, body, start, stop, st.block_dim)
+
+    def drop_racy_reductions(self, body: list[Stmt], st: TaskState) -> None:
+        """A reduction into a kernel-scope variable the task also reads (a read generated before
+        the reduction was) becomes an assignment to a local: the read would race with it."""
+        racy = racy_reductions(body, set(st.reductions))
+        if not racy:
+            return
+
+        def rec(stmts):
+            for k, s in enumerate(stmts):
+                name = s.attr[1] if s.kind == "katomic" else s.attr[0] if s.kind in ("aug", "reduce_minmax") else None
+                if name in racy:
+                    stmts[k] = Stmt("assign", self.fresh("v"), [s.exprs[0]])
+                for b in s.bodies:
+                    rec(b)
+        rec(body)
+        for name in racy:
+            del st.reductions[name]
 
     # ------------------------------------------------------------------ block code
 
@@ -243,6 +300,56 @@ class Generator:
                 dt = ctx.lookup()[name].dt
                 out.append(Stmt("shstore", name, [Expr("var", I32, [], st.tid), self.int_expr(ctx, dt, 2)]))
         return out
+
+    def subgroup_op(self, ctx: Ctx) -> list[Stmt]:
+        """``v = qd.simt.subgroup.<fn>(e)`` at the task's top level (uniform control flow)."""
+        r = self.r
+        dt = r.choice(SG_TYPES + ([F32, F64] if "floats" in self.features else []))
+        tiled = self.chance(0.3)
+        fn = r.choice(SG_FOLDS if tiled else SG_FOLDS + SG_MOVES)
+        if dt.is_float and fn in ("exclusive_min", "exclusive_max"):
+            fn = "inclusive" + fn[9:]  # lane 0 would get an infinity
+        extra = None
+        if tiled:
+            fn, extra = fn + "_tiled", r.randint(0, 3)   # tiles of 1..8 lanes: the same on every executor
+        elif fn == "broadcast":
+            extra = r.randrange(SG_LANES)
+        elif fn in ("shuffle_xor", "shuffle_up", "shuffle_down"):
+            extra = r.randint(1, SG_LANES - 1)
+        if dt.is_float:
+            a = self.float_expr(ctx, dt, 2, True)
+            if self.chance(0.7):  # a value that differs per lane
+                a = Expr("bin", dt, [a, self.lane_value(ctx, dt)], "add", a.exact, max(a.mag, 9) + 1, a.frac)
+            if "add" in fn and a.mag + 7 + a.frac >= dt.mantissa:  # sums of up to 64 lanes stay exact
+                a = self.lane_value(ctx, dt)
+            grow = 7 if "add" in fn else 0
+            meta = dict(exact=a.exact, mag=a.mag + grow, frac=a.frac)
+        else:
+            a = self.int_expr(ctx, dt, 2)
+            if self.chance(0.7):
+                a = Expr("bin", dt, [a, self.lane_value(ctx, dt)], r.choice(["add", "bitxor", "mul"]))
+            meta = {}
+        args = [a]
+        if fn == "shuffle":
+            lane = Expr("bin", I32, [self.int_expr(ctx, I32, 1), lit(SG_LANES)], "mod")
+            args.append(Expr("cast", U32, [lane], "ctor"))
+        name = self.fresh("g")
+        ctx.scopes[-1][name] = Var(dt, False, **meta)
+        out = [Stmt("assign", name, [Expr("sgop", dt, args, (fn, extra), **meta)])]
+        if self.chance(0.7):  # most results reach an output directly
+            cands = [a for a in self.arrays if a.role == "out" and a.elem is None and a.dt == dt and
+                     (a.name in ctx.task.writes or a.name not in self.written)]
+            y = r.choice(cands) if cands and self.chance(0.5) else self.out_array(dt)
+            ctx.task.writes.add(y.name)
+            out.append(Stmt("store", y.name, [Expr("var", I32, [], "i"), Expr("var", dt, [], name, **meta)]))
+        return out
+
+    def lane_value(self, ctx: Ctx, t: DT) -> Expr:
+        """A value of type t that differs from lane to lane: ``i`` or an input read at ``i``."""
+        arrs = [a for a in self.arrays if a.role == "in" and a.elem is None and a.dt == t and a.size == self.n]
+        if arrs and self.chance(0.5):
+            return Expr("load", t, [Expr("var", I32, [], "i")], self.r.choice(arrs).name, True, 5, 2)
+        return Expr("cast", t, [Expr("var", I32, [], "i")], "cast", True, 9, 0)
 
     # ------------------------------------------------------------------ helpers
 
@@ -288,6 +395,14 @@ class Generator:
             choices += [("shared", 1.5)]
         if ctx.where == "parallel" and "reductions" in self.features:
             choices += [("reduce", 1)]
+        if "vectors" in self.features:
+            choices += [("vassign", 1.5)]
+            if ctx.where != "helper":
+                choices += [("vstore", 1)]
+        if "structs" in self.features:
+            choices += [("sassign", 0.6)]
+        if ("vectors" in self.features or "structs" in self.features) and self.composite_vars(ctx, True):
+            choices += [("vset", 1)]
         kind = r.choices([c for c, _ in choices], [w for _, w in choices])[0]
         return getattr(self, "st_" + kind)(ctx)
 
@@ -330,14 +445,15 @@ class Generator:
     def store(self, ctx: Ctx) -> Stmt:
         r = self.r
         if ctx.where == "serial":
-            cands = [a for a in self.arrays if a.role == "serial"]
+            cands = [a for a in self.arrays if a.role == "serial" and a.elem is None]
             a = r.choice(cands) if cands and self.chance(0.7) else self.out_array(r.choice(self.types()), "serial", 8)
             idx = lit(r.randint(0, a.size - 1))
         else:
-            cands = [a for a in self.arrays if a.role == "out" and a.name in ctx.task.writes]
+            cands = [a for a in self.arrays if a.role == "out" and a.name in ctx.task.writes and a.elem is None]
             if not cands or self.chance(0.3):
                 cands = [a for a in self.arrays if a.role == "out" and a.name not in self.written
-                         and a.name not in ctx.task.writes] or [self.out_array(r.choice(self.types()))]
+                         and a.name not in ctx.task.writes and a.elem is None] or \
+                        [self.out_array(r.choice(self.types()))]
             a = r.choice(cands)
             idx = Expr("var", I32, [], "i")
         ctx.task.writes.add(a.name)
@@ -500,7 +616,7 @@ class Generator:
     def int_leaf(self, ctx: Ctx, t: DT) -> Expr:
         r = self.r
         vs = [n for n, v in ctx.lookup().items() if v.dt == t and self.readable(ctx, n, v)]
-        arrs = [a for a in self.arrays if a.dt == t and self.array_readable(ctx, a)]
+        arrs = [a for a in self.arrays if a.dt == t and a.elem is None and self.array_readable(ctx, a)]
         statics = ctx.statics
         roll = r.random()
         if vs and roll < 0.45:
@@ -517,7 +633,7 @@ class Generator:
 
     def int_leaf_shallow(self, ctx: Ctx, t: DT) -> Expr:
         vs = [n for n, v in ctx.lookup().items() if v.dt == t and self.readable(ctx, n, v)]
-        arrs = [a for a in self.arrays if a.dt == t and self.array_readable(ctx, a)]
+        arrs = [a for a in self.arrays if a.dt == t and a.elem is None and self.array_readable(ctx, a)]
         if vs and self.chance(0.5):
             return self.var(ctx, t, self.r.choice(vs))
         if arrs:
@@ -570,6 +686,8 @@ class Generator:
             choices += ["shload"] * 2
         if "floats" in self.features:
             choices += ["fcast"]
+        if "vectors" in self.features or "structs" in self.features:
+            choices += ["vscalar"] * (3 if self.composite_vars(ctx) else 1)
         kind = r.choice(choices)
         sub = d - 1
         if kind in ("arith", "bit", "minmax"):
@@ -605,6 +723,8 @@ class Generator:
             return Expr("cast", t, [self.cond(ctx, sub, False)], "cast")
         if kind == "fcast":
             return self.float_to_int(ctx, t, sub)
+        if kind == "vscalar":
+            return self.vec_scalar(ctx, t, sub, True) or self.int_leaf(ctx, t)
         if kind == "call":
             return self.call(ctx, t, sub) or self.int_leaf(ctx, t)
         if kind == "shload":
@@ -636,6 +756,10 @@ class Generator:
 
     def call(self, ctx: Ctx, t: DT, d: int) -> Expr | None:
         hs = [h for h in self.helpers[:ctx.helpers] if h.ret == t]
+        if ctx.loops and self.features - BASE_FEATURES:
+            # the newer features make bigger kernels: a helper with loops is not called in a
+            # loop, so that the reference's work (and the emulators') stays small
+            hs = [h for h in hs if not has_loops(h.body)]
         if not hs:
             return None
         h = self.r.choice(hs)
@@ -666,7 +790,7 @@ class Generator:
     def float_leaf(self, ctx: Ctx, t: DT) -> Expr:
         r = self.r
         vs = [(n, v) for n, v in ctx.lookup().items() if v.dt == t and self.readable(ctx, n, v)]
-        arrs = [a for a in self.arrays if a.dt == t and self.array_readable(ctx, a)]
+        arrs = [a for a in self.arrays if a.dt == t and a.elem is None and self.array_readable(ctx, a)]
         roll = r.random()
         if vs and roll < 0.45:
             n, v = r.choice(vs)
@@ -694,6 +818,8 @@ class Generator:
             kinds += ["inexact"] * 4
         if ctx.helpers:
             kinds += ["call"]
+        if "vectors" in self.features or "structs" in self.features:
+            kinds += ["vscalar"] * (3 if self.composite_vars(ctx) else 1)
         kind = r.choice(kinds)
         sub = d - 1
         e = self.float_kind(ctx, t, sub, exact, kind)
@@ -779,6 +905,8 @@ class Generator:
             return Expr("cast", t, [a], r.choice(["cast", "ctor"]), a.exact and a.mag + a.frac < 24, a.mag, a.frac)
         if kind == "call":
             return self.call(ctx, t, sub)
+        if kind == "vscalar":
+            return self.vec_scalar(ctx, t, sub, exact)
         if kind == "inexact":
             fn = r.choice(MATH_INEXACT)
             a = self.float_expr(ctx, t, sub, False)
@@ -809,6 +937,287 @@ class Generator:
                     return Expr("bin", t, [a, lit(k)], "pow", False, a.mag * k + 1, 0)
                 return Expr("bin", t, [absa, lit(0.5)], "pow", False, a.mag // 2 + 1, 0)
         raise AssertionError(kind)
+
+    # vectors, matrices and structs ---------------------------------------
+
+    def pick_vt(self, elem: DT | None = None, matrix: bool = False) -> VT:
+        r = self.r
+        elem = elem or r.choice(self.types())
+        if matrix:
+            return VT(elem, r.randint(2, 3), r.randint(2, 3))
+        return VT(elem, r.randint(2, 4))
+
+    def composite_vars(self, ctx: Ctx, assignable: bool = False) -> list[tuple[str, Var]]:
+        """Vector, matrix and struct locals in scope (with ``assignable``: those this code may change)."""
+        out = []
+        for n, v in ctx.lookup().items():
+            if not isinstance(v.dt, (VT, ST)) or not self.readable(ctx, n, v):
+                continue
+            if assignable and (not v.mutable or v.kernel and ctx.where != "serial"):
+                continue
+            out.append((n, v))
+        return out
+
+    @staticmethod
+    def meta_of(e: Expr) -> dict:
+        return dict(exact=e.exact, mag=e.mag, frac=e.frac)
+
+    def scalar_part(self, ctx: Ctx, t: DT, d: int, exact: bool) -> Expr:
+        """A component's value for a vector of ``t`` (floats: with the bounds it carries)."""
+        if t.is_int:
+            return self.int_expr(ctx, self.r.choice(self.subtypes(t)) if self.chance(0.3) else t, d)
+        if self.chance(0.15):
+            s = self.r.choice([x for x in INTS if x.bits <= 16])
+            e = self.int_expr(ctx, s, d)
+            return Expr(e.op, e.t, e.args, e.attr, True, s.bits, 0)
+        return self.float_expr(ctx, F32 if t == F64 and self.chance(0.2) else t, d, exact)
+
+    def vec_leaf(self, ctx: Ctx, vt: VT, exact: bool) -> Expr:
+        r = self.r
+        roll = r.random()
+        vs = [(n, v) for n, v in self.composite_vars(ctx) if v.dt == vt and (v.exact or not exact)]
+        if vs and roll < 0.45:
+            n, v = r.choice(vs)
+            return Expr("var", vt, [], n, v.exact, v.mag, v.frac)
+        members = [(n, v, k) for n, v in self.composite_vars(ctx) if isinstance(v.dt, ST)
+                   for k, mt in v.dt.members if mt == vt and (v.exact or not exact)]
+        if members and roll < 0.6:
+            n, v, k = r.choice(members)
+            return Expr("comp", vt, [Expr("var", v.dt, [], n)], ("mem", k), v.exact, v.mag, v.frac)
+        arrs = [a for a in self.arrays if a.elem == vt and self.array_readable(ctx, a)
+                and (a.role == "in" or not exact or vt.elem.is_int)]
+        if arrs and roll < 0.8:
+            a = r.choice(arrs)
+            if a.role == "in":
+                return Expr("load", vt, [self.index(ctx, a)], a.name, True, 5, 2)
+            return Expr("load", vt, [self.index(ctx, a)], a.name, False, 40, 0)
+        return self.vec_ctor(ctx, vt, 0, exact)
+
+    def vec_ctor(self, ctx: Ctx, vt: VT, d: int, exact: bool) -> Expr:
+        parts = [self.scalar_part(ctx, vt.elem, d, exact) for _ in range(vt.size)]
+        if vt.elem.is_float:
+            return Expr("vec", vt, parts, None, all(p.exact for p in parts), max(p.mag for p in parts),
+                        max(p.frac for p in parts))
+        return Expr("vec", vt, parts)
+
+    def vec_expr(self, ctx: Ctx, vt: VT, d: int, exact: bool = False) -> Expr:
+        """An expression of the vector or matrix type ``vt``."""
+        r = self.r
+        if d <= 0 or self.chance(0.25):
+            return self.vec_leaf(ctx, vt, exact)
+        kinds = ["arith"] * 4 + ["ctor", "neg", "matmul", "minmax", "abs"] + \
+            (["cross"] if vt.shape == (3,) else []) + (["divmod"] if vt.elem.is_int else []) + \
+            (["swizzle"] if not vt.m else [])
+        kind = r.choice(kinds)
+        sub = d - 1
+        t = vt.elem
+        if kind == "ctor":
+            e = self.vec_ctor(ctx, vt, sub, exact)
+        elif kind in ("neg", "abs"):
+            a = self.vec_expr(ctx, vt, sub, exact)
+            e = Expr(kind, vt, [a], None, a.exact, a.mag, a.frac)
+        elif kind == "swizzle":  # .zyx, .xxy, ... of a vector of 2 to 4
+            src = VT(t, r.randint(2, 4))
+            a = self.vec_expr(ctx, src, sub, exact)
+            e = Expr("comp", vt, [a], ("swz", "".join(r.choice("xyzw"[:src.n]) for _ in range(vt.n))), a.exact,
+                     a.mag, a.frac)
+        elif kind == "minmax":  # qd.min / qd.max, element-wise, a scalar broadcast
+            a = self.vec_expr(ctx, vt, sub, exact)
+            if self.chance(0.6):
+                b = self.vec_expr(ctx, vt, sub, exact)
+            else:
+                b = self.operand(ctx, t, sub) if t.is_int else self.float_operand(ctx, t, sub, exact)
+            if self.chance(0.3):
+                a, b = b, a
+            e = Expr("vminmax", vt, [a, b], r.choice(["min", "max"]), a.exact and b.exact, max(a.mag, b.mag),
+                     max(a.frac, b.frac))
+        elif kind == "arith":
+            op = r.choice(["add", "sub", "mul"])
+            a = self.vec_expr(ctx, vt, sub, exact)
+            if self.chance(0.5):
+                s = r.choice([x for x in self.subtypes(t) if x.kind == t.kind]) if self.chance(0.3) else t
+                b = self.vec_expr(ctx, VT(s, vt.n, vt.m), sub, exact)
+            elif t.is_int:
+                b = self.operand(ctx, t, sub)
+            else:
+                b = self.float_operand(ctx, t, sub, exact)
+            if b.t.is_float and b.literal and t.is_int:
+                b = self.int_literal(t)
+            if self.chance(0.4):
+                a, b = b, a
+            if t.is_float:
+                if op == "mul":
+                    mag, frac = a.mag + b.mag, a.frac + b.frac
+                else:
+                    mag, frac = max(a.mag, b.mag) + 1, max(a.frac, b.frac)
+                e = Expr("bin", vt, [a, b], op, a.exact and b.exact, mag, frac)
+            else:
+                e = Expr("bin", vt, [a, b], op)
+        elif kind == "divmod":
+            op = r.choice(["floordiv", "mod"])
+            a = self.vec_expr(ctx, vt, sub)
+            if self.chance(0.5):
+                b = self.divisor(ctx, r.choice(self.subtypes(t)), t)
+            else:
+                s = r.choice(self.subtypes(t))
+                b = Expr("vec", VT(s, vt.n, vt.m), [self.divisor(ctx, s, t) for _ in range(vt.size)])
+            e = Expr("bin", vt, [a, b], op)
+        elif kind == "cross":
+            a, b = self.vec_expr(ctx, vt, sub, exact), self.vec_expr(ctx, vt, sub, exact)
+            e = Expr("method", vt, [a, b], "cross", a.exact and b.exact, a.mag + b.mag + 1, a.frac + b.frac)
+        else:  # matmul: (n x k) @ (k) or (n x k) @ (k x m)
+            k = r.randint(2, 3)
+            a = self.vec_expr(ctx, VT(t, vt.n, k), sub, exact)
+            b = self.vec_expr(ctx, VT(t, k, vt.m), sub, exact)
+            e = Expr("bin", vt, [a, b], "matmul", a.exact and b.exact, a.mag + b.mag + 2, a.frac + b.frac)
+        if t.is_int:
+            return e
+        if e.mag > MAXMAG or (exact and not (e.exact and e.mag + e.frac < t.mantissa)):
+            return self.vec_leaf(ctx, vt, exact)
+        if e.exact and e.mag + e.frac >= t.mantissa:
+            e.exact = False
+        return e
+
+    def vec_scalar(self, ctx: Ctx, t: DT, d: int, exact: bool) -> Expr | None:
+        """A scalar of type ``t`` out of a vector, matrix or struct: a component, a member, a dot
+        product, a sum, a norm (inexact)."""
+        r = self.r
+        members = [(n, v, k) for n, v in self.composite_vars(ctx) if isinstance(v.dt, ST)
+                   for k, mt in v.dt.members if mt == t and (v.exact or not exact)]
+        if members and self.chance(0.3):
+            n, v, k = r.choice(members)
+            return Expr("comp", t, [Expr("var", v.dt, [], n)], ("mem", k), v.exact, v.mag, v.frac)
+        if "vectors" not in self.features:
+            return None
+        known = [v.dt for _, v in self.composite_vars(ctx) if isinstance(v.dt, VT) and v.dt.elem == t]
+        vt = r.choice(known) if known and self.chance(0.7) else self.pick_vt(t, self.chance(0.2))
+        kinds = ["comp"] * 3 + ([] if vt.m else ["dot", "sum", "norm_sqr", "rtcomp"] +
+                                ([] if exact or t.is_int else ["norm"]))
+        kind = r.choice(kinds)
+        a = self.vec_expr(ctx, vt, d, exact)
+        if kind == "rtcomp":  # v[k] with k known at run time
+            k = Expr("bin", I32, [self.int_expr(ctx, I32, 1), lit(vt.n)], "mod")
+            return Expr("comp", t, [a, k], ("rt", None), a.exact, a.mag, a.frac)
+        if kind == "comp":
+            if vt.m:
+                attr = ("mat", (r.randrange(vt.n), r.randrange(vt.m)))
+            else:
+                attr = (r.choice(["swz", "idx"]), r.randrange(vt.n))
+            return Expr("comp", t, [a], attr, a.exact, a.mag, a.frac)
+        if kind == "sum":
+            e = Expr("method", t, [a], "sum", a.exact, a.mag + 2, a.frac)
+        elif kind == "norm":
+            return Expr("method", t, [a], "norm", False, a.mag + 2, 0)
+        else:
+            b = a if kind == "norm_sqr" else self.vec_expr(ctx, vt, d, exact)
+            e = Expr("method", t, [a] + ([b] if kind == "dot" else []), kind, a.exact and b.exact,
+                     a.mag + b.mag + 2, a.frac + b.frac)
+        if t.is_float and (e.mag > MAXMAG or exact and not (e.exact and e.mag + e.frac < t.mantissa)):
+            return None
+        if t.is_float and e.exact and e.mag + e.frac >= t.mantissa:
+            e.exact = False
+        return e
+
+    def st_vassign(self, ctx: Ctx) -> list[Stmt]:
+        vt = self.pick_vt(matrix=self.chance(0.25))
+        e = self.vec_expr(ctx, vt, 3)
+        name = self.fresh("k" if ctx.where == "serial" and ctx.depth == 0 else "v")
+        ctx.scopes[-1][name] = Var(vt, True, ctx.where == "serial" and ctx.depth == 0, e.exact, e.mag, e.frac)
+        return [Stmt("assign", name, [e])]
+
+    def st_sassign(self, ctx: Ctx) -> list[Stmt]:
+        r = self.r
+        if self.structs and self.chance(0.6):
+            st = r.choice(self.structs)
+        else:
+            members = []
+            for k in range(r.randint(1, 3)):
+                vec = "vectors" in self.features and self.chance(0.4)
+                members.append(("abc"[k], self.pick_vt() if vec else r.choice(self.types())))
+            st = ST(f"S{len(self.structs)}", tuple(members))
+            self.structs.append(st)
+        parts = [self.vec_expr(ctx, mt, 2) if isinstance(mt, VT) else self.expr_of(ctx, mt, 2)
+                 for _, mt in st.members]
+        floats = [p for p in parts if (p.t.elem if isinstance(p.t, VT) else p.t).is_float]
+        meta = dict(exact=all(p.exact for p in floats), mag=max([p.mag for p in floats], default=0),
+                    frac=max([p.frac for p in floats], default=0))
+        name = self.fresh("k" if ctx.where == "serial" and ctx.depth == 0 else "v")
+        ctx.scopes[-1][name] = Var(st, True, ctx.where == "serial" and ctx.depth == 0, **meta)
+        return [Stmt("assign", name, [Expr("struct", st, parts)])]
+
+    def fits_bounds(self, e: Expr, v: Var) -> bool:
+        """Whether a float value may be stored into a local whose reads assumed ``v``'s bounds."""
+        if v.exact:
+            return e.exact and e.mag <= v.mag and e.frac <= v.frac
+        return e.mag <= v.mag
+
+    def st_vset(self, ctx: Ctx) -> list[Stmt]:
+        """``v.x = e``, ``m[1, 0] = e``, ``s.a = e``, ``s.c.y = e``, ``s.c = vector``."""
+        r = self.r
+        cands = self.composite_vars(ctx, True)
+        if not cands:
+            return self.st_assign(ctx)
+        name, v = r.choice(cands)
+        lv, t = Expr("var", v.dt, [], name), v.dt
+        if isinstance(t, ST):
+            k, mt = r.choice(t.members)
+            lv, t = Expr("comp", mt, [lv], ("mem", k)), mt
+            if isinstance(t, VT) and self.chance(0.4):
+                e = self.vec_expr(ctx, t, 2, v.exact)
+                if t.elem.is_float and not self.fits_bounds(e, v):
+                    return self.st_assign(ctx)
+                return [Stmt("setcomp", None, [lv, e])]
+        if isinstance(t, VT) and not t.m and self.chance(0.25):  # v[k] = e, k known at run time
+            k = Expr("bin", I32, [self.int_expr(ctx, I32, 1), lit(t.n)], "mod")
+            lv, t = Expr("comp", t.elem, [lv, k], ("rt", None)), t.elem
+        elif isinstance(t, VT):
+            attr = ("mat", (r.randrange(t.n), r.randrange(t.m))) if t.m else (r.choice(["swz", "idx"]),
+                                                                                r.randrange(t.n))
+            lv, t = Expr("comp", t.elem, [lv], attr), t.elem
+        if t.is_int:
+            e = self.expr_of(ctx, t, 2, convertible=True)
+            if e.t.is_float:
+                e = self.int_expr(ctx, t, 2)
+        else:
+            e = self.float_expr(ctx, t, 2, v.exact)
+            if not self.fits_bounds(e, v):
+                return self.st_assign(ctx)
+        return [Stmt("setcomp", None, [lv, e])]
+
+    def st_vstore(self, ctx: Ctx) -> list[Stmt]:
+        """A vector or matrix stored into an ndarray (or field) of them, whole or one component."""
+        r = self.r
+        if ctx.where == "serial":
+            cands = [a for a in self.arrays if a.role == "serial" and a.elem is not None]
+            if not cands or not self.chance(0.7):
+                vt = self.pick_vt(matrix=self.chance(0.2))
+                cands = [self.out_array(vt.elem, "serial", 8, vt)]
+            a = r.choice(cands)
+            idx = lit(r.randint(0, a.size - 1))
+        else:
+            cands = [a for a in self.arrays if a.role == "out" and a.name in ctx.task.writes and a.elem is not None]
+            if not cands or self.chance(0.3):
+                cands = [a for a in self.arrays if a.role == "out" and a.name not in self.written
+                         and a.name not in ctx.task.writes and a.elem is not None]
+                if not cands:
+                    vt = self.pick_vt(matrix=self.chance(0.2))
+                    cands = [self.out_array(vt.elem, elem=vt)]
+            a = r.choice(cands)
+            idx = Expr("var", I32, [], "i")
+        ctx.task.writes.add(a.name)
+        vt = a.elem
+        if self.chance(0.3):
+            attr = ("mat", (r.randrange(vt.n), r.randrange(vt.m))) if vt.m else (r.choice(["swz", "idx"]),
+                                                                                  r.randrange(vt.n))
+            e = self.expr_of(ctx, a.dt, 3, convertible=True)
+            self.note_store(a, e)
+            return [Stmt("cstore", (a.name, attr), [idx, e])]
+        src = vt if a.dt.is_int or self.chance(0.8) else VT(r.choice([x for x in INTS if x.bits <= 16]), vt.n, vt.m)
+        e = self.vec_expr(ctx, src, 3)
+        self.note_store(a, e)
+        if ctx.where == "parallel" and a.dt.is_int and a.dt.bits >= 32 and self.chance(0.15):
+            return [Stmt("augstore", (a.name, "add"), [idx, e])]  # per-component atomic adds, this thread's only
+        return [Stmt("store", a.name, [idx, e])]
 
     # conditions -------------------------------------------------------
 

@@ -96,7 +96,7 @@ def candidates(prog: Program) -> Iterator[tuple[str, Callable[[Program], None]]]
                 yield f"inline body {j} of statement {k} in body {b}", inline
     for k, e in enumerate(all_exprs(prog)):
         options = [a for a in e.args if a.t == e.t and not a.literal]
-        if e.t.kind != "bool" and e.op not in ("lit", "static", "var", "tid") and \
+        if e.t.kind not in ("bool", "vec", "struct") and e.op not in ("lit", "static", "var", "tid", "sgop") and \
                 not (e.op == "cast" and e.args and e.args[0].op == "lit"):
             options += [_typed(0, e.t), _typed(1, e.t)]
         for opt in options:
@@ -108,7 +108,7 @@ def candidates(prog: Program) -> Iterator[tuple[str, Callable[[Program], None]]]
 
 def drop_unused(prog: Program) -> None:
     text = render(prog)
-    first_in = next((a for a in prog.arrays if a.role == "in"), None)
+    first_in = next((a for a in prog.arrays if a.role == "in" and not a.field), None)
     body = text.split(") -> None:", 1)[-1]
     keep = []
     for a in prog.arrays:

@@ -9,12 +9,14 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .dtypes import DT
+from .dtypes import DT, ST, VT
 
 SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
-          "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^"}
+          "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^", "matmul": "@"}
 CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 BLOCK = "qd.simt.block"
+SUBGROUP = "qd.simt.subgroup"
+SWIZZLE = "xyzw"
 
 
 @dataclass
@@ -50,6 +52,17 @@ class Array:
     size: int
     role: str  # "in", "out" (per-iteration results), "acc" (atomics), "serial" (serial code's results)
     tol_mag: int | None = None  # set when inexact floats are stored: compare within 2**tol_mag * TOL
+    elem: VT | None = None      # an ndarray (or field) of vectors / matrices of dt
+    field: bool = False         # a module-level qd.field, not a kernel parameter
+
+    @property
+    def et(self):
+        """The type of one element: dt, or the vector / matrix type."""
+        return self.elem or self.dt
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.size, *self.elem.shape) if self.elem else (self.size,)
 
 
 @dataclass
@@ -139,7 +152,39 @@ def render_expr(e: Expr) -> str:
     if op == "breduce":
         fn, bd, dt = e.attr
         return f"{BLOCK}.{fn}({a[0]}, {bd}, qd.{dt.name})"
+    if op == "vec":  # a vector or matrix built from scalars
+        if e.t.m:
+            rows = [f"[{', '.join(a[r * e.t.m:(r + 1) * e.t.m])}]" for r in range(e.t.n)]
+            return f"{e.t.name}([{', '.join(rows)}])"
+        return f"{e.t.name}({', '.join(a)})"
+    if op == "struct":
+        return f"{e.t.name}({', '.join(f'{k}={x}' for (k, _), x in zip(e.t.members, a))})"
+    if op == "comp":
+        return a[0] + (f"[{a[1]}]" if e.attr[0] == "rt" else component(e.attr))
+    if op == "vminmax":  # element-wise, a scalar broadcast
+        return f"qd.{e.attr}({a[0]}, {a[1]})"
+    if op == "method":
+        return f"{a[0]}.{e.attr}({', '.join(a[1:])})"
+    if op == "sgop":
+        fn, extra = e.attr
+        if fn.endswith("_tiled") or fn in ("shuffle_up", "shuffle_down"):
+            return f"{SUBGROUP}.{fn}({a[0]}, {extra})"
+        if fn in ("broadcast", "shuffle_xor"):
+            return f"{SUBGROUP}.{fn}({a[0]}, qd.u32({extra}))"
+        return f"{SUBGROUP}.{fn}({', '.join(a)})"
     raise ValueError(op)
+
+
+def component(attr) -> str:
+    """The suffix that selects a component: ``.y``, ``[1]``, ``[0, 1]`` or a member ``.a``."""
+    how, key = attr
+    if how == "swz":
+        return "." + (key if isinstance(key, str) else SWIZZLE[key])
+    if how == "idx":
+        return f"[{key}]"
+    if how == "mat":
+        return f"[{key[0]}, {key[1]}]"
+    return "." + key
 
 
 def render_body(stmts: list[Stmt], ind: int, out: list[str]) -> None:
@@ -163,6 +208,11 @@ def render_stmt(s: Stmt, ind: int, out: list[str]) -> None:
         out.append(f"{p}{name} = {op}({name}, {e[0]})")
     elif k in ("store", "shstore"):
         out.append(f"{p}{s.attr}[{e[0]}] = {e[1]}")
+    elif k == "setcomp":  # v.x = e, m[0, 1] = e, s.a = e, s.c.x = e
+        out.append(f"{p}{e[0]} = {e[1]}")
+    elif k == "cstore":  # a[i].y = e: one component of an array's vector element
+        name, comp = s.attr
+        out.append(f"{p}{name}[{e[0]}]{component(comp)} = {e[1]}")
     elif k == "augstore":
         name, op = s.attr
         out.append(f"{p}{name}[{e[0]}] {SYMBOL[op]}= {e[1]}")
@@ -215,14 +265,25 @@ def render(prog: Program) -> str:
     out = [f'"""A random kernel from tests/fuzz, seed {prog.seed}. Run it again:',
            f"PYTHONPATH=tests:. python -m fuzz.drive --seed {prog.seed}", '"""',
            "import transpiler as qd", ""]
+    vts, sts = composite_types(prog)
+    out += [t.declaration() for t in vts] + [t.declaration() for t in sts]
+    for a in prog.arrays:
+        if a.field:
+            if a.elem is None:
+                out.append(f"{a.name} = qd.field(qd.{a.dt.name}, shape={a.size})")
+            elif a.elem.m:
+                out.append(f"{a.name} = qd.Matrix.field({a.elem.n}, {a.elem.m}, qd.{a.dt.name}, shape={a.size})")
+            else:
+                out.append(f"{a.name} = qd.Vector.field({a.elem.n}, qd.{a.dt.name}, shape={a.size})")
     for h in prog.helpers:
         params = ", ".join(f"{n}: qd.{t.name}" for n, t in h.params)
         out += ["", "@qd.func", f"def {h.name}({params}) -> qd.{h.ret.name}:"]
         render_body(h.body, 1, out)
-    params = [f"{a.name}: qd.types.ndarray(qd.{a.dt.name}, ndim=1)" for a in prog.arrays]
+    params = [f"{a.name}: qd.types.ndarray(qd.{a.dt.name}, ndim=1)" if a.elem is None else
+              f"{a.name}: qd.types.ndarray(dtype={a.elem.name}, ndim=1)" for a in prog.arrays if not a.field]
     params += [f"{s.name}: qd.{s.dt.name}" for s in prog.scalars]
     out += ["", "@qd.kernel", f"def {prog.name}(", *[f"    {x}," for x in params], ") -> None:"]
-    first_in = next(a.name for a in prog.arrays if a.role == "in")
+    first_in = next(a.name for a in prog.arrays if a.role == "in" and not a.field)
     if not prog.tasks:
         out.append("    pass")
     for t in prog.tasks:
@@ -249,3 +310,66 @@ def walk_bodies(prog: Program) -> Iterator[list[Stmt]]:
         yield from rec(h.body)
     for t in prog.tasks:
         yield from rec(t.body)
+
+
+def racy_reductions(body: list[Stmt], kernel_names) -> set[str]:
+    """Kernel-scope variables a parallel task both reduces into and reads: what a read sees
+    depends on the order the iterations run in."""
+    reduced, read = set(), set()
+
+    def rec_e(e: Expr):
+        if e.op == "var":
+            read.add(e.attr)
+        for x in e.args:
+            rec_e(x)
+
+    def rec(stmts):
+        for s in stmts:
+            if s.kind in ("aug", "reduce_minmax") and s.attr[0] in kernel_names:
+                reduced.add(s.attr[0])
+            elif s.kind == "katomic" and s.attr[1] in kernel_names:
+                reduced.add(s.attr[1])
+            for e in s.exprs:
+                if e is not None:
+                    rec_e(e)
+            for b in s.bodies:
+                rec(b)
+    rec(body)
+    return reduced & read
+
+
+def walk_exprs(prog: Program) -> Iterator[Expr]:
+    """Every expression of the program, subexpressions included."""
+    def rec(e: Expr):
+        yield e
+        for x in e.args:
+            yield from rec(x)
+    for body in walk_bodies(prog):
+        for s in body:
+            for e in s.exprs:
+                if e is not None:
+                    yield from rec(e)
+
+
+def composite_types(prog: Program) -> tuple[list[VT], list[ST]]:
+    """The vector, matrix and struct types the program names, each declared once at module level."""
+    vts: set[VT] = set()
+    sts: dict[str, ST] = {}
+
+    def note(t):
+        if isinstance(t, VT):
+            vts.add(t)
+        elif isinstance(t, ST) and t.name not in sts:
+            sts[t.name] = t
+            for _, mt in t.members:
+                note(mt)
+    for a in prog.arrays:
+        note(a.elem)
+    for e in walk_exprs(prog):
+        note(e.t)
+    return sorted(vts, key=lambda t: t.name), sorted(sts.values(), key=lambda t: int(t.name[1:]))
+
+
+def uses_subgroups(prog: Program) -> bool:
+    """Whether a result may depend on the subgroup width (the reference needs the executor's)."""
+    return any(e.op == "sgop" for e in walk_exprs(prog))

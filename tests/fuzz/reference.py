@@ -5,15 +5,21 @@ Python's ``//``, ``%``, ``/`` and ``**``, fixed-width integers that wrap, C's co
 Parallel loops run their iterations in order (the generator only builds kernels whose result
 does not depend on the order); a loop with ``qd.loop_config(block_dim=B)`` runs each block's
 threads statement by statement in lockstep, which is one legal schedule of race-free block
-code, and evaluates block collectives over the block's threads."""
+code, and evaluates block collectives over the block's threads, and subgroup operations over
+each run of ``width`` consecutive threads of a block (the executor's subgroup width: the only
+input of the reference that depends on the executor).
+
+Vectors and matrices are lists of their components (row-major), structs dicts of their members;
+each operation is written out per component with the scalar rules."""
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
 
-from .dtypes import BOOL, F32, I32, DT, adapted, convert, literal_type, promote, wrap
-from .program import Expr, Program, Stmt
+from .dtypes import BOOL, F32, I32, DT, ST, VT, adapted, convert, literal_type, promote, wrap
+from .program import Expr, Program, Stmt, racy_reductions
 
 
 class Undefined(Exception):
@@ -48,13 +54,15 @@ def _np_math(fn: str, t: DT, args: list):
 
 
 class Interpreter:
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program, width: int = 32):
         self.prog = prog
+        self.width = width
         self.helpers = {h.name: h for h in prog.helpers}
         self.arrays: dict[str, np.ndarray] = {}
         self.types = {a.name: a.dt for a in prog.arrays}
         for a in prog.arrays:
-            self.arrays[a.name] = prog.inputs[a.name].copy() if a.name in prog.inputs else np.zeros(a.size, a.dt.np)
+            self.arrays[a.name] = prog.inputs[a.name].copy() if a.name in prog.inputs else np.zeros(a.shape, a.dt.np)
+        self.elems = {a.name: a.elem for a in prog.arrays}
         self.kernel: dict[str, tuple] = {s.name: (convert(s.value, literal_type(s.value), s.dt), s.dt)
                                          for s in prog.scalars}
         self.thread: dict | None = None   # block state of the running thread
@@ -68,6 +76,8 @@ class Interpreter:
                 if not task.parallel:
                     for s in task.body:  # serial code's variables are kernel-scope
                         self.stmt(s, [self.kernel])
+                elif racy_reductions(task.body, self.kernel):
+                    raise Undefined("a task reads a kernel-scope variable it reduces into")
                 elif task.block_dim is None:
                     for i in range(task.start, task.stop):
                         self.block(task.body, [self.kernel, {"i": (i, I32)}])
@@ -84,7 +94,7 @@ class Interpreter:
             threads = [[self.kernel, {"i": (b * bd + t, I32)}, {}] for t in range(bd)]
             tids = list(range(bd))
             for s in task.body:
-                if s.kind == "assign" and s.exprs[0].op == "breduce":
+                if s.kind == "assign" and s.exprs[0].op in ("breduce", "sgop"):
                     self.collective(s, threads, tids)
                     continue
                 for t, scopes in enumerate(threads):
@@ -97,6 +107,8 @@ class Interpreter:
 
     def collective(self, s: Stmt, threads, tids) -> None:
         e = s.exprs[0]
+        if e.op == "sgop":
+            return self.subgroup(s, threads)
         fn, bd, dt = e.attr
         vals = []
         for t, scopes in enumerate(threads):
@@ -121,6 +133,68 @@ class Interpreter:
         for t, scopes in enumerate(threads):
             self.assign(s.attr, out[t], dt, scopes)
 
+    def subgroup(self, s: Stmt, threads) -> None:
+        """A subgroup operation at a block task's top level: every run of ``width`` threads
+        (``2**log2`` for the tiled ones) is one group, lane = thread index modulo the width."""
+        e = s.exprs[0]
+        fn, extra = e.attr
+        dt = e.t
+        vals, idxs = [], []
+        for t, scopes in enumerate(threads):
+            self.thread = {"tid": t}
+            v, vt = self.ev(e.args[0], scopes)
+            if not isinstance(vt, DT) or vt != dt:
+                raise Invalid("a subgroup operand of another type")
+            vals.append(v)
+            if fn == "shuffle":
+                k, kt = self.ev(e.args[1], scopes)
+                idxs.append(int(k))
+        w = self.width
+        if len(threads) % w:
+            raise Undefined("a block that is not whole subgroups")
+        size = (1 << extra) if fn.endswith("_tiled") else w
+        if size > w:
+            raise Undefined("a tile wider than the subgroup")
+        out = []
+        for t in range(len(threads)):
+            lane, base = t % size, t - t % size
+            group = vals[base:base + size]
+            if fn == "broadcast_first":
+                out.append(group[0])
+            elif fn == "broadcast":
+                if extra >= size:
+                    raise Undefined("a broadcast from a lane past the subgroup")
+                out.append(group[extra])
+            elif fn == "shuffle":
+                if not 0 <= idxs[t] < size:
+                    raise Undefined("a shuffle from a lane past the subgroup")
+                out.append(group[idxs[t]])
+            elif fn == "shuffle_xor":
+                if lane ^ extra >= size:
+                    raise Undefined("a shuffle_xor past the subgroup")
+                out.append(group[lane ^ extra])
+            elif fn == "shuffle_up":
+                out.append(group[lane - extra] if lane >= extra else group[lane])
+            elif fn == "shuffle_down":
+                out.append(group[lane + extra] if lane + extra < size else group[lane])
+            else:
+                kind, op = fn.split("_")[:2]
+                comb = {"add": lambda a, b: dt.np.type(a + b) if dt.is_float else wrap(a + b, dt),
+                        "min": min, "max": max}[op]
+                upto = {"reduce": size, "inclusive": lane + 1, "exclusive": lane}[kind]
+                if upto == 0:
+                    if dt.is_float and op != "add":
+                        raise Undefined("an exclusive float min/max is infinite in lane 0")
+                    out.append(dt.np.type(0) if dt.is_float and op == "add" else
+                               {"add": 0, "min": dt.hi, "max": dt.lo}[op])
+                    continue
+                acc = group[0]
+                for v in group[1:upto]:
+                    acc = comb(acc, v)
+                out.append(acc)
+        for t, scopes in enumerate(threads):
+            self.assign(s.attr, out[t], dt, scopes)
+
     # ------------------------------------------------------------------ statements
 
     def block(self, body: list[Stmt], scopes: list[dict]) -> None:
@@ -142,6 +216,11 @@ class Interpreter:
 
     def assign(self, name: str, v, t: DT, scopes: list[dict]) -> None:
         sc = self.find(name, scopes)
+        if isinstance(t, (VT, ST)) or sc is not None and isinstance(sc[name][1], (VT, ST)):
+            if sc is not None and sc[name][1] != t:
+                raise Invalid(f"{name}: a {t} assigned to a {sc[name][1]} variable")
+            (scopes[-1] if sc is None else sc)[name] = (copy.deepcopy(v), t)
+            return
         if sc is None:
             scopes[-1][name] = (v, I32 if t == BOOL and False else t)
             return
@@ -177,14 +256,44 @@ class Interpreter:
         elif k == "store":
             arr, dt, idx = self.place(s.attr, s.exprs[0], scopes)
             v, t = self.ev(s.exprs[1], scopes)
+            et = self.elems[s.attr]
+            if et is not None:
+                if t != VT(t.elem if isinstance(t, VT) else dt, et.n, et.m):
+                    raise Invalid(f"a {t} stored into an array of {et}")
+                if t.elem.is_float and dt.is_int:
+                    raise Invalid("a float vector stored into an integer array")
+                arr[idx] = np.array([convert(x, t.elem, dt) for x in v], dt.np).reshape(et.shape)
+                return
+            if not isinstance(t, DT):
+                raise Invalid(f"a {t} stored into a scalar array")
             if t.is_float and dt.is_int:
                 raise Invalid("a float stored into an integer array")
             arr[idx] = convert(v, t, dt)
+        elif k == "cstore":
+            name, comp = s.attr
+            arr, dt, idx = self.place(name, s.exprs[0], scopes)
+            et = self.elems[name]
+            if et is None:
+                raise Invalid("a component of a scalar array element")
+            k = self.flat_index(et, comp)
+            v, t = self.ev(s.exprs[1], scopes)
+            if not isinstance(t, DT) or t.is_float and dt.is_int:
+                raise Invalid("a component stored from a vector or a float into an integer")
+            arr[idx].reshape(-1)[k] = convert(v, t, dt)
+        elif k == "setcomp":
+            self.set_component(s.exprs[0], self.ev(s.exprs[1], scopes), scopes)
         elif k in ("augstore", "atomic"):
             name, op = s.attr if k == "augstore" else (s.attr[1], s.attr[0][7:])
             arr, dt, idx = self.place(name, s.exprs[0], scopes)
             v, t = self.ev(s.exprs[1], scopes)
-            if t.is_float and dt.is_int:
+            et = self.elems[name]
+            if et is not None:  # a[i] += v on a vector element: one atomic per component
+                if k != "augstore" or not isinstance(t, VT) or t.shape != et.shape or t.elem.is_float and dt.is_int:
+                    raise Invalid(f"a {t} added into an element of {et}")
+                flat = arr[idx].reshape(-1)
+                flat[:] = [self.rmw(op, self.scalar(o, dt), convert(x, t.elem, dt), dt) for o, x in zip(flat, v)]
+                return
+            if not isinstance(t, DT) or t.is_float and dt.is_int:
                 raise Invalid("a float into an integer array")
             arr[idx] = self.rmw(op, self.scalar(arr[idx], dt), convert(v, t, dt), dt)
         elif k in ("shstore", "shatomic"):
@@ -276,9 +385,177 @@ class Interpreter:
         if arr is None:
             raise Invalid(f"no array {name}")
         idx, _ = self.ev(idx_e, scopes)
-        if not 0 <= idx < arr.size:
+        if not 0 <= idx < len(arr):
             raise Undefined(f"index {idx} out of range for {name}")
         return arr, self.types[name], idx
+
+    # ------------------------------------------------------------------ vectors and structs
+
+    @staticmethod
+    def flat_index(t: VT, comp) -> int:
+        how, key = comp
+        if how in ("swz", "idx"):
+            if t.m or not 0 <= key < t.n:
+                raise Invalid(f"component {key} of a {t}")
+            return key
+        if how == "mat":
+            i, j = key
+            if not t.m or not (0 <= i < t.n and 0 <= j < t.m):
+                raise Invalid(f"element {key} of a {t}")
+            return i * t.m + j
+        raise Invalid(f"a member of a {t}")
+
+    def component(self, v, t, comp):
+        """Component ``comp`` of the value ``v`` of type ``t``: (value, type)."""
+        if comp[0] == "swz" and isinstance(comp[1], str):  # a swizzle: a vector of its letters
+            if not isinstance(t, VT) or t.m or any("xyzw".index(c) >= t.n for c in comp[1]):
+                raise Invalid(f"swizzle {comp[1]} of a {t}")
+            return [v["xyzw".index(c)] for c in comp[1]], VT(t.elem, len(comp[1]))
+        if isinstance(t, ST):
+            how, key = comp
+            if how != "mem" or key not in v:
+                raise Invalid(f"no member {key} in {t}")
+            return v[key], t.member(key)
+        if not isinstance(t, VT):
+            raise Invalid(f"a component of a {t}")
+        return v[self.flat_index(t, comp)], t.elem
+
+    def comp_key(self, e: Expr, scopes, t=None):
+        """The component a ``comp`` expression selects of its operand (of type ``t``, when known);
+        a run-time index evaluated."""
+        if e.attr[0] != "rt":
+            return e.attr
+        k, kt = self.ev(e.args[1], scopes)
+        if not isinstance(kt, DT) or not kt.is_int:
+            raise Invalid("a run-time index that is not an integer")
+        if t is None:
+            t = self.ev(e.args[0], scopes)[1]
+        if not isinstance(t, VT) or t.m or not 0 <= k < t.n:
+            raise Undefined(f"index {k} of a {t}")
+        return ("idx", int(k))
+
+    def set_component(self, lv: Expr, val, scopes) -> None:
+        path = []
+        while lv.op == "comp":
+            path.append(self.comp_key(lv, scopes))
+            lv = lv.args[0]
+        if lv.op != "var" or not path:
+            raise Invalid("an assignment to a component of something not a variable")
+        sc = self.find(lv.attr, scopes)
+        if sc is None:
+            raise Invalid(f"undefined name {lv.attr}")
+        cont, t = sc[lv.attr]
+        path.reverse()
+        for comp in path[:-1]:
+            cont, t = self.component(cont, t, comp)
+        comp = path[-1]
+        v, vt = val
+        if isinstance(t, ST):
+            how, key = comp
+            if how != "mem" or key not in cont:
+                raise Invalid(f"no member {key} in {t}")
+            mt = t.member(key)
+            cont[key] = self.converted(v, vt, mt)
+        elif isinstance(t, VT):
+            cont[self.flat_index(t, comp)] = self.converted(v, vt, t.elem)
+        else:
+            raise Invalid(f"a component of a {t}")
+
+    def converted(self, v, vt, dst):
+        """A value assigned to a place of type ``dst`` (a scalar, or a vector of the same shape)."""
+        if isinstance(dst, VT):
+            if not isinstance(vt, VT) or vt.shape != dst.shape:
+                raise Invalid(f"a {vt} assigned to a {dst}")
+            if vt.elem.is_float and dst.elem.is_int:
+                raise Invalid("a float vector into an integer vector")
+            return [convert(x, vt.elem, dst.elem) for x in v]
+        if not isinstance(vt, DT) or not isinstance(dst, DT):
+            raise Invalid(f"a {vt} assigned to a {dst}")
+        if vt.is_float and dst.is_int:
+            raise Invalid("a float into an integer place")
+        return convert(v, vt, dst)
+
+    def elements(self, x):
+        """An operand (value, type, literal) as a list of per-component operands, and its shape."""
+        v, t, literal = x
+        if isinstance(t, VT):
+            return [(c, t.elem, False) for c in v], t
+        if isinstance(t, ST):
+            raise Invalid("arithmetic on a struct")
+        return None, t
+
+    def vbinop(self, op: str, a, b):
+        """An element-wise operation with a vector operand (a scalar one is broadcast), or ``@``."""
+        ea, ta = self.elements(a)
+        eb, tb = self.elements(b)
+        if op == "matmul":
+            if ea is None or eb is None or not ta.m:
+                raise Invalid("@ needs a matrix and a vector or matrix")
+            rows, inner = ta.n, ta.m
+            cols = tb.m or 1
+            if tb.n != inner:
+                raise Invalid("@ of mismatched shapes")
+            out, et = [], None
+            for i in range(rows):
+                for j in range(cols):
+                    acc = None
+                    for k in range(inner):
+                        p, pt = self.binop("mul", ea[i * inner + k], eb[k * cols + j])
+                        acc = (p, pt) if acc is None else self.binop("add", (*acc, False), (p, pt, False))
+                    out.append(acc[0])
+                    et = acc[1]
+            return out, VT(et, rows, tb.m)
+        if ea is not None and eb is not None and ta.shape != tb.shape:
+            raise Invalid("an element-wise operation on mismatched shapes")
+        shape_t = ta if ea is not None else tb
+        n = shape_t.size
+        ea = ea or [a] * n
+        eb = eb or [b] * n
+        out, et = [], None
+        for x, y in zip(ea, eb):
+            v, et = self.binop(op, x, y)
+            out.append(v)
+        if et == BOOL:
+            raise Invalid("a vector of booleans")
+        return out, VT(et, shape_t.n, shape_t.m)
+
+    def method(self, e: Expr, scopes):
+        vals = [self.ev(x, scopes) for x in e.args]
+        v, t = vals[0]
+        if not isinstance(t, VT):
+            raise Invalid(f".{e.attr}() of a {t}")
+        name = e.attr
+        if name in ("dot", "cross"):
+            w, u = vals[1]
+            if not isinstance(u, VT) or u.shape != t.shape or t.m:
+                raise Invalid(f".{name}() of mismatched vectors")
+            if name == "cross":
+                if t.n != 3:
+                    raise Invalid("cross of a vector that is not a 3-vector")
+                out, et = [], None
+                for i, j in ((1, 2), (2, 0), (0, 1)):
+                    p, pt = self.binop("mul", (v[i], t.elem, False), (w[j], u.elem, False))
+                    q, qt = self.binop("mul", (v[j], t.elem, False), (w[i], u.elem, False))
+                    r, et = self.binop("sub", (p, pt, False), (q, qt, False))
+                    out.append(r)
+                return out, VT(et, 3)
+            prods = [self.binop("mul", (x, t.elem, False), (y, u.elem, False)) for x, y in zip(v, w)]
+        elif name in ("norm_sqr", "norm"):
+            if t.m:
+                raise Invalid(f".{name}() of a matrix")
+            prods = [self.binop("mul", (x, t.elem, False), (x, t.elem, False)) for x in v]
+        elif name == "sum":
+            prods = [(x, t.elem) for x in v]
+        else:
+            raise Invalid(f"no method {name}")
+        acc = prods[0]
+        for p in prods[1:]:
+            acc = self.binop("add", (*acc, False), (*p, False))
+        if name == "norm":
+            if not acc[1].is_float:
+                raise Invalid("norm of an integer vector")
+            return _np_math("sqrt", acc[1], [acc[0]]), acc[1]
+        return acc
 
     @staticmethod
     def scalar(x, dt: DT):
@@ -392,11 +669,14 @@ class Interpreter:
             if arr is None:
                 raise Invalid(f"no array {e.attr}")
             idx, it = self.ev(e.args[0], scopes)
-            if it.is_float:
+            if it.is_float or not isinstance(it, DT):
                 raise Invalid("a float index")
-            if not 0 <= idx < arr.size:
+            if not 0 <= idx < len(arr):
                 raise Undefined(f"index {idx} out of range for {e.attr}")
             dt = self.types[e.attr]
+            et = self.elems[e.attr]
+            if et is not None:
+                return [self.scalar(x, dt) for x in arr[idx].reshape(-1)], et
             return self.scalar(arr[idx], dt), dt
         if op == "shload":
             if e.attr not in self.shared:
@@ -411,9 +691,42 @@ class Interpreter:
                 raise Invalid("thread_idx outside a block task")
             return self.thread["tid"], I32
         if op == "bin":
-            return self.binop(e.attr, self.ev_lit(e.args[0], scopes), self.ev_lit(e.args[1], scopes))
+            a, b = self.ev_lit(e.args[0], scopes), self.ev_lit(e.args[1], scopes)
+            if isinstance(a[1], (VT, ST)) or isinstance(b[1], (VT, ST)) or e.attr == "matmul":
+                return self.vbinop(e.attr, a, b)
+            return self.binop(e.attr, a, b)
+        if op == "vec":
+            if len(e.args) != e.t.size:
+                raise Invalid(f"{e.t} built from {len(e.args)} values")
+            return [self.converted(*self.ev(x, scopes), e.t.elem) for x in e.args], e.t
+        if op == "struct":
+            if len(e.args) != len(e.t.members):
+                raise Invalid(f"{e.t} built from {len(e.args)} values")
+            return {k: self.converted(*self.ev(x, scopes), mt) for (k, mt), x in zip(e.t.members, e.args)}, e.t
+        if op == "comp":
+            v, t = self.ev(e.args[0], scopes)
+            return self.component(v, t, self.comp_key(e, scopes, t))
+        if op == "vminmax":
+            a, b = self.ev_lit(e.args[0], scopes), self.ev_lit(e.args[1], scopes)
+            ea, ta = self.elements(a)
+            eb, tb = self.elements(b)
+            if ea is None and eb is None or ea is not None and eb is not None and ta.shape != tb.shape:
+                raise Invalid("qd.min/qd.max of mismatched shapes")
+            st = ta if ea is not None else tb
+            ea, eb = ea or [a] * st.size, eb or [b] * st.size
+            out = [self.minmax(e.attr, x, y) for x, y in zip(ea, eb)]
+            return [v for v, _ in out], VT(out[0][1], st.n, st.m)
+        if op == "method":
+            return self.method(e, scopes)
+        if op == "sgop":
+            raise Invalid("a subgroup operation outside a block task's top level")
         if op in ("neg", "invert", "abs"):
             v, t = self.ev(e.args[0], scopes)
+            if isinstance(t, VT) and op != "invert":
+                f = (lambda x: -x) if op == "neg" else abs
+                return [t.elem.np.type(f(x)) if t.elem.is_float else wrap(f(x), t.elem) for x in v], t
+            if not isinstance(t, DT):
+                raise Invalid(f"{op} of a {t}")
             if e.args[0].literal:
                 raise Undefined("a unary operation on a literal")
             t = I32 if t == BOOL else t
@@ -484,6 +797,7 @@ class Interpreter:
         raise ValueError(op)
 
 
-def reference(prog: Program) -> dict[str, np.ndarray]:
-    """The arrays after the kernel runs, as the transpiler promises them."""
-    return Interpreter(prog).run()
+def reference(prog: Program, width: int = 32) -> dict[str, np.ndarray]:
+    """The arrays after the kernel runs, as the transpiler promises them, on an executor whose
+    subgroups are ``width`` lanes wide."""
+    return Interpreter(prog, width).run()

@@ -766,6 +766,13 @@ namespace {
 // good: finished, or waiting at a barrier or another collective. That is what a GPU's
 // active mask is at that point: the lanes that took this path together. (A lane that only
 // yielded at a loop back-edge is still on its way, possibly to this very call.)
+bool at_lockstep_atomic(unsigned w, unsigned lane) {
+    const Warp& W = warps[w];
+    for (int i = 0; i < W.n; ++i)
+        if (W.g[i].lax && ((W.g[i].arrived >> lane) & 1)) return true;
+    return false;
+}
+
 bool converged(unsigned w, const Group& g) {
     unsigned base = w * warp_size;
     for (unsigned l = 0; l < warp_size; ++l) {
@@ -774,6 +781,12 @@ bool converged(unsigned w, const Group& g) {
         // For a lockstep atomic, a lane spinning in a loop (it yielded at a back-edge) is
         // elsewhere too: waiting for it would deadlock a lock a lane of its own warp holds.
         if (o.state != DONE && o.state != BLOCKED && !(g.lax && o.state == READY && o.wait == W_SPIN)) return false;
+        // A lane waiting at a lockstep atomic is only behind, not elsewhere: that atomic went
+        // ahead without lanes still spinning in a loop, so the warp's lanes may have come apart
+        // in a loop they all run (a uniform one). A shuffle or vote after the loop waits for
+        // it, as the reconverged warp on a GPU would. (The atomic never waits for a lane
+        // blocked here, so this cannot deadlock.)
+        if (!g.lax && o.state == BLOCKED && o.wait == W_WARP && at_lockstep_atomic(w, l)) return false;
     }
     return true;
 }
