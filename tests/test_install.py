@@ -48,6 +48,8 @@ def test_installed_package_finds_its_data(tmp_path):
     assert (pkg / "templates" / "cxx" / "helpers.j2").is_file()
     assert (pkg / "templates" / "html" / "inspect.html.j2").is_file()
     assert list((pkg / "runtime" / "cpu_emulator").glob("*.h"))
+    assert (pkg / "runtime" / "spirv_compiler.cpp").is_file()  # the Vulkan runtime's in-process glslang
+    assert (pkg / "cmake" / "TranspilerConfig.cmake").is_file()
     work = tmp_path / "elsewhere"
     work.mkdir()
     (work / "saxpy.py").write_text((ROOT / "examples" / "saxpy.py").read_text())

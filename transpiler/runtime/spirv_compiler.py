@@ -48,7 +48,7 @@ def _load() -> ctypes.CDLL | None:
     _tried = True
     archives = _archives()
     cxx = shutil.which(os.environ.get("CXX") or "g++") or shutil.which("clang++")
-    if archives is None or cxx is None:
+    if archives is None or cxx is None or not SOURCE.is_file():
         return None
     stamps = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in archives]
     key = digest("spirv", SOURCE.read_text(), compiler_id(cxx), *stamps)
