@@ -770,3 +770,24 @@ def test_a_subgroup_operation_after_a_loop_of_atomics(executor, rng):
         upto = np.maximum.accumulate(rows, axis=1)
         first = np.full((rows.shape[0], 1), np.iinfo(np.int32).min, np.int32)
         np.testing.assert_array_equal(y[:, 1], np.concatenate([first, upto[:, :-1]], 1).reshape(-1))
+
+
+@qd.kernel
+def constant_conditions(x: qd.types.ndarray(qd.i32, ndim=1), count: qd.types.ndarray(qd.i64, ndim=1)):
+    for i in range(x.shape[0]):
+        for s in qd.static(range(2)):
+            # Fuzz seed 20297: a select on a condition of two constants, next to 64-bit
+            # arithmetic; lavapipe took the else branch at i == 0.
+            if qd.cast(0, qd.i64) >= (qd.cast(0, qd.i64) if qd.cast(0, qd.i64) == 9223372036854775806
+                                      else qd.cast(s, qd.i64)) + qd.i64(i):
+                pass
+            else:
+                qd.atomic_add(count[s], 1)
+
+
+def test_conditions_of_constants_fold(executor):
+    count = np.zeros(2, np.int64)
+    constant_conditions(np.zeros(100, np.int32), count)
+    np.testing.assert_array_equal(count, [99, 100])
+    glsl = next(iter(qd.translate(constant_conditions, "glsl").sources.values()))
+    assert "9223372036854775806" not in glsl  # the condition is known when translating

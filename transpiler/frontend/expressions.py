@@ -375,7 +375,7 @@ class ExpressionLowering:
         ea, eb = self.to_expr(left, node), self.to_expr(right, right_node)
         ta, tb = self.operand_types(left, ea, right, eb)
         t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
-        return ir.Compare(T.bool_, self.loc(node), op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+        return fold.compare(self.loc(node), op, self.coerce(ea, t, node), self.coerce(eb, t, node))
 
     def expr_BoolOp(self, node: ast.BoolOp):
         op = "and" if isinstance(node.op, ast.And) else "or"
@@ -446,14 +446,14 @@ class ExpressionLowering:
             self.emit(ir.Declare(loc, var, None))
             self.emit(ir.If(loc, c, pre_a + [ir.Assign(loc, var, ea)], pre_b + [ir.Assign(loc, var, eb)]))
             return ir.LocalRef(t, loc, var)
-        return ir.Select(t, loc, c, ea, eb)
+        return fold.select(t, loc, c, ea, eb)
 
 
     def select_values(self, cond: ir.Expr, a, b, node):
         ea, eb = self.to_expr(a, node), self.to_expr(b, node)
         ta, tb = self.operand_types(a, ea, b, eb)
         t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
-        return ir.Select(t, self.loc(node), cond, self.coerce(ea, t, node), self.coerce(eb, t, node))
+        return fold.select(t, self.loc(node), cond, self.coerce(ea, t, node), self.coerce(eb, t, node))
 
     def coerce(self, e: ir.Expr, t: T.DType, node, *, explicit: bool = False,
                assigning: ir.Local | None = None) -> ir.Expr:

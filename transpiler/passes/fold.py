@@ -3,6 +3,8 @@
 integer arithmetic; floats are left alone (reassociation changes rounding)."""
 from __future__ import annotations
 
+import operator
+
 from ..ir import nodes as ir
 from ..ir import types as T
 
@@ -45,3 +47,24 @@ def binop(t: T.DType, loc: ir.Loc, op: str, a: ir.Expr, b: ir.Expr) -> ir.Expr:
             return ir.BinOp(t, loc, "sub", a.a, ir.Const(t, loc, -total))
         return ir.BinOp(t, loc, "add", a.a, ir.Const(t, loc, total))
     return ir.BinOp(t, loc, op, a, b)
+
+
+_COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+            "ne": operator.ne}
+
+
+def compare(loc: ir.Loc, op: str, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    """``ir.Compare``, or its value when both sides are integer constants: a condition known
+    when translating reads as one, and lavapipe miscompiled 64-bit arithmetic next to such a
+    select that glslang had folded itself (fuzz seed 20297)."""
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None and a.type.is_int and b.type.is_int:
+        return ir.Const(T.bool_, loc, _COMPARE[op](ca, cb))
+    return ir.Compare(T.bool_, loc, op, a, b)
+
+
+def select(t: T.DType, loc: ir.Loc, cond: ir.Expr, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    """``ir.Select``, or the side a constant condition picks (only that side is evaluated)."""
+    if isinstance(cond, ir.Const) and isinstance(cond.value, bool):
+        return a if cond.value else b
+    return ir.Select(t, loc, cond, a, b)
