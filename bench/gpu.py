@@ -164,11 +164,10 @@ class Timer:
         self.plan_launches = plan_launches
 
     def launcher(self, values: dict):
+        from transpiler.runtime import hidden_values
+
         cp = self.backend.cupy
-        values = dict(values)
-        for p in self.kir.params:  # the kernel's own buffers (scratch for kernel-scope variables) and seed
-            if p.hidden:
-                values[p.name] = cp.zeros(p.type.element_shape, p.type.dtype.np_dtype) if p.is_array else np.uint32(1)
+        values = {**values, **hidden_values(self.kir, cp.zeros)}
         scalars = {p.name: p.type.np_dtype.type(values[p.name]) for p in self.kir.params if not p.is_array}
         # The launch plan reads only the arrays' shapes and the scalars' values.
         host = {**{k: SimpleNamespace(shape=v.shape) for k, v in values.items() if isinstance(v, cp.ndarray)},

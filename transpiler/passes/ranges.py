@@ -38,10 +38,9 @@ def value_range(e: ir.Expr) -> Range | None:
     if isinstance(e, ir.Compare | ir.Logical):
         return (0, 1)
     if isinstance(e, ir.Cast):
-        inner = value_range(e.a) if e.a.type.is_int or e.a.type is T.bool_ else None
-        if inner is None and (e.a.type.is_int or e.a.type is T.bool_):
-            inner = type_range(e.a.type)
-        return _within(inner, e.type)
+        if not (e.a.type.is_int or e.a.type is T.bool_):
+            return None  # from a float: any value
+        return _within(value_range(e.a) or type_range(e.a.type), e.type)
     if isinstance(e, ir.Select):
         a, b = value_range(e.a), value_range(e.b)
         return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))

@@ -295,6 +295,26 @@ def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     return launches
 
 
+def hidden_values(kir: ir.Kernel, zeros=np.zeros) -> dict[str, object]:
+    """The kernel's own arguments: a zeroed buffer per kernel-scope variable and the result
+    (made by ``zeros``: numpy's, or a device array module's), its fields' storage, its seed."""
+    out: dict[str, object] = {}
+    for p in kir.params:
+        if not p.hidden:
+            continue
+        if p.role == "field":  # the module's field: its storage, kept across calls
+            out[p.name] = kir.bindings[p.name].storage()
+        else:
+            out[p.name] = zeros(p.type.element_shape, p.type.dtype.np_dtype) if p.is_array else np.uint32(_next_seed())
+    return out
+
+
+def memory_key(arr: np.ndarray) -> tuple:
+    """What makes two arguments one buffer: the same memory seen the same way (an array
+    passed for two parameters, or two views of it from the same address)."""
+    return (arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str)
+
+
 def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Run ``kernel`` on the current executor; returns what the kernel returns (or None)."""
     backend = current()
@@ -312,12 +332,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         hit = cache[key] = (tr.ir, backend.load(tr))
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
-    for p in hidden:  # the kernel's own buffers (a scratch slot per kernel-scope variable, the result), its seed
-        if p.role == "field":  # the module's field: its storage, kept across calls
-            values[p.name] = kir.bindings[p.name].storage()
-        else:
-            values[p.name] = np.zeros(p.type.element_shape, p.type.dtype.np_dtype) if p.is_array else \
-                np.uint32(_next_seed())
+    values.update(hidden_values(kir))
     backend.run(program, kir, values, plan_launches(kir, values))
     result = next((p for p in hidden if p.role == "result"), None)
     if result is None:

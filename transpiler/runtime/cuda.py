@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import nodes as ir
-from . import Backend, Launch, Translation, entries_by_task
+from . import Backend, Launch, Translation, entries_by_task, memory_key
 
 
 class CudaBackend(Backend):
@@ -44,16 +44,16 @@ class CudaBackend(Backend):
     def run(self, program, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
         manifest, functions = program
         cp = self.cupy
-        # One device array per host array: a kernel given the same array twice (a sort's keys
+        # One device array per host memory: a kernel given the same array twice (a sort's keys
         # as its values) sees one buffer, as on the other executors.
-        by_host: dict[int, object] = {}
+        by_memory: dict[tuple, object] = {}
         device = {}
         for p in kernel.params:
             if p.is_array:
-                host = values[p.name]
-                if id(host) not in by_host:
-                    by_host[id(host)] = cp.asarray(host)
-                device[p.name] = by_host[id(host)]
+                key = memory_key(values[p.name])
+                if key not in by_memory:
+                    by_memory[key] = cp.asarray(values[p.name])
+                device[p.name] = by_memory[key]
         args = []
         for p in kernel.params:
             if p.is_array:
@@ -68,5 +68,5 @@ class CudaBackend(Backend):
             functions[launch.task.name]((launch.blocks,), (block,), tuple(args))
         cp.cuda.get_current_stream().synchronize()
         for name, arr in device.items():
-            if by_host.pop(id(values[name]), None) is not None:
+            if by_memory.pop(memory_key(values[name]), None) is not None:  # each memory copied back once
                 values[name][...] = cp.asnumpy(arr)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
-from . import Backend, Launch, Translation, entries_by_task
+from . import Backend, Launch, Translation, entries_by_task, memory_key
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
 VULKAN_API = (1, 2)
@@ -649,8 +649,7 @@ class VulkanBackend(Backend):
         owners: dict[str, str] = {}
         by_memory: dict[tuple, str] = {}
         for name, arr in arrays.items():
-            key = (arr.__array_interface__["data"][0], arr.nbytes, arr.dtype.str)
-            owners[name] = by_memory.setdefault(key, name) if arr.nbytes else name
+            owners[name] = by_memory.setdefault(memory_key(arr), name) if arr.nbytes else name
         chosen: dict[str, _Buffer] = {}
         staged: set[str] = set()
         for name, arr in arrays.items():
