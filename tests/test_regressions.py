@@ -493,6 +493,30 @@ def test_comparing_widened_i32_values(executor):
     np.testing.assert_array_equal(y, want)
 
 
+@qd.kernel
+def widened_through_locals(x: qd.types.ndarray(qd.i32, ndim=1), y: qd.types.ndarray(qd.i32, ndim=1),
+                           c: qd.types.ndarray(qd.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        v = qd.i64(x[i])
+        y[i] = (1 if v < 0 else 0) + (2 if v <= 2 else 0) + (4 if -1 < v else 0)
+        z = qd.i64(0)
+        if qd.cast(0, qd.i64) >= z + qd.i64(i):  # fuzz seed 20297
+            pass
+        else:
+            qd.atomic_add(c[0], 1)
+
+
+def test_comparing_widened_i32_values_through_locals(executor, rng):
+    """lavapipe compared int64_t(x) with a constant as if x were huge (`v < 0l` false for every
+    x), the constant also when it came through a local: widening is spelled qd_widen on GLSL."""
+    x = rng.integers(-6, 7, 256).astype(np.int32)
+    y = np.zeros(256, np.int32)
+    c = np.zeros(1, np.int32)
+    widened_through_locals(x, y, c)
+    np.testing.assert_array_equal(y, (x < 0) * 1 + (x <= 2) * 2 + (-1 < x) * 4)
+    assert c[0] == 255
+
+
 def test_lookback_scan_of_a_million_elements(executor, rng):
     """examples/lookback_scan.py, 1954 tiles. On lavapipe most tiles never published their
     prefix: its memoryBarrier() is a workgroup barrier, and the one in thread 0's spin-wait

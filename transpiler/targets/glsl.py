@@ -488,6 +488,17 @@ class GlslRenderer(Renderer):
             return f"{TYPES[e.param.type.name]}({name})", PREC_PRIMARY
         return name, prec
 
+    def expr_Cast(self, e: ir.Cast):
+        if not (e.type.is_int and e.type.bits == 64 and e.a.type.is_int and e.a.type.is_signed
+                and e.a.type.bits <= 32 and e.a.type is not T.bool_):
+            return super().expr_Cast(e)
+        self.usage.types.add(e.type.name)
+        if isinstance(e.a, ir.Cast) and e.a.a.type is T.bool_:  # 0 or 1: widened as unsigned
+            return self.dialect.cast(f"uint({self.text(e.a.a)})", e.type), PREC_PRIMARY
+        inner = self.text(e.a) if e.a.type is T.i32 else f"int({self.text(e.a)})"
+        widened = f"{self.helper('widen', T.i64)}({inner})"
+        return (widened if e.type is T.i64 else self.dialect.cast(widened, e.type)), PREC_PRIMARY
+
     def expr_Compare(self, e: ir.Compare):
         if e.a.type is T.bool_ and e.op in ("lt", "le", "gt", "ge"):
             # GLSL orders numbers only; False < True as ints, as Python has it.

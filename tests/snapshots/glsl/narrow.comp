@@ -20,12 +20,20 @@ layout(push_constant) uniform qd_params {
     layout(offset = 12) int big_shape_0;
 };
 
+// A signed 32-bit int widened to int64_t, spelled as its two words: lavapipe (Mesa 22.3)
+// miscompiles an ordered comparison of int64_t(x) with a constant, even one reached through
+// locals (`int64_t(x) < 0l` is false for every x; fuzz seed 20297), but not of this spelling.
+int64_t qd_widen(int x)
+{
+    return packInt2x32(ivec2(x, x >> 31));
+}
+
 void main()
 {
     for (int i = int(gl_GlobalInvocationID.x); i < x_shape_0; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // dtypes.py:19
         x[i] = uint8_t(uint(x[i]) + 200u);  // dtypes.py:20
         y[i] = int16_t(int(int16_t(int(y[i]) * 3)) - 1);  // dtypes.py:21
         h[i] = h[i] * 0.5hf + 1.0hf;  // dtypes.py:22
-        big[i] = big[i] * 4000000000l + int64_t(i);  // dtypes.py:23
+        big[i] = big[i] * 4000000000l + qd_widen(i);  // dtypes.py:23
     }
 }

@@ -25,10 +25,18 @@ layout(push_constant) uniform qd_params {
     layout(offset = 64) int out_shape_0;
 };
 
+// A signed 32-bit int widened to int64_t, spelled as its two words: lavapipe (Mesa 22.3)
+// miscompiles an ordered comparison of int64_t(x) with a constant, even one reached through
+// locals (`int64_t(x) < 0l` is false for every x; fuzz seed 20297), but not of this spelling.
+int64_t qd_widen(int x)
+{
+    return packInt2x32(ivec2(x, x >> 31));
+}
+
 void main()
 {
     for (int i = int(gl_GlobalInvocationID.x); i < 1; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // dtypes.py:8
-        out_[0] = double(int64_t(int(int16_t(int(int16_t(int8_t(a8))) + int(int16_t(a16)))) + a32) + a64);  // dtypes.py:9
+        out_[0] = double(qd_widen(int(int16_t(int(int16_t(int8_t(a8))) + int(int16_t(a16)))) + a32) + a64);  // dtypes.py:9
         out_[1] = double(uint64_t(uint(uint16_t(uint(uint16_t(uint8_t(b8))) + uint(uint16_t(b16)))) + b32) + b64);  // dtypes.py:10
         out_[2] = double(float(float16_t(h)) + f) + d;  // dtypes.py:11
         out_[3] = double(uint8_t(uint(uint8_t(int8_t(a8))) * uint(uint8_t(b8))));  // dtypes.py:12

@@ -22,7 +22,7 @@ void main()
     for (int i = int(gl_GlobalInvocationID.x); i < x_shape_0; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // subgroup_votes.py:7
         bool p = x[i] > 0;  // subgroup_votes.py:8
         out_[i * out_shape_1 + 0] = packUint2x32(subgroupBallot(p).xy);  // subgroup_votes.py:9
-        out_[i * out_shape_1 + 1] = uint64_t(int(subgroupAll(p)));  // subgroup_votes.py:10
-        out_[i * out_shape_1 + 2] = uint64_t(int(subgroupAny(p)));  // subgroup_votes.py:11
+        out_[i * out_shape_1 + 1] = uint64_t(uint(subgroupAll(p)));  // subgroup_votes.py:10
+        out_[i * out_shape_1 + 2] = uint64_t(uint(subgroupAny(p)));  // subgroup_votes.py:11
     }
 }
