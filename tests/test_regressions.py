@@ -745,6 +745,71 @@ def test_wrapping_is_spelled_only_where_needed():
 
 
 @qd.kernel
+def promoted_wrapping(a: qd.types.ndarray(qd.u16, ndim=1), b: qd.types.ndarray(qd.u16, ndim=1),
+                      h: qd.types.ndarray(qd.i16, ndim=1), x: qd.types.ndarray(qd.i32, ndim=1),
+                      u: qd.types.ndarray(qd.u16, ndim=2), s: qd.types.ndarray(qd.i16, ndim=2),
+                      y: qd.types.ndarray(qd.i32, ndim=2)):
+    for i in range(a.shape[0]):
+        u[i, 0] = a[i] * b[i]          # u16 promotes to int: 65535 * 65535 overflows it
+        u[i, 1] = a[i] ** 3
+        u[i, 2] = a[i] << 9
+        s[i, 0] = (-h[i]) >> 1         # NVRTC: 16384 for h = -32768 (fuzz seed 104195)
+        s[i, 1] = (h[i] + h[i]) >> 2
+        s[i, 2] = h[i] << 3
+        y[i, 0] = x[i] << 5            # a negative int shifted left: undefined before C++20
+        y[i, 1] = x[i] << (i % 31)
+        unused = x[i] * 2147483646     # computed though never read (fuzz seed 102539)
+        unused += 2147483646           # (fuzz seed 103152)
+
+
+def test_narrow_and_shifted_arithmetic_wraps(executor, rng):
+    """C++ computes u16 and i16 in int, and before C++20 shifting a negative int left is
+    undefined: on CUDA, HIP and Metal these are spelled in unsigned arithmetic. clang's UBSan
+    (CXX=clang++-19) traps on the old spelling in the emulator; g++ shortens u16 * u16 first."""
+    n = 64
+    a = np.concatenate([[65535, 65534, 40000, 256], rng.integers(0, 65536, n - 4)]).astype(np.uint16)
+    b = np.concatenate([[65535, 65535, 50000, 256], rng.integers(0, 65536, n - 4)]).astype(np.uint16)
+    h = np.concatenate([[-32768, -32767, 32767, -1], rng.integers(-32768, 32768, n - 4)]).astype(np.int16)
+    x = np.concatenate([[-2**31, -1, 2**31 - 1, -12345], rng.integers(-2**31, 2**31, n - 4)]).astype(np.int32)
+    u, s, y = np.zeros((n, 3), np.uint16), np.zeros((n, 3), np.int16), np.zeros((n, 2), np.int32)
+    promoted_wrapping(a, b, h, x, u, s, y)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(u, np.stack([a * b, a ** 3, a << 9], 1))
+        np.testing.assert_array_equal(s, np.stack([(-h) >> 1, (h + h) >> 2, h << 3], 1))
+        np.testing.assert_array_equal(y, np.stack([x << 5, x << (np.arange(n, dtype=np.int32) % 31)], 1))
+
+
+def test_narrow_and_shifted_wrapping_spellings():
+    text = qd.translate(promoted_wrapping, "cuda").sources["promoted_wrapping.cu"]
+    assert "uint16_t(uint32_t(a[i]) * uint32_t(b[i]))" in text
+    assert "int16_t(0u - uint32_t(h[i])) >> int16_t(1)" in text
+    assert "int32_t(uint32_t(x[i]) << 5)" in text
+    assert "int32_t unused = int32_t(uint32_t(x[i]) * 2147483646u);" in text
+    assert "unused = int32_t(uint32_t(unused) + 2147483646u);" in text
+    assert "uint32_t result = 1;" in text  # u16's ** squares in uint32_t
+
+
+Pair = qd.types.struct(a=qd.u8, b=qd.u64)
+
+
+@qd.kernel
+def copies_of_serial_members(x: qd.types.ndarray(qd.i32, ndim=1), y: qd.types.ndarray(qd.u64, ndim=1)):
+    k5 = Pair(a=qd.u8(x[3]), b=qd.u64(7))
+    k7 = k5.a                      # a copy of a member serial code computed (fuzz seed 7398)
+    v = qd.types.vector(3, qd.i32)(x[0], x[1], 5)
+    w = v.y                        # and of a vector's component (fuzz seed 6966)
+    for i in range(x.shape[0]):
+        y[i] = k5.b + k7 + qd.u64(w) + qd.u64(i)
+
+
+def test_copies_of_serially_computed_struct_and_vector_members(executor, rng):
+    x = rng.integers(0, 1000, 64).astype(np.int32)
+    y = np.zeros(64, np.uint64)
+    copies_of_serial_members(x, y)
+    np.testing.assert_array_equal(y, 7 + (x[3] % 256) + x[1] + np.arange(64))
+
+
+@qd.kernel
 def atan2_of_constant_zeros(x: qd.types.ndarray(qd.f32, ndim=1), y: qd.types.ndarray(qd.f32, ndim=1),
                    out: qd.types.ndarray(qd.f32, ndim=2)):
     for i in range(x.shape[0]):

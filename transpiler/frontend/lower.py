@@ -22,7 +22,7 @@ from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
 )
 from .source import parse_function
-from .values import CT, ArrayHandle, KernelVar, TupleValue
+from .values import CT, ArrayHandle, KernelVar, TupleValue, component_locals
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
@@ -363,8 +363,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                     return False
             if isinstance(sub, ast.Name):
                 bound, _ = self.scope.lookup(sub.id)
-                if isinstance(bound, ir.Local) and bound in self.serial_locals or isinstance(bound, KernelVar):
-                    return False
+                if isinstance(bound, KernelVar) or any(
+                        v in self.serial_locals or id(v) in self.promoted for v in component_locals(bound)):
+                    return False  # (a vector's or struct's too: fuzz seeds 6966, 7398)
         return True
 
     def uniform_prelude(self, body: list[ir.Stmt], extra_exprs: list[ir.Expr]) -> list[ir.Stmt]:

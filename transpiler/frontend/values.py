@@ -87,6 +87,18 @@ class StructVar:
     members: dict
 
 
+def component_locals(bound) -> list:
+    """The ir.Locals a name's binding holds: itself for a scalar local, every component of a
+    vector, matrix or struct variable, none for anything else."""
+    if isinstance(bound, ir.Local):
+        return [bound]
+    if isinstance(bound, MatrixVar):
+        return list(bound.locals)
+    if isinstance(bound, StructVar):
+        return [v for m in bound.members.values() for v in component_locals(m)]
+    return []
+
+
 @dataclass(slots=True)
 class MethodValue:
     """``v.norm`` before the call: the value and the method's name."""

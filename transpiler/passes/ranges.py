@@ -46,6 +46,9 @@ def value_range(e: ir.Expr) -> Range | None:
         return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
     if isinstance(e, ir.BinOp):
         return _within(_binop(e), e.type)
+    if isinstance(e, ir.Unary) and e.op == "neg":
+        r = value_range(e.a) or type_range(e.a.type)
+        return _within((-r[1], -r[0]), e.type)
     return _within(type_range(e.type), e.type) if e.type.bits < 32 else None
 
 
@@ -126,30 +129,35 @@ def index_operand(parent: ir.Expr, parent_index: bool, child: ir.Expr, child_roo
 
 
 def index_locals(stmts: list[ir.Stmt]) -> set[int]:
-    """ids of the integer locals read only in index space (subscripts, loop bounds, bounds
-    checks, or the values of other such locals): their values are index arithmetic too,
-    where overflow means out of bounds whatever the spelling."""
+    """ids of the integer locals read, and read only, in index space (subscripts, loop bounds,
+    bounds checks, or the values of other such locals): their values are index arithmetic
+    too, where overflow means out of bounds whatever the spelling. A local never read is not
+    one: its value must still be computed without overflow (fuzz seed 102539)."""
     assigned = {}
     for st in walk.all_stmts(stmts):
         if isinstance(st, (ir.Declare, ir.Assign)) and st.var.type.is_int:
             assigned[id(st.var)] = st.var
     index = set(assigned)
+    read: set[int] = set()
     while True:
         plain: set[int] = set()
 
-        def visit(e: ir.Expr, in_index: bool) -> None:
+        def visit(e: ir.Expr, in_index: bool, owner: int | None) -> None:
             if isinstance(e, ir.LocalRef):
+                if id(e.var) != owner:  # `v += 1` alone does not use v
+                    read.add(id(e.var))
                 if not in_index:
                     plain.add(id(e.var))
                 return
             for c, root in index_roots(e):
-                visit(c, index_operand(e, in_index, c, root))
+                visit(c, index_operand(e, in_index, c, root), owner)
 
         for st in walk.all_stmts(stmts):
-            defines = isinstance(st, (ir.Declare, ir.Assign)) and (id(st.var) in index or st.var.loop_var)
+            owner = id(st.var) if isinstance(st, (ir.Declare, ir.Assign)) else None
+            defines = owner is not None and (owner in index or st.var.loop_var)
             for e, root in index_roots(st):
-                visit(e, root or defines)
-        kept = index - plain
+                visit(e, root or defines, owner)
+        kept = (index & read) - plain
         if kept == index:
             return index
         index = kept

@@ -13,7 +13,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..passes.functions import function_inputs
-from ..passes.ranges import additive, in_range, index_locals, index_roots
+from ..passes.ranges import additive, in_range, index_locals, index_roots, type_range, value_range
 from .context import RenderedFunction, TranslationContext, Usage
 from .dialect import (
     BINARY, BITWISE, COMPARE, COMPOUND, PREC_ADD, PREC_AND, PREC_COND, PREC_MUL, PREC_OR, PREC_PRIMARY, PREC_REL,
@@ -80,12 +80,21 @@ class Renderer:
         computes narrower types in int, where they cannot overflow)."""
         return self.dialect.signed_overflow_undefined and t.is_int and t.is_signed and t.bits >= 32
 
+    def promoted_product_overflows(self, t: T.DType) -> bool:
+        """Whether the product of two ``t`` values can overflow the signed int C computes a
+        narrow ``t`` in (u16: 65535 * 65535), which the dialect leaves undefined."""
+        wide = self.dialect.compute_type(t)
+        if not (self.dialect.signed_overflow_undefined and t.is_int and wide is not t and wide.is_signed):
+            return False
+        lo, hi = type_range(t)
+        return max(lo * lo, hi * hi) > type_range(wide)[1]
+
     def helper(self, name: str, t: T.DType, **extra) -> str:
-        """Request a helper function; returns the name to call. On a signed type whose
-        overflow the dialect leaves undefined, ``h.extra.wrap`` names the unsigned type its
-        arithmetic wraps in."""
-        if self.helper_wraps(t):
-            extra.setdefault("wrap", self.type(T.unsigned(t)))
+        """Request a helper function; returns the name to call. On a type whose arithmetic
+        can overflow where the dialect leaves that undefined (a signed type, or u16 promoted
+        to int), ``h.extra.wrap`` names the unsigned type its arithmetic wraps in."""
+        if self.helper_wraps(t) or self.promoted_product_overflows(t):
+            extra.setdefault("wrap", self.type(T.unsigned(self.dialect.compute_type(t))))
         h = Helper(name, t.name, self.dialect.type_name(t), extra)
         self.usage.helpers.setdefault(h.key, h)
         return "qd_" + name
@@ -199,19 +208,35 @@ class Renderer:
     # ------------------------------------------------ signed arithmetic that wraps
 
     def wraps(self, e: ir.Expr) -> bool:
-        """Whether ``e`` is signed +, -, * or negation that the target must compute in unsigned
-        arithmetic: the dialect leaves signed overflow undefined, and ``e`` may overflow."""
-        if not self.helper_wraps(e.type):
+        """Whether ``e`` is signed +, -, *, negation or << that the target must compute in
+        unsigned arithmetic: the dialect leaves signed overflow (and, before C++20, shifting a
+        negative value left) undefined, and ``e`` may overflow. Narrow types count by the int
+        C computes them in (u16 * u16 overflows it, and so can any narrow <<: fuzz seed 103195),
+        and signed ones by their own range too (see below)."""
+        if not (self.dialect.signed_overflow_undefined and e.type.is_int and e.type is not T.bool_):
             return False
+        wide = self.dialect.compute_type(e.type)
+        if not wide.is_signed or self.in_index:
+            return False
+        if isinstance(e, ir.BinOp) and e.op == "lshift":
+            a, b = value_range(e.a), value_range(e.b)
+            return not (a and b and a[0] >= 0 and 0 <= b[0] and b[1] < wide.bits and
+                        a[1] << b[1] <= type_range(wide)[1])
         if not ((isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul")) or
                 (isinstance(e, ir.Unary) and e.op == "neg")):
             return False
-        return not self.in_index and not in_range(e)
+        if wide is not e.type:  # promoted to int
+            if e.op == "mul" and self.promoted_product_overflows(e.type):
+                return True
+            # NVRTC narrows `int16_t(-x)` back to a 16-bit operation that may not overflow:
+            # int16_t(-x) >> 1 of x = -32768 gave 16384 on a GPU (fuzz seed 104195).
+            return e.type.is_signed and not in_range(e)
+        return not in_range(e)
 
     def unsigned_text(self, e: ir.Expr, min_prec: int) -> str:
-        """``e`` (signed) as its unsigned twin: a wrapping operation's own unsigned form, a
-        literal in the unsigned type, or a conversion."""
-        u = T.unsigned(e.type)
+        """``e`` (signed, or narrow) as a value of the unsigned type its arithmetic wraps in: a
+        wrapping operation's own unsigned form, a literal in the unsigned type, or a conversion."""
+        u = T.unsigned(self.dialect.compute_type(e.type))
         if self.wraps(e):
             s, p = self.unsigned_expr(e)
             return f"({s})" if p < min_prec else s
@@ -220,14 +245,17 @@ class Renderer:
         return self.dialect.cast(self.text(e), u)
 
     def unsigned_expr(self, e: ir.BinOp | ir.Unary) -> tuple[str, int]:
-        self.type(T.unsigned(e.type))
+        u = T.unsigned(self.dialect.compute_type(e.type))
+        self.type(u)
         if isinstance(e, ir.Unary):
-            zero = self.dialect.literal(0, T.unsigned(e.type))
+            zero = self.dialect.literal(0, u)
             return f"{zero} - {self.unsigned_text(e.a, PREC_ADD + 1)}", PREC_ADD
         op, prec = BINARY[e.op]
-        return f"{self.unsigned_text(e.a, prec)} {op} {self.unsigned_text(e.b, prec + 1)}", prec
+        right = self.text(e.b, prec + 1) if e.op == "lshift" else self.unsigned_text(e.b, prec + 1)
+        return f"{self.unsigned_text(e.a, prec)} {op} {right}", prec
 
     def wrapped(self, e: ir.BinOp | ir.Unary) -> tuple[str, int]:
+        self.type(e.type)
         return self.dialect.cast(self.unsigned_expr(e)[0], e.type), PREC_PRIMARY
 
     def expr_BinOp(self, e: ir.BinOp):

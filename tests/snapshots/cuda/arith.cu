@@ -66,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(128) arith(
         out_i[i * out_i_shape_1 + 0] = qd_floordiv(x, y);  // arith.py:13
         out_i[i * out_i_shape_1 + 1] = qd_mod(x, y);  // arith.py:14
         out_i[i * out_i_shape_1 + 2] = int32_t(uint32_t(x) * 3u - uint32_t(y) + 7u);  // arith.py:15
-        out_i[i * out_i_shape_1 + 3] = ((x << 2) ^ (y >> 1)) | (x & 255);  // arith.py:16
+        out_i[i * out_i_shape_1 + 3] = (int32_t(uint32_t(x) << 2) ^ (y >> 1)) | (x & 255);  // arith.py:16
         out_i[i * out_i_shape_1 + 4] = int32_t(0u - uint32_t(x) + uint32_t(~y));  // arith.py:17
         out_i[i * out_i_shape_1 + 5] = qd_ipow(x, 3);  // arith.py:18
         out_f[i * out_f_shape_1 + 0] = float(x) / float(y);  // arith.py:19

@@ -5,6 +5,7 @@ typedef short int16_t;
 typedef int int32_t;
 typedef long long int64_t;
 typedef unsigned char uint8_t;
+typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 
 // IEEE binary16 in 16 bits; arithmetic happens in float, results round on conversion back.
@@ -31,7 +32,7 @@ extern "C" __global__ void __launch_bounds__(128) narrow(
 {
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0; i += (int32_t)(128u * gridDim.x)) {  // dtypes.py:19
         x[i] = uint8_t(x[i] + uint8_t(200));  // dtypes.py:20
-        y[i] = int16_t(int16_t(y[i] * int16_t(3)) - int16_t(1));  // dtypes.py:21
+        y[i] = int16_t(uint32_t(y[i]) * 3u - 1u);  // dtypes.py:21
         h[i] = qd_half(qd_half(h[i] * qd_half(0.5f)) + qd_half(1.0f));  // dtypes.py:22
         big[i] = int64_t(uint64_t(big[i]) * 4000000000ull + uint64_t(int64_t(i)));  // dtypes.py:23
     }

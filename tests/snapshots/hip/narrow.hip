@@ -25,7 +25,7 @@ extern "C" __global__ void __launch_bounds__(128) narrow(
 {
     for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < x_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // dtypes.py:19
         x[i] = uint8_t(x[i] + uint8_t(200));  // dtypes.py:20
-        y[i] = int16_t(int16_t(y[i] * int16_t(3)) - int16_t(1));  // dtypes.py:21
+        y[i] = int16_t(uint32_t(y[i]) * 3u - 1u);  // dtypes.py:21
         h[i] = qd_half(qd_half(h[i] * qd_half(0.5f)) + qd_half(1.0f));  // dtypes.py:22
         big[i] = int64_t(uint64_t(big[i]) * uint64_t(4000000000ull) + uint64_t(int64_t(i)));  // dtypes.py:23
     }

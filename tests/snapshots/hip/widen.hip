@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(128) widen(
     int32_t out_shape_0)
 {
     for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < 1; i += (int32_t)(blockDim.x * gridDim.x)) {  // dtypes.py:8
-        out[0] = double(int64_t(uint64_t(int64_t(int32_t(uint32_t(int32_t(int16_t(int16_t(a8) + a16))) + uint32_t(a32)))) + uint64_t(a64)));  // dtypes.py:9
+        out[0] = double(int64_t(uint64_t(int64_t(int32_t(uint32_t(int32_t(int16_t(uint32_t(int16_t(a8)) + uint32_t(a16)))) + uint32_t(a32)))) + uint64_t(a64)));  // dtypes.py:9
         out[1] = double(uint64_t(uint32_t(uint16_t(uint16_t(b8) + b16)) + b32) + b64);  // dtypes.py:10
         out[2] = double(float(h) + f) + d;  // dtypes.py:11
         out[3] = double(uint8_t(uint8_t(a8) * b8));  // dtypes.py:12

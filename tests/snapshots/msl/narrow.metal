@@ -26,7 +26,7 @@ kernel void narrow(
     const int x_shape_0 = params.x_shape_0;  // dtypes.py:17
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < x_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // dtypes.py:19
         x[i] = uchar(x[i] + uchar(200));  // dtypes.py:20
-        y[i] = short(short(y[i] * short(3)) - short(1));  // dtypes.py:21
+        y[i] = short(uint(y[i]) * 3u - 1u);  // dtypes.py:21
         h[i] = h[i] * 0.5h + 1.0h;  // dtypes.py:22
         big[i] = long(ulong(big[i]) * 4000000000ul + ulong(long(i)));  // dtypes.py:23
     }

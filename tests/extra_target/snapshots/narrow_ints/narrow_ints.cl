@@ -4,7 +4,7 @@
 __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void narrow_ints(__global char* a, int a_shape_0, __global ushort* b, int b_shape_0)
 {
     for (int i = (int)get_global_id(0); i < a_shape_0; i += (int)(get_local_size(0) * get_num_groups(0))) {  // narrow_ints.py:7
-        a[i] = (char)((char)(a[i] * (char)(3)) + (char)(1));  // narrow_ints.py:8
+        a[i] = (char)((uint)(a[i]) * 3u + 1u);  // narrow_ints.py:8
         b[i] = (ushort)((ushort)(b[i] / (ushort)(3)) + (ushort)(40000));  // narrow_ints.py:9
     }
 }

@@ -4,12 +4,13 @@
 typedef signed char int8_t;
 typedef int int32_t;
 typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
 
 // narrow_ints: parallel task from narrow_ints.py:7, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) narrow_ints(int8_t* a, int32_t a_shape_0, uint16_t* b, int32_t b_shape_0)
 {
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < a_shape_0; i += (int32_t)(128u * gridDim.x)) {  // narrow_ints.py:7
-        a[i] = int8_t(int8_t(a[i] * int8_t(3)) + int8_t(1));  // narrow_ints.py:8
+        a[i] = int8_t(uint32_t(a[i]) * 3u + 1u);  // narrow_ints.py:8
         b[i] = uint16_t(uint16_t(b[i] / uint16_t(3)) + uint16_t(40000));  // narrow_ints.py:9
     }
 }

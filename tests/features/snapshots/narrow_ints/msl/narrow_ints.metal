@@ -21,7 +21,7 @@ kernel void narrow_ints(
 {
     const int a_shape_0 = params.a_shape_0;  // narrow_ints.py:6
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < a_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // narrow_ints.py:7
-        a[i] = char(char(a[i] * char(3)) + char(1));  // narrow_ints.py:8
+        a[i] = char(uint(a[i]) * 3u + 1u);  // narrow_ints.py:8
         b[i] = ushort(ushort(b[i] / ushort(3)) + ushort(40000));  // narrow_ints.py:9
     }
 }
