@@ -82,6 +82,8 @@ class Dialect:
     # C++ (CUDA, HIP, MSL) leaves signed overflow undefined and its compilers optimize on it:
     # signed +, -, * and negation that may overflow are then written in unsigned arithmetic.
     signed_overflow_undefined = False
+    # dtypes whose negation is a helper call (qd_neg): a compiler that gets it wrong.
+    negated_by_helper: frozenset[str] = frozenset()
 
     name = ""
     types: dict[str, str] = {}

@@ -287,6 +287,8 @@ class Renderer:
         return f"{self.text(e.a, PREC_AND + 1)} || {self.text(e.b, PREC_AND + 1)}", PREC_OR
 
     def expr_Unary(self, e: ir.Unary):
+        if e.op == "neg" and e.type.name in self.dialect.negated_by_helper:
+            return f"{self.helper('neg', e.type)}({self.text(e.a)})", PREC_PRIMARY
         if self.wraps(e):
             return self.wrapped(e)
         sym = {"neg": "-", "not": "!", "invert": "~"}[e.op]
