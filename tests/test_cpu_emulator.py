@@ -763,6 +763,25 @@ def test_trap_names_the_line(mod):
         mod.launch("trap_at", 1, 8, [np.zeros(8, np.int32)])
 
 
+OVERFLOW = """extern "C" __global__ void overflow(int* x)
+{
+    int a = x[threadIdx.x] + 1;  // ovf.py:7
+    x[threadIdx.x] = a * x[threadIdx.x];  // ovf.py:8
+}
+"""
+
+
+@pytest.mark.parametrize("cxx", ["clang++-19", "g++"])
+def test_signed_overflow_names_the_line(cxx):
+    """clang merges the checks' traps unless told not to, and binutils' addr2line misreads
+    DWARF 5's file table: either way the trap's address mapped to no Python line."""
+    if not shutil.which(cxx):
+        pytest.skip(f"{cxx} is not installed (scripts/setup.sh toolchains installs it)")
+    m = build_module(OVERFLOW, "ovf.cu", dialect="cuda", compiler=cxx)
+    with pytest.raises(KernelError, match=r"signed integer overflow .* in thread 0 of block 0 of 1 at ovf\.py:8"):
+        m.launch("overflow", 1, 4, [np.full(4, 2**30, np.int32)])
+
+
 def test_faults_are_python_errors(mod):
     out = np.zeros(4, np.int32)
     with pytest.raises(KernelError, match=r"invalid memory access \(SIGSEGV\) in thread 2 of block 0 of 1, "

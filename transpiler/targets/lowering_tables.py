@@ -178,7 +178,18 @@ ARITHMETIC_NOTES = (
     "variables minus a constant) and in index arithmetic (array subscripts and loop bounds, where "
     "overflow is out of bounds whatever the spelling) the plain spelling stays. GLSL needs neither: "
     "SPIR-V's integer arithmetic wraps. The CPU executors compile with signed-overflow traps, so an "
-    "overflow the emitted text failed to avoid stops with its Python line instead of wrapping quietly.",
+    "overflow the emitted text failed to avoid stops with its Python line instead of wrapping quietly. "
+    "C++ computes 8- and 16-bit integers in `int`, and before C++20 shifting a negative value left is "
+    "undefined too: a `u16 * u16` product (which can leave `int`), a narrow signed result that can leave "
+    "its own type, and a signed or narrow `<<` are also written in unsigned arithmetic "
+    "(`uint16_t(uint32_t(a) * uint32_t(b))`, `int32_t(uint32_t(x) << 5)`; a fuzz run on an H100 found "
+    "these). The CPU emulator compiles with clang++-19 where it exists: its UBSan sees the `int` overflow "
+    "of `u16 * u16`, which g++ hides by narrowing the product first.",
+    "Two vendor-compiler bugs are worked around in the text. lavapipe (Mesa 22.3) compared `int64_t(x)` "
+    "of an `int` with a constant as if `x` were huge, so GLSL widens a signed 32-bit value to 64 bits as "
+    "its two words (`qd_widen`: `packInt2x32(ivec2(x, x >> 31))`). ptxas 12.9 takes the result of "
+    "`neg.s16` as still sign-extended, so `-(-32768)` read back as `+32768` in a later shift, compare or "
+    "widening; CUDA negates `i16` in 32 bits through `qd_neg` (one `neg.s32` in inline PTX).",
     "Floats: `a * b + c` is not fused into an fma unless `fast_math` is asked for: GLSL marks values "
     "`precise`, CUDA's manifest lists `--fmad=false` among its NVRTC options and HIP's "
     "`-ffp-contract=off`, Metal's says `fast_math: false`; so every target rounds as NumPy does.",

@@ -57,7 +57,7 @@ _ERRLEN = 1 << 16
 # that, so the emitted text must never overflow a signed int (it computes in unsigned where
 # a value may wrap). -g1 keeps line tables so a fault's address maps back to a generated
 # line, and from there to the Python line.
-_COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-fsanitize=signed-integer-overflow", "-fsanitize-undefined-trap-on-error",
+_COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-gdwarf-4", "-fsanitize=signed-integer-overflow", "-fsanitize-undefined-trap-on-error",
                  "-fno-strict-aliasing", "-pthread", "-U_FORTIFY_SOURCE"]
 
 
@@ -439,6 +439,8 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
         out_name = "race"
     else:
         flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
+        if "clang" in compiler_id(cxx):  # one trap per check: else clang merges them, and a
+            flags += ["-mllvm", "-ubsan-unique-traps"]  # trap's address maps to no line
         rt = runtime_library(cxx)
         out_name = "kernel.so"
     key = digest("k", source, source_name, wrapper, HEADER.read_text(), compiler_id(cxx), " ".join(flags), str(rt),
