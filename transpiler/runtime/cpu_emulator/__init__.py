@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import linecache
 import os
@@ -394,11 +395,16 @@ def _dim3(v) -> tuple[int, int, int]:
     return (t + (1, 1))[:3]
 
 
+@functools.lru_cache(maxsize=None)
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None)  # loading it builds a class: once, not on every launch
+
+
 def _flush_c_stdout() -> None:
     import sys
 
     sys.stdout.flush()
-    ctypes.CDLL(None).fflush(None)
+    _libc().fflush(None)
 
 
 def emulated_targets() -> list[str]:
