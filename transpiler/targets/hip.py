@@ -73,7 +73,7 @@ class HipNeeds(Needs):
 
 class HipDialect(CudaDialect):
     name = "hip"
-    negated_by_helper = frozenset()  # a ptxas bug: clang's AMDGPU back end negates i16 right
+    negated_by_helper = frozenset()  # CUDA's qd_neg works around ptxas; hipcc negates i16 right
     # blockDim.x, not the constant: with it hipcc -O3 emitted 10-20% more gfx90a instructions
     # for the block collectives (bench section 3).
     thread_index_fixed_block = None

@@ -212,7 +212,7 @@ class Renderer:
         unsigned arithmetic: the dialect leaves signed overflow (and, before C++20, shifting a
         negative value left) undefined, and ``e`` may overflow. Narrow types count by the int
         C computes them in (u16 * u16 overflows it, and so can any narrow <<: fuzz seed 103195),
-        and signed ones by their own range too (see below)."""
+        and signed ones by their own range too."""
         if not (self.dialect.signed_overflow_undefined and e.type.is_int and e.type is not T.bool_):
             return False
         wide = self.dialect.compute_type(e.type)
@@ -228,8 +228,9 @@ class Renderer:
         if wide is not e.type:  # promoted to int
             if e.op == "mul" and self.promoted_product_overflows(e.type):
                 return True
-            # NVRTC narrows `int16_t(-x)` back to a 16-bit operation that may not overflow:
-            # int16_t(-x) >> 1 of x = -32768 gave 16384 on a GPU (fuzz seed 104195).
+            # A narrow signed result that may leave its type: int holds it, so C++ would allow
+            # the plain spelling, but unsigned arithmetic converted back keeps one spelling for
+            # every result that wraps (int8_t(uint32_t(a) * 3u + 1u)).
             return e.type.is_signed and not in_range(e)
         return not in_range(e)
 
