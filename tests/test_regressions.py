@@ -760,6 +760,9 @@ def promoted_wrapping(a: qd.types.ndarray(qd.u16, ndim=1), b: qd.types.ndarray(q
         y[i, 1] = x[i] << (i % 31)
         unused = x[i] * 2147483646     # computed though never read (fuzz seed 102539)
         unused += 2147483646           # (fuzz seed 103152)
+        w = x[i] * 3
+        w2 = w * 5 + 7                 # w and w2 only feed each other (fuzz seed 8457)
+        w = w2 * 11
 
 
 def test_narrow_and_shifted_arithmetic_wraps(executor, rng):
@@ -789,6 +792,7 @@ def test_narrow_and_shifted_wrapping_spellings():
     assert "int32_t unused = int32_t(uint32_t(x[i]) * 2147483646u);" in text
     assert "unused = int32_t(uint32_t(unused) + 2147483646u);" in text
     assert "uint32_t result = 1;" in text  # u16's ** squares in uint32_t
+    assert "int32_t w2 = int32_t(uint32_t(w) * 5u + 7u);" in text
 
 
 Pair = qd.types.struct(a=qd.u8, b=qd.u64)

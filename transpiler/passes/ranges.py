@@ -129,35 +129,45 @@ def index_operand(parent: ir.Expr, parent_index: bool, child: ir.Expr, child_roo
 
 
 def index_locals(stmts: list[ir.Stmt]) -> set[int]:
-    """ids of the integer locals read, and read only, in index space (subscripts, loop bounds,
-    bounds checks, or the values of other such locals): their values are index arithmetic
-    too, where overflow means out of bounds whatever the spelling. A local never read is not
-    one: its value must still be computed without overflow (fuzz seed 102539)."""
+    """ids of the integer locals read only in index space (subscripts, loop bounds, bounds
+    checks, or the values of other such locals) and whose values reach one of those: they
+    are index arithmetic too, where overflow means out of bounds whatever the spelling. A
+    local no subscript, bound or check ever uses (never read, or read only by others like it)
+    is not one: its value must still be computed without overflow (fuzz seeds 102539, 8457)."""
     assigned = {}
     for st in walk.all_stmts(stmts):
         if isinstance(st, (ir.Declare, ir.Assign)) and st.var.type.is_int:
             assigned[id(st.var)] = st.var
     index = set(assigned)
-    read: set[int] = set()
     while True:
         plain: set[int] = set()
+        used: set[int] = set()               # read in a subscript, bound or check itself
+        feeds: dict[int, set[int]] = {}      # a local -> the locals its definitions read
 
-        def visit(e: ir.Expr, in_index: bool, owner: int | None) -> None:
+        def visit(e: ir.Expr, in_index: bool, by_root: bool, owner: int | None) -> None:
             if isinstance(e, ir.LocalRef):
-                if id(e.var) != owner:  # `v += 1` alone does not use v
-                    read.add(id(e.var))
                 if not in_index:
                     plain.add(id(e.var))
+                elif by_root:
+                    used.add(id(e.var))
+                elif owner is not None:
+                    feeds.setdefault(owner, set()).add(id(e.var))
                 return
             for c, root in index_roots(e):
-                visit(c, index_operand(e, in_index, c, root), owner)
+                visit(c, index_operand(e, in_index, c, root), index_operand(e, by_root, c, root), owner)
 
         for st in walk.all_stmts(stmts):
             owner = id(st.var) if isinstance(st, (ir.Declare, ir.Assign)) else None
             defines = owner is not None and (owner in index or st.var.loop_var)
             for e, root in index_roots(st):
-                visit(e, root or defines, owner)
-        kept = (index & read) - plain
+                visit(e, root or defines, root, owner)
+        reaching, todo = set(), list(used)
+        while todo:
+            v = todo.pop()
+            if v not in reaching:
+                reaching.add(v)
+                todo.extend(feeds.get(v, ()))
+        kept = (index & reaching) - plain
         if kept == index:
             return index
         index = kept

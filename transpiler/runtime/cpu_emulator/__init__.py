@@ -98,11 +98,15 @@ _compiler_ids: dict[str, str] = {}
 _build_lock = threading.Lock()
 
 
-def find_compiler(name: str | None = None) -> str:
+def find_compiler(name: str | None = None, race_check: bool = False) -> str:
     """The host C++ compiler: ``name``, else $CXX, else clang++-19, g++, clang++. clang first:
     its UBSan sees every signed overflow the generated text has, where g++ first narrows
-    `uint16_t(a * b)` to 16-bit arithmetic and so misses the overflow of the int it promotes to."""
-    candidates = [name] if name else [os.environ.get("CXX"), "clang++-19", "g++", "clang++"]
+    `uint16_t(a * b)` to 16-bit arithmetic and so misses the overflow of the int it promotes to.
+    A race check wants g++ before any other: Debian's g++ ships the TSan runtime, clang's is a
+    separate package."""
+    cxx = os.environ.get("CXX")
+    candidates = [name] if name else ["g++", cxx, "clang++-19", "clang++"] if race_check else \
+        [cxx, "clang++-19", "g++", "clang++"]
     for c in candidates:
         if c and shutil.which(c):
             return shutil.which(c)
@@ -426,7 +430,7 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
     content. ``entries`` defaults to every ``__global__`` function in the source.
     ``race_check`` builds a ThreadSanitizer executable instead (see the module docstring)."""
     target = emulated(dialect)
-    cxx = find_compiler(compiler)
+    cxx = find_compiler(compiler, race_check)
     warp = target.subgroup_size(_width_options(wave32, subgroup_size))
     names = list(entries) if entries is not None else _ENTRY_RE.findall(source)
     defines = [f"-DQD_EMU_WARP_SIZE={warp}"] + [f"-D{d}" for d in target.emulator_defines]
@@ -527,11 +531,7 @@ class CpuBackend(Backend):
                              "text picks its wavefront with wave32=True)")
         self.race_check = bool(race_check)
         self.watchdog_s = float(watchdog_s)
-        # Race checks need the compiler's TSan runtime: Debian's g++ ships it, clang's is a
-        # separate package.
-        if compiler is None and race_check and shutil.which("g++"):
-            compiler = "g++"
-        self.compiler = find_compiler(compiler)
+        self.compiler = find_compiler(compiler, race_check)
         self.opt = opt
         self.poison_shared = bool(poison_shared)
         self.max_blocks = int(max_blocks)
