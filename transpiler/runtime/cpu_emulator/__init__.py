@@ -120,6 +120,12 @@ def compiler_id(cxx: str) -> str:
     return _compiler_ids[cxx]
 
 
+def _clang_major(cxx: str) -> int:
+    """clang's major version, 0 for any other compiler."""
+    m = re.search(r"clang version (\d+)", compiler_id(cxx))
+    return int(m.group(1)) if m else 0
+
+
 def digest(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -449,8 +455,8 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
         out_name = "race"
     else:
         flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
-        if "clang" in compiler_id(cxx):  # one trap per check: else clang merges them, and a
-            flags += ["-mllvm", "-ubsan-unique-traps"]  # trap's address maps to no line
+        if _clang_major(cxx) >= 18:  # one trap per check: else clang merges them, and a trap's
+            flags += ["-mllvm", "-ubsan-unique-traps"]  # address maps to no line (LLVM 18+)
         rt = runtime_library(cxx)
         out_name = "kernel.so"
     key = digest("k", source, source_name, wrapper, HEADER.read_text(), compiler_id(cxx), " ".join(flags), str(rt),
