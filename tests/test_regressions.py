@@ -815,6 +815,38 @@ def test_copies_of_serially_computed_struct_and_vector_members(executor, rng):
     np.testing.assert_array_equal(y, 7 + (x[3] % 256) + x[1] + np.arange(64))
 
 
+M3 = qd.types.matrix(3, 3, qd.f32)
+
+
+@qd.kernel
+def many_kernel_scope_matrices(x: qd.types.ndarray(qd.f32, ndim=1), y: qd.types.ndarray(qd.f32, ndim=1)):
+    a = M3(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8])
+    b = a * 2.0
+    c = a + b
+    d = c - 1.0
+    for i in range(y.shape[0]):  # reads all four: 36 scratch buffers, one per component
+        y[i] = a[0, 0] + b[1, 1] + c[2, 2] + d[0, 1] + x[i]
+
+
+def test_more_storage_buffers_than_the_device_allows(executor, rng):
+    """lavapipe allows 32 storage buffers per shader and crashed on more (fuzz seed 34075):
+    Vulkan refuses the kernel, naming the count and the limit; the CPU executors have none."""
+    from transpiler.runtime import current
+    from transpiler.runtime.vulkan import DeviceUnsupported
+
+    x = rng.standard_normal(16).astype(np.float32)
+    y = np.zeros(16, np.float32)
+    limit = getattr(getattr(current(), "device", None), "max_storage_buffers", None)
+    if limit is not None and limit < 38:
+        with pytest.raises(DeviceUnsupported, match=rf"binds 38 storage buffers \(36 of them its own.*allows {limit}"):
+            many_kernel_scope_matrices(x, y)
+        return
+    many_kernel_scope_matrices(x, y)
+    a = x[:9].reshape(3, 3)
+    want = a[0, 0] + 2 * a[1, 1] + 3 * a[2, 2] + (3 * a[0, 1] - 1) + x
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+
+
 @qd.kernel
 def atan2_of_constant_zeros(x: qd.types.ndarray(qd.f32, ndim=1), y: qd.types.ndarray(qd.f32, ndim=1),
                    out: qd.types.ndarray(qd.f32, ndim=2)):

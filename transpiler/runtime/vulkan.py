@@ -157,6 +157,7 @@ class Device:
         self.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations
         self.max_workgroups = limits.maxComputeWorkGroupCount[0]
         self.max_shared_memory = limits.maxComputeSharedMemorySize
+        self.max_storage_buffers = min(limits.maxPerStageDescriptorStorageBuffers, limits.maxDescriptorSetStorageBuffers)
         self.extensions = {_text(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
         self._subgroup_properties()
         self.features = self._create_device()
@@ -600,6 +601,15 @@ class VulkanBackend(Backend):
         if missing:
             raise DeviceUnsupported(f"kernel {kernel.name} needs the Vulkan feature(s) {', '.join(missing)}, which "
                                     f"{dev.name} does not support")
+        buffers = sum(1 for p in manifest["params"] if p["kind"] == "ndarray")
+        if buffers > dev.max_storage_buffers:
+            # Past the limit lavapipe crashed (fuzz seed 34075, 34 buffers of its 32): say so instead.
+            hidden = sum(1 for p in manifest["params"] if p["kind"] == "ndarray" and p.get("role") not in (None, "arg"))
+            raise DeviceUnsupported(
+                f"kernel {kernel.name} binds {buffers} storage buffers ({hidden} of them its own: fields, and "
+                f"kernel-scope variables other loops read, one per vector or matrix component); {dev.name} "
+                f"allows {dev.max_storage_buffers} per shader. Pass fewer arrays, or keep top-level values that "
+                f"later loops read in an array of your own")
         if req["push_constant_bytes"] > dev.max_push_constants:
             raise DeviceUnsupported(f"kernel {kernel.name} passes {req['push_constant_bytes']} bytes of scalars and "
                                     f"extents as push constants; {dev.name} allows {dev.max_push_constants}")
