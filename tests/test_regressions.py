@@ -815,6 +815,24 @@ def test_copies_of_serially_computed_struct_and_vector_members(executor, rng):
     np.testing.assert_array_equal(y, 7 + (x[3] % 256) + x[1] + np.arange(64))
 
 
+@qd.kernel
+def folds_to_the_most_negative(x: qd.types.ndarray(qd.u16, ndim=1), y: qd.types.ndarray(qd.i64, ndim=1)):
+    for i in range(x.shape[0]):
+        y[i] = (qd.i64(x[i]) - 1) - 9223372036854775807  # folds to x + INT64_MIN (fuzz seed 40100)
+
+
+def test_folding_to_the_most_negative_constant(executor, rng):
+    """(x - 1) - (2**63 - 1) folded to x - 2**63, a constant outside i64: with x a widened u16
+    the value range looked safe, so it was written plainly as x - 9223372036854775808ll, which
+    overflows for every x >= 0 (a trap on the CPU executors). It is x + INT64_MIN now."""
+    x = rng.integers(0, 2**16, 64).astype(np.uint16)
+    y = np.zeros(64, np.int64)
+    folds_to_the_most_negative(x, y)
+    np.testing.assert_array_equal(y, x.astype(np.int64) + np.int64(-2**63))
+    text = qd.translate(folds_to_the_most_negative, "cuda").sources["folds_to_the_most_negative.cu"]
+    assert "9223372036854775808ll" not in text  # a signed literal past INT64_MAX
+
+
 M3 = qd.types.matrix(3, 3, qd.f32)
 
 

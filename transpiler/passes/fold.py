@@ -43,7 +43,7 @@ def binop(t: T.DType, loc: ir.Loc, op: str, a: ir.Expr, b: ir.Expr) -> ir.Expr:
         total = _wrap(inner + (cb if op == "add" else -cb), t)
         if total == 0:
             return a.a
-        if total < 0 and t.kind == "int":
+        if total < 0 and t.kind == "int" and total != -(1 << (t.bits - 1)):  # -min is out of range
             return ir.BinOp(t, loc, "sub", a.a, ir.Const(t, loc, -total))
         return ir.BinOp(t, loc, "add", a.a, ir.Const(t, loc, total))
     return ir.BinOp(t, loc, op, a, b)
