@@ -39,3 +39,12 @@ def test_fixed_seeds(tmp_path):
             failures.append(f"seed {seed}: {o.failure}: {o.detail[:1500]}\n"
                             f"  reproduce: PYTHONPATH=tests:. python -m fuzz.drive --seed {seed}")
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.toolchain
+def test_a_device_limit_is_a_refusal_not_a_failure(tmp_path):
+    """Seed 34075 binds 34 storage buffers, past lavapipe's 32 (it crashed the driver): Vulkan
+    refuses it before the launch, which the driver counts as the device's known limit."""
+    o = check_seed(generate(34075), tmp_path, ["vulkan", "cpu-cuda"], compile_all=False)
+    assert o.failure is None, o.detail[:1500]
+    assert "vulkan" in o.refused and "cpu-cuda" in o.executed

@@ -80,7 +80,8 @@ class Dialect:
     """Spellings of one C-like target language. Subclasses fill in the tables."""
 
     # C++ (CUDA, HIP, MSL) leaves signed overflow undefined and its compilers optimize on it:
-    # signed +, -, * and negation that may overflow are then written in unsigned arithmetic.
+    # signed +, -, *, negation and << that may overflow (narrow types by the int C computes them
+    # in) are then written in unsigned arithmetic (Renderer.wraps).
     signed_overflow_undefined = False
     # dtypes whose negation is a helper call (qd_neg): a compiler that gets it wrong.
     negated_by_helper: frozenset[str] = frozenset()

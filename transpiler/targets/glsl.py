@@ -510,8 +510,8 @@ class GlslRenderer(Renderer):
             return f"{self.wide_text(e.a, wide)} {op} {self.wide_text(e.b, wide)}", prec
         narrow = [_as_int32(x) for x in (e.a, e.b)] if e.a.type is T.i64 else [None]
         if all(x is not None for x in narrow):
-            # Both sides are i32 values widened to i64 (or small constants): compare the i32s.
-            # lavapipe got `int64_t(i) >= 214l` wrong for small i (and `a < 0l` in helpers).
+            # Both sides are i32 values widened to i64 (or small constants): compare the i32s,
+            # cheaper than two qd_widen (expr_Cast), which covers the rest of lavapipe's bug.
             op, prec = COMPARE[e.op]
             a, b = (("(-2147483647 - 1)" if x == -2**31 else str(x)) if isinstance(x, int) else self.text(x, prec + 1)
                     for x in narrow)
