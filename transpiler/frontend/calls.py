@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import inspect
 import math as pymath
 
 from .. import lang
@@ -12,8 +11,8 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
-    CT_PY_CALLABLES, ast_nodes, has_side_effects, is_library, is_py_scalar, is_simple, name_loads,
-    signature, store_counts,
+    CT_PY_CALLABLES, annotations as func_annotations, has_side_effects, is_library, is_py_scalar, is_simple,
+    name_loads, return_count, signature, store_counts,
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
@@ -163,8 +162,7 @@ class CallLowering:
     def template_params(self, func: lang.Func) -> set[str]:
         if not parse_function(func.fn).node.args.args:
             return set()
-        annotations = inspect.get_annotations(func.fn, eval_str=True)
-        return {name for name, ann in annotations.items() if lang.param_kind(ann) == "template"}
+        return {name for name, ann in func_annotations(func.fn).items() if lang.param_kind(ann) == "template"}
 
     def argument(self, by_reference: bool, node: ast.expr):
         """An argument's value; a struct variable (a tile) given to a qd.template() parameter
@@ -210,7 +208,7 @@ class CallLowering:
         # its new names still nest inside the caller's block for C scoping.
         self.scope = Scope(saved_scope, isolated=True)
         callee_root = self.scope
-        annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args or fdef.returns else {}
+        annotations = func_annotations(func.fn) if fdef.args.args or fdef.returns else {}
         if isinstance(annotations.get("return"), T.DType):
             frame.return_type = annotations["return"]
         call_site = node if isinstance(node, ir.Loc) else self.loc(node)
@@ -260,7 +258,7 @@ class CallLowering:
                     callee_root.names[pname] = var
                 else:
                     callee_root.names[pname] = e
-            returns = sum(isinstance(n, ast.Return) for st in body for n in ast_nodes(st))
+            returns = return_count(tuple(body))
             if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
                 # One return, at the very end: its value is the call's value, no result variable.
                 for st in body[:-1]:

@@ -141,13 +141,32 @@ def signature(fn: Callable) -> inspect.Signature:
     return inspect.signature(fn)
 
 
+@lru_cache(maxsize=1024)
+def annotations(fn: Callable) -> dict:
+    """A @qd.func's evaluated annotations, read once per function as its signature is (shared
+    between callers, read only)."""
+    return inspect.get_annotations(fn, eval_str=True)
+
+
 def name_loads(body: list[ast.stmt]) -> dict[str, int]:
+    """How often each name is read in ``body``; shared between callers, read only."""
+    return _name_loads(tuple(body))
+
+
+@lru_cache(maxsize=4096)
+def _name_loads(body: tuple[ast.stmt, ...]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for st in body:
         for n in ast_nodes(st):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 counts[n.id] = counts.get(n.id, 0) + 1
     return counts
+
+
+@lru_cache(maxsize=4096)
+def return_count(body: tuple[ast.stmt, ...]) -> int:
+    """How many `return` statements ``body`` holds, nested ones included."""
+    return sum(isinstance(n, ast.Return) for st in body for n in ast_nodes(st))
 
 
 def nonneg(e: ir.Expr) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import TranspileError
@@ -16,9 +16,15 @@ class ParsedFunction:
     node: ast.FunctionDef
     file: str
     indent: int  # columns removed by dedenting; added back in every Loc
+    # One Loc per source position: lowering asks for the same node's place many times.
+    locs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def loc(self, node: ast.AST) -> Loc:
-        return Loc(self.file, node.lineno, node.col_offset + self.indent)
+        key = (node.lineno, node.col_offset)
+        hit = self.locs.get(key)
+        if hit is None:
+            hit = self.locs[key] = Loc(self.file, node.lineno, node.col_offset + self.indent)
+        return hit
 
 
 _cache: dict[object, ParsedFunction] = {}

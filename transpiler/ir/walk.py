@@ -50,22 +50,45 @@ def fields_of(cls: type) -> NodeFields:
     return hit
 
 
+def _compile_children(cls: type) -> Callable[[ir.Expr], list[ir.Expr]]:
+    """A function returning a node's direct sub-expressions, written out for its class: the
+    walks below call it for every node, so it does no per-call field lookup."""
+    fs = fields_of(cls)
+    lines = ["def kids(e):", "    out = []"]
+    for f in fs.exprs:
+        lines += [f"    x = e.{f}", "    if x is not None:", "        out.append(x)"]
+    lines += [f"    out.extend(e.{f})" for f in fs.expr_lists]
+    lines.append("    return out")
+    scope: dict = {}
+    exec("\n".join(lines), scope)  # noqa: S102 - field names come from dataclass definitions
+    return scope["kids"]
+
+
+_CHILDREN: dict[type, Callable[[ir.Expr], list[ir.Expr]]] = {}
+_BODIES: dict[type, tuple[str, ...]] = {}
+
+
+def _children_of(cls: type) -> Callable[[ir.Expr], list[ir.Expr]]:
+    fn = _CHILDREN.get(cls)
+    if fn is None:
+        fn = _CHILDREN[cls] = _compile_children(cls)
+    return fn
+
+
 def children(e: ir.Expr) -> list[ir.Expr]:
     """The direct sub-expressions of ``e``."""
-    fs = fields_of(type(e))
-    out = [getattr(e, f) for f in fs.exprs if getattr(e, f) is not None]
-    for f in fs.expr_lists:
-        out.extend(getattr(e, f))
-    return out
+    return _children_of(type(e))(e)
 
 
 def iter_expr(e: ir.Expr) -> Iterator[ir.Expr]:
     """``e`` and every expression below it."""
+    kids = _CHILDREN
     stack = [e]
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(children(n))
+        fn = kids.get(type(n))
+        stack.extend(fn(n) if fn is not None else _children_of(type(n))(n))
 
 
 def stmt_exprs(st: ir.Stmt) -> list[ir.Expr]:
@@ -73,24 +96,47 @@ def stmt_exprs(st: ir.Stmt) -> list[ir.Expr]:
     return children(st)  # the same fields hold them
 
 
+def _body_fields(cls: type) -> tuple[str, ...]:
+    hit = _BODIES.get(cls)
+    if hit is None:
+        hit = _BODIES[cls] = fields_of(cls).bodies
+    return hit
+
+
 def stmt_bodies(st: ir.Stmt) -> list[list[ir.Stmt]]:
     """The statement lists nested in a statement (if/else arms, loop bodies)."""
-    return [getattr(st, f) for f in fields_of(type(st)).bodies]
+    return [getattr(st, f) for f in _body_fields(type(st))]
+
+
+def _flatten(stmts: list[ir.Stmt], out: list[ir.Stmt]) -> list[ir.Stmt]:
+    bodies = _BODIES
+    for st in stmts:
+        out.append(st)
+        fields = bodies.get(type(st))
+        if fields is None:
+            fields = _body_fields(type(st))
+        for f in fields:
+            _flatten(getattr(st, f), out)
+    return out
 
 
 def all_stmts(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
     """Every statement, nested ones included, in program order."""
-    for st in stmts:
-        yield st
-        for body in stmt_bodies(st):
-            yield from all_stmts(body)
+    return iter(_flatten(stmts, []))
 
 
 def all_exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
-    """Every expression evaluated anywhere in ``stmts``."""
-    for st in all_stmts(stmts):
-        for e in stmt_exprs(st):
-            yield from iter_expr(e)
+    """Every expression evaluated anywhere in ``stmts``: each statement's own in field order,
+    each tree depth first."""
+    kids = _CHILDREN
+    for st in _flatten(stmts, []):
+        for top in _children_of(type(st))(st):
+            stack = [top]
+            while stack:
+                n = stack.pop()
+                yield n
+                fn = kids.get(type(n))
+                stack.extend(fn(n) if fn is not None else _children_of(type(n))(n))
 
 
 def attributes(node) -> tuple:

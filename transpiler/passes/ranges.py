@@ -134,33 +134,29 @@ def index_locals(stmts: list[ir.Stmt]) -> set[int]:
     are index arithmetic too, where overflow means out of bounds whatever the spelling. A
     local no subscript, bound or check ever uses (never read, or read only by others like it)
     is not one: its value must still be computed without overflow (fuzz seeds 102539, 8457)."""
-    assigned = {}
+    assigned: dict[int, ir.Local] = {}
+    # What each statement's expressions say, once: (plain reads, reads by a root itself, reads
+    # that feed the statement's own local), for its local counted as index space and not.
+    facts = []
     for st in walk.all_stmts(stmts):
-        if isinstance(st, (ir.Declare, ir.Assign)) and st.var.type.is_int:
-            assigned[id(st.var)] = st.var
+        owner = id(st.var) if isinstance(st, (ir.Declare, ir.Assign)) else None
+        if owner is not None and st.var.type.is_int:
+            assigned[owner] = st.var
+        roots = index_roots(st)
+        as_plain = _reads(roots, False, owner)
+        as_index = as_plain if owner is None or not any(not root for _, root in roots) else _reads(roots, True, owner)
+        facts.append((owner, owner is not None and st.var.loop_var, as_plain, as_index))
     index = set(assigned)
     while True:
         plain: set[int] = set()
         used: set[int] = set()               # read in a subscript, bound or check itself
         feeds: dict[int, set[int]] = {}      # a local -> the locals its definitions read
-
-        def visit(e: ir.Expr, in_index: bool, by_root: bool, owner: int | None) -> None:
-            if isinstance(e, ir.LocalRef):
-                if not in_index:
-                    plain.add(id(e.var))
-                elif by_root:
-                    used.add(id(e.var))
-                elif owner is not None:
-                    feeds.setdefault(owner, set()).add(id(e.var))
-                return
-            for c, root in index_roots(e):
-                visit(c, index_operand(e, in_index, c, root), index_operand(e, by_root, c, root), owner)
-
-        for st in walk.all_stmts(stmts):
-            owner = id(st.var) if isinstance(st, (ir.Declare, ir.Assign)) else None
-            defines = owner is not None and (owner in index or st.var.loop_var)
-            for e, root in index_roots(st):
-                visit(e, root or defines, root, owner)
+        for owner, loop_var, as_plain, as_index in facts:
+            p, u, f = as_index if loop_var or owner in index else as_plain
+            plain |= p
+            used |= u
+            if f:
+                feeds.setdefault(owner, set()).update(f)
         reaching, todo = set(), list(used)
         while todo:
             v = todo.pop()
@@ -171,3 +167,41 @@ def index_locals(stmts: list[ir.Stmt]) -> set[int]:
         if kept == index:
             return index
         index = kept
+
+
+def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool, owner: int | None) -> tuple[set, set, set]:
+    """The locals a statement's expressions read: outside index space, by an index root itself,
+    and (in index space, below + - *) as the value of the statement's own local ``owner``."""
+    plain: set[int] = set()
+    used: set[int] = set()
+    feeds: set[int] = set()
+
+    def visit(e: ir.Expr, in_index: bool, by_root: bool) -> None:
+        cls = type(e)
+        if cls is ir.LocalRef:
+            if not in_index:
+                plain.add(id(e.var))
+            elif by_root:
+                used.add(id(e.var))
+            elif owner is not None:
+                feeds.add(id(e.var))
+            return
+        if cls is ir.Const:
+            return
+        # index_roots and index_operand, written out for an expression (this is the hot loop)
+        fs = walk.fields_of(cls)
+        check = cls is ir.Compare and (_extent(e.a) or _extent(e.b))
+        add = additive(e)
+        below, below_root = check or (in_index and add), check or (by_root and add)
+        for f in fs.exprs:
+            c = getattr(e, f)
+            if c is not None:
+                visit(c, below, below_root)
+        for f in fs.expr_lists:
+            root = check or f == "indices"
+            for c in getattr(e, f):
+                visit(c, root or below, root or below_root)
+
+    for e, root in roots:
+        visit(e, root or defines, root)
+    return plain, used, feeds

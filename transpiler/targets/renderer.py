@@ -378,8 +378,8 @@ class Renderer:
         self.lines.append("    " * depth + text + (self.comment(loc) if loc is not None else ""))
 
     def block(self, stmts: list[ir.Stmt], depth: int) -> None:
-        if depth == 0:  # an entry point's or a function's body
-            self.index_vars |= index_locals(stmts)
+        if depth == 0 and self.dialect.signed_overflow_undefined:  # an entry point's or a function's body
+            self.index_vars |= index_locals(stmts)  # they only keep signed arithmetic plain (wraps)
         self.scopes.append(set())
         try:
             for st in stmts:
