@@ -159,17 +159,22 @@ def _block_scan(value, block_dim: qd.template(), op: qd.template(), dtype: qd.te
         if tid & (subgroup.group_size() - 1) == subgroup.group_size() - 1:
             totals[sub] = incl
         block.sync()
-        if qd.static(isinstance(op, str) and not dtype.is_float and dtype.bits == 32 and n <= subgroup.group_size()
-                     and subgroup.group_size() <= 32):
+        if qd.static(isinstance(op, str) and not dtype.is_float and dtype.bits == 32 and subgroup.group_size() <= 32):
             # 32-bit integers: this subgroup's prefix is the fold of the totals of the
             # subgroups before it, lanes k < sub holding totals[k] and the rest the identity:
             # one native subgroup reduce (a REDUX on sm_80+, subgroupAdd on Vulkan, simd_sum
             # on Metal) instead of a scan of the totals and a shuffle. Exact for integers in
-            # any order. (Not on wave64, whose reduce is a 6-step butterfly.)
+            # any order. (Not on wave64, whose reduce is a 6-step butterfly.) More subgroups
+            # than lanes (16 of 8 on lavapipe): each lane folds every width-th total first,
+            # not a loop over `sub` totals in every thread.
             lane = tid & (subgroup.group_size() - 1)
             t = identity(op, dtype)
-            if lane < sub:
-                t = totals[lane]
+            for k in qd.static(range(0, n, subgroup.group_size())):
+                if qd.static(k == 0):
+                    if lane < sub:
+                        t = totals[lane]
+                elif lane + k < sub:
+                    t = _combine(op, t, totals[lane + k])
             result = _combine(op, _subgroup_reduce(t, op), result)
         elif qd.static(isinstance(op, str) and n <= subgroup.group_size()):
             # Every subgroup scans the totals itself and takes the entry before its own: a
