@@ -279,3 +279,58 @@ def test_vulkan_ndarrays_are_device_resident(rng):
     del x, y, view
     gc.collect()
     assert len(backend.resident) == before
+
+
+@pytest.mark.toolchain
+def test_vulkan_replays_a_call_with_the_same_arguments(rng):
+    """A warm call with the same qd.ndarrays and scalars resubmits the last launch as it was
+    recorded; anything that changes what the launch would do runs it in full: new contents
+    of the arrays (read in place), another scalar (even -0.0 for 0.0), other arrays, numpy
+    arrays (staged each call), and a kernel with its own per-call arguments (a seed)."""
+    from transpiler.runtime import current
+
+    @qd.kernel
+    def scale_add(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            y[i] = y[i] + a * x[i]
+
+    @qd.kernel
+    def noise(y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(y.shape[0]):
+            y[i] = qd.random(qd.f32)
+
+    qd.init(arch="vulkan")
+    backend = current()
+    replays = []
+    real_replay = backend.replay
+    backend.replay = lambda program, token: replays.append(real_replay(program, token)) or replays[-1]
+    xs = rng.standard_normal(500).astype(np.float32)
+    x, y, z = qd.ndarray(qd.f32, 500), qd.ndarray(qd.f32, 500), qd.ndarray(qd.f32, 500)
+    x.from_numpy(xs)
+    scale_add(2.0, x, y)
+    scale_add(2.0, x, y)  # replayed: the same launch again
+    np.testing.assert_allclose(y.to_numpy(), 4.0 * xs, rtol=1e-6)
+    assert replays == [True]
+    x.from_numpy(-xs)  # new contents, the same arrays: still a replay, reading the new values
+    scale_add(2.0, x, y)
+    np.testing.assert_allclose(y.to_numpy(), 2.0 * xs, rtol=1e-6, atol=1e-6)
+    assert replays == [True, True]
+    scale_add(3.0, x, y)  # another scalar: a full launch
+    np.testing.assert_allclose(y.to_numpy(), -xs, rtol=1e-6, atol=1e-6)
+    y.fill(1.0)
+    scale_add(0.0, x, y)
+    scale_add(-0.0, x, y)  # equal to 0.0, but other bits: a full launch (y + -0.0 * x)
+    scale_add(3.0, x, z)  # other arrays: a full launch, then the first ones again
+    scale_add(3.0, x, y)
+    np.testing.assert_allclose(y.to_numpy(), 1.0 - 3.0 * xs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(z.to_numpy(), -3.0 * xs, rtol=1e-6, atol=1e-6)
+    assert replays == [True, True]
+    ys = np.zeros(500, np.float32)
+    scale_add(1.0, xs, ys)
+    scale_add(1.0, xs, ys)  # numpy arrays are copied in and out each call: never replayed
+    np.testing.assert_allclose(ys, 2.0 * xs, rtol=1e-6)
+    noise(y)
+    first = y.to_numpy()
+    noise(y)  # a fresh seed per call: never replayed
+    assert not np.array_equal(first, y.to_numpy())
+    assert replays == [True, True]
