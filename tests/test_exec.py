@@ -334,3 +334,33 @@ def test_vulkan_replays_a_call_with_the_same_arguments(rng):
     noise(y)  # a fresh seed per call: never replayed
     assert not np.array_equal(first, y.to_numpy())
     assert replays == [True, True]
+
+
+def test_qd_profile_accounts_for_each_first_call(executor, monkeypatch, capsys, rng):
+    """QD_PROFILE=1 prints one line per instantiation's first call: the total and what the
+    translation (frontend, hazards, emit), the load and the launch each took; a warm call
+    prints nothing. The stages add up to no more than the total."""
+    import re
+
+    from transpiler.runtime import profile
+
+    monkeypatch.setattr(profile, "enabled", True)
+
+    @qd.kernel
+    def axpb(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + 1.0
+
+    x, y = rng.standard_normal(64).astype(np.float32), np.zeros(64, np.float32)
+    axpb(2.0, x, y)
+    axpb(3.0, x, y)
+    np.testing.assert_allclose(y, 3.0 * x + 1.0, rtol=1e-6)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("qd profile:")]
+    assert len(lines) == 1, lines
+    m = re.fullmatch(r"qd profile: axpb \((\w+)\) first call ([\d.]+) ms = translate ([\d.]+) \(frontend ([\d.]+), "
+                     r"hazards ([\d.]+), emit ([\d.]+)\) \+ load ([\d.]+)(?: \((.*)\))? \+ launch ([\d.]+)", lines[0])
+    assert m, lines[0]
+    total, translate, frontend, hazards, emit, load = map(float, m.group(2, 3, 4, 5, 6, 7))
+    assert frontend + hazards + emit <= translate + 0.3 and translate + load <= total + 0.2
+    if m.group(1) == "vulkan":  # the backend's own stages, each with where its SPIR-V came from
+        assert re.fullmatch(r"spirv [\d.]+ (compiled|from disk|in memory), pipeline [\d.]+", m.group(8)), m.group(8)

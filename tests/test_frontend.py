@@ -224,3 +224,48 @@ def test_tuple_swap_evaluates_right_side_first():
 
     src = cuda(k)
     assert "int32_t tmp = y;" in src and "int32_t tmp_1 = x;" in src and "x = tmp;" in src
+
+
+SOURCE_SHAPES = '''
+import transpiler as qd
+
+
+def keep(*_args, **_kwargs):
+    return lambda fn: fn
+
+
+def outer():
+    @keep(
+        "a decorator over two lines"
+    )
+    @qd.kernel
+    def nested(x: qd.types.ndarray(qd.f32, 1)):
+        """A docstring whose second line starts
+at column 0: cutting the definition at that line leaves a string that does not end."""
+        for i in range(x.shape[0]):
+            x[i] = x[i] + qd.cast(len("""
+"""), qd.f32) + undefined_name
+    return nested
+
+
+@qd.kernel
+def one_line(x: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]): x[i] = x[i] * 2.0 + missing  # noqa: E701
+'''
+
+
+def test_definitions_are_read_whatever_their_shape(tmp_path):
+    """Kernels are read from their file by indentation, and by Python's tokenizer where
+    that is not enough (a line at column 0 inside a string, a decorator over several lines):
+    either way every location is the file's own line and column."""
+    from conftest import load_module
+
+    path = tmp_path / "shapes.py"
+    path.write_text(SOURCE_SHAPES)
+    module = load_module(path)
+    with pytest.raises(qd.TranspileError) as err:
+        qd.translate(module.outer(), "cuda")
+    assert "shapes.py:19:17: error: undefined name `undefined_name`" in str(err.value)
+    with pytest.raises(qd.TranspileError) as err:
+        qd.translate(module.one_line, "cuda")
+    assert "shapes.py:25:53: error: undefined name `missing`" in str(err.value)

@@ -123,7 +123,21 @@ def is_library(file: str) -> bool:
 # identity; the bound keeps nodes built on the fly (e.g. qd.cast's) from piling up.
 @lru_cache(maxsize=8192)
 def ast_nodes(node: ast.AST) -> tuple[ast.AST, ...]:
-    return tuple(ast.walk(node))
+    """``node`` and every node below it, breadth first (ast.walk's order, at about half its
+    cost: the first call of a kernel walks every function it inlines several times)."""
+    out = [node]
+    AST = ast.AST
+    i = 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if isinstance(v, list):
+                out.extend(x for x in v if isinstance(x, AST))
+            elif isinstance(v, AST):
+                out.append(v)
+    return tuple(out)
 
 
 @lru_cache(maxsize=1024)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import textwrap
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -13,9 +12,8 @@ from ..ir.nodes import Loc
 
 @dataclass(frozen=True, slots=True)
 class ParsedFunction:
-    node: ast.FunctionDef
+    node: ast.FunctionDef  # parsed with the file's own lines and columns
     file: str
-    indent: int  # columns removed by dedenting; added back in every Loc
     # One Loc per source position: lowering asks for the same node's place many times.
     locs: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -23,7 +21,7 @@ class ParsedFunction:
         key = (node.lineno, node.col_offset)
         hit = self.locs.get(key)
         if hit is None:
-            hit = self.locs[key] = Loc(self.file, node.lineno, node.col_offset + self.indent)
+            hit = self.locs[key] = Loc(self.file, node.lineno, node.col_offset)
         return hit
 
 
@@ -41,20 +39,55 @@ def parse_function(fn: Callable) -> ParsedFunction:
         return hit
     try:
         file = inspect.getsourcefile(fn) or inspect.getfile(fn)
-        lines, start = inspect.getsourcelines(fn)
+        all_lines, first = inspect.findsource(fn)
     except (OSError, TypeError) as exc:
         raise TranspileError(f"cannot read the source of {fn.__qualname__}: {exc}",
                              hint="kernels must be defined in a .py file") from None
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    first = text.splitlines()[0]
-    indent = len(first) - len(first.lstrip())
-    tree = ast.parse(dedented)
-    ast.increment_lineno(tree, start - 1)
-    node = tree.body[0]
+    start = first + 1
+    text = _definition(all_lines, first)
+    node = _parse(text, start) if text is not None else None
+    if node is None:  # the quick cut failed: let inspect find the block (it tokenizes)
+        lines, start = inspect.getsourcelines(fn)
+        text = "".join(lines)
+        node = _parse(text, start)
     if not isinstance(node, ast.FunctionDef):
         raise TranspileError(f"{fn.__qualname__} is not a plain function definition",
-                             Loc(file, start, indent))
-    parsed = ParsedFunction(node, file, indent)
+                             Loc(file, start, len(text) - len(text.lstrip(" "))))
+    parsed = ParsedFunction(node, file)
     _cache[key] = parsed
     return parsed
+
+
+def _definition(lines: list[str], first: int) -> str | None:
+    """The definition starting at ``lines[first]`` (its decorators, then the def): up to the
+    next line indented no deeper than its first, blank lines and comments aside. A line that
+    ends it early (inside a string or brackets) leaves text that does not parse, and then
+    inspect's tokenizer finds the end instead."""
+    head = lines[first]
+    indent = len(head) - len(head.lstrip())
+    end = first + 1
+    in_def = head.lstrip().startswith(("def ", "async def "))
+    while end < len(lines):
+        line = lines[end]
+        body = line.strip()
+        if body and not body.startswith("#"):
+            if len(line) - len(line.lstrip()) <= indent:
+                if in_def or not body.startswith(("@", "def ", "async def ")):
+                    break
+            if body.startswith(("def ", "async def ")) and len(line) - len(line.lstrip()) == indent:
+                in_def = True
+        end += 1
+    return "".join(lines[first:end]) if in_def else None
+
+
+def _parse(text: str, start: int) -> ast.AST | None:
+    """The statement ``text`` (a definition from line ``start`` of its file) holds, parsed
+    with the file's line numbers and columns: blank lines in front rather than renumbering
+    every node, and an indented definition (a method, a kernel defined in a function) inside
+    an `if` rather than dedented (a line at column 0 inside a string would stop dedenting)."""
+    indented = text[:1] in (" ", "\t")
+    try:
+        tree = ast.parse("\n" * (start - 1 - indented) + ("if 1:\n" if indented else "") + text)
+    except SyntaxError:
+        return None
+    return tree.body[0].body[0] if indented else tree.body[0]

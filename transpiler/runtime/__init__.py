@@ -17,6 +17,7 @@ import functools
 import importlib
 import inspect
 import itertools
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
 from ..pipeline import Translation, freeze, translate
 from ..lang.matrix import MatrixType
+from . import profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
 BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"),
@@ -371,17 +373,26 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     cache = kernel.__dict__.setdefault("_program_cache", {})
     key = (backend.serial, freeze(template_args), freeze(arg_types), _defaults)
     hit = cache.get(key)
+    first = None
     if hit is None:
         # The first call translates (and runs the hazard checker: a divergent barrier is an
         # error before anything runs, warnings are qd.HazardWarning) and loads the program.
+        first = profile.FirstCall(kernel.__name__, backend.name) if profile.enabled else None
+        t0 = time.perf_counter()
         tr = translate(kernel, backend.target, template_args=template_args, arg_types=arg_types,
                        no_hazards=_no_hazards, default_ip=_defaults.ip, default_fp=_defaults.fp,
                        **backend.translate_options())
+        t1 = time.perf_counter()
         hit = cache[key] = (tr.ir, backend.load(tr))
+        if first is not None:
+            first.translated(tr.seconds, t1 - t0)
+            first.loaded_in(time.perf_counter() - t1)
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
     values.update(hidden_values(kir))
     backend.run(program, kir, values, plan_launches(kir, values))
+    if first is not None:
+        first.done()
     # A kernel with no arguments of its own (scratch buffers zeroed per call, a seed, a
     # result, fields) may be replayed by the next call with the same arguments.
     token = None if hidden or kwargs else backend.replay_token(program)

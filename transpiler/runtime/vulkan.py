@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
-from . import Backend, Launch, Translation, entries_by_task, memory_key
+from . import Backend, Launch, Translation, entries_by_task, memory_key, profile
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
 VULKAN_API = (1, 2)
@@ -338,14 +338,14 @@ def _shutdown() -> None:
 # ----------------------------------------------------------------------------- SPIR-V
 
 def _import_translator() -> None:
-    """What the first kernel call would otherwise import (the frontend, the GLSL target, Jinja
-    and its compiled templates): about half of that call."""
-    from ..pipeline import lower  # noqa: F401
-    from ..targets import get_target
-    from ..targets.templates import jinja_env
+    """What the first kernel call would otherwise import and build (see warm_up): most of
+    that call. A failure here is the first call's to report, not this thread's."""
+    try:
+        from .warm_up import translate_once
 
-    get_target("glsl")
-    jinja_env()
+        translate_once()
+    except Exception:  # noqa: BLE001 - only a head start; the call itself says what is wrong
+        pass
 
 
 _spirv_cache: dict[str, bytes] = {}
@@ -361,6 +361,11 @@ def spirv_for(text: str, name: str) -> bytes:
     """SPIR-V for one GLSL file, cached by the hash of its text and compiler (in memory and
     on disk). Compiled in this process where glslang's libraries are installed (a few ms,
     see spirv_compiler), else by glslangValidator (~0.16 s a file)."""
+    return spirv_and_origin(text, name)[0]
+
+
+def spirv_and_origin(text: str, name: str) -> tuple[bytes, str]:
+    """``spirv_for``, and where it came from: "in memory", "from disk" or "compiled"."""
     from ..toolchains.glsl_check import TARGET_ENV, compile_glsl, glslang_version
     from . import spirv_compiler
 
@@ -369,8 +374,9 @@ def spirv_for(text: str, name: str) -> bytes:
     key = hashlib.sha256(f"{compiler}\0{TARGET_ENV}\0{text}".encode()).hexdigest()
     hit = _spirv_cache.get(key)
     if hit is not None:
-        return hit
+        return hit, "in memory"
     path = None
+    origin = "from disk"
     cache = _cache_dir()
     if cache is not None:
         path = os.path.join(cache, key + ".spv")
@@ -380,6 +386,7 @@ def spirv_for(text: str, name: str) -> bytes:
         except OSError:
             hit = None
     if not hit:
+        origin = "compiled"
         hit = (spirv_compiler.compile_in_process(text) if in_process else None) or compile_glsl(text, name)
         if path is not None:
             try:
@@ -391,7 +398,7 @@ def spirv_for(text: str, name: str) -> bytes:
             except OSError:
                 pass  # a read-only home only costs the recompilation
     _spirv_cache[key] = hit
-    return hit
+    return hit, origin
 
 
 # ----------------------------------------------------------------------------- programs
@@ -544,16 +551,19 @@ class VulkanBackend(Backend):
         pipeline_layout = vk.vkCreatePipelineLayout(dev.device, pl_info, None)
         modules, pipelines = [], {}
         for task_name, e in entries_by_task(kernel, manifest).items():
-            spirv = spirv_for(sources[e["file"]], e["file"])
-            sm_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
-            module = vk.vkCreateShaderModule(dev.device, sm_info, None)
-            modules.append(module)
-            required, flags = self._subgroup_control(manifest, e)
-            chain = {} if required is None else {"pNext": required}
-            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
-                                                       pName=e["entry"], flags=flags, **chain)
-            create = vk.VkComputePipelineCreateInfo(stage=stage, layout=pipeline_layout)
-            pipelines[task_name] = vk.vkCreateComputePipelines(dev.device, None, 1, [create], None)[0]
+            with profile.stage("spirv") as note:
+                spirv, origin = spirv_and_origin(sources[e["file"]], e["file"])
+                note.append(origin)
+            with profile.stage("pipeline"):
+                sm_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
+                module = vk.vkCreateShaderModule(dev.device, sm_info, None)
+                modules.append(module)
+                required, flags = self._subgroup_control(manifest, e)
+                chain = {} if required is None else {"pNext": required}
+                stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
+                                                           pName=e["entry"], flags=flags, **chain)
+                create = vk.VkComputePipelineCreateInfo(stage=stage, layout=pipeline_layout)
+                pipelines[task_name] = vk.vkCreateComputePipelines(dev.device, None, 1, [create], None)[0]
         cb_info = vk.VkCommandBufferAllocateInfo(commandPool=dev.command_pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                  commandBufferCount=1)
         with dev.lock:  # the pool is shared by every program on this device
