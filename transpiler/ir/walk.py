@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from . import nodes as ir
+from .memo import per_kernel
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,33 @@ def all_exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
                 yield n
                 fn = kids.get(type(n))
                 stack.extend(fn(n) if fn is not None else _children_of(type(n))(n))
+
+
+def node_kinds(stmts: list[ir.Stmt]) -> frozenset[type]:
+    """The node classes (statements and expressions) anywhere in ``stmts``: one walk that
+    lets a pass skip its own when what it looks for is not there."""
+    kinds = set()
+    kids = _CHILDREN
+    for st in _flatten(stmts, []):
+        kinds.add(type(st))
+        stack = _children_of(type(st))(st)
+        while stack:
+            n = stack.pop()
+            kinds.add(type(n))
+            fn = kids.get(type(n))
+            stack.extend(fn(n) if fn is not None else _children_of(type(n))(n))
+    return frozenset(kinds)
+
+
+@per_kernel
+def kernel_node_kinds(kernel: ir.Kernel) -> frozenset[type]:
+    """``node_kinds`` of every task's code and every function's body, once per kernel."""
+    return node_kinds([st for t in kernel.tasks for st in t.code()] + [st for f in kernel.functions for st in f.body])
+
+
+def contains(kernel: ir.Kernel, *classes: type) -> bool:
+    """Whether a node of one of ``classes`` (or of a subclass) is anywhere in ``kernel``."""
+    return any(issubclass(k, classes) for k in kernel_node_kinds(kernel))
 
 
 def attributes(node) -> tuple:

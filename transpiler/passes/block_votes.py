@@ -29,7 +29,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.memo import per_kernel
 from ..ir import types as T
-from ..ir.walk import all_exprs
+from ..ir.walk import all_exprs, contains
 from .rewrite import HoistingRewriter
 
 SLOTS = 3
@@ -39,6 +39,8 @@ SLOTS = 3
 def emulate_block_votes(kernel: ir.Kernel, slots: int = SLOTS) -> ir.Kernel:
     """A copy of ``kernel`` with every BlockVote replaced by the shared-counter form
     (``slots`` is there for the test that shows two do not suffice)."""
+    if not contains(kernel, ir.BlockVote):
+        return kernel
     tasks = [_task(t, slots) if _has_vote(t.code()) else t for t in kernel.tasks]
     if all(a is b for a, b in zip(tasks, kernel.tasks)):
         return kernel

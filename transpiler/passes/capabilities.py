@@ -10,7 +10,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import per_kernel
-from ..ir.walk import all_exprs, all_stmts, iter_expr
+from ..ir.walk import all_exprs, all_stmts, contains, iter_expr
 
 if TYPE_CHECKING:
     from ..targets.target import Target
@@ -34,6 +34,8 @@ def nvshmem_uses(kernel: ir.Kernel) -> list[ir.Loc]:
     """Where ``kernel`` depends on NVSHMEM: symmetric parameters and every qd.shmem routine,
     in source order (empty when it does not)."""
     found = [p.loc for p in kernel.params if p.symmetric]
+    if not contains(kernel, *_SHMEM_STMTS, *_SHMEM_EXPRS):
+        return found
     for _, stmts in _code(kernel):
         found += [st.loc for st in all_stmts(stmts) if isinstance(st, _SHMEM_STMTS)]
         found += [e.loc for e in all_exprs(stmts) if isinstance(e, _SHMEM_EXPRS)]
@@ -42,10 +44,12 @@ def nvshmem_uses(kernel: ir.Kernel) -> list[ir.Loc]:
 
 def barrier_all_used(kernel: ir.Kernel) -> bool:
     """Whether a device-side barrier_all needs the kernel launched collectively."""
-    return any(isinstance(st, ir.ShmemBarrierAll) for _, stmts in _code(kernel) for st in all_stmts(stmts))
+    return contains(kernel, ir.ShmemBarrierAll) and any(isinstance(st, ir.ShmemBarrierAll) for _, stmts in _code(kernel) for st in all_stmts(stmts))
 
 
 def first_system_fence(kernel: ir.Kernel) -> ir.Loc | None:
+    if not contains(kernel, ir.Fence):
+        return None
     return _first([st.loc for _, stmts in _code(kernel) for st in all_stmts(stmts)
                    if isinstance(st, ir.Fence) and st.scope == "system"])
 
@@ -86,6 +90,8 @@ WARP_INSTEAD = {
 
 
 def first_warp_op(kernel: ir.Kernel) -> ir.WarpOp | None:
+    if not contains(kernel, ir.WarpOp):
+        return None
     found = [e for _, stmts in _code(kernel) for e in all_exprs(stmts) if isinstance(e, ir.WarpOp)]
     return min(found, key=lambda e: (e.loc.line, e.loc.col), default=None)
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import TranspileError, format_diagnostic
 from ..ir import nodes as ir
-from ..ir.walk import all_stmts, attributes, children, iter_expr, references, stmt_exprs
+from ..ir.walk import all_stmts, attributes, children, contains, iter_expr, node_kinds, references, stmt_exprs
 
 if TYPE_CHECKING:
     from ..targets.target import Target
@@ -181,13 +181,19 @@ class _Checker:
     def __init__(self, task: ir.Task, target: Target, subgroup_size: int | None):
         self.task = task
         self.target = target
-        self.levels = _Levels(task, subgroup_size)
+        self.subgroup_size = subgroup_size
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:
-        self.walk(self.task.body + self.task.epilogue, UNIFORM, None)
-        self.spin_waits()
-        self.publications()
+        # Each check walks the task only when what it looks for is there.
+        kinds = node_kinds(self.task.code())
+        if any(issubclass(k, (ir.Barrier, ir.BlockVote, ir.SubgroupOp)) for k in kinds):
+            self.levels = _Levels(self.task, self.subgroup_size)
+            self.walk(self.task.body + self.task.epilogue, UNIFORM, None)
+        if ir.While in kinds:
+            self.spin_waits()
+        if ir.Fence in kinds:
+            self.publications()
         return self.hazards
 
     # ---------------------------------------------------------------- divergence
@@ -310,9 +316,10 @@ def check_hazards(kernel: ir.Kernel, target: Target, subgroup_size: int | None =
     found: list[Hazard] = []
     for task in kernel.tasks:
         found.extend(_Checker(task, target, subgroup_size).run())
-    signals = _signal_arrays(kernel)
-    for task in kernel.tasks:
-        found.extend(_ShmemChecker(task, signals, subgroup_size).run())
+    if contains(kernel, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll, ir.ShmemOp):
+        signals = _signal_arrays(kernel)
+        for task in kernel.tasks:
+            found.extend(_ShmemChecker(task, signals, subgroup_size).run())
     errors = [h for h in found if h.severity == "error"]
     if errors:
         # The first in the source; at one call site the block-level finding explains more
@@ -382,9 +389,8 @@ class _ShmemChecker:
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:
-        if not any(isinstance(st, (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)) or
-                   any(isinstance(e, ir.ShmemOp) for x in stmt_exprs(st) for e in iter_expr(x))
-                   for st in all_stmts(self.task.body)):
+        if not any(issubclass(k, (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll, ir.ShmemOp))
+                   for k in node_kinds(self.task.body)):
             return []
         self.levels = _Levels(self.task, self.subgroup_size)
         self.ordering()

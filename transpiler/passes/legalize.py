@@ -15,7 +15,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import per_kernel
-from ..ir.walk import all_exprs
+from ..ir.walk import all_exprs, contains
 from .rewrite import HoistingRewriter
 
 UINT_OF_WIDTH = {16: T.u16, 32: T.u32, 64: T.u64}
@@ -28,6 +28,8 @@ def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
 
 @per_kernel(key=lambda dialect: type(dialect))
 def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
+    if not contains(kernel, ir.Atomic):
+        return kernel
     needs = False
     bits_shared: set[int] = set()
     for stmts in [t.code() for t in kernel.tasks] + [f.body for f in kernel.functions]:
