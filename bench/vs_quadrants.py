@@ -11,6 +11,11 @@ runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/
 
     python bench/vs_quadrants.py [--quick] [--sizes 1024,4194304] [--rounds 3] [--reps 50]
 
+A second table does the same for the CPU: our CPU executor (the CUDA text on the SIMT
+emulator; its first call includes the C++ build, cached on disk afterwards) against
+Quadrants' LLVM CPU backend, for saxpy at 1K (the launch cost) and 1M elements
+(throughput); ``--cpu-sizes ''`` leaves it out.
+
 Not part of the test suite (a few minutes).
 """
 from __future__ import annotations
@@ -27,12 +32,13 @@ from common import median, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KERNELS = ["saxpy", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil", "particles"]
+CPU_KERNELS = ["saxpy"]
 OURS = sys.executable
 THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
 
 
-def run(python: str, module: str, kernel: str, n: int, reps: int, timeout: float) -> dict:
-    env = dict(os.environ, QD_MODULE=module)
+def run(python: str, module: str, kernel: str, n: int, reps: int, timeout: float, arch: str = "vulkan") -> dict:
+    env = dict(os.environ, QD_MODULE=module, QD_ARCH=arch)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # both frameworks import from their bytecode caches
     try:
         proc = subprocess.run([python, str(HERE / "vs_runner.py"), kernel, str(n), str(reps)], capture_output=True,
@@ -48,14 +54,15 @@ def run(python: str, module: str, kernel: str, n: int, reps: int, timeout: float
     return json.loads(lines[-1])
 
 
-def measure(sizes: list[int], rounds: int, reps: int, timeout: float) -> dict:
+def measure(kernels: list[str], sizes: list[int], rounds: int, reps: int, timeout: float,
+            arch: str = "vulkan") -> dict:
     results: dict = {}
-    for k in KERNELS:
+    for k in kernels:
         for n in sizes:
             cell = results.setdefault(f"{k}@{n}", {"ours": [], "theirs": []})
             for _ in range(rounds):  # alternate, so a slow spell of the machine hits both
-                cell["ours"].append(run(OURS, "transpiler", k, n, reps, timeout))
-                cell["theirs"].append(run(THEIRS, "quadrants", k, n, reps, timeout))
+                cell["ours"].append(run(OURS, "transpiler", k, n, reps, timeout, arch))
+                cell["theirs"].append(run(THEIRS, "quadrants", k, n, reps, timeout, arch))
     return results
 
 
@@ -82,6 +89,7 @@ def ratio(a: dict, b: dict, key: str) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1024,4194304")
+    p.add_argument("--cpu-sizes", default="1024,1048576", help="saxpy on the CPU at these sizes ('' for none)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--timeout", type=float, default=180.0)
@@ -94,7 +102,19 @@ def main() -> None:
         say(f"Quadrants not found at {THEIRS}: set QD_QUADRANTS_PYTHON (see this file's docstring)")
         return
     sizes = [int(s) for s in a.sizes.split(",")]
-    results = measure(sizes, a.rounds, a.reps, a.timeout)
+    results = {"vulkan": measure(KERNELS, sizes, a.rounds, a.reps, a.timeout)}
+    say(ratio_table(f"Same kernels on the same Vulkan device: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
+                    f"{a.reps} warm calls each)", results["vulkan"]))
+    cpu_sizes = [int(s) for s in a.cpu_sizes.split(",") if s.strip()]
+    if cpu_sizes:
+        results["cpu"] = measure(CPU_KERNELS, cpu_sizes, a.rounds, a.reps, a.timeout, arch="cpu")
+        say(ratio_table(f"On the CPU: our CPU executor (the CUDA text on the SIMT emulator) / Quadrants' LLVM CPU "
+                        f"backend ({a.rounds} rounds, median of {a.reps} warm calls each)", results["cpu"]))
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+
+
+def ratio_table(title: str, results: dict) -> str:
     rows, notes = [], []
     for key, c in results.items():
         k, n = key.split("@")
@@ -104,13 +124,8 @@ def main() -> None:
         for who, s in (("ours", ours), ("Quadrants", theirs)):
             if "error" in s:
                 notes.append(f"{k} at {n}, {who}: {s['error']}")
-    say(table(f"Same kernels on the same Vulkan device: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
-              f"{a.reps} warm calls each)",
-              ["kernel", "n", "ours warm ms", "Quadrants warm ms", "warm ratio", "ours first ms",
-               "Quadrants first ms", "first ratio"], rows,
-              note="\n".join(notes) or None))
-    if a.json:
-        Path(a.json).write_text(json.dumps(results, indent=1))
+    return table(title, ["kernel", "n", "ours warm ms", "Quadrants warm ms", "warm ratio", "ours first ms",
+                         "Quadrants first ms", "first ratio"], rows, note="\n".join(notes) or None)
 
 
 if __name__ == "__main__":

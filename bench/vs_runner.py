@@ -1,9 +1,9 @@
 """One kernel of bench/vs_kernels.py at one size, in the framework ``QD_MODULE`` names, on
-its Vulkan device: prints one JSON line with the first call (translate, compile, pipeline,
+its Vulkan device (``QD_ARCH=cpu``: on the CPU): prints one JSON line with the first call (translate, compile, pipeline,
 launch; the process's first kernel), the median warm call (launch to qd.sync(), arguments
 already on the device as qd.ndarray) and whether the result matches NumPy.
 
-    QD_MODULE=transpiler|quadrants python bench/vs_runner.py KERNEL N REPS
+    QD_MODULE=transpiler|quadrants [QD_ARCH=vulkan|cpu] python bench/vs_runner.py KERNEL N REPS
 """
 from __future__ import annotations
 
@@ -85,7 +85,8 @@ def case(name: str, n: int):
 
 def main() -> None:
     name, n, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    qd.init(arch=qd.vulkan, **({"offline_cache": False} if qd.__name__ == "quadrants" else {}))
+    arch = os.environ.get("QD_ARCH", "vulkan")  # cpu: our CPU executor, Quadrants' LLVM CPU backend
+    qd.init(arch=getattr(qd, arch), **({"offline_cache": False} if qd.__name__ == "quadrants" else {}))
     kernel, args, check = case(name, n)
     t0 = time.perf_counter()
     kernel(*args)

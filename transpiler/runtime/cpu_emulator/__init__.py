@@ -33,7 +33,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -240,8 +240,10 @@ class CpuModule:
 
     def launch_many(self, launches: Sequence[tuple[str, object, object]], args: Sequence, *,
                     watchdog_s: float = 10.0, poison_shared: bool = True,
-                    arg_names: Sequence[str] | None = None) -> None:
-        """Several launches in order over one argument list (a kernel's tasks)."""
+                    arg_names: Sequence[str] | None = None) -> Callable[[], None] | None:
+        """Several launches in order over one argument list (a kernel's tasks). Returns a
+        function that runs the same launches again over the same memory (None for a race
+        check, which runs in a child process)."""
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray):
                 if not a.flags.c_contiguous:
@@ -253,7 +255,7 @@ class CpuModule:
                 for entry, grid, block in launches]
         if self.race_check:
             self._run_child(cfgs, args, arg_names)
-            return
+            return None
         slots = np.zeros(max(1, len(args)), dtype=np.uint64)
         raw = slots.view(np.uint8)
         for i, a in enumerate(args):
@@ -265,10 +267,18 @@ class CpuModule:
         base = slots.ctypes.data
         ptrs = np.array([base + 8 * i for i in range(len(slots))], dtype=np.uint64)
         err = ctypes.create_string_buffer(_ERRLEN)
-        for entry, cfg in cfgs:
-            rc = self._fn(entry)(ptrs.ctypes.data, cfg.ctypes.data, err, _ERRLEN)
-            if rc != _OK:
-                raise self.error(rc, err.value.decode(errors="replace"), entry)
+        calls = [(entry, self._fn(entry), cfg.ctypes.data) for entry, cfg in cfgs]
+        held = (slots, ptrs, cfgs)  # the memory the pointers above point into
+
+        def again() -> None:
+            assert held
+            for entry, fn, cfg in calls:
+                rc = fn(ptrs.ctypes.data, cfg, err, _ERRLEN)
+                if rc != _OK:
+                    raise self.error(rc, err.value.decode(errors="replace"), entry)
+
+        again()
+        return again
 
     def _run_child(self, cfgs, args: Sequence, arg_names: Sequence[str] | None) -> None:
         with tempfile.TemporaryDirectory(prefix="qd-race-") as tmp:
@@ -485,6 +495,8 @@ class CpuProgram:
     manifest: dict
     entries: dict[str, dict]          # entry name -> its manifest entry
     cappable: dict[str, bool]         # entry name -> grid may shrink without changing results
+    runs: int = 0                     # launches so far: what a replay token names
+    again: Callable[[], None] | None = None  # runs the last launches again (see replay)
 
 
 # Node types whose meaning does not depend on which thread or block runs an iteration: a task
@@ -583,8 +595,25 @@ class CpuBackend(Backend):
             if self.max_blocks > 0 and program.cappable.get(launch.task.name):
                 blocks = min(blocks, self.max_blocks)
             todo.append((entry["name"], blocks, entry["block_dim"]))
+        program.again = None  # the last run's launches, replayable only once they completed
         try:
-            program.module.launch_many(todo, args, watchdog_s=self.watchdog_s, poison_shared=self.poison_shared,
-                                       arg_names=names)
+            again = program.module.launch_many(todo, args, watchdog_s=self.watchdog_s,
+                                               poison_shared=self.poison_shared, arg_names=names)
         finally:
             _flush_c_stdout()  # what the kernel printed (printf) comes before what Python prints next
+        program.runs += 1
+        program.again = again
+
+    def replay_token(self, program: CpuProgram) -> object | None:
+        # Arguments are host memory the kernel reads and writes in place: the same arrays and
+        # scalars make the same launches.
+        return program.runs if program.again is not None else None
+
+    def replay(self, program: CpuProgram, token: object) -> bool:
+        if program.runs != token or program.again is None:
+            return False
+        try:
+            program.again()
+        finally:
+            _flush_c_stdout()
+        return True
