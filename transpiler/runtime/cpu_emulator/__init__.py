@@ -528,14 +528,19 @@ class CpuBackend(Backend):
     Options: ``watchdog_s`` (how long a loop may spin with nothing else happening before it
     is reported as a hang), ``race_check`` (ThreadSanitizer in a child process),
     ``compiler`` (host C++ compiler), ``opt`` (optimization flag), ``poison_shared`` (fill
-    shared memory with NaN/INT_MAX patterns at block start), ``max_blocks`` (run at most
-    this many blocks for tasks whose result cannot depend on the grid; 0 = as planned)."""
+    shared memory with NaN/INT_MAX patterns at block start), ``thread_iterations`` (a task
+    whose result cannot depend on the grid runs on fewer blocks, each thread looping about
+    this many times: a fiber per element costs more than the element, and a few strides at
+    a time are what the CPU's prefetcher follows; saxpy on 1M elements, CPU time per call
+    here: 64 blocks 8-11 ms, 8192 blocks (one iteration each) 6.7 ms, 2048 blocks (4) 2.5 ms),
+    ``max_blocks`` (and at most this many blocks for such a task; 0: no cap)."""
 
     name = "cpu"
 
     def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
                  watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
-                 poison_shared: bool = True, max_blocks: int = 64, subgroup_size: int | None = None):
+                 poison_shared: bool = True, thread_iterations: int = 4, max_blocks: int = 0,
+                 subgroup_size: int | None = None):
         try:
             emulated(dialect)
         except ValueError as exc:
@@ -552,6 +557,7 @@ class CpuBackend(Backend):
         self.compiler = find_compiler(compiler, race_check)
         self.opt = opt
         self.poison_shared = bool(poison_shared)
+        self.thread_iterations = max(1, int(thread_iterations))
         self.max_blocks = int(max_blocks)
         self.dynamic_blocks = 8  # blocks run one after another here: few, each looping longer
 
@@ -592,8 +598,10 @@ class CpuBackend(Backend):
                 continue
             entry = program.entries[launch.task.name]
             blocks = launch.blocks
-            if self.max_blocks > 0 and program.cappable.get(launch.task.name):
-                blocks = min(blocks, self.max_blocks)
+            if program.cappable.get(launch.task.name):
+                blocks = -(-blocks // self.thread_iterations)
+                if self.max_blocks > 0:
+                    blocks = min(blocks, self.max_blocks)
             todo.append((entry["name"], blocks, entry["block_dim"]))
         program.again = None  # the last run's launches, replayable only once they completed
         try:
