@@ -59,25 +59,25 @@ def parse_function(fn: Callable) -> ParsedFunction:
 
 
 def _definition(lines: list[str], first: int) -> str | None:
-    """The definition starting at ``lines[first]`` (its decorators, then the def): up to the
-    next line indented no deeper than its first, blank lines and comments aside. A line that
-    ends it early (inside a string or brackets) leaves text that does not parse, and then
-    inspect's tokenizer finds the end instead."""
-    head = lines[first]
-    indent = len(head) - len(head.lstrip())
-    end = first + 1
-    in_def = head.lstrip().startswith(("def ", "async def "))
-    while end < len(lines):
-        line = lines[end]
-        body = line.strip()
-        if body and not body.startswith("#"):
-            if len(line) - len(line.lstrip()) <= indent:
-                if in_def or not body.startswith(("@", "def ", "async def ")):
-                    break
-            if body.startswith(("def ", "async def ")) and len(line) - len(line.lstrip()) == indent:
-                in_def = True
+    """The definition starting at ``lines[first]``: its one-line decorators and its def at
+    one indentation, then every line up to the next one indented no deeper (blank lines and
+    comments aside). None where that shape does not hold (a decorator over several lines);
+    a line that ends it early (inside a string or brackets) leaves text that does not
+    parse. Either way inspect's tokenizer then finds the end instead."""
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    end = first
+    while end < len(lines) and lines[end].lstrip().startswith("@"):
         end += 1
-    return "".join(lines[first:end]) if in_def else None
+    if end == len(lines) or not lines[end].lstrip().startswith(("def ", "async def ")) \
+            or len(lines[end]) - len(lines[end].lstrip()) != indent:
+        return None
+    end += 1
+    while end < len(lines):
+        body = lines[end].strip()
+        if body and not body.startswith("#") and len(lines[end]) - len(lines[end].lstrip()) <= indent:
+            break
+        end += 1
+    return "".join(lines[first:end])
 
 
 def _parse(text: str, start: int) -> ast.AST | None:

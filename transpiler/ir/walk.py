@@ -143,17 +143,7 @@ def all_exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
 def node_kinds(stmts: list[ir.Stmt]) -> frozenset[type]:
     """The node classes (statements and expressions) anywhere in ``stmts``: one walk that
     lets a pass skip its own when what it looks for is not there."""
-    kinds = set()
-    kids = _CHILDREN
-    for st in _flatten(stmts, []):
-        kinds.add(type(st))
-        stack = _children_of(type(st))(st)
-        while stack:
-            n = stack.pop()
-            kinds.add(type(n))
-            fn = kids.get(type(n))
-            stack.extend(fn(n) if fn is not None else _children_of(type(n))(n))
-    return frozenset(kinds)
+    return frozenset({type(st) for st in _flatten(stmts, [])} | {type(e) for e in all_exprs(stmts)})
 
 
 @per_kernel
