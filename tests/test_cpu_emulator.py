@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import re
 import shutil
+import threading
 import time
 
 import numpy as np
@@ -844,3 +845,35 @@ def test_generated_source_compiles_unchanged():
         mod.launch("half_scale", 1, 128, [x, np.int32(3), y, np.int32(3), np.float32(2.0)])
         assert y.tolist() == [3.0, -4.5, 2000.0]
         assert re.search(r"extern \"C\" __global__ void __launch_bounds__\(\d+\) half_scale", text)
+
+
+def test_kernels_build_against_the_precompiled_header(tmp_path, monkeypatch):
+    """With clang, qd_simt.h is precompiled once per flags and kernels are built against it
+    (its parse was most of a small kernel's build); the kernel still runs right."""
+    from transpiler.runtime import cpu_emulator as C
+
+    cxx = C.find_compiler()
+    if not C._clang_major(cxx):
+        pytest.skip(f"the precompiled header is clang's ({cxx} builds without one)")
+    monkeypatch.setenv("QD_CPU_CACHE", str(tmp_path))  # a fresh cache: both are built here
+    commands = []
+    real = C._run_compiler
+    main = threading.current_thread()  # not a backend's warm-up thread, building its own
+
+    def run_compiler(cmd, what):
+        if threading.current_thread() is main:
+            commands.append(cmd)
+        return real(cmd, what)
+
+    monkeypatch.setattr(C, "_run_compiler", run_compiler)
+    src = 'extern "C" __global__ void twice(int* x) { x[threadIdx.x] *= 2; }\n'
+    module = build_module(src, "twice.cu")
+    pch = [c for c in commands if "c++-header" in c]
+    kernel = [c for c in commands if "twice.cu" in " ".join(c) or any(str(a).endswith("wrapper.cpp") for a in c)]
+    assert len(pch) == 1 and kernel and "-include-pch" in kernel[-1], commands
+    x = np.arange(32, dtype=np.int32)
+    module.launch("twice", 1, 32, [x])
+    np.testing.assert_array_equal(x, 2 * np.arange(32))
+    commands.clear()
+    build_module(src.replace("2", "3"), "thrice.cu")  # the same flags: the header is not built again
+    assert not [c for c in commands if "c++-header" in c] and "-include-pch" in commands[-1]

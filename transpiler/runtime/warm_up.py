@@ -1,8 +1,12 @@
-"""A small kernel the Vulkan runtime translates in the background while the device is being
-created: it imports and builds, once per process, what a first kernel call would otherwise
-pay for in the caller's thread (the frontend, the hazard checker, the GLSL target, Jinja's
+"""A small kernel a backend translates in the background when it starts (Vulkan: while its
+device is created; the CPU executor: while the program goes on to its first call): it
+imports and builds, once per process, what a first kernel call would otherwise pay for in
+the caller's thread (the frontend, the hazard checker, the target's emitter, Jinja's
 compiled templates, Python's tokenizer), and the parsed source of the block and subgroup
 libraries' functions, which any kernel with a block collective inlines."""
+import threading
+from typing import Callable
+
 import transpiler as qd
 
 
@@ -13,14 +17,36 @@ def warm_up(x: qd.types.ndarray(dtype=qd.f32, ndim=1), n: qd.i32):
             x[i] = x[i] * 2.0 + 1.0
 
 
-def translate_once() -> None:
+def translate_once(target: str = "glsl") -> None:
     from ..frontend.source import parse_function
     from ..lang import blocklib, subgrouplib
     from ..lang.kernel import Func
     from ..pipeline import translate
 
-    translate(warm_up, "glsl", warn=False)
+    translate(warm_up, target, warn=False)
     for library in (subgrouplib, blocklib):
         for value in vars(library).values():
             if isinstance(value, Func):
                 parse_function(value.fn)
+
+
+_started: set[str] = set()
+
+
+def start(target: str, then: Callable[[], object] | None = None) -> None:
+    """``translate_once(target)`` and then ``then`` in a background thread, once per process
+    and target. Failures are ignored: this only gives the first call a head start, and that
+    call reports whatever is wrong."""
+    if target in _started:
+        return
+    _started.add(target)
+
+    def run() -> None:
+        try:
+            translate_once(target)
+            if then is not None:
+                then()
+        except Exception:  # noqa: BLE001
+            pass
+
+    threading.Thread(target=run, daemon=True, name=f"qd-warm-up-{target}").start()
