@@ -129,15 +129,9 @@ def all_stmts(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
 def all_exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
     """Every expression evaluated anywhere in ``stmts``: each statement's own in field order,
     each tree depth first."""
-    kids = _CHILDREN
     for st in _flatten(stmts, []):
         for top in _children_of(type(st))(st):
-            stack = [top]
-            while stack:
-                n = stack.pop()
-                yield n
-                fn = kids.get(type(n))
-                stack.extend(fn(n) if fn is not None else _children_of(type(n))(n))
+            yield from iter_expr(top)
 
 
 def node_kinds(stmts: list[ir.Stmt]) -> frozenset[type]:

@@ -162,21 +162,27 @@ def building(final: Path, prefix: str):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _built_once(folder: str, key: str, name: str, command: Callable[[Path], list[str]], what: str) -> Path:
+    """``name`` in the cache folder ``folder-key``, compiled by ``command(its path)`` the first
+    time: once per process (the lock) and atomically across processes (see building)."""
+    final = cache_root() / f"{folder}-{key}"
+    out = final / name
+    if out.exists():
+        return out
+    with _build_lock:
+        if not out.exists():
+            with building(final, f"{folder}-") as tmp:
+                _run_compiler(command(tmp / name), what)
+    return out
+
+
 def runtime_library(cxx: str) -> Path:
     """The scheduler library (qd_simt_rt.cpp), built once per compiler and header version."""
     flags = _COMMON_FLAGS + ["-O2"]
     key = digest("rt", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
-    final = cache_root() / f"rt-{key}"
-    lib = final / "libqd_simt.so"
-    if lib.exists():
-        return lib
-    with _build_lock:
-        if lib.exists():
-            return lib
-        with building(final, "rt-") as tmp:
-            _run_compiler([cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "libqd_simt.so"),
-                           "-ldl"], "the SIMT runtime")
-    return lib
+    return _built_once("rt", key, "libqd_simt.so",
+                       lambda out: [cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(out), "-ldl"],
+                       "the SIMT runtime")
 
 
 def precompiled_header(cxx: str, flags: list[str]) -> Path | None:
@@ -187,20 +193,12 @@ def precompiled_header(cxx: str, flags: list[str]) -> Path | None:
     if not _clang_major(cxx):
         return None
     key = digest("pch", HEADER.read_text(), compiler_id(cxx), " ".join(flags))
-    final = cache_root() / f"pch-{key}"
-    pch = final / "qd_simt.h.pch"
-    if pch.exists():
-        return pch
-    with _build_lock:
-        if pch.exists():
-            return pch
-        try:
-            with building(final, "pch-") as tmp:
-                _run_compiler([cxx, *flags, f"-I{HERE}", "-x", "c++-header", str(HEADER), "-o",
-                               str(tmp / "qd_simt.h.pch")], "the precompiled SIMT header")
-        except KernelError:
-            return None
-    return pch
+    try:
+        return _built_once("pch", key, "qd_simt.h.pch",
+                           lambda out: [cxx, *flags, f"-I{HERE}", "-x", "c++-header", str(HEADER), "-o", str(out)],
+                           "the precompiled SIMT header")
+    except KernelError:
+        return None
 
 
 def runtime_object(cxx: str) -> Path:
@@ -208,17 +206,9 @@ def runtime_object(cxx: str) -> Path:
     scheduler itself not instrumented (its bookkeeping is shared by all fibers on purpose)."""
     flags = _COMMON_FLAGS + ["-O2", "-DQD_EMU_TSAN"]
     key = digest("rt-tsan", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
-    final = cache_root() / f"rt-{key}"
-    obj = final / "qd_simt_rt.o"
-    if obj.exists():
-        return obj
-    with _build_lock:
-        if obj.exists():
-            return obj
-        with building(final, "rt-") as tmp:
-            _run_compiler([cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(tmp / "qd_simt_rt.o")],
-                          "the SIMT runtime (race check)")
-    return obj
+    return _built_once("rt", key, "qd_simt_rt.o",
+                       lambda out: [cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(out)],
+                       "the SIMT runtime (race check)")
 
 
 _ENTRY_RE = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
