@@ -936,3 +936,29 @@ def test_conditions_of_constants_fold(executor):
     np.testing.assert_array_equal(count, [99, 100])
     glsl = next(iter(qd.translate(constant_conditions, "glsl").sources.values()))
     assert "9223372036854775806" not in glsl  # the condition is known when translating
+
+
+@qd.kernel
+def float_remainders(x: qd.types.ndarray(qd.f32, ndim=1), b: qd.types.ndarray(qd.f32, ndim=1),
+                     y: qd.types.ndarray(qd.f32, ndim=2)):
+    for i in range(x.shape[0]):
+        y[i, 0] = x[i] % b[i]
+        y[i, 1] = qd.atan2(x[i] % b[i], -5.0)  # the sign of a zero remainder shows (fuzz seed 81527)
+
+
+def test_a_zero_float_remainder_takes_the_divisors_sign(executor, rng):
+    """Python's float %: a zero remainder is +0.0 for a positive divisor and -0.0 for a
+    negative one. fmod gave -0.0 for -3.0 % 1.0 (C++ targets), GLSL's mod 0.0 for 3.0 % -1.0."""
+    b = rng.choice(np.array([1.0, -1.0, 1.5, -2.5, 0.25], np.float32), 256)
+    k = rng.integers(-6, 7, 256).astype(np.float32)
+    x = np.where(rng.random(256) < 0.7, k * b, rng.standard_normal(256).astype(np.float32) * 4)  # most exact multiples
+    x[:4] = [0.0, -0.0, -3.0, 3.0]
+    b[:4] = [-1.0, 1.0, 1.0, -1.0]
+    y = np.zeros((256, 2), np.float32)
+    float_remainders(x, b, y)
+    want = np.array([float(p) % float(q) for p, q in zip(x, b)], np.float32)
+    np.testing.assert_allclose(y[:, 0], want, rtol=1e-6, atol=1e-6)
+    zero = want == 0
+    assert zero.sum() > 50
+    np.testing.assert_array_equal(np.signbit(y[zero, 0]), np.signbit(want[zero]))
+    np.testing.assert_allclose(y[:, 1], np.arctan2(want, np.float32(-5.0)), rtol=1e-5)

@@ -43,8 +43,18 @@ def test_fixed_seeds(tmp_path):
 
 @pytest.mark.toolchain
 def test_a_device_limit_is_a_refusal_not_a_failure(tmp_path):
-    """Seed 34075 binds 34 storage buffers, past lavapipe's 32 (it crashed the driver): Vulkan
-    refuses it before the launch, which the driver counts as the device's known limit."""
-    o = check_seed(generate(34075), tmp_path, ["vulkan", "cpu-cuda"], compile_all=False)
+    """A kernel that binds more storage buffers than lavapipe's 32 (34 crashed the driver,
+    fuzz seed 34075): Vulkan refuses it before the launch, which the driver counts as the
+    device's known limit. Here a generated kernel gets 40 more input arrays to bind."""
+    import numpy as np
+
+    from fuzz.dtypes import I32
+    from fuzz.program import Array
+
+    prog = generate(34075)
+    for k in range(40):
+        prog.arrays.append(Array(f"extra{k}", I32, prog.n, "in"))
+        prog.inputs[f"extra{k}"] = np.arange(prog.n, dtype=np.int32)
+    o = check_seed(prog, tmp_path, ["vulkan", "cpu-cuda"], compile_all=False)
     assert o.failure is None, o.detail[:1500]
     assert "vulkan" in o.refused and "cpu-cuda" in o.executed

@@ -133,6 +133,7 @@ class CudaDialect(CxxDialect):
     # later shift, compare or widening (an H100; fuzz seeds 102471, 102700, 102794, 104195).
     negated_by_helper = frozenset({"i16"})
     fmod = {"f16": "fmodf", "f32": "fmodf", "f64": "fmod"}
+    copysign = {"f16": "copysignf", "f32": "copysignf", "f64": "copysign"}
     atomics = NATIVE_ATOMICS
     bitcasts = BITCASTS
     barriers = BARRIERS

@@ -34,6 +34,7 @@ class CxxDialect(Dialect):
     int_suffix = {"i32": "", "u32": "u", "i64": "ll", "u64": "ull"}
     inline = "inline"              # a helper function's specifiers
     fmod: dict[str, str] = {}      # dtype -> the float remainder function (Python's % on floats)
+    copysign: dict[str, str] = {}  # dtype -> copysign (a zero remainder takes the divisor's sign)
 
     def compute_type(self, t: T.DType) -> T.DType:
         if t.is_int and t.bits < 32:
@@ -66,4 +67,4 @@ class CxxDialect(Dialect):
 
     def helper_values(self, subgroup_size: int | None) -> dict:
         """What ``templates/cxx/helpers.j2`` reads besides the helper itself."""
-        return {"qd_inline": self.inline, "fmod": self.fmod}
+        return {"qd_inline": self.inline, "fmod": self.fmod, "copysign": self.copysign}

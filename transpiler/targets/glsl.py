@@ -361,8 +361,9 @@ class GlslDialect(Dialect):
                 return f"{r.text(e.a, PREC_AND)} && {r.text(e.b, PREC_AND + 1)}", PREC_AND
             return f"{r.text(e.a, PREC_AND + 1)} || {r.text(e.b, PREC_AND + 1)}", PREC_OR
         if t.is_float and e.op == "mod":
-            # GLSL's mod is x - y * floor(x / y): its result already takes the divisor's sign.
-            return f"mod({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY
+            # GLSL's mod is x - y * floor(x / y): its result already takes the divisor's sign,
+            # all but a zero one (qd_mod).
+            return f"{r.helper('mod', t)}({r.text(e.a)}, {r.text(e.b)})", PREC_PRIMARY
         if t.is_float and e.op == "floordiv":
             return f"floor({r.text(e.a)} / {r.text(e.b)})", PREC_PRIMARY
         return super().binop_special(r, e)

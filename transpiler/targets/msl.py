@@ -112,6 +112,7 @@ class MslDialect(CxxDialect):
     buffer_param = "device {type}* {name}"
     barriers = BARRIERS
     fmod = {"f16": "fmod", "f32": "fmod"}
+    copysign = {"f16": "copysign", "f32": "copysign"}
     int_suffix = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
     reserved = CXX_KEYWORDS | METAL_WORDS | frozenset(THREAD_ATTRIBUTES + (LANE_ATTRIBUTE,)) \
         | frozenset(FLOAT_FUNCS.values())

@@ -26,11 +26,14 @@ __device__ __forceinline__ int32_t qd_ipow(int32_t base_, int32_t exp)
     return (int32_t)result;
 }
 
-// Python's % on f32: the result takes the sign of the divisor
+// Python's % on f32: the result takes the sign of the divisor, a zero one too
+// (-3.0 % 1.0 is 0.0, where fmod gives -0.0)
 __device__ __forceinline__ float qd_mod(float a, float b)
 {
     float r = fmodf(a, b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    if (r != 0)
+        return ((r < 0) != (b < 0)) ? r + b : r;
+    return copysignf(r, b);
 }
 
 // Python's % on i32: the result takes the sign of the divisor

@@ -49,6 +49,14 @@ int qd_ipow(int base, int e)
     return result;
 }
 
+// Python's % on f32: GLSL's mod (x - y * floor(x / y)) takes the divisor's sign, but
+// gives 0.0 for an exact multiple of a negative divisor, where Python gives -0.0.
+float qd_mod(float a, float b)
+{
+    float r = mod(a, b);
+    return r != 0.0 ? r : (b < 0.0 ? -abs(r) : abs(r));
+}
+
 // Python's % on i32: the result takes the sign of the divisor. GLSL leaves % undefined
 // for negative operands, so the remainder comes from the truncating division.
 int qd_mod(int a, int b)
@@ -89,7 +97,7 @@ void main()
         out_i[i * out_i_shape_1 + 5] = qd_ipow(x, 3);  // arith.py:18
         out_f[i * out_f_shape_1 + 0] = float(x) / float(y);  // arith.py:19
         out_f[i * out_f_shape_1 + 1] = floor(f[i] / 0.75);  // arith.py:20
-        out_f[i * out_f_shape_1 + 2] = mod(f[i], 0.75);  // arith.py:21
+        out_f[i * out_f_shape_1 + 2] = qd_mod(f[i], 0.75);  // arith.py:21
         out_f[i * out_f_shape_1 + 3] = f[i] * float(x) + 0.5;  // arith.py:22
         out_f[i * out_f_shape_1 + 4] = qd_pow(f[i], 2.0);  // arith.py:23
         out_u[i * out_u_shape_1 + 0] = u[i] / 7u;  // arith.py:24

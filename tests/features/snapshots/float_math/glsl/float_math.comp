@@ -25,6 +25,14 @@ float qd_atan2(float y, float x)
     return atan(y, x);
 }
 
+// Python's % on f32: GLSL's mod (x - y * floor(x / y)) takes the divisor's sign, but
+// gives 0.0 for an exact multiple of a negative divisor, where Python gives -0.0.
+float qd_mod(float a, float b)
+{
+    float r = mod(a, b);
+    return r != 0.0 ? r : (b < 0.0 ? -abs(r) : abs(r));
+}
+
 // C's pow on f32, as CUDA has it: GLSL's pow is undefined for a base <= 0
 float qd_pow(float x, float y)
 {
@@ -51,7 +59,7 @@ void main()
         out_[i * out_shape_1 + 0] = sqrt(abs(v)) + exp(-v * v);  // float_math.py:9
         out_[i * out_shape_1 + 1] = qd_atan2(v, 2.0) + tanh(v);  // float_math.py:10
         out_[i * out_shape_1 + 2] = v > 0.0 ? qd_pow(v, 2.5) : uintBitsToFloat(0x7f800000u);  // float_math.py:11
-        out_[i * out_shape_1 + 3] = mod(v, 1.5);  // float_math.py:12
+        out_[i * out_shape_1 + 3] = qd_mod(v, 1.5);  // float_math.py:12
         out_[i * out_shape_1 + 4] = floor(v) + roundEven(v);  // float_math.py:13
     }
 }

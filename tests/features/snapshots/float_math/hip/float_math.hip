@@ -5,11 +5,14 @@
 #include <hip/hip_runtime.h>
 #endif
 
-// Python's % on f32: the result takes the sign of the divisor
+// Python's % on f32: the result takes the sign of the divisor, a zero one too
+// (-3.0 % 1.0 is 0.0, where fmod gives -0.0)
 __device__ __forceinline__ float qd_mod(float a, float b)
 {
     float r = fmodf(a, b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    if (r != 0)
+        return ((r < 0) != (b < 0)) ? r + b : r;
+    return copysignf(r, b);
 }
 
 // float_math: parallel task from float_math.py:7, 128 threads per block

@@ -9,11 +9,14 @@ struct Params {
     int out_shape_1;  // offset 8
 };
 
-// Python's % on f32: the result takes the sign of the divisor
+// Python's % on f32: the result takes the sign of the divisor, a zero one too
+// (-3.0 % 1.0 is 0.0, where fmod gives -0.0)
 inline float qd_mod(float a, float b)
 {
     float r = fmod(a, b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    if (r != 0)
+        return ((r < 0) != (b < 0)) ? r + b : r;
+    return copysign(r, b);
 }
 
 // float_math: parallel task from float_math.py:7, 128 threads per threadgroup
