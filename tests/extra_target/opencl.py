@@ -59,6 +59,7 @@ class OpenclDialect(CxxDialect):
     inline = "static inline"
     buffer_param = "__global {type}* {name}"
     fmod = {"f32": "fmod"}
+    copysign = {"f32": "copysign"}
 
     def cast(self, text: str, t: T.DType) -> str:
         return f"({self.types[t.name]})({text})"  # C has no functional casts
