@@ -291,6 +291,9 @@ def run_many(seeds: list[int], executors: list[str], sample: int, jobs: int, tim
     try:
         _loop(pending, workers, results, spawn, timeout, out_dir, log)
     except KeyboardInterrupt:  # stopped early: report the seeds done so far
+        # A second signal (`pkill -f` matches the workers too) must not cut the summary short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         log(f"interrupted after {len(results)} kernels")
         for w in workers:
             w[0].kill()
