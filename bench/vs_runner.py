@@ -1,7 +1,8 @@
 """One kernel of bench/vs_kernels.py at one size, in the framework ``QD_MODULE`` names, on
-its Vulkan device (``QD_ARCH=cpu``: on the CPU): prints one JSON line with the first call (translate, compile, pipeline,
-launch; the process's first kernel), the median warm call (launch to qd.sync(), arguments
-already on the device as qd.ndarray) and whether the result matches NumPy.
+its Vulkan device (``QD_ARCH=cpu``: on the CPU): prints one JSON line with the first call
+(translate, compile, pipeline, launch; the process's first kernel), the median warm call
+(launch to qd.sync(), arguments already on the device as qd.ndarray) and whether the
+result matches NumPy.
 
     QD_MODULE=transpiler|quadrants [QD_ARCH=vulkan|cpu] python bench/vs_runner.py KERNEL N REPS
 """

@@ -869,7 +869,7 @@ def test_kernels_build_against_the_precompiled_header(tmp_path, monkeypatch):
     src = 'extern "C" __global__ void twice(int* x) { x[threadIdx.x] *= 2; }\n'
     module = build_module(src, "twice.cu")
     pch = [c for c in commands if "c++-header" in c]
-    kernel = [c for c in commands if "twice.cu" in " ".join(c) or any(str(a).endswith("wrapper.cpp") for a in c)]
+    kernel = [c for c in commands if any(str(a).endswith("wrapper.cpp") for a in c)]
     assert len(pch) == 1 and kernel and "-include-pch" in kernel[-1], commands
     x = np.arange(32, dtype=np.int32)
     module.launch("twice", 1, 32, [x])

@@ -44,7 +44,7 @@ def nvshmem_uses(kernel: ir.Kernel) -> list[ir.Loc]:
 
 def barrier_all_used(kernel: ir.Kernel) -> bool:
     """Whether a device-side barrier_all needs the kernel launched collectively."""
-    return contains(kernel, ir.ShmemBarrierAll) and any(isinstance(st, ir.ShmemBarrierAll) for _, stmts in _code(kernel) for st in all_stmts(stmts))
+    return contains(kernel, ir.ShmemBarrierAll)
 
 
 def first_system_fence(kernel: ir.Kernel) -> ir.Loc | None:

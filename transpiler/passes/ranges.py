@@ -108,7 +108,7 @@ def _extent(e: ir.Expr) -> bool:
 def index_roots(node) -> list[tuple[ir.Expr, bool]]:
     """(sub-expression, whether it is index space) for each direct sub-expression of a node:
     array subscripts, a loop's bounds, and the side of a comparison with an array extent (a
-    bounds check) are; the sum of products above them stays so (see ``index_operand``)."""
+    bounds check) are; the sum of products above them stays so (see ``_reads``)."""
     fs = walk.fields_of(type(node))
     out = []
     for f in fs.exprs:
@@ -120,12 +120,6 @@ def index_roots(node) -> list[tuple[ir.Expr, bool]]:
     if isinstance(node, ir.Compare) and (_extent(node.a) or _extent(node.b)):
         out = [(e, True) for e, _ in out]
     return out
-
-
-def index_operand(parent: ir.Expr, parent_index: bool, child: ir.Expr, child_root: bool) -> bool:
-    """Whether ``child`` of ``parent`` is written in index space: below an index root, only
-    through + - * and negation (a `%`, shift or call uses the wrapped value: a hash)."""
-    return child_root or (parent_index and additive(parent))
 
 
 def index_locals(stmts: list[ir.Stmt]) -> set[int]:
@@ -188,7 +182,9 @@ def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool, owner: int | None) 
             return
         if cls is ir.Const:
             return
-        # index_roots and index_operand, written out for an expression (this is the hot loop)
+        # index_roots written out for an expression (this is the hot loop). Index space
+        # reaches a child only through + - * and negation: a `%`, shift or call uses the
+        # wrapped value (a hash).
         fs = walk.fields_of(cls)
         check = cls is ir.Compare and (_extent(e.a) or _extent(e.b))
         add = additive(e)

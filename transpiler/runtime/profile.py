@@ -1,8 +1,8 @@
 """``QD_PROFILE=1``: what each kernel's first call costs, stage by stage, one line on stderr
 per instantiation:
 
-    qd profile: saxpy (vulkan) first call 18.4 ms = translate 2.9 (frontend 1.3, hazards 0.3,
-    emit 1.3) + load 12.8 (spirv 4.1 compiled, pipeline 7.9, layout 0.8) + launch 2.7
+    qd profile: saxpy (vulkan) first call 9.8 ms = translate 1.3 (frontend 0.7, hazards 0.1,
+    emit 0.5) + load 2.0 (spirv 0.9 compiled, pipeline 0.7) + launch 1.6
 
 Stages a backend times itself (``stage``) are named by it; the translation's come from
 ``Translation.seconds``. Off, every hook is a test of one module global."""
@@ -21,10 +21,10 @@ _stages: list[tuple[str, float, str]] | None = None
 
 
 @contextmanager
-def stage(name: str, note: str = "") -> Iterator[list[str]]:
+def stage(name: str) -> Iterator[list[str]]:
     """Time a part of a first call's load (a backend's compile, pipeline creation). The
     yielded list takes a note to print beside it (e.g. "cached")."""
-    notes = [note] if note else []
+    notes: list[str] = []
     if _stages is None:
         yield notes
         return

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
-from typing import Callable
 
 from .cpu_emulator import building, cache_root, compiler_id, digest
 
@@ -78,23 +77,13 @@ def _load() -> ctypes.CDLL | None:
 
 
 _WARM_UP = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"
-_warming: threading.Thread | None = None
 
 
-def warm_up(first: Callable[[], None] | None = None) -> None:
-    """In a background thread, once per process: ``first`` (the caller's own preparation),
-    then build or load the library and fill glslang's built-in symbol tables (about 0.25 s,
-    the first shader's cost). ctypes and the Vulkan calls let go of the GIL, so this overlaps
-    the device's creation and the program's own work before its first kernel call."""
-    global _warming
-    if _warming is None:
-        def run() -> None:
-            if first is not None:
-                first()
-            compile_in_process(_WARM_UP)
-
-        _warming = threading.Thread(target=run, daemon=True, name="qd-glslang-warm-up")
-        _warming.start()
+def fill_builtins() -> None:
+    """Build or load the library and fill glslang's built-in symbol tables (about 0.25 s, the
+    first shader's cost): the Vulkan backend runs this in its warm-up thread (runtime.warm_up),
+    where ctypes lets go of the GIL, beside the device's creation."""
+    compile_in_process(_WARM_UP)
 
 
 def identity() -> str | None:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
-from . import Backend, Launch, Translation, entries_by_task, memory_key, profile
+from . import Backend, Launch, Translation, entries_by_task, memory_key, profile, warm_up
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
 VULKAN_API = (1, 2)
@@ -337,17 +337,6 @@ def _shutdown() -> None:
 
 # ----------------------------------------------------------------------------- SPIR-V
 
-def _import_translator() -> None:
-    """What the first kernel call would otherwise import and build (see warm_up): most of
-    that call. A failure here is the first call's to report, not this thread's."""
-    try:
-        from .warm_up import translate_once
-
-        translate_once()
-    except Exception:  # noqa: BLE001 - only a head start; the call itself says what is wrong
-        pass
-
-
 _spirv_cache: dict[str, bytes] = {}
 
 
@@ -357,15 +346,11 @@ def _cache_dir() -> str | None:
     return os.path.join(base, "spirv")
 
 
-def spirv_for(text: str, name: str) -> bytes:
+def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     """SPIR-V for one GLSL file, cached by the hash of its text and compiler (in memory and
-    on disk). Compiled in this process where glslang's libraries are installed (a few ms,
-    see spirv_compiler), else by glslangValidator (~0.16 s a file)."""
-    return spirv_and_origin(text, name)[0]
-
-
-def spirv_and_origin(text: str, name: str) -> tuple[bytes, str]:
-    """``spirv_for``, and where it came from: "in memory", "from disk" or "compiled"."""
+    on disk), and where it came from: "in memory", "from disk" or "compiled". Compiled in
+    this process where glslang's libraries are installed (a few ms, see spirv_compiler),
+    else by glslangValidator (~0.16 s a file)."""
     from ..toolchains.glsl_check import TARGET_ENV, compile_glsl, glslang_version
     from . import spirv_compiler
 
@@ -471,7 +456,7 @@ class VulkanBackend(Backend):
                  printf: bool = False, **_options):
         from . import spirv_compiler
 
-        spirv_compiler.warm_up(_import_translator)  # beside the device's creation (see warm_up)
+        warm_up.start("glsl", spirv_compiler.fill_builtins)  # beside the device's creation
         self.device = get_device(device, printf)
         self.choice = device
         self.fast_math = fast_math
@@ -552,7 +537,7 @@ class VulkanBackend(Backend):
         modules, pipelines = [], {}
         for task_name, e in entries_by_task(kernel, manifest).items():
             with profile.stage("spirv") as note:
-                spirv, origin = spirv_and_origin(sources[e["file"]], e["file"])
+                spirv, origin = spirv_for(sources[e["file"]], e["file"])
                 note.append(origin)
             with profile.stage("pipeline"):
                 sm_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)

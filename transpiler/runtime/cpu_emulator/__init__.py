@@ -282,13 +282,11 @@ class CpuModule:
         base = slots.ctypes.data
         ptrs = np.array([base + 8 * i for i in range(len(slots))], dtype=np.uint64)
         err = ctypes.create_string_buffer(_ERRLEN)
-        calls = [(entry, self._fn(entry), cfg.ctypes.data) for entry, cfg in cfgs]
-        held = (slots, ptrs, cfgs)  # the memory the pointers above point into
+        calls = [(entry, self._fn(entry), cfg) for entry, cfg in cfgs]
 
-        def again() -> None:
-            assert held
+        def again(slots=slots) -> None:  # holds `slots`, which `ptrs` points into
             for entry, fn, cfg in calls:
-                rc = fn(ptrs.ctypes.data, cfg, err, _ERRLEN)
+                rc = fn(ptrs.ctypes.data, cfg.ctypes.data, err, _ERRLEN)
                 if rc != _OK:
                     raise self.error(rc, err.value.decode(errors="replace"), entry)
 
