@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .ir import nodes as ir
 from .ir import types as T
-from .ir.memo import Identity
+from .ir.memo import freeze
 from .lang.kernel import Kernel
 
 if TYPE_CHECKING:
@@ -43,20 +43,6 @@ class Translation:
     # Seconds each stage took (frontend, hazards, emit); about 0 for one the kernel's cache
     # of earlier translations served.
     seconds: dict = field(default_factory=dict)
-
-
-def freeze(d: dict | None) -> tuple:
-    """A hashable key for a dict of argument values (unhashable values by identity)."""
-    if not d:
-        return ()
-    items = []
-    for k, v in sorted(d.items()):
-        try:
-            hash(v)
-        except TypeError:
-            v = Identity(v)
-        items.append((k, v))
-    return tuple(items)
 
 
 def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | None = None,

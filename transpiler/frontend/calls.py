@@ -11,8 +11,8 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
-    CT_PY_CALLABLES, annotations as func_annotations, has_side_effects, is_library, is_py_scalar, is_simple,
-    name_loads, return_count, signature, store_counts,
+    CT_PY_CALLABLES, annotations as func_annotations, bind_arguments, has_side_effects, is_library, is_py_scalar,
+    is_simple, name_loads, return_count, signature, store_counts,
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
@@ -185,13 +185,10 @@ class CallLowering:
                                   "`if qd.static(...)` is fine)")
         parsed = parse_function(func.fn)
         fdef = parsed.node
-        sig = signature(func.fn)
-        kwargs = kwargs or {}
         try:
-            bound = sig.bind(*args, **kwargs)
+            arguments = bind_arguments(func.fn, args, kwargs or {})
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
-        bound.apply_defaults()
         assigned = store_counts(fdef)
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -220,7 +217,7 @@ class CallLowering:
         try:
             runtime_params = []
             uses = name_loads(body)
-            for pname, value in bound.arguments.items():
+            for pname, value in arguments.items():
                 if isinstance(value, MatrixValue):
                     callee_root.names[pname] = self.matrix_argument(func, pname, value, annotations.get(pname),
                                                                     pname in assigned or uses.get(pname, 0) > 1,

@@ -113,6 +113,7 @@ def retype_const(c: ir.Const, t: T.DType) -> ir.Const:
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@lru_cache(maxsize=1024)
 def is_library(file: str) -> bool:
     return os.path.abspath(file).startswith(PACKAGE_DIR + os.sep)
 
@@ -153,6 +154,28 @@ def store_counts(fdef: ast.AST) -> dict[str, int]:
 @lru_cache(maxsize=1024)
 def signature(fn: Callable) -> inspect.Signature:
     return inspect.signature(fn)
+
+
+@lru_cache(maxsize=1024)
+def positional_names(fn: Callable) -> tuple[str, ...] | None:
+    """The parameter names when every parameter is a plain positional-or-keyword one without
+    a default: a call with exactly that many positional arguments then binds them in order
+    (``Signature.bind`` does the same, at a tenth of the speed)."""
+    params = signature(fn).parameters.values()
+    if all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params):
+        return tuple(p.name for p in params)
+    return None
+
+
+def bind_arguments(fn: Callable, args: list, kwargs: dict) -> dict:
+    """Parameter name -> argument value for a call of ``fn``, defaults applied; a call that
+    does not fit raises TypeError with Python's message."""
+    names = positional_names(fn)
+    if names is not None and not kwargs and len(args) == len(names):
+        return dict(zip(names, args))
+    bound = signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.arguments
 
 
 @lru_cache(maxsize=1024)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import operator
+from typing import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -25,12 +26,21 @@ from .values import (
 class ExpressionLowering:
     """Expression methods of KernelLowering."""
 
+    _expr_methods: dict[type, Callable | None] = {}  # node class -> expr_<name>, per lowering class
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._expr_methods = {}
+
     def expr(self, node: ast.expr):
-        method = getattr(self, "expr_" + type(node).__name__, None)
+        try:
+            method = self._expr_methods[type(node)]
+        except KeyError:
+            method = self._expr_methods[type(node)] = getattr(type(self), "expr_" + type(node).__name__, None)
         if method is None:
             what = UNSUPPORTED_EXPR.get(type(node), type(node).__name__)
             raise self.error(node, f"{what} are not supported in kernels")
-        return method(node)
+        return method(self, node)
 
     def rvalue(self, node: ast.expr) -> ir.Expr:
         return self.to_expr(self.expr(node), node)

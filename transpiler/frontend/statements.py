@@ -3,6 +3,7 @@ break / continue / return."""
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from ..ir import nodes as ir
 from ..ir import types as T
@@ -41,12 +42,21 @@ def loop_jumps(body: list[ast.stmt]) -> set[str]:
 class StatementLowering:
     """Statement methods of KernelLowering (see lower.py for the state they use)."""
 
+    _stmt_methods: dict[type, Callable | None] = {}  # node class -> stmt_<name>, per lowering class
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._stmt_methods = {}
+
     def stmt(self, s: ast.stmt) -> None:
-        method = getattr(self, "stmt_" + type(s).__name__, None)
+        try:
+            method = self._stmt_methods[type(s)]
+        except KeyError:
+            method = self._stmt_methods[type(s)] = getattr(type(self), "stmt_" + type(s).__name__, None)
         if method is None:
             what = UNSUPPORTED_STMT.get(type(s), type(s).__name__)
             raise self.error(s, f"{what} statements are not supported in kernels")
-        method(s)
+        method(self, s)
 
     def stmt_Pass(self, s: ast.Pass) -> None:
         pass

@@ -40,3 +40,17 @@ class Identity:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Identity) and other.value is self.value
+
+
+def freeze(d: dict | None) -> tuple:
+    """A hashable key for a dict of values (unhashable values by identity)."""
+    if not d:
+        return ()
+    items = []
+    for k, v in sorted(d.items()):
+        try:
+            hash(v)
+        except TypeError:
+            v = Identity(v)
+        items.append((k, v))
+    return tuple(items)

@@ -28,7 +28,8 @@ from ..errors import ToolchainMissing, TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
-from ..pipeline import Translation, freeze, translate
+from ..ir.memo import freeze
+from ..pipeline import Translation, translate
 from ..lang.matrix import MatrixType
 from . import profile
 from .ndarray import Ndarray, ndarray  # noqa: F401

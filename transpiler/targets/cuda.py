@@ -333,8 +333,7 @@ class CudaTarget(Target):
 
     def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
         typedefs = [FIXED_WIDTH[t] for t in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64") if t in usage.types]
-        return {"typedefs": typedefs, "uses_half": "f16" in usage.types, "nvshmem": requirement(ctx.kernel) is not None,
-                **self.dialect.helper_values(ctx.options.subgroup_size)}
+        return {"typedefs": typedefs, "uses_half": "f16" in usage.types, "nvshmem": requirement(ctx.kernel) is not None}
 
     def header_context(self, manifest: dict, common: dict) -> dict:
         from ..header import HOST_TYPES, buffer_table

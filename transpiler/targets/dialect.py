@@ -102,6 +102,11 @@ class Dialect:
     function_qualifier = ""
     buffer_param: str | None = "{type}* {name}"
 
+
+    def helper_values(self, subgroup_size: int | None) -> dict:
+        """What the target's helper templates read besides the helper itself."""
+        return {}
+
     def __setattr__(self, name: str, value) -> None:
         raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "
                              "belongs in the TranslationContext or the renderer's Usage")

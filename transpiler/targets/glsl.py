@@ -765,7 +765,10 @@ class GlslTarget(Target):
         if usage.line_directives:
             # Core GLSL's #line takes a source-string number; a file name needs this extension.
             extensions = sorted(extensions + ["GL_GOOGLE_cpp_style_line_directive"])
-        return {"extensions": extensions, "lit": self.template_literal}
+        return {"extensions": extensions}
+
+    def helper_context(self, ctx: TranslationContext) -> dict:
+        return {"lit": self.template_literal}
 
     def template_literal(self, value, dtype: str) -> str:
         """A typed constant for the helper templates; "inf" and "nan" come as strings."""

@@ -387,8 +387,10 @@ class MslTarget(Target):
         size, _ = ctx.layout.size()
         members = [{"name": m.name, "ctype": self.dialect.types[m.dtype.name], "offset": m.offset}
                    for m in ctx.layout.members]
-        return {"params_struct": members, "params_size": size, "params_buffer_index": ctx.layout.buffer_index,
-                "atomic_types": ATOMIC_TYPES, **self.dialect.helper_values(ctx.options.subgroup_size)}
+        return {"params_struct": members, "params_size": size, "params_buffer_index": ctx.layout.buffer_index}
+
+    def helper_context(self, ctx: TranslationContext) -> dict:
+        return {**super().helper_context(ctx), "atomic_types": ATOMIC_TYPES}
 
     def header_context(self, manifest: dict, common: dict) -> dict:
         from ..header import HOST_SIZES, HOST_TYPES, buffer_table, struct_layout

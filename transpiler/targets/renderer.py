@@ -8,6 +8,8 @@ What rendering learns (helpers, dtypes, the target's typed needs) goes into ``us
 from __future__ import annotations
 
 import os
+from functools import lru_cache
+from typing import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -21,12 +23,23 @@ from .dialect import (
 )
 
 
+# Every output line's comment names its Python file: one basename per file, not per line.
+file_name = lru_cache(maxsize=256)(os.path.basename)
+
+
 def _same_op(e: ir.Expr, op: str) -> bool:
     return isinstance(e, ir.BinOp) and e.op == op
 
 
 class Renderer:
     """Renders the statements of one entry point of one translation."""
+
+    # IR class -> its method (expr_<name> or stmt_<name>), looked up once per renderer class
+    _methods: dict[type, Callable] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
 
     def __init__(self, ctx: TranslationContext, usage: Usage, block_dim: int | None = None):
         self.ctx = ctx
@@ -115,16 +128,19 @@ class Renderer:
     # ------------------------------------------------------------------ expressions
 
     def expr(self, e: ir.Expr) -> tuple[str, int]:
-        method = getattr(self, "expr_" + type(e).__name__)
+        try:
+            method = self._methods[type(e)]
+        except KeyError:
+            method = self._methods[type(e)] = getattr(type(self), "expr_" + type(e).__name__)
         if self.in_index and not additive(e):
             # Only the sum of products an index is made of overflows out of bounds: below a
             # %, a shift or a call (a hash's `(h * 31 + k) % n`) the wrapped value is used.
             saved, self.in_index = self.in_index, 0
             try:
-                return method(e)
+                return method(self, e)
             finally:
                 self.in_index = saved
-        return method(e)
+        return method(self, e)
 
     def text(self, e: ir.Expr, min_prec: int = 0) -> str:
         s, p = self.expr(e)
@@ -368,11 +384,11 @@ class Renderer:
     # ------------------------------------------------------------------ statements
 
     def comment(self, loc: ir.Loc) -> str:
-        return f"  // {os.path.basename(loc.file)}:{loc.line}"
+        return f"  // {file_name(loc.file)}:{loc.line}"
 
     def put(self, depth: int, text: str, loc: ir.Loc | None) -> None:
         if self.line_directives and loc is not None and self.last_line != (loc.file, loc.line):
-            self.lines.append(f'#line {loc.line} "{os.path.basename(loc.file)}"')
+            self.lines.append(f'#line {loc.line} "{file_name(loc.file)}"')
             self.usage.line_directives = True
             self.last_line = (loc.file, loc.line)
         self.lines.append("    " * depth + text + (self.comment(loc) if loc is not None else ""))
@@ -382,8 +398,12 @@ class Renderer:
             self.index_vars |= index_locals(stmts)  # they only keep signed arithmetic plain (wraps)
         self.scopes.append(set())
         try:
+            methods = self._methods
             for st in stmts:
-                getattr(self, "stmt_" + type(st).__name__)(st, depth)
+                method = methods.get(type(st))
+                if method is None:
+                    method = methods[type(st)] = getattr(type(self), "stmt_" + type(st).__name__)
+                method(self, st, depth)
         finally:
             self.scopes.pop()
 

@@ -24,9 +24,10 @@ def jinja_env(extra_dirs: tuple[str, ...] = ()):
     syntax = dict(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([*extra_dirs, str(templates_dir())]),
-        undefined=jinja2.StrictUndefined, bytecode_cache=_bytecode_cache(jinja2, syntax), **syntax,
+        undefined=jinja2.StrictUndefined, bytecode_cache=_bytecode_cache(jinja2, syntax), auto_reload=False, **syntax,
     )
     env.filters["params"] = join_params
+    env.filters["body"] = body
     return env
 
 
@@ -52,6 +53,44 @@ def join_params(params: list[str]) -> str:
     return "\n    " + ",\n    ".join(params)
 
 
+def body(lines: list[str]) -> str:
+    """A function body's lines, indented, each ending its line: ``{\n{{ e.lines | body }}}``
+    (one string instead of a template loop, which cost more than the rest of the module)."""
+    return "".join(f"    {line}\n" for line in lines)
+
+
 @lru_cache(maxsize=None)
 def template(name: str, extra_dirs: tuple[str, ...] = ()):
     return jinja_env(extra_dirs).get_template(name)
+
+
+# Helper texts are a function of the helper (name, dtype, spelling, extras) and the target's
+# constants alone: rendering each once per process keeps Jinja's macro machinery (a module
+# per template, a context per call) out of every translation that needs the same helper.
+_helper_texts: dict[tuple, str] = {}
+
+
+def helper_texts(target: str, names: tuple[str, ...], extra_dirs: tuple[str, ...], values: dict,
+                 helpers: list) -> list[str]:
+    """Each helper's text, from the first template of ``names`` that defines its macro,
+    rendered with ``values`` (the target's constants)."""
+    from ..errors import TranspileError
+    from ..ir.memo import freeze
+
+    base = (target, names, extra_dirs, freeze(values))
+    modules = None
+    out = []
+    for h in helpers:
+        key = base + (h.name, h.dtype, h.ctype, freeze(h.extra))
+        text = _helper_texts.get(key)
+        if text is None:
+            if modules is None:
+                modules = [template(name, extra_dirs).make_module(values) for name in names]
+            macro = next((getattr(m, h.name) for m in modules if hasattr(m, h.name)), None)
+            if macro is None:
+                raise TranspileError(f"internal error: the {target} target has no helper {h.name!r}")
+            if len(_helper_texts) > 4096:  # a target that passes fresh unhashable values each call
+                _helper_texts.clear()
+            text = _helper_texts[key] = str(macro(h))
+        out.append(text)
+    return out
