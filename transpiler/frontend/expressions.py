@@ -92,6 +92,8 @@ class ExpressionLowering:
 
     def expr_Name(self, node: ast.Name):
         bound, scope = self.scope.lookup(node.id)
+        if type(bound) is ir.Local and scope is not self.kernel_scope and id(bound) not in self.promoted:
+            return ir.LocalRef(bound.type, self.loc(node), bound)  # most names: shared_for_read's plain case
         shared = self.shared_for_read(bound, scope)
         if shared is not None:
             return self.load_var(shared, self.loc(node))
@@ -505,11 +507,29 @@ class ExpressionLowering:
     def is_call_to(self, node: ast.expr, builtin_name: str) -> bool:
         if not isinstance(node, ast.Call):
             return False
-        try:
-            f = self.expr(node.func)
-        except TranspileError:
-            return False
-        return isinstance(f, CT) and getattr(f.value, "_qd_builtin", None) == builtin_name
+        return getattr(self.named_value(node.func), "_qd_builtin", None) == builtin_name
+
+    def named_value(self, node: ast.expr):
+        """The translation-time value a name or dotted name stands for (a global, a closure
+        value, a template argument, an attribute of one), found without lowering anything;
+        None when it names a run-time value or nothing. What a call is a call to is asked of
+        most statements before they are lowered: this keeps that question cheap and free of
+        side effects."""
+        if isinstance(node, ast.Name):
+            bound, _ = self.scope.lookup(node.id)
+            if bound is not None:
+                return bound.value if isinstance(bound, CT) else None
+            found = self.global_lookup(node.id)
+            return None if found is None else found.value
+        if isinstance(node, ast.Attribute):
+            base = self.named_value(node.value)
+            if base is None:
+                return None
+            try:
+                return getattr(base, node.attr, None)
+            except Exception:  # noqa: BLE001 - a property that raises names nothing
+                return None
+        return None
 
     def make_atomic(self, op: str, array: ir.Array, indices: list[ir.Expr], value: ir.Expr, node: ast.AST,
                     spelled: str, expected: ir.Expr | None = None) -> ir.Atomic:

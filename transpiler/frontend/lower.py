@@ -96,8 +96,12 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def loc(self, node: ast.AST | ir.Loc) -> ir.Loc:
         # Code inlined from the project's own library (block reductions, scans, ...) is
         # attributed to the user's call: comments, diagnostics and hazards point there.
-        if self.library_site is not None:
-            return self.library_site
+        site = self.library_site
+        if site is not None:
+            return site
+        site = getattr(node, "_qd_loc", None)
+        if site is not None:
+            return site
         if isinstance(node, ir.Loc):
             return node
         return self.frame.parsed.loc(node)

@@ -22,6 +22,7 @@ class ParsedFunction:
         hit = self.locs.get(key)
         if hit is None:
             hit = self.locs[key] = Loc(self.file, node.lineno, node.col_offset)
+        node._qd_loc = hit  # a node belongs to one parsed file: lowering's next ask is one getattr
         return hit
 
 
