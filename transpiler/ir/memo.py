@@ -7,6 +7,7 @@ import functools
 from typing import Callable
 
 _results: dict[tuple, tuple] = {}
+_LIMIT = 4096  # entries; each holds its kernel's IR alive
 
 
 def per_kernel(fn: Callable | None = None, *, key: Callable | None = None) -> Callable:
@@ -20,6 +21,8 @@ def per_kernel(fn: Callable | None = None, *, key: Callable | None = None) -> Ca
         slot = (fn.__qualname__, id(kernel), key(*args, **kwargs) if key else (args, tuple(sorted(kwargs.items()))))
         hit = _results.get(slot)
         if hit is None or hit[0] is not kernel:  # the object itself is kept, so its id stays unique
+            if len(_results) >= _LIMIT:  # a process that builds IR over and over (a bench, the fuzzer)
+                _results.clear()
             hit = _results[slot] = (kernel, fn(kernel, *args, **kwargs))
         return hit[1]
 

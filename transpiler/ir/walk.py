@@ -157,9 +157,16 @@ def node_kinds(stmts: list[ir.Stmt]) -> frozenset[type]:
 
 
 @per_kernel
+def task_node_kinds(task: ir.Task) -> frozenset[type]:
+    """``node_kinds`` of a task's code, once per task."""
+    return node_kinds(task.code())
+
+
+@per_kernel
 def kernel_node_kinds(kernel: ir.Kernel) -> frozenset[type]:
     """``node_kinds`` of every task's code and every function's body, once per kernel."""
-    return node_kinds([st for t in kernel.tasks for st in t.code()] + [st for f in kernel.functions for st in f.body])
+    return frozenset().union(*(task_node_kinds(t) for t in kernel.tasks),
+                             node_kinds([st for f in kernel.functions for st in f.body]))
 
 
 def contains(kernel: ir.Kernel, *classes: type) -> bool:

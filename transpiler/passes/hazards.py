@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import TranspileError, format_diagnostic
 from ..ir import nodes as ir
-from ..ir.walk import all_stmts, attributes, children, contains, iter_expr, node_kinds, references, stmt_exprs
+from ..ir.walk import (
+    all_stmts, attributes, children, contains, iter_expr, node_kinds, references, stmt_exprs, task_node_kinds,
+)
 
 if TYPE_CHECKING:
     from ..targets.target import Target
@@ -186,7 +188,7 @@ class _Checker:
 
     def run(self) -> list[Hazard]:
         # Each check walks the task only when what it looks for is there.
-        kinds = node_kinds(self.task.code())
+        kinds = task_node_kinds(self.task)
         if any(issubclass(k, (ir.Barrier, ir.BlockVote, ir.SubgroupOp)) for k in kinds):
             self.levels = _Levels(self.task, self.subgroup_size)
             self.walk(self.task.body + self.task.epilogue, UNIFORM, None)
