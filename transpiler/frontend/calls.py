@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math as pymath
+from functools import lru_cache
 
 from .. import lang
 from ..errors import TranspileError
@@ -159,10 +160,10 @@ class CallLowering:
         kwargs = {k.arg: self.argument(k.arg in by_ref, k.value) for k in node.keywords}
         return self.inline_values(func, node, args, kwargs)
 
-    def template_params(self, func: lang.Func) -> set[str]:
+    def template_params(self, func: lang.Func) -> frozenset[str]:
         if not parse_function(func.fn).node.args.args:
-            return set()
-        return {name for name, ann in func_annotations(func.fn).items() if lang.param_kind(ann) == "template"}
+            return frozenset()
+        return template_params(func.fn)
 
     def argument(self, by_reference: bool, node: ast.expr):
         """An argument's value; a struct variable (a tile) given to a qd.template() parameter
@@ -326,3 +327,8 @@ class CallLowering:
 
         ok(body, True)
 
+
+@lru_cache(maxsize=1024)
+def template_params(fn) -> frozenset[str]:
+    """The qd.template() parameters of a @qd.func, read once per function (as its annotations are)."""
+    return frozenset(name for name, ann in func_annotations(fn).items() if lang.param_kind(ann) == "template")
