@@ -191,6 +191,8 @@ class _Checker:
         kinds = task_node_kinds(self.task)
         if any(issubclass(k, (ir.Barrier, ir.BlockVote, ir.SubgroupOp)) for k in kinds):
             self.levels = _Levels(self.task, self.subgroup_size)
+            # Collectives in expressions: only where the task has some (barriers are statements).
+            self.expression_collectives = any(issubclass(k, (ir.BlockVote, ir.SubgroupOp)) for k in kinds)
             self.walk(self.task.body + self.task.epilogue, UNIFORM, None)
         if ir.While in kinds:
             self.spin_waits()
@@ -202,8 +204,9 @@ class _Checker:
 
     def walk(self, stmts: list[ir.Stmt], control: int, why: ir.Loc | None) -> None:
         for st in stmts:
-            for e in stmt_exprs(st):
-                self.collectives(e, control, why)
+            if self.expression_collectives:
+                for e in stmt_exprs(st):
+                    self.collectives(e, control, why)
             if isinstance(st, ir.Barrier):
                 self.check_collective("block.sync()" if st.scope == "block" else "subgroup.sync()",
                                       st.scope, control, why, st.loc)
