@@ -13,7 +13,7 @@ from pathlib import Path
 from transpiler.errors import TranspileError
 from transpiler.ir import nodes as ir
 from transpiler.ir import types as T
-from transpiler.targets.context import EntryPoint, TranslationContext, Usage
+from transpiler.targets.context import TranslationContext
 from transpiler.targets.cxx import CXX_KEYWORDS, CxxDialect
 from transpiler.targets.dialect import printf_text
 from transpiler.targets.renderer import Renderer
@@ -162,6 +162,3 @@ class OpenclTarget(Target):
 
     def requirements(self, ctx: TranslationContext) -> dict:
         return {"opencl_c": "2.0", "extensions": []}
-
-    def module_context(self, ctx: TranslationContext, entries: list[EntryPoint], usage: Usage) -> dict:
-        return self.dialect.helper_values(ctx.options.subgroup_size)

@@ -16,7 +16,7 @@ from ..ir import nodes as ir
 from ..ir.evaluate import uniform_env
 from ..passes.tasks import task_loop
 from .context import EntryPoint, Needs, Options, TranslationContext, Usage
-from .dialect import Dialect, Helper
+from .dialect import Dialect
 from .renderer import Renderer
 from .templates import helper_texts, template
 
@@ -150,17 +150,14 @@ class Target:
         never the kernel's (the templates' StrictUndefined says so when one tries)."""
         return self.dialect.helper_values(ctx.options.subgroup_size)
 
-    def render_helpers(self, helpers: list[Helper], values: dict) -> list[str]:
-        """Each helper's text, from the first of ``helper_templates`` that defines its macro."""
-        return helper_texts(self.name, self.helper_templates, self.template_dirs, values, helpers)
-
     def render_file(self, ctx: TranslationContext, base: dict, entries: list[EntryPoint], usage: Usage) -> str:
         called = {f.name: f for e in entries for f in e.functions}
         values = dict(base, entries=entries, functions=[called[f.name] for f in ctx.kernel.functions if f.name in called],
                       **self.module_context(ctx, entries, usage))
         if self.one_file_per_task:
             values["entry"] = entries[0]
-        values["helpers"] = self.render_helpers(usage.sorted_helpers(), self.helper_context(ctx))
+        values["helpers"] = helper_texts(self.name, self.helper_templates, self.template_dirs, self.helper_context(ctx),
+                                         usage.sorted_helpers())
         return template(self.module_template, self.template_dirs).render(values)
 
     def render(self, ctx: TranslationContext) -> tuple[dict[str, str], dict]:
