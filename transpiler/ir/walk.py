@@ -129,9 +129,20 @@ def all_stmts(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
 def all_exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
     """Every expression evaluated anywhere in ``stmts``: each statement's own in field order,
     each tree depth first."""
+    # One loop and a list (every caller walks most of it): nested generators cost more than
+    # the visit itself.
+    kids = _CHILDREN
+    out: list[ir.Expr] = []
     for st in _flatten(stmts, []):
-        for top in _children_of(type(st))(st):
-            yield from iter_expr(top)
+        fn = kids.get(type(st))
+        for top in (fn(st) if fn is not None else _children_of(type(st))(st)):
+            stack = [top]
+            while stack:
+                n = stack.pop()
+                out.append(n)
+                fn = kids.get(type(n))
+                stack += fn(n) if fn is not None else _children_of(type(n))(n)
+    return iter(out)
 
 
 def node_kinds(stmts: list[ir.Stmt]) -> frozenset[type]:
