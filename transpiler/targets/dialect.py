@@ -102,7 +102,6 @@ class Dialect:
     function_qualifier = ""
     buffer_param: str | None = "{type}* {name}"
 
-
     def helper_values(self, subgroup_size: int | None) -> dict:
         """What the target's helper templates read besides the helper itself."""
         return {}
