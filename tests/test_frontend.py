@@ -1,6 +1,8 @@
 """Unit tests of the frontend and IR: types, promotion, scoping, inlining, qd.static."""
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import transpiler as qd
@@ -141,6 +143,50 @@ def test_static_for_unrolls():
 
     src = cuda(k)
     assert src.count("atomicAdd(&f[i]") == 3
+
+
+ALIASED_STATIC = qd.static  # a module-level alias of a built-in is still that built-in
+
+
+def test_builtins_are_recognised_under_any_name_that_reaches_them():
+    from transpiler import loop_config as configure
+
+    st = qd.static  # a closure value
+
+    @qd.func
+    def fill(f: qd.template(), i, unroll: qd.template()):
+        for j in unroll(range(2)):  # a template argument
+            f[i] += j + 10
+
+    @qd.kernel
+    def k(f: f32v, flag: qd.template()):
+        configure(block_dim=64)
+        for i in range(f.shape[0]):
+            for j in ALIASED_STATIC(range(3)):
+                f[i] += j
+            if st(flag):
+                f[i] = 7.0
+            fill(f, i, qd.static)
+
+    tr = qd.translate(k, "cuda", template_args={"flag": True}, warn=False)
+    src = "\n".join(tr.sources.values())
+    assert src.count("atomicAdd(&f[i]") == 5 and "for (" not in src.split("i < ")[-1]  # 3 + 2 copies, no loops
+    assert "f[i] = 7.0f;" in src and "if (" not in src  # the static if chose at translation time
+    assert tr.manifest["entry_points"][0]["block_dim"] == 64
+
+
+def test_a_local_named_like_a_builtin_is_not_it():
+    @qd.kernel
+    def k(f: f32v):
+        for i in range(f.shape[0]):
+            ALIASED_STATIC = f[i]  # noqa: N806 - a run-time value now, in this scope
+            for j in ALIASED_STATIC(range(3)):
+                f[i] += j
+
+    lines, first = inspect.getsourcelines(k.fn)
+    line = first + next(n for n, text in enumerate(lines) if "in ALIASED_STATIC(" in text)
+    with pytest.raises(qd.TranspileError, match=rf"test_frontend.py:{line}:22: .*must iterate over range"):
+        qd.translate(k, "cuda")
 
 
 def test_each_template_value_is_its_own_instantiation():
