@@ -92,8 +92,13 @@ class ExpressionLowering:
 
     def expr_Name(self, node: ast.Name):
         bound, scope = self.scope.lookup(node.id)
-        if type(bound) is ir.Local and scope is not self.kernel_scope and id(bound) not in self.promoted:
-            return ir.LocalRef(bound.type, self.loc(node), bound)  # most names: shared_for_read's plain case
+        # The common cases first: a local of this task or function (shared_for_read's plain
+        # case), and a value bound to the name (an inlined function's argument).
+        if type(bound) is ir.Local:
+            if scope is not self.kernel_scope and id(bound) not in self.promoted:
+                return ir.LocalRef(bound.type, self.loc(node), bound)
+        elif isinstance(bound, (ir.Expr, CT)):
+            return bound
         shared = self.shared_for_read(bound, scope)
         if shared is not None:
             return self.load_var(shared, self.loc(node))
