@@ -312,23 +312,35 @@ class CallLowering:
 
     def check_returns(self, body: list[ast.stmt], parsed: ParsedFunction, func: lang.Func) -> None:
         """``return`` may only end the function (possibly in both arms of a final if)."""
-
-        def ok(stmts: list[ast.stmt], tail: bool) -> None:
-            for k, st in enumerate(stmts):
-                last = tail and k == len(stmts) - 1
-                if isinstance(st, ast.Return) and not last:
-                    raise TranspileError(f"`return` in @qd.func `{func.__name__}` must be its last statement",
-                                         parsed.loc(st), hint="assign to a result variable and return it at the end")
-                if isinstance(st, ast.If):
-                    ok(st.body, last)
-                    ok(st.orelse, last)
-                elif isinstance(st, (ast.For, ast.While)):
-                    ok(st.body, False)
-
-        ok(body, True)
+        bad = misplaced_return(tuple(body))
+        if bad is not None:
+            raise TranspileError(f"`return` in @qd.func `{func.__name__}` must be its last statement",
+                                 parsed.loc(bad), hint="assign to a result variable and return it at the end")
 
 
 @lru_cache(maxsize=1024)
 def template_params(fn) -> frozenset[str]:
     """The qd.template() parameters of a @qd.func, read once per function (as its annotations are)."""
     return frozenset(name for name, ann in func_annotations(fn).items() if lang.param_kind(ann) == "template")
+
+
+@lru_cache(maxsize=4096)
+def misplaced_return(body: tuple[ast.stmt, ...]) -> ast.Return | None:
+    """The first ``return`` in a function body that does not end it, if any (read once per
+    body, as the parsed trees are never changed)."""
+
+    def first(stmts: list[ast.stmt], tail: bool) -> ast.Return | None:
+        for k, st in enumerate(stmts):
+            last = tail and k == len(stmts) - 1
+            if isinstance(st, ast.Return) and not last:
+                return st
+            found = None
+            if isinstance(st, ast.If):
+                found = first(st.body, last) or first(st.orelse, last)
+            elif isinstance(st, (ast.For, ast.While)):
+                found = first(st.body, False)
+            if found is not None:
+                return found
+        return None
+
+    return first(list(body), True)
