@@ -189,6 +189,33 @@ def test_a_local_named_like_a_builtin_is_not_it():
         qd.translate(k, "cuda")
 
 
+@pytest.mark.parametrize("call, says", [
+    ("scale(f[i])", "missing a required argument: 'k'"),            # too few: Python's own message
+    ("scale(f[i], 2.0, 3.0)", "too many positional arguments"),
+    ("scale(f[i], kk=2.0)", "missing a required argument: 'k'"),   # a misspelt keyword leaves k unbound
+])
+def test_a_func_called_with_the_wrong_arguments_is_located(tmp_path, call, says):
+    src = tmp_path / "bad_call.py"
+    src.write_text(f"""import transpiler as qd
+
+
+@qd.func
+def scale(x, k):
+    return x * k
+
+
+@qd.kernel
+def k(f: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(f.shape[0]):
+        f[i] = {call}
+""")
+    from transpiler.cli import load_kernels
+
+    kernels, _ = load_kernels(str(src))
+    with pytest.raises(qd.TranspileError, match=rf"bad_call.py:12:16: error: bad arguments to `scale`: {says}"):
+        qd.translate(kernels["k"], "cuda")
+
+
 def test_each_template_value_is_its_own_instantiation():
     @qd.kernel
     def k(f: f32v, n: qd.template()):

@@ -155,15 +155,10 @@ class CallLowering:
 
     def inline(self, func: lang.Func, node: ast.Call):
         params = list(signature(func.fn).parameters)
-        by_ref = self.template_params(func)
+        by_ref = template_params(func.fn)
         args = [self.argument(k < len(params) and params[k] in by_ref, a) for k, a in enumerate(node.args)]
         kwargs = {k.arg: self.argument(k.arg in by_ref, k.value) for k in node.keywords}
         return self.inline_values(func, node, args, kwargs)
-
-    def template_params(self, func: lang.Func) -> frozenset[str]:
-        if not parse_function(func.fn).node.args.args:
-            return frozenset()
-        return template_params(func.fn)
 
     def argument(self, by_reference: bool, node: ast.expr):
         """An argument's value; a struct variable (a tile) given to a qd.template() parameter
@@ -321,6 +316,8 @@ class CallLowering:
 @lru_cache(maxsize=1024)
 def template_params(fn) -> frozenset[str]:
     """The qd.template() parameters of a @qd.func, read once per function (as its annotations are)."""
+    if not parse_function(fn).node.args.args:
+        return frozenset()
     return frozenset(name for name, ann in func_annotations(fn).items() if lang.param_kind(ann) == "template")
 
 
@@ -329,7 +326,7 @@ def misplaced_return(body: tuple[ast.stmt, ...]) -> ast.Return | None:
     """The first ``return`` in a function body that does not end it, if any (read once per
     body, as the parsed trees are never changed)."""
 
-    def first(stmts: list[ast.stmt], tail: bool) -> ast.Return | None:
+    def first(stmts: list[ast.stmt] | tuple[ast.stmt, ...], tail: bool) -> ast.Return | None:
         for k, st in enumerate(stmts):
             last = tail and k == len(stmts) - 1
             if isinstance(st, ast.Return) and not last:
@@ -343,4 +340,4 @@ def misplaced_return(body: tuple[ast.stmt, ...]) -> ast.Return | None:
                 return found
         return None
 
-    return first(list(body), True)
+    return first(body, True)

@@ -81,15 +81,22 @@ def children(e: ir.Expr) -> list[ir.Expr]:
     return _children_of(type(e))(e)
 
 
-def iter_expr(e: ir.Expr) -> Iterator[ir.Expr]:
-    """``e`` and every expression below it."""
+def _subtree(e: ir.Expr, out: list[ir.Expr]) -> list[ir.Expr]:
+    """Append ``e`` and every expression below it to ``out``, depth first. One loop and a
+    list: the walks run on every new IR, and generators cost more than the visit."""
     kids = _CHILDREN
     stack = [e]
     while stack:
         n = stack.pop()
-        yield n
+        out.append(n)
         fn = kids.get(type(n))
-        stack.extend(fn(n) if fn is not None else _children_of(type(n))(n))
+        stack += fn(n) if fn is not None else _children_of(type(n))(n)
+    return out
+
+
+def iter_expr(e: ir.Expr) -> Iterator[ir.Expr]:
+    """``e`` and every expression below it."""
+    return iter(_subtree(e, []))
 
 
 def stmt_exprs(st: ir.Stmt) -> list[ir.Expr]:
@@ -129,27 +136,19 @@ def all_stmts(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
 def all_exprs(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
     """Every expression evaluated anywhere in ``stmts``: each statement's own in field order,
     each tree depth first."""
-    # One loop and a list (every caller walks most of it): nested generators cost more than
-    # the visit itself.
     kids = _CHILDREN
     out: list[ir.Expr] = []
     for st in _flatten(stmts, []):
         fn = kids.get(type(st))
         for top in (fn(st) if fn is not None else _children_of(type(st))(st)):
-            stack = [top]
-            while stack:
-                n = stack.pop()
-                out.append(n)
-                fn = kids.get(type(n))
-                stack += fn(n) if fn is not None else _children_of(type(n))(n)
+            _subtree(top, out)
     return iter(out)
 
 
 def node_kinds(stmts: list[ir.Stmt]) -> frozenset[type]:
     """The node classes (statements and expressions) anywhere in ``stmts``: one walk that
-    lets a pass skip its own when what it looks for is not there. (Written as one loop over
-    a stack of both kinds of node: it runs on every new IR, and the generators of
-    ``all_exprs`` cost more than the visit.)"""
+    lets a pass skip its own when what it looks for is not there (one loop over a stack of
+    both kinds of node, as ``_subtree``)."""
     kinds: set[type] = set()
     kids, bodies = _CHILDREN, _BODIES
     stack = list(stmts)

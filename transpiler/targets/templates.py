@@ -6,6 +6,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import TranspileError
+from ..ir.memo import freeze
+
 
 def templates_dir() -> Path:
     """``templates/`` beside the package in a checkout, ``transpiler/templates`` once installed."""
@@ -74,9 +77,6 @@ def helper_texts(target: str, names: tuple[str, ...], extra_dirs: tuple[str, ...
                  helpers: list) -> list[str]:
     """Each helper's text, from the first template of ``names`` that defines its macro,
     rendered with ``values`` (the target's constants)."""
-    from ..errors import TranspileError
-    from ..ir.memo import freeze
-
     base = (target, names, extra_dirs, freeze(values))
     modules = None
     out = []
