@@ -160,7 +160,7 @@ class Timer:
         self.backend = current()
         tr = qd.translate(kernel, "cuda", **self.backend.translate_options())
         self.kir = tr.ir
-        self.manifest, self.functions = self.backend.load(tr)
+        self.functions = self.backend.load(tr).functions
         self.plan_launches = plan_launches
 
     def launcher(self, values: dict):

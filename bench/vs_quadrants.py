@@ -16,6 +16,9 @@ emulator; its first call includes the C++ build, cached on disk afterwards) agai
 Quadrants' LLVM CPU backend, for saxpy at 1K (the launch cost) and 1M elements
 (throughput); ``--cpu-sizes ''`` leaves it out.
 
+``--arch cuda`` runs the first table on an NVIDIA GPU instead (ours through CuPy, Quadrants'
+CUDA backend; Quadrants then comes from the same Python when ``QD_QUADRANTS_PYTHON`` names it).
+
 Not part of the test suite (a few minutes).
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +93,7 @@ def ratio(a: dict, b: dict, key: str) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1024,4194304")
+    p.add_argument("--arch", default="vulkan", choices=["vulkan", "cuda"], help="the device of the first table")
     p.add_argument("--cpu-sizes", default="1024,1048576", help="saxpy on the CPU at these sizes ('' for none)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=50)
@@ -98,13 +103,14 @@ def main() -> None:
     a = p.parse_args()
     if a.quick:
         a.rounds, a.reps = 1, 20
-    if not Path(THEIRS).exists():
+    if not shutil.which(THEIRS):
         say(f"Quadrants not found at {THEIRS}: set QD_QUADRANTS_PYTHON (see this file's docstring)")
         return
     sizes = [int(s) for s in a.sizes.split(",")]
-    results = {"vulkan": measure(KERNELS, sizes, a.rounds, a.reps, a.timeout)}
-    say(ratio_table(f"Same kernels on the same Vulkan device: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
-                    f"{a.reps} warm calls each)", results["vulkan"]))
+    results = {a.arch: measure(KERNELS, sizes, a.rounds, a.reps, a.timeout, arch=a.arch)}
+    device = "Vulkan device" if a.arch == "vulkan" else "NVIDIA GPU (CUDA)"
+    say(ratio_table(f"Same kernels on the same {device}: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
+                    f"{a.reps} warm calls each)", results[a.arch]))
     cpu_sizes = [int(s) for s in a.cpu_sizes.split(",") if s.strip()]
     if cpu_sizes:
         results["cpu"] = measure(CPU_KERNELS, cpu_sizes, a.rounds, a.reps, a.timeout, arch="cpu")

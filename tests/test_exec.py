@@ -281,16 +281,55 @@ def test_vulkan_ndarrays_are_device_resident(rng):
     assert len(backend.resident) == before
 
 
-def test_a_call_with_the_same_arguments_is_replayed(executor, rng, monkeypatch):
-    """On Vulkan and the CPU executors a warm call with the same qd.ndarrays and scalars runs
-    the last launch again as it was prepared; anything that changes what the launch would do
-    runs it in full: another scalar (even -0.0 for 0.0), other arrays, numpy arrays (Vulkan
-    copies them in and out each call), and a kernel with its own per-call arguments (a
-    seed). New contents of the same arrays are read in place by the replay."""
+def test_cuda_ndarrays_are_device_resident(rng):
+    """On CUDA a qd.ndarray is device memory mirrored by a host array: a launch copies
+    nothing for it, the host copy catches up when read (to_numpy, []), a host write reaches
+    the device before the next launch, and the memory goes with the last reference."""
+    import gc
+
+    from conftest import have_gpu, init_executor
     from transpiler.runtime import current
 
-    if executor == "cuda":
-        pytest.skip("the CUDA runtime launches each call in full")
+    if not have_gpu():
+        pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
+
+    @qd.kernel
+    def axpy(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    init_executor("cuda")
+    backend = current()
+    before = len(backend.resident)
+    x, y = qd.ndarray(qd.f32, (1000,)), qd.ndarray(qd.f32, (1000,))
+    assert len(backend.resident) == before + 2
+    xs, ys = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    x.from_numpy(xs)
+    y.from_numpy(ys)
+    axpy(2.0, x, y)
+    mirror = backend.resident[y.data.__array_interface__["data"][0]]
+    assert mirror.host_stale and not mirror.device_stale  # the result is on the device only
+    assert np.isclose(y[3], 2.0 * xs[3] + ys[3], rtol=1e-6)
+    assert not mirror.host_stale
+    want = 2.0 * xs + ys
+    y[0] = 7.0  # one element from the host: the others stay as the kernel left them
+    want[0] = 7.0
+    axpy(1.0, y, y)  # one buffer for both parameters: every element doubles
+    np.testing.assert_allclose(y.to_numpy(), 2 * want, rtol=1e-6)
+    axpy(3.0, np.ones(1000, np.float32), y)  # a numpy array beside a resident one: copied in
+    np.testing.assert_allclose(y.to_numpy(), 2 * want + 3.0, rtol=1e-6)
+    del x, y, mirror
+    gc.collect()
+    assert len(backend.resident) == before
+
+
+def test_a_call_with_the_same_arguments_is_replayed(executor, rng, monkeypatch):
+    """On every executor a warm call with the same qd.ndarrays and scalars runs the last
+    launch again as it was prepared; anything that changes what the launch would do runs it
+    in full: another scalar (even -0.0 for 0.0), other arrays, numpy arrays (Vulkan and CUDA
+    copy them in and out each call), and a kernel with its own per-call arguments (a seed).
+    New contents of the same arrays are read by the replay."""
+    from transpiler.runtime import current
 
     @qd.kernel
     def scale_add(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
@@ -336,6 +375,36 @@ def test_a_call_with_the_same_arguments_is_replayed(executor, rng, monkeypatch):
     first = y.to_numpy()
     noise(y)  # a fresh seed per call: never replayed
     assert not np.array_equal(first, y.to_numpy())
+    assert replays == [True, True]
+
+
+def test_a_kernel_of_several_tasks_is_replayed_in_order(executor, rng, monkeypatch):
+    """A replayed kernel of several tasks runs them again in order, each seeing what the one
+    before wrote (on CUDA they are replayed as one captured graph), and reads the arrays'
+    new contents."""
+    from transpiler.runtime import current
+
+    @qd.kernel
+    def smooth_then_scale(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), tmp: qd.types.ndarray(qd.f32, 1),
+                          y: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            tmp[i] = x[i] + x[(i + 1) % x.shape[0]]
+        for i in range(x.shape[0]):
+            y[i] = a * (tmp[i] - tmp[(i + x.shape[0] - 1) % x.shape[0]])
+
+    backend = current()
+    replays = []
+    real_replay = backend.replay
+    monkeypatch.setattr(backend, "replay",
+                        lambda program, token: replays.append(real_replay(program, token)) or replays[-1])
+    n = 1000
+    x, tmp, y = qd.ndarray(qd.f32, n), qd.ndarray(qd.f32, n), qd.ndarray(qd.f32, n)
+    for round_ in range(3):
+        xs = rng.standard_normal(n).astype(np.float32)
+        x.from_numpy(xs)
+        smooth_then_scale(1.5, x, tmp, y)
+        t = xs + np.roll(xs, -1)
+        np.testing.assert_allclose(y.to_numpy(), 1.5 * (t - np.roll(t, 1)), rtol=1e-5, atol=1e-5)
     assert replays == [True, True]
 
 

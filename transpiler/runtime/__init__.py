@@ -98,14 +98,36 @@ class Backend:
         launch), or None where this executor has none: the array lives on the host."""
         return None
 
+    # An executor whose resident memory is not the host's (a GPU's, mirrored by a host array)
+    # keeps the two in step through these; where the host array is the memory, they do nothing.
+    def host_read(self, arr: np.ndarray) -> None:
+        """The host is about to read resident ``arr``: bring it up to date with the device."""
 
-def array_storage(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """A qd.ndarray's storage: the current executor's resident memory, else host memory."""
+    def host_written(self, arr: np.ndarray) -> None:
+        """The host has written all of resident ``arr``: the device's copy is out of date."""
+
+
+def array_storage(shape: tuple[int, ...], dtype) -> tuple[np.ndarray, Backend | None]:
+    """A qd.ndarray's storage: the current executor's resident memory and that executor,
+    else host memory and None."""
     if _backend is not None:
         arr = _backend.resident_array(shape, dtype)
         if arr is not None:
-            return arr
-    return np.zeros(shape, dtype)
+            return arr, _backend
+    return np.zeros(shape, dtype), None
+
+
+def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
+    """The ndarray parameters some task stores to or updates atomically."""
+    from ..ir.walk import all_exprs, all_stmts
+
+    out: set[str] = set()
+    for task in kernel.tasks:
+        code = kernel.code(task)
+        written = [st.array for st in all_stmts(code) if isinstance(st, ir.Store)]
+        written += [e.array for e in all_exprs(code) if isinstance(e, ir.Atomic)]
+        out.update(a.name for a in written if isinstance(a, ir.Param))
+    return frozenset(out)
 
 
 _serials = itertools.count(1)

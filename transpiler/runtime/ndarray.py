@@ -1,6 +1,7 @@
 """``qd.ndarray``: an array a kernel can take. On Vulkan its storage is device memory the
-host sees mapped, which kernels bind in place; elsewhere host memory each runtime copies
-to and from its device around a launch."""
+host sees mapped, which kernels bind in place; on CUDA, device memory mirrored by a host
+array, copied across only when the other side reads it; elsewhere host memory each runtime
+copies to and from its device around a launch."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,7 +31,7 @@ class Ndarray:
         self.scalar_dtype = scalar
         from . import array_storage
 
-        self.data = array_storage(shape + element_shape, scalar.np_dtype)
+        self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
 
     # Met as a Python value in a kernel (an attribute of a data-oriented instance), it is bound
     # like a field: these say how (see frontend/fields.py).
@@ -41,6 +42,15 @@ class Ndarray:
     def storage(self):
         return self.data
 
+    def _read(self) -> np.ndarray:
+        if self._owner is not None:
+            self._owner.host_read(self.data)
+        return self.data
+
+    def _written(self) -> None:
+        if self._owner is not None:
+            self._owner.host_written(self.data)
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
@@ -50,18 +60,21 @@ class Ndarray:
         if arr.shape != self.data.shape:
             raise ValueError(f"shape {arr.shape} does not match the ndarray's {self.data.shape}")
         self.data[...] = arr.astype(self.data.dtype, copy=False)
+        self._written()
 
     def to_numpy(self) -> np.ndarray:
-        return self.data.copy()
+        return self._read().copy()
 
     def fill(self, value) -> None:
         self.data.fill(value)
+        self._written()
 
     def __getitem__(self, idx):
-        return self.data[idx]
+        return self._read()[idx]
 
     def __setitem__(self, idx, value):
-        self.data[idx] = value
+        self._read()[idx] = value  # the rest of the array stays as the device has it
+        self._written()
 
     def __repr__(self) -> str:
         return f"qd.ndarray({self.dtype!r}, {self.shape})"

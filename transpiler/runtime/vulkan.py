@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
-from . import Backend, Launch, Translation, entries_by_task, memory_key, profile, warm_up
+from . import Backend, Launch, Translation, entries_by_task, memory_key, profile, warm_up, written_arrays
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
 VULKAN_API = (1, 2)
@@ -421,19 +421,6 @@ class VulkanProgram:
     submit: object = None          # its VkSubmitInfo, made once
     runs: int = 0                  # launches so far; with `staged`, what a replay token names
     staged: bool = True            # whether the last run copied arrays in or out
-
-
-def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
-    """The ndarray parameters some task stores to or updates atomically."""
-    from ..ir.walk import all_exprs, all_stmts
-
-    out: set[str] = set()
-    for task in kernel.tasks:
-        code = kernel.code(task)
-        written = [st.array for st in all_stmts(code) if isinstance(st, ir.Store)]
-        written += [e.array for e in all_exprs(code) if isinstance(e, ir.Atomic)]
-        out.update(a.name for a in written if isinstance(a, ir.Param))
-    return frozenset(out)
 
 
 @dataclass
