@@ -246,6 +246,24 @@ def test_wrong_argument_dtype_is_a_clear_error(executor, n):
         saxpy(1.0, np.zeros(n), np.zeros(n, np.float32))
 
 
+@qd.kernel
+def axpy(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+def _two_resident_arrays(backend, rng) -> tuple:
+    """Two qd.ndarrays of 1000 random f32 made on ``backend``, which keeps them as its own
+    memory: (how many it kept before, x, y, x's values, y's values)."""
+    before = len(backend.resident)
+    x, y = qd.ndarray(qd.f32, (1000,)), qd.ndarray(qd.f32, (1000,))
+    assert len(backend.resident) == before + 2
+    xs, ys = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    x.from_numpy(xs)
+    y.from_numpy(ys)
+    return before, x, y, xs, ys
+
+
 @pytest.mark.toolchain
 def test_vulkan_ndarrays_are_device_resident(rng):
     """On Vulkan a qd.ndarray's storage is the device buffer the kernel binds: nothing is
@@ -255,19 +273,9 @@ def test_vulkan_ndarrays_are_device_resident(rng):
 
     from transpiler.runtime import current
 
-    @qd.kernel
-    def axpy(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
-        for i in range(x.shape[0]):
-            y[i] = a * x[i] + y[i]
-
     qd.init(arch="vulkan")
     backend = current()
-    before = len(backend.resident)
-    x, y = qd.ndarray(qd.f32, (1000,)), qd.ndarray(qd.f32, (1000,))
-    assert len(backend.resident) == before + 2
-    xs, ys = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
-    x.from_numpy(xs)
-    y.from_numpy(ys)
+    before, x, y, xs, ys = _two_resident_arrays(backend, rng)
     view = y.data[10:20]  # host view of the device memory
     axpy(2.0, x, y)
     np.testing.assert_array_equal(y.to_numpy(), 2.0 * xs + ys)
@@ -293,19 +301,9 @@ def test_cuda_ndarrays_are_device_resident(rng):
     if not have_gpu():
         pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
 
-    @qd.kernel
-    def axpy(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), y: qd.types.ndarray(qd.f32, 1)):
-        for i in range(x.shape[0]):
-            y[i] = a * x[i] + y[i]
-
     init_executor("cuda")
     backend = current()
-    before = len(backend.resident)
-    x, y = qd.ndarray(qd.f32, (1000,)), qd.ndarray(qd.f32, (1000,))
-    assert len(backend.resident) == before + 2
-    xs, ys = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
-    x.from_numpy(xs)
-    y.from_numpy(ys)
+    before, x, y, xs, ys = _two_resident_arrays(backend, rng)
     axpy(2.0, x, y)
     mirror = backend.resident[y.data.__array_interface__["data"][0]]
     assert mirror.host_stale and not mirror.device_stale  # the result is on the device only
@@ -321,6 +319,40 @@ def test_cuda_ndarrays_are_device_resident(rng):
     del x, y, mirror
     gc.collect()
     assert len(backend.resident) == before
+
+
+def test_an_ndarray_made_on_a_replaced_executor_is_its_host_copy(rng, monkeypatch):
+    """A qd.ndarray made on an executor that keeps its own copy (CUDA's device memory) and
+    used after qd.init chose another: the new executor gets the host copy brought up to
+    date by the old one, and from then on the array lives on the host."""
+    from conftest import init_executor
+    from transpiler import runtime
+
+    class Mirroring(runtime.Backend):  # the protocol CUDA follows, its device copy a numpy array
+        def __init__(self, newer):
+            self.newer, self.reads = newer, 0
+
+        def resident_array(self, shape, dtype):
+            return np.zeros(shape, dtype)
+
+        def host_read(self, arr):
+            self.reads += 1
+            arr[...] = self.newer  # what a kernel left on the device
+
+    @qd.kernel
+    def double_it(x: qd.types.ndarray(qd.f32, 1)):
+        for i in range(x.shape[0]):
+            x[i] = 2.0 * x[i]
+
+    newer = rng.standard_normal(100).astype(np.float32)
+    old = Mirroring(newer)
+    monkeypatch.setattr(runtime, "_backend", old)
+    x = qd.ndarray(qd.f32, 100)
+    assert x._owner is old
+    init_executor("cpu-cuda")
+    double_it(x)
+    np.testing.assert_array_equal(x.to_numpy(), 2.0 * newer)
+    assert old.reads == 1 and x._owner is None
 
 
 def test_a_call_with_the_same_arguments_is_replayed(executor, rng, monkeypatch):

@@ -214,6 +214,12 @@ def current() -> Backend:
 def _as_array(value):
     """The numpy array behind a kernel argument, or None when it is not an array."""
     if isinstance(value, Ndarray):
+        owner = value._owner
+        if owner is not None and owner is not _backend:
+            # Made on an executor since replaced (qd.init again): from now on the array is its
+            # host copy, brought up to date first.
+            owner.host_read(value.data)
+            value._owner = None
         return value.data
     return value if isinstance(value, np.ndarray) else None
 
