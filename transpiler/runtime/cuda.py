@@ -111,10 +111,15 @@ class CudaBackend(Backend):
         program.again = None if staged else (calls, tuple(args), used, written)
         program.graph = None
 
-    def _launch(self, calls: list, args: tuple, written: set[_Mirror]) -> None:
-        for function, grid, block in calls:
-            function(grid, block, args)
-        self.cupy.cuda.get_current_stream().synchronize()
+    def _launch(self, calls: list, args: tuple, written: set[_Mirror], graph=None) -> None:
+        """Run ``calls`` (or ``graph``, the same captured) and wait for them."""
+        if graph:
+            graph.launch(self.stream)
+            self.stream.synchronize()
+        else:
+            for function, grid, block in calls:
+                function(grid, block, args)
+            self.cupy.cuda.get_current_stream().synchronize()
         for mirror in written:
             mirror.host_stale = True
 
@@ -129,13 +134,7 @@ class CudaBackend(Backend):
             self._device_copy(mirror)
         if len(calls) > 1 and program.graph is None:  # several launches: one graph call costs less
             program.graph = self._capture(calls, args)
-        if program.graph:
-            program.graph.launch(self.stream)
-            self.stream.synchronize()
-            for mirror in written:
-                mirror.host_stale = True
-        else:
-            self._launch(calls, args, written)
+        self._launch(calls, args, written, program.graph)
         return True
 
     @functools.cached_property
