@@ -96,9 +96,23 @@ def _binop(e: ir.BinOp) -> Range | None:
 
 # ----------------------------------------------------------------------------- index space
 
+_ADDITIVE = frozenset(("add", "sub", "mul"))
+
+
 def additive(e: ir.Expr) -> bool:
     """+, - or * of two values, or a negation: what index arithmetic is made of."""
-    return (isinstance(e, ir.BinOp) and e.op in ("add", "sub", "mul")) or (isinstance(e, ir.Unary) and e.op == "neg")
+    return (isinstance(e, ir.BinOp) and e.op in _ADDITIVE) or (isinstance(e, ir.Unary) and e.op == "neg")
+
+
+# An expression class's sub-expression fields, and its lists of them with whether the list
+# is an array's subscripts (index space), for _reads' visitor.
+_CHILDREN: dict[type, tuple[tuple[str, ...], tuple[tuple[str, bool], ...]]] = {}
+
+
+def _children(cls: type) -> tuple[tuple[str, ...], tuple[tuple[str, bool], ...]]:
+    fs = walk.fields_of(cls)
+    hit = _CHILDREN[cls] = (fs.exprs, tuple((f, f == "indices") for f in fs.expr_lists))
+    return hit
 
 
 def _extent(e: ir.Expr) -> bool:
@@ -138,7 +152,10 @@ def index_locals(stmts: list[ir.Stmt]) -> set[int]:
             assigned[owner] = st.var
         roots = index_roots(st)
         as_plain = _reads(roots, False, owner)
-        as_index = as_plain if owner is None or not any(not root for _, root in roots) else _reads(roots, True, owner)
+        # Read as index space only where the statement defines an integer local (a float one
+        # is never index space) and some expression of it is not a root already.
+        as_index = _reads(roots, True, owner) if owner is not None and st.var.type.is_int and \
+            any(not root for _, root in roots) else as_plain
         facts.append((owner, owner is not None and st.var.loop_var, as_plain, as_index))
     index = set(assigned)
     while True:
@@ -185,16 +202,20 @@ def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool, owner: int | None) 
         # index_roots written out for an expression (this is the hot loop). Index space
         # reaches a child only through + - * and negation: a `%`, shift or call uses the
         # wrapped value (a hash).
-        fs = walk.fields_of(cls)
+        exprs, lists = _CHILDREN.get(cls) or _children(cls)
         check = cls is ir.Compare and (_extent(e.a) or _extent(e.b))
-        add = additive(e)
-        below, below_root = check or (in_index and add), check or (by_root and add)
-        for f in fs.exprs:
+        if check:
+            below = below_root = True
+        elif (cls is ir.BinOp and e.op in _ADDITIVE) or (cls is ir.Unary and e.op == "neg"):
+            below, below_root = in_index, by_root
+        else:
+            below = below_root = False
+        for f in exprs:
             c = getattr(e, f)
             if c is not None:
                 visit(c, below, below_root)
-        for f in fs.expr_lists:
-            root = check or f == "indices"
+        for f, indices in lists:
+            root = check or indices
             for c in getattr(e, f):
                 visit(c, root or below, root or below_root)
 
