@@ -877,3 +877,34 @@ def test_kernels_build_against_the_precompiled_header(tmp_path, monkeypatch):
     commands.clear()
     build_module(src.replace("2", "3"), "thrice.cu")  # the same flags: the header is not built again
     assert not [c for c in commands if "c++-header" in c] and "-include-pch" in commands[-1]
+
+
+@pytest.mark.toolchain
+def test_the_compiler_is_asked_its_version_once_per_binary(tmp_path, monkeypatch):
+    """The compiler's identity (part of every build's cache key) is asked of it once and then
+    read from the cache, by the binary's identity: a first call whose build is cached runs
+    no compiler at all. Another binary at the same path is asked again."""
+    import os
+    import subprocess
+
+    from transpiler.runtime import cpu_emulator as emu
+
+    monkeypatch.setenv("QD_CPU_CACHE", str(tmp_path))
+    cxx = emu.find_compiler()
+    monkeypatch.setattr(emu, "_compiler_ids", {})
+    first = emu.compiler_id(cxx)
+    assert first.startswith(cxx + "\n") and "version" in first
+    asked = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda cmd, *a, **kw: asked.append(cmd) or real_run(cmd, *a, **kw))
+    monkeypatch.setattr(emu, "_compiler_ids", {})  # a new process
+    assert emu.compiler_id(cxx) == first and asked == []
+    fake = tmp_path / "bin" / "c++"  # a script at a path that answers like a compiler
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'fake version 1'\n")
+    fake.chmod(0o755)
+    assert emu.compiler_id(str(fake)) == f"{fake}\nfake version 1" and len(asked) == 1
+    fake.write_text("#!/bin/sh\necho 'fake version 22'\n")  # replaced: other size and time
+    os.utime(fake, ns=(1, 1))
+    monkeypatch.setattr(emu, "_compiler_ids", {})
+    assert emu.compiler_id(str(fake)) == f"{fake}\nfake version 22" and len(asked) == 2

@@ -114,10 +114,32 @@ def find_compiler(name: str | None = None, race_check: bool = False) -> str:
 
 
 def compiler_id(cxx: str) -> str:
-    if cxx not in _compiler_ids:
-        out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
-        _compiler_ids[cxx] = cxx + "\n" + out.stdout.splitlines()[0] if out.stdout else cxx
-    return _compiler_ids[cxx]
+    """The compiler's path and version line, part of every build's cache key. Asking the
+    compiler (`--version`) takes 30-40 ms, most of a first call whose build is cached, so the
+    answer is kept on disk under the binary's identity (inode, size, modification time)."""
+    hit = _compiler_ids.get(cxx)
+    if hit is None:
+        hit = _compiler_ids[cxx] = _stored_compiler_id(cxx)
+    return hit
+
+
+def _stored_compiler_id(cxx: str) -> str:
+    st = os.stat(cxx)  # the binary itself, through any links
+    stored = cache_root() / f"cxx-{digest(cxx, os.path.realpath(cxx), str(st.st_ino), str(st.st_size), str(st.st_mtime_ns))}"
+    try:
+        return stored.read_text()
+    except OSError:
+        pass
+    out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+    ident = cxx + "\n" + out.stdout.splitlines()[0] if out.stdout else cxx
+    try:
+        cache_root().mkdir(parents=True, exist_ok=True)
+        scratch = stored.with_name(f"{stored.name}.{os.getpid()}.{threading.get_ident()}")
+        scratch.write_text(ident)
+        os.replace(scratch, stored)  # whole, whoever writes it last
+    except OSError:
+        pass  # a read-only cache: ask again next time
+    return ident
 
 
 def _clang_major(cxx: str) -> int:
