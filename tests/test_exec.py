@@ -289,6 +289,7 @@ def test_vulkan_ndarrays_are_device_resident(rng):
     assert len(backend.resident) == before
 
 
+@pytest.mark.toolchain
 def test_cuda_ndarrays_are_device_resident(rng):
     """On CUDA a qd.ndarray is device memory mirrored by a host array: a launch copies
     nothing for it, the host copy catches up when read (to_numpy, []), a host write reaches
@@ -321,6 +322,7 @@ def test_cuda_ndarrays_are_device_resident(rng):
     assert len(backend.resident) == before
 
 
+@pytest.mark.toolchain
 def test_an_ndarray_made_on_a_replaced_executor_is_its_host_copy(rng, monkeypatch):
     """A qd.ndarray made on an executor that keeps its own copy (CUDA's device memory) and
     used after qd.init chose another: the new executor gets the host copy brought up to
