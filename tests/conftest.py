@@ -31,6 +31,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if TOOLCHAIN_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.toolchain)
+    only = config.getoption("--executor")
+    if only:
+        keep, drop = [], []
+        for item in items:
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            ran_there = any(v == only for k, v in params.items() if k.endswith("executor"))
+            (keep if ran_there or (only == "cuda" and item.get_closest_marker("gpu")) else drop).append(item)
+        items[:] = keep
+        config.hook.pytest_deselected(items=drop)
 
 
 def toolchain_test(reason: str, missing: bool):
@@ -44,6 +53,9 @@ def toolchain_test(reason: str, missing: bool):
 def pytest_addoption(parser):
     parser.addoption("--update-snapshots", action="store_true",
                      help="rewrite tests/snapshots from the current output instead of comparing")
+    parser.addoption("--executor", metavar="NAME",
+                     help="only the tests that run on this executor (cuda: also those marked gpu), e.g. "
+                          "`pytest --executor cuda` on a machine with an NVIDIA GPU")
 
 
 def load_module(path: Path):

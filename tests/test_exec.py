@@ -290,6 +290,7 @@ def test_vulkan_ndarrays_are_device_resident(rng):
 
 
 @pytest.mark.toolchain
+@pytest.mark.gpu
 def test_cuda_ndarrays_are_device_resident(rng):
     """On CUDA a qd.ndarray is device memory mirrored by a host array: a launch copies
     nothing for it, the host copy catches up when read (to_numpy, []), a host write reaches
