@@ -413,34 +413,64 @@ def test_a_call_with_the_same_arguments_is_replayed(executor, rng, monkeypatch):
     assert replays == [True, True]
 
 
+@qd.kernel
+def smooth_then_scale(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), tmp: qd.types.ndarray(qd.f32, 1),
+                      y: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]):
+        tmp[i] = x[i] + x[(i + 1) % x.shape[0]]
+    for i in range(x.shape[0]):
+        y[i] = a * (tmp[i] - tmp[(i + x.shape[0] - 1) % x.shape[0]])
+
+
+def _smooth_then_scale_three_times(rng) -> None:
+    """The same qd.ndarrays with new contents each time: the second and third calls may replay."""
+    n = 1000
+    x, tmp, y = qd.ndarray(qd.f32, n), qd.ndarray(qd.f32, n), qd.ndarray(qd.f32, n)
+    for _ in range(3):
+        xs = rng.standard_normal(n).astype(np.float32)
+        x.from_numpy(xs)
+        smooth_then_scale(1.5, x, tmp, y)
+        t = xs + np.roll(xs, -1)
+        np.testing.assert_allclose(y.to_numpy(), 1.5 * (t - np.roll(t, 1)), rtol=1e-5, atol=1e-5)
+
+
 def test_a_kernel_of_several_tasks_is_replayed_in_order(executor, rng, monkeypatch):
     """A replayed kernel of several tasks runs them again in order, each seeing what the one
     before wrote (on CUDA they are replayed as one captured graph), and reads the arrays'
     new contents."""
     from transpiler.runtime import current
 
-    @qd.kernel
-    def smooth_then_scale(a: qd.f32, x: qd.types.ndarray(qd.f32, 1), tmp: qd.types.ndarray(qd.f32, 1),
-                          y: qd.types.ndarray(qd.f32, 1)):
-        for i in range(x.shape[0]):
-            tmp[i] = x[i] + x[(i + 1) % x.shape[0]]
-        for i in range(x.shape[0]):
-            y[i] = a * (tmp[i] - tmp[(i + x.shape[0] - 1) % x.shape[0]])
-
     backend = current()
     replays = []
     real_replay = backend.replay
     monkeypatch.setattr(backend, "replay",
                         lambda program, token: replays.append(real_replay(program, token)) or replays[-1])
-    n = 1000
-    x, tmp, y = qd.ndarray(qd.f32, n), qd.ndarray(qd.f32, n), qd.ndarray(qd.f32, n)
-    for round_ in range(3):
-        xs = rng.standard_normal(n).astype(np.float32)
-        x.from_numpy(xs)
-        smooth_then_scale(1.5, x, tmp, y)
-        t = xs + np.roll(xs, -1)
-        np.testing.assert_allclose(y.to_numpy(), 1.5 * (t - np.roll(t, 1)), rtol=1e-5, atol=1e-5)
+    _smooth_then_scale_three_times(rng)
     assert replays == [True, True]
+
+
+@pytest.mark.toolchain
+@pytest.mark.gpu
+def test_cuda_replays_task_by_task_where_no_graph_can_be_captured(rng):
+    """Where CuPy or the driver cannot capture a CUDA graph, a replay launches the tasks one
+    by one, with the same results."""
+    from conftest import have_gpu, init_executor
+    from transpiler.runtime import current
+
+    if not have_gpu():
+        pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
+    init_executor("cuda")
+    backend = current()
+
+    class NoCapture:
+        def begin_capture(self):
+            raise RuntimeError("stream capture is not supported here")
+
+    backend.__dict__["stream"] = NoCapture()  # in place of the cached capture stream
+    _smooth_then_scale_three_times(rng)
+    (program,) = [prog for key, (_, prog) in smooth_then_scale.__dict__["_program_cache"].items()
+                  if key[0] == backend.serial]
+    assert program.graph is False
 
 
 def test_qd_profile_accounts_for_each_first_call(executor, monkeypatch, capsys, rng):

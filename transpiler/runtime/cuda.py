@@ -104,11 +104,12 @@ class CudaBackend(Backend):
         calls = [(program.functions[launch.task.name], (launch.blocks,),
                   (launch.task.block_dim if launch.task.kind == "parallel" else 1,))
                  for launch in launches if launch.blocks]
-        self._launch(calls, tuple(args), written)
+        arguments = tuple(args)
+        self._launch(calls, arguments, written)
         for host, dev in staged:
             host[...] = cp.asnumpy(dev)
         program.runs += 1
-        program.again = None if staged else (calls, tuple(args), used, written)
+        program.again = None if staged else (calls, arguments, used, written)
         program.graph = None
 
     def _launch(self, calls: list, args: tuple, written: set[_Mirror], graph=None) -> None:
