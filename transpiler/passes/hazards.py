@@ -69,6 +69,7 @@ class _Levels:
         self.locals: dict[int, int] = {}
         self.task = task
         self.subgroup_size = subgroup_size
+        self.summaries: dict[int, tuple] = {}  # expression id -> (expression, *_summary)
         # Locals defined once from the thread index: `tid // 32` is the same across a warp.
         self.defs: dict[int, list[ir.Expr]] = {}
         for st in all_stmts(task.code()):
@@ -125,27 +126,41 @@ class _Levels:
         return level
 
     def of(self, e: ir.Expr) -> int:
-        if isinstance(e, (ir.Const, ir.ParamRef, ir.Shape)):
-            return UNIFORM
-        if isinstance(e, ir.LocalRef):
-            return self.locals.get(id(e.var), UNIFORM)
-        if isinstance(e, ir.ThreadIndex):
-            return THREAD if e.kind in ("thread_idx", "global_thread_idx") else UNIFORM
-        if isinstance(e, (ir.Atomic, ir.VolatileLoad, ir.ShmemAtomic)):
-            return THREAD
-        if isinstance(e, ir.BlockVote):
-            return UNIFORM
-        if isinstance(e, ir.SubgroupOp):
-            return SUBGROUP if e.op in _SUBGROUP_UNIFORM_OPS else THREAD
-        if isinstance(e, ir.Load):
-            return max((self.of(i) for i in e.indices), default=UNIFORM)
-        if isinstance(e, ir.BinOp) and self.subgroup_index(e):
-            return SUBGROUP
-        level = UNIFORM
-        for sub in children(e):
-            level = max(level, self.of(sub))
+        summary = self.summaries.get(id(e))
+        if summary is None or summary[0] is not e:
+            summary = self.summaries[id(e)] = (e, *self._summary(e))
+        _, level, reads = summary
+        for var in reads:
+            v = self.locals.get(var, UNIFORM)
+            if v > level:
+                level = v
         return level
 
+    def _summary(self, e: ir.Expr) -> tuple[int, tuple[int, ...]]:
+        """``e``'s level apart from the locals it reads, and those locals (by id): the fixpoint
+        re-reads each expression once per round, and only its locals' levels change."""
+        level, reads = UNIFORM, []
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.BlockVote)):
+                continue
+            if isinstance(n, ir.LocalRef):
+                reads.append(id(n.var))
+            elif isinstance(n, ir.ThreadIndex):
+                if n.kind in ("thread_idx", "global_thread_idx"):
+                    level = THREAD
+            elif isinstance(n, (ir.Atomic, ir.VolatileLoad, ir.ShmemAtomic)):
+                level = THREAD
+            elif isinstance(n, ir.SubgroupOp):
+                level = max(level, SUBGROUP if n.op in _SUBGROUP_UNIFORM_OPS else THREAD)
+            elif isinstance(n, ir.Load):
+                stack += n.indices
+            elif isinstance(n, ir.BinOp) and self.subgroup_index(n):
+                level = max(level, SUBGROUP)
+            else:
+                stack += children(n)
+        return level, tuple(reads)
 
     def subgroup_index(self, e: ir.BinOp) -> bool:
         """``tid // k`` (or ``tid >> s``) with k a multiple of the subgroup size."""
