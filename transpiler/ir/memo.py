@@ -16,9 +16,14 @@ def per_kernel(fn: Callable | None = None, *, key: Callable | None = None) -> Ca
     if fn is None:
         return lambda f: per_kernel(f, key=key)
 
+    name = fn.__qualname__
+
     @functools.wraps(fn)
     def cached(kernel, *args, **kwargs):
-        slot = (fn.__qualname__, id(kernel), key(*args, **kwargs) if key else (args, tuple(sorted(kwargs.items()))))
+        if key is not None:
+            slot = (name, id(kernel), key(*args, **kwargs))
+        else:
+            slot = (name, id(kernel), (args, tuple(sorted(kwargs.items())) if kwargs else ()))
         hit = _results.get(slot)
         if hit is None or hit[0] is not kernel:  # the object itself is kept, so its id stays unique
             if len(_results) >= _LIMIT:  # a process that builds IR over and over (a bench, the fuzzer)
