@@ -6,7 +6,8 @@ Definitions (every number is wall time on this machine, in one process unless st
   its IR rebuilt (its parse-cache and IR-cache entries are dropped first).
 - warm: the median of repeated calls with the kernel's IR cache dropped before each, so
   every call runs the frontend, the hazard checker and the target emitter (only the parsed
-  AST is reused). This is the number the < 1 ms goal is about.
+  AST is reused). The number the goals are about: on the corpus, median at or below
+  0.3 ms and p90 below 1 ms per kernel and target (issue 19).
 - cached: the median with the IR cache hit (hazards + emission only), what a second
   target of the same subgroup width costs.
 - all-4 / 4: translating a kernel to cuda, hip, glsl and msl from an empty IR cache,
@@ -29,8 +30,11 @@ from common import ROOT, fmt, median, say, table
 import transpiler as qd  # noqa: E402
 from transpiler.cli import load_kernels  # noqa: E402
 
-GOAL_WARM_MS = 1.0
-GOAL_CLI_S = 0.5
+GOAL_WARM_MS = 1.0         # per kernel (issue 8): the "< 1 ms" count
+GOAL_MEDIAN_MS = 0.3       # the corpus median per target (issue 19)
+GOAL_P90_MS = 1.0          # the corpus p90 per target (issue 19)
+GOAL_CLI_S = 0.5           # a 10-kernel file (issue 8)
+GOAL_CLI_EXAMPLE_S = 0.2   # each example file (issue 19)
 
 
 def _forget(kernel, parsed: bool) -> None:
@@ -219,14 +223,16 @@ def run(args, report: dict) -> None:
              "cold_median_ms": median(cold), "cold_max_ms": max(cold, default=None),
              "cached_median_ms": median(cached), "under_goal": under, "ok": len(warm), "errors": errs}
         summary[t] = s
+        goals = "n/a" if t == "all-4 / 4" or not warm else " / ".join(
+            "met" if ok else "over" for ok in (s["warm_median_ms"] <= GOAL_MEDIAN_MS, s["warm_p90_ms"] < GOAL_P90_MS))
         rows.append([t, fmt(s["warm_median_ms"]), fmt(s["warm_p90_ms"]), fmt(s["warm_max_ms"]),
                      fmt(s["cold_median_ms"]), fmt(s["cold_max_ms"]), fmt(s["cached_median_ms"]),
-                     f"{under}/{len(warm)}", errs])
+                     f"{under}/{len(warm)}", goals, errs])
     sec["corpus"]["summary"] = summary
-    say(table(f"Generated corpus: {n} kernels (bench/corpus.py, seed 8), ms; goal: warm < {GOAL_WARM_MS:g} ms "
-              f"per kernel per target",
+    say(table(f"Generated corpus: {n} kernels (bench/corpus.py, seed 8), ms per kernel and target; goals: warm "
+              f"median <= {GOAL_MEDIAN_MS:g} ms, p90 < {GOAL_P90_MS:g} ms",
               ["target", "warm med", "warm p90", "warm max", "cold med", "cold max", "cached med",
-               f"< {GOAL_WARM_MS:g} ms", "errors"], rows,
+               f"< {GOAL_WARM_MS:g} ms", "med / p90 goal", "errors"], rows,
               note=f"({elapsed:.1f} s for the corpus; kernels with a block collective are the slow tail)"))
 
     # Competitors, when their packages are there.
@@ -248,13 +254,15 @@ def run(args, report: dict) -> None:
     for key, v in cli.items():
         if key in ("baselines_s", "imports"):
             continue
-        verdict = "" if v["error"] else ("ok" if v["median_s"] < GOAL_CLI_S else "over")
+        goal = GOAL_CLI_S if key == "ten_kernel_file" else GOAL_CLI_EXAMPLE_S
+        verdict = "" if v["error"] else (f"< {goal:g}: " + ("ok" if v["median_s"] < goal else "over"))
         label = "10-kernel generated file" if key == "ten_kernel_file" else key
         rows.append([label, f"{v['median_s']:.3f}", f"{v['min_s']:.3f}", f"{v['cpu_median_s']:.3f}",
                      v["error"] or verdict])
     for label, s in base.items():
         rows.append([f"(baseline) {label}", "", f"{s:.3f}", "", ""])
-    say(table(f"CLI cold start: `python cli.py emit FILE --target all`, s (goal: 10-kernel file < {GOAL_CLI_S} s)",
+    say(table(f"CLI cold start: `python cli.py emit FILE --target all`, s (goals: 10-kernel file < {GOAL_CLI_S:g} s, "
+              f"each example < {GOAL_CLI_EXAMPLE_S:g} s)",
               ["file", "wall median", "wall min", "CPU median", "goal / error"], rows))
     slow = ", ".join(f"{r['module']} {r['cumulative_us'] / 1e3:.0f} ms" for r in cli["imports"][:6])
     say(f"  slowest top-level imports on that path: {slow}")
