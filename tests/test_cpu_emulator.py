@@ -879,6 +879,34 @@ def test_kernels_build_against_the_precompiled_header(tmp_path, monkeypatch):
     assert not [c for c in commands if "c++-header" in c] and "-include-pch" in commands[-1]
 
 
+def test_a_precompiled_header_is_per_checkout(tmp_path, monkeypatch):
+    """Two checkouts with the same qd_simt.h (a worktree, a second venv) each build against a
+    PCH of their own copy: clang checks the header a PCH was built from, and a PCH shared by
+    content broke the other checkout's builds once one copy was edited (a fuzz run beside an
+    edit of the runtime: "file ... has been modified since the precompiled header")."""
+    from transpiler.runtime import cpu_emulator as C
+
+    cxx = C.find_compiler()
+    if not C._clang_major(cxx):
+        pytest.skip(f"the precompiled header is clang's ({cxx} builds without one)")
+    monkeypatch.setenv("QD_CPU_CACHE", str(tmp_path / "cache"))
+    here, header = C.HERE, C.HEADER
+    other = tmp_path / "other_checkout"
+    shutil.copytree(here, other, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(C, "HERE", other)
+    monkeypatch.setattr(C, "HEADER", other / "qd_simt.h")
+    src = 'extern "C" __global__ void plus_one(int* x) { x[threadIdx.x] += 1; }\n'
+    C.build_module(src, "plus_one.cu")
+    with open(other / "qd_simt.h", "a") as f:  # the other checkout's header is edited
+        f.write("\n// edited\n")
+    monkeypatch.setattr(C, "HERE", here)
+    monkeypatch.setattr(C, "HEADER", header)
+    module = C.build_module(src.replace("+= 1", "+= 2"), "plus_two.cu")
+    x = np.arange(32, dtype=np.int32)
+    module.launch("plus_one", 1, 32, [x])
+    np.testing.assert_array_equal(x, np.arange(32) + 2)
+
+
 @pytest.mark.toolchain
 def test_the_compiler_is_asked_its_version_once_per_binary(tmp_path, monkeypatch):
     """The compiler's identity (part of every build's cache key) is asked of it once and then

@@ -214,7 +214,9 @@ def precompiled_header(cxx: str, flags: list[str]) -> Path | None:
     for a compiler other than clang, or when building it fails (the build then parses it)."""
     if not _clang_major(cxx):
         return None
-    key = digest("pch", HEADER.read_text(), compiler_id(cxx), " ".join(flags))
+    # The header's path is part of the key: clang checks the header a PCH was built from, so
+    # one built from another checkout's identical copy breaks once that copy is edited.
+    key = digest("pch", str(HEADER), HEADER.read_text(), compiler_id(cxx), " ".join(flags))
     try:
         return _built_once("pch", key, "qd_simt.h.pch",
                            lambda out: [cxx, *flags, f"-I{HERE}", "-x", "c++-header", str(HEADER), "-o", str(out)],
