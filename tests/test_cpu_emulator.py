@@ -881,9 +881,10 @@ def test_kernels_build_against_the_precompiled_header(tmp_path, monkeypatch):
 
 def test_a_precompiled_header_is_per_checkout(tmp_path, monkeypatch):
     """Two checkouts with the same qd_simt.h (a worktree, a second venv) each build against a
-    PCH of their own copy: clang checks the header a PCH was built from, and a PCH shared by
-    content broke the other checkout's builds once one copy was edited (a fuzz run beside an
-    edit of the runtime: "file ... has been modified since the precompiled header")."""
+    PCH of their own copy, and a header rewritten with the same text gets a new one: clang
+    checks the header a PCH was built from (its size and time), and a PCH found by the text
+    alone broke the builds once a copy was edited or touched (a fuzz run beside an edit of
+    the runtime, a `git stash pop`: "file ... has been modified since the precompiled header")."""
     from transpiler.runtime import cpu_emulator as C
 
     cxx = C.find_compiler()
@@ -905,6 +906,16 @@ def test_a_precompiled_header_is_per_checkout(tmp_path, monkeypatch):
     x = np.arange(32, dtype=np.int32)
     module.launch("plus_one", 1, 32, [x])
     np.testing.assert_array_equal(x, np.arange(32) + 2)
+    # A header rewritten with the same text (a `git checkout`, a reinstall) has a new time.
+    monkeypatch.setattr(C, "HERE", other)
+    monkeypatch.setattr(C, "HEADER", other / "qd_simt.h")
+    text = (other / "qd_simt.h").read_text()
+    C.build_module(src.replace("+= 1", "+= 3"), "plus_three.cu")
+    time.sleep(0.01)
+    (other / "qd_simt.h").write_text(text)
+    module = C.build_module(src.replace("+= 1", "+= 4"), "plus_four.cu")
+    module.launch("plus_one", 1, 32, [x])
+    np.testing.assert_array_equal(x, np.arange(32) + 6)
 
 
 @pytest.mark.toolchain

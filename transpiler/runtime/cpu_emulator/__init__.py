@@ -214,9 +214,11 @@ def precompiled_header(cxx: str, flags: list[str]) -> Path | None:
     for a compiler other than clang, or when building it fails (the build then parses it)."""
     if not _clang_major(cxx):
         return None
-    # The header's path is part of the key: clang checks the header a PCH was built from, so
-    # one built from another checkout's identical copy breaks once that copy is edited.
-    key = digest("pch", str(HEADER), HEADER.read_text(), compiler_id(cxx), " ".join(flags))
+    # clang checks that the header a PCH was built from is unchanged (its size and time), so
+    # the key holds the header's path and time as well as its text: a PCH built from another
+    # checkout's identical copy, or before a `git checkout` rewrote this one, is not used.
+    stat = HEADER.stat()
+    key = digest("pch", str(HEADER), str(stat.st_mtime_ns), HEADER.read_text(), compiler_id(cxx), " ".join(flags))
     try:
         return _built_once("pch", key, "qd_simt.h.pch",
                            lambda out: [cxx, *flags, f"-I{HERE}", "-x", "c++-header", str(HEADER), "-o", str(out)],
