@@ -296,6 +296,117 @@ def test_endless_spin_is_reported_not_hung():
         qd.init(arch="cpu")
 
 
+# ----------------------------------------------------------------------------- parallel launches
+
+@qd.kernel
+def histogram_mod(x: qd.types.ndarray(dtype=qd.i32, ndim=1), hist: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        qd.atomic_add(hist[x[i] % hist.shape[0]], 1)
+
+
+@qd.kernel
+def block_reverse(x: qd.types.ndarray(dtype=qd.f32, ndim=1), y: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    qd.loop_config(block_dim=128)
+    for i in range(x.shape[0]):
+        tid = qd.simt.block.thread_idx()
+        tile = qd.simt.block.SharedArray((128,), qd.f32)
+        tile[tid] = x[i]
+        qd.simt.block.sync()
+        y[i] = tile[127 - tid]
+
+
+def _workers_asked(monkeypatch) -> list:
+    """The workers each launch asks the emulator for, in launch order."""
+    from transpiler.runtime import cpu_emulator as C
+
+    asked = []
+    real = C.CpuModule.launch_many
+
+    def launch_many(self, launches, *args, **kwargs):
+        asked.extend(rest[0] if rest else 1 for _, _, _, *rest in launches)
+        return real(self, launches, *args, **kwargs)
+
+    monkeypatch.setattr(C.CpuModule, "launch_many", launch_many)
+    return asked
+
+
+def test_grid_free_launches_split_among_os_threads(dialect, monkeypatch):
+    """A long task whose blocks cannot see each other (no barrier, collective, shared array,
+    fence or print) runs its blocks on several OS threads; integer atomics stay exact across
+    them, plain results are the same bits as a run on one thread, and a task with a barrier
+    or a short one stays on the calling thread."""
+    from transpiler.runtime.cpu_emulator import PARALLEL_MIN_ITERATIONS
+
+    rng = np.random.default_rng(7)
+    asked = _workers_asked(monkeypatch)
+    n = 2344 * 128 + 1  # the block task's x[:-1] is whole blocks: each thread reaches its barrier
+    assert n - 1 >= PARALLEL_MIN_ITERATIONS
+    x = rng.random(n, dtype=np.float32)
+    y0 = rng.random(n, dtype=np.float32)
+    keys = rng.integers(0, 1 << 20, n).astype(np.int32)
+    results = {}
+    for workers in (1, 3):
+        qd.init(arch="cpu", dialect=dialect, workers=workers)
+        y = y0.copy()
+        saxpy(np.float32(1.5), x, y)
+        hist = np.zeros(997, np.int32)
+        histogram_mod(keys, hist)
+        rev = np.zeros(n - 1, np.float32)
+        block_reverse(x[:-1], rev)
+        results[workers] = (y, hist, rev)
+    assert asked == [1, 1, 1, 3, 3, 1]  # the barrier task stays on one thread at either setting
+    (y1, hist1, rev1), (y3, hist3, rev3) = results[1], results[3]
+    np.testing.assert_allclose(y3, 1.5 * x + y0, rtol=1e-6)
+    np.testing.assert_array_equal(y3, y1)
+    np.testing.assert_array_equal(hist3, np.bincount(keys % 997, minlength=997))
+    np.testing.assert_array_equal(hist1, hist3)
+    np.testing.assert_array_equal(rev3, x[:-1].reshape(-1, 128)[:, ::-1].reshape(-1))
+    asked.clear()
+    small = np.zeros(4, np.int32)
+    histogram_mod(keys[:1000], small)
+    assert asked == [1]
+    assert small.sum() == 1000
+
+
+def test_a_fault_in_a_parallel_launch_is_reported_as_a_serial_run_would(dialect, monkeypatch):
+    """Every thread of a parallel launch stops at its own first fault, and the one reported is
+    in the lowest block: the same message, block and thread as a run in index order."""
+    asked = _workers_asked(monkeypatch)
+    n = 200_000
+    a = np.arange(n, dtype=np.int32)
+    b = np.ones(n, np.int32)
+    b[[70_001, n - 3]] = 0  # two faults, in different threads' blocks
+    messages = {}
+    for workers in (1, 4):
+        qd.init(arch="cpu", dialect=dialect, workers=workers)
+        with pytest.raises(KernelError, match="integer division by zero") as info:
+            pydivmod(a, b, np.zeros_like(a), np.zeros_like(a))
+        messages[workers] = str(info.value)
+    assert asked == [1, 4]
+    assert messages[4] == messages[1]
+    assert f"test_cpu_emulator.py:{line_of(pydivmod, '# DIV')}" in messages[4]
+    qd.init(arch="cpu", dialect=dialect, workers=4)
+    q, r = np.zeros_like(a), np.zeros_like(a)
+    pydivmod(a, np.full(n, 7, np.int32), q, r)  # and the next launch runs
+    np.testing.assert_array_equal(q, a // 7)
+    np.testing.assert_array_equal(r, a % 7)
+
+
+def test_an_endless_spin_in_a_parallel_launch_is_reported(monkeypatch):
+    asked = _workers_asked(monkeypatch)
+    qd.init(arch="cpu", watchdog_s=0.3, workers=2)
+    try:
+        start = time.monotonic()
+        with pytest.raises(DeadlockError, match="no progress") as info:
+            spin_forever(np.zeros(1, np.int32), np.zeros(200_000, np.int32))
+        assert time.monotonic() - start < 10
+        assert asked == [2]
+        assert "block 0 of" in str(info.value)  # the lowest block's, as a serial run reports
+        assert f"test_cpu_emulator.py:{line_of(spin_forever, '# SPIN')}" in str(info.value)
+    finally:
+        qd.init(arch="cpu")
+
+
 def test_race_check_names_both_lines():
     qd.init(arch="cpu", race_check=True)
     try:

@@ -3,7 +3,7 @@
 // launches from a file, runs them, and writes the arrays back to another file.
 //
 // Input:  u32 nargs; per argument u32 kind (0 array, 1 scalar), u64 nbytes, bytes;
-//         u32 nlaunches; per launch u32 entry index, i64 cfg[10] (see qd_emu::launch).
+//         u32 nlaunches; per launch u32 entry index, i64 cfg[11] (see qd_emu::launch).
 // Output: the arrays' bytes, in argument order.
 // stderr: "QD_RACE_ARRAY <arg> <begin> <end>" and "QD_RACE_SHARED <begin> <end>" so the
 //         parent can name the memory a report is about; "QD_EMU_ERROR <rc>" + message.
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     static char err[1 << 16];
     for (uint32_t k = 0; k < nl; ++k) {
         uint32_t entry = 0;
-        long long cfg[10];
+        long long cfg[11];
         get(in, &entry, 4);
         get(in, cfg, sizeof cfg);
         if ((int)entry >= qd_race_nentries) { fprintf(stderr, "bad entry %u\n", entry); return 2; }

@@ -63,6 +63,8 @@ struct qd_emu_config {
     long long flags;          // QD_EMU_POISON_SHARED | ...
     long long first_block;    // run blocks [first_block, last_block) in linear order
     long long last_block;
+    long long workers;        // > 1: OS threads that split the blocks, for a grid-free task
+                              // (no barrier, collective, shared array, fence or print)
 };
 #define QD_EMU_POISON_SHARED 1
 
@@ -88,9 +90,12 @@ void qd_emu_tick_slow(int line);
 void qd_emu_yield(int line);
 [[noreturn]] void qd_emu_trap(int line, const char* what);
 
-// The hardware indices of the running fiber; the scheduler rewrites them at each switch.
-extern qd_emu_uint3 threadIdx, blockIdx, blockDim, gridDim;
-extern unsigned qd_emu_ticks;
+// The hardware indices of the running fiber; the scheduler rewrites them at each switch. One
+// set per OS thread (the workers of a parallel launch), initial-exec: the runtime's few bytes
+// of TLS sit at a fixed offset from the thread pointer, a read costs what a global's does.
+#define QD_EMU_TLS __thread __attribute__((tls_model("initial-exec")))
+extern QD_EMU_TLS qd_emu_uint3 threadIdx, blockIdx, blockDim, gridDim;
+extern QD_EMU_TLS unsigned qd_emu_ticks;
 
 }  // extern "C"
 
@@ -680,6 +685,7 @@ inline int launch(void (*kernel)(Ts...), void** args, const long long* cfg, char
     c.flags = cfg[7];
     c.first_block = cfg[8];
     c.last_block = cfg[9];
+    c.workers = cfg[10];
     return qd_emu_run([](void* p) { auto* x = static_cast<Ctx*>(p); std::apply(x->k, x->a); }, &ctx, &c,
                       QD_EMU_WARP_SIZE, __start_qd_shared, __stop_qd_shared, err, errlen);
 }
@@ -730,10 +736,10 @@ inline int launch(void (*kernel)(Ts...), void** args, const long long* cfg, char
 #ifdef QD_EMU_TSAN  // every fiber bumps the counter: an atomic, so TSan does not call it a race
 #define qd_emu_tick(line) (__builtin_expect((__atomic_add_fetch(&qd_emu_ticks, 1, __ATOMIC_RELAXED) & QD_EMU_TICK_MASK) == 0, 0) ? (qd_emu_tick_slow(line), true) : true)
 #else
-// The module's own counter (fibers share an OS thread): no GOT load per iteration, as the
-// runtime's would cost, and nothing but this module touches it (saxpy 1M: 1.7 -> 1.2 ms).
-static unsigned qd_emu_module_ticks __attribute__((unused));
-#define qd_emu_tick(line) (__builtin_expect((++qd_emu_module_ticks & QD_EMU_TICK_MASK) == 0, 0) ? (qd_emu_tick_slow(line), true) : true)
+// The OS thread's counter (its fibers share it): a thread-pointer offset read once per
+// function, then one increment per iteration, as a module-local counter's (saxpy 1M: a
+// global's GOT load per iteration took 1.7 ms, this 1.2).
+#define qd_emu_tick(line) (__builtin_expect((++qd_emu_ticks & QD_EMU_TICK_MASK) == 0, 0) ? (qd_emu_tick_slow(line), true) : true)
 #endif
 #define for(...) for (__VA_ARGS__) if (!qd_emu_tick(__LINE__)) {} else
 #define while(...) while (qd_emu_tick(__LINE__) && (__VA_ARGS__))

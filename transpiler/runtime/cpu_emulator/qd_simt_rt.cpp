@@ -2,7 +2,9 @@
 // every emulated kernel links to.
 //
 // Each GPU thread of the running block is a fiber; all fibers of a launch share one OS
-// thread, and blocks run one after another in linear index order. A fiber gives up the CPU
+// thread, and blocks run one after another in linear index order. (A grid-free task, whose
+// blocks cannot see each other, may split its blocks among several OS threads, each with a
+// scheduler of its own: see qd_emu_run.) A fiber gives up the CPU
 // only at a block barrier, a warp collective, __nanosleep, or a loop back-edge every few
 // thousand iterations (qd_simt.h's `for`/`while` hook). So:
 //   - a barrier that some thread never reaches shows up as "nothing left to run" and is
@@ -30,17 +32,20 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include <algorithm>
+#include <thread>
 #include <vector>
 
 #define QD_EXPORT extern "C" __attribute__((visibility("default")))
 
 #define QD_EXPORT_VAR __attribute__((visibility("default")))  // declared extern "C" in qd_simt.h
 
-QD_EXPORT_VAR qd_emu_uint3 threadIdx = {0, 0, 0};
-QD_EXPORT_VAR qd_emu_uint3 blockIdx = {0, 0, 0};
-QD_EXPORT_VAR qd_emu_uint3 blockDim = {1, 1, 1};
-QD_EXPORT_VAR qd_emu_uint3 gridDim = {1, 1, 1};
-QD_EXPORT_VAR unsigned qd_emu_ticks = 0;
+// Per OS thread (the workers of a parallel launch, see qd_emu_run), initial-exec: a kernel
+// reads them at an offset from the thread pointer, as cheaply as a global.
+QD_EXPORT_VAR QD_EMU_TLS qd_emu_uint3 threadIdx = {0, 0, 0};
+QD_EXPORT_VAR QD_EMU_TLS qd_emu_uint3 blockIdx = {0, 0, 0};
+QD_EXPORT_VAR QD_EMU_TLS qd_emu_uint3 blockDim = {1, 1, 1};
+QD_EXPORT_VAR QD_EMU_TLS qd_emu_uint3 gridDim = {1, 1, 1};
+QD_EXPORT_VAR QD_EMU_TLS unsigned qd_emu_ticks = 0;
 
 // Race-check builds (-DQD_EMU_TSAN, kernel compiled with -fsanitize=thread, this file not):
 // each fiber is a TSan thread, switched without implied synchronization, and barriers and
@@ -71,7 +76,6 @@ namespace {
 
 struct Fiber;
 void fiber_main(Fiber* f);
-void warp_changed(unsigned w);
 
 // ----------------------------------------------------------------------------- contexts
 
@@ -191,63 +195,18 @@ struct Warp {
     Group g[64];
 };
 
-std::vector<Fiber> fibers;
-std::vector<Warp> warps;
-std::vector<unsigned> queue;
-unsigned nthreads, warp_size, qhead, qcount, ndone;
-Fiber* cur;
-Context sched_ctx;
+size_t stack_size, page_size;
+pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+struct sigaction old_actions[32];
+const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+const size_t kAltStackBytes = 1 << 16;
 #ifdef QD_EMU_TSAN
-void* sched_tsan;
-// Sync objects of the running block: fresh heap bytes per block, so that a barrier in block
-// b+1 does not inherit block b's accesses (blocks are concurrent on a GPU). [0]: the block
-// barrier, [1 + w]: warp w.
-char* block_sync;
-char block_start;  // sync object: the scheduler's per-block setup happens before the block runs
-// TSan threads for the fibers, in `tsan_pools` sets of nthreads used by blocks in turn. They
-// live for the whole launch: TSan recycles the ids of destroyed threads, and two blocks
-// sharing an id would look like one thread's program order (the same holds, unavoidably,
-// for blocks a multiple of tsan_pools apart). Each has its own stack for the same reason.
 struct PoolFiber {
     void* tsan;
     char* stack;
     char name[64];
 };
-std::vector<PoolFiber> pool;
-unsigned tsan_pools;
 #endif
-
-unsigned bar_arrived;
-int bar_count, bar_line;
-const char* bar_what;
-std::vector<Fiber*> bar_waiters;
-
-#ifdef QD_EMU_TSAN
-char launch_done;  // sync object: every fiber's end happens before the launch returns
-#endif
-qd_emu_call_fn g_call;
-void* g_ctx;
-int abort_code;
-std::string msg;
-unsigned long long progress, seen_progress;
-double seen_time, watchdog_s;
-char *sh_begin, *sh_end;
-bool poison;
-unsigned long long cur_block;
-
-size_t stack_size, page_size;
-std::vector<char*> free_stacks, all_stacks;
-pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
-
-// Signals: a fault in a kernel becomes an error for this launch, not the end of Python.
-sigjmp_buf sig_jmp;
-volatile sig_atomic_t in_kernel;
-pthread_t launch_thread;
-struct sigaction old_actions[32];
-const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-int sig_no, sig_code;
-void *sig_addr, *sig_pc;
-char alt_stack_mem[1 << 16];
 
 double now() {
     timespec ts;
@@ -290,303 +249,672 @@ std::string block_text() {
     return s;
 }
 
-// ----------------------------------------------------------------------------- stacks
-
-char* get_stack() {
-    if (!free_stacks.empty()) {
-        char* s = free_stacks.back();
-        free_stacks.pop_back();
-        return s;
-    }
-    size_t total = stack_size + page_size;
-    void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) {
-        fprintf(stderr, "qd_simt: cannot map a %zu-byte fiber stack\n", total);
-        abort();
-    }
-    mprotect(base, page_size, PROT_NONE);  // guard page: an overflow faults instead of corrupting
-    all_stacks.push_back((char*)base);
-    return (char*)base + page_size;
-}
-
+// One OS thread's scheduler: the fibers of the block it runs, their barriers and warp
+// collectives, and what a launch reports. The launching thread keeps one from launch to
+// launch (its fiber stacks are reused); each worker of a parallel launch has its own.
+struct Sched {
+    std::vector<Fiber> fibers;
+    std::vector<Warp> warps;
+    std::vector<unsigned> queue;
+    unsigned nthreads, warp_size, qhead, qcount, ndone;
+    Fiber* cur;
+    Context sched_ctx;
 #ifdef QD_EMU_TSAN
-// Replace whole pages by fresh ones: TSan's mmap hook then forgets every earlier access to
-// them (and records one by the scheduler, which happens before the fibers it starts next).
-void fresh_pages(char* p, size_t n) {
-    if (mmap(p, n, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
-        perror("qd_simt: mmap");
-        abort();
-    }
-}
+    void* sched_tsan;
+    // Sync objects of the running block: fresh heap bytes per block, so that a barrier in block
+    // b+1 does not inherit block b's accesses (blocks are concurrent on a GPU). [0]: the block
+    // barrier, [1 + w]: warp w.
+    char* block_sync;
+    char block_start;  // sync object: the scheduler's per-block setup happens before the block runs
+    // TSan threads for the fibers, in `tsan_pools` sets of nthreads used by blocks in turn. They
+    // live for the whole launch: TSan recycles the ids of destroyed threads, and two blocks
+    // sharing an id would look like one thread's program order (the same holds, unavoidably,
+    // for blocks a multiple of tsan_pools apart). Each has its own stack for the same reason.
+    std::vector<PoolFiber> pool;
+    unsigned tsan_pools;
 #endif
 
-void release_stack(char* s) {
-    if (s) free_stacks.push_back(s);
-}
+    unsigned bar_arrived;
+    int bar_count, bar_line;
+    const char* bar_what;
+    std::vector<Fiber*> bar_waiters;
 
-// ----------------------------------------------------------------------------- scheduling
-
-inline void activate(Fiber* f) {
-    cur = f;
-    threadIdx = f->idx;
-}
-
-inline void push(Fiber* f) {
-    unsigned slot = qhead + qcount++;
-    if (slot >= nthreads) slot -= nthreads;
-    queue[slot] = f->tid;
-}
-
-inline Fiber* pop() {
-    Fiber* f = &fibers[queue[qhead]];
-    if (++qhead == nthreads) qhead = 0;
-    --qcount;
-    return f;
-}
-
-inline void switch_to_sched(Fiber* f) {
 #ifdef QD_EMU_TSAN
-    __tsan_switch_to_fiber(sched_tsan, 1 /* no synchronization: fibers are concurrent threads */);
+    char launch_done;  // sync object: every fiber's end happens before the launch returns
 #endif
-    ctx_switch(&f->ctx, &sched_ctx);
-}
+    qd_emu_call_fn g_call;
+    void* g_ctx;
+    int abort_code;
+    std::string msg;
+    unsigned long long progress, seen_progress;
+    double seen_time, watchdog_s;
+    char *sh_begin, *sh_end;
+    bool poison;
+    unsigned long long cur_block;
 
-void suspend(Fiber* f) { switch_to_sched(f); }
+    std::vector<char*> free_stacks, all_stacks;
 
-[[noreturn]] void abort_fiber(int code) {
-    abort_code = code;
-#ifdef QD_EMU_TSAN
-    __tsan_release(&launch_done);  // the scheduler reads `msg`, which this fiber wrote
-#endif
-    switch_to_sched(cur);
-    __builtin_unreachable();
-}
+    // Signals: a fault in a kernel becomes an error for this launch, not the end of Python.
+    sigjmp_buf sig_jmp;
+    volatile sig_atomic_t in_kernel;
+    pthread_t launch_thread;
+    int sig_no, sig_code;
+    void *sig_addr, *sig_pc;
 
-void fiber_main(Fiber* f) {
-    (void)f;
-#ifdef QD_EMU_TSAN
-    __tsan_acquire(&block_start);  // host writes before the launch, this block's fresh shared memory
-#endif
-    for (;;) {
-        g_call(g_ctx);
-        Fiber* me = cur;
-        me->state = DONE;
-        me->wait = W_NONE;
-        ++ndone;
-        ++progress;
-        warp_changed(me->tid / warp_size);
-#ifdef QD_EMU_TSAN
-        __tsan_release(&launch_done);  // the launch returns after every thread: the host may read
-#else
-        if (qcount && fibers[queue[qhead]].state == NEW) {
-            // Run the next thread right here, on this stack: no switch, no fresh stack.
-            Fiber* nx = pop();
-            nx->stack = me->stack;
-            me->stack = nullptr;
-            activate(nx);
-            nx->state = RUNNING;
-            continue;
+    // ----------------------------------------------------------------------------- stacks
+
+    char* get_stack() {
+        if (!free_stacks.empty()) {
+            char* s = free_stacks.back();
+            free_stacks.pop_back();
+            return s;
         }
+        size_t total = stack_size + page_size;
+        void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == MAP_FAILED) {
+            fprintf(stderr, "qd_simt: cannot map a %zu-byte fiber stack\n", total);
+            abort();
+        }
+        mprotect(base, page_size, PROT_NONE);  // guard page: an overflow faults instead of corrupting
+        all_stacks.push_back((char*)base);
+        return (char*)base + page_size;
+    }
+
+#ifdef QD_EMU_TSAN
+    // Replace whole pages by fresh ones: TSan's mmap hook then forgets every earlier access to
+    // them (and records one by the scheduler, which happens before the fibers it starts next).
+    void fresh_pages(char* p, size_t n) {
+        if (mmap(p, n, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) {
+            perror("qd_simt: mmap");
+            abort();
+        }
+    }
 #endif
-        // Nobody touches this stack before the switch below has left it.
+
+    void release_stack(char* s) {
+        if (s) free_stacks.push_back(s);
+    }
+
+    // ----------------------------------------------------------------------------- scheduling
+
+    inline void activate(Fiber* f) {
+        cur = f;
+        threadIdx = f->idx;
+    }
+
+    inline void push(Fiber* f) {
+        unsigned slot = qhead + qcount++;
+        if (slot >= nthreads) slot -= nthreads;
+        queue[slot] = f->tid;
+    }
+
+    inline Fiber* pop() {
+        Fiber* f = &fibers[queue[qhead]];
+        if (++qhead == nthreads) qhead = 0;
+        --qcount;
+        return f;
+    }
+
+    inline void switch_to_sched(Fiber* f) {
+#ifdef QD_EMU_TSAN
+        __tsan_switch_to_fiber(sched_tsan, 1 /* no synchronization: fibers are concurrent threads */);
+#endif
+        ctx_switch(&f->ctx, &sched_ctx);
+    }
+
+    void suspend(Fiber* f) { switch_to_sched(f); }
+
+    [[noreturn]] void abort_fiber(int code) {
+        abort_code = code;
+#ifdef QD_EMU_TSAN
+        __tsan_release(&launch_done);  // the scheduler reads `msg`, which this fiber wrote
+#endif
+        switch_to_sched(cur);
+        __builtin_unreachable();
+    }
+
+    void fiber_main(Fiber* f) {
+        (void)f;
+#ifdef QD_EMU_TSAN
+        __tsan_acquire(&block_start);  // host writes before the launch, this block's fresh shared memory
+#endif
+        for (;;) {
+            g_call(g_ctx);
+            Fiber* me = cur;
+            me->state = DONE;
+            me->wait = W_NONE;
+            ++ndone;
+            ++progress;
+            warp_changed(me->tid / warp_size);
+#ifdef QD_EMU_TSAN
+            __tsan_release(&launch_done);  // the launch returns after every thread: the host may read
+#else
+            if (qcount && fibers[queue[qhead]].state == NEW) {
+                // Run the next thread right here, on this stack: no switch, no fresh stack.
+                Fiber* nx = pop();
+                nx->stack = me->stack;
+                me->stack = nullptr;
+                activate(nx);
+                nx->state = RUNNING;
+                continue;
+            }
+#endif
+            // Nobody touches this stack before the switch below has left it.
 #ifndef QD_EMU_TSAN
-        release_stack(me->stack);
+            release_stack(me->stack);
 #endif
-        me->stack = nullptr;
-        switch_to_sched(me);
-    }
-}
-
-void describe_block(std::string& s) {
-    // Where every unfinished thread of the block is.
-    struct Spot {
-        unsigned char wait;
-        int line;
-        const char* what;
-        std::vector<unsigned> tids;
-    };
-    std::vector<Spot> spots;
-    std::vector<unsigned> done, fresh;
-    for (auto& f : fibers) {
-        if (f.state == DONE) { done.push_back(f.tid); continue; }
-        if (f.state == NEW) { fresh.push_back(f.tid); continue; }
-        // A fiber with no wait is either the one running (looping, or we would not be here)
-        // or one a barrier just released.
-        unsigned char w = f.wait != W_NONE ? f.wait : &f == cur ? (unsigned char)W_SPIN : (unsigned char)W_NONE;
-        Spot* sp = nullptr;
-        for (auto& x : spots)
-            if (x.wait == w && x.line == f.line && (w == W_SPIN || w == W_NONE || strcmp(x.what, f.what) == 0)) sp = &x;
-        if (!sp) {
-            spots.push_back({w, f.line, (w == W_SPIN || w == W_NONE) ? "" : f.what, {}});
-            sp = &spots.back();
-        }
-        sp->tids.push_back(f.tid);
-    }
-    for (auto& x : spots) {
-        if (x.wait == W_SPIN) appendf(s, "; %s loop at @L%d@", threads_text(x.tids).c_str(), x.line);
-        else if (x.wait == W_NONE) appendf(s, "; %s can run on from @L%d@", threads_text(x.tids).c_str(), x.line);
-        else appendf(s, "; %s wait at %s at @L%d@", threads_text(x.tids).c_str(), x.what, x.line);
-    }
-    if (!fresh.empty()) appendf(s, "; %s never started", threads_text(fresh).c_str());
-    if (!done.empty()) appendf(s, "; %s finished", threads_text(done).c_str());
-}
-
-void report_deadlock() {
-    msg.clear();
-    appendf(msg, "deadlock in %s (%u threads): no thread can continue", block_text().c_str(), nthreads);
-    describe_block(msg);
-    // Warp collectives: name the lanes each one still waits for.
-    for (size_t w = 0; w < warps.size(); ++w) {
-        for (int i = 0; i < warps[w].n; ++i) {
-            const Group& g = warps[w].g[i];
-            std::vector<unsigned> missing;
-            for (unsigned l = 0; l < warp_size; ++l)
-                if (((g.members >> l) & 1) && !((g.arrived >> l) & 1)) missing.push_back((unsigned)(w * warp_size + l));
-            if (!missing.empty())
-                appendf(msg, "; %s at @L%d@ in warp %zu still needs %s", g.what, g.line, w, threads_text(missing).c_str());
+            me->stack = nullptr;
+            switch_to_sched(me);
         }
     }
-    if (bar_arrived) appendf(msg, "; a block barrier completes only when all %u threads of the block reach it", nthreads);
-    abort_code = QD_EMU_DEADLOCK;
-}
 
-void check_watchdog(int line) {
-    if (progress != seen_progress) {
-        seen_progress = progress;
-        seen_time = now();
-        return;
+    void describe_block(std::string& s) {
+        // Where every unfinished thread of the block is.
+        struct Spot {
+            unsigned char wait;
+            int line;
+            const char* what;
+            std::vector<unsigned> tids;
+        };
+        std::vector<Spot> spots;
+        std::vector<unsigned> done, fresh;
+        for (auto& f : fibers) {
+            if (f.state == DONE) { done.push_back(f.tid); continue; }
+            if (f.state == NEW) { fresh.push_back(f.tid); continue; }
+            // A fiber with no wait is either the one running (looping, or we would not be here)
+            // or one a barrier just released.
+            unsigned char w = f.wait != W_NONE ? f.wait : &f == cur ? (unsigned char)W_SPIN : (unsigned char)W_NONE;
+            Spot* sp = nullptr;
+            for (auto& x : spots)
+                if (x.wait == w && x.line == f.line && (w == W_SPIN || w == W_NONE || strcmp(x.what, f.what) == 0)) sp = &x;
+            if (!sp) {
+                spots.push_back({w, f.line, (w == W_SPIN || w == W_NONE) ? "" : f.what, {}});
+                sp = &spots.back();
+            }
+            sp->tids.push_back(f.tid);
+        }
+        for (auto& x : spots) {
+            if (x.wait == W_SPIN) appendf(s, "; %s loop at @L%d@", threads_text(x.tids).c_str(), x.line);
+            else if (x.wait == W_NONE) appendf(s, "; %s can run on from @L%d@", threads_text(x.tids).c_str(), x.line);
+            else appendf(s, "; %s wait at %s at @L%d@", threads_text(x.tids).c_str(), x.what, x.line);
+        }
+        if (!fresh.empty()) appendf(s, "; %s never started", threads_text(fresh).c_str());
+        if (!done.empty()) appendf(s, "; %s finished", threads_text(done).c_str());
     }
-    if (now() - seen_time <= watchdog_s) return;
-    msg.clear();
-    appendf(msg, "no progress for %.1f s in %s: thread %u is looping at @L%d@", watchdog_s, block_text().c_str(),
-            cur->tid, line);
-    describe_block(msg);
-    appendf(msg, ". Blocks run one at a time in index order here, so a block that waits for a later "
-                 "block (or a spin on a value nothing writes) never finishes");
-    abort_fiber(QD_EMU_HANG);
-}
 
-void run_block(unsigned long long b) {
-    cur_block = b;
-    blockIdx.x = (unsigned)(b % gridDim.x);
-    blockIdx.y = (unsigned)((b / gridDim.x) % gridDim.y);
-    blockIdx.z = (unsigned)(b / ((unsigned long long)gridDim.x * gridDim.y));
-    for (unsigned i = 0; i < nthreads; ++i) {
-        fibers[i].state = NEW;
-        fibers[i].wait = W_NONE;
-        queue[i] = i;
+    void report_deadlock() {
+        msg.clear();
+        appendf(msg, "deadlock in %s (%u threads): no thread can continue", block_text().c_str(), nthreads);
+        describe_block(msg);
+        // Warp collectives: name the lanes each one still waits for.
+        for (size_t w = 0; w < warps.size(); ++w) {
+            for (int i = 0; i < warps[w].n; ++i) {
+                const Group& g = warps[w].g[i];
+                std::vector<unsigned> missing;
+                for (unsigned l = 0; l < warp_size; ++l)
+                    if (((g.members >> l) & 1) && !((g.arrived >> l) & 1)) missing.push_back((unsigned)(w * warp_size + l));
+                if (!missing.empty())
+                    appendf(msg, "; %s at @L%d@ in warp %zu still needs %s", g.what, g.line, w, threads_text(missing).c_str());
+            }
+        }
+        if (bar_arrived) appendf(msg, "; a block barrier completes only when all %u threads of the block reach it", nthreads);
+        abort_code = QD_EMU_DEADLOCK;
     }
-    qhead = 0;
-    qcount = nthreads;
-    ndone = 0;
-    bar_arrived = 0;
-    bar_waiters.clear();
-    for (auto& w : warps) w.n = w.ndynamic = 0;
-    ++progress;
+
+    void check_watchdog(int line) {
+        if (progress != seen_progress) {
+            seen_progress = progress;
+            seen_time = now();
+            return;
+        }
+        if (now() - seen_time <= watchdog_s) return;
+        msg.clear();
+        appendf(msg, "no progress for %.1f s in %s: thread %u is looping at @L%d@", watchdog_s, block_text().c_str(),
+                cur->tid, line);
+        describe_block(msg);
+        appendf(msg, ". Blocks run one at a time in index order here, so a block that waits for a later "
+                     "block (or a spin on a value nothing writes) never finishes");
+        abort_fiber(QD_EMU_HANG);
+    }
+
+    void run_block(unsigned long long b) {
+        cur_block = b;
+        blockIdx.x = (unsigned)(b % gridDim.x);
+        blockIdx.y = (unsigned)((b / gridDim.x) % gridDim.y);
+        blockIdx.z = (unsigned)(b / ((unsigned long long)gridDim.x * gridDim.y));
+        for (unsigned i = 0; i < nthreads; ++i) {
+            fibers[i].state = NEW;
+            fibers[i].wait = W_NONE;
+            queue[i] = i;
+        }
+        qhead = 0;
+        qcount = nthreads;
+        ndone = 0;
+        bar_arrived = 0;
+        bar_waiters.clear();
+        for (auto& w : warps) w.n = w.ndynamic = 0;
+        ++progress;
 #ifdef QD_EMU_TSAN
-    block_sync = (char*)malloc(warps.size() + 1);
-    // Shared memory is a new allocation for every block: forget the last block's accesses.
-    // In race builds every __shared__ variable is page-aligned and the race driver ends the
-    // section with a page of padding, so the section minus its last page is whole pages.
-    if (sh_begin && sh_end - sh_begin > (std::ptrdiff_t)page_size) fresh_pages(sh_begin, (size_t)(sh_end - sh_begin) - page_size);
-    unsigned set = (unsigned)(b % tsan_pools);
-    for (unsigned t = 0; t < nthreads; ++t) {
-        PoolFiber& p = pool[set * nthreads + t];
-        if (!p.tsan) {
-            p.tsan = __tsan_create_fiber(0);
-            p.stack = get_stack();
+        block_sync = (char*)malloc(warps.size() + 1);
+        // Shared memory is a new allocation for every block: forget the last block's accesses.
+        // In race builds every __shared__ variable is page-aligned and the race driver ends the
+        // section with a page of padding, so the section minus its last page is whole pages.
+        if (sh_begin && sh_end - sh_begin > (std::ptrdiff_t)page_size) fresh_pages(sh_begin, (size_t)(sh_end - sh_begin) - page_size);
+        unsigned set = (unsigned)(b % tsan_pools);
+        for (unsigned t = 0; t < nthreads; ++t) {
+            PoolFiber& p = pool[set * nthreads + t];
+            if (!p.tsan) {
+                p.tsan = __tsan_create_fiber(0);
+                p.stack = get_stack();
+            }
+            snprintf(p.name, sizeof p.name, "thread %u of %s", t, block_text().c_str());
+            __tsan_set_fiber_name(p.tsan, p.name);
+            fibers[t].tsan = p.tsan;
         }
-        snprintf(p.name, sizeof p.name, "thread %u of %s", t, block_text().c_str());
-        __tsan_set_fiber_name(p.tsan, p.name);
-        fibers[t].tsan = p.tsan;
-    }
-    __tsan_release(&block_start);
+        __tsan_release(&block_start);
 #endif
-    if (poison && sh_begin && sh_end > sh_begin) {
-        // Shared memory starts out as garbage on a GPU: make reads before writes visible.
-        // 0x7fffffff is a NaN as f32 and (twice) as f64, and INT_MAX as i32.
-        size_t n = (size_t)(sh_end - sh_begin);
-        for (size_t i = 0; i < n; ++i) sh_begin[i] = (char)((i & 3) == 3 ? 0x7f : 0xff);
-    }
-    while (qcount) {
-        Fiber* f = pop();
-        activate(f);
-        if (f->state == NEW) {
+        if (poison && sh_begin && sh_end > sh_begin) {
+            // Shared memory starts out as garbage on a GPU: make reads before writes visible.
+            // 0x7fffffff is a NaN as f32 and (twice) as f64, and INT_MAX as i32.
+            size_t n = (size_t)(sh_end - sh_begin);
+            for (size_t i = 0; i < n; ++i) sh_begin[i] = (char)((i & 3) == 3 ? 0x7f : 0xff);
+        }
+        while (qcount) {
+            Fiber* f = pop();
+            activate(f);
+            if (f->state == NEW) {
 #ifdef QD_EMU_TSAN
-            f->stack = pool[(unsigned)(b % tsan_pools) * nthreads + f->tid].stack;
+                f->stack = pool[(unsigned)(b % tsan_pools) * nthreads + f->tid].stack;
 #else
-            f->stack = get_stack();
+                f->stack = get_stack();
 #endif
-            ctx_make(&f->ctx, f->stack, stack_size, f);
+                ctx_make(&f->ctx, f->stack, stack_size, f);
+            }
+            f->state = RUNNING;
+#ifdef QD_EMU_TSAN
+            __tsan_switch_to_fiber(f->tsan, 1);
+#endif
+            ctx_switch(&sched_ctx, &f->ctx);
+            if (abort_code) return;
         }
-        f->state = RUNNING;
 #ifdef QD_EMU_TSAN
-        __tsan_switch_to_fiber(f->tsan, 1);
+        free(block_sync);
+        block_sync = nullptr;
 #endif
-        ctx_switch(&sched_ctx, &f->ctx);
-        if (abort_code) return;
+        if (ndone != nthreads) report_deadlock();
     }
+
+    void describe_signal() {
+        msg.clear();
+        const char* what = "crashed";
+        bool overflow = false;
+        for (char* s : all_stacks)
+            if ((char*)sig_addr >= s && (char*)sig_addr < s + page_size) overflow = true;
+        if (sig_no == SIGFPE) what = sig_code == FPE_INTDIV ? "integer division by zero" : "arithmetic fault (SIGFPE)";
+        else if (overflow) what = "stack overflow";
+        else if (sig_no == SIGSEGV) what = "invalid memory access (SIGSEGV)";
+        else if (sig_no == SIGBUS) what = "bus error (SIGBUS)";
+        // -fsanitize=signed-integer-overflow traps with ud2: a signed overflow the generated
+        // code must never have (C++ leaves it undefined; GPU compilers optimize on that).
+        else if (sig_no == SIGILL) what = "signed integer overflow in the generated code, undefined in C++ (SIGILL)";
+        appendf(msg, "%s", what);
+        if (cur) appendf(msg, " in thread %u of %s", cur->tid, block_text().c_str());
+        if (sig_no == SIGSEGV && !overflow) appendf(msg, ", address %p", sig_addr);
+        Dl_info pc_info, kernel_info;
+        if (sig_pc && dladdr(sig_pc, &pc_info) && dladdr((void*)g_call, &kernel_info) &&
+            pc_info.dli_fbase == kernel_info.dli_fbase)
+            appendf(msg, " at @PC%llx@", (unsigned long long)((char*)sig_pc - (char*)pc_info.dli_fbase));
+        else if (sig_pc && dladdr(sig_pc, &pc_info) && pc_info.dli_fname)
+            appendf(msg, " inside %s%s%s", pc_info.dli_fname, pc_info.dli_sname ? " " : "", pc_info.dli_sname ? pc_info.dli_sname : "");
+    }
+
+    // The blocks [first, last) of a launch, on this thread. Returns the status; on an error `msg`
+    // explains and `cur_block` is the block that failed.
+    int run_share(qd_emu_call_fn call, void* ctx, const qd_emu_config* cfg, unsigned wsize, unsigned nt,
+                  char* shared_begin, char* shared_end, unsigned long long first, unsigned long long last) {
+        g_call = call;
+        g_ctx = ctx;
+        warp_size = wsize;
+        nthreads = nt;
+        gridDim = {(unsigned)cfg->grid[0], (unsigned)cfg->grid[1], (unsigned)cfg->grid[2]};
+        blockDim = {(unsigned)cfg->block[0], (unsigned)cfg->block[1], (unsigned)cfg->block[2]};
+        fibers.assign(nthreads, Fiber{});
+        for (unsigned t = 0; t < nthreads; ++t) {
+            fibers[t].tid = t;
+            fibers[t].idx = {t % blockDim.x, (t / blockDim.x) % blockDim.y, t / (blockDim.x * blockDim.y)};
+        }
+        unsigned nwarps = (nthreads + warp_size - 1) / warp_size;
+        warps.resize(nwarps);
+        for (unsigned w = 0; w < nwarps; ++w) {
+            unsigned lanes = nthreads - w * warp_size < warp_size ? nthreads - w * warp_size : warp_size;
+            warps[w].existing = lanes == 64 ? ~0ull : ((1ull << lanes) - 1);
+            warps[w].n = warps[w].ndynamic = 0;
+        }
+        queue.assign(nthreads, 0);
+        bar_waiters.clear();
+        bar_waiters.reserve(nthreads);  // no allocation (and no TSan-visible memmove) inside a block
+        free_stacks.reserve(all_stacks.size() + nthreads);
+        abort_code = 0;
+        msg.clear();
+        watchdog_s = cfg->watchdog_ms / 1000.0;
+        sh_begin = shared_begin;
+        sh_end = shared_end;
+        poison = (cfg->flags & QD_EMU_POISON_SHARED) != 0;
+        cur = nullptr;
+        cur_block = first;
+        progress = 1;
+        seen_progress = 0;
 #ifdef QD_EMU_TSAN
-    free(block_sync);
-    block_sync = nullptr;
+        sched_tsan = __tsan_get_current_fiber();
+        {
+            // TSan (v2) allows 8128 threads: as many sets as fit, at most 8.
+            unsigned long long total = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+            unsigned fit = 6000 / nthreads;
+            tsan_pools = (unsigned)std::min<unsigned long long>(total, std::max(1u, std::min(8u, fit)));
+            pool.assign((size_t)tsan_pools * nthreads, PoolFiber{});
+        }
 #endif
-    if (ndone != nthreads) report_deadlock();
-}
+
+        // Faults are caught on a stack of this thread's own (a fiber that overflowed its stack
+        // has none left); the handler is the launch's (qd_emu_run).
+        char* alt_mem = (char*)malloc(kAltStackBytes);
+        stack_t alt, old_alt;
+        alt.ss_sp = alt_mem;
+        alt.ss_size = kAltStackBytes;
+        alt.ss_flags = 0;
+        sigaltstack(&alt, &old_alt);
+        launch_thread = pthread_self();
+        in_kernel = 1;
+
+        if (sigsetjmp(sig_jmp, 1) == 0) {
+            for (unsigned long long b = first; b < last && !abort_code; ++b) run_block(b);
+        } else {
+            in_kernel = 0;
+            describe_signal();
+            abort_code = QD_EMU_SIGNAL;
+        }
+        in_kernel = 0;
+        sigaltstack(&old_alt, nullptr);
+        free(alt_mem);
+
+#ifdef QD_EMU_TSAN
+        for (auto& f : fibers) f.stack = nullptr;  // pool stacks, released below
+        for (auto& p : pool) {
+            if (p.tsan) __tsan_destroy_fiber(p.tsan);
+            release_stack(p.stack);
+        }
+        pool.clear();
+        free(block_sync);
+        block_sync = nullptr;
+        __tsan_acquire(&launch_done);
+#else
+        for (auto& f : fibers) {
+            release_stack(f.stack);
+            f.stack = nullptr;
+        }
+#endif
+        cur = nullptr;
+        return abort_code;
+    }
+
+    // A worker's fiber stacks end with it; the launching thread keeps its own for the next launch.
+    void unmap_stacks() {
+        for (char* s : all_stacks) munmap(s, stack_size + page_size);
+        all_stacks.clear();
+        free_stacks.clear();
+    }
+
+    // A collective whose members are "the lanes that got here" (__activemask, HIP's mask-free
+    // __shfl/__ballot): it completes once every other lane of the warp is somewhere else for
+    // good: finished, or waiting at a barrier or another collective. That is what a GPU's
+    // active mask is at that point: the lanes that took this path together. (A lane that only
+    // yielded at a loop back-edge is still on its way, possibly to this very call.)
+    bool at_lockstep_atomic(unsigned w, unsigned lane) {
+        const Warp& W = warps[w];
+        for (int i = 0; i < W.n; ++i)
+            if (W.g[i].lax && ((W.g[i].arrived >> lane) & 1)) return true;
+        return false;
+    }
+
+    bool converged(unsigned w, const Group& g) {
+        unsigned base = w * warp_size;
+        for (unsigned l = 0; l < warp_size; ++l) {
+            if (!((warps[w].existing >> l) & 1) || ((g.arrived >> l) & 1)) continue;
+            const Fiber& o = fibers[base + l];
+            // For a lockstep atomic, a lane spinning in a loop (it yielded at a back-edge) is
+            // elsewhere too: waiting for it would deadlock a lock a lane of its own warp holds.
+            if (o.state != DONE && o.state != BLOCKED && !(g.lax && o.state == READY && o.wait == W_SPIN)) return false;
+            // A lane waiting at a lockstep atomic is only behind, not elsewhere: that atomic went
+            // ahead without lanes still spinning in a loop, so the warp's lanes may have come apart
+            // in a loop they all run (a uniform one). A shuffle or vote after the loop waits for
+            // it, as the reconverged warp on a GPU would. (The atomic never waits for a lane
+            // blocked here, so this cannot deadlock.)
+            if (!g.lax && o.state == BLOCKED && o.wait == W_WARP && at_lockstep_atomic(w, l)) return false;
+        }
+        return true;
+    }
+
+    // Run a complete collective: compute every member's result, wake the members but `self`.
+    void complete(unsigned w, int gi, Fiber* self) {
+        Warp& W = warps[w];
+        Group g = W.g[gi];
+        W.g[gi] = W.g[--W.n];
+        if (g.dynamic) --W.ndynamic;
+        unsigned base = w * warp_size;
+        qd_emu_lanes L;
+        L.members = g.arrived;
+        L.width = g.width;
+        L.warp_size = (int)warp_size;
+        for (unsigned l = 0; l < warp_size; ++l) {
+            if (!((g.arrived >> l) & 1)) continue;
+            L.value[l] = fibers[base + l].value;
+            L.arg[l] = fibers[base + l].arg;
+            L.result[l] = 0;
+        }
+        g.fn(&L);
+        if (!g.lax) ++progress;  // an atomic is no progress: a loop of them may still spin forever
+        for (unsigned l = 0; l < warp_size; ++l) {
+            if (!((g.arrived >> l) & 1)) continue;
+            Fiber* o = &fibers[base + l];
+            o->result = L.result[l];
+            if (o != self) {
+                o->state = READY;
+                o->wait = W_NONE;
+                push(o);
+            }
+        }
+    }
+
+    // A lane of warp w went elsewhere for good: a convergence collective may be complete now.
+    void warp_changed(unsigned w) {
+        Warp& W = warps[w];
+        for (int i = 0; W.ndynamic && i < W.n;) {
+            if (W.g[i].dynamic && converged(w, W.g[i])) complete(w, i, nullptr);  // entry i replaced: look again
+            else ++i;
+        }
+    }
+
+    [[noreturn]] void warp_divergence(unsigned w, Fiber* f, const char* what, int line, unsigned long long m, const Group& g) {
+        std::vector<unsigned> waiting;
+        for (unsigned l = 0; l < warp_size; ++l)
+            if ((g.arrived >> l) & 1) waiting.push_back(w * warp_size + l);
+        msg.clear();
+        appendf(msg, "warp divergence in %s, warp %u: thread %u calls %s at @L%d@ (mask 0x%llx) while %s wait at "
+                     "%s at @L%d@ (mask 0x%llx); lanes named in a mask must all call the same collective",
+                block_text().c_str(), w, f->tid, what, line, m, threads_text(waiting).c_str(), g.what, g.line, g.members);
+        abort_fiber(QD_EMU_DEADLOCK);
+    }
+
+    int block_barrier(int line, const char* what, int pred) {
+        Fiber* f = cur;
+        f->line = line;
+        f->what = what;
+        if (bar_arrived == 0) {
+            bar_line = line;
+            bar_what = what;
+            bar_count = 0;
+        } else if (line != bar_line || strcmp(what, bar_what) != 0) {
+            std::vector<unsigned> waiting;
+            for (Fiber* w : bar_waiters) waiting.push_back(w->tid);
+            msg.clear();
+            appendf(msg, "barrier divergence in %s: thread %u reached %s at @L%d@ while %s wait at %s at @L%d@ "
+                         "(every thread of a block must reach the same barrier)",
+                    block_text().c_str(), f->tid, what, line, threads_text(waiting).c_str(), bar_what, bar_line);
+            abort_fiber(QD_EMU_DEADLOCK);
+        }
+        bar_count += pred != 0;
+#ifdef QD_EMU_TSAN
+        __tsan_release(block_sync);
+#endif
+        if (++bar_arrived == nthreads) {
+            int r = bar_count;
+            bar_arrived = 0;
+            ++progress;
+            for (Fiber* w : bar_waiters) {
+                w->result = (unsigned long long)r;
+                w->state = READY;
+                w->wait = W_NONE;
+                push(w);
+            }
+            bar_waiters.clear();
+#ifdef QD_EMU_TSAN
+            __tsan_acquire(block_sync);
+#endif
+            return r;
+        }
+        f->wait = W_BLOCK;
+        f->state = BLOCKED;
+        bar_waiters.push_back(f);
+        warp_changed(f->tid / warp_size);
+        suspend(f);
+#ifdef QD_EMU_TSAN
+        __tsan_acquire(block_sync);
+#endif
+        return (int)f->result;
+    }
+
+    unsigned long long warp_op(int line, const char* what, unsigned long long mask, int converge,
+                               unsigned long long value, long long arg, int width, qd_emu_compute_fn fn) {
+        Fiber* f = cur;
+        unsigned w = f->tid / warp_size, lane = f->tid % warp_size;
+        Warp& W = warps[w];
+        unsigned long long bit = 1ull << lane;
+        f->line = line;
+        f->what = what;
+        f->value = value;
+        f->arg = arg;
+        int gi = -1;
+        if (converge) {
+            for (int i = 0; i < W.n; ++i)
+                if (W.g[i].dynamic && W.g[i].line == line && W.g[i].fn == fn && strcmp(W.g[i].what, what) == 0) gi = i;
+            if (gi < 0) {
+                gi = W.n++;
+                W.g[gi] = Group{0, 0, what, line, width, fn, true, converge == 2};
+                ++W.ndynamic;
+            }
+            W.g[gi].members |= bit;
+        } else {
+            unsigned long long m = mask & W.existing;
+            if (!(m & bit)) {
+                msg.clear();
+                appendf(msg, "thread %u (lane %u of warp %u) in %s calls %s at @L%d@ with mask 0x%llx, which leaves out its "
+                             "own lane", f->tid, lane, w, block_text().c_str(), what, line, mask);
+                abort_fiber(QD_EMU_DEADLOCK);
+            }
+            for (int i = 0; i < W.n; ++i)
+                if (!W.g[i].dynamic && (W.g[i].members & m)) gi = i;
+            if (gi >= 0) {
+                const Group& g = W.g[gi];
+                if (g.members != m || strcmp(g.what, what) != 0 || g.fn != fn) warp_divergence(w, f, what, line, m, g);
+            } else {
+                gi = W.n++;
+                W.g[gi] = Group{m, 0, what, line, width, fn, false, false};
+            }
+        }
+#ifdef QD_EMU_TSAN
+        __tsan_release(block_sync + 1 + w);
+#endif
+        Group& g = W.g[gi];
+        g.arrived |= bit;
+        if (g.dynamic ? converged(w, g) : g.arrived == g.members) {
+            complete(w, gi, f);
+        } else {
+            f->wait = W_WARP;
+            f->state = BLOCKED;
+            warp_changed(w);  // this lane is now elsewhere for another convergence collective
+            if (f->state == BLOCKED) suspend(f);
+        }
+#ifdef QD_EMU_TSAN
+        __tsan_acquire(block_sync + 1 + w);
+#endif
+        return f->result;
+    }
+
+    void tick_slow(int line) {
+        Fiber* f = cur;
+        f->line = line;
+        check_watchdog(line);
+        if (qcount) {  // let the rest of the block run: it may be what this loop waits for
+            f->state = READY;
+            f->wait = W_SPIN;
+            push(f);
+            warp_changed(f->tid / warp_size);  // a collective its warp-mates wait at may complete
+            suspend(f);
+            f->wait = W_NONE;
+        }
+    }
+
+    void yield(int line) {
+        Fiber* f = cur;
+        f->line = line;
+        check_watchdog(line);
+        if (qcount) {
+            f->state = READY;
+            f->wait = W_SPIN;
+            push(f);
+            warp_changed(f->tid / warp_size);  // a collective its warp-mates wait at may complete
+            suspend(f);
+            f->wait = W_NONE;
+        }
+    }
+
+    [[noreturn]] void trap(int line, const char* what) {
+        msg.clear();
+        appendf(msg, "thread %u of %s executed %s at @L%d@", cur->tid, block_text().c_str(), what, line);
+        abort_fiber(QD_EMU_TRAP);
+    }
+
+};
+
+// This thread's scheduler (initial-exec: a signal handler reads it).
+QD_EMU_TLS Sched* S = nullptr;
+Sched main_sched;  // the launching thread's
+
+void fiber_main(Fiber* f) { S->fiber_main(f); }
 
 void on_signal(int sig, siginfo_t* si, void* ucv) {
-    if (!in_kernel || !pthread_equal(pthread_self(), launch_thread)) {
+    Sched* s = S;
+    if (!s || !s->in_kernel || !pthread_equal(pthread_self(), s->launch_thread)) {
         // Not ours: put the previous handler back; the faulting instruction runs again into it.
         sigaction(sig, &old_actions[sig], nullptr);
         return;
     }
     ucontext_t* uc = (ucontext_t*)ucv;
 #if defined(__x86_64__)
-    sig_pc = (void*)uc->uc_mcontext.gregs[REG_RIP];
+    s->sig_pc = (void*)uc->uc_mcontext.gregs[REG_RIP];
 #elif defined(__aarch64__)
-    sig_pc = (void*)uc->uc_mcontext.pc;
+    s->sig_pc = (void*)uc->uc_mcontext.pc;
 #else
-    sig_pc = nullptr;
+    s->sig_pc = nullptr;
     (void)uc;
 #endif
-    sig_no = sig;
-    sig_code = si->si_code;
-    sig_addr = si->si_addr;
+    s->sig_no = sig;
+    s->sig_code = si->si_code;
+    s->sig_addr = si->si_addr;
 #ifdef QD_EMU_TSAN
-    __tsan_switch_to_fiber(sched_tsan, 1);  // TSan finds the jump buffer in the thread that set it
+    __tsan_switch_to_fiber(s->sched_tsan, 1);  // TSan finds the jump buffer in the thread that set it
 #endif
-    siglongjmp(sig_jmp, 1);
-}
-
-void describe_signal() {
-    msg.clear();
-    const char* what = "crashed";
-    bool overflow = false;
-    for (char* s : all_stacks)
-        if ((char*)sig_addr >= s && (char*)sig_addr < s + page_size) overflow = true;
-    if (sig_no == SIGFPE) what = sig_code == FPE_INTDIV ? "integer division by zero" : "arithmetic fault (SIGFPE)";
-    else if (overflow) what = "stack overflow";
-    else if (sig_no == SIGSEGV) what = "invalid memory access (SIGSEGV)";
-    else if (sig_no == SIGBUS) what = "bus error (SIGBUS)";
-    // -fsanitize=signed-integer-overflow traps with ud2: a signed overflow the generated
-    // code must never have (C++ leaves it undefined; GPU compilers optimize on that).
-    else if (sig_no == SIGILL) what = "signed integer overflow in the generated code, undefined in C++ (SIGILL)";
-    appendf(msg, "%s", what);
-    if (cur) appendf(msg, " in thread %u of %s", cur->tid, block_text().c_str());
-    if (sig_no == SIGSEGV && !overflow) appendf(msg, ", address %p", sig_addr);
-    Dl_info pc_info, kernel_info;
-    if (sig_pc && dladdr(sig_pc, &pc_info) && dladdr((void*)g_call, &kernel_info) &&
-        pc_info.dli_fbase == kernel_info.dli_fbase)
-        appendf(msg, " at @PC%llx@", (unsigned long long)((char*)sig_pc - (char*)pc_info.dli_fbase));
-    else if (sig_pc && dladdr(sig_pc, &pc_info) && pc_info.dli_fname)
-        appendf(msg, " inside %s%s%s", pc_info.dli_fname, pc_info.dli_sname ? " " : "", pc_info.dli_sname ? pc_info.dli_sname : "");
-}
-
-void run_blocks(const qd_emu_config* cfg) {
-    unsigned long long total = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
-    unsigned long long first = cfg->first_block < 0 ? 0 : (unsigned long long)cfg->first_block;
-    unsigned long long last = total;
-    if (cfg->last_block >= 0 && (unsigned long long)cfg->last_block < total) last = (unsigned long long)cfg->last_block;
-    for (unsigned long long b = first; b < last && !abort_code; ++b) run_block(b);
+    siglongjmp(s->sig_jmp, 1);
 }
 
 }  // namespace
@@ -614,323 +942,93 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
         stack_size = (size_t)(kb ? atol(kb) : QD_EMU_DEFAULT_STACK_KB) * 1024;
         stack_size = (stack_size + page_size - 1) / page_size * page_size;
     }
-    g_call = call;
-    g_ctx = ctx;
-    warp_size = (unsigned)wsize;
-    nthreads = (unsigned)nt;
-    gridDim = {(unsigned)cfg->grid[0], (unsigned)cfg->grid[1], (unsigned)cfg->grid[2]};
-    blockDim = {(unsigned)cfg->block[0], (unsigned)cfg->block[1], (unsigned)cfg->block[2]};
-    fibers.assign(nthreads, Fiber{});
-    for (unsigned t = 0; t < nthreads; ++t) {
-        fibers[t].tid = t;
-        fibers[t].idx = {t % blockDim.x, (t / blockDim.x) % blockDim.y, t / (blockDim.x * blockDim.y)};
-    }
-    unsigned nwarps = (nthreads + warp_size - 1) / warp_size;
-    warps.resize(nwarps);
-    for (unsigned w = 0; w < nwarps; ++w) {
-        unsigned lanes = nthreads - w * warp_size < warp_size ? nthreads - w * warp_size : warp_size;
-        warps[w].existing = lanes == 64 ? ~0ull : ((1ull << lanes) - 1);
-        warps[w].n = warps[w].ndynamic = 0;
-    }
-    queue.assign(nthreads, 0);
-    bar_waiters.clear();
-    bar_waiters.reserve(nthreads);  // no allocation (and no TSan-visible memmove) inside a block
-    free_stacks.reserve(all_stacks.size() + nthreads);
-    abort_code = 0;
-    msg.clear();
-    watchdog_s = cfg->watchdog_ms / 1000.0;
-    sh_begin = shared_begin;
-    sh_end = shared_end;
-    poison = (cfg->flags & QD_EMU_POISON_SHARED) != 0;
-    cur = nullptr;
-    progress = 1;
-    seen_progress = 0;
+    unsigned long long total = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+    unsigned long long first = cfg->first_block < 0 ? 0 : (unsigned long long)cfg->first_block;
+    unsigned long long last = total;
+    if (cfg->last_block >= 0 && (unsigned long long)cfg->last_block < total) last = (unsigned long long)cfg->last_block;
+    unsigned long long n = last > first ? last - first : 0;
+    unsigned long long workers = cfg->workers > 1 ? (unsigned long long)cfg->workers : 1;
 #ifdef QD_EMU_TSAN
-    sched_tsan = __tsan_get_current_fiber();
-    {
-        // TSan (v2) allows 8128 threads: as many sets as fit, at most 8.
-        unsigned long long total = (unsigned long long)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
-        unsigned fit = 6000 / nthreads;
-        tsan_pools = (unsigned)std::min<unsigned long long>(total, std::max(1u, std::min(8u, fit)));
-        pool.assign((size_t)tsan_pools * nthreads, PoolFiber{});
-    }
+    workers = 1;  // a race check runs every fiber as a TSan thread of one OS thread
 #endif
+    if (workers > n) workers = n > 0 ? n : 1;
 
-
-    // Catch faults for the duration of the launch, on a stack of our own (a fiber that
-    // overflowed its stack has none left).
+    // A fault becomes an error for this launch, not the end of Python: the handler is the
+    // process's while the launch runs, and each thread of the launch catches its own.
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    stack_t alt, old_alt;
-    alt.ss_sp = alt_stack_mem;
-    alt.ss_size = sizeof alt_stack_mem;
-    alt.ss_flags = 0;
-    sigaltstack(&alt, &old_alt);
     for (int s : kSignals) sigaction(s, &sa, &old_actions[s]);
-    launch_thread = pthread_self();
-    in_kernel = 1;
 
-    if (sigsetjmp(sig_jmp, 1) == 0) {
-        run_blocks(cfg);
+    unsigned w = (unsigned)wsize, threads = (unsigned)nt;
+    S = &main_sched;
+    int rc;
+    if (workers == 1) {
+        rc = main_sched.run_share(call, ctx, cfg, w, threads, shared_begin, shared_end, first, last);
+        if (rc) snprintf(err, errlen, "%s", main_sched.msg.c_str());
     } else {
-        in_kernel = 0;
-        describe_signal();
-        abort_code = QD_EMU_SIGNAL;
+        // A grid-free task (no barrier, collective, shared array, fence or print): its blocks
+        // are independent, so contiguous runs of them go to separate OS threads. Each stops
+        // at its first error; the one reported is in the lowest block, where a run in index
+        // order would have stopped.
+        struct Share {
+            unsigned long long first, last, failed;
+            int rc;
+            bool ran;
+            std::string text;
+        };
+        std::vector<Share> shares(workers);
+        for (unsigned long long k = 0; k < workers; ++k) {
+            shares[k].first = first + n * k / workers;
+            shares[k].last = first + n * (k + 1) / workers;
+            shares[k].ran = false;
+        }
+        auto run = [&](Share* share, Sched* sched) {
+            share->rc = sched->run_share(call, ctx, cfg, w, threads, shared_begin, shared_end, share->first, share->last);
+            share->failed = sched->cur_block;
+            if (share->rc) share->text = sched->msg;
+            share->ran = true;
+        };
+        std::vector<std::thread> pool;
+        pool.reserve(workers - 1);
+        for (unsigned long long k = 1; k < workers; ++k) {
+            try {
+                pool.emplace_back([&, k] {
+                    Sched sched;
+                    S = &sched;
+                    run(&shares[k], &sched);
+                    sched.unmap_stacks();
+                    S = nullptr;
+                });
+            } catch (...) {  // no thread to be had: this one runs that share after its own
+            }
+        }
+        run(&shares[0], &main_sched);
+        for (auto& t : pool) t.join();
+        for (auto& share : shares)
+            if (!share.ran) run(&share, &main_sched);
+        const Share* bad = nullptr;
+        for (auto& share : shares)
+            if (share.rc && (!bad || share.failed < bad->failed)) bad = &share;
+        rc = bad ? bad->rc : QD_EMU_OK;
+        if (bad) snprintf(err, errlen, "%s", bad->text.c_str());
     }
-    in_kernel = 0;
     for (int s : kSignals) sigaction(s, &old_actions[s], nullptr);
-    sigaltstack(&old_alt, nullptr);
-
-#ifdef QD_EMU_TSAN
-    for (auto& f : fibers) f.stack = nullptr;  // pool stacks, released below
-    for (auto& p : pool) {
-        if (p.tsan) __tsan_destroy_fiber(p.tsan);
-        release_stack(p.stack);
-    }
-    pool.clear();
-#else
-    for (auto& f : fibers) {
-        release_stack(f.stack);
-        f.stack = nullptr;
-    }
-#endif
-#ifdef QD_EMU_TSAN
-    free(block_sync);
-    block_sync = nullptr;
-#endif
-#ifdef QD_EMU_TSAN
-    __tsan_acquire(&launch_done);
-#endif
-    int rc = abort_code;
-    if (rc) snprintf(err, errlen, "%s", msg.c_str());
-    cur = nullptr;
     pthread_mutex_unlock(&launch_lock);
     return rc;
 }
 
-QD_EXPORT int qd_emu_block_barrier(int line, const char* what, int pred) {
-    Fiber* f = cur;
-    f->line = line;
-    f->what = what;
-    if (bar_arrived == 0) {
-        bar_line = line;
-        bar_what = what;
-        bar_count = 0;
-    } else if (line != bar_line || strcmp(what, bar_what) != 0) {
-        std::vector<unsigned> waiting;
-        for (Fiber* w : bar_waiters) waiting.push_back(w->tid);
-        msg.clear();
-        appendf(msg, "barrier divergence in %s: thread %u reached %s at @L%d@ while %s wait at %s at @L%d@ "
-                     "(every thread of a block must reach the same barrier)",
-                block_text().c_str(), f->tid, what, line, threads_text(waiting).c_str(), bar_what, bar_line);
-        abort_fiber(QD_EMU_DEADLOCK);
-    }
-    bar_count += pred != 0;
-#ifdef QD_EMU_TSAN
-    __tsan_release(block_sync);
-#endif
-    if (++bar_arrived == nthreads) {
-        int r = bar_count;
-        bar_arrived = 0;
-        ++progress;
-        for (Fiber* w : bar_waiters) {
-            w->result = (unsigned long long)r;
-            w->state = READY;
-            w->wait = W_NONE;
-            push(w);
-        }
-        bar_waiters.clear();
-#ifdef QD_EMU_TSAN
-        __tsan_acquire(block_sync);
-#endif
-        return r;
-    }
-    f->wait = W_BLOCK;
-    f->state = BLOCKED;
-    bar_waiters.push_back(f);
-    warp_changed(f->tid / warp_size);
-    suspend(f);
-#ifdef QD_EMU_TSAN
-    __tsan_acquire(block_sync);
-#endif
-    return (int)f->result;
-}
-
-namespace {
-
-// A collective whose members are "the lanes that got here" (__activemask, HIP's mask-free
-// __shfl/__ballot): it completes once every other lane of the warp is somewhere else for
-// good: finished, or waiting at a barrier or another collective. That is what a GPU's
-// active mask is at that point: the lanes that took this path together. (A lane that only
-// yielded at a loop back-edge is still on its way, possibly to this very call.)
-bool at_lockstep_atomic(unsigned w, unsigned lane) {
-    const Warp& W = warps[w];
-    for (int i = 0; i < W.n; ++i)
-        if (W.g[i].lax && ((W.g[i].arrived >> lane) & 1)) return true;
-    return false;
-}
-
-bool converged(unsigned w, const Group& g) {
-    unsigned base = w * warp_size;
-    for (unsigned l = 0; l < warp_size; ++l) {
-        if (!((warps[w].existing >> l) & 1) || ((g.arrived >> l) & 1)) continue;
-        const Fiber& o = fibers[base + l];
-        // For a lockstep atomic, a lane spinning in a loop (it yielded at a back-edge) is
-        // elsewhere too: waiting for it would deadlock a lock a lane of its own warp holds.
-        if (o.state != DONE && o.state != BLOCKED && !(g.lax && o.state == READY && o.wait == W_SPIN)) return false;
-        // A lane waiting at a lockstep atomic is only behind, not elsewhere: that atomic went
-        // ahead without lanes still spinning in a loop, so the warp's lanes may have come apart
-        // in a loop they all run (a uniform one). A shuffle or vote after the loop waits for
-        // it, as the reconverged warp on a GPU would. (The atomic never waits for a lane
-        // blocked here, so this cannot deadlock.)
-        if (!g.lax && o.state == BLOCKED && o.wait == W_WARP && at_lockstep_atomic(w, l)) return false;
-    }
-    return true;
-}
-
-// Run a complete collective: compute every member's result, wake the members but `self`.
-void complete(unsigned w, int gi, Fiber* self) {
-    Warp& W = warps[w];
-    Group g = W.g[gi];
-    W.g[gi] = W.g[--W.n];
-    if (g.dynamic) --W.ndynamic;
-    unsigned base = w * warp_size;
-    qd_emu_lanes L;
-    L.members = g.arrived;
-    L.width = g.width;
-    L.warp_size = (int)warp_size;
-    for (unsigned l = 0; l < warp_size; ++l) {
-        if (!((g.arrived >> l) & 1)) continue;
-        L.value[l] = fibers[base + l].value;
-        L.arg[l] = fibers[base + l].arg;
-        L.result[l] = 0;
-    }
-    g.fn(&L);
-    if (!g.lax) ++progress;  // an atomic is no progress: a loop of them may still spin forever
-    for (unsigned l = 0; l < warp_size; ++l) {
-        if (!((g.arrived >> l) & 1)) continue;
-        Fiber* o = &fibers[base + l];
-        o->result = L.result[l];
-        if (o != self) {
-            o->state = READY;
-            o->wait = W_NONE;
-            push(o);
-        }
-    }
-}
-
-// A lane of warp w went elsewhere for good: a convergence collective may be complete now.
-void warp_changed(unsigned w) {
-    Warp& W = warps[w];
-    for (int i = 0; W.ndynamic && i < W.n;) {
-        if (W.g[i].dynamic && converged(w, W.g[i])) complete(w, i, nullptr);  // entry i replaced: look again
-        else ++i;
-    }
-}
-
-[[noreturn]] void warp_divergence(unsigned w, Fiber* f, const char* what, int line, unsigned long long m, const Group& g) {
-    std::vector<unsigned> waiting;
-    for (unsigned l = 0; l < warp_size; ++l)
-        if ((g.arrived >> l) & 1) waiting.push_back(w * warp_size + l);
-    msg.clear();
-    appendf(msg, "warp divergence in %s, warp %u: thread %u calls %s at @L%d@ (mask 0x%llx) while %s wait at "
-                 "%s at @L%d@ (mask 0x%llx); lanes named in a mask must all call the same collective",
-            block_text().c_str(), w, f->tid, what, line, m, threads_text(waiting).c_str(), g.what, g.line, g.members);
-    abort_fiber(QD_EMU_DEADLOCK);
-}
-
-}  // namespace
+QD_EXPORT int qd_emu_block_barrier(int line, const char* what, int pred) { return S->block_barrier(line, what, pred); }
 
 QD_EXPORT unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long mask, int converge,
                                             unsigned long long value, long long arg, int width, qd_emu_compute_fn fn) {
-    Fiber* f = cur;
-    unsigned w = f->tid / warp_size, lane = f->tid % warp_size;
-    Warp& W = warps[w];
-    unsigned long long bit = 1ull << lane;
-    f->line = line;
-    f->what = what;
-    f->value = value;
-    f->arg = arg;
-    int gi = -1;
-    if (converge) {
-        for (int i = 0; i < W.n; ++i)
-            if (W.g[i].dynamic && W.g[i].line == line && W.g[i].fn == fn && strcmp(W.g[i].what, what) == 0) gi = i;
-        if (gi < 0) {
-            gi = W.n++;
-            W.g[gi] = Group{0, 0, what, line, width, fn, true, converge == 2};
-            ++W.ndynamic;
-        }
-        W.g[gi].members |= bit;
-    } else {
-        unsigned long long m = mask & W.existing;
-        if (!(m & bit)) {
-            msg.clear();
-            appendf(msg, "thread %u (lane %u of warp %u) in %s calls %s at @L%d@ with mask 0x%llx, which leaves out its "
-                         "own lane", f->tid, lane, w, block_text().c_str(), what, line, mask);
-            abort_fiber(QD_EMU_DEADLOCK);
-        }
-        for (int i = 0; i < W.n; ++i)
-            if (!W.g[i].dynamic && (W.g[i].members & m)) gi = i;
-        if (gi >= 0) {
-            const Group& g = W.g[gi];
-            if (g.members != m || strcmp(g.what, what) != 0 || g.fn != fn) warp_divergence(w, f, what, line, m, g);
-        } else {
-            gi = W.n++;
-            W.g[gi] = Group{m, 0, what, line, width, fn, false, false};
-        }
-    }
-#ifdef QD_EMU_TSAN
-    __tsan_release(block_sync + 1 + w);
-#endif
-    Group& g = W.g[gi];
-    g.arrived |= bit;
-    if (g.dynamic ? converged(w, g) : g.arrived == g.members) {
-        complete(w, gi, f);
-    } else {
-        f->wait = W_WARP;
-        f->state = BLOCKED;
-        warp_changed(w);  // this lane is now elsewhere for another convergence collective
-        if (f->state == BLOCKED) suspend(f);
-    }
-#ifdef QD_EMU_TSAN
-    __tsan_acquire(block_sync + 1 + w);
-#endif
-    return f->result;
+    return S->warp_op(line, what, mask, converge, value, arg, width, fn);
 }
 
-QD_EXPORT void qd_emu_tick_slow(int line) {
-    Fiber* f = cur;
-    f->line = line;
-    check_watchdog(line);
-    if (qcount) {  // let the rest of the block run: it may be what this loop waits for
-        f->state = READY;
-        f->wait = W_SPIN;
-        push(f);
-        warp_changed(f->tid / warp_size);  // a collective its warp-mates wait at may complete
-        suspend(f);
-        f->wait = W_NONE;
-    }
-}
+QD_EXPORT void qd_emu_tick_slow(int line) { S->tick_slow(line); }
 
-QD_EXPORT void qd_emu_yield(int line) {
-    Fiber* f = cur;
-    f->line = line;
-    check_watchdog(line);
-    if (qcount) {
-        f->state = READY;
-        f->wait = W_SPIN;
-        push(f);
-        warp_changed(f->tid / warp_size);  // a collective its warp-mates wait at may complete
-        suspend(f);
-        f->wait = W_NONE;
-    }
-}
+QD_EXPORT void qd_emu_yield(int line) { S->yield(line); }
 
-QD_EXPORT void qd_emu_trap(int line, const char* what) {
-    msg.clear();
-    appendf(msg, "thread %u of %s executed %s at @L%d@", cur->tid, block_text().c_str(), what, line);
-    abort_fiber(QD_EMU_TRAP);
-}
+QD_EXPORT void qd_emu_trap(int line, const char* what) { S->trap(line, what); }
