@@ -366,16 +366,25 @@ def test_grid_free_launches_split_among_os_threads(dialect, monkeypatch):
     histogram_mod(keys[:1000], small)
     assert asked == [1]
     assert small.sum() == 1000
+    # Many cores: a thread per 65,536 iterations at most (starting one costs what those take).
+    qd.init(arch="cpu", dialect=dialect, workers=64)
+    asked.clear()
+    y = y0.copy()
+    saxpy(np.float32(1.5), x, y)
+    assert asked == [(n + 127) // 128 * 128 // (PARALLEL_MIN_ITERATIONS // 2)] == [4]
+    np.testing.assert_array_equal(y, y1)
 
 
 def test_a_fault_in_a_parallel_launch_is_reported_as_a_serial_run_would(dialect, monkeypatch):
     """Every thread of a parallel launch stops at its own first fault, and the one reported is
     in the lowest block: the same message, block and thread as a run in index order."""
     asked = _workers_asked(monkeypatch)
-    n = 200_000
+    n = 300_000  # 147 blocks of 128 threads, a grid stride of 18,816 elements
     a = np.arange(n, dtype=np.int32)
     b = np.ones(n, np.int32)
-    b[[70_001, n - 3]] = 0  # two faults, in different threads' blocks
+    # Two faults in different threads' blocks: the earlier element in block 140 (the last
+    # thread's share), the later one in block 5 (the first's), which a serial run reaches first.
+    b[[140 * 128, 15 * 18_816 + 5 * 128]] = 0
     messages = {}
     for workers in (1, 4):
         qd.init(arch="cpu", dialect=dialect, workers=workers)
@@ -384,6 +393,7 @@ def test_a_fault_in_a_parallel_launch_is_reported_as_a_serial_run_would(dialect,
         messages[workers] = str(info.value)
     assert asked == [1, 4]
     assert messages[4] == messages[1]
+    assert "in thread 0 of block 5 of 147 at" in messages[4]
     assert f"test_cpu_emulator.py:{line_of(pydivmod, '# DIV')}" in messages[4]
     qd.init(arch="cpu", dialect=dialect, workers=4)
     q, r = np.zeros_like(a), np.zeros_like(a)

@@ -577,7 +577,8 @@ def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
 # A grid-free task this long is split among OS threads: starting and joining them costs tens
 # of microseconds. saxpy here, ms per call on 1 / 2 threads: 128K 0.18 / 0.20, 256K 0.39 /
 # 0.33, 512K 0.82 / 0.58, 1M 1.51 / 1.01, 4M 6.1 / 3.4; a body of 200 sin() calls per element
-# (compute, not memory, bound) runs 1.97x faster on 2.
+# (compute, not memory, bound) runs 1.97x faster on 2. Each thread gets at least half that
+# many iterations, so a machine with many cores starts no more threads than pay for themselves.
 PARALLEL_MIN_ITERATIONS = 1 << 17
 
 
@@ -697,8 +698,9 @@ class CpuBackend(Backend):
                 if blocks % 2 == 0:  # see thread_iterations: an odd grid, whose stride is no power of two
                     blocks -= 1
             workers = 1
-            if program.cappable.get(launch.task.name) and launch.blocks * entry["block_dim"] >= PARALLEL_MIN_ITERATIONS:
-                workers = min(self.workers, blocks)
+            iterations = launch.blocks * entry["block_dim"]
+            if program.cappable.get(launch.task.name) and iterations >= PARALLEL_MIN_ITERATIONS:
+                workers = min(self.workers, blocks, iterations // (PARALLEL_MIN_ITERATIONS // 2))
             todo.append((entry["name"], blocks, entry["block_dim"], workers))
         program.again = None  # the last run's launches, replayable only once they completed
         try:
