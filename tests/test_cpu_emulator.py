@@ -335,12 +335,12 @@ def test_grid_free_launches_split_among_os_threads(dialect, monkeypatch):
     fence or print) runs its blocks on several OS threads; integer atomics stay exact across
     them, plain results are the same bits as a run on one thread, and a task with a barrier
     or a short one stays on the calling thread."""
-    from transpiler.runtime.cpu_emulator import PARALLEL_MIN_ITERATIONS
+    from transpiler.runtime.cpu_emulator import ITERATIONS_PER_THREAD
 
     rng = np.random.default_rng(7)
     asked = _workers_asked(monkeypatch)
     n = 2344 * 128 + 1  # the block task's x[:-1] is whole blocks: each thread reaches its barrier
-    assert n - 1 >= PARALLEL_MIN_ITERATIONS
+    assert n - 1 >= 2 * ITERATIONS_PER_THREAD
     x = rng.random(n, dtype=np.float32)
     y0 = rng.random(n, dtype=np.float32)
     keys = rng.integers(0, 1 << 20, n).astype(np.int32)
@@ -366,12 +366,13 @@ def test_grid_free_launches_split_among_os_threads(dialect, monkeypatch):
     histogram_mod(keys[:1000], small)
     assert asked == [1]
     assert small.sum() == 1000
-    # Many cores: a thread per 65,536 iterations at most (starting one costs what those take).
+    # Many cores: a thread per ITERATIONS_PER_THREAD iterations at most (handing one a share
+    # costs what a few thousand take).
     qd.init(arch="cpu", dialect=dialect, workers=64)
     asked.clear()
     y = y0.copy()
     saxpy(np.float32(1.5), x, y)
-    assert asked == [(n + 127) // 128 * 128 // (PARALLEL_MIN_ITERATIONS // 2)] == [4]
+    assert asked == [(n + 127) // 128 * 128 // ITERATIONS_PER_THREAD] == [9]
     np.testing.assert_array_equal(y, y1)
 
 
@@ -415,6 +416,40 @@ def test_an_endless_spin_in_a_parallel_launch_is_reported(monkeypatch):
         assert f"test_cpu_emulator.py:{line_of(spin_forever, '# SPIN')}" in str(info.value)
     finally:
         qd.init(arch="cpu")
+
+
+def test_a_forked_child_runs_parallel_launches():
+    """The helper threads of parallel launches stay between launches; a child forked after one
+    (Python's multiprocessing on Linux) has none of them and must start its own, not wait
+    forever for threads that are not there."""
+    import os
+
+    qd.init(arch="cpu", workers=2)
+    n = 1 << 18
+    x = np.arange(n, dtype=np.float32)
+    y = np.zeros(n, np.float32)
+    saxpy(np.float32(2.0), x, y)  # the parent's helpers start
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when its own parallel launch is right
+        code = 1
+        try:
+            z = np.ones(n, np.float32)
+            saxpy(np.float32(3.0), x, z)
+            code = 0 if np.array_equal(z, 3 * x + 1) else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's parallel launch never finished")
+        time.sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    np.testing.assert_array_equal(y, 2 * x)
 
 
 def test_race_check_names_both_lines():

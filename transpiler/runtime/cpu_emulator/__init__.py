@@ -574,12 +574,13 @@ def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
         and all(isinstance(e, _GRID_FREE_EXPRS) for e in all_exprs(code))
 
 
-# A grid-free task this long is split among OS threads: starting and joining them costs tens
-# of microseconds. saxpy here, ms per call on 1 / 2 threads: 128K 0.18 / 0.20, 256K 0.39 /
-# 0.33, 512K 0.82 / 0.58, 1M 1.51 / 1.01, 4M 6.1 / 3.4; a body of 200 sin() calls per element
-# (compute, not memory, bound) runs 1.97x faster on 2. Each thread gets at least half that
-# many iterations, so a machine with many cores starts no more threads than pay for themselves.
-PARALLEL_MIN_ITERATIONS = 1 << 17
+# A grid-free task is split among OS threads, each taking at least this many iterations:
+# handing a share to a helper thread (kept between launches, see qd_simt_rt.cpp) costs 15-20
+# us here. saxpy, ms per call on 1 / 2 threads: 32K 0.057 / 0.056, 64K 0.099 / 0.073, 128K
+# 0.20 / 0.12, 1M 1.61 / 0.86, 4M 6.1 / 3.4; a body of 200 sin() calls per element (compute,
+# not memory, bound) 1.97x faster on 2. A machine with many cores so starts no more threads
+# than pay for themselves.
+ITERATIONS_PER_THREAD = 1 << 15
 
 
 def _usable_cpus() -> int:
@@ -611,8 +612,8 @@ class CpuBackend(Backend):
     on 1M elements, ms per call here: 8192 blocks (one iteration each) 6.7, 2048 (4) 2.6,
     1024 (8) 3.4, 512 (16) 5.3, 511 (16) 1.7, 64 (128) 6.6; 4M: 512 blocks 23.9, 511 6.9),
     ``max_blocks`` (and at most this many blocks for such a task; 0: no cap), ``workers``
-    (OS threads that split the blocks of such a task when it has at least
-    ``PARALLEL_MIN_ITERATIONS`` iterations; default: the CPUs this process may use; 1: every
+    (OS threads that split the blocks of such a task, each taking at least
+    ``ITERATIONS_PER_THREAD`` iterations; default: the CPUs this process may use; 1: every
     launch on the calling thread, blocks in index order)."""
 
     name = "cpu"
@@ -699,8 +700,8 @@ class CpuBackend(Backend):
                     blocks -= 1
             workers = 1
             iterations = launch.blocks * entry["block_dim"]
-            if program.cappable.get(launch.task.name) and iterations >= PARALLEL_MIN_ITERATIONS:
-                workers = min(self.workers, blocks, iterations // (PARALLEL_MIN_ITERATIONS // 2))
+            if program.cappable.get(launch.task.name) and iterations >= 2 * ITERATIONS_PER_THREAD:
+                workers = min(self.workers, blocks, iterations // ITERATIONS_PER_THREAD)
             todo.append((entry["name"], blocks, entry["block_dim"], workers))
         program.again = None  # the last run's launches, replayable only once they completed
         try:

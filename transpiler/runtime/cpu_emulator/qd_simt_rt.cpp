@@ -32,6 +32,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -207,6 +211,14 @@ struct PoolFiber {
     char name[64];
 };
 #endif
+
+inline void cpu_relax() {  // in a spin: let the core's other hyperthread run
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 double now() {
     timespec ts;
@@ -657,13 +669,6 @@ struct Sched {
         return abort_code;
     }
 
-    // A worker's fiber stacks end with it; the launching thread keeps its own for the next launch.
-    void unmap_stacks() {
-        for (char* s : all_stacks) munmap(s, stack_size + page_size);
-        all_stacks.clear();
-        free_stacks.clear();
-    }
-
     // A collective whose members are "the lanes that got here" (__activemask, HIP's mask-free
     // __shfl/__ballot): it completes once every other lane of the warp is somewhere else for
     // good: finished, or waiting at a barrier or another collective. That is what a GPU's
@@ -890,6 +895,62 @@ struct Sched {
 QD_EMU_TLS Sched* S = nullptr;
 Sched main_sched;  // the launching thread's
 
+// The threads that run the other shares of a parallel launch, kept from launch to launch with
+// their schedulers (and fiber stacks): starting and joining threads for each launch cost about
+// 0.1 ms here. Never freed: they wait for work until the process ends. A forked child (Python's
+// multiprocessing) has none of its parent's threads and starts its own.
+struct Helpers {
+    pid_t pid;
+    std::mutex m;
+    std::condition_variable wake, done;
+    std::function<void(unsigned, Sched*)> job;  // share k + 1 on helper k
+    std::atomic<unsigned long long> generation{0};  // bumped for each job
+    unsigned started = 0, taking = 0, left = 0;
+};
+Helpers* helper_pool = nullptr;
+const double kHelperSpinSeconds = 200e-6;
+
+void helper_main(Helpers* h, unsigned k) {
+    Sched sched;
+    S = &sched;
+    unsigned long long seen = 0;
+    std::unique_lock<std::mutex> lock(h->m);
+    for (;;) {
+        // A program launching kernel after kernel finds its helpers awake: they poll for the
+        // next job for a while before they sleep (waking a sleeping one costs 50-70 us here).
+        lock.unlock();
+        double until = now() + kHelperSpinSeconds;
+        while (h->generation.load(std::memory_order_acquire) == seen && now() < until) cpu_relax();
+        lock.lock();
+        h->wake.wait(lock, [&] { return h->generation.load() != seen; });
+        seen = h->generation.load();
+        if (k >= h->taking) continue;
+        lock.unlock();
+        h->job(k, &sched);
+        lock.lock();
+        if (--h->left == 0) h->done.notify_one();
+    }
+}
+
+// At least `want` helpers where the system gives them (called under launch_lock).
+Helpers* helpers(unsigned long long want) {
+    if (!helper_pool || helper_pool->pid != getpid()) {
+        helper_pool = new Helpers;
+        helper_pool->pid = getpid();
+    }
+    Helpers* h = helper_pool;
+    while (h->started < want) {
+        try {
+            std::thread(helper_main, h, h->started).detach();
+        } catch (...) {  // no more threads to be had: the launching thread runs the rest
+            break;
+        }
+        std::lock_guard<std::mutex> lock(h->m);
+        ++h->started;
+    }
+    return h;
+}
+
 void fiber_main(Fiber* f) { S->fiber_main(f); }
 
 void on_signal(int sig, siginfo_t* si, void* ucv) {
@@ -991,23 +1052,21 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
             if (share->rc) share->text = sched->msg;
             share->ran = true;
         };
-        std::vector<std::thread> pool;
-        pool.reserve(workers - 1);
-        for (unsigned long long k = 1; k < workers; ++k) {
-            try {
-                pool.emplace_back([&, k] {
-                    Sched sched;
-                    S = &sched;
-                    run(&shares[k], &sched);
-                    sched.unmap_stacks();
-                    S = nullptr;
-                });
-            } catch (...) {  // no thread to be had: this one runs that share after its own
-            }
+        Helpers* h = helpers(workers - 1);
+        {
+            std::lock_guard<std::mutex> lock(h->m);
+            h->job = [&](unsigned k, Sched* sched) { run(&shares[k + 1], sched); };
+            h->taking = h->left = (unsigned)std::min<unsigned long long>(workers - 1, h->started);
+            ++h->generation;
         }
+        h->wake.notify_all();
         run(&shares[0], &main_sched);
-        for (auto& t : pool) t.join();
-        for (auto& share : shares)
+        {
+            std::unique_lock<std::mutex> lock(h->m);
+            h->done.wait(lock, [h] { return h->left == 0; });
+            h->job = nullptr;
+        }
+        for (auto& share : shares)  // the helpers there were no threads for
             if (!share.ran) run(&share, &main_sched);
         const Share* bad = nullptr;
         for (auto& share : shares)
