@@ -13,8 +13,9 @@ runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/
 
 A second table does the same for the CPU: our CPU executor (the CUDA text on the SIMT
 emulator; its first call includes the C++ build, cached on disk afterwards) against
-Quadrants' LLVM CPU backend, for saxpy at 1K (the launch cost) and 1M elements
-(throughput); ``--cpu-sizes ''`` leaves it out.
+Quadrants' LLVM CPU backend, for saxpy, the 2-D stencil and the particles update at 1K (the
+launch cost) and 1M elements (throughput; both frameworks use every core there);
+``--cpu-sizes ''`` leaves it out.
 
 ``--arch cuda`` runs the first table on an NVIDIA GPU instead (ours through CuPy, Quadrants'
 CUDA backend; Quadrants then comes from the same Python when ``QD_QUADRANTS_PYTHON`` names it).
@@ -36,7 +37,7 @@ from common import median, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KERNELS = ["saxpy", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil", "particles"]
-CPU_KERNELS = ["saxpy"]
+CPU_KERNELS = ["saxpy", "stencil", "particles"]
 OURS = sys.executable
 THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
 
@@ -94,7 +95,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1024,4194304")
     p.add_argument("--arch", default="vulkan", choices=["vulkan", "cuda"], help="the device of the first table")
-    p.add_argument("--cpu-sizes", default="1024,1048576", help="saxpy on the CPU at these sizes ('' for none)")
+    p.add_argument("--cpu-sizes", default="1024,1048576", help="the CPU table at these sizes ('' for none)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--timeout", type=float, default=180.0)
