@@ -691,17 +691,16 @@ class CpuBackend(Backend):
             if launch.blocks <= 0:
                 continue
             entry = program.entries[launch.task.name]
-            blocks = launch.blocks
+            blocks, workers = launch.blocks, 1
             if program.cappable.get(launch.task.name):
                 blocks = -(-blocks // self.thread_iterations)
                 if self.max_blocks > 0:
                     blocks = min(blocks, self.max_blocks)
                 if blocks % 2 == 0:  # see thread_iterations: an odd grid, whose stride is no power of two
                     blocks -= 1
-            workers = 1
-            iterations = launch.blocks * entry["block_dim"]
-            if program.cappable.get(launch.task.name) and iterations >= 2 * ITERATIONS_PER_THREAD:
-                workers = min(self.workers, blocks, iterations // ITERATIONS_PER_THREAD)
+                iterations = launch.blocks * entry["block_dim"]
+                if iterations >= 2 * ITERATIONS_PER_THREAD:
+                    workers = min(self.workers, blocks, iterations // ITERATIONS_PER_THREAD)
             todo.append((entry["name"], blocks, entry["block_dim"], workers))
         program.again = None  # the last run's launches, replayable only once they completed
         try:

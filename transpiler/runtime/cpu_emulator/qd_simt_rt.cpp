@@ -312,6 +312,7 @@ struct Sched {
     pthread_t launch_thread;
     int sig_no, sig_code;
     void *sig_addr, *sig_pc;
+    std::vector<char> alt_stack = std::vector<char>(kAltStackBytes);  // where the signal handler runs
 
     // ----------------------------------------------------------------------------- stacks
 
@@ -629,10 +630,9 @@ struct Sched {
 
         // Faults are caught on a stack of this thread's own (a fiber that overflowed its stack
         // has none left); the handler is the launch's (qd_emu_run).
-        char* alt_mem = (char*)malloc(kAltStackBytes);
         stack_t alt, old_alt;
-        alt.ss_sp = alt_mem;
-        alt.ss_size = kAltStackBytes;
+        alt.ss_sp = alt_stack.data();
+        alt.ss_size = alt_stack.size();
         alt.ss_flags = 0;
         sigaltstack(&alt, &old_alt);
         launch_thread = pthread_self();
@@ -647,7 +647,6 @@ struct Sched {
         }
         in_kernel = 0;
         sigaltstack(&old_alt, nullptr);
-        free(alt_mem);
 
 #ifdef QD_EMU_TSAN
         for (auto& f : fibers) f.stack = nullptr;  // pool stacks, released below
