@@ -144,30 +144,29 @@ def index_locals(stmts: list[ir.Stmt]) -> set[int]:
     is not one: its value must still be computed without overflow (fuzz seeds 102539, 8457)."""
     assigned: dict[int, ir.Local] = {}
     # What each statement's expressions say, once: (plain reads, reads by a root itself, reads
-    # that feed the statement's own local), for its local counted as index space and not.
+    # by the top sum of products of the value a statement gives its integer local). Counted as
+    # index space, those last feed the local; counted as plain, they are plain reads.
     facts = []
     for st in walk.all_stmts(stmts):
-        owner = id(st.var) if isinstance(st, (ir.Declare, ir.Assign)) else None
-        if owner is not None and st.var.type.is_int:
+        owner = None
+        if isinstance(st, (ir.Declare, ir.Assign)) and st.var.type.is_int:
+            owner = id(st.var)
             assigned[owner] = st.var
-        roots = index_roots(st)
-        as_plain = _reads(roots, False, owner)
-        # Read as index space only where the statement defines an integer local (a float one
-        # is never index space) and some expression of it is not a root already.
-        as_index = _reads(roots, True, owner) if owner is not None and st.var.type.is_int and \
-            any(not root for _, root in roots) else as_plain
-        facts.append((owner, owner is not None and st.var.loop_var, as_plain, as_index))
+        plain, used, chain = _reads(index_roots(st), owner is not None)
+        facts.append((owner, owner is not None and st.var.loop_var, plain, used, chain))
     index = set(assigned)
     while True:
-        plain: set[int] = set()
-        used: set[int] = set()               # read in a subscript, bound or check itself
+        plain = set()
+        used = set()                         # read in a subscript, bound or check itself
         feeds: dict[int, set[int]] = {}      # a local -> the locals its definitions read
-        for owner, loop_var, as_plain, as_index in facts:
-            p, u, f = as_index if loop_var or owner in index else as_plain
+        for owner, loop_var, p, u, chain in facts:
             plain |= p
             used |= u
-            if f:
-                feeds.setdefault(owner, set()).update(f)
+            if chain:
+                if loop_var or owner in index:
+                    feeds.setdefault(owner, set()).update(chain)
+                else:
+                    plain |= chain
         reaching, todo = set(), list(used)
         while todo:
             v = todo.pop()
@@ -180,12 +179,13 @@ def index_locals(stmts: list[ir.Stmt]) -> set[int]:
         index = kept
 
 
-def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool, owner: int | None) -> tuple[set, set, set]:
+def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool) -> tuple[set, set, set]:
     """The locals a statement's expressions read: outside index space, by an index root itself,
-    and (in index space, below + - *) as the value of the statement's own local ``owner``."""
+    and (when the statement defines an integer local) in the + - * chain at the top of a value
+    that is not a root, which is index space exactly when that local is."""
     plain: set[int] = set()
     used: set[int] = set()
-    feeds: set[int] = set()
+    chain: set[int] = set()
 
     def visit(e: ir.Expr, in_index: bool, by_root: bool) -> None:
         cls = type(e)
@@ -194,8 +194,8 @@ def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool, owner: int | None) 
                 plain.add(id(e.var))
             elif by_root:
                 used.add(id(e.var))
-            elif owner is not None:
-                feeds.add(id(e.var))
+            else:
+                chain.add(id(e.var))
             return
         if cls is ir.Const:
             return
@@ -221,4 +221,4 @@ def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool, owner: int | None) 
 
     for e, root in roots:
         visit(e, root or defines, root)
-    return plain, used, feeds
+    return plain, used, chain
