@@ -150,8 +150,10 @@ def _cast(lo, name, node):
     dtype = T.python_type(dtype) or dtype
     if not isinstance(dtype, T.DType):
         raise lo.error(node.args[1], f"`{ast.unparse(node.args[1])}` is not a scalar type")
-    fake = ast.Call(func=node.func, args=[node.args[0]], keywords=[])
-    ast.copy_location(fake, node)
+    fake = getattr(node, "_qd_value_call", None)  # made once per call site, as the parsed trees are shared
+    if fake is None:
+        fake = node._qd_value_call = ast.copy_location(ast.Call(func=node.func, args=[node.args[0]], keywords=[]),
+                                                       node)
     return cast_call(lo, dtype, fake)
 
 

@@ -714,20 +714,31 @@ class MatrixLowering:
         an argument is a vector or matrix. The built-in sees names bound to the arguments,
         lowered once here, so each is evaluated once however many components there are."""
         values = [self.expr(a) for a in node.args]
-        names = [f"__qd_arg{k}" for k in range(len(values))]
+        call, names = _bound_call(node)
 
         def one(*components):
             saved = self.scope
             self.scope = Scope(saved)
             try:
                 self.scope.names.update(zip(names, components))
-                call = ast.Call(func=node.func, args=[ast.copy_location(ast.Name(id=n, ctx=ast.Load()), a)
-                                                      for n, a in zip(names, node.args)], keywords=node.keywords)
-                return call_scalar(ast.copy_location(call, node))
+                return call_scalar(call)
             finally:
                 self.scope = saved
 
         return self.elementwise(one, values, node)
+
+
+def _bound_call(node: ast.Call) -> tuple[ast.Call, list[str]]:
+    """``node`` with each argument replaced by a name (``__qd_arg0``...) the caller binds to
+    its lowered value, and those names. Made once per call site: the parsed trees are shared
+    and never changed."""
+    hit = getattr(node, "_qd_bound_call", None)
+    if hit is None:
+        names = [f"__qd_arg{k}" for k in range(len(node.args))]
+        call = ast.Call(func=node.func, args=[ast.copy_location(ast.Name(id=n, ctx=ast.Load()), a)
+                                              for n, a in zip(names, node.args)], keywords=node.keywords)
+        hit = node._qd_bound_call = (ast.copy_location(call, node), names)
+    return hit
 
 
 def _cheap(e: ir.Expr) -> bool:
