@@ -17,10 +17,9 @@ from .common import (
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
-from .structs import _BoundMethod
 from .tiles import is_tile
 from .values import (
-    CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
+    CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
 )
 from .scopes import Scope, _FuncFrame
 
@@ -36,7 +35,7 @@ class CallLowering:
         f = self.expr(node.func)
         if isinstance(f, MethodValue):
             return self.call_method(f, node)
-        if isinstance(f, CT) and isinstance(f.value, _BoundMethod):
+        if isinstance(f, CT) and isinstance(f.value, BoundMethod):
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             return self.inline_values(f.value.func, node, [f.value.value, *args], kwargs)

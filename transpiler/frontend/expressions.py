@@ -7,6 +7,7 @@ import builtins
 import operator
 from typing import Callable
 
+from .. import lang
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.evaluate import PY_CMPOPS
@@ -19,7 +20,7 @@ from .common import (
 from .fields import StructArray
 from .tiles import deferred_error, is_tile
 from .values import (
-    CT, ArrayHandle, ArraySlice, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar, TupleValue,
+    CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar, TupleValue,
 )
 
 
@@ -149,6 +150,9 @@ class ExpressionLowering:
                 raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
                                  hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
                                  if close and not ours else None) from None
+            if isinstance(found, lang.Func) and getattr(type(base.value), node.attr, None) is found \
+                    and not isinstance(base.value, type):
+                return CT(BoundMethod(found, base))  # a @qd.func method of a @qd.data_oriented instance
             return self.module_object(CT(found), node.attr, node)
         if isinstance(base, MatrixValue):
             return self.matrix_attribute(base, node.attr, node)
@@ -276,6 +280,7 @@ class ExpressionLowering:
 
     def binop(self, op: str, a, b, node: ast.AST):
         if isinstance(a, MatrixValue) or isinstance(b, MatrixValue):
+            a, b = self.as_matrix(a, node), self.as_matrix(b, node)  # `v + [1, 0]`
             return self.elementwise(lambda x, y: self.binop(op, x, y, node), [a, b], node)
         if isinstance(a, CT) and isinstance(b, CT):
             try:
@@ -501,6 +506,8 @@ class ExpressionLowering:
                 return tuple(vals)
             node = args[0]
         v = self.expr(node)
+        if isinstance(v, ir.Const):  # a folded expression, or a component of an unrolled index vector
+            return v.value
         if not isinstance(v, CT):
             raise self.error(node, f"{what} needs a value known at translation time",
                              hint="use constants, template parameters or module-level globals")

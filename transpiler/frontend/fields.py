@@ -12,7 +12,7 @@ import re
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.field import Field, StructField
-from .values import CT, ArrayHandle, StructValue
+from .values import CT, ArrayHandle, MatrixValue, StructValue
 
 
 class StructArray:
@@ -37,11 +37,22 @@ class FieldLowering:
         if not isinstance(value, CT):
             return value
         obj = value.value
+        if getattr(obj, "_qd_host_matrix", False):
+            return self.host_matrix(obj, node)
         if isinstance(obj, Field) or _is_ndarray_object(obj):
             return ArrayHandle(self.field_param(obj, name, node))
         if isinstance(obj, StructField):
             return self.struct_array(obj, name, node)
         return value
+
+    def host_matrix(self, obj, node) -> MatrixValue:
+        """A vector or matrix built in Python scope (a global, a closure value, a member of a
+        data-oriented instance): a constant of its declared dtype, else of its values' types."""
+        if obj.ndim not in (1, 2) or obj.size > 1024:
+            raise self.error(node, f"a Python-scope vector or matrix of shape {obj.shape} cannot be a kernel constant",
+                             hint="pass it as an ndarray or field argument instead")
+        items = [CT(x) for x in obj.reshape(-1).tolist()]
+        return self.make_matrix(tuple(obj.shape), items, node, obj.qd_dtype)
 
     def field_param(self, field: Field, name: str, node) -> ir.Param:
         hit = self.field_params.get(id(field))

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import warnings
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .values import CT, ArrayHandle
+from .values import CT, ArrayHandle, StaticIndex, StaticNdrange
 
 if TYPE_CHECKING:
     from .lower import KernelLowering
@@ -115,7 +116,26 @@ def _typeof(lo, name, node):
 
 @handler("ndrange", "grouped")
 def _ndrange(lo, name, node):
-    raise lo.error(node, f"qd.{name}() can only drive a for loop")
+    if name == "grouped":
+        (v,) = _args(lo, node, name, 1)
+        if isinstance(v, CT) and isinstance(v.value, StaticNdrange):
+            return CT(tuple(StaticIndex(i) for i in v.value))
+    elif not node.keywords:
+        extents = [lo.expr(a) for a in node.args]
+        bounds = []
+        for e in extents:
+            value = e.value if isinstance(e, CT) else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                bounds.append(range(value))
+            elif isinstance(value, (tuple, list)) and len(value) == 2 and all(
+                    isinstance(b, int) and not isinstance(b, bool) for b in value):
+                bounds.append(range(value[0], value[1]))
+            else:
+                break
+        else:
+            return CT(StaticNdrange(itertools.product(*bounds)))
+    raise lo.error(node, f"qd.{name}() drives a for loop (`for i, j in qd.{name}(...)`), or is unrolled by "
+                         f"`qd.static(qd.{name}(...))` when its extents are known at translation time")
 
 
 @handler("loop_config")

@@ -21,7 +21,7 @@ from ..ir import types as T
 from ..lang.matrix import MatrixType
 from .common import has_side_effects, is_py_scalar
 from .scopes import Scope
-from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, TupleValue
 
 SWIZZLE_SETS = ("xyzw", "rgba")
 METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
@@ -73,6 +73,26 @@ class MatrixLowering:
                 e = ir.LocalRef(e.type, loc, self.new_temp("tmp", e, loc))
             out.append(e)
         return MatrixValue(tuple(shape), out)
+
+    def as_matrix(self, value, node):
+        """A list or tuple of scalars (``[a, b]``, ``1.0, 2.0``), or of equally long rows of
+        them, as the vector or matrix it stands for where one is expected: stored into a
+        vector element, assigned to a vector variable, combined with a vector. Quadrants reads
+        them so (MPM's ``grid_v[i] = [0, 0]``). Anything else is returned unchanged."""
+        if isinstance(value, CT) and isinstance(value.value, (tuple, list)):
+            items = [CT(v) for v in value.value]
+        elif isinstance(value, TupleValue):
+            items = list(value.items)
+        else:
+            return value
+        if not items:
+            return value
+        rows = [self.as_matrix(v, node) for v in items]
+        if all(isinstance(r, MatrixValue) and len(r.shape) == 1 for r in rows) and len({r.shape for r in rows}) == 1:
+            return self.make_matrix((len(rows), rows[0].shape[0]), [e for r in rows for e in r.items], node)
+        if all(isinstance(v, ir.Expr) or (isinstance(v, CT) and is_py_scalar(v.value)) for v in items):
+            return self.make_matrix((len(items),), items, node)
+        return value
 
     def materialize(self, v: MatrixValue, node, base: str) -> MatrixValue:
         """``v`` with every component that is more than a name or a constant computed once
@@ -258,6 +278,7 @@ class MatrixLowering:
         return MatrixValue(var.shape, items)
 
     def assign_matrix(self, var: MatrixVar, scope, value, node, stmt) -> None:
+        value = self.as_matrix(value, node)
         if not isinstance(value, MatrixValue):
             raise self.error(node, f"`{self.var_name(var)}` is {describe(var.shape)}; it cannot hold a scalar",
                              hint=f"assign {describe(var.shape)}, or one component: `{self.var_name(var)}[0] = ...`")
@@ -416,6 +437,7 @@ class MatrixLowering:
             e = self.coerce(self.to_expr(value, target), array.type.dtype, target)
             self.emit(ir.Store(loc, array, places[0], e))
             return
+        value = self.as_matrix(value, target)
         if not isinstance(value, MatrixValue):
             e = self.once(self.coerce(self.to_expr(value, target), array.type.dtype, target), target, "tmp")
             value = MatrixValue(shape, [e] * len(places))
@@ -431,6 +453,8 @@ class MatrixLowering:
         from .common import ATOMIC_AUGASSIGN, SYMBOL
 
         loc = self.loc(stmt)
+        if shape:
+            value = self.as_matrix(value, target)
         values = value.items if isinstance(value, MatrixValue) else [value] * len(places)
         if isinstance(value, MatrixValue) and len(value.items) != len(places):
             raise self.error(target, f"an element of {describe(shape)} cannot be updated with "

@@ -14,7 +14,7 @@ from .common import (
 )
 from .values import (
     CT, ArrayHandle, ArraySlice, KernelVar, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
-    TupleValue,
+    StaticIndex, TupleValue,
 )
 from ..lang.matrix import MatrixType
 from .scopes import Scope
@@ -562,7 +562,9 @@ class StatementLowering:
             self.pop_scope()
 
     def bind_static_target(self, target: ast.expr, item) -> None:
-        if isinstance(target, ast.Name):
+        if isinstance(target, ast.Name) and isinstance(item, StaticIndex):  # qd.static(qd.grouped(qd.ndrange()))
+            self.scope.names[target.id] = self.make_matrix((len(item),), [CT(k) for k in item], target, T.i32)
+        elif isinstance(target, ast.Name):
             self.scope.names[target.id] = CT(item)
         elif isinstance(target, ast.Tuple):
             items = list(item)

@@ -16,11 +16,10 @@ import ast
 
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..lang.kernel import Func
 from ..lang.matrix import MatrixType, StructType, dataclass_members
 from ..lang.tile import TileType
 from .matrices import component_suffixes
-from .values import CT, ArrayHandle, MatrixValue, MatrixVar, StructValue, StructVar
+from .values import CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, StructValue, StructVar
 
 
 def member_type(t):
@@ -163,7 +162,7 @@ class StructLowering:
                              hint=f"name it first: `t = ...`, then `t.{attr}(...)`")
         methods = getattr(v.type, "methods", {})
         if attr in methods:
-            return CT(_BoundMethod(methods[attr], v))
+            return CT(BoundMethod(methods[attr], v))
         what = getattr(v.type, "name", None) or getattr(v.type, "__name__", "struct")
         raise self.error(node, f"{what} has no member `{attr}`",
                          hint=f"its members: {', '.join(v.members)}")
@@ -232,14 +231,6 @@ class StructLowering:
             return MatrixValue(t.shape, [self.compound_value(self.as_dtype(t.dtype, loc) or T.defaults().fp, params,
                                                              loc) for _ in range(t.n * t.m)])
         return StructValue(t, {k: self.compound_value(mt, params, loc) for k, mt in t.members.items()})
-
-
-class _BoundMethod:
-    """A struct value's @qd.func method, ready to be called with the value as ``self``."""
-
-    def __init__(self, func: Func, value: StructValue):
-        self.func = func
-        self.value = value
 
 
 def _has_effects(e: ir.Expr) -> bool:

@@ -24,7 +24,7 @@ from ..ir.walk import iter_expr
 from .common import closure_vars, is_library, signature, store_counts
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
-from .values import CT, ArrayHandle, MatrixValue, ShapeHandle, StructValue, StructVar
+from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar
 
 _expanding: dict[object, bool] = {}  # Func.fn -> whether a top-level call of it makes tasks
 
@@ -90,14 +90,18 @@ class TopLevelCallLowering:
             f = self.expr(callee)
         except TranspileError:
             return None
-        fn = f.value if isinstance(f, CT) else None
+        called = f.value if isinstance(f, CT) else None
+        fn = called.func if isinstance(called, BoundMethod) else called
         if isinstance(fn, lang.Func) and not isinstance(fn, lang.RealFunc) and (
                 fn.requires_top_level or expands_to_tasks(fn)):
-            return fn
+            return called
         return None
 
-    def top_level_call(self, func: lang.Func, node: ast.Call) -> None:
+    def top_level_call(self, func: lang.Func | BoundMethod, node: ast.Call) -> None:
         """Inline ``func`` at the top level: its loops become tasks (see the module doc)."""
+        leading = []  # a method's self
+        if isinstance(func, BoundMethod):
+            func, leading = func.func, [func.value]
         if func.fn in self.inline_stack:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="unroll it with `for k in qd.static(range(...))`")
@@ -106,7 +110,7 @@ class TopLevelCallLowering:
         if self.serial_loc is None:
             self.serial_loc = self.loc(node)
         try:
-            args = [self.expr(a) for a in node.args]
+            args = leading + [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         finally:
             self.block = saved_block

@@ -108,6 +108,15 @@ class MethodValue:
 
 
 @dataclass(slots=True)
+class BoundMethod:
+    """A @qd.func method ready to be called with its ``self``: a struct value's, or a
+    @qd.data_oriented instance's (``self.val(i)`` in a kernel method)."""
+
+    func: object   # the lang.Func
+    value: object  # its self: a StructValue, or CT(instance)
+
+
+@dataclass(slots=True)
 class TupleValue:
     """A tuple of runtime values (``a, b = b, a``; several return values)."""
 
@@ -140,3 +149,12 @@ class OuterProduct:
 
 Value = (ir.Expr | CT | ArrayHandle | ShapeHandle | KernelVar | TupleValue | MatrixValue | MatrixVar | StructValue
          | StructVar | ArraySlice | OuterProduct)
+
+
+class StaticNdrange(tuple):
+    """``qd.ndrange(...)`` with extents known at translation time, met outside a for loop's
+    own iterator (``qd.static(qd.ndrange(3, 3))``): its index tuples, in row-major order."""
+
+
+class StaticIndex(tuple):
+    """One index of ``qd.static(qd.grouped(qd.ndrange(...)))``: bound as an integer vector."""

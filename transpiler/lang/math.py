@@ -21,3 +21,5 @@ pi = 3.141592653589793
 e = 2.718281828459045
 inf = float("inf")
 nan = float("nan")
+
+from .complexlib import cconj, cdiv, cexp, cinv, clog, cmul, cpow, csqrt  # noqa: E402, F401  (uses vec2)

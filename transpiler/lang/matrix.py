@@ -51,7 +51,10 @@ class MatrixType:
         dt = python_type(self.dtype) or self.dtype
         data = np.array(args[0] if len(args) == 1 and not np.isscalar(args[0]) else args,
                         dtype=dt.np_dtype if isinstance(dt, DType) else None)
-        return np.broadcast_to(data, self.shape).copy() if data.size == 1 else data.reshape(self.shape)
+        data = np.broadcast_to(data, self.shape).copy() if data.size == 1 else data.reshape(self.shape)
+        out = data.view(host_matrix_class())
+        out.qd_dtype = dt if isinstance(dt, DType) else None
+        return out
 
     def field(self, shape=None, name: str | None = None, **_options):
         """A field of this vector / matrix type."""
@@ -72,6 +75,29 @@ class MatrixType:
         if len(self.shape) == 1:
             return f"qd.types.vector({self.n}, {dt})"
         return f"qd.types.matrix({self.n}, {self.m}, {dt})"
+
+
+_HOST_MATRIX = None
+
+
+def host_matrix_class() -> type:
+    """The NumPy array subclass a vector or matrix built in Python scope is (``V =
+    qd.math.vec2(1, 0)``, ``qd.Vector([0, -9.8])``): arithmetic on it stays NumPy's, and a
+    kernel that names it reads it as a constant vector or matrix, as Quadrants does. Made on
+    first use, as NumPy is only imported when a value is built."""
+    global _HOST_MATRIX
+    if _HOST_MATRIX is None:
+        import numpy as np
+
+        class HostMatrix(np.ndarray):
+            _qd_host_matrix = True
+            qd_dtype = None  # the dtype it was declared with; None: its values' (as literals in a kernel)
+
+            def __array_finalize__(self, obj) -> None:
+                self.qd_dtype = getattr(obj, "qd_dtype", None)
+
+        _HOST_MATRIX = HostMatrix
+    return _HOST_MATRIX
 
 
 @comptime
