@@ -196,12 +196,6 @@ def wrong_arg_count(a: vec):
 
 
 @qd.kernel
-def int_pow_runtime_exponent(a: ivec):
-    for i in range(a.shape[0]):
-        a[i] = a[i] ** a[i]  # error: an integer power needs a non-negative exponent known at translation time
-
-
-@qd.kernel
 def float_to_int_store(a: ivec, b: vec):
     for i in range(a.shape[0]):
         a[i] = b[i] * 2.0  # error: implicit conversion from f32 to i32 would truncate

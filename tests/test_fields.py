@@ -312,9 +312,13 @@ def test_host_side_field_api_and_its_refusals():
     assert b[1, 2] == 5 and b.shape == (2, 3) and b.dtype == qd.i32
     with pytest.raises(ValueError, match="does not match the field's"):
         a.from_numpy(np.zeros(5, np.int32))
-    nested = qd.field(qd.f32)
-    with pytest.raises(NotImplementedError, match="nested qd.root.dense levels are not supported yet"):
-        qd.root.dense(qd.i, 4).dense(qd.j, 4).place(nested)
+    nested, blocked, scalar = qd.field(qd.f32), qd.field(qd.f32), qd.field(qd.f32)
+    qd.root.dense(qd.ij, (2, 3)).dense(qd.k, 4).place(nested)  # Quadrants' shape: each axis's extents multiplied
+    qd.root.dense(qd.ij, 2).dense(qd.ij, 4).place(blocked)
+    qd.root.place(scalar)
+    assert nested.shape == (2, 3, 4) and blocked.shape == (8, 8) and scalar.shape == ()
+    with pytest.raises(ValueError, match="one extent per axis"):
+        qd.root.dense(qd.ij, (2, 3, 4))
     with pytest.raises(NotImplementedError, match="qd.tensor\\(layout=...\\) is not supported yet"):
         qd.tensor(qd.f32, (4,), layout=(1, 0))
     s = Particle.field(shape=3)

@@ -3,7 +3,8 @@ nbody, fractal and the data-oriented solvers), translated with only the import c
 list and tuple literals as vectors, ``import transpiler.math as tm`` and its complex-number
 functions, ``qd.static(qd.ndrange())`` and ``qd.static(qd.grouped(qd.ndrange()))`` unrolled,
 Python-scope vectors and matrices read as kernel constants, ``@qd.func`` methods called as
-``self.f()``. Each runs on Vulkan and the CPU executors against NumPy, and every kernel
+``self.f()``, ``field.fill()`` in a kernel, nested ``qd.root.dense`` levels, ``qd.Struct.field``,
+integer vectors among a field's indices, ``qd.randn()``, and powers as Quadrants computes them. Each runs on Vulkan and the CPU executors against NumPy, and every kernel
 compiles with every target's toolchain."""
 import numpy as np
 import pytest
@@ -204,6 +205,110 @@ def test_func_methods_called_through_self(executor, rng):
     assert len(qd.translate(s.smooth, "cuda").manifest["entry_points"]) == 2
 
 
+# ----------------------------------------------------------------------------- indices, fill, powers
+
+SHAPE = (4, 6)
+cells = qd.field(qd.f32, shape=(2,) + SHAPE)
+layers = qd.field(qd.f32)
+qd.root.dense(qd.ij, (2, 2)).dense(qd.ij, (1, 3)).dense(qd.k, 5).place(layers)  # 2 x 6 x 5
+total = qd.field(qd.f32)
+qd.root.place(total)
+bodies = qd.Struct.field({"pos": vec2, "mass": qd.f32}, shape=8)
+
+
+@qd.func
+def flipped(p):
+    p[0] = -p[0]  # a component of a parameter: the caller's vector is not changed
+    return p
+
+
+@qd.kernel
+def grid_programs(scale: qd.f32):
+    cells.fill(scale)  # a task of its own, before the loop below
+    for I in qd.grouped(qd.ndrange(*SHAPE)):
+        cells[1, I] = cells[0, I] + (I / 4).norm() + pow(I[0], 2)
+    layers.fill(0.5)
+    for i, j, k in layers:
+        layers[i, j, k] += i * 100 + j * 10 + k
+    total[None] = 0
+    for b in bodies:
+        q = bodies[b].pos
+        bodies[b].pos = flipped(q) + q
+        bodies[b].mass = qd.pow(b, 2) + b ** 0.5
+        qd.atomic_add(total[None], bodies[b].mass)
+
+
+def test_vector_indices_fill_nested_dense_struct_fields_and_param_copies(executor, rng):
+    pos = rng.standard_normal((8, 2)).astype(np.float32)
+    bodies.pos.from_numpy(pos)
+    grid_programs(2.0)
+    i, j = np.meshgrid(np.arange(4), np.arange(6), indexing="ij")
+    want = 2.0 + np.sqrt((i / 4) ** 2 + (j / 4) ** 2) + i ** 2
+    np.testing.assert_allclose(cells.to_numpy()[1], want, rtol=1e-6)
+    np.testing.assert_array_equal(cells.to_numpy()[0], np.full(SHAPE, 2.0, np.float32))
+    i, j, k = np.meshgrid(np.arange(2), np.arange(6), np.arange(5), indexing="ij")
+    np.testing.assert_array_equal(layers.to_numpy(), 0.5 + i * 100 + j * 10 + k)
+    np.testing.assert_array_equal(bodies.pos.to_numpy(), np.stack([0 * pos[:, 0], 2 * pos[:, 1]], 1))
+    b = np.arange(8, dtype=np.float32)
+    mass = b ** 2 + np.sqrt(b)
+    np.testing.assert_allclose(bodies.mass.to_numpy(), mass, rtol=1e-6)
+    assert total[None] == pytest.approx(mass.sum(), rel=1e-5)
+
+
+@qd.kernel
+def powers(x: qd.types.ndarray(dtype=qd.f32, ndim=1), e: qd.types.ndarray(dtype=qd.i32, ndim=1),
+           out: qd.types.ndarray(dtype=qd.f32, ndim=2), iout: qd.types.ndarray(dtype=qd.i32, ndim=2)):
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i, 0] = v ** 2
+        out[i, 1] = v ** 3
+        out[i, 2] = v ** 7
+        out[i, 3] = v ** -3
+        out[i, 4] = v ** 0
+        iout[i, 0] = (-1) ** e[i]
+        iout[i, 1] = (i % 7 - 3) ** e[i]
+        iout[i, 2] = 3 ** (e[i] % 5)
+
+
+def test_powers_multiply_out_as_quadrants_does(executor, rng):
+    x = rng.uniform(-3, 3, 500).astype(np.float32)
+    e = rng.integers(-3, 12, 500).astype(np.int32)
+    out = np.zeros((500, 5), np.float32)
+    iout = np.zeros((500, 3), np.int32)
+    powers(x, e, out, iout)
+    x2 = x * x
+    x4 = x2 * x2
+    # By squaring, lowest bit first: exact float32 products, not pow()'s rounding.
+    np.testing.assert_array_equal(out[:, 0], x2)
+    np.testing.assert_array_equal(out[:, 1], x * x2)
+    np.testing.assert_array_equal(out[:, 2], (x * x2) * x4)
+    np.testing.assert_array_equal(out[:, 3], np.float32(1) / (x * x2))
+    np.testing.assert_array_equal(out[:, 4], np.ones(500, np.float32))
+    np.testing.assert_array_equal(iout[:, 0], np.where(e % 2 == 0, 1, -1))
+    base = np.arange(500) % 7 - 3
+    want = np.array([b ** k if k >= 0 else (b if abs(b) == 1 and k % 2 else (1 if abs(b) == 1 else 0))
+                     for b, k in zip(base, e)])
+    np.testing.assert_array_equal(iout[:, 1], want)
+    np.testing.assert_array_equal(iout[:, 2], 3 ** (e % 5))
+
+
+@pytest.mark.parametrize("dt", [qd.f32, qd.f64])
+def test_randn_has_the_standard_normal_moments(executor, dt):
+    n = 1 << 16
+
+    @qd.kernel
+    def draw(out: qd.types.ndarray(dtype=dt, ndim=1)):
+        for i in range(out.shape[0]):
+            out[i] = qd.randn(dt)
+
+    out = np.zeros(n, dt.np_dtype)
+    draw(out)
+    assert np.isfinite(out).all()
+    assert abs(out.mean()) < 0.02 and abs(out.std() - 1) < 0.02
+    assert abs(((out - out.mean()) ** 4).mean() / out.var() ** 2 - 3) < 0.15  # the normal's kurtosis
+    assert abs((np.abs(out) < 1).mean() - 0.6827) < 0.01
+
+
 # ----------------------------------------------------------------------------- the diagnostics
 
 @qd.kernel
@@ -232,7 +337,7 @@ def test_transpiler_submodules_import_as_quadrants_ones():
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_taichi_style_kernels_compile(target):
     for kernel, targs in ((particles_to_grid, {}), (literals_as_vectors, {}), (complex_ops, {}),
-                          (weighted_stencil, {}), (Smoother(8).smooth, {})):
+                          (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import math as pymath
 from functools import lru_cache
 
@@ -12,8 +13,8 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
-    CT_PY_CALLABLES, annotations as func_annotations, bind_arguments, has_side_effects, is_library, is_py_scalar,
-    is_simple, name_loads, return_count, signature, store_counts,
+    CT_PY_CALLABLES, annotations as func_annotations, bind_arguments, component_stores, has_side_effects, is_library,
+    is_py_scalar, is_simple, name_loads, return_count, signature, store_counts,
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
@@ -28,7 +29,43 @@ class CallLowering:
     """Call methods of KernelLowering."""
 
 
+    def unstarred(self, node: ast.Call) -> ast.Call:
+        """``f(*shape)`` with ``shape`` a tuple of numbers known at translation time: the call
+        with them written out (a copy; the parsed tree is shared)."""
+        if not any(isinstance(a, ast.Starred) for a in node.args):
+            return node
+        args = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(a)
+                continue
+            seq = self.expr(a.value)
+            if not (isinstance(seq, CT) and isinstance(seq.value, (tuple, list)) and all(
+                    is_py_scalar(x) for x in seq.value)):
+                raise self.error(a, "a starred argument must be a tuple of numbers known at translation time",
+                                 hint="write the arguments out")
+            args += [ast.copy_location(ast.Constant(x), a) for x in seq.value]
+        return ast.copy_location(ast.Call(func=node.func, args=args, keywords=node.keywords), node)
+
+    def unstarred_loop(self, s: ast.For) -> ast.For:
+        """``for I in qd.grouped(qd.ndrange(*shape))``: the loop with its iterator's (and an
+        inner call's) starred arguments written out."""
+        it = s.iter
+        if not isinstance(it, ast.Call):
+            return s
+        new = self.unstarred(it)
+        if len(new.args) == 1 and isinstance(new.args[0], ast.Call):
+            inner = self.unstarred(new.args[0])
+            if inner is not new.args[0]:
+                new = ast.copy_location(ast.Call(func=new.func, args=[inner], keywords=new.keywords), new)
+        if new is it:
+            return s
+        loop = copy.copy(s)
+        loop.iter = new
+        return loop
+
     def expr_Call(self, node: ast.Call):
+        node = self.unstarred(node)
         method = self.call_struct_method(node)
         if method is not None:
             return method
@@ -77,6 +114,8 @@ class CallLowering:
             if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
                 shape = self.field_shape(arg.array)
                 return CT(shape[0]) if shape else ir.Shape(T.i32, self.loc(node), arg.array, 0)
+        if fn is builtins.pow and len(node.args) == 2 and not node.keywords:  # pow(x, 2): x ** 2
+            return self.binop("pow", self.expr(node.args[0]), self.expr(node.args[1]), node)
         if fn in (builtins.min, builtins.max, builtins.abs):
             from .intrinsics import call_builtin
 
@@ -185,6 +224,7 @@ class CallLowering:
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
         assigned = store_counts(fdef)
+        written = component_stores(fdef)
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -214,9 +254,9 @@ class CallLowering:
             uses = name_loads(body)
             for pname, value in arguments.items():
                 if isinstance(value, MatrixValue):
-                    callee_root.names[pname] = self.matrix_argument(func, pname, value, annotations.get(pname),
-                                                                    pname in assigned or uses.get(pname, 0) > 1,
-                                                                    call_site)
+                    callee_root.names[pname] = self.matrix_argument(
+                        func, pname, value, annotations.get(pname),
+                        pname in assigned or pname in written or uses.get(pname, 0) > 1, call_site)
                     continue
                 if isinstance(value, StructVar):  # a method's self: the caller's variable itself
                     callee_root.names[pname] = value
@@ -224,7 +264,8 @@ class CallLowering:
                 if isinstance(value, StructValue):
                     # A tile's methods update it in place: the user's function gets its own copy
                     # (arguments are passed by value); the library's read theirs.
-                    copy = pname in assigned or (is_tile(value) and not is_library(parsed.file))
+                    copy = pname in assigned or (pname in written and not is_tile(value)) or \
+                        (is_tile(value) and not is_library(parsed.file))
                     callee_root.names[pname] = self.declare_struct(pname, value, call_site) if copy else value
                     continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
@@ -295,8 +336,9 @@ class CallLowering:
         if copy and not all(isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef)) for e in value.items):
             return self.declare_matrix(pname, value, site)
         if copy:
-            return self.declare_matrix(pname, value, site) if pname in store_counts(parse_function(func.fn).node) \
-                else value
+            fdef = parse_function(func.fn).node
+            return self.declare_matrix(pname, value, site) \
+                if pname in store_counts(fdef) or pname in component_stores(fdef) else value
         return value
 
     def static_select(self, body: list[ast.stmt]) -> list[ast.stmt]:

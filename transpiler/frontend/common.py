@@ -152,6 +152,21 @@ def store_counts(fdef: ast.AST) -> dict[str, int]:
 
 
 @lru_cache(maxsize=1024)
+def component_stores(fdef: ast.AST) -> frozenset[str]:
+    """The names ``fdef`` assigns a part of (``p[0] = x``, ``p.x += 1``, ``s.v[1] = y``): a
+    vector or struct parameter so written needs its own copy, as arguments pass by value."""
+    names = set()
+    for n in ast_nodes(fdef):
+        if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store):
+            root = n.value
+            while isinstance(root, (ast.Subscript, ast.Attribute)):
+                root = root.value
+            if isinstance(root, ast.Name):
+                names.add(root.id)
+    return frozenset(names)
+
+
+@lru_cache(maxsize=1024)
 def signature(fn: Callable) -> inspect.Signature:
     return inspect.signature(fn)
 

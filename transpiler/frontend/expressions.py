@@ -158,9 +158,13 @@ class ExpressionLowering:
             return self.matrix_attribute(base, node.attr, node)
         if isinstance(base, StructValue):
             return self.struct_attribute(base, node.attr, node)
+        if isinstance(base, ArrayHandle) and node.attr == "fill":
+            from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
+
+            return CT(BoundMethod(fill, base))
         if isinstance(base, ArrayHandle):
-            raise self.error(node, f"ndarrays have no attribute `{node.attr}` in kernels",
-                             hint="the only one is `.shape`")
+            raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
+                             hint="they have `.shape` and `.fill(value)`")
         raise self.error(node, f"runtime values have no attribute `{node.attr}`")
 
     def expr_Subscript(self, node: ast.Subscript):
@@ -228,7 +232,10 @@ class ExpressionLowering:
         ``a[()]``)."""
         sl = node.slice
         if isinstance(sl, ast.Tuple):
-            items = [(self.expr(i), i) for i in sl.elts]
+            items = []
+            for i in sl.elts:  # an integer vector among them gives one index per component (`grid[k, I]`)
+                v = self.expr(i)
+                items.extend([(c, i) for c in v.items] if isinstance(v, MatrixValue) and v.is_vector else [(v, i)])
         elif isinstance(sl, ast.Constant) and sl.value is None:
             items = []
         elif isinstance(sl, ast.Slice):
@@ -302,11 +309,14 @@ class ExpressionLowering:
         if op == "truediv" and not t.is_float:
             t = T.defaults().fp
         if op == "pow":
+            if t.is_float and isinstance(b, CT) and type(b.value) is int and abs(b.value) <= 64:
+                return self.power_by_squaring(self.coerce(ea, t, node), b.value, node)
             if t.is_float:
                 return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])
             if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):
-                raise self.error(node, "an integer power needs a non-negative exponent known at translation time",
-                                 hint="convert the base to a float for a run-time exponent")
+                from ..lang.mathlib import int_pow  # by squaring, in a loop (the exponent is known at run time)
+
+                return self.inline_values(int_pow, node, [self.coerce(ea, t, node), self.coerce(eb, t, node)])
         if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and \
                 isinstance(eb, ir.Const) and eb.value > 0:
             # Both sides non-negative: Python's floor division is C's truncating one.
@@ -323,6 +333,25 @@ class ExpressionLowering:
             q = ir.BinOp(t, loc, "truediv", self.coerce(ea, t, node), self.coerce(eb, t, node))
             return ir.Math(t, loc, "floor", [q])
         return fold.binop(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+
+    def power_by_squaring(self, x: ir.Expr, n: int, node) -> ir.Expr:
+        """``x ** n`` for a float ``x`` and an integer literal ``n``, multiplied out as Quadrants
+        computes it (and as fast): the running square joins the product at each set bit of
+        ``|n|``, lowest first (x ** 3 is x * (x * x)); the reciprocal for a negative ``n``."""
+        loc = self.loc(node)
+        t = x.type
+        k = abs(n)
+        product = ir.Const(t, loc, 1.0) if k == 0 else None
+        square = self.once(x, node, "base") if k > 1 else x
+        while k:
+            if k & 1:
+                product = square if product is None else ir.BinOp(t, loc, "mul", product, square)
+            k >>= 1
+            if k:
+                square = ir.BinOp(t, loc, "mul", square, square)
+                if k > 1:
+                    square = self.once(square, node, "square")
+        return ir.BinOp(t, loc, "truediv", ir.Const(t, loc, 1.0), product) if n < 0 else product
 
     def operand_types(self, a, ea: ir.Expr, b, eb: ir.Expr) -> tuple[T.DType, T.DType]:
         """Types for promotion: a Python literal adapts to the other operand's type."""

@@ -106,6 +106,20 @@ def _random(lo, name, node):
     return lo.inline_values(rnd.draw, loc, [ir.LocalRef(T.u32, loc, state), CT(dtype)])
 
 
+@handler("randn")
+def _randn(lo, name, node):
+    from ..lang import random as rnd
+
+    if len(node.args) + len(node.keywords) > 1 or (node.keywords and node.keywords[0].arg != "dt"):
+        raise lo.error(node, "qd.randn() takes one optional argument, the dtype (dt=qd.f32 or qd.f64)")
+    arg = node.keywords[0].value if node.keywords else (node.args[0] if node.args else None)
+    dtype = T.defaults().fp if arg is None else lo.static_value(arg, what="the dtype of qd.randn()")
+    dtype = T.python_type(dtype) or dtype
+    if dtype not in (T.f32, T.f64):
+        raise lo.error(arg, f"qd.randn() makes f32 or f64 values, not {dtype!r}")
+    return lo.inline_values(rnd.normal, lo.loc(node), [CT(dtype)])
+
+
 @handler("typeof")
 def _typeof(lo, name, node):
     (v,) = _args(lo, node, name, 1)
@@ -254,7 +268,13 @@ def _float_math(lo, name, node):
     return ir.Math(e.type, lo.loc(node), name, [e])
 
 
-@handler("atan2", "pow")
+@handler("pow")
+def _pow(lo, name, node):
+    a, b = _args(lo, node, name, 2)
+    return lo.binop("pow", a, b, node)  # as `a ** b`: an integer exponent keeps the base's type
+
+
+@handler("atan2")
 def _float_math2(lo, name, node):
     a, b = _args(lo, node, name, 2)
     ea, eb = _float_arg(lo, a, node.args[0]), _float_arg(lo, b, node.args[1])

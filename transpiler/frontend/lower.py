@@ -22,7 +22,7 @@ from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
 )
 from .source import parse_function
-from .values import CT, ArrayHandle, KernelVar, TupleValue, component_locals
+from .values import CT, ArrayHandle, KernelVar, MatrixValue, component_locals
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
@@ -408,6 +408,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             raise self.error(call, "qd.loop_config takes keyword arguments only")
 
     def parallel_for(self, s: ast.For) -> None:
+        s = self.unstarred_loop(s)
         loc = self.loc(s)
         block_dim = self.pending_block_dim or 128
         serialize = self.pending_serialize
@@ -474,7 +475,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
 
     def bind_loop_targets(self, target: ast.expr, ranges: list, grouped: bool) -> list[ir.Local]:
         """The loop variables, one per dimension, bound in the current scope: each to its
-        name, or (qd.grouped) together as one tuple-valued name."""
+        name, or (qd.grouped) together as one integer vector."""
         if grouped:
             if not isinstance(target, ast.Name):
                 raise self.error(target, "a qd.grouped loop has one loop variable, e.g. `for I in qd.grouped(a)`")
@@ -490,7 +491,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.scope.names[name] = var
             loop_vars.append(var)
         if grouped:
-            self.scope.names[target.id] = TupleValue([ir.LocalRef(T.i32, v.loc, v) for v in loop_vars])
+            # An integer vector, as in Quadrants: `a[I]`, `I[0]`, `I + offset`, `(I / n).norm()`.
+            self.scope.names[target.id] = MatrixValue((len(loop_vars),), [ir.LocalRef(T.i32, v.loc, v)
+                                                                          for v in loop_vars])
         return loop_vars
 
     def loop_ranges(self, it: ast.expr, parallel: bool = False) -> tuple[list[tuple[ir.Expr, ir.Expr]], bool]:

@@ -399,6 +399,7 @@ class StatementLowering:
         if self.is_static_call(s.iter):
             self.static_for(s, top_level=False)
             return
+        s = self.unstarred_loop(s)
         it = s.iter
         f = self.expr(it.func) if isinstance(it, ast.Call) else None
         fv = f.value if isinstance(f, CT) else None

@@ -212,13 +212,23 @@ class Axes:
 
 
 class _DenseLevel:
-    def __init__(self, axes: Axes, shape: tuple[int, ...]):
-        self.axes = axes
-        self.shape = shape
+    """A chain of ``qd.root.dense`` levels: the extent of each axis is the product of its
+    levels' (``dense(qd.ij, 4).dense(qd.ij, 8)`` is 32 x 32; ``dense(qd.ij, (g, g)).dense(qd.k,
+    n)`` is g x g x n). Fields are stored row-major whatever the blocking: indices, results and
+    ``to_numpy()`` are Quadrants', the memory layout is not."""
 
-    def dense(self, axes: Axes, shape):
-        raise NotImplementedError("nested qd.root.dense levels are not supported yet: place the field with "
-                                  "one dense level of its whole shape")
+    def __init__(self, extents: dict[str, int]):
+        self.extents = extents
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.extents[a] for a in "ijkl" if a in self.extents)
+
+    def dense(self, axes: Axes, shape) -> "_DenseLevel":
+        extents = dict(self.extents)
+        for axis, n in _axis_extents(axes, shape).items():
+            extents[axis] = extents.get(axis, 1) * n
+        return _DenseLevel(extents)
 
     def place(self, *fields, **_options):
         for f in fields:
@@ -226,15 +236,24 @@ class _DenseLevel:
         return self
 
 
+def _axis_extents(axes: Axes, shape) -> dict[str, int]:
+    shape = (shape,) * len(axes.letters) if isinstance(shape, int) and isinstance(axes, Axes) else shape
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if not isinstance(axes, Axes) or len(axes.letters) != len(shape):
+        raise ValueError(f"qd.root.dense({axes!r}, {shape!r}): one extent per axis")
+    return dict(zip(axes.letters, shape))
+
+
 class _Root:
     """``qd.root``: dense placement only (pointer, bitmasked, dynamic and quantized SNodes have no
     equivalent in the source this package writes)."""
 
     def dense(self, axes: Axes, shape) -> _DenseLevel:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if not isinstance(axes, Axes) or len(axes.letters) != len(shape):
-            raise ValueError(f"qd.root.dense({axes!r}, {shape!r}): one extent per axis")
-        return _DenseLevel(axes, shape)
+        return _DenseLevel({}).dense(axes, shape)
+
+    def place(self, *fields, **_options):
+        """``qd.root.place(x)``: 0-d fields (``x[None]``)."""
+        return _DenseLevel({}).place(*fields)
 
     def __getattr__(self, name: str):
         if name in ("pointer", "bitmasked", "dynamic", "bit_struct", "quant_array", "hash"):

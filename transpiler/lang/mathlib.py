@@ -7,8 +7,38 @@ import math as _pymath
 
 from ..ir.types import i32, u32
 from . import ops
-from .kernel import func, static
+from .kernel import func, static, template
+from .ops import grouped
 from .matrix import Matrix, Vector, matrix
+
+
+@func
+def int_pow(x, n):
+    """``x ** n`` on integers with ``n`` known at run time (the frontend calls it), by
+    squaring. A negative ``n`` gives Python's ``x ** n`` truncated toward zero, as C's ``1 /
+    x**-n``: 0 unless ``x`` is 1 or -1."""
+    result = ops.cast(1, ops.typeof(x))
+    base = x
+    e = n
+    if e < 0:
+        e = -e
+        if x != 1 and x != -1:
+            result = ops.cast(0, ops.typeof(x))
+            e = 0
+    while e > 0:
+        if e & 1:
+            result *= base
+        base *= base
+        e >>= 1
+    return result
+
+
+@func
+def fill(a: template(), value):
+    """``a.fill(value)`` in a kernel (the frontend calls it): every element of a field or
+    ndarray set to ``value``; at the top level of a kernel its loop is a parallel task."""
+    for I in grouped(a):
+        a[I] = value
 
 
 @func

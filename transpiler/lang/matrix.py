@@ -194,6 +194,15 @@ def struct(**members) -> StructType:
     return StructType(members)
 
 
+class Struct:
+    """``qd.Struct.field({"pos": vec2, "mass": qd.f32}, shape=n)``: a field of structs, as
+    Quadrants (and Taichi) spell it; the same as ``qd.types.struct(**members).field(...)``."""
+
+    @staticmethod
+    def field(members: dict, shape=None, name: str | None = None, **_options):
+        return StructType(members).field(shape, name)
+
+
 def dataclass_members(cls) -> list[tuple[str, Any]]:
     """A Python ``@dataclasses.dataclass`` kernel parameter's members: (name, annotation)."""
     import dataclasses as _dc

@@ -23,6 +23,12 @@ def random(dtype=float):
     range): the same on every target and executor (see transpiler/lang/random.py)."""
 
 
+@builtin("randn")
+def randn(dt=None):
+    """A random float from the standard normal distribution (mean 0, variance 1); ``dt``:
+    f32 (the default float) or f64."""
+
+
 @builtin("loop_config")
 def loop_config(*, block_dim: int | None = None, serialize: bool = False): ...
 

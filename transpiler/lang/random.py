@@ -9,6 +9,7 @@ iteration, never on which thread or block ran it, so the CPU emulator, Vulkan an
 agree however they split the grid.
 
 Floats come from the top bits: f32 in [0, 1) from 24 bits, f64 from two draws (53 bits).
+``qd.randn`` makes a standard normal value of two uniform ones (Box-Muller).
 Statistical quality is checked by tests/test_random.py (moments and a chi-square per dtype).
 """
 from __future__ import annotations
@@ -42,3 +43,12 @@ def draw(state, dtype: qd.template()):
         return qd.cast((qd.cast(r, qd.u64) << qd.u64(32)) | qd.cast(r2, qd.u64), dtype)
     else:
         return qd.cast(r, dtype)
+
+
+@qd.func
+def normal(dtype: qd.template()):
+    """``qd.randn(dt)``: a standard normal value (mean 0, variance 1) from two uniform draws
+    (the Box-Muller transform); ``1 - u`` keeps the logarithm's argument in (0, 1]."""
+    u = 1.0 - qd.random(dtype)
+    turn = qd.random(dtype)
+    return qd.sqrt(-2.0 * qd.log(u)) * qd.cos(6.283185307179586 * turn)
