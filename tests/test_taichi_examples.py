@@ -4,7 +4,8 @@ list and tuple literals as vectors, ``import transpiler.math as tm`` and its com
 functions, ``qd.static(qd.ndrange())`` and ``qd.static(qd.grouped(qd.ndrange()))`` unrolled,
 Python-scope vectors and matrices read as kernel constants, ``@qd.func`` methods called as
 ``self.f()``, ``field.fill()`` in a kernel, nested ``qd.root.dense`` levels, ``qd.Struct.field``,
-integer vectors among a field's indices, ``qd.randn()``, and powers as Quadrants computes them. Each runs on Vulkan and the CPU executors against NumPy, and every kernel
+integer vectors among a field's indices, ``qd.randn()``, ``qd.svd`` and ``qd.polar_decompose``
+of 2x2 matrices, an ``if`` on a module constant, and powers as Quadrants computes them. Each runs on Vulkan and the CPU executors against NumPy, and every kernel
 compiles with every target's toolchain."""
 import numpy as np
 import pytest
@@ -309,6 +310,44 @@ def test_randn_has_the_standard_normal_moments(executor, dt):
     assert abs((np.abs(out) < 1).mean() - 0.6827) < 0.01
 
 
+# ----------------------------------------------------------------------------- 2x2 decompositions
+
+USE_FIXED_RANGE = 0  # a module constant: `if USE_FIXED_RANGE:` runs one branch, as in Python
+
+
+@qd.kernel
+def decompose(a: qd.types.ndarray(dtype=qd.math.mat2, ndim=1), u: qd.types.ndarray(dtype=qd.math.mat2, ndim=1),
+              sig: qd.types.ndarray(dtype=qd.math.mat2, ndim=1), v: qd.types.ndarray(dtype=qd.math.mat2, ndim=1),
+              r: qd.types.ndarray(dtype=qd.math.mat2, ndim=1), p: qd.types.ndarray(dtype=qd.math.mat2, ndim=1)):
+    largest = 0.0
+    for i in range(a.shape[0]):
+        u[i], sig[i], v[i] = qd.svd(a[i])
+        r[i], p[i] = qd.polar_decompose(a[i], qd.f32)
+        if USE_FIXED_RANGE:
+            largest = 1.0  # never lowered: a kernel variable assigned in a parallel loop
+        qd.atomic_max(largest, sig[i][0, 0])
+
+
+def test_svd_and_polar_decomposition_of_2x2_matrices(executor, rng):
+    n = 400
+    a = rng.standard_normal((n, 2, 2)).astype(np.float32)
+    a[0], a[1], a[2] = 0.0, np.eye(2), [[1, 2], [2, 4]]  # zero, identity, singular
+    u, sig, v, r, p = (np.zeros_like(a) for _ in range(5))
+    decompose(a, u, sig, v, r, p)
+    a64 = a.astype(np.float64)
+    np.testing.assert_allclose(u @ sig @ np.swapaxes(v, 1, 2), a64, atol=2e-5)
+    np.testing.assert_allclose(np.stack([sig[:, 0, 0], sig[:, 1, 1]], 1), np.linalg.svd(a64, compute_uv=False),
+                               atol=2e-5)
+    assert (sig[:, 0, 1] == 0).all() and (sig[:, 1, 0] == 0).all()
+    eye = np.broadcast_to(np.eye(2), a.shape)
+    np.testing.assert_allclose(u @ np.swapaxes(u, 1, 2), eye, atol=2e-5)
+    np.testing.assert_allclose(v @ np.swapaxes(v, 1, 2), eye, atol=2e-5)
+    np.testing.assert_allclose(r @ p, a64, atol=2e-5)
+    np.testing.assert_allclose(r @ np.swapaxes(r, 1, 2), eye, atol=2e-5)
+    np.testing.assert_allclose(p, np.swapaxes(p, 1, 2), atol=2e-5)
+    np.testing.assert_array_equal(r[0], np.eye(2))  # the zero matrix: (I, 0)
+
+
 # ----------------------------------------------------------------------------- the diagnostics
 
 @qd.kernel
@@ -337,7 +376,21 @@ def test_transpiler_submodules_import_as_quadrants_ones():
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_taichi_style_kernels_compile(target):
     for kernel, targs in ((particles_to_grid, {}), (literals_as_vectors, {}), (complex_ops, {}),
-                          (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {})):
+                          (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
+                          (decompose, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
+
+
+@qd.kernel
+def svd_of_3x3(a: qd.types.ndarray(dtype=qd.math.mat3, ndim=1)):
+    for i in range(a.shape[0]):
+        u, s, v = qd.svd(a[i])
+        a[i] = u @ s @ v.transpose()
+
+
+def test_an_svd_of_a_3x3_matrix_is_named_as_not_supported_yet():
+    with pytest.raises(qd.TranspileError, match=r"qd.svd\(\) of a 3x3 matrix is not supported yet \(2x2 is\)") as info:
+        qd.translate(svd_of_3x3, "cuda")
+    assert info.value.loc.line == svd_of_3x3.fn.__code__.co_firstlineno + 3

@@ -25,8 +25,8 @@ from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,
     atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, cast, ceil, cos, cosh, exp, floor, grouped, log,
-    loop_config, max, min, ndrange, pow, random, randn, round, rsqrt, select, sin, sinh, sqrt, static_assert, tan, tanh,
-    trunc, typeof, volatile_load,
+    loop_config, max, min, ndrange, polar_decompose, pow, random, randn, round, rsqrt, select, sin, sinh, sqrt,
+    static_assert, svd, tan, tanh, trunc, typeof, volatile_load,
 )
 from .lang.simt import _install_block_algorithms, _install_tiles
 

@@ -466,7 +466,9 @@ class ExpressionLowering:
         return ir.Compare(T.bool_, e.loc, "ne", e, ir.Const(e.type, e.loc, 0.0 if e.type.is_float else 0))
 
     def condition(self, node: ast.expr) -> ir.Expr:
-        v = self.expr(node)
+        return self.condition_of(self.expr(node), node)
+
+    def condition_of(self, v, node: ast.expr) -> ir.Expr:
         if isinstance(v, ArrayHandle):
             raise self.error(node, "an ndarray is not a condition")
         if isinstance(v, MatrixValue):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from .values import CT, ArrayHandle, StaticIndex, StaticNdrange
+from .values import CT, ArrayHandle, MatrixValue, StaticIndex, StaticNdrange
 
 if TYPE_CHECKING:
     from .lower import KernelLowering
@@ -118,6 +118,27 @@ def _randn(lo, name, node):
     if dtype not in (T.f32, T.f64):
         raise lo.error(arg, f"qd.randn() makes f32 or f64 values, not {dtype!r}")
     return lo.inline_values(rnd.normal, lo.loc(node), [CT(dtype)])
+
+
+@handler("svd", "polar_decompose")
+def _decompose(lo, name, node):
+    from ..lang import linalg
+
+    if len(node.args) + len(node.keywords) not in (1, 2) or (node.keywords and node.keywords[0].arg != "dt"):
+        raise lo.error(node, f"qd.{name}(A, dt=None) takes a matrix and an optional dtype")
+    a = lo.expr(node.args[0]) if node.args else None
+    if not isinstance(a, MatrixValue) or a.shape not in ((2, 2), (3, 3)):
+        raise lo.error(node, f"qd.{name}() takes a 2x2 matrix")
+    if a.shape == (3, 3):
+        raise lo.error(node, f"qd.{name}() of a 3x3 matrix is not supported yet (2x2 is)",
+                       hint="write the decomposition with vector and matrix operations")
+    arg = node.keywords[0].value if node.keywords else (node.args[1] if len(node.args) > 1 else None)
+    dtype = T.defaults().fp if arg is None else lo.static_value(arg, what=f"the dtype of qd.{name}()")
+    dtype = T.python_type(dtype) or dtype
+    if dtype not in (T.f32, T.f64):
+        raise lo.error(arg, f"qd.{name}() computes in f32 or f64, not {dtype!r}")
+    fn = linalg.svd2d if name == "svd" else linalg.polar_decompose2d
+    return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
 
 
 @handler("typeof")

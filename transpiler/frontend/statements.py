@@ -370,7 +370,17 @@ class StatementLowering:
             for st in self.lower_block(chosen):
                 self.emit(st)
             return
-        cond = self.condition(s.test)
+        test = self.expr(s.test)
+        known = test.value if isinstance(test, CT) and is_py_scalar(test.value) else \
+            test.value if isinstance(test, ir.Const) else None
+        if known is not None:
+            # A condition known at translation time (a module constant: `if use_fixed_range:`)
+            # runs one branch, as Python would: the other is never lowered, so what it could
+            # not do (assign a kernel variable in a parallel loop) is no error.
+            for st in self.lower_block(s.body if known else s.orelse):
+                self.emit(st)
+            return
+        cond = self.condition_of(test, s.test)
         then = self.lower_block(s.body)
         orelse = self.lower_block(s.orelse)
         self.emit(ir.If(self.loc(s), cond, then, orelse))

@@ -29,6 +29,17 @@ def randn(dt=None):
     f32 (the default float) or f64."""
 
 
+@builtin("svd")
+def svd(A, dt=None):
+    """``U, sigma, V = qd.svd(A)`` of a 2x2 matrix: A = U @ sigma @ V.transpose(), the
+    singular values on sigma's diagonal, largest first (see transpiler/lang/linalg.py)."""
+
+
+@builtin("polar_decompose")
+def polar_decompose(A, dt=None):
+    """``U, P = qd.polar_decompose(A)`` of a 2x2 matrix: A = U @ P, U orthogonal, P symmetric."""
+
+
 @builtin("loop_config")
 def loop_config(*, block_dim: int | None = None, serialize: bool = False): ...
 
