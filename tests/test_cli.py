@@ -238,7 +238,7 @@ def test_untyped_ndarrays_default_to_f32_and_say_so(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "double* x" in r.stdout and "double* y" in r.stdout and "note: ndarray `x`" not in r.stderr
     r = cli("emit", src, "--template", "x=f64:one")
-    assert r.returncode == 2 and "neither a Python literal nor an array type" in r.stderr
+    assert r.returncode == 2 and "neither a Python literal, a name the file defines nor an array type" in r.stderr
 
 
 TEMPLATE_ARRAYS = '''
@@ -317,3 +317,34 @@ def test_data_oriented_instances_are_translated_by_name(tmp_path):
     src.write_text(DATA_ORIENTED.replace("sim = Simulation(100)\nsim.step()\n", "Simulation(8).step()\n"))
     r = cli("emit", src, "--target", "cuda")
     assert r.returncode == 2 and "translated through an instance the module makes" in r.stderr
+
+
+def test_emit_writes_every_kernel_that_translates_and_reports_the_others(tmp_path):
+    src = tmp_path / "solver.py"
+    src.write_text(
+        "import transpiler as qd\n"
+        "\n"
+        "vel = qd.Vector.field(2, qd.f32, shape=(8, 8))\n"
+        "dye = qd.field(qd.f32, shape=(8, 8))\n"
+        "\n"
+        "@qd.kernel\n"
+        "def advect(qf: qd.template(), dt: qd.f32):\n"
+        "    for I in qd.grouped(qf):\n"
+        "        qf[I] = qf[I] * (1.0 - dt)\n"
+        "\n"
+        "@qd.kernel\n"
+        "def broken():\n"
+        "    for i, j in dye:\n"
+        "        dye[i, j] = [k for k in range(3)][0]\n")
+    r = cli("emit", src, "--target", "all", "--template", "qf=vel", "-o", tmp_path / "out")
+    assert r.returncode == 1
+    errors = [line for line in r.stderr.splitlines() if ": error: " in line]  # once, not once per target
+    assert errors == [f"{src}:14:21: error: list comprehensions are not supported in kernels"], r.stderr
+    for target in ("cuda", "glsl", "hip", "msl"):
+        manifest = json.loads((tmp_path / "out" / target / "advect.json").read_text())
+        assert [f["shape"] for f in manifest["fields"]] == [[8, 8]]  # the field named on the command line
+        assert not (tmp_path / "out" / target / "broken.json").exists()
+    r = cli("emit", src, "--kernel", "advect", "--template", "qf=dye", "--target", "cuda")
+    assert r.returncode == 0 and "note: ndarray" not in r.stderr, r.stderr
+    r = cli("emit", src, "--kernel", "advect", "--template", "qf=nothing_here")
+    assert r.returncode == 2 and "a name the file defines" in r.stderr

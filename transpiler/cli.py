@@ -101,8 +101,9 @@ def parse_targets(value: str) -> list[str]:
 _ARRAY_SPEC = re.compile(r"^(?:qd\.)?(i8|i16|i32|i64|u8|u16|u32|u64|f16|f32|f64|int|float)(?::(\d+))?$")
 
 
-def parse_templates(items: list[str] | None) -> tuple[dict, dict]:
-    """``--template NAME=VALUE``: a Python literal is the value of a qd.template() parameter;
+def parse_templates(items: list[str] | None, module=None) -> tuple[dict, dict]:
+    """``--template NAME=VALUE``: a Python literal is the value of a qd.template() parameter,
+    and so is a name the file defines at module level (``--template vf=velocities``: a field);
     ``DTYPE`` or ``DTYPE:NDIM`` (f32, i32:2, ...) types an ndarray the annotation leaves
     open (or an array passed to a qd.template() parameter). Returns (values, array types)."""
     from .ir import types as T
@@ -121,12 +122,18 @@ def parse_templates(items: list[str] | None) -> tuple[dict, dict]:
         try:
             values[name] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            raise UsageError(f"--template {name}: {value!r} is neither a Python literal nor an array type "
-                             "such as f32 or i32:2") from None
+            path = value.strip().split(".")
+            found = module if all(p.isidentifier() for p in path) else None
+            for part in path:
+                found = getattr(found, part, None)
+            if found is None:
+                raise UsageError(f"--template {name}: {value!r} is neither a Python literal, a name the file defines "
+                                 "nor an array type such as f32 or i32:2") from None
+            values[name] = found
     return values, arrays
 
 
-def assumed_arrays(kernel, given: dict) -> dict:
+def assumed_arrays(kernel, given: dict, values: dict | None = None) -> dict:
     """The ndarray parameters whose type the annotation and the command line leave open,
     completed: the dtype f32 (or --template's), the ndim from how the kernel indexes it.
     Returns name -> (annotation, the parameter's line)."""
@@ -145,6 +152,8 @@ def assumed_arrays(kernel, given: dict) -> dict:
     for a in fdef.args.args:
         ann = annotations.get(a.arg)
         kind = param_kind(ann)
+        if kind == "template" and values and a.arg in values:
+            continue  # given a value (a literal, or a field the file defines)
         if kind == "template" and a.arg not in given:
             # A qd.template() parameter the kernel (or a function it passes it to) indexes
             # receives an array: typed like an untyped ndarray. Any other needs a value.
@@ -226,14 +235,14 @@ def translations(args, keep_going: bool = False) -> list:
                          "as `--kernel sim.step`")
     picked = pick_kernels(kernels, args.kernel, args.file)
     targets = parse_targets(args.target)
-    template_args, arg_types = parse_templates(args.template)
+    template_args, arg_types = parse_templates(args.template, module)
     options = {"template_args": template_args,
                "line_directives": getattr(args, "line_directives", False), "wave32": args.wave32,
                "subgroup_size": args.subgroup_size,
                "no_hazards": args.no_hazards, "warn": False}
     out, shown = [], set()
     for k in picked:
-        assumed = assumed_arrays(k, arg_types)
+        assumed = assumed_arrays(k, arg_types, template_args)
         for pname, (ann, line) in assumed.items():
             print(f"{os.path.basename(k.fn.__code__.co_filename)}:{line}: note: ndarray `{pname}` of {k.__name__} "
                   f"is typed by the call; translated as {ann.dtype.name}, {ann.ndim}-d "
@@ -258,10 +267,22 @@ def translations(args, keep_going: bool = False) -> list:
 
 
 def cmd_emit(args) -> int:
-    results = translations(args)
+    """Every kernel that translates is written; each one that does not is reported (its
+    located diagnostic on stderr) and makes the exit code 1."""
+    from .errors import TranspileError
+
+    results, failed = [], []
+    for r in translations(args, keep_going=True):
+        (failed if isinstance(r[2], TranspileError) else results).append(r)
+    shown = set()
+    for _, _, exc in failed:
+        if str(exc) not in shown:  # the same mistake on every target is told once
+            shown.add(str(exc))
+            print(str(exc), file=sys.stderr)
+    status = EXIT_KERNEL if failed else EXIT_OK
     if args.header:  # only then: the header module and its templates cost a few ms to load
         from .header import header_name, render_header
-    targets = sorted({t for _, t, _ in results}, key=[r[1] for r in results].index)
+    targets = parse_targets(args.target)
     if args.output is None:
         for _, _, tr in results:
             for text in tr.sources.values():
@@ -270,7 +291,7 @@ def cmd_emit(args) -> int:
             sys.stdout.write(json.dumps(tr.manifest, indent=2) + "\n")
             if args.header:
                 sys.stdout.write(render_header(tr))
-        return EXIT_OK
+        return status
     for kernel, target, tr in results:
         out = Path(args.output) / target if len(targets) > 1 else Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
@@ -283,7 +304,7 @@ def cmd_emit(args) -> int:
             (out / written[-1]).write_text(render_header(tr))
         if not args.quiet:
             print(f"{kernel.__name__} [{target}]: " + ", ".join(str(out / n) for n in written))
-    return EXIT_OK
+    return status
 
 
 def cmd_check(args) -> int:
