@@ -364,6 +364,28 @@ def test_a_static_ndrange_needs_translation_time_extents():
     assert info.value.loc.line == ndrange_with_runtime_extent.fn.__code__.co_firstlineno + 3
 
 
+@qd.kernel
+def vector_race():
+    r = vec2(0.0, 0.0)
+    for i, j in heat:
+        r.x = heat[i, j]
+
+
+@qd.kernel
+def uses_grad():
+    for i, j in heat:
+        heat[i, j] = heat.grad[i, j]
+
+
+def test_diagnostics_name_what_the_user_wrote():
+    with pytest.raises(qd.TranspileError, match=r"cannot assign to `r` inside a parallel loop") as info:
+        qd.translate(vector_race, "cuda")
+    assert info.value.loc.line == vector_race.fn.__code__.co_firstlineno + 4
+    with pytest.raises(qd.TranspileError, match=r"`.grad`: automatic differentiation .* is not supported") as info:
+        qd.translate(uses_grad, "cuda")
+    assert info.value.loc.line == uses_grad.fn.__code__.co_firstlineno + 3
+
+
 def test_transpiler_submodules_import_as_quadrants_ones():
     import transpiler.types as tt
     from transpiler.math import cmul, vec3

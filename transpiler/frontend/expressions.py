@@ -162,6 +162,10 @@ class ExpressionLowering:
             from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
 
             return CT(BoundMethod(fill, base))
+        if isinstance(base, ArrayHandle) and node.attr in ("grad", "dual"):
+            raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
+                                   "supported by this transpiler (it has no equivalent in the source it writes)",
+                             hint="write the derivative out as a kernel of its own")
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
                              hint="they have `.shape` and `.fill(value)`")

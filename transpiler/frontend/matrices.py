@@ -286,7 +286,7 @@ class MatrixLowering:
             raise self.error(node, f"`{self.var_name(var)}` is {describe(var.shape)}; it cannot hold "
                                    f"{describe(value.shape)}")
         for local, e in zip(var.locals, self.materialize_if_reads(value, var, node).items):
-            self.assign_local(local, scope, e, node, stmt)
+            self.assign_local(local, scope, e, node, stmt, self.var_name(var))
 
     def materialize_if_reads(self, value: MatrixValue, var: MatrixVar, node) -> MatrixValue:
         """``v = v.yzx``: every component computed before any is assigned, where a component
@@ -296,15 +296,16 @@ class MatrixLowering:
                       for k, e in enumerate(value.items) for n in _walk(e))
         return self.materialize(value, node, "tmp") if crossed else value
 
-    def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt) -> None:
-        """One component of a variable: a local, or a kernel-scope variable's buffer."""
+    def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt, shown: str | None = None) -> None:
+        """One component of a variable: a local, or a kernel-scope variable's buffer.
+        ``shown``: the variable's name as the user wrote it (``r``, not its component ``r_x``)."""
         shared = self.shared_for_read(local, scope)
         if shared is not None:
             if self.in_parallel:
-                raise self.race(node, local.name)
+                raise self.race(node, shown or local.name)
             self.emit(ir.Store(self.loc(stmt), shared.param, [], self.coerce(e, shared.type, stmt)))
             return
-        self.check_writable(local, scope, node)
+        self.check_writable(local, scope, node, shown)
         self.emit(ir.Assign(self.loc(stmt), local, self.coerce(e, local.type, stmt, assigning=local)))
 
     def component_target(self, target: ast.expr):
@@ -365,10 +366,14 @@ class MatrixLowering:
             self.emit(st)
 
     def assign_places(self, places: list, scope, value, target, stmt) -> None:
+        root = target
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value
+        shown = root.id if isinstance(root, ast.Name) else None  # `r` of `r.x = ...`
         if len(places) == 1:
             if isinstance(value, MatrixValue):
                 raise self.error(target, f"one component cannot hold {describe(value.shape)}")
-            self.assign_local(places[0], scope, self.to_expr(value, target), target, stmt)
+            self.assign_local(places[0], scope, self.to_expr(value, target), target, stmt, shown)
             return
         if not isinstance(value, MatrixValue):
             value = MatrixValue((len(places),), [self.once(self.to_expr(value, target), target, "tmp")] * len(places))
@@ -376,7 +381,7 @@ class MatrixLowering:
             raise self.error(target, f"{len(places)} components cannot hold {describe(value.shape)}")
         value = self.materialize_if_reads(value, MatrixVar((len(places),), places), target)
         for local, e in zip(places, value.items):
-            self.assign_local(local, scope, e, target, stmt)
+            self.assign_local(local, scope, e, target, stmt, shown)
 
     # ------------------------------------------------------------------ ndarrays of vectors and matrices
 

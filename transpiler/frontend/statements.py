@@ -268,7 +268,7 @@ class StatementLowering:
         self.subgroup_size_used = True
         return self.subgroup_size
 
-    def check_writable(self, var: ir.Local, scope: Scope, node: ast.AST) -> None:
+    def check_writable(self, var: ir.Local, scope: Scope, node: ast.AST, shown: str | None = None) -> None:
         if var.loop_var:
             raise self.error(node, f"cannot assign to the loop variable `{var.name}`",
                              hint="assign to a new local instead")
@@ -276,7 +276,7 @@ class StatementLowering:
             s = self.scope
             while s is not None and s is not scope:
                 if s.task_root:
-                    raise self.race(node, var.name)
+                    raise self.race(node, shown or var.name)
                 s = s.parent
 
     def race(self, node: ast.AST, name: str):
