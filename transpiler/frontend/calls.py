@@ -29,6 +29,17 @@ class CallLowering:
     """Call methods of KernelLowering."""
 
 
+    def fill_vector(self, node: ast.Call) -> bool:
+        """``v.fill(x)`` on a vector or matrix (a variable, an element of a field of them):
+        every component set to ``x``, as Quadrants does; False when ``v`` is no vector."""
+        target = node.func.value
+        base = self.expr(target)
+        if not isinstance(base, MatrixValue):
+            return False
+        x = self.once(self.to_expr(self.expr(node.args[0]), node.args[0]), node, "fill")
+        self.assign(target, MatrixValue(base.shape, [x] * len(base.items)), node)
+        return True
+
     def unstarred(self, node: ast.Call) -> ast.Call:
         """``f(*shape)`` with ``shape`` a tuple of numbers known at translation time: the call
         with them written out (a copy; the parsed tree is shared)."""
@@ -40,17 +51,35 @@ class CallLowering:
                 args.append(a)
                 continue
             seq = self.expr(a.value)
-            if not (isinstance(seq, CT) and isinstance(seq.value, (tuple, list)) and all(
-                    is_py_scalar(x) for x in seq.value)):
-                raise self.error(a, "a starred argument must be a tuple of numbers known at translation time",
-                                 hint="write the arguments out")
-            args += [ast.copy_location(ast.Constant(x), a) for x in seq.value]
+            items = seq.value if isinstance(seq, CT) else None
+            if hasattr(items, "tolist"):  # a NumPy array of extents (Genesis' grid_res)
+                items = items.tolist()
+            items = [tuple(x) if isinstance(x, (tuple, list)) else x for x in items] \
+                if isinstance(items, (tuple, list)) else None
+            if items is None or not all(is_py_scalar(x) or (isinstance(x, tuple) and all(map(is_py_scalar, x)))
+                                        for x in items):
+                raise self.error(a, "a starred argument must be a tuple of numbers (or of (begin, end) pairs) known "
+                                    "at translation time", hint="write the arguments out")
+            for x in items:
+                args.append(ast.copy_location(ast.Constant(x), a) if not isinstance(x, tuple) else ast.copy_location(
+                    ast.Tuple([ast.copy_location(ast.Constant(y), a) for y in x], ast.Load()), a))
         return ast.copy_location(ast.Call(func=node.func, args=args, keywords=node.keywords), node)
 
-    def unstarred_loop(self, s: ast.For) -> ast.For:
-        """``for I in qd.grouped(qd.ndrange(*shape))``: the loop with its iterator's (and an
-        inner call's) starred arguments written out."""
+    def plain_loop(self, s: ast.For) -> ast.For:
+        """The loop with its iterator as the loop lowering reads it: one picked by a condition
+        known at translation time (``for i in (qd.ndrange(a) if qd.static(c) else
+        qd.ndrange(b))``), starred arguments written out (``qd.grouped(qd.ndrange(*shape))``)."""
         it = s.iter
+        while isinstance(it, ast.IfExp):
+            test = self.expr(it.test)
+            known = test.value if isinstance(test, (CT, ir.Const)) else None
+            if known is None or not is_py_scalar(known):
+                raise self.error(it.test, "a conditional loop iterator needs a condition known at translation time",
+                                 hint="use qd.static(...) for the condition, or write two loops")
+            it = it.body if known else it.orelse
+        if it is not s.iter:
+            s = copy.copy(s)
+            s.iter = it
         if not isinstance(it, ast.Call):
             return s
         new = self.unstarred(it)
@@ -66,6 +95,9 @@ class CallLowering:
 
     def expr_Call(self, node: ast.Call):
         node = self.unstarred(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "fill" and len(node.args) == 1 \
+                and not node.keywords and self.fill_vector(node):
+            return CT(None)
         method = self.call_struct_method(node)
         if method is not None:
             return method
@@ -264,7 +296,7 @@ class CallLowering:
                 if isinstance(value, StructValue):
                     # A tile's methods update it in place: the user's function gets its own copy
                     # (arguments are passed by value); the library's read theirs.
-                    copy = pname in assigned or (pname in written and not is_tile(value)) or \
+                    copy = pname in assigned or (pname in written and not is_tile(value) and _plain_data(value)) or \
                         (is_tile(value) and not is_library(parsed.file))
                     callee_root.names[pname] = self.declare_struct(pname, value, call_site) if copy else value
                     continue
@@ -352,6 +384,14 @@ class CallLowering:
         if bad is not None:
             raise TranspileError(f"`return` in @qd.func `{func.__name__}` must be its last statement",
                                  parsed.loc(bad), hint="assign to a result variable and return it at the end")
+
+
+def _plain_data(value: StructValue) -> bool:
+    """A struct of values (scalars, vectors, structs of them), which a function's writes to
+    its members must not reach the caller through; a dataclass of ndarrays holds references,
+    and writing through them is the point (``s.x[i] += 1``)."""
+    return all(isinstance(m, (ir.Expr, MatrixValue)) or (isinstance(m, StructValue) and _plain_data(m))
+               for m in value.members.values())
 
 
 @lru_cache(maxsize=1024)

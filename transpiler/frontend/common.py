@@ -188,9 +188,15 @@ def bind_arguments(fn: Callable, args: list, kwargs: dict) -> dict:
     names = positional_names(fn)
     if names is not None and not kwargs and len(args) == len(names):
         return dict(zip(names, args))
-    bound = signature(fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    return bound.arguments
+    from .values import CT
+
+    sig = signature(fn)
+    bound = sig.bind(*args, **kwargs)
+    for p in sig.parameters.values():  # a default is a translation-time value (`scale: float = 0.5`)
+        if p.name not in bound.arguments and p.default is not p.empty:
+            bound.arguments[p.name] = CT(p.default)
+    bound.apply_defaults()  # what is left: empty *args and **kwargs
+    return dict(bound.arguments)
 
 
 @lru_cache(maxsize=1024)

@@ -158,6 +158,10 @@ class ExpressionLowering:
             return self.matrix_attribute(base, node.attr, node)
         if isinstance(base, StructValue):
             return self.struct_attribute(base, node.attr, node)
+        if isinstance(base, ArrayHandle) and node.attr in ("n", "m") and isinstance(base.array, ir.Param) \
+                and base.array.type.element_shape:  # a field of vectors or matrices: their extents
+            es = base.array.type.element_shape
+            return CT(es[0] if node.attr == "n" else (es[1] if len(es) == 2 else 1))
         if isinstance(base, ArrayHandle) and node.attr == "fill":
             from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
 

@@ -31,7 +31,7 @@ def handler(*names: str):
 
 
 # Built-ins that apply to each component of a vector or matrix argument.
-ELEMENTWISE = {"cast", "select", "min", "max", "abs", "atan2", "pow", *_FLOAT_MATH, *_BIT_MATH}
+ELEMENTWISE = {"cast", "select", "min", "max", "abs", "atan2", "pow", "isnan", "isinf", *_FLOAT_MATH, *_BIT_MATH}
 
 
 def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
@@ -284,9 +284,29 @@ def _float_arg(lo, v, node) -> ir.Expr:
 
 @handler(*_FLOAT_MATH)
 def _float_math(lo, name, node):
+    if name in ("floor", "ceil", "round") and len(node.args) == 2:  # qd.floor(x, qd.i32): rounded, then converted
+        a, dt = _args(lo, node, name, 2)
+        dtype = T.python_type(dt.value) or dt.value if isinstance(dt, CT) else None
+        if not isinstance(dtype, T.DType):
+            raise lo.error(node.args[1], f"the dtype of qd.{name}(x, dtype) must be a type such as qd.i32")
+        e = _float_arg(lo, a, node.args[0])
+        return lo.coerce(ir.Math(e.type, lo.loc(node), name, [e]), dtype, node, explicit=True)
     (a,) = _args(lo, node, name, 1)
     e = _float_arg(lo, a, node.args[0])
     return ir.Math(e.type, lo.loc(node), name, [e])
+
+
+@handler("isnan", "isinf")
+def _float_class(lo, name, node):
+    (a,) = _args(lo, node, name, 1)
+    e = lo.to_expr(a, node.args[0])
+    loc = lo.loc(node)
+    if not e.type.is_float:
+        return ir.Const(T.bool_, loc, False)  # an integer is never NaN nor infinite
+    if name == "isnan":
+        return ir.Math(T.bool_, loc, "isnan", [e])
+    magnitude = ir.Math(e.type, loc, "abs", [e])
+    return ir.Compare(T.bool_, loc, "eq", magnitude, ir.Const(e.type, loc, float("inf")))
 
 
 @handler("pow")

@@ -408,7 +408,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             raise self.error(call, "qd.loop_config takes keyword arguments only")
 
     def parallel_for(self, s: ast.For) -> None:
-        s = self.unstarred_loop(s)
+        s = self.plain_loop(s)
         loc = self.loc(s)
         block_dim = self.pending_block_dim or 128
         serialize = self.pending_serialize

@@ -174,6 +174,8 @@ class StatementLowering:
                 for r in range(value.shape[0])]
         elif isinstance(value, CT) and isinstance(value.value, (tuple, list)):
             items = [CT(v) for v in value.value]
+        elif isinstance(value, ShapeHandle):  # n, m = a.shape
+            items = [ir.Shape(T.i32, self.loc(node), value.array, d) for d in range(value.array.type.ndim)]
         else:
             raise self.error(node, "cannot unpack a single value into several names")
         if len(items) != n:
@@ -409,7 +411,7 @@ class StatementLowering:
         if self.is_static_call(s.iter):
             self.static_for(s, top_level=False)
             return
-        s = self.unstarred_loop(s)
+        s = self.plain_loop(s)
         it = s.iter
         f = self.expr(it.func) if isinstance(it, ast.Call) else None
         fv = f.value if isinstance(f, CT) else None

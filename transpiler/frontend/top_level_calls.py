@@ -21,7 +21,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
-from .common import closure_vars, is_library, signature, store_counts
+from .common import bind_arguments, closure_vars, is_library, store_counts
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar
@@ -119,10 +119,9 @@ class TopLevelCallLowering:
         parsed = parse_function(func.fn)
         fdef = parsed.node
         try:
-            bound = signature(func.fn).bind(*args, **kwargs)
+            arguments = bind_arguments(func.fn, args, kwargs)
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
-        bound.apply_defaults()
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -145,7 +144,7 @@ class TopLevelCallLowering:
         self.frames.append(_FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result"))
         self.inline_stack.append(func.fn)
         try:
-            for pname, value in bound.arguments.items():
+            for pname, value in arguments.items():
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle, StructVar, StructValue, MatrixValue)) \
                         or value is None:
                     if isinstance(value, CT) and pname in store_counts(fdef) and not callable(value.value):

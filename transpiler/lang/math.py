@@ -7,7 +7,7 @@ from .mathlib import (  # noqa: F401
 )
 from .matrix import MatrixType
 from .ops import (  # noqa: F401
-    abs, acos, asin, atan, atan2, ceil, clz, cos, cosh, exp, ffs, floor, log, max, min,
+    abs, acos, asin, atan, atan2, ceil, clz, cos, cosh, exp, ffs, floor, isinf, isnan, log, max, min,
     popcnt, pow, round, rsqrt, sin, sinh, sqrt, tan, tanh, trunc,
 )
 
@@ -23,3 +23,4 @@ inf = float("inf")
 nan = float("nan")
 
 from .complexlib import cconj, cdiv, cexp, cinv, clog, cmul, cpow, csqrt  # noqa: E402, F401  (uses vec2)
+from .transforms import rot_by_axis, rot_yaw_pitch_roll, rotation3d, scale, translate  # noqa: E402, F401

@@ -88,6 +88,7 @@ sinh, cosh, tanh = _math("sinh"), _math("cosh"), _math("tanh")
 floor, ceil, round, trunc = _math("floor"), _math("ceil"), _math("round"), _math("trunc")  # noqa: A001
 pow, abs = _math("pow"), _math("abs")  # noqa: A001
 popcnt, clz, ffs = _math("popcnt"), _math("clz"), _math("ffs")
+isnan, isinf = _math("isnan"), _math("isinf")
 
 
 @builtin("volatile_load")

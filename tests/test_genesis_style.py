@@ -1,0 +1,147 @@
+"""Kernels spelled as the Genesis engine spells them (our own, modelled on its solvers and
+geometry helpers): dataclasses of ndarrays handed to @qd.func helpers inside loops,
+``qd.floor(x, qd.i32)`` to a grid cell, ``.fill()`` on a vector or matrix, ``field.n``,
+``n, m = a.shape``, a loop iterator chosen by ``qd.static``, ``qd.math.isnan / isinf``, extents
+from a NumPy array (``qd.ndrange(*res)``), ``qd.math``'s 4x4 transforms, and @qd.func parameters
+with defaults. Each runs on Vulkan and the CPU executors against NumPy; every kernel compiles with
+every target's toolchain."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.toolchains import check_sources
+
+V3 = qd.types.ndarray(dtype=qd.math.vec3, ndim=1)
+F1 = qd.types.ndarray(dtype=qd.f32, ndim=1)
+I2 = qd.types.ndarray(dtype=qd.i32, ndim=2)
+GRID_RES = np.array([6, 5], np.int32)  # Genesis keeps resolutions as NumPy arrays
+CELL = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class ParticleState:
+    pos: V3
+    vel: V3
+    mass: F1
+
+
+@qd.func
+def push(i, state: ParticleState, dt, damping: qd.f32 = 0.5):
+    state.vel[i] = state.vel[i] * damping
+    state.pos[i] += dt * state.vel[i]
+
+
+@qd.func
+def to_cell(p):
+    return qd.floor(p / CELL, qd.i32)
+
+
+@qd.kernel
+def step(state: ParticleState, counts: I2, dt: qd.f32, flags: qd.types.ndarray(dtype=qd.i32, ndim=2)):
+    for i in range(state.pos.shape[0]):
+        push(i, state, dt)  # the default damping
+        cell = to_cell(state.pos[i])
+        cell = qd.max(qd.min(cell, qd.Vector([GRID_RES[0] - 1, GRID_RES[1] - 1, 0])), 0)
+        qd.atomic_add(counts[cell[0], cell[1]], 1)
+        flags[i, 0] = qd.math.isnan(state.mass[i])
+        flags[i, 1] = qd.math.isinf(state.mass[i])
+    n, m = counts.shape
+    for i, j in (qd.ndrange(*GRID_RES) if qd.static(GRID_RES[0] > 1) else qd.ndrange(1, 1)):
+        if i == n - 1 and j == m - 1:
+            counts[i, j] += 1000
+
+
+def test_dataclass_state_through_funcs_cells_and_float_classes(executor, rng):
+    n = 300
+    pos = (rng.random((n, 3)) * 1.4).astype(np.float32)
+    vel = rng.standard_normal((n, 3)).astype(np.float32)
+    mass = rng.random(n).astype(np.float32)
+    mass[3], mass[7], mass[11] = np.nan, np.inf, -np.inf
+    state = ParticleState(pos.copy(), vel.copy(), mass)
+    counts = np.zeros(tuple(GRID_RES), np.int32)
+    flags = np.zeros((n, 2), np.int32)
+    step(state, counts, 0.1, flags)
+    want_vel = vel * np.float32(0.5)
+    np.testing.assert_allclose(state.vel, want_vel, rtol=1e-6)  # written through the func's parameter
+    np.testing.assert_allclose(state.pos, pos + np.float32(0.1) * want_vel, rtol=1e-6, atol=1e-7)
+    cells = np.clip(np.floor(state.pos[:, :2] / CELL).astype(int), 0, GRID_RES - 1)
+    want = np.zeros(tuple(GRID_RES), np.int32)
+    np.add.at(want, (cells[:, 0], cells[:, 1]), 1)
+    want[-1, -1] += 1000
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(flags[:, 0], np.isnan(mass))
+    np.testing.assert_array_equal(flags[:, 1], np.isinf(mass))
+
+
+HESS = qd.Matrix.field(3, 3, qd.f32, shape=8)
+DPOS = qd.Vector.field(3, qd.f32, shape=8)
+
+
+@qd.kernel
+def clear_and_accumulate(w: F1):
+    for i in HESS:
+        HESS[i].fill(0.0)
+        d = qd.Vector([1.0, 2.0, 3.0])
+        d.fill(w[i])
+        for k in qd.static(range(DPOS.n)):
+            HESS[i][k, k] = d[k] * (k + 1)
+        DPOS[i] = d
+
+
+def test_fill_on_vectors_and_matrices_and_field_extents(executor, rng):
+    HESS.from_numpy(rng.standard_normal((8, 3, 3)).astype(np.float32))
+    w = rng.standard_normal(8).astype(np.float32)
+    clear_and_accumulate(w)
+    want = np.zeros((8, 3, 3), np.float32)
+    for k in range(3):
+        want[:, k, k] = w * (k + 1)
+    np.testing.assert_array_equal(HESS.to_numpy(), want)
+    np.testing.assert_array_equal(DPOS.to_numpy(), np.repeat(w[:, None], 3, 1))
+
+
+@qd.kernel
+def transforms(axis: V3, ang: F1, out: qd.types.ndarray(dtype=qd.math.mat4, ndim=2)):
+    for i in range(ang.shape[0]):
+        out[i, 0] = qd.math.rot_by_axis(axis[i], ang[i])
+        out[i, 1] = qd.math.rot_yaw_pitch_roll(ang[i], axis[i][0], axis[i][1])
+        out[i, 2] = qd.math.scale(axis[i][0], axis[i][1], axis[i][2]) @ qd.math.translate(1.0, 2.0, ang[i])
+
+
+def rodrigues_rows(u: np.ndarray, a: float) -> np.ndarray:
+    """The rotation by ``a`` about unit ``u`` as Quadrants lays it out: its transpose of the
+    usual column convention (the rows are the images of the basis vectors)."""
+    k = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+    r = np.eye(3) + np.sin(a) * k + (1 - np.cos(a)) * (k @ k)
+    out = np.eye(4)
+    out[:3, :3] = r.T
+    return out
+
+
+def test_qd_math_transforms(executor, rng):
+    n = 40
+    axis = rng.standard_normal((n, 3)).astype(np.float32)
+    ang = rng.uniform(-3, 3, n).astype(np.float32)
+    out = np.zeros((n, 3, 4, 4), np.float32)
+    transforms(axis, ang, out)
+    for i in range(n):
+        u = axis[i].astype(np.float64) / np.linalg.norm(axis[i])
+        np.testing.assert_allclose(out[i, 0], rodrigues_rows(u, float(ang[i])), atol=2e-6)
+        rotation = out[i, 1, :3, :3].astype(np.float64)
+        np.testing.assert_allclose(rotation @ rotation.T, np.eye(3), atol=2e-6)
+        np.testing.assert_allclose(np.linalg.det(rotation), 1.0, atol=2e-6)
+        sx, sy, sz = axis[i]
+        want = np.diag([sx, sy, sz, 1.0]) @ np.array([[1, 0, 0, 1], [0, 1, 0, 2], [0, 0, 1, ang[i]], [0, 0, 0, 1]])
+        np.testing.assert_allclose(out[i, 2], want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_genesis_style_kernels_compile(target):
+    state_types = {"state": ParticleState}
+    for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {})):
+        tr = qd.translate(kernel, target, arg_types=types, warn=False)
+        for verdict in check_sources(target, tr.sources, tr.manifest):
+            assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
