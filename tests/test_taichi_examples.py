@@ -206,6 +206,44 @@ def test_func_methods_called_through_self(executor, rng):
     assert len(qd.translate(s.smooth, "cuda").manifest["entry_points"]) == 2
 
 
+@qd.data_oriented
+class Material:
+    """Genesis' materials pick their update in Python: a bound @qd.func stored away."""
+
+    def __init__(self, stiffness: float, linear: bool):
+        self.stiffness = stiffness
+        self.stress = self._stress_linear if linear else self._stress_cubic
+        self.x = qd.field(qd.f32, shape=16)
+
+    @qd.func
+    def _stress_linear(self, e):
+        return self.stiffness * e
+
+    @qd.func
+    def _stress_cubic(self, e):
+        return self.stiffness * e * e * e
+
+    @staticmethod
+    @qd.func
+    def strain(x):
+        return x - 1.0
+
+    @qd.kernel
+    def update(self):
+        for i in self.x:
+            self.x[i] = self.stress(self.strain(self.x[i]))
+
+
+def test_bound_funcs_stored_in_python_and_static_methods(executor, rng):
+    xs = rng.standard_normal(16).astype(np.float32)
+    linear, cubic = Material(3.0, True), Material(0.5, False)
+    for m in (linear, cubic):
+        m.x.from_numpy(xs)
+        m.update()
+    np.testing.assert_allclose(linear.x.to_numpy(), 3.0 * (xs - 1), rtol=1e-6)
+    np.testing.assert_allclose(cubic.x.to_numpy(), 0.5 * (xs - 1) ** 3, rtol=1e-5)
+
+
 # ----------------------------------------------------------------------------- indices, fill, powers
 
 SHAPE = (4, 6)
@@ -399,6 +437,7 @@ def test_transpiler_submodules_import_as_quadrants_ones():
 def test_taichi_style_kernels_compile(target):
     for kernel, targs in ((particles_to_grid, {}), (literals_as_vectors, {}), (complex_ops, {}),
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
+                          (Material(1.0, False).update, {}),
                           (decompose, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):

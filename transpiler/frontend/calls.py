@@ -20,7 +20,7 @@ from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
 from .tiles import is_tile
 from .values import (
-    CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
+    CT, ArrayHandle, BoundMethod, MatrixValue, bound_method, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
 )
 from .scopes import Scope, _FuncFrame
 
@@ -104,6 +104,8 @@ class CallLowering:
         f = self.expr(node.func)
         if isinstance(f, MethodValue):
             return self.call_method(f, node)
+        if isinstance(f, CT) and isinstance(f.value, lang.BoundFunc):
+            f = CT(bound_method(f.value))
         if isinstance(f, CT) and isinstance(f.value, BoundMethod):
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}

@@ -150,9 +150,6 @@ class ExpressionLowering:
                 raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
                                  hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
                                  if close and not ours else None) from None
-            if isinstance(found, lang.Func) and getattr(type(base.value), node.attr, None) is found \
-                    and not isinstance(base.value, type):
-                return CT(BoundMethod(found, base))  # a @qd.func method of a @qd.data_oriented instance
             return self.module_object(CT(found), node.attr, node)
         if isinstance(base, MatrixValue):
             return self.matrix_attribute(base, node.attr, node)

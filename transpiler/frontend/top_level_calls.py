@@ -24,7 +24,7 @@ from ..ir.walk import iter_expr
 from .common import bind_arguments, closure_vars, is_library, store_counts
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
-from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar
+from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar, bound_method
 
 _expanding: dict[object, bool] = {}  # Func.fn -> whether a top-level call of it makes tasks
 
@@ -90,7 +90,7 @@ class TopLevelCallLowering:
             f = self.expr(callee)
         except TranspileError:
             return None
-        called = f.value if isinstance(f, CT) else None
+        called = bound_method(f.value) if isinstance(f, CT) else None
         fn = called.func if isinstance(called, BoundMethod) else called
         if isinstance(fn, lang.Func) and not isinstance(fn, lang.RealFunc) and (
                 fn.requires_top_level or expands_to_tasks(fn)):

@@ -116,6 +116,14 @@ class BoundMethod:
     value: object  # its self: a StructValue, or CT(instance)
 
 
+def bound_method(value):
+    """``value`` as a BoundMethod when it is a @qd.func bound in Python (lang.BoundFunc: read
+    through an instance, perhaps stored away as `self.update = self._update_linear`)."""
+    from ..lang.kernel import BoundFunc
+
+    return BoundMethod(value.func, CT(value.instance)) if isinstance(value, BoundFunc) else value
+
+
 @dataclass(slots=True)
 class TupleValue:
     """A tuple of runtime values (``a, b = b, a``; several return values)."""

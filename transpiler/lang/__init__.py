@@ -4,6 +4,6 @@ operations), ``types``, ``math``, ``simt`` (block / subgroup / grid / system), `
 (NVSHMEM), ``blocklib`` (the block collectives, written in the language itself) and ``tile``
 (the register tiles ``qd.simt.Tile16x16`` / ``Tile32x32``, likewise)."""
 from .kernel import (  # noqa: F401
-    Func, HostFunc, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel, ndarray_annotation,
-    param_kind, real_func, self_annotation, set_launcher, static, template,
+    BoundFunc, Func, HostFunc, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel,
+    ndarray_annotation, param_kind, real_func, self_annotation, set_launcher, static, template,
 )

@@ -116,6 +116,28 @@ class Func(_Decorated):
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"@qd.func {self.__name__} can only be called from inside a @qd.kernel")
 
+    def __get__(self, instance, owner=None):
+        # A method read through an instance is bound to it, as Python binds methods: in a
+        # kernel (`self.val(i)`) and in Python scope (`self.update = self._update_linear`,
+        # called later from a kernel). A @staticmethod's never reaches here.
+        return self if instance is None else BoundFunc(self, instance)
+
+
+class BoundFunc:
+    """``instance.func_method``: a ``@qd.func`` method with its ``self`` (a translation-time
+    value in the kernels that call it)."""
+
+    def __init__(self, func: Func, instance):
+        self.func = func
+        self.instance = instance
+        self.__name__ = func.__name__
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"@qd.func {self.__name__} can only be called from inside a @qd.kernel")
+
+    def __repr__(self) -> str:
+        return f"<bound qd.func {self.__name__} of {self.instance!r}>"
+
 
 class HostFunc(Func):
     """A ``@qd.func`` that may also be called from Python, where ``host`` runs instead (e.g.
@@ -142,6 +164,9 @@ class RealFunc(Func):
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"@qd.real_func {self.__name__} can only be called from inside a @qd.kernel")
+
+    def __get__(self, instance, owner=None):
+        return self  # a real function takes its arguments as values: no translation-time self
 
     def __repr__(self) -> str:
         return f"<qd.real_func {self.__name__}>"
