@@ -348,6 +348,54 @@ def test_randn_has_the_standard_normal_moments(executor, dt):
     assert abs((np.abs(out) < 1).mean() - 0.6827) < 0.01
 
 
+# ----------------------------------------------------------------------------- levels, host helpers
+
+LEVELS = 3
+residual = [qd.field(qd.f32, shape=(G >> lv, G >> lv)) for lv in range(LEVELS)]  # one per level, as mgpcg keeps
+RES = (G, G // 2)
+OFFSETS = [qd.Vector([1, 0]), qd.Vector([0, 1])]
+CELL = qd.math.sqrt(2.0) / G                      # Python-scope math, as the examples' module code does
+ARCH = qd.vulkan if qd._lib.core.with_vulkan() else qd.cpu
+ORIGIN = qd.Vector([0.5, 0.25])
+ORIGIN.y = 0.75                                   # a Python-scope vector's components
+
+
+@qd.kernel
+def restrict(lv: qd.template()):
+    for i, j in residual[lv + 1]:
+        residual[lv + 1][i, j] = 0.25 * (residual[lv][2 * i, 2 * j] + residual[lv][2 * i + 1, 2 * j]
+                                         + residual[lv][2 * i, 2 * j + 1] + residual[lv][2 * i + 1, 2 * j + 1])
+
+
+@qd.kernel
+def neighbours():
+    qd.block_local(heat)  # a caching hint: no effect on results
+    jitter = qd.random()  # drawn once, before the loop: every thread reads the same number
+    for i, j in heat:
+        acc = qd.zero(heat[i, j])
+        for o in qd.static(OFFSETS):
+            acc += heat[(i + o[0]) % G, (j + o[1]) % G]
+        heat_out[i, j] = acc * CELL / qd.math.vec2(RES)[1] + ORIGIN.y * qd.one(acc) + jitter
+
+
+def test_lists_of_fields_and_python_scope_helpers(executor, rng):
+    fine = rng.standard_normal((G, G)).astype(np.float32)
+    residual[0].from_numpy(fine)
+    for lv in range(LEVELS - 1):
+        restrict(lv)
+    want = fine
+    for lv in range(1, LEVELS):
+        want = 0.25 * (want[0::2, 0::2] + want[1::2, 0::2] + want[0::2, 1::2] + want[1::2, 1::2])
+        np.testing.assert_allclose(residual[lv].to_numpy(), want, rtol=1e-5, atol=1e-6)
+    h = rng.standard_normal((G, G)).astype(np.float32)
+    heat.from_numpy(h)
+    neighbours()
+    base = (np.roll(h, -1, 0) + np.roll(h, -1, 1)) * np.float32(np.sqrt(2.0) / G) / np.float32(G // 2) + 0.75
+    jitter = heat_out.to_numpy() - base
+    assert 0 <= jitter.mean() < 1 and np.ptp(jitter) < 1e-5
+    assert ARCH == qd.vulkan and CELL == pytest.approx(np.sqrt(2) / G) and ORIGIN.x == 0.5
+
+
 # ----------------------------------------------------------------------------- 2x2 decompositions
 
 USE_FIXED_RANGE = 0  # a module constant: `if USE_FIXED_RANGE:` runs one branch, as in Python
@@ -437,7 +485,7 @@ def test_transpiler_submodules_import_as_quadrants_ones():
 def test_taichi_style_kernels_compile(target):
     for kernel, targs in ((particles_to_grid, {}), (literals_as_vectors, {}), (complex_ops, {}),
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
-                          (Material(1.0, False).update, {}),
+                          (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
                           (decompose, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):

@@ -23,11 +23,12 @@ from .lang.field import (  # noqa: F401
 )
 from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401
-    abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max,
-    atomic_min, atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, cast, ceil, cos, cosh, exp, floor, grouped, log,
-    loop_config, max, min, ndrange, polar_decompose, pow, random, randn, round, rsqrt, select, sin, sinh, sqrt,
-    static_assert, svd, tan, tanh, trunc, typeof, volatile_load,
+    abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max, atomic_min,
+    atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
+    floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, round, rsqrt, select,
+    sin, sinh, sqrt, static_assert, svd, tan, tanh, trunc, typeof, volatile_load, zero,
 )
+from .lang.names import Namespace
 from .lang.simt import _install_block_algorithms, _install_tiles
 
 _install_block_algorithms()
@@ -47,6 +48,13 @@ Tensor = types.Tensor
 
 # Architectures for qd.init: strings, so that naming one imports nothing heavy.
 gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64", "arm64"
+
+# `qd._lib.core.with_vulkan()`: what Taichi's examples ask before picking an arch. This package
+# writes source for each of these backends (qd.init falls back, with a warning, to one this
+# machine runs); OpenGL it does not target.
+_lib = Namespace("qd._lib", core=Namespace(
+    "qd._lib.core", with_vulkan=lambda: True, with_cuda=lambda: True, with_metal=lambda: True,
+    with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False))
 
 
 def _launch(kernel_: Kernel, args: tuple, kwargs: dict):

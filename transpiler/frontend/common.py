@@ -46,8 +46,8 @@ UNSUPPORTED_EXPR = {
     ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
     ast.Lambda: "lambdas", ast.Dict: "dicts", ast.Set: "sets",
-    ast.JoinedStr: "f-strings", ast.Await: "await", ast.Yield: "yield",
-    ast.YieldFrom: "yield", ast.Starred: "starred arguments", ast.NamedExpr: "the := operator",
+    ast.JoinedStr: "f-strings", ast.Await: "await expressions", ast.Yield: "yield expressions",
+    ast.YieldFrom: "yield expressions", ast.Starred: "starred arguments", ast.NamedExpr: "assignment expressions (:=)",
     ast.Slice: "slices",
 }
 

@@ -190,11 +190,15 @@ class ExpressionLowering:
             return ir.Shape(T.i32, self.loc(node), base.array, k % nd)
         if isinstance(base, CT):
             idx = self.expr(node.slice)
-            if isinstance(idx, CT):
+            if isinstance(idx, (CT, ir.Const)):
                 try:
-                    return CT(base.value[idx.value])
+                    item = base.value[idx.value]
                 except Exception as exc:  # noqa: BLE001 - report whatever Python said
                     raise self.error(node, f"cannot index a translation-time value: {exc}") from None
+                # An item that is a field, a Python-scope vector or a bound @qd.func is what the
+                # kernel sees of it (mgpcg's `r[l][I]` over a list of fields, one per level).
+                owner = node.value.id if isinstance(node.value, ast.Name) else "item"
+                return self.module_object(CT(item), f"{owner}_{idx.value}", node)
             self.not_a_captured_array(base, node)
             raise self.error(node.slice, "a translation-time tuple or list can only be indexed by a "
                                          "translation-time index", hint="use qd.static(range(...)) for the loop")

@@ -31,7 +31,8 @@ def handler(*names: str):
 
 
 # Built-ins that apply to each component of a vector or matrix argument.
-ELEMENTWISE = {"cast", "select", "min", "max", "abs", "atan2", "pow", "isnan", "isinf", *_FLOAT_MATH, *_BIT_MATH}
+ELEMENTWISE = {"cast", "select", "min", "max", "abs", "atan2", "pow", "isnan", "isinf", "zero", "one", *_FLOAT_MATH,
+               *_BIT_MATH}
 
 
 def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
@@ -294,6 +295,22 @@ def _float_math(lo, name, node):
     (a,) = _args(lo, node, name, 1)
     e = _float_arg(lo, a, node.args[0])
     return ir.Math(e.type, lo.loc(node), name, [e])
+
+
+@handler("block_local", "cache_read_only")
+def _cache_hint(lo, name, node):
+    for a in node.args:
+        if not isinstance(lo.expr(a), ArrayHandle):
+            raise lo.error(a, f"qd.{name}() takes fields")
+    return CT(None)
+
+
+@handler("zero", "one")
+def _zero_one(lo, name, node):
+    (a,) = _args(lo, node, name, 1)
+    e = lo.to_expr(a, node.args[0])
+    value = 0 if name == "zero" else 1
+    return ir.Const(e.type, lo.loc(node), bool(value) if e.type is T.bool_ else float(value) if e.type.is_float else value)
 
 
 @handler("isnan", "isinf")

@@ -363,8 +363,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 name = getattr(fv, "_qd_builtin", "")
                 if name.startswith("atomic") or isinstance(fv, (lang.Func, lang.Kernel)):
                     return False
-                if name.startswith("block.") or name in ("loop_config",):
-                    return False
+                if name.startswith("block.") or name in ("loop_config", "random", "randn"):
+                    return False  # (a random draw advances the serial part's stream: it happens once, in order)
             if isinstance(sub, ast.Name):
                 bound, _ = self.scope.lookup(sub.id)
                 if isinstance(bound, KernelVar) or any(

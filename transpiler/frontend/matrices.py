@@ -198,7 +198,7 @@ class MatrixLowering:
             if isinstance(a, (ast.List, ast.Tuple)):
                 flat += self.flatten(self.list_literal(a))
                 continue
-            v = self.expr(a)
+            v = self.as_matrix(self.expr(a), a)  # a tuple (`vec2(res)`, res = (8, 4)) gives its items
             flat += v.items if isinstance(v, MatrixValue) else [v]
         size = math.prod(mt.shape)
         if len(flat) == 1:

@@ -577,8 +577,8 @@ class StatementLowering:
     def bind_static_target(self, target: ast.expr, item) -> None:
         if isinstance(target, ast.Name) and isinstance(item, StaticIndex):  # qd.static(qd.grouped(qd.ndrange()))
             self.scope.names[target.id] = self.make_matrix((len(item),), [CT(k) for k in item], target, T.i32)
-        elif isinstance(target, ast.Name):
-            self.scope.names[target.id] = CT(item)
+        elif isinstance(target, ast.Name):  # a field or a Python-scope vector in the list is what a kernel sees of it
+            self.scope.names[target.id] = self.module_object(CT(item), target.id, target)
         elif isinstance(target, ast.Tuple):
             items = list(item)
             if len(items) != len(target.elts):

@@ -89,12 +89,37 @@ def host_matrix_class() -> type:
     if _HOST_MATRIX is None:
         import numpy as np
 
+        def component(k: int) -> property:
+            def get(self):
+                return self[k]
+
+            def put(self, value) -> None:
+                self[k] = value
+
+            return property(get, put)
+
         class HostMatrix(np.ndarray):
             _qd_host_matrix = True
             qd_dtype = None  # the dtype it was declared with; None: its values' (as literals in a kernel)
+            x, y, z, w = (component(k) for k in range(4))  # as Quadrants' Python-scope vectors have them
 
             def __array_finalize__(self, obj) -> None:
                 self.qd_dtype = getattr(obj, "qd_dtype", None)
+
+            def norm(self):
+                return np.sqrt((self * self).sum())
+
+            def norm_sqr(self):
+                return (self * self).sum()
+
+            def normalized(self):
+                return self / self.norm()
+
+            def dot(self, other):
+                return np.dot(self, other)
+
+            def to_numpy(self) -> np.ndarray:
+                return np.asarray(self).copy()
 
         _HOST_MATRIX = HostMatrix
     return _HOST_MATRIX

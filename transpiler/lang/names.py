@@ -12,7 +12,7 @@ _LATER = {
         "Field ScalarField MatrixField StructField SNode VectorNdarray MatrixNdarray ScalarNdarray VectorTensor "
         "MatrixTensor FieldsBuilder BitpackedFields",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
-        "zero one length dot cross",
+        "length dot cross",
     "is not supported yet: for a small matrix use m.inverse() (solve: m.inverse() @ b), qd.svd or "
     "qd.polar_decompose (2x2), or write the decomposition with vector and matrix operations":
         "sym_eig eig solve make_spd",
@@ -23,7 +23,7 @@ _UNSUPPORTED = {name: why for why, names in _LATER.items() for name in names.spl
 _NO_EQUIVALENT = set("""
     ad autodiff graph graph_do_while graph_parallel graph_parallel_context sparse sparse_matrix_builder mesh_local
     mesh_patch_idx Mesh MeshInstance linalg checkpoint
-    stop_grad activate deactivate deactivate_all_snodes is_active append no_activate block_local cache_read_only
+    stop_grad activate deactivate deactivate_all_snodes is_active append no_activate
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
     create_stream Stream Event stream_parallel BufferView perf_dispatch pyfunc python pure dump_compile_config
     set_logging_level is_logging_effective get_addr assume_in_range rescale_index raw_div raw_mod bit_shr

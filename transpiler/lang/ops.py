@@ -4,7 +4,7 @@ lowers the call to an IR node (``frontend/intrinsics.py``); calling one outside 
 an error."""
 from __future__ import annotations
 
-from .kernel import builtin
+from .kernel import builtin, python_scope
 
 
 @builtin("ndrange")
@@ -38,6 +38,17 @@ def svd(A, dt=None):
 @builtin("polar_decompose")
 def polar_decompose(A, dt=None):
     """``U, P = qd.polar_decompose(A)`` of a 2x2 matrix: A = U @ P, U orthogonal, P symmetric."""
+
+
+@builtin("block_local")
+def block_local(*fields):
+    """A hint (cache these fields in shared memory) that changes no result: the targets' own
+    caches serve, and the call emits nothing."""
+
+
+@builtin("cache_read_only")
+def cache_read_only(*fields):
+    """A hint (these fields are read only in the loop) that changes no result: emits nothing."""
 
 
 @builtin("loop_config")
@@ -89,6 +100,7 @@ floor, ceil, round, trunc = _math("floor"), _math("ceil"), _math("round"), _math
 pow, abs = _math("pow"), _math("abs")  # noqa: A001
 popcnt, clz, ffs = _math("popcnt"), _math("clz"), _math("ffs")
 isnan, isinf = _math("isnan"), _math("isinf")
+zero, one = _math("zero"), _math("one")  # of the argument's type and shape: qd.zero(v[i])
 
 
 @builtin("volatile_load")
@@ -107,3 +119,31 @@ atomic_add, atomic_sub, atomic_mul = _atomic("add"), _atomic("sub"), _atomic("mu
 atomic_min, atomic_max = _atomic("min"), _atomic("max")
 atomic_and, atomic_or, atomic_xor = _atomic("and"), _atomic("or"), _atomic("xor")
 atomic_exchange, atomic_cas = _atomic("exchange"), _atomic("cas")
+
+
+# In Python scope the math functions compute with NumPy (imported on the first such call, so the
+# emit path never loads it), as Quadrants' do: `dx = qd.math.sqrt(2) / n` at module level.
+_NUMPY_NAMES = {"sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan",
+                "asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2", "sinh": "sinh",
+                "cosh": "cosh", "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "round",
+                "trunc": "trunc", "pow": "power", "abs": "abs", "isnan": "isnan", "isinf": "isinf",
+                "min": "minimum", "max": "maximum", "select": "where"}
+
+
+def _host(np_name: str):
+    def run(*args):
+        import numpy as np
+
+        out = getattr(np, np_name)(*args)
+        return out.item() if isinstance(out, np.ndarray) and out.ndim == 0 or isinstance(out, np.generic) else out
+
+    return run
+
+
+def _host_rsqrt(x):
+    import numpy as np
+
+    return 1.0 / np.sqrt(x)
+
+
+python_scope.update({name: _host(np_name) for name, np_name in _NUMPY_NAMES.items()}, rsqrt=_host_rsqrt)
