@@ -2,8 +2,8 @@
 geometry helpers): dataclasses of ndarrays handed to @qd.func helpers inside loops,
 ``qd.floor(x, qd.i32)`` to a grid cell, ``.fill()`` on a vector or matrix, ``field.n``,
 ``n, m = a.shape``, a loop iterator chosen by ``qd.static``, ``qd.math.isnan / isinf``, extents
-from a NumPy array (``qd.ndrange(*res)``), ``qd.math``'s 4x4 transforms, and @qd.func parameters
-with defaults. Each runs on Vulkan and the CPU executors against NumPy; every kernel compiles with
+from a NumPy array (``qd.ndrange(*res)``), ``qd.math``'s 4x4 transforms, @qd.func parameters
+with defaults, and ``qd.u1`` ndarrays, fields and dataclass members (NumPy's bools). Each runs on Vulkan and the CPU executors against NumPy; every kernel compiles with
 every target's toolchain."""
 import dataclasses
 
@@ -136,12 +136,52 @@ def test_qd_math_transforms(executor, rng):
         np.testing.assert_allclose(out[i, 2], want, rtol=1e-6, atol=1e-6)
 
 
+B1 = qd.types.ndarray(dtype=qd.u1, ndim=1)  # Genesis' gs.qd_bool off Metal
+awake = qd.field(qd.u1, shape=64)
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkState:
+    fixed: B1
+    height: F1
+
+
+@qd.kernel
+def settle(links: LinkState, moved: B1, out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(links.height.shape[0]):
+        if not links.fixed[i]:
+            links.height[i] -= 1.0
+        moved[i] = links.height[i] < 0.0 and not links.fixed[i]
+        awake[i] = moved[i]
+        out[i] = qd.cast(links.fixed[i], qd.i32) * 10 + moved[i]
+
+
+def test_u1_ndarrays_fields_and_dataclass_members_as_numpy_bools(executor, rng):
+    n = 64
+    fixed = rng.random(n) < 0.3
+    height = rng.uniform(0.0, 2.0, n).astype(np.float32)
+    links = LinkState(fixed, height.copy())
+    moved = np.zeros(n, bool)
+    out = np.zeros(n, np.int32)
+    settle(links, moved, out)
+    want_h = np.where(fixed, height, height - 1)
+    np.testing.assert_allclose(links.height, want_h, rtol=1e-6)
+    want_moved = (want_h < 0) & ~fixed
+    np.testing.assert_array_equal(moved, want_moved)
+    np.testing.assert_array_equal(out, fixed * 10 + want_moved)
+    assert awake.to_numpy().dtype == np.bool_
+    np.testing.assert_array_equal(awake.to_numpy(), want_moved)
+    assert settle.__name__ and "uint8_t" in qd.translate(settle, "cuda", arg_types={"links": LinkState}).sources[
+        "settle.cu"]
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_genesis_style_kernels_compile(target):
     state_types = {"state": ParticleState}
-    for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {})):
+    for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {}),
+                          (settle, {"links": LinkState})):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

@@ -178,9 +178,7 @@ class ExpressionLowering:
             return self.array_slice(base, node)
         if isinstance(base, ArrayHandle):
             array, indices = self.array_index(base.array, node)
-            if getattr(array.type, "element_shape", ()):
-                return self.array_element(array, indices, node)
-            return ir.Load(array.type.dtype, self.loc(node), array, indices)
+            return self.load_element(array, indices, node)
         if isinstance(base, ShapeHandle):
             k = self.static_value(node.slice, what="a shape index")
             nd = base.array.type.ndim

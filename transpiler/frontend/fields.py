@@ -71,8 +71,10 @@ class FieldLowering:
         while pname in taken:
             pname, k = f"{base}_{k}", k + 1
         dtype = field.dtype if isinstance(field, Field) else field.scalar_dtype
-        p = ir.Param(pname, T.NdarrayType(dtype, len(field.shape), field.element_shape, field.shape), -1,
-                     self.loc(node), role="field")
+        flags = T.python_type(dtype) or dtype
+        storage = T.u8 if flags is T.bool_ else flags  # a qd.u1 field: a byte per element, as NumPy's bool
+        p = ir.Param(pname, T.NdarrayType(storage, len(field.shape), field.element_shape, field.shape,
+                                          bool_elements=flags is T.bool_), -1, self.loc(node), role="field")
         self.hidden_params.append(p)
         self.field_params[id(field)] = (field, p)
         self.bindings[pname] = field
@@ -122,9 +124,14 @@ class FieldLowering:
         return StructValue(sa.type, members)
 
     def load_element(self, array: ir.Param, indices: list[ir.Expr], node):
-        if array.type.element_shape:
+        """``array[indices]``: a scalar, or a vector / matrix of its element's components."""
+        if getattr(array.type, "element_shape", ()):
             return self.array_element(array, indices, node)
-        return ir.Load(array.type.dtype, self.loc(node), array, indices)
+        loc = self.loc(node)
+        load = ir.Load(array.type.dtype, loc, array, indices)
+        if getattr(array.type, "bool_elements", False):  # a qd.u1 array's byte
+            return ir.Compare(T.bool_, loc, "ne", load, ir.Const(array.type.dtype, loc, 0))
+        return load
 
     def struct_places(self, target: ast.expr):
         """The member arrays and indices a target names in a field of structs: ``x[i]``

@@ -239,9 +239,14 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                                 "argument when the kernel is called",
                              hint=f"annotate it as {spelled}, or give it on the command line: "
                                   f"--template {a.arg}={getattr(dtype, 'name', 'f32')}:{1 if ndim is None else ndim}")
-        if not isinstance(dtype, T.DType) or dtype is T.bool_:
+        if not isinstance(dtype, T.DType):
             raise self.error(a, f"ndarray parameter `{a.arg}` has an unsupported dtype {dtype!r}",
                              hint="use a numeric dtype such as qd.f32 or qd.i32")
+        if dtype is T.bool_:  # NumPy's bool arrays: a byte per element
+            if element_shape:
+                raise self.error(a, f"ndarray parameter `{a.arg}`: vectors of qd.u1 are not supported yet",
+                                 hint="use qd.u8 or qd.i32 components")
+            return T.NdarrayType(T.u8, ndim, (), bool_elements=True)
         if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 0:
             raise self.error(a, f"ndarray parameter `{a.arg}` has an invalid ndim {ndim!r}")
         if not all(isinstance(k, int) and k >= 1 for k in element_shape) or len(element_shape) > 2:

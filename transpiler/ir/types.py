@@ -122,6 +122,8 @@ class NdarrayType:
     # Known at translation time (a field's): the extents are constants in the code and are
     # not passed; None: passed with the array, one i32 per dimension.
     static_shape: tuple[int, ...] | None = None
+    # Declared qd.u1 (NumPy's bool, one byte each): stored as u8, read as `!= 0`, written as 0 / 1.
+    bool_elements: bool = False
 
     @property
     def passed_extents(self) -> int:
@@ -138,7 +140,7 @@ class NdarrayType:
 
     def __repr__(self) -> str:
         es = f", element {'x'.join(map(str, self.element_shape))}" if self.element_shape else ""
-        return f"ndarray({self.dtype.name}, {self.ndim}d{es})"
+        return f"ndarray({'u1' if self.bool_elements else self.dtype.name}, {self.ndim}d{es})"
 
 
 @dataclass(frozen=True, slots=True)
