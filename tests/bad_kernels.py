@@ -28,7 +28,7 @@ def early_return(x):
 @qd.kernel
 def list_comp(a: vec):
     for i in range(a.shape[0]):
-        a[i] = sum([1 for _ in range(3)])  # error: list comprehensions are not supported
+        a[i] = sum([1 for _ in range(i)])  # error: a list comprehension in a kernel iterates over values known
 
 
 @qd.kernel

@@ -373,11 +373,11 @@ def test_cmake_module_reports_a_kernel_error_at_configure_time(tmp_path):
     (src / "CMakeLists.txt").write_text(MODULE_PROJECT.format(root=ROOT.as_posix()).split("transpiler_add")[0] +
                                         "transpiler_add_kernels(gen SOURCES kernels.py TARGETS cuda)\n")
     (src / "kernels.py").write_text("import transpiler as qd\n\n\n@qd.kernel\ndef scaled(x: qd.f32):\n"
-                                    "    y = [i for i in range(3)]\n")
+                                    "    y = {i for i in range(3)}\n")
     r = subprocess.run(["cmake", "-S", str(src), "-B", str(tmp_path / "build"),
                         f"-DTRANSPILER_PYTHON={sys.executable}"], capture_output=True, text=True)
     assert r.returncode != 0
-    assert "kernels.py:6:" in r.stderr and "list comprehensions are not supported" in r.stderr
+    assert "kernels.py:6:" in r.stderr and "set comprehensions are not supported" in r.stderr
 
 
 @needs_gxx

@@ -3,7 +3,10 @@ geometry helpers): dataclasses of ndarrays handed to @qd.func helpers inside loo
 ``qd.floor(x, qd.i32)`` to a grid cell, ``.fill()`` on a vector or matrix, ``field.n``,
 ``n, m = a.shape``, a loop iterator chosen by ``qd.static``, ``qd.math.isnan / isinf``, extents
 from a NumPy array (``qd.ndrange(*res)``), ``qd.math``'s 4x4 transforms, @qd.func parameters
-with defaults, and ``qd.u1`` ndarrays, fields and dataclass members (NumPy's bools). Each runs on Vulkan and the CPU executors against NumPy; every kernel compiles with
+with defaults, ``qd.u1`` ndarrays, fields and dataclass members (NumPy's bools), slices of matrix
+variables (``T[:3, :3]``, ``T[:3, 3] = t``), list comprehensions over translation-time ranges,
+components of struct-field members (``cell[i].m[0, 2] = x``), and the host-side ``qd.Vector.ndarray``,
+``qd.Layout`` and NumPy extents. Each runs on Vulkan and the CPU executors against NumPy; every kernel compiles with
 every target's toolchain."""
 import dataclasses
 
@@ -175,13 +178,51 @@ def test_u1_ndarrays_fields_and_dataclass_members_as_numpy_bools(executor, rng):
         "settle.cu"]
 
 
+CellType = qd.types.struct(v=qd.math.vec3, m=qd.math.mat3)
+cells = CellType.field(shape=(np.int64(4), np.int32(2)), layout=qd.Layout.SOA)  # NumPy extents, as Genesis passes
+
+
+@qd.kernel
+def homogeneous(pose: qd.types.ndarray(dtype=qd.math.mat4, ndim=1), p: V3, out: V3):
+    for i in range(p.shape[0]):
+        T = pose[i]
+        R = T[:3, :3]
+        T[:3, 3] = T[:3, 3] * 2.0  # a slice of a matrix variable, written
+        out[i] = R @ p[i] + T[:3, 3] + qd.Vector([T[r, r] for r in range(3)])
+    for i, j in cells:
+        cells[i, j].v[1] = i * 10.0 + j
+        cells[i, j].m[0, 2] = -1.0
+        cells[i, j].m[2] = [j for _ in range(3)]
+
+
+def test_matrix_slices_comprehensions_and_struct_member_components(executor, rng):
+    n = 50
+    pose = rng.standard_normal((n, 4, 4)).astype(np.float32)
+    p = rng.standard_normal((n, 3)).astype(np.float32)
+    out = np.zeros((n, 3), np.float32)
+    cells.v.fill(0.0)
+    cells.m.fill(0.0)
+    homogeneous(pose, p, out)
+    want = np.einsum("nij,nj->ni", pose[:, :3, :3], p) + 2 * pose[:, :3, 3] + np.diagonal(pose[:, :3, :3], 0, 1, 2)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    i, j = np.meshgrid(np.arange(4), np.arange(2), indexing="ij")
+    np.testing.assert_array_equal(cells.v.to_numpy()[..., 1], i * 10.0 + j)
+    np.testing.assert_array_equal(cells.v.to_numpy()[..., 0], np.zeros((4, 2)))
+    m = cells.m.to_numpy()
+    np.testing.assert_array_equal(m[..., 0, 2], -np.ones((4, 2)))
+    np.testing.assert_array_equal(m[..., 2, :], np.repeat(j[..., None], 3, -1))
+    vecs = qd.Vector.ndarray(3, qd.f32, shape=5)
+    mats = qd.Matrix.ndarray(2, 2, qd.f32, shape=(2, 3))
+    assert vecs.to_numpy().shape == (5, 3) and mats.to_numpy().shape == (2, 3, 2, 2) and cells.shape == (4, 2)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_genesis_style_kernels_compile(target):
     state_types = {"state": ParticleState}
     for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {}),
-                          (settle, {"links": LinkState})):
+                          (settle, {"links": LinkState}), (homogeneous, {})):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

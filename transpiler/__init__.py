@@ -19,7 +19,7 @@ from .lang.kernel import (  # noqa: F401
 )
 from .lang.kernel import python_scope as _python_scope
 from .lang.field import (  # noqa: F401
-    Backend, data_oriented, field, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root, tensor,
+    Backend, Layout, data_oriented, field, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root, tensor,
 )
 from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401

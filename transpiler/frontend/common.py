@@ -43,7 +43,7 @@ UNSUPPORTED_STMT = {
     ast.AsyncWith: "async with",
 }
 UNSUPPORTED_EXPR = {
-    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
     ast.Lambda: "lambdas", ast.Dict: "dicts", ast.Set: "sets",
     ast.JoinedStr: "f-strings", ast.Await: "await expressions", ast.Yield: "yield expressions",

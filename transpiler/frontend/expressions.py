@@ -18,6 +18,7 @@ from .common import (
     nonneg, retype_const, weak_type,
 )
 from .fields import StructArray
+from .scopes import Scope
 from .tiles import deferred_error, is_tile
 from .values import (
     CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar, TupleValue,
@@ -272,6 +273,34 @@ class ExpressionLowering:
             indices.append(self.coerce(e, T.i32, i) if e.type.bits < 32 or e.type is T.bool_ else e)
         self.check_field_index(array, indices, node)
         return array, indices
+
+    def expr_ListComp(self, node: ast.ListComp):
+        """``[f(k) for k in range(3)]``: unrolled at translation time, as Quadrants does, into
+        the sequence a list literal gives (so ``qd.Vector([... for ...])`` builds a vector)."""
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            raise self.error(node, "a list comprehension in a kernel takes one `for` clause",
+                             hint="nest the lists: [[a for a in ...] for b in ...]")
+        gen = node.generators[0]
+        runtime_range = isinstance(gen.iter, ast.Call) and self.named_value(gen.iter.func) is range and not all(
+            isinstance(self.expr(a), CT) for a in gen.iter.args)
+        seq = None if runtime_range else self.expr(gen.iter)
+        if not isinstance(seq, CT) or isinstance(seq.value, str) or not hasattr(seq.value, "__iter__"):
+            raise self.error(gen.iter, "a list comprehension in a kernel iterates over values known at "
+                                       "translation time (range(3), a tuple, qd.static(...))",
+                             hint="write a for loop that stores into a vector or an ndarray")
+        saved = self.scope
+        self.scope = Scope(saved)  # the comprehension's own names, as in Python 3
+        items = []
+        try:
+            for item in seq.value:
+                self.bind_static_target(gen.target, item)
+                if all(self.static_value(c, what="a list comprehension's `if`") for c in gen.ifs):
+                    items.append(self.expr(node.elt))
+        finally:
+            self.scope = saved
+        if all(isinstance(i, CT) for i in items):
+            return CT(tuple(i.value for i in items))
+        return TupleValue(items)
 
     def expr_List(self, node: ast.List):
         # A list literal (`w = [a, b, c]`, as Taichi's MPM writes weights) is a fixed

@@ -218,6 +218,8 @@ class MatrixLowering:
             return [list(map(CT, x)) if isinstance(x, (list, tuple)) else CT(x) for x in v.value]
         if isinstance(v, MatrixValue) and v.is_vector:
             return list(v.items)
+        if isinstance(v, TupleValue):  # a comprehension with run-time items: [M[r, c] for r in range(3)]
+            return [list(x.items) if isinstance(x, TupleValue) else x for x in v.items]
         raise self.error(node, "expected a list of values, e.g. [x, y, z]")
 
     def flatten(self, rows: list) -> list:
@@ -330,6 +332,15 @@ class MatrixLowering:
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         if len(parts) > len(var.shape):
             raise self.error(target, f"{describe(var.shape)} takes at most {len(var.shape)} index(es)")
+        sliced = self.sliced(var.shape, parts, target)
+        if sliced is not None:  # T[:3, 3] = t
+            positions, shape = sliced
+            value = self.as_matrix(value, target)
+            if isinstance(value, MatrixValue) and len(value.items) != len(positions):
+                raise self.error(target, f"{describe(shape)} of `{self.var_name(var)}` cannot hold "
+                                         f"{describe(value.shape)}")
+            self.assign_places([var.locals[k] for k in positions], scope, value, target, stmt)
+            return
         idx = [self.expr(p) for p in parts]
         width = var.shape[1] if len(var.shape) == 2 else 1
         if len(parts) == 1 and len(var.shape) == 2:  # a whole row
@@ -391,6 +402,14 @@ class MatrixLowering:
         loc = self.loc(node)
         return MatrixValue(shape, [ir.Load(array.type.dtype, loc, array, idx) for idx in places])
 
+    def struct_member_element(self, target: ast.Attribute):
+        """The components of ``p[i].v`` when ``v`` is a vector or matrix member of a field of
+        structs (see element_places), else None."""
+        sp = self.struct_places(target)
+        if sp is None or not isinstance(sp[0], ArrayHandle) or not sp[0].array.type.element_shape:
+            return None
+        return self.whole_element(sp[0].array, sp[1], target)
+
     def whole_element(self, array: ir.Param, indices: list[ir.Expr], node):
         loc = self.loc(node)
         indices = [self.once(i, node, "idx") if has_side_effects(i) else i for i in indices]
@@ -405,13 +424,20 @@ class MatrixLowering:
         component), or None when the target is not in such an ndarray."""
         if not isinstance(target, (ast.Subscript, ast.Attribute)):
             return None
+        if isinstance(target, ast.Attribute):
+            member = self.struct_member_element(target)
+            if member is not None:  # p[i].v of a field of structs: the member's whole element
+                return member
         if isinstance(target, ast.Subscript) and isinstance(target.value, (ast.Name, ast.Attribute)):
-            base = self.expr(target.value)
-            if isinstance(base, ArrayHandle) and getattr(base.array.type, "element_shape", ()):
-                array, indices = self.array_index(base.array, target)
-                return self.whole_element(array, indices, target)
-            return None
-        inner = self.element_places(target.value)
+            inner = self.struct_member_element(target.value) if isinstance(target.value, ast.Attribute) else None
+            if inner is None:
+                base = self.expr(target.value)
+                if isinstance(base, ArrayHandle) and getattr(base.array.type, "element_shape", ()):
+                    array, indices = self.array_index(base.array, target)
+                    return self.whole_element(array, indices, target)
+                return None
+        else:
+            inner = self.element_places(target.value)
         if inner is None:
             return None
         array, places, shape = inner
@@ -507,12 +533,17 @@ class MatrixLowering:
         return None
 
     def matrix_index(self, v: MatrixValue, node: ast.Subscript):
-        """``v[k]``, ``m[i, j]``, ``m[i]`` (a row); a run-time index selects among the
-        components (the value of a vector indexed in a loop)."""
+        """``v[k]``, ``m[i, j]``, ``m[i]`` (a row), ``T[:3, :3]`` / ``T[:3, 3]`` (slices with
+        bounds known at translation time); a run-time index selects among the components (the
+        value of a vector indexed in a loop)."""
         sl = node.slice
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         if len(parts) > len(v.shape):
             raise self.error(node, f"{describe(v.shape)} takes at most {len(v.shape)} index(es)")
+        sliced = self.sliced(v.shape, parts, node)
+        if sliced is not None:
+            positions, shape = sliced
+            return MatrixValue(shape, [v.items[k] for k in positions])
         idx = [self.expr(p) for p in parts]
         if len(v.shape) == 2 and len(idx) == 1:
             rows = [MatrixValue((v.shape[1],), v.items[r * v.shape[1]:(r + 1) * v.shape[1]]) for r in range(v.shape[0])]
@@ -525,6 +556,27 @@ class MatrixLowering:
             return self.select_static_or_dynamic(list(v.items), self.binop("add", row, idx[1], node), node,
                                                  len(v.items))
         return self.select_static_or_dynamic(list(v.items), idx[0], parts[0], v.shape[0])
+
+    def sliced(self, shape: tuple[int, ...], parts: list[ast.expr], node) -> tuple[list[int], tuple] | None:
+        """The components (flat, row-major) and the shape a subscript with a slice picks, as
+        NumPy would (``T[:3, 3]``: a vector of 3); None when no part is a slice."""
+        if not any(isinstance(p, ast.Slice) for p in parts):
+            return None
+        axes, kept = [], []
+        for k, n in enumerate(shape):
+            p = parts[k] if k < len(parts) else ast.Slice()
+            if isinstance(p, ast.Slice):
+                bounds = [None if b is None else self.static_value(b, what="a slice bound") for b in
+                          (p.lower, p.upper, p.step)]
+                axes.append(list(range(n))[slice(*bounds)])
+                kept.append(len(axes[-1]))
+            else:
+                axes.append([self.static_index(self.static_value(p, what="an index beside a slice"), n, p)])
+        if not all(axes) or not 1 <= len(kept) <= 2:
+            raise self.error(node, f"this slice of {describe(shape)} is empty")
+        width = shape[1] if len(shape) == 2 else 1
+        positions = [i * width + j for i in axes[0] for j in (axes[1] if len(shape) == 2 else [0])]
+        return positions, tuple(kept)
 
     def static_index(self, k, n: int, node) -> int:
         if not isinstance(k, int) or isinstance(k, bool):

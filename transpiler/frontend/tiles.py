@@ -202,8 +202,10 @@ class TileLowering:
         if not self.has_slice(target):
             return False
         base = self.expr(target.value)
+        if isinstance(base, MatrixValue):
+            return False  # a slice of a vector or matrix variable: assign_component's
         if not isinstance(base, ArrayHandle):
-            raise self.error(target, "only arrays can be sliced in kernels")
+            raise self.error(target, "only arrays, vectors and matrices can be sliced in kernels")
         sl = self.array_slice(base, target)
         if sl.cols is None:
             raise self.error(target, f"`{sl.text}` is a column: a tile is stored into a block, "

@@ -44,7 +44,8 @@ class Field:
             self._place(shape)
 
     def _place(self, shape) -> None:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if isinstance(shape, int) or hasattr(shape, "__index__") else tuple(shape)
+        shape = tuple(n.__index__() if hasattr(n, "__index__") and not isinstance(n, bool) else n for n in shape)
         if not all(isinstance(n, int) and n >= 1 for n in shape):
             raise ValueError(f"a field's shape is positive ints, not {shape!r}")
         if self._shape is not None:
@@ -197,6 +198,16 @@ def field(dtype, shape=None, name: str | None = None, **_options) -> Field:
     if isinstance(dtype, MatrixType):
         return Field(dtype.dtype or float, shape, dtype.shape, name)
     return Field(dtype, shape, (), name)
+
+
+class Layout:
+    """``qd.Layout.AOS`` / ``qd.Layout.SOA``, the ``layout=`` of a vector, matrix or struct
+    field: the memory order of its components. Kernels compute the same either way, so it is
+    accepted and the layout stays this package's (each component of a field of structs in a
+    buffer of its own; a vector field's components packed per element, as NumPy stores it)."""
+
+    AOS = "aos"
+    SOA = "soa"
 
 
 # ----------------------------------------------------------------------------- qd.root

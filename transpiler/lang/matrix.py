@@ -155,6 +155,13 @@ class Vector:
     one = staticmethod(builtin("Vector.one")(lambda dt, n: None))
     unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
 
+    @staticmethod
+    def ndarray(n: int, dtype, shape, **_options):
+        """``qd.Vector.ndarray(n, dtype, shape)``: a qd.ndarray of n-vectors."""
+        from .. import ndarray
+
+        return ndarray(vector(n, dtype), shape)
+
 
 class Matrix:
     """``qd.Matrix([[a, b], [c, d]], dt=None)``; ``qd.Matrix.zero(dt, n, m)``, ``.one``,
@@ -181,6 +188,13 @@ class Matrix:
     diag = staticmethod(builtin("Matrix.diag")(lambda dim, val: None))
     rows = staticmethod(builtin("Matrix.rows")(lambda rows: None))
     cols = staticmethod(builtin("Matrix.cols")(lambda cols: None))
+
+    @staticmethod
+    def ndarray(n: int, m: int, dtype, shape, **_options):
+        """``qd.Matrix.ndarray(n, m, dtype, shape)``: a qd.ndarray of n x m matrices."""
+        from .. import ndarray
+
+        return ndarray(matrix(n, m, dtype), shape)
 
 
 class StructType:

@@ -27,7 +27,7 @@ _NO_EQUIVALENT = set("""
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
     create_stream Stream Event stream_parallel BufferView perf_dispatch pyfunc python pure dump_compile_config
     set_logging_level is_logging_effective get_addr assume_in_range rescale_index raw_div raw_mod bit_shr
-    static_print frexp wrap ref axes Layout Format DeviceCapability quant BufferViewType is_tensor
+    static_print frexp wrap ref axes Format DeviceCapability quant BufferViewType is_tensor
 """.split())
 
 
