@@ -216,13 +216,66 @@ def test_matrix_slices_comprehensions_and_struct_member_components(executor, rng
     assert vecs.to_numpy().shape == (5, 3) and mats.to_numpy().shape == (2, 3, 2, 2) and cells.shape == (4, 2)
 
 
+USE_HIBERNATION = False
+
+
+@qd.kernel
+def bit_reduction(bits: qd.types.ndarray(dtype=qd.i32, ndim=1)) -> qd.i32:
+    flag = qd.i32(0)
+    for i in range(bits.shape[0]):
+        flag = qd.atomic_or(flag, bits[i])  # Genesis' spelling of an OR reduction
+    return flag
+
+
+@qd.kernel
+def all_finite(x: F1) -> qd.i32:
+    ok = True
+    for i in range(x.shape[0]):
+        if qd.math.isnan(x[i]):
+            ok = False  # the same constant from every thread that writes
+    return ok
+
+
+@qd.kernel
+def render_transforms(pos: V3, out: qd.types.ndarray(dtype=qd.f32, ndim=3), stacked: qd.types.ndarray(dtype=qd.f32,
+                                                                                                         ndim=2)):
+    for i in range(pos.shape[0]):
+        for _ in (range(i) if qd.static(USE_HIBERNATION) else qd.static(range(1))):
+            T = qd.math.translate(pos[i][0], pos[i][1], pos[i][2])
+            for J in qd.static(qd.grouped(qd.ndrange(4, 4))):
+                out[(i, *J)] = qd.cast(T[J], qd.f32)
+        x = qd.Vector.zero(qd.f32, 6)
+        for k in qd.static(range(2)):
+            x[k * 3: k * 3 + 3] += pos[i] * (k + 1)
+        for k in qd.static(range(6)):
+            stacked[i, k] = x[k]
+
+
+def test_flag_and_bit_reductions_starred_indices_and_vector_slice_updates(executor, rng):
+    bits = rng.choice([0, 1, 4, 64, 1024], 5000).astype(np.int32)
+    assert bit_reduction(bits) == np.bitwise_or.reduce(bits)
+    x = rng.standard_normal(4000).astype(np.float32)
+    assert all_finite(x) == 1
+    x[1777] = np.nan
+    assert all_finite(x) == 0
+    pos = rng.standard_normal((20, 3)).astype(np.float32)
+    out = np.zeros((20, 4, 4), np.float32)
+    stacked = np.zeros((20, 6), np.float32)
+    render_transforms(pos, out, stacked)
+    want = np.broadcast_to(np.eye(4, dtype=np.float32), (20, 4, 4)).copy()
+    want[:, :3, 3] = pos
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_allclose(stacked, np.concatenate([pos, 2 * pos], 1), rtol=1e-6)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_genesis_style_kernels_compile(target):
     state_types = {"state": ParticleState}
     for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {}),
-                          (settle, {"links": LinkState}), (homogeneous, {})):
+                          (settle, {"links": LinkState}), (homogeneous, {}), (bit_reduction, {}),
+                          (all_finite, {}), (render_transforms, {})):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

@@ -134,6 +134,11 @@ class ExpressionLowering:
         if isinstance(base, ArrayHandle) and node.attr == "shape" and isinstance(base.array, ir.Param):
             shape = self.field_shape(base.array)
             return CT(shape) if shape is not None else ShapeHandle(base.array)
+        if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("grad", "dual") and \
+                not (isinstance(base, StructArray) and node.attr in base.members):
+            raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
+                                   "supported by this transpiler (it has no equivalent in the source it writes)",
+                             hint="write the derivative out as a kernel of its own")
         if isinstance(base, StructArray):
             if node.attr not in base.members:
                 raise self.error(node, f"the struct field has no member `{node.attr}`",
@@ -164,10 +169,6 @@ class ExpressionLowering:
             from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
 
             return CT(BoundMethod(fill, base))
-        if isinstance(base, ArrayHandle) and node.attr in ("grad", "dual"):
-            raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
-                                   "supported by this transpiler (it has no equivalent in the source it writes)",
-                             hint="write the derivative out as a kernel of its own")
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
                              hint="they have `.shape` and `.fill(value)`")
@@ -241,9 +242,16 @@ class ExpressionLowering:
         sl = node.slice
         if isinstance(sl, ast.Tuple):
             items = []
-            for i in sl.elts:  # an integer vector among them gives one index per component (`grid[k, I]`)
-                v = self.expr(i)
-                items.extend([(c, i) for c in v.items] if isinstance(v, MatrixValue) and v.is_vector else [(v, i)])
+            for i in sl.elts:  # an integer vector among them gives one index per component (`grid[k, I]`, `a[(k, *J)]`)
+                v = self.expr(i.value if isinstance(i, ast.Starred) else i)
+                if isinstance(v, MatrixValue) and v.is_vector:
+                    items.extend((c, i) for c in v.items)
+                elif isinstance(i, ast.Starred) and isinstance(v, TupleValue):
+                    items.extend((c, i) for c in v.items)
+                elif isinstance(i, ast.Starred) and isinstance(v, CT) and isinstance(v.value, (tuple, list)):
+                    items.extend((CT(c), i) for c in v.value)
+                else:
+                    items.append((v, i))
         elif isinstance(sl, ast.Constant) and sl.value is None:
             items = []
         elif isinstance(sl, ast.Slice):

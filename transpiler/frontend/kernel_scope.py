@@ -161,10 +161,11 @@ class KernelScopeLowering:
 
     def reduction_by_assignment(self, s: ast.Assign) -> bool:
         """``n = max(n, v)``, ``n = min(v, n)``, ``n = n + v``, ``n = n - v``, ``n = v * n`` (and
-        ``&``, ``|``, ``^``) in a parallel loop, on a kernel-scope ``n`` that ``v`` does not read:
-        the reduction the assignment means. (Quadrants accepts these spellings and races on
-        them: every thread reads and writes ``n``.) Lowered as ``n max= v``, ``n += v``, ...;
-        returns False for any other assignment."""
+        ``&``, ``|``, ``^``) and ``n = qd.atomic_or(n, v)`` in a parallel loop, on a kernel-scope
+        ``n`` that ``v`` does not read: the reduction the assignment means. (Quadrants accepts
+        these spellings and races on them: every thread reads and writes ``n``.) Lowered as
+        ``n max= v``, ``n += v``, ...; ``n = False`` (a constant) is a plain store, the same value
+        from every thread that writes. Returns False for any other assignment."""
         if not self.in_parallel or len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
             return False
         name = s.targets[0].id
@@ -172,14 +173,29 @@ class KernelScopeLowering:
         if not isinstance(bound, (KernelVar, ir.Local)):
             return False
         form = self.reduction_form(s.value, name)
-        if form is None:
+        constant = form is None and self.is_translation_constant(s.value)
+        if form is None and not constant:
             return False
         shared = self.shared_for_update(bound, scope)
         if shared is None:
             return False
+        if constant:
+            # `found = True` in a parallel loop (Genesis' `is_success = False` on a NaN): every
+            # thread that writes stores the same value, so their order cannot matter.
+            self.emit(ir.Store(self.loc(s), shared.param, [], self.coerce(self.rvalue(s.value), shared.type, s)))
+            return True
         op, other = form
         self.update_var(shared, op, self.rvalue(other), s, f"`{ast.unparse(s)}`", result_used=False)
         return True
+
+    def is_translation_constant(self, value: ast.expr) -> bool:
+        """A literal or a name bound to a number known at translation time (no lowering)."""
+        if isinstance(value, ast.Constant):
+            return isinstance(value.value, (bool, int, float))
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            return self.is_translation_constant(value.operand)
+        found = self.named_value(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        return isinstance(found, (bool, int, float))
 
     def reduction_form(self, value: ast.expr, name: str) -> tuple[str, ast.expr] | None:
         """(op, the other operand) when ``value`` combines ``name`` with something that does
@@ -202,8 +218,11 @@ class KernelScopeLowering:
             except TranspileError:
                 return None
             fn = f.value if isinstance(f, CT) else None
+            # `n = qd.atomic_or(n, v)` (Genesis' bit reduction) means n |= v: the old value it
+            # assigns back is some other thread's partial result, which Quadrants races on.
             op = {builtins.max: "max", builtins.min: "min"}.get(fn) or \
-                {"max": "max", "min": "min"}.get(getattr(fn, "_qd_builtin", None))
+                {"max": "max", "min": "min", "atomic_max": "max", "atomic_min": "min", "atomic_add": "add",
+                 "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor"}.get(getattr(fn, "_qd_builtin", None))
             if op is None:
                 return None
             found = other(value.args[0], value.args[1])

@@ -259,6 +259,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         for s in stmts:
             if self.result_param is not None:
                 raise self.error(s, "code after the kernel's `return` never runs")
+            if isinstance(s, ast.For):
+                s = self.plain_loop(s)
             if isinstance(s, ast.Expr) and self.is_call_to(s.value, "loop_config"):
                 self.loop_config(s.value)
             elif isinstance(s, ast.For) and not self.is_static_call(s.iter):
@@ -413,7 +415,6 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             raise self.error(call, "qd.loop_config takes keyword arguments only")
 
     def parallel_for(self, s: ast.For) -> None:
-        s = self.plain_loop(s)
         loc = self.loc(s)
         block_dim = self.pending_block_dim or 128
         serialize = self.pending_serialize

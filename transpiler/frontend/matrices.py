@@ -545,6 +545,9 @@ class MatrixLowering:
             positions, shape = sliced
             return MatrixValue(shape, [v.items[k] for k in positions])
         idx = [self.expr(p) for p in parts]
+        if len(idx) == 1 and isinstance(idx[0], MatrixValue) and idx[0].is_vector and len(idx[0].items) == len(v.shape):
+            idx = [CT(e.value) if isinstance(e, ir.Const) else e for e in idx[0].items]  # m[J], J a 2-vector index
+            parts = parts * len(idx)
         if len(v.shape) == 2 and len(idx) == 1:
             rows = [MatrixValue((v.shape[1],), v.items[r * v.shape[1]:(r + 1) * v.shape[1]]) for r in range(v.shape[0])]
             return self.select_static_or_dynamic(rows, idx[0], parts[0], v.shape[0])

@@ -408,10 +408,10 @@ class StatementLowering:
     def stmt_For(self, s: ast.For) -> None:
         if s.orelse:
             raise self.error(s, "for/else is not supported in kernels")
+        s = self.plain_loop(s)
         if self.is_static_call(s.iter):
             self.static_for(s, top_level=False)
             return
-        s = self.plain_loop(s)
         it = s.iter
         f = self.expr(it.func) if isinstance(it, ast.Call) else None
         fv = f.value if isinstance(f, CT) else None
