@@ -37,7 +37,7 @@ class FieldLowering:
         if not isinstance(value, CT):
             return value
         obj = value.value
-        if getattr(obj, "_qd_host_matrix", False):
+        if getattr(type(obj), "_qd_host_matrix", False):  # (the class: an object's own __getattr__ may be costly)
             return self.host_matrix(obj, node)
         if isinstance(obj, Field) or _is_ndarray_object(obj):
             return ArrayHandle(self.field_param(obj, name, node))
