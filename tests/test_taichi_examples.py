@@ -5,7 +5,7 @@ functions, ``qd.static(qd.ndrange())`` and ``qd.static(qd.grouped(qd.ndrange()))
 Python-scope vectors and matrices read as kernel constants, ``@qd.func`` methods called as
 ``self.f()``, ``field.fill()`` in a kernel, nested ``qd.root.dense`` levels, ``qd.Struct.field``,
 integer vectors among a field's indices, ``qd.randn()``, ``qd.svd`` and ``qd.polar_decompose``
-of 2x2 matrices, an ``if`` on a module constant, and powers as Quadrants computes them. Each runs on Vulkan and the CPU executors against NumPy, and every kernel
+of 2x2 and 3x3 matrices, an ``if`` on a module constant, and powers as Quadrants computes them. Each runs on Vulkan and the CPU executors against NumPy, and every kernel
 compiles with every target's toolchain."""
 import numpy as np
 import pytest
@@ -486,20 +486,51 @@ def test_taichi_style_kernels_compile(target):
     for kernel, targs in ((particles_to_grid, {}), (literals_as_vectors, {}), (complex_ops, {}),
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
                           (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
-                          (decompose, {})):
+                          (decompose, {}), (decompose3, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
 
 
 @qd.kernel
-def svd_of_3x3(a: qd.types.ndarray(dtype=qd.math.mat3, ndim=1)):
+def svd_of_4x4(a: qd.types.ndarray(dtype=qd.math.mat4, ndim=1)):
     for i in range(a.shape[0]):
         u, s, v = qd.svd(a[i])
         a[i] = u @ s @ v.transpose()
 
 
-def test_an_svd_of_a_3x3_matrix_is_named_as_not_supported_yet():
-    with pytest.raises(qd.TranspileError, match=r"qd.svd\(\) of a 3x3 matrix is not supported yet \(2x2 is\)") as info:
-        qd.translate(svd_of_3x3, "cuda")
-    assert info.value.loc.line == svd_of_3x3.fn.__code__.co_firstlineno + 3
+def test_an_svd_of_a_4x4_matrix_is_refused_where_it_is_called():
+    with pytest.raises(qd.TranspileError, match=r"qd.svd\(\) takes a 2x2 or 3x3 matrix") as info:
+        qd.translate(svd_of_4x4, "cuda")
+    assert info.value.loc.line == svd_of_4x4.fn.__code__.co_firstlineno + 3
+
+
+@qd.kernel
+def decompose3(a: qd.types.ndarray(dtype=qd.math.mat3, ndim=1), u: qd.types.ndarray(dtype=qd.math.mat3, ndim=1),
+               sig: qd.types.ndarray(dtype=qd.math.mat3, ndim=1), v: qd.types.ndarray(dtype=qd.math.mat3, ndim=1),
+               r: qd.types.ndarray(dtype=qd.math.mat3, ndim=1), p: qd.types.ndarray(dtype=qd.math.mat3, ndim=1)):
+    for i in range(a.shape[0]):
+        u[i], sig[i], v[i] = qd.svd(a[i], qd.f32)
+        r[i], p[i] = qd.polar_decompose(a[i])
+
+
+def test_svd_and_polar_decomposition_of_3x3_matrices(executor, rng):
+    n = 500
+    a = rng.standard_normal((n, 3, 3)).astype(np.float32)
+    a[0], a[1], a[2] = 0.0, np.eye(3), np.outer([1, 2, 3], [1, 0, 1])  # zero, identity, rank 1
+    a[3] = np.diag([1.0, -2.0, 3.0])  # a reflection: det < 0
+    u, sig, v, r, p = (np.zeros_like(a) for _ in range(5))
+    decompose3(a, u, sig, v, r, p)
+    a64 = a.astype(np.float64)
+    np.testing.assert_allclose(u @ sig @ np.swapaxes(v, 1, 2), a64, atol=1e-5)
+    s = np.stack([sig[:, 0, 0], sig[:, 1, 1], sig[:, 2, 2]], 1)
+    np.testing.assert_allclose(np.abs(s), np.linalg.svd(a64, compute_uv=False), atol=1e-5)
+    assert (sig * (1 - np.eye(3)) == 0).all() and (s[:, 0] >= s[:, 1]).all() and (s[:, 1] >= np.abs(s[:, 2])).all()
+    # Quadrants' conventions: U and V rotations, det A's sign on the last singular value.
+    np.testing.assert_allclose(np.linalg.det(u), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.det(v), 1.0, atol=1e-5)
+    clear = np.abs(np.linalg.det(a64)) > 1e-3
+    np.testing.assert_array_equal(np.sign(s[clear, 2]), np.sign(np.linalg.det(a64[clear])))
+    np.testing.assert_allclose(r @ p, a64, atol=1e-5)
+    np.testing.assert_allclose(r @ np.swapaxes(r, 1, 2), np.broadcast_to(np.eye(3), a.shape), atol=1e-5)
+    np.testing.assert_allclose(p, np.swapaxes(p, 1, 2), atol=1e-5)

@@ -129,16 +129,14 @@ def _decompose(lo, name, node):
         raise lo.error(node, f"qd.{name}(A, dt=None) takes a matrix and an optional dtype")
     a = lo.expr(node.args[0]) if node.args else None
     if not isinstance(a, MatrixValue) or a.shape not in ((2, 2), (3, 3)):
-        raise lo.error(node, f"qd.{name}() takes a 2x2 matrix")
-    if a.shape == (3, 3):
-        raise lo.error(node, f"qd.{name}() of a 3x3 matrix is not supported yet (2x2 is)",
-                       hint="write the decomposition with vector and matrix operations")
+        raise lo.error(node, f"qd.{name}() takes a 2x2 or 3x3 matrix")
     arg = node.keywords[0].value if node.keywords else (node.args[1] if len(node.args) > 1 else None)
     dtype = T.defaults().fp if arg is None else lo.static_value(arg, what=f"the dtype of qd.{name}()")
     dtype = T.python_type(dtype) or dtype
     if dtype not in (T.f32, T.f64):
         raise lo.error(arg, f"qd.{name}() computes in f32 or f64, not {dtype!r}")
-    fn = linalg.svd2d if name == "svd" else linalg.polar_decompose2d
+    fn = {("svd", 2): linalg.svd2d, ("polar_decompose", 2): linalg.polar_decompose2d,
+          ("svd", 3): linalg.svd3d, ("polar_decompose", 3): linalg.polar_decompose3d}[name, a.shape[0]]
     return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
 
 

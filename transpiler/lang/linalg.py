@@ -1,12 +1,15 @@
-"""``qd.polar_decompose`` and ``qd.svd`` of 2x2 matrices, written once in the kernel language
-(the frontend inlines them like any ``@qd.func``). The arithmetic is the closed form and the
-single Jacobi rotation Quadrants uses for 2x2 (Jiang et al., "Notes on the SVD of 2x2 and 3x3
-matrices"), in the same order, so results match Quadrants' as well as NumPy's decompositions."""
+"""``qd.polar_decompose`` and ``qd.svd`` of 2x2 and 3x3 matrices, written once in the kernel
+language (the frontend inlines them like any ``@qd.func``). For 2x2 the arithmetic is the
+closed form and the single Jacobi rotation Quadrants uses (Jiang et al., "Notes on the SVD of
+2x2 and 3x3 matrices"), in the same order, so results match Quadrants'. For 3x3, cyclic
+Jacobi on A^T A with Quadrants' conventions (rotations, singular values in decreasing order,
+det A's sign on the last): the same factors up to rounding, and NumPy's singular values."""
 from __future__ import annotations
 
+from ..ir.types import f32
 from . import ops
-from .kernel import func, template
-from .matrix import Matrix
+from .kernel import func, static, template
+from .matrix import Matrix, Vector
 
 
 @func
@@ -54,3 +57,74 @@ def svd2d(A, dt: template()):
         s1, s2 = s2, s1
         V = Matrix([[-s, c], [-c, -s]], dt)
     return R @ V, Matrix([[s1, 0.0], [0.0, s2]], dt), V
+
+
+@func
+def _jacobi_rotate(S, V, p: template(), q: template()):
+    """One Jacobi rotation zeroing the symmetric S[p, q] (and S[q, p]): S = J^T S J, V = V J."""
+    if S[p, q] != 0:
+        theta = (S[q, q] - S[p, p]) / (2 * S[p, q])
+        t = 1 / (abs(theta) + ops.sqrt(theta * theta + 1))
+        if theta < 0:
+            t = -t
+        c = 1 / ops.sqrt(t * t + 1)
+        s = t * c
+        J = Matrix.identity(ops.typeof(c), 3)
+        J[p, p] = c
+        J[q, q] = c
+        J[p, q] = s
+        J[q, p] = -s
+        S = J.transpose() @ S @ J
+        V = V @ J
+    return S, V
+
+
+@func
+def svd3d(A, dt: template()):
+    """A = U @ diag(s1, s2, s3) @ V.T, U and V rotations (determinant +1) and s1 >= s2 >= |s3|:
+    the sign of det A is carried by s3, as in Quadrants. V holds the eigenvectors of A^T A
+    (cyclic Jacobi, a fixed number of sweeps: quadratic convergence reaches the dtype's
+    precision well within them); U's columns are A's images of them, orthonormalised."""
+    S = A.transpose() @ A
+    V = Matrix.identity(dt, 3)
+    for _ in range(static(6 if dt == f32 else 10)):
+        S, V = _jacobi_rotate(S, V, 0, 1)
+        S, V = _jacobi_rotate(S, V, 0, 2)
+        S, V = _jacobi_rotate(S, V, 1, 2)
+    # Columns in decreasing order of the eigenvalues (the singular values squared).
+    for i, j in static(((0, 1), (0, 2), (1, 2))):
+        if S[j, j] > S[i, i]:
+            S[i, i], S[j, j] = S[j, j], S[i, i]
+            for r in static(range(3)):
+                V[r, i], V[r, j] = V[r, j], V[r, i]
+    if V.determinant() < 0:
+        for r in static(range(3)):
+            V[r, 2] = -V[r, 2]
+    AV = A @ V
+    u0 = Vector([AV[0, 0], AV[1, 0], AV[2, 0]])
+    u1 = Vector([AV[0, 1], AV[1, 1], AV[2, 1]])
+    n0 = u0.norm()
+    if n0 > 0:
+        u0 = u0 / n0
+    else:
+        u0 = Vector([1.0, 0.0, 0.0], dt)
+    u1 = u1 - u0.dot(u1) * u0
+    n1 = u1.norm()
+    if n1 > n0 * 1e-6 and n1 > 0:
+        u1 = u1 / n1
+    else:  # rank 1 (or 0): any unit vector orthogonal to u0
+        u1 = Vector([-u0[1], u0[0], 0.0], dt)
+        if abs(u0[2]) > abs(u0[0]):
+            u1 = Vector([0.0, -u0[2], u0[1]], dt)
+        u1 = u1.normalized()
+    u2 = u0.cross(u1)
+    U = Matrix.cols([u0, u1, u2])
+    s3 = u2.dot(Vector([AV[0, 2], AV[1, 2], AV[2, 2]]))
+    return U, Matrix([[n0, 0.0, 0.0], [0.0, u1.dot(Vector([AV[0, 1], AV[1, 1], AV[2, 1]])), 0.0],
+                      [0.0, 0.0, s3]], dt), V
+
+
+@func
+def polar_decompose3d(A, dt: template()):
+    U, sig, V = svd3d(A, dt)
+    return U @ V.transpose(), V @ sig @ V.transpose()

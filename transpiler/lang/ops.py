@@ -31,13 +31,13 @@ def randn(dt=None):
 
 @builtin("svd")
 def svd(A, dt=None):
-    """``U, sigma, V = qd.svd(A)`` of a 2x2 matrix: A = U @ sigma @ V.transpose(), the
+    """``U, sigma, V = qd.svd(A)`` of a 2x2 or 3x3 matrix: A = U @ sigma @ V.transpose(), the
     singular values on sigma's diagonal, largest first (see transpiler/lang/linalg.py)."""
 
 
 @builtin("polar_decompose")
 def polar_decompose(A, dt=None):
-    """``U, P = qd.polar_decompose(A)`` of a 2x2 matrix: A = U @ P, U orthogonal, P symmetric."""
+    """``U, P = qd.polar_decompose(A)`` of a 2x2 or 3x3 matrix: A = U @ P, U orthogonal, P symmetric."""
 
 
 @builtin("block_local")
