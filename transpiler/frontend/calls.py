@@ -20,7 +20,8 @@ from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
 from .tiles import is_tile
 from .values import (
-    CT, ArrayHandle, BoundMethod, MatrixValue, bound_method, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
+    CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
+    bound_method,
 )
 from .scopes import Scope, _FuncFrame
 

@@ -7,21 +7,21 @@ import builtins
 import operator
 from typing import Callable
 
-from .. import lang
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.evaluate import PY_CMPOPS
 from ..ir import types as T
 from ..passes import fold
 from .common import (
-    BINOPS, CMPOPS, PY_BINOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, is_py_scalar,
+    BINOPS, CMPOPS, PY_BINOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, has_side_effects, is_py_scalar,
     nonneg, retype_const, weak_type,
 )
 from .fields import StructArray
 from .scopes import Scope
 from .tiles import deferred_error, is_tile
 from .values import (
-    CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar, TupleValue,
+    CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
+    TupleValue,
 )
 
 
@@ -242,7 +242,7 @@ class ExpressionLowering:
         sl = node.slice
         if isinstance(sl, ast.Tuple):
             items = []
-            for i in sl.elts:  # an integer vector among them gives one index per component (`grid[k, I]`, `a[(k, *J)]`)
+            for i in sl.elts:  # an integer vector among them: an index per component (`grid[k, I]`, `a[(k, *J)]`)
                 v = self.expr(i.value if isinstance(i, ast.Starred) else i)
                 if isinstance(v, MatrixValue) and v.is_vector:
                     items.extend((c, i) for c in v.items)
@@ -385,6 +385,8 @@ class ExpressionLowering:
         loc = self.loc(node)
         t = x.type
         k = abs(n)
+        if k == 0 and has_side_effects(x):
+            self.once(x, node, "base")  # evaluated, as Python would, though x ** 0 is 1
         product = ir.Const(t, loc, 1.0) if k == 0 else None
         square = self.once(x, node, "base") if k > 1 else x
         while k:

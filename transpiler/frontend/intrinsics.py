@@ -308,7 +308,8 @@ def _zero_one(lo, name, node):
     (a,) = _args(lo, node, name, 1)
     e = lo.to_expr(a, node.args[0])
     value = 0 if name == "zero" else 1
-    return ir.Const(e.type, lo.loc(node), bool(value) if e.type is T.bool_ else float(value) if e.type.is_float else value)
+    typed = bool(value) if e.type is T.bool_ else float(value) if e.type.is_float else value
+    return ir.Const(e.type, lo.loc(node), typed)
 
 
 @handler("isnan", "isinf")
