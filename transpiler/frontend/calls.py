@@ -299,9 +299,9 @@ class CallLowering:
                 if isinstance(value, StructValue):
                     # A tile's methods update it in place: the user's function gets its own copy
                     # (arguments are passed by value); the library's read theirs.
-                    copy = pname in assigned or (pname in written and not is_tile(value) and _plain_data(value)) or \
+                    own = pname in assigned or (pname in written and not is_tile(value) and _plain_data(value)) or \
                         (is_tile(value) and not is_library(parsed.file))
-                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) if copy else value
+                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) if own else value
                     continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):

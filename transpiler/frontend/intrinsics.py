@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from .common import has_side_effects
 from .values import CT, ArrayHandle, MatrixValue, StaticIndex, StaticNdrange
 
 if TYPE_CHECKING:
@@ -285,7 +286,7 @@ def _float_arg(lo, v, node) -> ir.Expr:
 def _float_math(lo, name, node):
     if name in ("floor", "ceil", "round") and len(node.args) == 2:  # qd.floor(x, qd.i32): rounded, then converted
         a, dt = _args(lo, node, name, 2)
-        dtype = T.python_type(dt.value) or dt.value if isinstance(dt, CT) else None
+        dtype = (T.python_type(dt.value) or dt.value) if isinstance(dt, CT) else None
         if not isinstance(dtype, T.DType):
             raise lo.error(node.args[1], f"the dtype of qd.{name}(x, dtype) must be a type such as qd.i32")
         e = _float_arg(lo, a, node.args[0])
@@ -307,6 +308,8 @@ def _cache_hint(lo, name, node):
 def _zero_one(lo, name, node):
     (a,) = _args(lo, node, name, 1)
     e = lo.to_expr(a, node.args[0])
+    if has_side_effects(e):
+        lo.once(e, node, "arg")  # evaluated, as in Python, though only its type is used
     value = 0 if name == "zero" else 1
     typed = bool(value) if e.type is T.bool_ else float(value) if e.type.is_float else value
     return ir.Const(e.type, lo.loc(node), typed)

@@ -44,7 +44,9 @@ class Field:
             self._place(shape)
 
     def _place(self, shape) -> None:
-        shape = (shape,) if isinstance(shape, int) or hasattr(shape, "__index__") else tuple(shape)
+        scalar = isinstance(shape, int) or (hasattr(shape, "__index__") and not hasattr(shape, "__len__"))
+        shape = (shape,) if scalar else tuple(shape)
+        # NumPy integers are extents too (Genesis sizes its grids with them).
         shape = tuple(n.__index__() if hasattr(n, "__index__") and not isinstance(n, bool) else n for n in shape)
         if not all(isinstance(n, int) and n >= 1 for n in shape):
             raise ValueError(f"a field's shape is positive ints, not {shape!r}")
