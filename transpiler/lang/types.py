@@ -7,11 +7,29 @@ from .matrix import matrix, struct, vector  # noqa: F401
 
 ndarray = _NdarrayFactory()
 NDArray = ndarray
-# qd.Tensor takes a field or an ndarray in Quadrants; here (no fields yet) an ndarray typed by the call.
+# qd.Tensor takes a field or an ndarray in Quadrants; here an ndarray typed by the call.
 Tensor = ndarray
 int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64
+
+
+class Unsupported:
+    """An annotation this package cannot pass, such as ``qd.types.sparse_matrix_builder()``:
+    accepted where a kernel is defined, so the module (a class full of other kernels) still
+    imports; the kernel that takes one is refused when it is translated, with this reason."""
+
+    def __init__(self, spelled: str, why: str):
+        self.spelled = spelled
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"{self.spelled}, which this transpiler does not support: {self.why}"
+
+
+def sparse_matrix_builder(*_args, **_kwargs) -> Unsupported:
+    return Unsupported("qd.types.sparse_matrix_builder()", "sparse matrices have no equivalent in the CUDA, HIP, "
+                                                           "GLSL and Metal source it writes")
 
 
 def is_signed(dtype) -> bool:
