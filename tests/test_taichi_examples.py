@@ -244,6 +244,64 @@ def test_bound_funcs_stored_in_python_and_static_methods(executor, rng):
     np.testing.assert_allclose(cubic.x.to_numpy(), 0.5 * (xs - 1) ** 3, rtol=1e-5)
 
 
+@qd.data_oriented
+class Stepper:
+    def __init__(self):
+        self.n = 2
+        self.x = qd.ndarray(qd.i32, shape=(4,))
+
+    @qd.kernel
+    def step(self):
+        for i in range(self.n):
+            self.x[i] += 1
+
+
+def test_a_changed_python_scalar_of_an_instance_is_read_by_the_next_call(executor):
+    s = Stepper()
+    s.x.from_numpy(np.zeros(4, np.int32))
+    s.step()
+    s.n = 4  # Quadrants recompiles for the new value; a stale translation would ignore it
+    s.step()
+    np.testing.assert_array_equal(s.x.to_numpy(), [2, 2, 1, 1])
+
+
+stream_out = qd.field(qd.f32, shape=8)
+
+
+@qd.kernel
+def fill_tensor(x: qd.Tensor, flag: qd.template()):
+    with qd.stream_parallel():  # its loops run in order here: one of the schedules streams allow
+        for i in range(x.shape[0]):
+            x[i] = i
+        for i in range(8):
+            stream_out[i] = 2 * i
+    if qd.static(flag):
+        for i in range(x.shape[0]):
+            ...
+
+
+@qd.kernel
+def does_nothing_visible(n: qd.i32):
+    m = n
+    m += 1
+
+
+def test_docs_spellings_tensors_of_fields_streams_and_empty_kernels(executor):
+    f = qd.field(qd.f32, shape=5)
+    fill_tensor(f, False)  # a field for a qd.Tensor parameter
+    np.testing.assert_array_equal(f.to_numpy(), np.arange(5, dtype=np.float32))
+    a = np.zeros(6, np.float32)
+    fill_tensor(a, True)
+    np.testing.assert_array_equal(a, np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(stream_out.to_numpy(), 2 * np.arange(8, dtype=np.float32))
+    does_nothing_visible(3)  # translates to one empty task, as Quadrants runs it
+    assert len(qd.translate(does_nothing_visible, "glsl").manifest["entry_points"]) == 1
+    with pytest.raises(AttributeError, match="automatic differentiation"):
+        qd.ndarray(qd.f32, shape=(4,)).grad
+    with pytest.raises(AttributeError, match="automatic differentiation"):
+        f.grad
+
+
 # ----------------------------------------------------------------------------- indices, fill, powers
 
 SHAPE = (4, 6)
@@ -501,6 +559,7 @@ def test_taichi_style_kernels_compile(target):
     for kernel, targs in ((particles_to_grid, {}), (literals_as_vectors, {}), (complex_ops, {}),
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
                           (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
+                          (does_nothing_visible, {}), (fill_tensor, {"x": stream_out, "flag": True}),
                           (decompose, {}), (decompose3, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):

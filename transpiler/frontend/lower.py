@@ -154,12 +154,14 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             shown = self.return_type.name if isinstance(self.return_type, T.DType) else repr(self.return_type)
             raise self.error(fdef.returns, f"the kernel is annotated to return {shown} but never "
                                            "returns a value", hint="end it with `return VALUE`")
+        if not self.tasks:
+            # Nothing it does is visible (`if qd.static(False): ...`, only locals): one empty
+            # serial task, so that it has an entry point to launch, as Quadrants runs it.
+            self.tasks.append(ir.Task("", "serial", [], [], 1, [], loc))
         names = [f"{self.kernel.__name__}_{k}" for k in range(len(self.tasks))] \
             if len(self.tasks) > 1 else [self.kernel.__name__]
         for task, name in zip(self.tasks, names):
             task.name = name
-        if not self.tasks:
-            raise TranspileError(f"kernel {self.kernel.__name__} does nothing", loc)
         for k, p in enumerate(self.hidden_params, start=len(self.params)):
             p.index = k
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
@@ -185,6 +187,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                                  hint=f"annotate it, e.g. `{a.arg}: qd.f32` or "
                                       f"`{a.arg}: qd.types.ndarray(dtype=qd.f32, ndim=1)`")
             kind = lang.param_kind(ann)
+            if kind == "ndarray" and isinstance(self.template_args.get(a.arg), (lang.field.Field,
+                                                                              lang.field.StructField)):
+                kind = "template"  # a field passed for a qd.Tensor / ndarray parameter: bound as the field
             if kind == "template" and isinstance(given, lang.NdarrayAnnotation):
                 kind, ann = "ndarray", given  # an ndarray passed to a qd.template() parameter
             elif kind == "template":
@@ -273,6 +278,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.top_level(s.body if cond else s.orelse)
             elif isinstance(s, ast.Pass):
                 continue
+            elif isinstance(s, ast.With) and len(s.items) == 1 and s.items[0].optional_vars is None and \
+                    self.is_call_to(s.items[0].context_expr, "stream_parallel"):
+                self.top_level(s.body)  # its loops in order: one of the schedules the streams allow
             elif (func := self.task_making_call(s)) is not None:
                 self.top_level_call(func, s.value)
             elif self.is_uniform_assignment(s):

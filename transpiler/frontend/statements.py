@@ -62,8 +62,8 @@ class StatementLowering:
         pass
 
     def stmt_Expr(self, s: ast.Expr) -> None:
-        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
-            return  # a docstring or a string used as a comment
+        if isinstance(s.value, ast.Constant) and (isinstance(s.value.value, str) or s.value.value is Ellipsis):
+            return  # a docstring, a string used as a comment, or `...` for an empty body
         if isinstance(s.value, ast.Call) and self.is_call_to(s.value, "loop_config"):
             raise self.error(s, "qd.loop_config() must come right before a top-level for loop")
         self.statement_call = s.value if isinstance(s.value, ast.Call) else None

@@ -56,9 +56,13 @@ def freeze(d: dict | None) -> tuple:
         return ()
     items = []
     for k, v in sorted(d.items()):
-        try:
-            hash(v)
-        except TypeError:
-            v = Identity(v)
+        keyed = getattr(type(v), "_qd_cache_key", None)  # a value that says what of it a translation reads
+        if keyed is not None:
+            v = keyed(v)
+        else:
+            try:
+                hash(v)
+            except TypeError:
+                v = Identity(v)
         items.append((k, v))
     return tuple(items)

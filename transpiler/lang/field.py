@@ -27,8 +27,18 @@ def reset_fields() -> None:
         f._data = None
 
 
+def _no_autodiff(owner: str):
+    def refuse(self):
+        raise AttributeError(f"{owner}.grad: automatic differentiation (needs_grad=True, qd.ad) is not supported by "
+                             "this transpiler (it has no equivalent in the source it writes)")
+
+    return property(refuse)
+
+
 class Field:
     """A dense field of scalars, or of vectors / matrices (``element_shape``)."""
+
+    grad = dual = _no_autodiff("qd.field")
 
     def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None):
         _all_fields.add(self)
@@ -111,6 +121,8 @@ class Field:
 class StructField:
     """A field of structs: one field per member (``x.pos`` is the member's field), read in a
     kernel as ``x[i].pos`` or ``x.pos[i]``."""
+
+    grad = dual = _no_autodiff("qd.field")
 
     def __init__(self, struct_type, shape=None, name: str | None = None):
         from .matrix import MatrixType, StructType
@@ -290,5 +302,21 @@ def data_oriented(cls=None, **_options):
     if cls is None:
         return lambda c: data_oriented(c)
     cls._qd_data_oriented = True
+    cls._qd_cache_key = _instance_key
     return cls
+
+
+def _plain(v) -> bool:
+    return type(v) in (int, float, bool, str, type(None)) or (type(v) is tuple and all(map(_plain, v)))
+
+
+def _instance_key(obj) -> tuple:
+    """What of a data-oriented instance its kernels' translations depend on: the instance, and
+    the Python scalars it holds (``self.n``), which a kernel reads as constants. Setting
+    ``sim.n = 4`` after a call makes the next call translate again, as Quadrants recompiles
+    (or, with ``template_primitives=False``, passes the new value)."""
+    from ..ir.memo import Identity
+
+    state = getattr(obj, "__dict__", {})
+    return (Identity(obj), tuple(sorted((k, v) for k, v in state.items() if _plain(v))))
 

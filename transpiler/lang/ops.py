@@ -40,6 +40,14 @@ def polar_decompose(A, dt=None):
     """``U, P = qd.polar_decompose(A)`` of a 2x2 or 3x3 matrix: A = U @ P, U orthogonal, P symmetric."""
 
 
+@builtin("stream_parallel")
+def stream_parallel():
+    """``with qd.stream_parallel():`` at the top level of a kernel: the loops inside may run
+    concurrently (Quadrants puts them on separate streams). Here they run one after another,
+    which is one of the orders that allows: the same results for any program that does not
+    race between them."""
+
+
 @builtin("block_local")
 def block_local(*fields):
     """A hint (cache these fields in shared memory) that changes no result: the targets' own

@@ -33,6 +33,11 @@ class Ndarray:
 
         self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
 
+    @property
+    def grad(self):
+        raise AttributeError("qd.ndarray.grad: automatic differentiation (needs_grad=True, qd.ad) is not supported "
+                             "by this transpiler (it has no equivalent in the source it writes)")
+
     # Met as a Python value in a kernel (an attribute of a data-oriented instance), it is bound
     # like a field: these say how (see frontend/fields.py).
     _qd_bound_like_field = True
