@@ -560,10 +560,33 @@ def test_taichi_style_kernels_compile(target):
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
                           (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
                           (does_nothing_visible, {}), (fill_tensor, {"x": stream_out, "flag": True}),
-                          (decompose, {}), (decompose3, {})):
+                          (decompose, {}), (decompose3, {}), (solve_small, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
+
+
+@qd.kernel
+def solve_small(a2: qd.types.ndarray(dtype=qd.math.mat2, ndim=1), b2: qd.types.ndarray(dtype=qd.math.vec2, ndim=1),
+                a3: qd.types.ndarray(dtype=qd.math.mat3, ndim=1), b3: qd.types.ndarray(dtype=qd.math.vec3, ndim=1)):
+    for i in range(a2.shape[0]):
+        b2[i] = qd.solve(a2[i], b2[i])
+        b3[i] = qd.solve(a3[i], b3[i], qd.f32)
+
+
+def test_solve_of_2x2_and_3x3_systems(executor, rng):
+    n = 300
+    a2, a3 = rng.standard_normal((n, 2, 2)).astype(np.float32), rng.standard_normal((n, 3, 3)).astype(np.float32)
+    a3[0] = [[0, 1, 0], [0, 0, 1], [1, 0, 0]]  # a zero pivot: partial pivoting swaps rows
+    b2, b3 = rng.standard_normal((n, 2)).astype(np.float32), rng.standard_normal((n, 3)).astype(np.float32)
+    want2 = np.linalg.solve(a2.astype(np.float64), b2.astype(np.float64)[..., None])[..., 0]
+    want3 = np.linalg.solve(a3.astype(np.float64), b3.astype(np.float64)[..., None])[..., 0]
+    solve_small(a2, b2, a3, b3)
+    well = (np.linalg.cond(a2) < 1e3)[:, None]
+    np.testing.assert_allclose(np.where(well, b2, 0), np.where(well, want2, 0), rtol=1e-3, atol=1e-4)
+    well = (np.linalg.cond(a3) < 1e3)[:, None]
+    np.testing.assert_allclose(np.where(well, b3, 0), np.where(well, want3, 0), rtol=1e-3, atol=1e-4)
+    np.testing.assert_array_equal(b3[0], want3[0].astype(np.float32))
 
 
 @qd.kernel

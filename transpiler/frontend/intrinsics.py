@@ -141,6 +141,28 @@ def _decompose(lo, name, node):
     return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
 
 
+@handler("solve")
+def _solve(lo, name, node):
+    from ..lang import linalg
+
+    if len(node.args) + len(node.keywords) not in (2, 3) or (node.keywords and node.keywords[0].arg != "dt"):
+        raise lo.error(node, "qd.solve(A, b, dt=None) takes a matrix, a vector and an optional dtype")
+    a, b = (lo.expr(x) for x in node.args[:2])
+    if not isinstance(a, MatrixValue) or a.shape not in ((2, 2), (3, 3)):
+        raise lo.error(node.args[0], "qd.solve() takes a 2x2 or 3x3 matrix")
+    b = lo.as_matrix(b, node.args[1])
+    if not isinstance(b, MatrixValue) or b.shape != (a.shape[0],):
+        raise lo.error(node.args[1], f"qd.solve() of a {a.shape[0]}x{a.shape[0]} matrix takes a vector of {a.shape[0]}")
+    arg = node.keywords[0].value if node.keywords else (node.args[2] if len(node.args) > 2 else None)
+    dtype = T.defaults().fp if arg is None else lo.static_value(arg, what="the dtype of qd.solve()")
+    dtype = T.python_type(dtype) or dtype
+    if dtype not in (T.f32, T.f64):
+        raise lo.error(arg, f"qd.solve() computes in f32 or f64, not {dtype!r}")
+    return lo.inline_values(linalg.solve_small, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype),
+                                                                lo.make_matrix(b.shape, b.items, node, dtype),
+                                                                CT(dtype)])
+
+
 @handler("typeof")
 def _typeof(lo, name, node):
     (v,) = _args(lo, node, name, 1)

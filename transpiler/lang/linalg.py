@@ -128,3 +128,39 @@ def svd3d(A, dt: template()):
 def polar_decompose3d(A, dt: template()):
     U, sig, V = svd3d(A, dt)
     return U @ V.transpose(), V @ sig @ V.transpose()
+
+
+@func
+def solve_small(A, b, dt: template()):
+    """``qd.solve(A, b)`` for 2x2 and 3x3: Gaussian elimination on [A | b] with partial
+    pivoting (the row with the largest magnitude in the column, the first of equals), then
+    back substitution, in Quadrants' order of operations."""
+    n = static(A.n)
+    Ab = Matrix.zero(dt, n, n + 1)
+    for i in static(range(n)):
+        for j in static(range(n)):
+            Ab[i, j] = A[i, j]
+        Ab[i, n] = b[i]
+    for i in static(range(n)):
+        pivot = i
+        largest = abs(Ab[i, i])
+        for j in static(range(i + 1, n)):
+            if abs(Ab[j, i]) > largest:
+                pivot = j
+                largest = abs(Ab[j, i])
+        for j in static(range(i + 1, n)):  # one swap, of row i with the pivot's
+            if pivot == j:
+                for col in static(range(n + 1)):
+                    Ab[i, col], Ab[j, col] = Ab[j, col], Ab[i, col]
+        for j in static(range(i + 1, n)):
+            scale = Ab[j, i] / Ab[i, i]
+            Ab[j, i] = 0.0
+            for k in static(range(i + 1, n + 1)):
+                Ab[j, k] -= Ab[i, k] * scale
+    x = Vector.zero(dt, n)
+    for i in static(range(n - 1, -1, -1)):
+        x[i] = Ab[i, n]
+        for k in static(range(i + 1, n)):
+            x[i] -= Ab[i, k] * x[k]
+        x[i] = x[i] / Ab[i, i]
+    return x

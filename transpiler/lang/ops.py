@@ -40,6 +40,12 @@ def polar_decompose(A, dt=None):
     """``U, P = qd.polar_decompose(A)`` of a 2x2 or 3x3 matrix: A = U @ P, U orthogonal, P symmetric."""
 
 
+@builtin("solve")
+def solve(A, b, dt=None):
+    """``x = qd.solve(A, b)``: the solution of A @ x = b for a 2x2 or 3x3 matrix A (Gaussian
+    elimination with partial pivoting; see transpiler/lang/linalg.py)."""
+
+
 @builtin("stream_parallel")
 def stream_parallel():
     """``with qd.stream_parallel():`` at the top level of a kernel: the loops inside may run
