@@ -281,6 +281,12 @@ def fill_tensor(x: qd.Tensor, flag: qd.template()):
 
 
 @qd.kernel
+def place_all(pos: qd.template(), k: qd.f32):
+    for i in range(pos.shape[0]):
+        pos[i] = qd.Vector([1.0, 2.0, k])
+
+
+@qd.kernel
 def does_nothing_visible(n: qd.i32):
     m = n
     m += 1
@@ -294,6 +300,9 @@ def test_docs_spellings_tensors_of_fields_streams_and_empty_kernels(executor):
     fill_tensor(a, True)
     np.testing.assert_array_equal(a, np.arange(6, dtype=np.float32))
     np.testing.assert_array_equal(stream_out.to_numpy(), 2 * np.arange(8, dtype=np.float32))
+    pos = qd.ndarray(qd.math.vec3, shape=(5,))  # a qd.ndarray of vectors for a template parameter
+    place_all(pos, 7.0)
+    np.testing.assert_array_equal(pos.to_numpy(), np.tile([1.0, 2.0, 7.0], (5, 1)))
     does_nothing_visible(3)  # translates to one empty task, as Quadrants runs it
     assert len(qd.translate(does_nothing_visible, "glsl").manifest["entry_points"]) == 1
     with pytest.raises(AttributeError, match="automatic differentiation"):

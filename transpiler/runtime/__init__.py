@@ -258,6 +258,8 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                                 f"got {type(value).__name__}")
             dtype = T.from_numpy(arr.dtype)
             want = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
+            if kind == "template" and isinstance(value, Ndarray) and value.element_shape:
+                want = lang.NdarrayAnnotation(value.dtype)  # a qd.ndarray of vectors keeps its element type
             want_dtype = T.python_type(want.dtype) or want.dtype
             element_shape = tuple(want.element_shape or ())
             if isinstance(want_dtype, MatrixType):  # vec3 elements: the array's last dimension is 3
