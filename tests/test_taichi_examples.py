@@ -287,6 +287,19 @@ def place_all(pos: qd.template(), k: qd.f32):
 
 
 @qd.kernel
+def halvings(out: qd.types.ndarray(dtype=qd.i32, ndim=1), first: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    first[0] = (seed := 2.5)  # an assignment expression, as poisson_disk_sampling writes one
+    first[1] = seed * 2
+    for i in range(out.shape[0]):
+        n = i
+        steps = 0
+        while (half := n // 2) > 0:  # evaluated again before every iteration
+            n = half
+            steps += 1
+        out[i] = steps
+
+
+@qd.kernel
 def does_nothing_visible(n: qd.i32):
     m = n
     m += 1
@@ -303,6 +316,10 @@ def test_docs_spellings_tensors_of_fields_streams_and_empty_kernels(executor):
     pos = qd.ndarray(qd.math.vec3, shape=(5,))  # a qd.ndarray of vectors for a template parameter
     place_all(pos, 7.0)
     np.testing.assert_array_equal(pos.to_numpy(), np.tile([1.0, 2.0, 7.0], (5, 1)))
+    out, first = np.zeros(40, np.int32), np.zeros(2, np.float32)
+    halvings(out, first)
+    np.testing.assert_array_equal(out, [max(int(k).bit_length() - 1, 0) for k in range(40)])
+    np.testing.assert_array_equal(first, [2.5, 5.0])
     does_nothing_visible(3)  # translates to one empty task, as Quadrants runs it
     assert len(qd.translate(does_nothing_visible, "glsl").manifest["entry_points"]) == 1
     with pytest.raises(AttributeError, match="automatic differentiation"):
@@ -569,6 +586,7 @@ def test_taichi_style_kernels_compile(target):
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
                           (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
                           (does_nothing_visible, {}), (fill_tensor, {"x": stream_out, "flag": True}),
+                          (halvings, {}),
                           (decompose, {}), (decompose3, {}), (solve_small, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):

@@ -47,7 +47,7 @@ UNSUPPORTED_EXPR = {
     ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
     ast.Lambda: "lambdas", ast.Dict: "dicts", ast.Set: "sets",
     ast.JoinedStr: "f-strings", ast.Await: "await expressions", ast.Yield: "yield expressions",
-    ast.YieldFrom: "yield expressions", ast.Starred: "starred arguments", ast.NamedExpr: "assignment expressions (:=)",
+    ast.YieldFrom: "yield expressions", ast.Starred: "starred arguments",
     ast.Slice: "slices",
 }
 

@@ -282,6 +282,11 @@ class ExpressionLowering:
         self.check_field_index(array, indices, node)
         return array, indices
 
+    def expr_NamedExpr(self, node: ast.NamedExpr):
+        """``(p0 := v)``: assigned as ``p0 = v`` would be, then read back as the value."""
+        self.assign(node.target, self.expr(node.value), node)
+        return self.expr(ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target))
+
     def expr_ListComp(self, node: ast.ListComp):
         """``[f(k) for k in range(3)]``: unrolled at translation time, as Quadrants does, into
         the sequence a list literal gives (so ``qd.Vector([... for ...])`` builds a vector)."""
