@@ -268,6 +268,61 @@ def test_flag_and_bit_reductions_starred_indices_and_vector_slice_updates(execut
     np.testing.assert_allclose(stacked, np.concatenate([pos, 2 * pos], 1), rtol=1e-6)
 
 
+@qd.func
+def add_at(field: qd.template(), I, value):
+    field[I] = field[I] + value
+
+
+@qd.func
+def three_parts():
+    return qd.Vector([1.0, 2.0, 3.0]), qd.Vector([4.0, 5.0, 6.0]), 7
+
+
+@qd.func
+def accumulate_row(a: qd.template(), i_b):
+    qd.loop_config(serialize=True)  # before an inner loop: it changes nothing, as in Quadrants
+    for i in range(a.shape[0]):
+        a[i, i_b] += 1.0
+
+
+@qd.kernel
+def solver_step(grid: qd.types.ndarray(dtype=qd.f32, ndim=2), order: qd.types.ndarray(dtype=qd.i32, ndim=1),
+                pick: qd.types.ndarray(dtype=qd.math.ivec3, ndim=2), col: F1):
+    qd.loop_config(name="accumulate", parallelize=4, block_dim=64)
+    for i_b in range(grid.shape[1]):
+        accumulate_row(grid, i_b)
+    for i, j in qd.ndrange(grid.shape[0], grid.shape[1]):
+        add_at(grid, [i, j], 0.5)  # a list of indices as a @qd.func argument
+    for i in range(order.shape[0]):
+        j = order[i]
+        v, _, _ = three_parts()  # `_` takes a vector, then an int
+        order[i] = qd.cast(grid[(j, i) if i > j else (i, j)], qd.i32) + qd.cast(v[0], qd.i32) * 100
+        pick[i, 0][j % 3] = 7  # a component picked at run time
+        m = qd.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+        c = m[:, j % 3]  # a column picked at run time
+        col[i] = c[0] + 10 * c[2]
+
+
+def test_genesis_solver_spellings(executor, rng):
+    n = 6
+    grid = rng.integers(0, 50, (n, n)).astype(np.float32)
+    order = rng.integers(0, n, n).astype(np.int32)
+    pick = np.zeros((n, 2, 3), np.int32)
+    col = np.zeros(n, np.float32)
+    want_grid = grid + 1.5
+    i = np.arange(n)
+    j = order.copy()
+    want_order = np.where(i > j, want_grid[j, i], want_grid[i, j]).astype(np.int32) + 100
+    solver_step(grid, order, pick, col)
+    np.testing.assert_array_equal(grid, want_grid)
+    np.testing.assert_array_equal(order, want_order)
+    want_pick = np.zeros((n, 2, 3), np.int32)
+    want_pick[i, 0, j % 3] = 7
+    np.testing.assert_array_equal(pick, want_pick)
+    m = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
+    np.testing.assert_array_equal(col, m[0, j % 3] + 10 * m[2, j % 3])
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
@@ -275,7 +330,7 @@ def test_genesis_style_kernels_compile(target):
     state_types = {"state": ParticleState}
     for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {}),
                           (settle, {"links": LinkState}), (homogeneous, {}), (bit_reduction, {}),
-                          (all_finite, {}), (render_transforms, {})):
+                          (all_finite, {}), (render_transforms, {}), (solver_step, {})):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

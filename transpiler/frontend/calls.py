@@ -303,6 +303,9 @@ class CallLowering:
                         (is_tile(value) and not is_library(parsed.file))
                     callee_root.names[pname] = self.declare_struct(pname, value, call_site) if own else value
                     continue
+                if isinstance(value, TupleValue):  # `f(a, [i, j])`: an index list, each item computed once
+                    callee_root.names[pname] = self.freeze_sequence(pname, value, call_site)
+                    continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):
                     callee_root.names[pname] = value

@@ -540,6 +540,13 @@ class ExpressionLowering:
         if (isinstance(a, MatrixValue) or isinstance(b, MatrixValue)) and not (pre_a or pre_b):
             c = self.once(c, node.test, "cond")
             return self.elementwise(lambda x, y: self.select_values(c, x, y, node), [a, b], node)
+        sequences = [list(v.items) if isinstance(v, TupleValue) else [CT(x) for x in v.value]
+                     if isinstance(v, CT) and isinstance(v.value, tuple) else None for v in (a, b)]
+        if None not in sequences and len(sequences[0]) == len(sequences[1]) and not (pre_a or pre_b) and not any(
+                isinstance(x, ir.Expr) and has_side_effects(x) for seq in sequences for x in seq):
+            # `(j, i) if i > j else (i, j)`: a tuple of selections (an index, as Genesis writes one)
+            c = self.once(c, node.test, "cond")
+            return TupleValue([self.select_values(c, x, y, node) for x, y in zip(*sequences)])
         ea, eb = self.to_expr(a, node.body), self.to_expr(b, node.orelse)
         ta, tb = self.operand_types(a, ea, b, eb)
         t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)

@@ -407,18 +407,30 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         picked.reverse()
         return picked
 
-    def loop_config(self, call: ast.Call) -> None:
+    def loop_config(self, call: ast.Call, top_level: bool = True) -> None:
+        """The next top-level loop's block size and whether it runs serially. Before an inner
+        loop (Genesis writes one in functions it calls in a parallel loop) it changes nothing,
+        as in Quadrants: inner loops run serially on their thread."""
         for kw in call.keywords:
             v = self.static_value(kw.value, what=f"qd.loop_config({kw.arg}=...)")
             if kw.arg == "block_dim":
                 if not isinstance(v, int) or not 1 <= v <= 1024:
                     raise self.error(kw.value, f"block_dim must be an int in [1, 1024], got {v!r}")
-                self.pending_block_dim = v
-            elif kw.arg == "serialize":
-                self.pending_serialize = bool(v)
+                if top_level:
+                    self.pending_block_dim = v
+            elif kw.arg in ("serialize", "parallelize"):  # parallelize: CPU threads; 1 is serial
+                if top_level and (bool(v) if kw.arg == "serialize" else v == 1):
+                    self.pending_serialize = True
+            elif kw.arg == "name":  # a label for Quadrants' profiler: the entry points keep their numbering
+                if not isinstance(v, str):
+                    raise self.error(kw.value, f"qd.loop_config(name=...) is a string, not {v!r}")
+            elif kw.arg == "bit_vectorize":
+                if v:
+                    raise self.error(kw.value, "bit_vectorize applies to quantized arrays, which this transpiler does "
+                                               "not support")
             else:
                 raise self.error(kw.value, f"unknown qd.loop_config option `{kw.arg}`",
-                                 hint="the options are block_dim and serialize")
+                                 hint="the options are block_dim, serialize, parallelize, name and bit_vectorize")
         if call.args:
             raise self.error(call, "qd.loop_config takes keyword arguments only")
 

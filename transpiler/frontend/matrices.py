@@ -451,7 +451,21 @@ class MatrixLowering:
             return array, chosen, (() if len(chosen) == 1 else (len(chosen),))
         sl = target.slice
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
-        idx = [self.static_value(p, what="a component index of an ndarray element being written") for p in parts]
+        values = [self.expr(p) for p in parts]
+        laid_out = len(places) == math.prod(shape) and all(  # a whole element or row, not a swizzle's pick
+            isinstance(p[-1], ir.Const) and p[-1].value == k % shape[-1] for k, p in enumerate(places))
+        if len(parts) <= len(shape) and not all(isinstance(v, (CT, ir.Const)) for v in values):
+            if not laid_out:
+                raise self.error(target, "a component of a swizzle is picked with a translation-time index")
+            # A component picked at run time (`a[i][k] = x`, Genesis' EPA): the element's last
+            # indices computed, as a read of one would be; Quadrants checks no bounds here either.
+            runtime = [self.coerce(self.to_expr(v, p), T.i32, p, explicit=True) for v, p in zip(values, parts)]
+            outer = places[0][:len(places[0]) - len(shape)]
+            if len(runtime) == len(shape):
+                return array, [outer + runtime], ()
+            loc = self.loc(target)
+            return array, [outer + runtime + [ir.Const(T.i32, loc, c)] for c in range(shape[1])], (shape[1],)
+        idx = [v.value for v in values]
         if len(idx) == 2 and len(shape) == 2:
             return array, [places[self.static_index(idx[0], shape[0], parts[0]) * shape[1] +
                                   self.static_index(idx[1], shape[1], parts[1])]], ()
@@ -540,9 +554,19 @@ class MatrixLowering:
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         if len(parts) > len(v.shape):
             raise self.error(node, f"{describe(v.shape)} takes at most {len(v.shape)} index(es)")
-        sliced = self.sliced(v.shape, parts, node)
-        if sliced is not None:
-            positions, shape = sliced
+        if any(isinstance(p, ast.Slice) for p in parts):
+            values = {k: self.expr(p) for k, p in enumerate(parts) if not isinstance(p, ast.Slice)}
+            runtime = [k for k, value in values.items() if not isinstance(value, (CT, ir.Const))]
+            if len(runtime) == 1:  # m[:, k] with k known at run time: each column's slice, selected
+                k = runtime[0]
+                choices = []
+                for j in range(v.shape[k]):
+                    fixed = list(parts)
+                    fixed[k] = ast.copy_location(ast.Constant(j), parts[k])
+                    positions, shape = self.sliced(v.shape, fixed, node)
+                    choices.append(MatrixValue(shape, [v.items[q] for q in positions]))
+                return self.select_static_or_dynamic(choices, values[k], parts[k], v.shape[k])
+            positions, shape = self.sliced(v.shape, parts, node)
             return MatrixValue(shape, [v.items[k] for k in positions])
         idx = [self.expr(p) for p in parts]
         if len(idx) == 1 and isinstance(idx[0], MatrixValue) and idx[0].is_vector and len(idx[0].items) == len(v.shape):

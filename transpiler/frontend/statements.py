@@ -65,7 +65,8 @@ class StatementLowering:
         if isinstance(s.value, ast.Constant) and (isinstance(s.value.value, str) or s.value.value is Ellipsis):
             return  # a docstring, a string used as a comment, or `...` for an empty body
         if isinstance(s.value, ast.Call) and self.is_call_to(s.value, "loop_config"):
-            raise self.error(s, "qd.loop_config() must come right before a top-level for loop")
+            self.loop_config(s.value, top_level=False)  # checked; before an inner loop it changes nothing
+            return
         self.statement_call = s.value if isinstance(s.value, ast.Call) else None
         v = self.expr(s.value)
         if isinstance(v, ir.Expr) and has_side_effects(v):
@@ -128,6 +129,8 @@ class StatementLowering:
         if self.assign_tile(target, value, stmt):
             return
         if isinstance(target, ast.Name):
+            if target.id == "_":  # a throwaway name: each assignment a new variable, of the value's own type
+                self.scope.names.pop("_", None)
             self.assign_name(target, value, stmt)
         elif isinstance(target, ast.Attribute) and (member := self.resolve_var(target)) is not None:
             self.assign_var(*member, value, target, stmt)
