@@ -300,7 +300,9 @@ def solver_step(grid: qd.types.ndarray(dtype=qd.f32, ndim=2), order: qd.types.nd
         pick[i, 0][j % 3] = 7  # a component picked at run time
         m = qd.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
         c = m[:, j % 3]  # a column picked at run time
-        col[i] = c[0] + 10 * c[2]
+        col[i] = c[0] + 10 * c[2] + 1000 * (c @ c)  # `@` of two vectors: their dot product
+    for I in qd.grouped(qd.ndrange(*pick.shape)):  # extents read at run time
+        pick[I][2] += qd.raw_mod(I[0] - 3, 2) * 10 + qd.raw_div(I[0] - 3, 2)  # C's remainder and quotient
 
 
 def test_genesis_solver_spellings(executor, rng):
@@ -318,9 +320,12 @@ def test_genesis_solver_spellings(executor, rng):
     np.testing.assert_array_equal(order, want_order)
     want_pick = np.zeros((n, 2, 3), np.int32)
     want_pick[i, 0, j % 3] = 7
+    d = (np.arange(n) - 3)[:, None]
+    want_pick[:, :, 2] += np.fmod(d, 2) * 10 + np.trunc(d / 2).astype(np.int32)
     np.testing.assert_array_equal(pick, want_pick)
     m = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
-    np.testing.assert_array_equal(col, m[0, j % 3] + 10 * m[2, j % 3])
+    cols = m[:, j % 3]
+    np.testing.assert_array_equal(col, cols[0] + 10 * cols[2] + 1000 * (cols * cols).sum(0))
 
 
 @pytest.mark.toolchain

@@ -25,8 +25,9 @@ from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max, atomic_min,
     atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
-    floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, round, rsqrt, select,
-    sin, sinh, solve, sqrt, static_assert, stream_parallel, svd, tan, tanh, trunc, typeof, volatile_load, zero,
+    floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div, raw_mod,
+    round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, stream_parallel, svd, tan, tanh, trunc, typeof,
+    volatile_load, zero,
 )
 from .lang.names import Namespace
 from .lang.simt import _install_block_algorithms, _install_tiles

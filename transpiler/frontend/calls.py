@@ -52,6 +52,10 @@ class CallLowering:
                 args.append(a)
                 continue
             seq = self.expr(a.value)
+            if isinstance(seq, ShapeHandle):  # qd.ndrange(*x.shape): one extent per dimension, read at run time
+                args += [ast.copy_location(ast.Subscript(a.value, ast.copy_location(ast.Constant(d), a), ast.Load()), a)
+                         for d in range(seq.array.type.ndim)]
+                continue
             items = seq.value if isinstance(seq, CT) else None
             if hasattr(items, "tolist"):  # a NumPy array of extents (Genesis' grid_res)
                 items = items.tolist()

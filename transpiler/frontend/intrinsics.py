@@ -163,6 +163,19 @@ def _solve(lo, name, node):
                                                                 CT(dtype)])
 
 
+@handler("raw_div", "raw_mod")
+def _raw_division(lo, name, node):
+    from ..lang import mathlib
+
+    a, b = _args(lo, node, name, 2)
+    ea, eb = lo.to_expr(a, node.args[0]), lo.to_expr(b, node.args[1])
+    if not (ea.type.is_int and eb.type.is_int):
+        raise lo.error(node, f"qd.{name}() takes integers", hint="for floats use x / y, or x - y * qd.trunc(x / y)")
+    t = T.promote(*lo.operand_types(a, ea, b, eb))
+    fn = mathlib.raw_div if name == "raw_div" else mathlib.raw_mod
+    return lo.inline_values(fn, lo.loc(node), [lo.coerce(ea, t, node), lo.coerce(eb, t, node)])
+
+
 @handler("typeof")
 def _typeof(lo, name, node):
     (v,) = _args(lo, node, name, 1)

@@ -754,8 +754,10 @@ class MatrixLowering:
     def matmul(self, a, b, node):
         if not isinstance(a, MatrixValue) or not isinstance(b, MatrixValue):
             raise self.error(node, "`@` multiplies matrices and vectors; use `*` with a scalar")
-        if a.is_vector and b.is_vector:
-            raise self.error(node, "`@` of two vectors: use a.dot(b) or a.outer_product(b)")
+        if a.is_vector and b.is_vector:  # Quadrants' reading of `a @ b`: the dot product
+            if a.shape != b.shape:
+                raise self.error(node, f"`@` of {describe(a.shape)} and {describe(b.shape)}: the sizes differ")
+            return self.fold([self.binop("mul", x, y, node) for x, y in zip(a.items, b.items)], "add", node)
         rows_a = (a.shape[0], a.shape[1]) if not a.is_vector else (1, a.shape[0])
         rows_b = (b.shape[0], b.shape[1]) if not b.is_vector else (b.shape[0], 1)
         if rows_a[1] != rows_b[0]:

@@ -34,6 +34,22 @@ def int_pow(x, n):
 
 
 @func
+def raw_mod(a, b):
+    """``qd.raw_mod``: C's remainder (the dividend's sign), from Python's (the divisor's),
+    which every target computes the same way."""
+    r = a % b
+    if r != 0 and (a < 0) != (b < 0):
+        r -= b
+    return r
+
+
+@func
+def raw_div(a, b):
+    """``qd.raw_div``: C's quotient (truncated toward zero); exact, as the remainder is removed."""
+    return (a - raw_mod(a, b)) // b
+
+
+@func
 def fill(a: template(), value):
     """``a.fill(value)`` in a kernel (the frontend calls it): every element of a field or
     ndarray set to ``value``; at the top level of a kernel its loop is a parallel task."""

@@ -46,6 +46,16 @@ def solve(A, b, dt=None):
     elimination with partial pivoting; see transpiler/lang/linalg.py)."""
 
 
+@builtin("raw_div")
+def raw_div(a, b):
+    """C's integer division (truncated toward zero), where ``//`` is Python's (floored)."""
+
+
+@builtin("raw_mod")
+def raw_mod(a, b):
+    """C's integer remainder (the dividend's sign), where ``%`` is Python's (the divisor's)."""
+
+
 @builtin("stream_parallel")
 def stream_parallel():
     """``with qd.stream_parallel():`` at the top level of a kernel: the loops inside may run
