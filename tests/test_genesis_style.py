@@ -328,6 +328,23 @@ def test_genesis_solver_spellings(executor, rng):
     np.testing.assert_array_equal(col, cols[0] + 10 * cols[2] + 1000 * (cols * cols).sum(0))
 
 
+@qd.kernel
+def box_lines(lines: qd.types.ndarray(dtype=qd.types.vector(6, qd.f32), ndim=1), pts: V3):
+    for i in range(pts.shape[0]):
+        lines[i][0:3] = pts[i]  # slices of a vector element, as Genesis' box contact fills its lines
+        lines[i][3:6] = pts[i] * 2.0
+        lines[i][::5] += 1.0
+
+
+def test_slices_of_vector_elements_written_and_updated(executor, rng):
+    pts = rng.standard_normal((40, 3)).astype(np.float32)
+    lines = np.zeros((40, 6), np.float32)
+    box_lines(lines, pts)
+    want = np.concatenate([pts, 2 * pts], 1)
+    want[:, [0, 5]] += 1
+    np.testing.assert_allclose(lines, want, rtol=1e-6)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
@@ -335,7 +352,7 @@ def test_genesis_style_kernels_compile(target):
     state_types = {"state": ParticleState}
     for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {}),
                           (settle, {"links": LinkState}), (homogeneous, {}), (bit_reduction, {}),
-                          (all_finite, {}), (render_transforms, {}), (solver_step, {})):
+                          (all_finite, {}), (render_transforms, {}), (solver_step, {}), (box_lines, {})):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

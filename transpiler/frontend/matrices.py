@@ -451,6 +451,10 @@ class MatrixLowering:
             return array, chosen, (() if len(chosen) == 1 else (len(chosen),))
         sl = target.slice
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        sliced = self.sliced(shape, parts, target) if len(places) == math.prod(shape) else None
+        if sliced is not None:  # a[k][0:3] = v (Genesis' box_lines): those components of the element
+            positions, sub = sliced
+            return array, [places[q] for q in positions], sub
         values = [self.expr(p) for p in parts]
         laid_out = len(places) == math.prod(shape) and all(  # a whole element or row, not a swizzle's pick
             isinstance(p[-1], ir.Const) and p[-1].value == k % shape[-1] for k, p in enumerate(places))

@@ -225,8 +225,11 @@ class TileLowering:
         """``t -= qd.outer(a, b)``; False when the target is not a tile."""
         found = self.resolve_var(s.target) if isinstance(s.target, (ast.Name, ast.Attribute)) else None
         if found is None or not is_tile(found[0]):
-            if isinstance(s.target, ast.Subscript) and self.has_slice(s.target) and \
-                    self.component_target(s.target) is None:  # (a vector's slice, `v[3:6] += w`, is updated)
+            base = s.target.value if isinstance(s.target, ast.Subscript) else None
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and self.has_slice(s.target) and self.component_target(s.target) is None:
+                # (a vector variable's slice, `v[3:6] += w`, and an element's, `a[i][0:3] += w`, are updated)
                 raise self.error(s, "an array slice cannot be updated in place",
                                  hint="load it into a tile, update the tile, store it back")
             return False
