@@ -345,6 +345,34 @@ def test_slices_of_vector_elements_written_and_updated(executor, rng):
     np.testing.assert_allclose(lines, want, rtol=1e-6)
 
 
+@qd.perf_dispatch(get_geometry_hash=lambda a, b: a.shape[0], warmup=1, active=1, repeat_after_seconds=5)
+def quantize(a, b) -> None:
+    ...
+
+
+@quantize.register(is_compatible=lambda a, b: a.shape[0] > 100)
+@qd.kernel
+def quantize_large(a: F1, b: qd.types.ndarray(dtype=qd.u32, ndim=1)):
+    for i in range(a.shape[0]):
+        b[i] = qd.floor(a[i] * 2.0, dtype=qd.u32)
+
+
+@quantize.register
+@qd.kernel
+def quantize_any(a: F1, b: qd.types.ndarray(dtype=qd.u32, ndim=1)):
+    for i in range(a.shape[0]):
+        v = qd.floor(qd.Vector([a[i], a[i]]) * 2.0, dtype=qd.u32)
+        b[i] = v[1]
+
+
+def test_perf_dispatch_runs_a_compatible_registration(executor, rng):
+    for n in (10, 200):  # the first compatible registration runs; both compute the same
+        a = (rng.random(n) * 50).astype(np.float32)
+        b = np.zeros(n, np.uint32)
+        quantize(a, b)
+        np.testing.assert_array_equal(b, np.floor(a * np.float32(2)).astype(np.uint32))
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)

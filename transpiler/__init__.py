@@ -30,6 +30,7 @@ from .lang.ops import (  # noqa: F401
     volatile_load, zero,
 )
 from .lang.names import Namespace
+from .lang.perf_dispatch import perf_dispatch  # noqa: F401
 from .lang.simt import _install_block_algorithms, _install_tiles
 
 _install_block_algorithms()

@@ -40,7 +40,8 @@ def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
     fn = HANDLERS.get(name)
     if fn is None:
         raise lo.error(node, f"qd.{name}() is not supported here")
-    if name in ELEMENTWISE and not node.keywords:
+    if name in ELEMENTWISE and (not node.keywords or (name in ("floor", "ceil", "round") and
+                                                      [k.arg for k in node.keywords] == ["dtype"])):
         return lo.builtin_elementwise(lambda n: fn(lo, name, n), node)
     return fn(lo, name, node)
 
@@ -319,8 +320,11 @@ def _float_arg(lo, v, node) -> ir.Expr:
 
 @handler(*_FLOAT_MATH)
 def _float_math(lo, name, node):
-    if name in ("floor", "ceil", "round") and len(node.args) == 2:  # qd.floor(x, qd.i32): rounded, then converted
-        a, dt = _args(lo, node, name, 2)
+    if name in ("floor", "ceil", "round") and len(node.args) + len(node.keywords) == 2:  # qd.floor(x, qd.i32)
+        if node.keywords and (node.keywords[0].arg != "dtype" or len(node.args) != 1):
+            raise lo.error(node, f"qd.{name}(x, dtype) takes the value and a dtype (dtype= by keyword)")
+        a = lo.expr(node.args[0])
+        dt = lo.expr(node.keywords[0].value if node.keywords else node.args[1])
         dtype = (T.python_type(dt.value) or dt.value) if isinstance(dt, CT) else None
         if not isinstance(dtype, T.DType):
             raise lo.error(node.args[1], f"the dtype of qd.{name}(x, dtype) must be a type such as qd.i32")

@@ -25,7 +25,7 @@ _NO_EQUIVALENT = set("""
     mesh_patch_idx Mesh MeshInstance linalg checkpoint
     stop_grad activate deactivate deactivate_all_snodes is_active append no_activate
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
-    create_stream Stream Event BufferView perf_dispatch pyfunc python pure dump_compile_config
+    create_stream Stream Event BufferView pyfunc python pure dump_compile_config
     set_logging_level is_logging_effective get_addr assume_in_range rescale_index bit_shr
     static_print frexp wrap ref axes Format DeviceCapability quant BufferViewType is_tensor
 """.split())
