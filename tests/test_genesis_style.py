@@ -373,6 +373,26 @@ def test_perf_dispatch_runs_a_compatible_registration(executor, rng):
         np.testing.assert_array_equal(b, np.floor(a * np.float32(2)).astype(np.uint32))
 
 
+@qd.kernel
+def factor(a: F1, decompose: qd.template()):
+    if decompose:  # a template flag at the top level: the loop under it stays a parallel task
+        qd.loop_config(block_dim=32)
+        for i in range(a.shape[0]):
+            a[i] = a[i] * 2.0
+    else:
+        for i in range(a.shape[0]):
+            a[i] = -a[i]
+
+
+def test_a_template_flag_at_the_top_level_keeps_its_loops_parallel(executor, rng):
+    a = rng.standard_normal(300).astype(np.float32)
+    want = a * 2
+    factor(a, True)
+    np.testing.assert_array_equal(a, want)
+    entries = qd.translate(factor, "cuda", template_args={"decompose": True}).manifest["entry_points"]
+    assert [(e["kind"], e["block_dim"]) for e in entries] == [("parallel", 32)]
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
