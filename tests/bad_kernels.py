@@ -271,3 +271,78 @@ CAPTURED = np.zeros(10, np.float32)
 def captured_array(a: vec):
     for i in range(a.shape[0]):
         CAPTURED[i] = a[i]  # error: `CAPTURED` is an array from the enclosing Python scope
+
+
+HUGE_CONSTANT = qd.Vector([1.0, 2.0]).reshape(1, 1, 2)  # a Python-scope array no kernel vector can hold
+v3vec = qd.types.ndarray(dtype=qd.math.vec3, ndim=1)
+
+
+@qd.kernel
+def runtime_loop_choice(a: vec, n: qd.i32):
+    for i in (range(n) if n > 2 else range(3)):  # error: a conditional loop iterator needs a condition known
+        a[i] = 1.0
+
+
+@qd.kernel
+def raw_mod_of_floats(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = qd.raw_mod(a[i], 2.0)  # error: qd.raw_mod() takes integers
+
+
+@qd.kernel
+def starred_runtime_value(a: vec, n: qd.i32):
+    for i in qd.ndrange(*n):  # error: a starred argument must be a tuple of numbers
+        a[i] = 1.0
+
+
+@qd.kernel
+def solve_mismatched(a: vec):
+    for i in range(a.shape[0]):
+        x = qd.solve(qd.math.mat2(1.0, 0.0, 0.0, 1.0), qd.math.vec3(1.0, 2.0, 3.0))  # error: matrix takes a vector of 2
+        a[i] = x[0]
+
+
+@qd.kernel
+def svd_in_f16(a: vec):
+    for i in range(a.shape[0]):
+        u, s, v = qd.svd(qd.math.mat2(1.0, 0.0, 0.0, 1.0), qd.f16)  # error: computes in f32 or f64, not
+        a[i] = s[0, 0]
+
+
+@qd.kernel
+def empty_matrix_slice(a: vec):
+    for i in range(a.shape[0]):
+        m = qd.math.mat3(1.0)
+        a[i] = m[2:1, 0].sum()  # error: this slice of a 3x3 matrix is empty
+
+
+@qd.kernel
+def loop_name_not_a_string(a: vec):
+    qd.loop_config(name=3)  # error: qd.loop_config(name=...) is a string
+    for i in range(a.shape[0]):
+        a[i] = 1.0
+
+
+@qd.kernel
+def bit_vectorized_loop(a: vec):
+    qd.loop_config(bit_vectorize=True)  # error: bit_vectorize applies to quantized arrays
+    for i in range(a.shape[0]):
+        a[i] = 1.0
+
+
+@qd.kernel
+def comprehension_of_two_loops(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = qd.Vector([j * k for j in range(2) for k in range(2)]).sum()  # error: takes one `for` clause
+
+
+@qd.kernel
+def huge_python_vector(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = HUGE_CONSTANT[0, 0, 0]  # error: cannot be a kernel constant
+
+
+@qd.kernel
+def slice_component_picked_at_run_time(a: v3vec, k: qd.i32):
+    for i in range(a.shape[0]):
+        a[i][1:3][k] = 1.0  # error: a component of a slice or swizzle of an element is picked with a translation

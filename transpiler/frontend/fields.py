@@ -48,7 +48,7 @@ class FieldLowering:
     def host_matrix(self, obj, node) -> MatrixValue:
         """A vector or matrix built in Python scope (a global, a closure value, a member of a
         data-oriented instance): a constant of its declared dtype, else of its values' types."""
-        if obj.ndim not in (1, 2) or obj.size > 1024:
+        if obj.ndim not in (1, 2) or max(obj.shape) > 32:  # (a reshaped one: kernels have 1- and 2-d, up to 32)
             raise self.error(node, f"a Python-scope vector or matrix of shape {obj.shape} cannot be a kernel constant",
                              hint="pass it as an ndarray or field argument instead")
         items = [CT(x) for x in obj.reshape(-1).tolist()]

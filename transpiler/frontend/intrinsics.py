@@ -109,34 +109,37 @@ def _random(lo, name, node):
     return lo.inline_values(rnd.draw, loc, [ir.LocalRef(T.u32, loc, state), CT(dtype)])
 
 
+def _float_dtype(lo, node, name: str, position: int) -> T.DType:
+    """The optional ``dt`` of qd.randn / svd / polar_decompose / solve (the ``position``-th
+    argument, or ``dt=``): f32 or f64, qd.init's default float when left out."""
+    n = len(node.args) + len(node.keywords)
+    if n > position + 1 or (node.keywords and (len(node.keywords) > 1 or node.keywords[0].arg != "dt")):
+        raise lo.error(node, f"qd.{name}() takes {position} argument(s) and an optional dtype (dt=qd.f32 or qd.f64)")
+    arg = node.keywords[0].value if node.keywords else (node.args[position] if len(node.args) > position else None)
+    dtype = T.defaults().fp if arg is None else lo.static_value(arg, what=f"the dtype of qd.{name}()")
+    dtype = T.python_type(dtype) or dtype
+    if dtype not in (T.f32, T.f64):
+        raise lo.error(arg, f"qd.{name}() computes in f32 or f64, not {dtype!r}")
+    return dtype
+
+
 @handler("randn")
 def _randn(lo, name, node):
     from ..lang import random as rnd
 
-    if len(node.args) + len(node.keywords) > 1 or (node.keywords and node.keywords[0].arg != "dt"):
-        raise lo.error(node, "qd.randn() takes one optional argument, the dtype (dt=qd.f32 or qd.f64)")
-    arg = node.keywords[0].value if node.keywords else (node.args[0] if node.args else None)
-    dtype = T.defaults().fp if arg is None else lo.static_value(arg, what="the dtype of qd.randn()")
-    dtype = T.python_type(dtype) or dtype
-    if dtype not in (T.f32, T.f64):
-        raise lo.error(arg, f"qd.randn() makes f32 or f64 values, not {dtype!r}")
-    return lo.inline_values(rnd.normal, lo.loc(node), [CT(dtype)])
+    return lo.inline_values(rnd.normal, lo.loc(node), [CT(_float_dtype(lo, node, name, 0))])
 
 
 @handler("svd", "polar_decompose")
 def _decompose(lo, name, node):
     from ..lang import linalg
 
-    if len(node.args) + len(node.keywords) not in (1, 2) or (node.keywords and node.keywords[0].arg != "dt"):
+    if not node.args:
         raise lo.error(node, f"qd.{name}(A, dt=None) takes a matrix and an optional dtype")
-    a = lo.expr(node.args[0]) if node.args else None
+    dtype = _float_dtype(lo, node, name, 1)
+    a = lo.expr(node.args[0])
     if not isinstance(a, MatrixValue) or a.shape not in ((2, 2), (3, 3)):
         raise lo.error(node, f"qd.{name}() takes a 2x2 or 3x3 matrix")
-    arg = node.keywords[0].value if node.keywords else (node.args[1] if len(node.args) > 1 else None)
-    dtype = T.defaults().fp if arg is None else lo.static_value(arg, what=f"the dtype of qd.{name}()")
-    dtype = T.python_type(dtype) or dtype
-    if dtype not in (T.f32, T.f64):
-        raise lo.error(arg, f"qd.{name}() computes in f32 or f64, not {dtype!r}")
     fn = {("svd", 2): linalg.svd2d, ("polar_decompose", 2): linalg.polar_decompose2d,
           ("svd", 3): linalg.svd3d, ("polar_decompose", 3): linalg.polar_decompose3d}[name, a.shape[0]]
     return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
@@ -146,19 +149,15 @@ def _decompose(lo, name, node):
 def _solve(lo, name, node):
     from ..lang import linalg
 
-    if len(node.args) + len(node.keywords) not in (2, 3) or (node.keywords and node.keywords[0].arg != "dt"):
+    if len(node.args) < 2:
         raise lo.error(node, "qd.solve(A, b, dt=None) takes a matrix, a vector and an optional dtype")
+    dtype = _float_dtype(lo, node, name, 2)
     a, b = (lo.expr(x) for x in node.args[:2])
     if not isinstance(a, MatrixValue) or a.shape not in ((2, 2), (3, 3)):
         raise lo.error(node.args[0], "qd.solve() takes a 2x2 or 3x3 matrix")
     b = lo.as_matrix(b, node.args[1])
     if not isinstance(b, MatrixValue) or b.shape != (a.shape[0],):
         raise lo.error(node.args[1], f"qd.solve() of a {a.shape[0]}x{a.shape[0]} matrix takes a vector of {a.shape[0]}")
-    arg = node.keywords[0].value if node.keywords else (node.args[2] if len(node.args) > 2 else None)
-    dtype = T.defaults().fp if arg is None else lo.static_value(arg, what="the dtype of qd.solve()")
-    dtype = T.python_type(dtype) or dtype
-    if dtype not in (T.f32, T.f64):
-        raise lo.error(arg, f"qd.solve() computes in f32 or f64, not {dtype!r}")
     return lo.inline_values(linalg.solve_small, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype),
                                                                 lo.make_matrix(b.shape, b.items, node, dtype),
                                                                 CT(dtype)])

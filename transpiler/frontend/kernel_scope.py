@@ -37,6 +37,9 @@ _UPDATE_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.BitAnd: "
                   ast.BitXor: "xor"}
 # The dtypes the block library folds (its shared slots and subgroup operations).
 _FOLDABLE = ("i32", "u32", "i64", "u64", "f32", "f64")
+# `n = qd.max(n, v)`, and `n = qd.atomic_or(n, v)` (Genesis' bit reduction): the reduction it means.
+_CALL_REDUCTIONS = {"max": "max", "min": "min", "atomic_max": "max", "atomic_min": "min", "atomic_add": "add",
+                    "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor"}
 
 
 @dataclass
@@ -221,8 +224,7 @@ class KernelScopeLowering:
             # `n = qd.atomic_or(n, v)` (Genesis' bit reduction) means n |= v: the old value it
             # assigns back is some other thread's partial result, which Quadrants races on.
             op = {builtins.max: "max", builtins.min: "min"}.get(fn) or \
-                {"max": "max", "min": "min", "atomic_max": "max", "atomic_min": "min", "atomic_add": "add",
-                 "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor"}.get(getattr(fn, "_qd_builtin", None))
+                _CALL_REDUCTIONS.get(getattr(fn, "_qd_builtin", None))
             if op is None:
                 return None
             found = other(value.args[0], value.args[1])

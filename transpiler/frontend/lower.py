@@ -277,11 +277,11 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 cond = self.static_value(s.test)
                 self.top_level(s.body if cond else s.orelse)
             elif isinstance(s, ast.If) and isinstance(s.test, (ast.Name, ast.Attribute)) and \
-                    type(self.named_value(s.test)) in (bool, int):
+                    type(flag := self.named_value(s.test)) in (bool, int):
                 # `if decompose:` on a template flag (Genesis): its loops stay top-level, parallel
                 # tasks, as Quadrants folds the condition; lowered as a serial statement they would
                 # run on one thread.
-                self.top_level(s.body if self.named_value(s.test) else s.orelse)
+                self.top_level(s.body if flag else s.orelse)
             elif isinstance(s, ast.Pass):
                 continue
             elif isinstance(s, ast.With) and len(s.items) == 1 and s.items[0].optional_vars is None and \

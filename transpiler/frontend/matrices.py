@@ -456,11 +456,12 @@ class MatrixLowering:
             positions, sub = sliced
             return array, [places[q] for q in positions], sub
         values = [self.expr(p) for p in parts]
-        laid_out = len(places) == math.prod(shape) and all(  # a whole element or row, not a swizzle's pick
+        laid_out = len(places) == math.prod(shape) and all(  # a whole element or row, not a slice's pick
             isinstance(p[-1], ir.Const) and p[-1].value == k % shape[-1] for k, p in enumerate(places))
         if len(parts) <= len(shape) and not all(isinstance(v, (CT, ir.Const)) for v in values):
             if not laid_out:
-                raise self.error(target, "a component of a swizzle is picked with a translation-time index")
+                raise self.error(target, "a component of a slice or swizzle of an element is picked with a "
+                                         "translation-time index", hint="index the element itself: a[i][k]")
             # A component picked at run time (`a[i][k] = x`, Genesis' EPA): the element's last
             # indices computed, as a read of one would be; Quadrants checks no bounds here either.
             runtime = [self.coerce(self.to_expr(v, p), T.i32, p, explicit=True) for v, p in zip(values, parts)]

@@ -27,7 +27,8 @@ def reset_fields() -> None:
         f._data = None
 
 
-def _no_autodiff(owner: str):
+def no_autodiff(owner: str) -> property:
+    """A ``.grad`` / ``.dual`` that says why there is none (hasattr() still answers False)."""
     def refuse(self):
         raise AttributeError(f"{owner}.grad: automatic differentiation (needs_grad=True, qd.ad) is not supported by "
                              "this transpiler (it has no equivalent in the source it writes)")
@@ -38,7 +39,7 @@ def _no_autodiff(owner: str):
 class Field:
     """A dense field of scalars, or of vectors / matrices (``element_shape``)."""
 
-    grad = dual = _no_autodiff("qd.field")
+    grad = dual = no_autodiff("qd.field")
 
     def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None):
         _all_fields.add(self)
@@ -122,7 +123,7 @@ class StructField:
     """A field of structs: one field per member (``x.pos`` is the member's field), read in a
     kernel as ``x[i].pos`` or ``x.pos[i]``."""
 
-    grad = dual = _no_autodiff("qd.field")
+    grad = dual = no_autodiff("qd.field")
 
     def __init__(self, struct_type, shape=None, name: str | None = None):
         from .matrix import MatrixType, StructType

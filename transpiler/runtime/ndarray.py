@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType
+from ..lang.field import no_autodiff
 
 
 class Ndarray:
@@ -33,10 +34,7 @@ class Ndarray:
 
         self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
 
-    @property
-    def grad(self):
-        raise AttributeError("qd.ndarray.grad: automatic differentiation (needs_grad=True, qd.ad) is not supported "
-                             "by this transpiler (it has no equivalent in the source it writes)")
+    grad = dual = no_autodiff("qd.ndarray")
 
     # Met as a Python value in a kernel (an attribute of a data-oriented instance), it is bound
     # like a field: these say how (see frontend/fields.py).
