@@ -246,8 +246,8 @@ def test_field_mistakes_are_located():
     assert info.value.loc.line == uses_unplaced.fn.__code__.co_firstlineno + 3
     with pytest.raises(qd.TranspileError, match=r"index 8 is out of range for dimension 0 of `counts` \(shape \(8,\)\)"):
         qd.translate(out_of_range, "cuda")
-    with pytest.raises(AttributeError, match="sparse and quantized SNodes are not supported"):
-        qd.root.pointer(qd.i, 8)
+    with pytest.raises(AttributeError, match="quantized and hashed SNodes are not supported"):
+        qd.root.quant_array(qd.i, 8, 32)
 
 
 @qd.data_oriented

@@ -266,8 +266,8 @@ def test_print_is_a_located_error_on_metal():
 # ----------------------------------------------------------------------------- what is not there
 
 def test_missing_names_say_why_or_suggest():
-    with pytest.raises(AttributeError, match="qd.root.pointer: sparse and quantized SNodes are not supported"):
-        qd.root.pointer  # noqa: B018
+    with pytest.raises(AttributeError, match="qd.root.hash: quantized and hashed SNodes are not supported"):
+        qd.root.hash  # noqa: B018
     with pytest.raises(AttributeError, match="did you mean qd.sqrt"):
         qd.sqrtt  # noqa: B018
     with pytest.raises(AttributeError, match="did you mean qd.simt.block.sync"):

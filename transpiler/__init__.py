@@ -18,8 +18,9 @@ from .lang.kernel import (  # noqa: F401
     Func, Kernel, RealFunc, Template, func, kernel, real_func, set_launcher, static, template,
 )
 from .lang.kernel import python_scope as _python_scope
-from .lang.field import (  # noqa: F401
-    Backend, Layout, data_oriented, field, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root, tensor,
+from .lang.field import Backend, Layout, data_oriented, field, tensor  # noqa: F401
+from .lang.snode import (  # noqa: F401
+    SNode, deactivate_all_snodes, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
 )
 from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401
@@ -29,6 +30,7 @@ from .lang.ops import (  # noqa: F401
     round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, stream_parallel, svd, tan, tanh, trunc, typeof,
     volatile_load, zero,
 )
+from .lang.ops import activate, append, deactivate, is_active, length, no_activate, rescale_index  # noqa: F401
 from .lang.names import Namespace
 from .lang.perf_dispatch import perf_dispatch  # noqa: F401
 from .lang.simt import _install_block_algorithms, _install_tiles

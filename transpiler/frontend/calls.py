@@ -103,6 +103,10 @@ class CallLowering:
         if isinstance(node.func, ast.Attribute) and node.func.attr == "fill" and len(node.args) == 1 \
                 and not node.keywords and self.fill_vector(node):
             return CT(None)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("append", "length", "deactivate"):
+            listed = self.dynamic_list_method(node)
+            if listed is not None:
+                return listed
         method = self.call_struct_method(node)
         if method is not None:
             return method
@@ -155,6 +159,12 @@ class CallLowering:
                 return CT(shape[0]) if shape else ir.Shape(T.i32, self.loc(node), arg.array, 0)
         if fn is builtins.pow and len(node.args) == 2 and not node.keywords:  # pow(x, 2): x ** 2
             return self.binop("pow", self.expr(node.args[0]), self.expr(node.args[1]), node)
+        if fn in (builtins.all, builtins.any) and len(node.args) == 1 and not node.keywords:
+            v = self.as_matrix(self.expr(node.args[0]), node.args[0])
+            if isinstance(v, MatrixValue):  # all(-0.1 <= x[i] <= 1.1): every component, as .all() does
+                return self.call_method(MethodValue(v, fn.__name__), ast.copy_location(ast.Call(node.func, [], []), node))
+            if isinstance(v, CT) and not isinstance(v.value, (list, tuple)):
+                raise self.error(node.args[0], f"{fn.__name__}() takes a vector or a list of values")
         if fn in (builtins.min, builtins.max, builtins.abs):
             from .intrinsics import call_builtin
 

@@ -16,7 +16,7 @@ from .common import (
     BINOPS, CMPOPS, PY_BINOPS, SYMBOL, UNSUPPORTED_EXPR, adapt_literal, has_side_effects, is_py_scalar,
     nonneg, retype_const, weak_type,
 )
-from .fields import StructArray
+from .fields import StructArray, struct_leaves
 from .scopes import Scope
 from .tiles import deferred_error, is_tile
 from .values import (
@@ -139,6 +139,12 @@ class ExpressionLowering:
             raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
                                    "supported by this transpiler (it has no equivalent in the source it writes)",
                              hint="write the derivative out as a kernel of its own")
+        if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("parent", "snode") and \
+                not (isinstance(base, StructArray) and node.attr in base.members):
+            field = self.field_of(base.array) if isinstance(base, ArrayHandle) else \
+                self.field_of(next(struct_leaves(base)).array)
+            if field is not None:  # a field's place in its SNode tree: a translation-time value
+                return CT(getattr(field, node.attr))
         if isinstance(base, StructArray):
             if node.attr not in base.members:
                 raise self.error(node, f"the struct field has no member `{node.attr}`",
@@ -462,10 +468,14 @@ class ExpressionLowering:
                 raise self.error(node, f"the comparison `{type(op_node).__name__}` is not supported in kernels")
             right = self.expr(right_node)
             if isinstance(left, MatrixValue) or isinstance(right, MatrixValue):
-                if len(node.ops) > 1:
-                    raise self.error(node, "chained comparisons of vectors are not supported",
-                                     hint="compare two at a time and combine with & or |")
-                return self.elementwise(lambda x, y: self.compare(op, x, y, node, right_node), [left, right], node)
+                if isinstance(right, MatrixValue) and right_node is not node.comparators[-1]:
+                    right = self.materialize(right, right_node, "cmp")  # read by the next comparison too
+                part = self.elementwise(lambda x, y: self.compare(op, x, y, node, right_node), [left, right], node)
+                # `lo <= v <= hi`: per component, both comparisons (Quadrants' `all(lo <= v <= hi)`)
+                result = part if result is None else \
+                    self.elementwise(lambda a, b: self.logical("and", a, b, node), [result, part], node)
+                left = right
+                continue
             part = self.compare(op, left, right, node, right_node)
             result = part if result is None else self.logical("and", result, part, node)
             left = right
@@ -639,6 +649,7 @@ class ExpressionLowering:
         if op in ("and", "or", "xor") and elem.is_float:
             raise TranspileError(f"{spelled} on {elem.name}: bitwise atomics need an integer element", loc)
         v = self.coerce(value, elem, node)
+        indices = self.before_write(array, indices, loc)
         if op == "sub":
             op, v = "add", (ir.Unary(elem, loc, "neg", v) if not isinstance(v, ir.Const) else
                             ir.Const(elem, loc, -v.value))

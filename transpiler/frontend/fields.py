@@ -77,6 +77,9 @@ class FieldLowering:
                                           bool_elements=flags is T.bool_), -1, self.loc(node), role="field")
         self.hidden_params.append(p)
         self.field_params[id(field)] = (field, p)
+        snode = getattr(field, "_snode", None)
+        if snode is not None and snode.sparse:
+            self.sparse_fields[pname] = snode
         self.bindings[pname] = field
         return p
 

@@ -618,6 +618,11 @@ def _warp(lo, name, node):
     return ir.WarpOp(result, loc, op, short, args)
 
 
+@handler("is_active", "activate", "deactivate", "append", "length", "rescale_index", "no_activate")
+def _sparse(lo, name, node):
+    return lo.sparse_call(name, node)
+
+
 @handler("atomic_add", "atomic_sub", "atomic_mul", "atomic_min", "atomic_max", "atomic_and",
          "atomic_or", "atomic_xor", "atomic_exchange", "atomic_cas")
 def _atomic(lo, name, node):

@@ -18,6 +18,7 @@ from ..ir import types as T
 from ..ir.evaluate import host_computable
 from ..ir.walk import iter_expr
 from ..lang.matrix import MatrixType
+from ..lang.snode import SNode
 from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
 )
@@ -31,13 +32,15 @@ from .matrices import MatrixLowering
 from .structs import StructLowering
 from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
+from .sparse import SparseLowering
 from .statements import StatementLowering
 from .tiles import TileLowering
 from .top_level_calls import TopLevelCallLowering
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
-                     MatrixLowering, StructLowering, FieldLowering, TileLowering, TopLevelCallLowering):
+                     MatrixLowering, StructLowering, FieldLowering, SparseLowering, TileLowering,
+                     TopLevelCallLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -85,6 +88,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.task_loop_vars: list[ir.Local] = []
         self.init_real_funcs()
         self.init_fields()
+        self.init_sparse()
         self.promoted: dict[int, tuple[ir.Local, KernelVar]] = {}  # id(local) -> it, and the buffer it moved to
 
     # ------------------------------------------------------------------ helpers
@@ -111,6 +115,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         return TranspileError(message, loc, hint)
 
     def emit(self, stmt: ir.Stmt) -> None:
+        if self.sparse_fields and type(stmt) is ir.Store and stmt.array.name in self.sparse_fields:
+            stmt = ir.Store(stmt.loc, stmt.array, self.before_write(stmt.array, stmt.indices, stmt.loc), stmt.value)
         self.block.append(stmt)
 
     def push_scope(self, task_root: bool = False) -> None:
@@ -461,14 +467,17 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
             return
         ranges, grouped = self.loop_ranges(s.iter, parallel=True)
+        guard = self.take_guard()
         self.push_scope(task_root=True)
-        loop_vars, ranges = self.loop_order(s.iter, self.bind_loop_targets(s.target, ranges, grouped), ranges)
+        bound = self.bind_loop_targets(s.target, ranges, grouped)
+        loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
         saved_block, self.block = self.block, []
         self.task_body, self.task_loop_vars, self.rng = self.block, loop_vars, None
         self.in_parallel = True
         self.task_shared = []
         self.parallel_ast, self.current_block_dim = s.body, block_dim
         try:
+            self.struct_for_guard(guard, bound, s)
             for st in s.body:
                 self.stmt(st)
             accumulators, epilogue = self.finish_reductions()
@@ -541,7 +550,14 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             if isinstance(v, StructArray):  # a field of structs: its members share one shape
                 v = next(struct_leaves(v))
             if isinstance(v, ArrayHandle) and isinstance(v.array, ir.Param):
+                f = self.field_of(v.array)
+                if f is not None and f._snode is not None and f._snode.sparse:  # a struct-for: active elements
+                    self.pending_guard = f._snode
                 return self.array_ranges(v.array, it), False
+            if isinstance(v, CT) and isinstance(v.value, SNode) and v.value.shape:  # `for i, j in blk`: its cells
+                self.pending_guard = v.value if v.value.sparse else None
+                loc = self.loc(it)
+                return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, n)) for n in v.value.shape], False
             raise self.error(it, must)
         f = self.expr(it.func)
         fv = f.value if isinstance(f, CT) else None

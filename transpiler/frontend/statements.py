@@ -423,14 +423,16 @@ class StatementLowering:
             return
         # qd.ndrange, an ndarray, qd.grouped: nested serial loops, outermost first.
         ranges, grouped = self.loop_ranges(it)
+        guard = self.take_guard()
         self.push_scope()
         try:
-            loop_vars, ranges = self.loop_order(it, self.bind_loop_targets(s.target, ranges, grouped), ranges)
-            self.nested_ranges(s, list(zip(loop_vars, ranges)))
+            bound = self.bind_loop_targets(s.target, ranges, grouped)
+            loop_vars, ranges = self.loop_order(it, bound, ranges)
+            self.nested_ranges(s, list(zip(loop_vars, ranges)), (guard, bound))
         finally:
             self.pop_scope()
 
-    def nested_ranges(self, s: ast.For, dims) -> None:
+    def nested_ranges(self, s: ast.For, dims, guard: tuple = (None, [])) -> None:
         (var, (begin, end)), rest = dims[0], dims[1:]
         loc = self.loc(s)
         self.push_scope()
@@ -438,8 +440,9 @@ class StatementLowering:
         self.loop_depth += 1
         try:
             if rest:
-                self.nested_ranges(s, rest)
+                self.nested_ranges(s, rest, guard)
             else:
+                self.struct_for_guard(*guard, s)
                 for st in s.body:
                     self.stmt(st)
         finally:

@@ -83,6 +83,7 @@ class StructLowering:
             size = t.n * t.m
             if value is None:
                 return self.make_matrix(t.shape, [CT(0)] * size, node, dtype)
+            value = self.as_matrix(value, node)  # a list or tuple of components: Sphere(color=(r, g, b, a))
             if not isinstance(value, MatrixValue):
                 return self.make_matrix(t.shape, [value] * size, node, dtype)
             if value.shape != t.shape:

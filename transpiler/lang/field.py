@@ -16,6 +16,11 @@ import weakref
 from typing import Any
 
 from ..ir.types import DType, python_type
+from .kernel import comptime
+from .snode import (  # noqa: F401 - qd.root and the axes are the package's, spelled from here too
+    Axes, SNode, activate_all_host, activate_host, active_elements, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl,
+    k, kl, l, root,
+)
 
 
 _all_fields = weakref.WeakSet()  # every field made, for qd.reset()
@@ -51,6 +56,7 @@ class Field:
         self.name = name
         self._shape: tuple[int, ...] | None = None
         self._data = None
+        self._snode: SNode | None = None  # where qd.root...place(x) put it; None: given a shape
         if shape is not None:
             self._place(shape)
 
@@ -88,6 +94,23 @@ class Field:
             self._data = np.zeros(self.shape + self.element_shape, dtype=self.dtype.np_dtype)
         return self._data
 
+    @property
+    def snode(self) -> SNode:
+        """The level the field is placed in (``x.snode.parent()`` is its container)."""
+        return SNode("place", self.parent(), self.parent().extents)
+
+    @comptime
+    def parent(self, n: int = 1) -> SNode | None:
+        """The level holding the field (``qd.append(x.parent(), i, v)``), or the n-th above."""
+        if self._snode is None:  # qd.field(dtype, shape=...): a dense level of its own under qd.root
+            self._snode = root.dense(Axes("ijkl"[:len(self.shape)]), self.shape) if self.shape else root
+        return self._snode.parent(n - 1) if n > 1 else self._snode
+
+    def _active(self):
+        """Which elements a sparse field holds (None: a dense field, all of them)."""
+        snode = self._snode
+        return active_elements(snode) if snode is not None and snode.sparse else None
+
     # Python scope, as Quadrants has it.
     def __getitem__(self, index):
         value = self.storage()[_index(index)]
@@ -95,9 +118,15 @@ class Field:
 
     def __setitem__(self, index, value) -> None:
         self.storage()[_index(index)] = value
+        activate_host(self, index)
 
     def to_numpy(self):
-        return self.storage().copy()
+        """The elements; an inactive one of a sparse field reads 0, as in Quadrants."""
+        out = self.storage().copy()
+        active = self._active()
+        if active is not None:
+            out[~active] = 0
+        return out
 
     def from_numpy(self, array) -> None:
         import numpy as np
@@ -106,9 +135,15 @@ class Field:
         if array.shape != self.storage().shape:
             raise ValueError(f"shape {array.shape} does not match the field's {self.storage().shape}")
         self.storage()[...] = array
+        activate_all_host(self)
 
     def fill(self, value) -> None:
-        self.storage()[...] = value
+        """Every element; of a sparse field, every active one (Quadrants fills with a struct-for)."""
+        active = self._active()
+        if active is None:
+            self.storage()[...] = value
+        else:
+            self.storage()[active] = value
 
     def copy_from(self, other: Field) -> None:
         self.from_numpy(other.storage())
@@ -152,6 +187,14 @@ class StructField:
     @property
     def shape(self) -> tuple[int, ...]:
         return next(iter(self.members.values())).shape
+
+    @comptime
+    def parent(self, n: int = 1):
+        return next(iter(self.members.values())).parent(n)
+
+    @property
+    def snode(self):
+        return next(iter(self.members.values())).snode
 
     def __getattr__(self, name: str):
         members = self.__dict__.get("members", {})
@@ -223,75 +266,6 @@ class Layout:
 
     AOS = "aos"
     SOA = "soa"
-
-
-# ----------------------------------------------------------------------------- qd.root
-
-class Axes:
-    """``qd.i``, ``qd.ij``, ...: which dimensions a ``qd.root.dense`` level spans."""
-
-    def __init__(self, letters: str):
-        self.letters = letters
-
-    def __repr__(self) -> str:
-        return f"qd.{self.letters}"
-
-
-class _DenseLevel:
-    """A chain of ``qd.root.dense`` levels: the extent of each axis is the product of its
-    levels' (``dense(qd.ij, 4).dense(qd.ij, 8)`` is 32 x 32; ``dense(qd.ij, (g, g)).dense(qd.k,
-    n)`` is g x g x n). Fields are stored row-major whatever the blocking: indices, results and
-    ``to_numpy()`` are Quadrants', the memory layout is not."""
-
-    def __init__(self, extents: dict[str, int]):
-        self.extents = extents
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.extents[a] for a in "ijkl" if a in self.extents)
-
-    def dense(self, axes: Axes, shape) -> "_DenseLevel":
-        extents = dict(self.extents)
-        for axis, n in _axis_extents(axes, shape).items():
-            extents[axis] = extents.get(axis, 1) * n
-        return _DenseLevel(extents)
-
-    def place(self, *fields, **_options):
-        for f in fields:
-            f._place(self.shape)
-        return self
-
-
-def _axis_extents(axes: Axes, shape) -> dict[str, int]:
-    shape = (shape,) * len(axes.letters) if isinstance(shape, int) and isinstance(axes, Axes) else shape
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if not isinstance(axes, Axes) or len(axes.letters) != len(shape):
-        raise ValueError(f"qd.root.dense({axes!r}, {shape!r}): one extent per axis")
-    return dict(zip(axes.letters, shape))
-
-
-class _Root:
-    """``qd.root``: dense placement only (pointer, bitmasked, dynamic and quantized SNodes have no
-    equivalent in the source this package writes)."""
-
-    def dense(self, axes: Axes, shape) -> _DenseLevel:
-        return _DenseLevel({}).dense(axes, shape)
-
-    def place(self, *fields, **_options):
-        """``qd.root.place(x)``: 0-d fields (``x[None]``)."""
-        return _DenseLevel({}).place(*fields)
-
-    def __getattr__(self, name: str):
-        if name in ("pointer", "bitmasked", "dynamic", "bit_struct", "quant_array", "hash"):
-            raise AttributeError(f"qd.root.{name}: sparse and quantized SNodes are not supported by this "
-                                 "transpiler; use a dense field (qd.field(dtype, shape=...))")
-        raise AttributeError(f"qd.root has no `{name}`")
-
-
-root = _Root()
-i, j, k, l = Axes("i"), Axes("j"), Axes("k"), Axes("l")  # noqa: E741 - Quadrants' names
-ij, ik, il, jk, jl, kl = Axes("ij"), Axes("ik"), Axes("il"), Axes("jk"), Axes("jl"), Axes("kl")
-ijk, ijl, ikl, jkl, ijkl = Axes("ijk"), Axes("ijl"), Axes("ikl"), Axes("jkl"), Axes("ijkl")
 
 
 # ----------------------------------------------------------------------------- data-oriented classes

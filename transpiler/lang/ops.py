@@ -171,3 +171,42 @@ def _host_rsqrt(x):
 
 
 python_scope.update({name: _host(np_name) for name, np_name in _NUMPY_NAMES.items()}, rsqrt=_host_rsqrt)
+
+
+# ----------------------------------------------------------------------------- sparse SNodes (lang/snode.py)
+
+@builtin("is_active")
+def is_active(node, indices):
+    """1 when cell ``indices`` of a pointer or bitmasked SNode is active, else 0."""
+
+
+@builtin("activate")
+def activate(node, indices):
+    """Activate cell ``indices`` of a pointer or bitmasked SNode (and the cells above it)."""
+
+
+@builtin("deactivate")
+def deactivate(node, indices):
+    """Deactivate a cell of a pointer, bitmasked or dynamic SNode; a pointer's or a dynamic
+    list's contents are zero-filled, as Quadrants recycles them."""
+
+
+@builtin("append")
+def append(node, indices, val):
+    """Append ``val`` to the dynamic SNode's list at ``indices``; the index it went to."""
+
+
+@builtin("length")
+def length(node, indices):
+    """The length of the dynamic SNode's list at ``indices``."""
+
+
+@builtin("rescale_index")
+def rescale_index(a, b, I):  # noqa: E741 - Quadrants' name
+    """Index ``I`` of field or SNode ``a`` as an index of SNode ``b``."""
+
+
+@builtin("no_activate")
+def no_activate(*fields):
+    """A promise that this kernel writes only active cells of ``fields`` (accepted: writes
+    here activate all the same)."""
