@@ -93,7 +93,42 @@ def block_fence_publication(data: vec, flag: ivec):
         qd.atomic_exchange(flag[i], 1)
 
 
+@qd.kernel
+def sync_under_unaligned_tiles(a: vec, n: ivec, tiles: qd.i32):
+    qd.loop_config(block_dim=32)
+    for i in range(tiles * 32 + 1):                 # not a multiple of the block: a block straddles two tiles
+        if n[i // 32] > 0:
+            block.sync()  # hazard: divergent-block
+        a[i] = 0.0
+
+
+@qd.kernel
+def sync_under_half_tiles(a: vec, n: ivec, tiles: qd.i32):
+    qd.loop_config(block_dim=32)
+    for i in range(tiles * 32):
+        if n[i // 16] > 0:                          # 16 does not cover a block
+            block.sync()  # hazard: divergent-block
+        a[i] = 0.0
+
+
 # ----------------------------------------------------------------------------- clean
+
+@qd.kernel
+def clean_block_tiles(a: vec, n: ivec, tiles: qd.i32, rows: qd.i32):
+    qd.loop_config(block_dim=32)
+    for i in range(rows * tiles * 32):              # one block per tile, as Genesis' tiled kernels
+        tid = i % 32
+        t = (i // 32) % tiles
+        r = i // (32 * tiles)
+        sh = block.SharedArray((32,), qd.f32)
+        k = 0
+        while k < n[t] + r:                         # the same trip count in the whole block
+            sh[tid] = a[i] + k
+            block.sync()
+            a[i] = sh[31 - tid]
+            block.sync()
+            k += 1
+
 
 @qd.kernel
 def clean_uniform_branches(a: vec, n: qd.i32):

@@ -33,7 +33,7 @@ ERRORS = [k for k in vars(MODULE).values() if isinstance(k, qd.Kernel)
           and any(m.group(2).startswith("divergent") for _, m in marked(k))]
 WARNINGS = [k for k in vars(MODULE).values() if isinstance(k, qd.Kernel)
             and any(not m.group(2).startswith("divergent") for _, m in marked(k))]
-CLEAN = [MODULE.clean_uniform_branches, MODULE.clean_volatile_spin, MODULE.silenced_spin]
+CLEAN = [MODULE.clean_uniform_branches, MODULE.clean_volatile_spin, MODULE.silenced_spin, MODULE.clean_block_tiles]
 
 
 @pytest.mark.parametrize("kernel", ERRORS, ids=[k.__name__ for k in ERRORS])
@@ -110,3 +110,19 @@ def test_calling_a_kernel_checks_hazards_before_running(executor):
 
     with pytest.raises(qd.TranspileError, match="reached only by some threads of the block"):
         MODULE.sync_in_thread_branch(np.zeros(64, np.float32))
+
+
+def test_block_aligned_tiles_sync_under_their_own_condition(executor, rng):
+    """`i // 32` with block_dim=32 over a multiple of 32 is one value per block: the barriers
+    under a loop whose trip count depends on it are reached by every thread of the block."""
+    import numpy as np
+
+    tiles, rows = 3, 2
+    a = rng.standard_normal(rows * tiles * 32).astype(np.float32)
+    n = rng.integers(0, 4, tiles).astype(np.int32)
+    want = a.reshape(rows * tiles, 32).copy()
+    for b in range(rows * tiles):
+        for k in range(int(n[b % tiles]) + b // tiles):
+            want[b] = want[b][::-1] + np.float32(k)
+    MODULE.clean_block_tiles(a, n, tiles, rows)
+    np.testing.assert_array_equal(a, want.reshape(-1))

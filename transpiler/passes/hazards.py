@@ -1,7 +1,8 @@
 """SIMT hazards found before anything runs, from a uniformity analysis of the typed IR.
 
 Every value gets a level: UNIFORM (the same in every thread of a block: parameters,
-shapes, constants, block-wide votes, loads from uniform addresses), SUBGROUP (the same in
+shapes, constants, block-wide votes, loads from uniform addresses, ``i // k`` of a 1-d loop
+index from 0 over a multiple of the block size, k a multiple of it), SUBGROUP (the same in
 every lane of a subgroup: subgroup reductions, ballots, broadcasts) or THREAD (differs
 per thread: thread and lane indices, the loop index, atomics' old values, volatile loads,
 loads from thread-dependent addresses). Locals take the join of everything assigned to
@@ -79,6 +80,16 @@ class _Levels:
                 self.defs.setdefault(id(st.var), []).append(st.value)
         for var in task.loop_vars:
             self.locals[id(var)] = THREAD
+        # A 1-d loop from 0 over a multiple of the block size gives each block, in each round of
+        # the grid-stride loop, block_dim consecutive indices starting at a multiple of it: then
+        # `i // k` (k a multiple of block_dim) is the same in the whole block (Genesis' tiled
+        # kernels: `i_b = i // BLOCK_DIM` with loop_config(block_dim=BLOCK_DIM)).
+        self.block_var = None
+        if task.kind == "parallel" and len(task.loop_vars) == 1:
+            begin, end = task.ranges[0]
+            if isinstance(begin, ir.Const) and begin.value % task.block_dim == 0 and \
+                    self.multiple_of(end, task.block_dim):
+                self.block_var = task.loop_vars[0]
         changed = True
         while changed:
             changed = False
@@ -158,6 +169,8 @@ class _Levels:
                 stack += n.indices
             elif isinstance(n, ir.BinOp) and self.subgroup_index(n):
                 level = max(level, SUBGROUP)
+            elif isinstance(n, ir.BinOp) and self.block_var is not None and self.block_index(n):
+                stack.append(n.b)  # uniform, as long as the divisor is
             else:
                 stack += children(n)
         return level, tuple(reads)
@@ -173,6 +186,38 @@ class _Levels:
         else:
             return False
         return k > 0 and k % self.subgroup_size == 0 and self.is_thread_index(e.a)
+
+    def block_index(self, e: ir.BinOp) -> bool:
+        """``i // k`` (or ``i >> s``) of the block-aligned loop variable, k a multiple of the
+        block size."""
+        if e.op in ("truncdiv", "floordiv"):
+            if not self.multiple_of(e.b, self.task.block_dim):
+                return False
+        elif not (e.op == "rshift" and isinstance(e.b, ir.Const) and 0 <= e.b.value < 31 and
+                  (1 << e.b.value) % self.task.block_dim == 0):
+            return False
+        a = e.a.a if isinstance(e.a, ir.Cast) else e.a
+        while isinstance(a, ir.LocalRef) and a.var is not self.block_var:
+            defs = self.defs.get(id(a.var), [])
+            if len(defs) != 1 or defs[0] is None:
+                return False
+            a = defs[0].a if isinstance(defs[0], ir.Cast) else defs[0]
+        return isinstance(a, ir.LocalRef)
+
+    def multiple_of(self, e: ir.Expr, k: int, depth: int = 0) -> bool:
+        """Whether ``e`` is, as written, a nonzero constant multiple of ``k`` times other factors."""
+        if depth > 8:
+            return False
+        if isinstance(e, ir.Const):
+            return isinstance(e.value, int) and not isinstance(e.value, bool) and e.value and e.value % k == 0
+        if isinstance(e, ir.Cast):
+            return self.multiple_of(e.a, k, depth + 1)
+        if isinstance(e, ir.BinOp) and e.op == "mul":
+            return self.multiple_of(e.a, k, depth + 1) or self.multiple_of(e.b, k, depth + 1)
+        if isinstance(e, ir.LocalRef):
+            defs = self.defs.get(id(e.var), [])
+            return len(defs) == 1 and defs[0] is not None and self.multiple_of(defs[0], k, depth + 1)
+        return False
 
     def is_thread_index(self, e: ir.Expr) -> bool:
         if isinstance(e, ir.ThreadIndex):
@@ -267,6 +312,11 @@ class _Checker:
             # A location the loop body itself writes is not waited on (a serial task counting
             # up a kernel-scope variable): only another thread's store could end that wait.
             written = {id(s.array) for s in all_stmts(st.body) if isinstance(s, ir.Store)}
+            # A condition on a local the body steps (`while k < n[t]: ...; k += 1`) counts; it
+            # does not wait for another thread.
+            stepped = {id(s.var) for s in all_stmts(st.body) if isinstance(s, ir.Assign)}
+            if any(isinstance(e, ir.LocalRef) and id(e.var) in stepped for e in iter_expr(st.cond)):
+                continue
             plain = [e for e in iter_expr(st.cond) if isinstance(e, ir.Load) and id(e.array) not in written]
             ordered = any(isinstance(e, (ir.VolatileLoad, ir.Atomic)) for e in iter_expr(st.cond))
             body_orders = any(isinstance(s, (ir.Fence, ir.Barrier)) or any(

@@ -166,6 +166,20 @@ FIELD_NOTES = (
     "would be one copy per module, not one per field; as a parameter, every kernel of a Python module "
     "binds the same buffer by name (the manifest's `fields`, the header's `fields` table), the Python "
     "runtimes keep it across calls, and the four targets bind it the same way.",
+    "Sparse levels (`qd.root.pointer`, `.bitmasked`, `.dynamic`) are emulated on dense storage, the "
+    "same way on every target, so nothing in the text depends on a runtime allocator: a field under "
+    "them holds a value per element, as a dense one does; each pointer or bitmasked level adds a "
+    "field of its own, an `i32` per cell (`x_active`, shaped as the level), and each dynamic level an "
+    "`i32` length per list (`x_length`, shaped as its parent). A write `x[i, j] = v` (or an atomic on "
+    "it) is preceded by `x_active[(i >> 3) * 8 + (j >> 3)] = 1;`, a plain store: threads that race "
+    "store the same value (a dynamic list's length is raised with an atomic max). A struct-for over "
+    "the field starts with `if (!(x_active[...] != 0)) continue;`, and writes to `x[i, j]` inside it "
+    "skip the store, since the cell is active already. `qd.deactivate` clears the mask and, for a "
+    "pointer cell or a dynamic list, zero-fills what it holds with a loop over the cell's elements "
+    "(Quadrants hands recycled memory back zeroed; a bitmasked cell keeps its data, as there). "
+    "`qd.append` is an `atomicAdd` on the length, and a store when the slot is below the capacity. "
+    "The cost is the dense field's memory plus a mask per cell, and one extra store per write outside "
+    "a struct-for.",
 )
 
 
