@@ -393,6 +393,41 @@ def test_a_template_flag_at_the_top_level_keeps_its_loops_parallel(executor, rng
     assert [(e["kind"], e["block_dim"]) for e in entries] == [("parallel", 32)]
 
 
+# A BVH walk, as Genesis' raycaster hands LBVH.nodes (a field of structs) to bvh_ray_cast.
+BvhNode = qd.types.struct(left=qd.i32, right=qd.i32, weight=qd.f32)
+bvh_nodes = BvhNode.field(shape=(15,))
+
+
+@qd.func
+def leftmost_weight(nodes: qd.template(), start):
+    k = start
+    while nodes[k].left >= 0:
+        k = nodes[k].left
+    return nodes[k].weight
+
+
+@qd.kernel
+def walk_tree(nodes: qd.template(), out: F1):
+    for i in range(out.shape[0]):
+        out[i] = leftmost_weight(nodes, i) + nodes[i].weight
+
+
+def test_a_field_of_structs_passed_on_to_a_func_template(executor, rng):
+    left = np.array([2 * k + 1 if 2 * k + 1 < 15 else -1 for k in range(15)], np.int32)
+    weight = rng.random(15).astype(np.float32)
+    bvh_nodes.from_numpy({"left": left, "right": np.where(left >= 0, left + 1, -1).astype(np.int32),
+                          "weight": weight})
+    out = np.zeros(7, np.float32)
+    walk_tree(bvh_nodes, out)
+    want = []
+    for i in range(7):
+        k = i
+        while left[k] >= 0:
+            k = left[k]
+        want.append(weight[k] + weight[i])
+    np.testing.assert_allclose(out, np.array(want, np.float32), rtol=1e-6)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
@@ -404,3 +439,6 @@ def test_genesis_style_kernels_compile(target):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
+    tr = qd.translate(walk_tree, target, template_args={"nodes": bvh_nodes}, warn=False)
+    for verdict in check_sources(target, tr.sources, tr.manifest):
+        assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

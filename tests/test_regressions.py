@@ -560,7 +560,7 @@ def test_lavapipe_fences_and_spin_waits_in_glsl():
     text = lava.sources[scan]
     assert "    memoryBarrier();" not in text and text.count("atomicExchange(qd_fence, 0u);") == 4 + 64
     assert "shared uint qd_fence;" in text
-    spin = text[text.index("while (k >= 0) {"):]
+    spin = text[text.index("for (bool qd_go = k >= 0; qd_go; qd_go = k >= 0) {"):]
     assert spin.splitlines()[1].strip() == "qd_pause();"
     assert text.count("barrier();") == plain.sources[scan].count("barrier();")  # block.sync() stays
     sizes = [[e["shared_bytes"] for e in t.manifest["entry_points"]] for t in (plain, lava)]
@@ -962,3 +962,50 @@ def test_a_zero_float_remainder_takes_the_divisors_sign(executor, rng):
     assert zero.sum() > 50
     np.testing.assert_array_equal(np.signbit(y[zero, 0]), np.signbit(want[zero]))
     np.testing.assert_allclose(y[:, 1], np.arctan2(want, np.float32(-5.0)), rtol=1e-5)
+
+
+@qd.kernel
+def pointer_chase(parent: qd.types.ndarray(qd.i32, ndim=1), weight: qd.types.ndarray(qd.f32, ndim=1),
+                  out: qd.types.ndarray(qd.f32, ndim=2)):
+    for i in range(out.shape[0]):
+        k = i
+        while parent[k] >= 0:                 # a tree walk: the exit tests what this iteration loaded
+            k = parent[k]
+        out[i, 0] = weight[k] + weight[i]
+        r = i
+        while True:                           # union-find's root, with an explicit break
+            p = parent[r]
+            if p < 0:
+                break
+            r = p
+        out[i, 1] = weight[r] * 2.0
+        hops = 0
+        for step in range(64):
+            if parent[hops] < 0 or step == i:
+                break
+            hops = parent[hops]
+        out[i, 2] = weight[hops]
+
+
+def test_a_load_after_a_loop_left_on_a_loaded_value(executor, rng):
+    """lavapipe (Mesa 22.3) read 0 from `weight[k]` after `while parent[k] >= 0: k = parent[k]`
+    in every lane but the last to leave the loop; its loops now leave on a flag."""
+    n = 40
+    parent = np.array([-1] + [int(rng.integers(0, k)) for k in range(1, n)], np.int32)
+    weight = rng.random(n).astype(np.float32) + 1.0
+    out = np.zeros((n, 3), np.float32)
+    pointer_chase(parent, weight, out)
+    want = np.zeros((n, 3), np.float32)
+    for i in range(n):
+        k = i
+        while parent[k] >= 0:
+            k = parent[k]
+        want[i, 0] = weight[k] + weight[i]
+        want[i, 1] = weight[k] * np.float32(2)
+        hops = 0
+        for step in range(64):
+            if parent[hops] < 0 or step == i:
+                break
+            hops = parent[hops]
+        want[i, 2] = weight[hops]
+    np.testing.assert_array_equal(out, want)

@@ -578,6 +578,32 @@ def test_transpiler_submodules_import_as_quadrants_ones():
     assert tm is qd.math and tt is qd.types and cmul is qd.math.cmul and vec3 is qd.math.vec3
 
 
+@qd.kernel
+def produce(src: qd.types.ndarray(dtype=qd.f32, ndim=1), dst: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(src.shape[0]):
+        dst[i] = src[i] * 3.0
+
+
+def test_streams_and_events_as_the_docs_use_them(executor, rng):
+    a = rng.standard_normal(64).astype(np.float32)
+    b, c = np.zeros_like(a), np.zeros_like(a)
+    with qd.create_stream() as s2:
+        s1 = qd.create_stream()
+        produce(a, b, qd_stream=s1)
+        e = qd.create_event()
+        e.record(s1)
+        e.wait(qd_stream=s2)
+        produce(b, c, qd_stream=s2)       # reads what the first stream wrote: ordered by the event
+        s2.synchronize()
+        e.destroy()
+        s1.destroy()
+    np.testing.assert_array_equal(c, a * np.float32(3) * np.float32(3))
+    with pytest.raises(RuntimeError, match="was destroyed"):
+        produce(a, b, qd_stream=s1)
+    with pytest.raises(TypeError, match="qd_stream= takes a stream made by qd.create_stream"):
+        produce(a, b, qd_stream=3)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)

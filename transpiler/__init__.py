@@ -33,6 +33,7 @@ from .lang.ops import (  # noqa: F401
 from .lang.ops import activate, append, deactivate, is_active, length, no_activate, rescale_index  # noqa: F401
 from .lang.names import Namespace
 from .lang.perf_dispatch import perf_dispatch  # noqa: F401
+from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
 from .lang.simt import _install_block_algorithms, _install_tiles
 
 _install_block_algorithms()

@@ -19,6 +19,7 @@ from .common import (
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
 from .tiles import is_tile
+from .fields import StructArray
 from .values import (
     CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
     bound_method,
@@ -319,6 +320,9 @@ class CallLowering:
                     continue
                 if isinstance(value, TupleValue):  # `f(a, [i, j])`: an index list, each item computed once
                     callee_root.names[pname] = self.freeze_sequence(pname, value, call_site)
+                    continue
+                if isinstance(value, StructArray):  # a field of structs, as a template argument: by reference
+                    callee_root.names[pname] = value
                     continue
                 if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
                         not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):

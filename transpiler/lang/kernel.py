@@ -70,6 +70,10 @@ class Kernel(_Decorated):
             return None
         if _launcher is None:
             raise RuntimeError(f"{self.__name__}: no runtime is installed to run kernels")
+        if kwargs:
+            from .stream import take_stream
+
+            kwargs = take_stream(kwargs)
         return _launcher(self, args, kwargs)
 
     def __get__(self, instance, owner=None):

@@ -23,10 +23,10 @@ _UNSUPPORTED = {name: why for why, names in _LATER.items() for name in names.spl
 _NO_EQUIVALENT = set("""
     ad autodiff graph graph_do_while graph_parallel graph_parallel_context sparse mesh_local
     mesh_patch_idx Mesh MeshInstance linalg checkpoint
-    stop_grad activate deactivate deactivate_all_snodes is_active append no_activate
-    interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz create_event
-    create_stream Stream Event BufferView pyfunc python pure dump_compile_config
-    set_logging_level is_logging_effective get_addr assume_in_range rescale_index bit_shr
+    stop_grad
+    interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz
+    BufferView pyfunc python pure dump_compile_config
+    set_logging_level is_logging_effective get_addr assume_in_range bit_shr
     static_print frexp wrap ref axes Format DeviceCapability quant BufferViewType is_tensor
 """.split())
 

@@ -395,6 +395,16 @@ def _polls(e: ir.Expr) -> bool:
         isinstance(e.value, ir.Const) and e.value.value == 0
 
 
+def _breaks(stmts: list[ir.Stmt]) -> bool:
+    """Whether a loop body breaks out of that loop (not of a loop inside it)."""
+    for st in stmts:
+        if isinstance(st, ir.Break):
+            return True
+        if isinstance(st, ir.If) and (_breaks(st.then) or _breaks(st.orelse)):
+            return True
+    return False
+
+
 def _has_atomic(e: ir.Expr) -> bool:
     return any(isinstance(n, ir.Atomic) for n in iter_expr(e))
 
@@ -417,6 +427,7 @@ class GlslRenderer(Renderer):
         # shared memory as another type, so they hold the bits (uint) and every access converts.
         self.bits_shared: set[int] = set()
         self.fence_word = False  # lavapipe: fences (and spin-wait pauses) are atomics on FENCE_WORD
+        self.break_flags: list[str | None] = []  # lavapipe: per enclosing loop, the flag its breaks set
 
     def expr_BinOp(self, e: ir.BinOp):
         wide = _wide(e.type)
@@ -557,24 +568,73 @@ class GlslRenderer(Renderer):
             return
         super().stmt_Fence(st, depth)
 
+    # lavapipe (Mesa 22.3) computed wrong results after a loop that a lane leaves through a
+    # break (or a while condition) tested on a value the same iteration loaded: in
+    # `while (left[k] >= 0) { k = left[k]; }` every lane found the right k, yet a load of
+    # `weight[k]` after the loop read 0 in each lane but the last to leave (Quadrants' SPIR-V
+    # does not meet it; its loops test a flag). So for lavapipe a loop leaves only through its
+    # own condition, tested on a flag set in the iteration before: a break sets the loop's
+    # flag and continues, a while loop is `for (bool go = cond; go; go = !brk && cond)`.
+    def loop_break_flag(self, st: ir.For | ir.While, depth: int) -> str | None:
+        if not self.ctx.options.lavapipe or not _breaks(st.body):
+            return None
+        flag = self.flag_name("qd_break")
+        self.put(depth, f"bool {flag} = false;", None)
+        return flag
+
+    def flag_name(self, base: str) -> str:
+        """A name of the renderer's own (user names never start with qd_), unique in scope."""
+        name, k = base, 1
+        while self.taken(name):
+            name, k = f"{base}{k}", k + 1
+        self.scopes[-1].add(name)
+        return name
+
+    def loop_condition(self, cond: str) -> str:
+        flag = self.break_flags[-1] if self.break_flags else None
+        return cond if flag is None else f"!{flag} && ({cond})"
+
+    def stmt_For(self, st: ir.For, depth: int) -> None:
+        self.break_flags.append(self.loop_break_flag(st, depth))
+        try:
+            super().stmt_For(st, depth)
+        finally:
+            self.break_flags.pop()
+
+    def stmt_Break(self, st: ir.Break, depth: int) -> None:
+        flag = self.break_flags[-1] if self.break_flags else None
+        if flag is None:
+            super().stmt_Break(st, depth)
+            return
+        self.put(depth, f"{flag} = true;", st.loc)
+        self.put(depth, "continue;", None)
+
     def stmt_While(self, st: ir.While, depth: int) -> None:
-        if not self.ctx.options.lavapipe or not any(
-                _polls(e) for e in (*iter_expr(st.cond), *all_exprs(st.body))):
+        if not self.ctx.options.lavapipe:
             super().stmt_While(st, depth)
             return
-        # A spin-wait: a loop that polls memory other threads write. llvmpipe ends a shader
-        # invocation's loops after 65535 iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS),
-        # silently; at full speed that is a wait of about a millisecond, shorter than a time
-        # slice of the thread that runs the awaited workgroup. And it ignores `volatile`: LLVM
-        # hoists a volatile load out of a loop with no other memory access, which then never
-        # sees the store it waits for. Each iteration first pauses (64 atomics, about half a
-        # microsecond, after which no load can be hoisted), so a wait may last tens of
-        # milliseconds before the driver cuts it short.
-        self.fence_word = True
-        self.put(depth, f"while ({self.text(st.cond)}) {{", st.loc)
-        self.put(depth + 1, f"{self.helper('pause', T.u32, word=FENCE_WORD)}();", None)
-        self.block(st.body, depth + 1)
-        self.put(depth, "}", None)
+        flag = self.loop_break_flag(st, depth)
+        self.break_flags.append(flag)
+        try:
+            go = self.flag_name("qd_go")
+            cond = self.text(st.cond)
+            again = cond if flag is None else f"!{flag} && ({cond})"
+            self.put(depth, f"for (bool {go} = {cond}; {go}; {go} = {again}) {{", st.loc)
+            if any(_polls(e) for e in (*iter_expr(st.cond), *all_exprs(st.body))):
+                # A spin-wait: a loop that polls memory other threads write. llvmpipe ends a shader
+                # invocation's loops after 65535 iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS),
+                # silently; at full speed that is a wait of about a millisecond, shorter than a time
+                # slice of the thread that runs the awaited workgroup. And it ignores `volatile`: LLVM
+                # hoists a volatile load out of a loop with no other memory access, which then never
+                # sees the store it waits for. Each iteration first pauses (64 atomics, about half a
+                # microsecond, after which no load can be hoisted), so a wait may last tens of
+                # milliseconds before the driver cuts it short.
+                self.fence_word = True
+                self.put(depth + 1, f"{self.helper('pause', T.u32, word=FENCE_WORD)}();", None)
+            self.block(st.body, depth + 1)
+            self.put(depth, "}", None)
+        finally:
+            self.break_flags.pop()
 
 
 # ----------------------------------------------------------------------------- resource layout

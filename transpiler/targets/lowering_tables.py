@@ -199,11 +199,16 @@ ARITHMETIC_NOTES = (
     "(`uint16_t(uint32_t(a) * uint32_t(b))`, `int32_t(uint32_t(x) << 5)`; a fuzz run on an H100 found "
     "these). The CPU emulator compiles with clang++-19 where it exists: its UBSan sees the `int` overflow "
     "of `u16 * u16`, which g++ hides by narrowing the product first.",
-    "Two vendor-compiler bugs are worked around in the text. lavapipe (Mesa 22.3) compared `int64_t(x)` "
+    "Three vendor-compiler bugs are worked around in the text. lavapipe (Mesa 22.3) compared `int64_t(x)` "
     "of an `int` with a constant as if `x` were huge, so GLSL widens a signed 32-bit value to 64 bits as "
     "its two words (`qd_widen`: `packInt2x32(ivec2(x, x >> 31))`). ptxas 12.9 takes the result of "
     "`neg.s16` as still sign-extended, so `-(-32768)` read back as `+32768` in a later shift, compare or "
-    "widening; CUDA negates `i16` in 32 bits through `qd_neg` (one `neg.s32` in inline PTX).",
+    "widening; CUDA negates `i16` in 32 bits through `qd_neg` (one `neg.s32` in inline PTX). And the "
+    "GLSL that the Python runtime compiles for lavapipe (the `lavapipe` option; what `emit` writes is "
+    "unchanged) leaves loops only through their condition, on a flag: Mesa 22.3 read 0 from "
+    "`weight[k]` after `while (parent[k] >= 0) k = parent[k];` in every lane but the last to leave, "
+    "so a `break` sets the loop's flag and continues, and a `while` is "
+    "`for (bool qd_go = cond; qd_go; qd_go = !qd_break && (cond))`.",
     "Floats: `a * b + c` is not fused into an fma unless `fast_math` is asked for: GLSL marks values "
     "`precise`, CUDA's manifest lists `--fmad=false` among its NVRTC options and HIP's "
     "`-ffp-contract=off`, Metal's says `fast_math: false`; so every target rounds as NumPy does.",

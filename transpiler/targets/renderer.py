@@ -482,11 +482,16 @@ class Renderer:
                 far, m = self.text(st.stop, PREC_MUL), self.dialect.literal(skip, st.var.type)
                 inc = (f"{name} = {name} - {far} > {m} ? {name} - {m} : {stop}" if st.step_sign < 0 else
                        f"{name} = {far} - {name} > {m} ? {name} + {m} : {stop}")
+            cond = self.loop_condition(cond)
             self.put(depth, f"for ({t} {name} = {start}; {cond}; {inc}) {{", st.loc)
             self.block(st.body, depth + 1)
         finally:
             self.scopes.pop()
         self.put(depth, "}", None)
+
+    def loop_condition(self, cond: str) -> str:
+        """A for loop's condition as written (a dialect may add to it)."""
+        return cond
 
     def stmt_While(self, st: ir.While, depth: int) -> None:
         self.put(depth, f"while ({self.text(st.cond)}) {{", st.loc)
