@@ -14,6 +14,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import transpiler as qd
@@ -403,3 +404,61 @@ def test_the_header_reads_the_value_a_kernel_returns(tmp_path, target):
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[:3000]
     assert subprocess.run([str(exe)]).returncode == 0
+
+
+@needs_gxx
+@pytest.mark.parametrize("target", ["cuda", "glsl"])
+def test_run_entries_repeats_each_graph_do_while_loop_as_the_python_runtime_does(tmp_path, target):
+    """The header's run_entries() against the Python runtime's schedule, for nested loops:
+    the C++ side launches through a callback that plays the serial tasks' flag updates."""
+    from conftest import KERNELS, load_module
+
+    from transpiler.runtime import plan_launches, run_with_loops
+
+    relax = load_module(KERNELS / "multitask.py").relax
+    tr = qd.translate(relax, target)
+    assert [(loop["first"], loop["stop"], loop["flag"], loop["parent"]) for loop in tr.manifest["loops"]] == \
+        [(1, 5, "sweeps", None), (2, 4, "passes", 0)]
+    # Python: the tasks each run launches, the flags updated as the serial tasks do.
+    values = {"x": np.zeros(8, np.float32), "sweeps": np.array(3, np.int32), "passes": np.array(0, np.int32)}
+    effects = {1: ("passes", "=", 2), 3: ("passes", "-", 1), 4: ("sweeps", "-", 1)}
+    order = []
+
+    class Recorder:
+        def run(self, program, kir, vals, launches):
+            for launch in launches:
+                k = kir.tasks.index(launch.task)
+                order.append(k)
+                if k in effects:
+                    name, op, v = effects[k]
+                    vals[name][()] = v if op == "=" else vals[name] - v
+
+    run_with_loops(Recorder(), None, tr.ir, values, plan_launches(tr.ir, values))
+    assert order == [0] + [1, 2, 3, 2, 3, 4] * 3
+    # C++: the same effects, through run_entries().
+    (tmp_path / "k.h").write_text(render_header(tr))
+    ns = f"qd::relax::{target}"
+    (tmp_path / "use.cpp").write_text(
+        '#include "k.h"\n#include <cstdio>\n#include <cstring>\n'
+        "int main() {\n"
+        f"    std::int32_t flag[{ns}::num_buffers] = {{}};\n"
+        f"    std::size_t sweeps = 0, passes = 0;\n"
+        f"    for (std::size_t b = 0; b < {ns}::num_buffers; ++b) {{\n"
+        f'        if (std::strcmp({ns}::buffers[b].name, "sweeps") == 0) sweeps = b;\n'
+        f'        if (std::strcmp({ns}::buffers[b].name, "passes") == 0) passes = b;\n'
+        "    }\n"
+        "    flag[sweeps] = 3;\n"
+        f"    return {ns}::run_entries([&](std::size_t k) {{\n"
+        '        std::printf("%zu ", k);\n'
+        "        if (k == 1) flag[passes] = 2;\n"
+        "        if (k == 3) flag[passes] -= 1;\n"
+        "        if (k == 4) flag[sweeps] -= 1;\n"
+        "        return 0;\n"
+        "    }, [&](std::size_t buffer, std::int32_t& value) { value = flag[buffer]; return 0; });\n"
+        "}\n")
+    exe = tmp_path / "use"
+    r = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-o", str(exe), "use.cpp"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[:3000]
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0 and [int(k) for k in run.stdout.split()] == order

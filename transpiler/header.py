@@ -180,8 +180,16 @@ def common_context(sources: dict[str, str], manifest: dict, language: str) -> di
         "requirements": manifest["requirements"], "subgroup_size": manifest["subgroup_size"],
         "result": result_context(manifest, params),
         "module_fields": fields_context(manifest, params),
+        "loops": loops_context(manifest, params),
         "cstr": c_string, "strings": string_array,
     }
+
+
+def loops_context(manifest: dict, params: list[dict]) -> list[dict]:
+    """The qd.graph.do_while loops: entry range, the flag's buffer index, the enclosing loop."""
+    arrays = [p["name"] for p in params if p["kind"] == "ndarray"]
+    return [{"first": loop["first"], "stop": loop["stop"], "buffer": arrays.index(loop["flag"]), "flag": loop["flag"],
+             "parent": -1 if loop["parent"] is None else loop["parent"]} for loop in manifest.get("loops", [])]
 
 
 def fields_context(manifest: dict, params: list[dict]) -> list[dict]:

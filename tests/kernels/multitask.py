@@ -15,3 +15,17 @@ def normalize(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.ndarray
         y[i] = x[i] / total[0]
     for i in range(half_n):
         y[i] = -x[i]
+
+
+@qd.kernel(graph=True)
+def relax(x: qd.types.ndarray(dtype=qd.f32, ndim=1), sweeps: qd.types.ndarray(dtype=qd.i32, ndim=0),
+          passes: qd.types.ndarray(dtype=qd.i32, ndim=0)):
+    for i in range(x.shape[0]):                    # once
+        x[i] = x[i] * 0.5
+    while qd.graph.do_while(sweeps):               # the tasks below again while sweeps[()] != 0
+        passes[()] = 2
+        while qd.graph.do_while(passes):
+            for i in range(1, x.shape[0] - 1):
+                x[i] = x[i] * 0.75 + 1.0
+            passes[()] = passes[()] - 1
+        sweeps[()] = sweeps[()] - 1

@@ -618,6 +618,13 @@ def _warp(lo, name, node):
     return ir.WarpOp(result, loc, op, short, args)
 
 
+@handler("graph.do_while", "graph_do_while")
+def _graph_do_while(lo, name, node):
+    raise lo.error(node, f"qd.{name}(flag) is the condition of a `while` at the top level of a kernel (or directly "
+                         "in the body of another such loop)",
+                   hint="write `while qd.graph.do_while(flag):` as a statement of the kernel's own body")
+
+
 @handler("is_active", "activate", "deactivate", "append", "length", "rescale_index", "no_activate")
 def _sparse(lo, name, node):
     return lo.sparse_call(name, node)

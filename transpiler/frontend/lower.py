@@ -153,6 +153,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.kernel_scope = self.scope
         self.serial: list[ir.Stmt] = []
         self.serial_loc: ir.Loc | None = None
+        self.task_loops: list[ir.TaskLoop] = []
+        self.graph_parent: int | None = None
         self.top_level(body)
         self.flush_serial()
         self.pop_scope()
@@ -172,7 +174,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             p.index = k
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
                          self.subgroup_size if self.subgroup_size_used else None,
-                         self.subgroup_size_used or self.width_consulted, self.functions, self.bindings)
+                         self.subgroup_size_used or self.width_consulted, self.functions, self.bindings,
+                         self.task_loops)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args
@@ -290,6 +293,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.top_level(s.body if flag else s.orelse)
             elif isinstance(s, ast.Pass):
                 continue
+            elif isinstance(s, ast.While) and (self.is_call_to(s.test, "graph.do_while") or
+                                               self.is_call_to(s.test, "graph_do_while")):
+                self.graph_loop(s)
             elif isinstance(s, ast.With) and len(s.items) == 1 and s.items[0].optional_vars is None and \
                     self.is_call_to(s.items[0].context_expr, "stream_parallel"):
                 self.top_level(s.body)  # its loops in order: one of the schedules the streams allow
@@ -306,6 +312,40 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                         self.top_level_locals.add(st.var)
             else:
                 self.serial_statement(s)
+
+    def graph_loop(self, s: ast.While) -> None:
+        """``while qd.graph.do_while(flag):``: the tasks its body makes run, then run again
+        while the 0-d i32 ndarray ``flag`` is nonzero (the runtime reads it between rounds)."""
+        call = s.test
+        if s.orelse:
+            raise self.error(s, "while/else is not supported in kernels")
+        if len(call.args) != 1 or call.keywords:
+            raise self.error(call, "qd.graph.do_while() takes one argument: a 0-d qd.i32 ndarray")
+        flag = self.expr(call.args[0])
+        array = flag.array if isinstance(flag, ArrayHandle) else None
+        if not isinstance(array, ir.Param) or array.type.ndim != 0 or array.type.dtype is not T.i32 or \
+                isinstance(self.field_of(array), (lang.field.Field, lang.field.StructField)):
+            raise self.error(call.args[0], "the flag of qd.graph.do_while must be a 0-d qd.i32 ndarray",
+                             hint="a parameter `counter: qd.types.ndarray(qd.i32, ndim=0)` (or a data-oriented "
+                                  "instance's or a dataclass's member ndarray); a field cannot be one")
+        if self.is_call_to(call, "graph_do_while"):
+            import warnings
+
+            warnings.warn(f"{self.loc(call)}: qd.graph_do_while is deprecated: use qd.graph.do_while",
+                          DeprecationWarning, stacklevel=2)
+        self.flush_serial()
+        first, index, parent = len(self.tasks), len(self.task_loops), self.graph_parent
+        self.task_loops.append(None)  # its place: outer loops before the loops inside them
+        self.graph_parent = index
+        try:
+            self.top_level(s.body)
+            self.flush_serial()
+        finally:
+            self.graph_parent = parent
+        if len(self.tasks) == first:
+            raise self.error(s, "the body of this qd.graph.do_while does nothing a launch could run",
+                             hint="give it a loop or a statement that writes memory (and updates the flag)")
+        self.task_loops[index] = ir.TaskLoop(first, len(self.tasks), array, self.loc(s), parent)
 
     def serial_statement(self, s: ast.stmt) -> None:
         if self.serial_loc is None:

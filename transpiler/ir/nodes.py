@@ -609,6 +609,19 @@ class Function:
 
 
 @dataclass(eq=False, slots=True)
+class TaskLoop:
+    """``while qd.graph.do_while(flag):`` at a kernel's top level: tasks ``first`` to
+    ``stop - 1`` run, then run again while the 0-d i32 ndarray ``flag`` holds a nonzero value
+    (a do-while: at least once). ``parent`` is the index of the loop it is written in."""
+
+    first: int
+    stop: int
+    flag: Param
+    loc: Loc
+    parent: int | None = None
+
+
+@dataclass(eq=False, slots=True)
 class Kernel:
     name: str
     file: str
@@ -627,6 +640,8 @@ class Kernel:
     # The module storage each `role == "field"` parameter is bound to (a qd.field), by
     # parameter name: what the runtime passes for it.
     bindings: dict = field(default_factory=dict)
+    # qd.graph.do_while loops over its tasks, outer loops before the loops inside them.
+    loops: list[TaskLoop] = field(default_factory=list)
 
     def function(self, name: str) -> Function:
         return next(f for f in self.functions if f.name == name)

@@ -169,4 +169,8 @@ def dump_kernel(k: ir.Kernel) -> str:
         if t.epilogue:
             out.append("  epilogue:")
             dump_stmts(t.epilogue, names, 2, out)
+    for n, loop in enumerate(k.loops):
+        inside = "" if loop.parent is None else f" inside loop {loop.parent}"
+        out.append(f"loop {n}: tasks {k.tasks[loop.first].name} .. {k.tasks[loop.stop - 1].name} again while "
+                   f"{loop.flag.name}[()] != 0{inside}  # {os.path.basename(loop.loc.file)}:{loop.loc.line}")
     return "\n".join(out) + "\n"

@@ -210,3 +210,16 @@ def rescale_index(a, b, I):  # noqa: E741 - Quadrants' name
 def no_activate(*fields):
     """A promise that this kernel writes only active cells of ``fields`` (accepted: writes
     here activate all the same)."""
+
+
+# ----------------------------------------------------------------------------- qd.graph
+
+@builtin("graph.do_while")
+def do_while(condition):
+    """``while qd.graph.do_while(flag):`` at a kernel's top level: its body (loops and
+    statements) runs, then runs again while ``flag``, a 0-d qd.i32 ndarray, is nonzero."""
+
+
+@builtin("graph_do_while")
+def graph_do_while(condition):
+    """The deprecated spelling of qd.graph.do_while."""

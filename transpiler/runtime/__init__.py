@@ -342,6 +342,48 @@ def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     return launches
 
 
+def run_with_loops(backend: Backend, program, kir: ir.Kernel, values: dict, launches: list[Launch]) -> None:
+    """Launch the tasks in order, each ``qd.graph.do_while`` loop's again while its flag is
+    nonzero: the tasks between two reads of a flag go in one run, after which the flag (a
+    0-d ndarray the run copied back, or device memory the host maps) is read on the host,
+    as Quadrants does on the backends without conditional graph nodes."""
+    children: dict[int | None, list[int]] = {}
+    for k, loop in enumerate(kir.loops):
+        children.setdefault(loop.parent, []).append(k)
+
+    def run_range(first: int, stop: int, parent: int | None) -> None:
+        pending, k = [], first
+        inner = {kir.loops[c].first: c for c in children.get(parent, [])}
+        while k < stop:
+            c = inner.get(k)
+            if c is None:
+                pending.append(launches[k])
+                k += 1
+                continue
+            if pending:
+                backend.run(program, kir, values, pending)
+                pending = []
+            loop = kir.loops[c]
+            while True:
+                run_range(loop.first, loop.stop, c)
+                if not flag_value(values[loop.flag.name]):
+                    break
+            k = loop.stop
+        if pending:
+            backend.run(program, kir, values, pending)
+
+    run_range(0, len(launches), None)
+
+
+def flag_value(value) -> int:
+    """A 0-d i32 ndarray's value on the host: a numpy array, a qd.ndarray, a device array."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    elif hasattr(value, "get") and not isinstance(value, np.ndarray):
+        value = value.get()  # a CuPy array
+    return int(np.asarray(value).reshape(-1)[0])
+
+
 def hidden_values(kir: ir.Kernel, zeros=np.zeros) -> dict[str, object]:
     """The kernel's own arguments: a zeroed buffer per kernel-scope variable and the result
     (made by ``zeros``: numpy's, or a device array module's), its fields' storage, its seed."""
@@ -423,12 +465,15 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
     values.update(hidden_values(kir))
-    backend.run(program, kir, values, plan_launches(kir, values))
+    if kir.loops:
+        run_with_loops(backend, program, kir, values, plan_launches(kir, values))
+    else:
+        backend.run(program, kir, values, plan_launches(kir, values))
     if first is not None:
         first.done()
     # A kernel with no arguments of its own (scratch buffers zeroed per call, a seed, a
     # result, fields) may be replayed by the next call with the same arguments.
-    token = None if hidden or kwargs else backend.replay_token(program)
+    token = None if hidden or kwargs or kir.loops else backend.replay_token(program)
     key = None if token is None else _replay_key(args)
     kernel.__dict__["_last_call"] = None if key is None else (backend, key, program, token)
     result = next((p for p in hidden if p.role == "result"), None)

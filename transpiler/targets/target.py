@@ -191,6 +191,9 @@ class Target:
         fields = [p for p in ctx.kernel.params if p.role == "field"]
         if fields:  # module storage: one buffer per field, shared by every kernel that uses it
             manifest["fields"] = [field_entry(p, ctx.kernel.bindings[p.name].shape) for p in fields]
+        if ctx.kernel.loops:  # qd.graph.do_while: the host repeats these entry points while the flag is nonzero
+            manifest["loops"] = [{"first": loop.first, "stop": loop.stop, "flag": loop.flag.name, "parent": loop.parent}
+                                 for loop in ctx.kernel.loops]
         result = next((p for p in ctx.kernel.params if p.role == "result"), None)
         if result is not None:
             manifest["result"] = {"param": result.name, "dtype": result.type.dtype.name,

@@ -1,0 +1,166 @@
+"""Quadrants' graph kernels: ``@qd.kernel(graph=True)`` and ``while qd.graph.do_while(flag):``
+(nested, beside plain top-level loops, the flag a parameter, a data-oriented member or set by
+the kernel when it converges), run on Vulkan and the CPU executors against NumPy, as the
+user guide's graph page writes them; and the mistakes, located."""
+import warnings
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+
+F1 = qd.types.ndarray(qd.f32, ndim=1)
+I0 = qd.types.ndarray(qd.i32, ndim=0)
+
+
+@qd.kernel(graph=True)
+def iterate(x: F1, counter: I0):
+    while qd.graph.do_while(counter):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 0.5 + 1.0
+        counter[()] = counter[()] - 1
+
+
+@qd.kernel(graph=True)
+def nested(x: qd.types.ndarray(qd.i32, ndim=1), outer: I0, inner: I0):
+    for i in range(x.shape[0]):
+        x[i] = x[i] + 100
+    while qd.graph.do_while(outer):
+        inner[()] = 5
+        while qd.graph.do_while(inner):
+            for i in range(x.shape[0]):
+                x[i] = x[i] + i
+            inner[()] = inner[()] - 1
+        outer[()] = outer[()] - 1
+    for i in range(x.shape[0]):
+        x[i] = -x[i]
+
+
+@qd.kernel(graph=True)
+def converge(x: F1, target: qd.f32, keep_going: I0, rounds: I0):
+    while qd.graph.do_while(keep_going):
+        for i in range(x.shape[0]):
+            x[i] = 0.5 * (x[i] + target / x[i])     # Newton's square root
+        keep_going[()] = 0
+        for i in range(x.shape[0]):
+            if abs(x[i] * x[i] - target) > 1e-3 * target:
+                keep_going[()] = 1
+        rounds[()] += 1
+
+
+@qd.data_oriented
+class Solver:
+    def __init__(self, n: int):
+        self.x = qd.ndarray(qd.f32, shape=(n,))
+        self.steps = qd.ndarray(qd.i32, shape=())
+
+    @qd.kernel(graph=True)
+    def run(self, scale: qd.f32):
+        while qd.graph.do_while(self.steps):
+            for i in range(self.x.shape[0]):
+                self.x[i] += scale
+            self.steps[()] -= 1
+
+
+def test_do_while_repeats_the_loop_body_until_the_counter_is_zero(executor, rng):
+    x = rng.standard_normal(300).astype(np.float32)
+    want = x.copy()
+    n = int(rng.integers(3, 9))
+    for _ in range(n):
+        want = want * np.float32(0.5) + np.float32(1)
+    counter = np.array(n, np.int32)
+    iterate(x, counter)
+    np.testing.assert_allclose(x, want, rtol=1e-6)
+    assert counter == 0
+
+
+def test_nested_loops_beside_plain_loops_and_device_resident_flags(executor, rng):
+    x = rng.integers(-50, 50, 64).astype(np.int32)
+    outer, inner = qd.ndarray(qd.i32, shape=()), qd.ndarray(qd.i32, shape=())
+    outer.from_numpy(np.array(3, np.int32))
+    want = -(x + 100 + 3 * 5 * np.arange(64, dtype=np.int32))
+    nested(x, outer, inner)
+    np.testing.assert_array_equal(x, want)
+    assert outer.to_numpy() == 0 and inner.to_numpy() == 0
+
+
+def test_a_flag_the_kernel_clears_when_it_converges(executor, rng):
+    target = float(rng.uniform(2, 50))
+    x = (rng.random(100) * 40 + 1).astype(np.float32)
+    t, want, n = np.float32(target), x.copy(), 0
+    while True:                               # the same rounds in NumPy
+        want = np.float32(0.5) * (want + t / want)
+        n += 1
+        if not np.any(np.abs(want * want - t) > np.float32(1e-3) * t):
+            break
+    keep_going, rounds = np.array(0, np.int32), np.array(0, np.int32)  # a do-while: the body runs first
+    converge(x, target, keep_going, rounds)
+    np.testing.assert_allclose(x, want, rtol=1e-6)
+    assert keep_going == 0 and rounds == n and n >= 2
+
+
+def test_a_data_oriented_member_as_the_flag(executor, rng):
+    s = Solver(32)
+    start = rng.standard_normal(32).astype(np.float32)
+    s.x.from_numpy(start)
+    s.steps.from_numpy(np.array(4, np.int32))
+    s.run(0.25)
+    np.testing.assert_allclose(s.x.to_numpy(), start + 1.0, rtol=1e-6)
+
+
+@qd.kernel
+def flag_is_a_float(x: F1, c: qd.types.ndarray(qd.f32, ndim=0)):
+    while qd.graph.do_while(c):
+        for i in range(x.shape[0]):
+            x[i] += 1.0
+
+
+@qd.kernel
+def do_while_in_a_loop(x: F1, c: I0):
+    for i in range(x.shape[0]):
+        while qd.graph.do_while(c):
+            x[i] += 1.0
+
+
+@qd.kernel
+def nothing_to_repeat(c: I0):
+    while qd.graph.do_while(c):
+        pass
+
+
+@qd.kernel
+def old_spelling(x: F1, c: I0):
+    while qd.graph_do_while(c):
+        for i in range(x.shape[0]):
+            x[i] += 1.0
+        c[()] = c[()] - 1
+
+
+def test_graph_mistakes_are_located():
+    with pytest.raises(qd.TranspileError, match="the flag of qd.graph.do_while must be a 0-d qd.i32 ndarray") as info:
+        qd.translate(flag_is_a_float, "cuda")
+    assert info.value.loc.line == flag_is_a_float.fn.__code__.co_firstlineno + 2
+    with pytest.raises(qd.TranspileError, match=r"qd.graph.do_while\(flag\) is the condition of a `while` at the "
+                                                r"top level of a kernel") as info:
+        qd.translate(do_while_in_a_loop, "cuda")
+    assert info.value.loc.line == do_while_in_a_loop.fn.__code__.co_firstlineno + 3
+    with pytest.raises(qd.TranspileError, match="the body of this qd.graph.do_while does nothing") as info:
+        qd.translate(nothing_to_repeat, "cuda")
+    assert info.value.loc.line == nothing_to_repeat.fn.__code__.co_firstlineno + 2
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        tr = qd.translate(old_spelling, "glsl")
+    assert any(issubclass(w.category, DeprecationWarning) and "use qd.graph.do_while" in str(w.message) for w in seen)
+    assert tr.manifest["loops"] == [{"first": 0, "stop": 2, "flag": "c", "parent": None}]
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_graph_kernels_compile(target):
+    from transpiler.toolchains import check_sources
+
+    for kernel, targs in ((iterate, {}), (nested, {}), (converge, {}), (Solver(8).run, {})):
+        tr = qd.translate(kernel, target, template_args=targs, warn=False)
+        for verdict in check_sources(target, tr.sources, tr.manifest):
+            assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
