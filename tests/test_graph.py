@@ -108,6 +108,47 @@ def test_a_data_oriented_member_as_the_flag(executor, rng):
     np.testing.assert_allclose(s.x.to_numpy(), start + 1.0, rtol=1e-6)
 
 
+KINDS = ("pt", "ee")
+
+
+@qd.kernel(graph=True)
+def contacts(pt: F1, ee: F1, total: F1, steps: I0):
+    while qd.graph.do_while(steps):
+        for i in range(total.shape[0]):                # serial before the fork: feeds both sections
+            total[i] = 0.0
+        with qd.graph.parallel_context():
+            for kind in qd.static(KINDS):              # one section per kind
+                with qd.graph.parallel():
+                    for i in range(pt.shape[0]):
+                        if qd.static(kind == "pt"):
+                            pt[i] = pt[i] * 2.0
+                        else:
+                            ee[i] = ee[i] + 1.0
+        for i in range(total.shape[0]):                # after the join
+            total[i] = pt[i] + ee[i]
+        steps[()] -= 1
+
+
+def test_parallel_sections_run_as_independent_sections(executor, rng):
+    pt = rng.standard_normal(50).astype(np.float32)
+    ee = rng.standard_normal(50).astype(np.float32)
+    want_pt, want_ee = pt.copy(), ee.copy()
+    for _ in range(3):
+        want_pt, want_ee = want_pt * np.float32(2), want_ee + np.float32(1)
+    total = np.zeros(50, np.float32)
+    contacts(pt, ee, total, np.array(3, np.int32))
+    np.testing.assert_array_equal(pt, want_pt)
+    np.testing.assert_array_equal(ee, want_ee)
+    np.testing.assert_array_equal(total, want_pt + want_ee)
+
+
+@qd.kernel
+def section_alone(x: F1):
+    with qd.graph.parallel():
+        for i in range(x.shape[0]):
+            x[i] = 1.0
+
+
 @qd.kernel
 def flag_is_a_float(x: F1, c: qd.types.ndarray(qd.f32, ndim=0)):
     while qd.graph.do_while(c):
@@ -147,6 +188,10 @@ def test_graph_mistakes_are_located():
     with pytest.raises(qd.TranspileError, match="the body of this qd.graph.do_while does nothing") as info:
         qd.translate(nothing_to_repeat, "cuda")
     assert info.value.loc.line == nothing_to_repeat.fn.__code__.co_firstlineno + 2
+    with pytest.raises(qd.TranspileError, match=r"qd.graph.parallel\(\) may appear only directly inside a "
+                                                r"qd.graph.parallel_context\(\)") as info:
+        qd.translate(section_alone, "cuda")
+    assert info.value.loc.line == section_alone.fn.__code__.co_firstlineno + 2
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         tr = qd.translate(old_spelling, "glsl")
@@ -160,7 +205,7 @@ def test_graph_mistakes_are_located():
 def test_graph_kernels_compile(target):
     from transpiler.toolchains import check_sources
 
-    for kernel, targs in ((iterate, {}), (nested, {}), (converge, {}), (Solver(8).run, {})):
+    for kernel, targs in ((iterate, {}), (nested, {}), (converge, {}), (Solver(8).run, {}), (contacts, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

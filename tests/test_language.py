@@ -274,8 +274,8 @@ def test_missing_names_say_why_or_suggest():
         qd.simt.block.synk  # noqa: B018
     with pytest.raises(AttributeError, match="qd.sym_eig is not supported yet"):
         qd.sym_eig  # noqa: B018
-    with pytest.raises(AttributeError, match="qd.graph_parallel is not supported by this transpiler .*no equivalent"):
-        qd.graph_parallel  # noqa: B018
+    with pytest.raises(AttributeError, match="qd.mesh_local is not supported by this transpiler .*no equivalent"):
+        qd.mesh_local  # noqa: B018
 
 
 @qd.kernel

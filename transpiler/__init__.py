@@ -32,7 +32,7 @@ from .lang.ops import (  # noqa: F401
 )
 from .lang.ops import activate, append, deactivate, is_active, length, no_activate, rescale_index  # noqa: F401
 from .lang import ops as _ops
-from .lang.ops import graph_do_while  # noqa: F401
+from .lang.ops import graph_do_while, graph_parallel, graph_parallel_context  # noqa: F401
 from .lang.names import Namespace
 from .lang.perf_dispatch import perf_dispatch  # noqa: F401
 from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
@@ -61,7 +61,7 @@ gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "me
 # machine runs); OpenGL it does not target.
 # `while qd.graph.do_while(flag):` (graph=True kernels): the runtimes repeat the loop's tasks from
 # the host, as Quadrants does on every backend but CUDA 12.4+ on Hopper.
-graph = Namespace("qd.graph", do_while=_ops.do_while)
+graph = Namespace("qd.graph", do_while=_ops.do_while, parallel_context=_ops.parallel_context, parallel=_ops.parallel)
 
 _lib = Namespace("qd._lib", core=Namespace(
     "qd._lib.core", with_vulkan=lambda: True, with_cuda=lambda: True, with_metal=lambda: True,

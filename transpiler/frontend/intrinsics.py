@@ -625,6 +625,12 @@ def _graph_do_while(lo, name, node):
                    hint="write `while qd.graph.do_while(flag):` as a statement of the kernel's own body")
 
 
+@handler("graph.parallel_context", "graph.parallel", "graph_parallel_context", "graph_parallel")
+def _graph_fork(lo, name, node):
+    raise lo.error(node, f"qd.{name}() is a `with` block at the top level of a kernel (or of a qd.graph.do_while "
+                         "body)", hint=f"write `with qd.{name}():` around top-level loops")
+
+
 @handler("is_active", "activate", "deactivate", "append", "length", "rescale_index", "no_activate")
 def _sparse(lo, name, node):
     return lo.sparse_call(name, node)

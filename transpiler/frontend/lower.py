@@ -155,6 +155,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.serial_loc: ir.Loc | None = None
         self.task_loops: list[ir.TaskLoop] = []
         self.graph_parent: int | None = None
+        self.graph_region: str | None = None  # inside qd.graph.parallel_context(): "context", then "section"
         self.top_level(body)
         self.flush_serial()
         self.pop_scope()
@@ -299,6 +300,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             elif isinstance(s, ast.With) and len(s.items) == 1 and s.items[0].optional_vars is None and \
                     self.is_call_to(s.items[0].context_expr, "stream_parallel"):
                 self.top_level(s.body)  # its loops in order: one of the schedules the streams allow
+            elif isinstance(s, ast.With) and (kind := self.graph_section(s)) is not None:
+                self.graph_fork(s, kind)
             elif (func := self.task_making_call(s)) is not None:
                 self.top_level_call(func, s.value)
             elif self.is_uniform_assignment(s):
@@ -328,6 +331,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             raise self.error(call.args[0], "the flag of qd.graph.do_while must be a 0-d qd.i32 ndarray",
                              hint="a parameter `counter: qd.types.ndarray(qd.i32, ndim=0)` (or a data-oriented "
                                   "instance's or a dataclass's member ndarray); a field cannot be one")
+        if self.graph_region == "section":
+            raise self.error(s, "a qd.graph.parallel() section is straight-line task work: no qd.graph.do_while "
+                                "inside it", hint="put the loop around the qd.graph.parallel_context() instead")
         if self.is_call_to(call, "graph_do_while"):
             import warnings
 
@@ -346,6 +352,42 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             raise self.error(s, "the body of this qd.graph.do_while does nothing a launch could run",
                              hint="give it a loop or a statement that writes memory (and updates the flag)")
         self.task_loops[index] = ir.TaskLoop(first, len(self.tasks), array, self.loc(s), parent)
+
+    def graph_section(self, s: ast.With) -> str | None:
+        """``with qd.graph.parallel_context():`` ("context") or ``with qd.graph.parallel():``
+        ("section"), in either spelling; None for any other ``with``."""
+        if len(s.items) != 1 or s.items[0].optional_vars is not None:
+            return None
+        call = s.items[0].context_expr
+        for kind, names in (("context", ("graph.parallel_context", "graph_parallel_context")),
+                            ("section", ("graph.parallel", "graph_parallel"))):
+            if any(self.is_call_to(call, n) for n in names):
+                return kind
+        return None
+
+    def graph_fork(self, s: ast.With, kind: str) -> None:
+        """A fork / join of independent sections: their tasks in order, which their
+        independence allows (Quadrants' graph may run them at once)."""
+        if kind == "context" and self.graph_region is not None:
+            raise self.error(s, "qd.graph.parallel_context() cannot be nested")
+        if kind == "section" and self.graph_region != "context":
+            raise self.error(s, "qd.graph.parallel() may appear only directly inside a qd.graph.parallel_context()")
+        call = s.items[0].context_expr
+        if call.args or call.keywords:
+            raise self.error(call, f"`{ast.unparse(call.func)}()` takes no arguments")
+        if any(self.is_call_to(call, n) for n in ("graph_parallel_context", "graph_parallel")):
+            import warnings
+
+            new = "qd.graph.parallel_context" if kind == "context" else "qd.graph.parallel"
+            warnings.warn(f"{self.loc(call)}: {ast.unparse(call.func)} is deprecated: use {new}", DeprecationWarning,
+                          stacklevel=2)
+        saved, self.graph_region = self.graph_region, kind
+        try:
+            self.top_level(s.body)
+        finally:
+            self.graph_region = saved
+        if kind == "section":
+            self.flush_serial()  # a section's statements are its own
 
     def serial_statement(self, s: ast.stmt) -> None:
         if self.serial_loc is None:
