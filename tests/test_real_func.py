@@ -247,3 +247,132 @@ def test_diagnostics_name_the_function_and_the_fix():
 def test_a_real_func_called_from_python_says_where_it_can_be_called():
     with pytest.raises(RuntimeError, match="can only be called from inside a @qd.kernel"):
         clamp01(0.5)
+
+
+# ----------------------------------------------------------------------------- vector, struct and tuple results
+
+Hit = qd.types.struct(t=qd.f32, normal=qd.math.vec3, inside=qd.i32)
+
+
+@qd.real_func
+def reflect_about(d: qd.math.vec3, n: qd.math.vec3) -> qd.math.vec3:
+    if d.dot(n) >= 0.0:
+        return d                                    # from anywhere, as scalars do
+    return d - 2.0 * d.dot(n) * n
+
+
+@qd.real_func
+def hit_sphere(o: qd.math.vec3, r: qd.f32) -> Hit:
+    t = o.norm() - r
+    if t < 0.0:
+        return Hit(t=0.0, normal=qd.math.vec3(0.0), inside=1)
+    return Hit(t=t, normal=o.normalized(), inside=0)
+
+
+@qd.real_func
+def split(x: qd.f32) -> (qd.math.vec2, qd.i32):
+    whole = qd.floor(x)
+    return qd.math.vec2(whole, x - whole), qd.i32(whole) % 3
+
+
+@qd.real_func
+def min_max(a: qd.f32, b: qd.f32) -> tuple[qd.f32, qd.f32]:
+    return min(a, b), max(a, b)
+
+
+@qd.kernel
+def compound_results(p: qd.types.ndarray(dtype=qd.math.vec3, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(p.shape[0]):
+        r = reflect_about(p[i], qd.math.vec3(0.0, 1.0, 0.0))
+        h = hit_sphere(p[i], 1.0)
+        parts, k = split(p[i].x * 3.0)
+        lo, hi = min_max(p[i].y, p[i].z)
+        out[i, 0] = r.y
+        out[i, 1] = h.t + h.normal.z + h.inside
+        out[i, 2] = parts.y + k
+        out[i, 3] = hi - lo
+
+
+def test_vector_struct_and_tuple_results(executor, rng):
+    p = rng.standard_normal((200, 3)).astype(np.float32)
+    out = np.zeros((200, 4), np.float32)
+    compound_results(p, out)
+    up = p[:, 1]
+    r_y = np.where(up >= 0, up, up - 2 * up)                # the y of the reflection about +y
+    norm = np.sqrt((p.astype(np.float64) ** 2).sum(axis=1))
+    inside = norm < 1.0
+    hit = np.where(inside, 1.0, norm - 1.0 + p[:, 2] / norm)
+    x3 = p[:, 0].astype(np.float64) * 3
+    whole = np.floor(x3)
+    np.testing.assert_allclose(out[:, 0], r_y, rtol=1e-6)
+    np.testing.assert_allclose(out[:, 1], hit, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[:, 2], x3 - whole + np.mod(whole, 3), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[:, 3], np.abs(p[:, 1] - p[:, 2]), rtol=1e-6)
+
+
+@qd.real_func
+def walk(n: qd.i32) -> qd.math.ivec2:
+    if n == 0:
+        return qd.math.ivec2(0, 1)
+    prev = walk(n - 1)                                  # recursion through a vector result
+    return qd.math.ivec2(prev.y, prev.x + prev.y)
+
+
+@qd.kernel
+def fib_pairs(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = walk(i).x
+
+
+@pytest.mark.parametrize("executor", RECURSIVE_EXECUTORS, indirect=True)
+def test_recursion_through_a_vector_result(executor):
+    out = np.zeros(20, np.int32)
+    fib_pairs(out)
+    want = [0, 1]
+    while len(want) < 20:
+        want.append(want[-1] + want[-2])
+    np.testing.assert_array_equal(out, want)
+
+
+@qd.real_func
+def wrong_shape(x: qd.f32) -> qd.math.vec3:
+    return qd.math.vec2(x, x)
+
+
+@qd.kernel
+def calls_wrong_shape(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = wrong_shape(1.0).x
+
+
+@qd.real_func
+def wrong_count(x: qd.f32) -> (qd.f32, qd.f32):
+    return x
+
+
+@qd.kernel
+def calls_wrong_count(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(out.shape[0]):
+        a, b = wrong_count(1.0)
+        out[i] = a + b
+
+
+def test_compound_result_mistakes_are_located():
+    msg = _error(calls_wrong_shape)
+    assert "@qd.real_func `wrong_shape` is annotated to return" in msg and "this value is not one" in msg
+    assert "return qd.math.vec2(x, x)" in msg
+    msg = _error(calls_wrong_count)
+    assert "@qd.real_func `wrong_count` is annotated to return 2 values" in msg
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_compound_results_compile(target):
+    from transpiler.toolchains import check_sources
+
+    kernels = [compound_results] + ([fib_pairs] if target in ("cuda", "hip") else [])  # recursion: CUDA and HIP
+    for kernel in kernels:
+        tr = qd.translate(kernel, target, warn=False)
+        for verdict in check_sources(target, tr.sources, tr.manifest):
+            assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

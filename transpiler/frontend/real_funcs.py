@@ -18,11 +18,12 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import Identity
 from ..ir.walk import all_exprs, all_stmts
+from ..lang.matrix import MatrixType
 from .common import is_py_scalar, signature
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
-from .structs import leaves
-from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar
+from .structs import leaves, member_type
+from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
 
 # IR a real function cannot contain, and the user-facing name of what made it.
 _COLLECTIVE = {
@@ -39,6 +40,7 @@ class RealFuncLowering:
         self.functions: list[ir.Function] = []                   # finished, callees first
         self.function_keys: dict[tuple, ir.Function] = {}        # signature -> instantiation
         self.function_stack: list[ir.Function] = []              # being lowered, outermost first
+        self.function_results: dict[str, object] = {}            # name -> its vector / matrix / struct result type
         self.function_calls: dict[str, list[str]] = {}           # name -> names it calls
 
     @property
@@ -110,6 +112,11 @@ class RealFuncLowering:
         if caller is not None and fn.name not in self.function_calls[caller]:
             self.function_calls[caller].append(fn.name)
         loc = self.loc(node)
+        if result is not None and not isinstance(result, T.DType):  # its scalars come back in locals of ours
+            outs = [self.new_temp(f"{fn.name}_{flat}", ir.Const(dtype, loc, 0), node)
+                    for flat, dtype, _ in _result_leaves(result, "r")]
+            self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, [e for _, _, e in scalars], outs)))
+            return _value_of(result, [ir.LocalRef(v.type, loc, v) for v in outs])
         call = ir.Call(result or ir.VOID, loc, fn.name, [e for _, _, e in scalars])
         if result is None:
             self.emit(ir.ExprStmt(loc, call))
@@ -151,8 +158,9 @@ class RealFuncLowering:
         raise self.error(at, f"{what} is a qd.template() parameter: its value must be known at translation time",
                          hint="annotate the parameter with a scalar type (e.g. qd.i32) to pass a run-time value")
 
-    def function_result(self, func: lang.RealFunc, fdef: ast.FunctionDef, annotations: dict) -> T.DType | None:
-        """The declared return type (None: returns nothing)."""
+    def function_result(self, func: lang.RealFunc, fdef: ast.FunctionDef, annotations: dict):
+        """The declared return type: a scalar dtype, a vector / matrix / struct type, or None
+        (returns nothing)."""
         ann = annotations.get("return")
         returns_value = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fdef))
         if fdef.returns is None or ann is None:
@@ -161,11 +169,16 @@ class RealFuncLowering:
                                  hint=f"declare its type, e.g. `def {func.__name__}(...) -> qd.i32:`")
             return None
         dtype = T.python_type(ann) or ann
-        if not isinstance(dtype, T.DType):
-            raise self.error(fdef.returns, f"a @qd.real_func returns one scalar, not {ann!r}",
-                             hint="return a scalar type such as qd.f32 or qd.i32 (use a @qd.func, inlined, to "
-                                  "return several values)")
-        return dtype
+        if isinstance(dtype, T.DType):
+            return dtype
+        if lang.param_kind(ann) == "compound":  # a vector, matrix or struct: written into out parameters
+            return ann
+        items = ann.__args__ if getattr(ann, "__origin__", None) is tuple else ann
+        if isinstance(items, tuple) and items and all(
+                isinstance(T.python_type(t) or t, T.DType) or lang.param_kind(t) == "compound" for t in items):
+            return tuple(items)  # `-> (Ray, vec3, bool)` / `-> tuple[qd.f32, qd.i32]`: each item in turn
+        raise self.error(fdef.returns, f"a @qd.real_func returns a scalar, a vector, a matrix or a struct, not {ann!r}",
+                         hint="annotate it with qd.f32, qd.math.vec3, a qd.types.struct(...) and the like")
 
     def function_name(self, func: lang.RealFunc) -> str:
         base = func.__name__.lstrip("_") or "func"
@@ -182,7 +195,12 @@ class RealFuncLowering:
         fdef = parsed.node
         arg_nodes = {a.arg: a for a in fdef.args.args + fdef.args.kwonlyargs}
         locals_ = [ir.Local(n, t, parsed.loc(arg_nodes[n]) if n in arg_nodes else parsed.loc(fdef)) for n, t in params]
-        fn = ir.Function(self.function_name(func), locals_, result, [], parsed.loc(fdef))
+        compound_result = result if result is not None and not isinstance(result, T.DType) else None
+        fn = ir.Function(self.function_name(func), locals_, None if compound_result else result, [], parsed.loc(fdef))
+        if compound_result is not None:
+            fn.outputs = [ir.Local(flat, dtype, parsed.loc(fdef.returns))
+                          for flat, dtype, _ in _result_leaves(result, "result")]
+            self.function_results[fn.name] = compound_result
         self.function_keys[key] = fn
         self.function_calls[fn.name] = []
         frame = _FuncFrame(func.fn, parsed, f"{fn.name}_result")
@@ -215,15 +233,53 @@ class RealFuncLowering:
         if result is not None and not (stmts and isinstance(stmts[-1], ir.Return)):
             # Falling off the end returns zero, as Quadrants' real functions do.
             end = parsed.loc(fdef.body[-1]) if fdef.body else fn.loc
-            stmts.append(ir.Return(end, ir.Const(result, end, 0)))
+            stmts += [ir.Assign(end, out, ir.Const(out.type, end, 0)) for out in fn.outputs]
+            stmts.append(ir.Return(end, None if fn.outputs else ir.Const(result, end, 0)))
         _check_body(fn.name, stmts)
         fn.body = stmts
         fn.calls = tuple(self.function_calls[fn.name])
         self.functions.append(fn)
         return fn
 
+    def compound_return(self, fn: ir.Function, s: ast.Return) -> None:
+        """``return v`` of a vector, matrix or struct: its scalars into the out parameters."""
+        ann = self.function_results[fn.name]
+        if s.value is None:
+            raise self.error(s, f"@qd.real_func `{fn.name}` is annotated to return {ann!r}: return a value")
+        loc = self.loc(s)
+        items, values = (ann, self.expr(s.value)) if isinstance(ann, tuple) else ((ann,), None)
+        if values is not None:  # a tuple result: `return ray, color, hit`
+            values = list(values.items) if isinstance(values, TupleValue) else \
+                [CT(v) for v in values.value] if isinstance(values, CT) and isinstance(values.value, tuple) else None
+            if values is None or len(values) != len(items):
+                raise self.error(s.value, f"@qd.real_func `{fn.name}` is annotated to return {len(items)} values")
+        else:
+            values = [self.expr(s.value)]
+        scalars = []
+        for t, value, k in zip(items, values, range(len(items))):
+            value = self.as_matrix(value, s.value)  # `return (x, y)` for a vector
+            want = member_type(t)
+            if isinstance(want, T.DType):
+                fits = not isinstance(value, (MatrixValue, StructValue, TupleValue))
+            elif isinstance(want, MatrixType):
+                fits = isinstance(value, MatrixValue) and value.shape == want.shape
+            else:
+                fits = isinstance(value, StructValue) and value.type is want
+            if not fits:
+                what = f"item {k} of the result" if isinstance(ann, tuple) else "the result"
+                raise self.error(s.value, f"@qd.real_func `{fn.name}` is annotated to return {t!r} as {what}; this "
+                                          "value is not one")
+            scalars += [self.coerce(self.to_expr(_component(self, value, path, s.value, "result"), s.value), dtype,
+                                    s.value) for _, dtype, path in leaves(t, "r")]
+        for out, e in zip(fn.outputs, scalars):
+            self.emit(ir.Assign(loc, out, e))
+        self.emit(ir.Return(loc, None))
+
     def function_return(self, s: ast.Return) -> None:
         fn = self.real_function
+        if fn.outputs:
+            self.compound_return(fn, s)
+            return
         if s.value is None:
             if fn.result is not None:
                 raise self.error(s, f"@qd.real_func `{fn.name}` is annotated to return {fn.result.name}: "
@@ -237,6 +293,37 @@ class RealFuncLowering:
             raise self.error(s.value, f"@qd.real_func `{fn.name}` returns one scalar",
                              hint="use a @qd.func (inlined) to return several values")
         self.emit(ir.Return(self.loc(s), self.coerce(self.to_expr(value, s.value), fn.result, s.value)))
+
+
+def _result_leaves(result, prefix: str) -> list[tuple[str, T.DType, tuple]]:
+    """The scalars of a real function's vector / matrix / struct result, or of each item of
+    a tuple result in turn."""
+    if isinstance(result, tuple):
+        return [leaf for k, t in enumerate(result) for leaf in leaves(t, f"{prefix}{k}")]
+    return leaves(result, prefix)
+
+
+def _value_of(t, refs: list):
+    """A vector / matrix / struct value (a tuple of them, for a tuple type) made of ``refs``
+    (in ``leaves`` order)."""
+    if isinstance(t, tuple):
+        items, at = [], 0
+        for item in t:
+            n = len(leaves(item, "x"))
+            items.append(_value_of(item, refs[at:at + n]))
+            at += n
+        return TupleValue(items)
+    t = member_type(t)
+    if isinstance(t, MatrixType):
+        return MatrixValue(t.shape, list(refs))
+    if isinstance(t, T.DType):
+        return refs[0]
+    members, at = {}, 0
+    for name, mt in t.members.items():
+        n = len(leaves(mt, "x"))
+        members[name] = _value_of(mt, refs[at:at + n])
+        at += n
+    return StructValue(t, members)
 
 
 def _component(lo, value, path: tuple, node, pname: str):
@@ -256,9 +343,6 @@ def _component(lo, value, path: tuple, node, pname: str):
 
 def _var_of(t, locals_: list):
     """A vector / matrix / struct variable made of ``locals_`` (in ``leaves`` order)."""
-    from ..lang.matrix import MatrixType
-    from .structs import leaves, member_type
-
     t = member_type(t)
     if isinstance(t, MatrixType):
         return MatrixVar(t.shape, list(locals_))

@@ -286,10 +286,12 @@ class VolatileLoad(Expr):
 class Call(Expr):
     """A call of the kernel's function ``function`` (a ``@qd.real_func`` instantiation, by
     name, so a pass that rewrites the function leaves every call valid). Type VOID when
-    it returns nothing (then it is an ExprStmt)."""
+    it returns nothing (then it is an ExprStmt). A function returning a vector, matrix or
+    struct writes its scalars into ``outs``, locals of the caller (by reference)."""
 
     function: str
     args: list[Expr]
+    outs: list[Local] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- statements
@@ -606,6 +608,9 @@ class Function:
     calls: tuple[str, ...] = ()  # the functions its body calls (directly), by name
     recursive: bool = False      # it calls itself, directly or through others
     forward: bool = False        # called before its definition: the source declares it first
+    # A vector, matrix or struct result: its scalars, parameters the body assigns and the
+    # caller passes its locals for (C++ references, GLSL `out` parameters); result is None.
+    outputs: list[Local] = field(default_factory=list)
 
 
 @dataclass(eq=False, slots=True)

@@ -66,7 +66,7 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
         extra = f", expected={dump_expr(e.expected, names)}" if e.expected is not None else ""
         return f"atomic_{e.op}.{t}({where}, {dump_expr(e.value, names)}{extra})"
     if isinstance(e, ir.Call):
-        args = ", ".join(dump_expr(a, names) for a in e.args)
+        args = ", ".join([dump_expr(a, names) for a in e.args] + [f"out {names(o)}" for o in e.outs])
         return f"call {e.function}({args})" + ("" if e.type is ir.VOID else f".{t}")
     if isinstance(e, (ir.ShmemMyPe, ir.ShmemNPes)):
         return f"shmem_{'my_pe' if isinstance(e, ir.ShmemMyPe) else 'n_pes'}.{t}()"
@@ -150,7 +150,8 @@ def dump_kernel(k: ir.Kernel) -> str:
                        for p in k.params)
     out = [f"kernel {k.name}({params})  # {os.path.basename(k.file)}:{k.loc.line}"]
     for f in k.functions:
-        args = ", ".join(f"{names(p)}: {p.type.name}" for p in f.params)
+        args = ", ".join([f"{names(p)}: {p.type.name}" for p in f.params] +
+                         [f"out {names(p)}: {p.type.name}" for p in f.outputs])
         flags = "".join(f" {flag}" for flag in ("recursive", "forward") if getattr(f, flag))
         out.append(f"function {f.name}({args}) -> {f.result.name if f.result else 'void'}{flags}:"
                    f"  # {os.path.basename(f.loc.file)}:{f.loc.line}")

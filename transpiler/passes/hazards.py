@@ -111,6 +111,9 @@ class _Levels:
                 changed |= self._raise(st.var, control)
             elif isinstance(st, ir.Assign):
                 changed |= self._raise(st.var, max(control, self.of(st.value)))
+            elif isinstance(st, ir.ExprStmt) and isinstance(st.expr, ir.Call) and st.expr.outs:
+                for var in st.expr.outs:  # a real function's vector / struct result
+                    changed |= self._raise(var, max(control, self.of(st.expr)))
             elif isinstance(st, ir.If):
                 inner = max(control, self.of(st.cond))
                 changed |= self._assignments(st.then, inner) | self._assignments(st.orelse, inner)

@@ -101,6 +101,7 @@ class Dialect:
     # otherwise it gets them, and the extents and scalars it uses, as extra parameters).
     function_qualifier = ""
     buffer_param: str | None = "{type}* {name}"
+    out_param = "{type}& {name}"  # a function's result scalar, written through (a vector / struct result)
 
     def helper_values(self, subgroup_size: int | None) -> dict:
         """What the target's helper templates read besides the helper itself."""

@@ -352,7 +352,8 @@ class Renderer:
         return self.dialect.warp(self, e, [self.text(a) for a in e.args]), PREC_PRIMARY
 
     def expr_Call(self, e: ir.Call):
-        args = [self.text(a) for a in e.args] + [name for name, _ in self.function_inputs(e.function)]
+        args = [self.text(a) for a in e.args] + [self.local_name(o) for o in e.outs] + \
+            [name for name, _ in self.function_inputs(e.function)]
         return f"{self.ctx.names.functions[e.function]}({', '.join(args)})", PREC_PRIMARY
 
     def function_inputs(self, function: str) -> list[tuple[str, str]]:
@@ -525,6 +526,8 @@ class Renderer:
         self.lines, self.scopes, self.block_dim, self.last_line = [], [set(self.ctx.names.taken)], None, None
         try:
             params = [f"{self.type(p.type, p.loc)} {self.declare_name(p, p.name)}" for p in fn.params]
+            params += [self.dialect.out_param.format(type=self.type(p.type, p.loc), name=self.declare_name(p, p.name))
+                       for p in fn.outputs]
             params += [decl for _, decl in self.function_inputs(fn.name)]
             self.block(fn.body, 0)
             result = "void" if fn.result is None else self.result_type(fn.result, fn.loc)
