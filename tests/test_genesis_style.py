@@ -428,6 +428,54 @@ def test_a_field_of_structs_passed_on_to_a_func_template(executor, rng):
     np.testing.assert_allclose(out, np.array(want, np.float32), rtol=1e-6)
 
 
+# Hand-written backward passes, as Genesis' MPM solver writes them: fields made with
+# needs_grad=True, their .grad read and written like the fields themselves.
+ParticleGrad = qd.types.struct(F=qd.math.mat2, mass=qd.f32, alive=qd.i32)
+particles_ad = ParticleGrad.field(shape=(4, 32), needs_grad=True)
+loss_ad = qd.field(qd.f32, shape=(), needs_grad=True)
+
+
+@qd.kernel
+def reset_grads(f: qd.i32):
+    for p in range(particles_ad.shape[1]):
+        particles_ad.grad[f, p].F = qd.Matrix.zero(qd.f32, 2, 2)
+        particles_ad.grad[f, p].mass = 0.0
+
+
+@qd.kernel
+def backward_step(f: qd.i32):
+    for p in range(particles_ad.shape[1]):
+        if particles_ad[f, p].alive:
+            # d(loss)/dF of loss = mass * trace(F^T F): 2 * mass * F
+            particles_ad.grad[f, p].F += 2.0 * particles_ad[f, p].mass * particles_ad[f, p].F * loss_ad.grad[None]
+            particles_ad.grad[f, p].mass += (particles_ad[f, p].F * particles_ad[f, p].F).sum() * loss_ad.grad[None]
+
+
+def test_hand_written_backward_passes_through_grad_fields(executor, rng):
+    F = rng.standard_normal((4, 32, 2, 2)).astype(np.float32)
+    mass = rng.random((4, 32)).astype(np.float32) + 0.5
+    alive = rng.integers(0, 2, (4, 32)).astype(np.int32)
+    particles_ad.from_numpy({"F": F, "mass": mass, "alive": alive})
+    particles_ad.grad.F.fill(7.0)
+    loss_ad.grad[None] = 1.5
+    reset_grads(1)
+    backward_step(1)
+    backward_step(1)
+    gF = particles_ad.grad.F.to_numpy()
+    gm = particles_ad.grad.mass.to_numpy()
+    live = alive[1].astype(bool)
+    want_F = np.where(live[:, None, None], 2 * (2 * mass[1][:, None, None] * F[1] * np.float32(1.5)), 0)
+    want_m = np.where(live, 2 * (F[1] * F[1]).sum(axis=(1, 2)) * np.float32(1.5), 0)
+    np.testing.assert_allclose(gF[1], want_F, rtol=1e-5)
+    np.testing.assert_allclose(gm[1], want_m, rtol=1e-5)
+    np.testing.assert_array_equal(gF[0], 7.0)                       # other frames untouched
+    with pytest.raises(AttributeError, match="member `alive` is an integer: it has no grad"):
+        particles_ad.grad.alive  # noqa: B018
+    with pytest.raises(AttributeError, match=r"backward_step.grad: automatic differentiation \(kernel.grad\(\), "
+                                             r"qd.ad.Tape\) is not supported"):
+        backward_step.grad(1)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
@@ -437,6 +485,10 @@ def test_genesis_style_kernels_compile(target):
                           (settle, {"links": LinkState}), (homogeneous, {}), (bit_reduction, {}),
                           (all_finite, {}), (render_transforms, {}), (solver_step, {}), (box_lines, {})):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
+        for verdict in check_sources(target, tr.sources, tr.manifest):
+            assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
+    for kernel in (reset_grads, backward_step):
+        tr = qd.translate(kernel, target, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
     tr = qd.translate(walk_tree, target, template_args={"nodes": bvh_nodes}, warn=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import operator
+import re
 from typing import Callable
 
 from ..errors import TranspileError
@@ -136,6 +137,15 @@ class ExpressionLowering:
             return CT(shape) if shape is not None else ShapeHandle(base.array)
         if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("grad", "dual") and \
                 not (isinstance(base, StructArray) and node.attr in base.members):
+            source = base.source if isinstance(base, StructArray) else self.field_of(base.array) \
+                if isinstance(base.array, ir.Param) else None
+            if source is not None and not getattr(type(source), "_qd_bound_like_field", False):
+                try:  # a field made with needs_grad=True: its .grad is a field of its own
+                    found = getattr(source, node.attr)
+                except AttributeError as exc:
+                    raise self.error(node, str(exc)) from None
+                name = base.array.name if isinstance(base, ArrayHandle) else re.sub(r"\W", "_", ast.unparse(node.value))
+                return self.module_object(CT(found), f"{name}_{node.attr}", node)
             raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
                                    "supported by this transpiler (it has no equivalent in the source it writes)",
                              hint="write the derivative out as a kernel of its own")
@@ -145,6 +155,8 @@ class ExpressionLowering:
                 self.field_of(next(struct_leaves(base)).array)
             if field is not None:  # a field's place in its SNode tree: a translation-time value
                 return CT(getattr(field, node.attr))
+        if isinstance(base, StructArray) and node.attr == "shape" and "shape" not in base.members:
+            return CT(self.field_shape(next(struct_leaves(base)).array))  # a field of structs: its members' shape
         if isinstance(base, StructArray):
             if node.attr not in base.members:
                 raise self.error(node, f"the struct field has no member `{node.attr}`",

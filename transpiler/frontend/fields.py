@@ -19,9 +19,10 @@ class StructArray:
     """A field of structs in a kernel: each member's array (``x.pos``), indexed together
     (``x[i]`` is a struct of the members' elements)."""
 
-    def __init__(self, type_, members: dict):
+    def __init__(self, type_, members: dict, source=None):
         self.type = type_
         self.members = members
+        self.source = source  # the qd.StructField it is
 
 
 class FieldLowering:
@@ -86,10 +87,12 @@ class FieldLowering:
     def struct_array(self, sf: StructField, name: str, node) -> StructArray:
         members = {}
         for k, m in sf.members.items():
+            if getattr(type(m), "_qd_no_companion", False):
+                continue  # an integer member of a .grad / .dual view: it has none
             sub = f"{name}_{k}"
             members[k] = self.struct_array(m, sub, node) if isinstance(m, StructField) else \
                 ArrayHandle(self.field_param(m, sub, node))
-        return StructArray(sf.type, members)
+        return StructArray(sf.type, members, sf)
 
     def field_of(self, p: ir.Param) -> Field | None:
         if p.role != "field":

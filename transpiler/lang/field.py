@@ -41,12 +41,31 @@ def no_autodiff(owner: str) -> property:
     return property(refuse)
 
 
+def companion(kind: str) -> property:
+    """A field's ``.grad`` / ``.dual``: a field of the same shape and type, made by
+    ``needs_grad=True`` / ``needs_dual=True``. It is storage that kernels read and write as
+    they do the field (Genesis' hand-written backward passes write ``x.grad``); deriving a
+    kernel automatically (``kernel.grad()``, ``qd.ad.Tape``) is not supported."""
+    flag = "needs_grad" if kind == "grad" else "needs_dual"
+
+    def get(self):
+        found = self.__dict__.get("_" + kind)
+        if found is None:
+            raise AttributeError(f"qd.field.{kind}: this field has no {kind}: create it with {flag}=True (a field of "
+                                 f"the same shape that kernels read and write; automatic differentiation itself, "
+                                 "kernel.grad() and qd.ad.Tape, is not supported by this transpiler)")
+        return found
+
+    return property(get)
+
+
 class Field:
     """A dense field of scalars, or of vectors / matrices (``element_shape``)."""
 
-    grad = dual = no_autodiff("qd.field")
+    grad, dual = companion("grad"), companion("dual")
 
-    def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None):
+    def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None,
+                 needs_grad: bool = False, needs_dual: bool = False):
         _all_fields.add(self)
         scalar = python_type(dtype) or dtype
         if not isinstance(scalar, DType):
@@ -57,8 +76,14 @@ class Field:
         self._shape: tuple[int, ...] | None = None
         self._data = None
         self._snode: SNode | None = None  # where qd.root...place(x) put it; None: given a shape
+        for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
+            if wanted and scalar.is_float:  # (an integer field has none, as in Quadrants)
+                self.__dict__["_" + kind] = Field(scalar, None, self.element_shape, f"{name}_{kind}" if name else None)
         if shape is not None:
             self._place(shape)
+
+    def _companions(self) -> list:
+        return [f for f in (self.__dict__.get("_grad"), self.__dict__.get("_dual")) if f is not None]
 
     def _place(self, shape) -> None:
         scalar = isinstance(shape, int) or (hasattr(shape, "__index__") and not hasattr(shape, "__len__"))
@@ -70,6 +95,8 @@ class Field:
         if self._shape is not None:
             raise ValueError(f"field {self.name or ''} is already placed with shape {self._shape}")
         self._shape = shape
+        for c in self._companions():  # its .grad / .dual have its shape
+            c._place(shape)
 
     @property
     def placed(self) -> bool:
@@ -158,9 +185,10 @@ class StructField:
     """A field of structs: one field per member (``x.pos`` is the member's field), read in a
     kernel as ``x[i].pos`` or ``x.pos[i]``."""
 
-    grad = dual = no_autodiff("qd.field")
+    grad, dual = companion("grad"), companion("dual")
 
-    def __init__(self, struct_type, shape=None, name: str | None = None):
+    def __init__(self, struct_type, shape=None, name: str | None = None, needs_grad: bool = False,
+                 needs_dual: bool = False, _members: dict | None = None):
         from .matrix import MatrixType, StructType
 
         self.type = struct_type
@@ -169,12 +197,22 @@ class StructField:
         for member, t in struct_type.members.items():
             t = python_type(t) or t
             sub = f"{name}_{member}" if name else None
-            if isinstance(t, StructType):
-                self.members[member] = StructField(t, shape, sub)
+            flags = dict(needs_grad=needs_grad, needs_dual=needs_dual)
+            if _members is not None:  # a .grad / .dual view: the members' own companions
+                self.members[member] = _members[member]
+            elif isinstance(t, StructType):
+                self.members[member] = StructField(t, shape, sub, **flags)
             elif isinstance(t, MatrixType):
-                self.members[member] = Field(t.dtype or float, shape, t.shape, sub)
+                self.members[member] = Field(t.dtype or float, shape, t.shape, sub, **flags)
             else:
-                self.members[member] = Field(t, shape, (), sub)
+                self.members[member] = Field(t, shape, (), sub, **flags)
+        for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
+            if wanted and _members is None:  # the struct of its members' companions (float members have them)
+                parts = {k: m.__dict__.get("_" + kind) for k, m in self.members.items()}
+                if any(p is not None for p in parts.values()):
+                    self.__dict__["_" + kind] = StructField(struct_type, None, f"{name}_{kind}" if name else None,
+                                                            _members={k: p if p is not None else _NoCompanion(
+                                                                k, kind) for k, p in parts.items()})
 
     def _place(self, shape) -> None:
         for m in self.members.values():
@@ -199,26 +237,44 @@ class StructField:
     def __getattr__(self, name: str):
         members = self.__dict__.get("members", {})
         if name in members:
+            if isinstance(members[name], _NoCompanion):
+                getattr(members[name], "field")  # says why
             return members[name]
         raise AttributeError(f"struct field has no member `{name}`")
 
+    def _held(self) -> dict:
+        """The members that hold data (a .grad view has none for integer members)."""
+        return {k: m for k, m in self.members.items() if not isinstance(m, _NoCompanion)}
+
     def __getitem__(self, index):
-        return {k: m[index] for k, m in self.members.items()}
+        return {k: m[index] for k, m in self._held().items()}
 
     def __setitem__(self, index, value: dict) -> None:
         for k, v in value.items():
             self.members[k][index] = v
 
     def to_numpy(self) -> dict:
-        return {k: m.to_numpy() for k, m in self.members.items()}
+        return {k: m.to_numpy() for k, m in self._held().items()}
 
     def from_numpy(self, arrays: dict) -> None:
         for k, a in arrays.items():
             self.members[k].from_numpy(a)
 
     def fill(self, value) -> None:
-        for m in self.members.values():
+        for m in self._held().values():
             m.fill(value)
+
+
+class _NoCompanion:
+    """The .grad / .dual member of a struct field whose member is an integer: none."""
+
+    _qd_no_companion = True
+
+    def __init__(self, member: str, kind: str):
+        self.member, self.kind = member, kind
+
+    def __getattr__(self, name: str):
+        raise AttributeError(f"member `{self.member}` is an integer: it has no {self.kind}")
 
 
 def _index(index):
@@ -247,15 +303,17 @@ def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, **_
     return Ndarray(python_type(dtype) or dtype, shape)
 
 
-def field(dtype, shape=None, name: str | None = None, **_options) -> Field:
+def field(dtype, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
+          **_options) -> Field:
     """``qd.field(dtype, shape=(n, m))``: without a shape, place it with ``qd.root``."""
     from .matrix import MatrixType, StructType
 
+    flags = dict(needs_grad=needs_grad, needs_dual=needs_dual)
     if isinstance(dtype, StructType):
-        return StructField(dtype, shape, name)
+        return StructField(dtype, shape, name, **flags)
     if isinstance(dtype, MatrixType):
-        return Field(dtype.dtype or float, shape, dtype.shape, name)
-    return Field(dtype, shape, (), name)
+        return Field(dtype.dtype or float, shape, dtype.shape, name, **flags)
+    return Field(dtype, shape, (), name, **flags)
 
 
 class Layout:

@@ -64,6 +64,12 @@ class _Decorated:
 class Kernel(_Decorated):
     """A ``@qd.kernel`` function. Calling it runs it on the arch chosen by ``qd.init``."""
 
+    @property
+    def grad(self):
+        raise AttributeError(f"{self.__name__}.grad: automatic differentiation (kernel.grad(), qd.ad.Tape) is not "
+                             "supported by this transpiler; write the backward kernel by hand (fields made with "
+                             "needs_grad=True have .grad storage for it)")
+
     def __call__(self, *args, **kwargs):
         if _not_running is not None:
             _not_running(f"kernel calls made while the file is imported do not run (first: {self.__name__})")

@@ -56,11 +56,12 @@ class MatrixType:
         out.qd_dtype = dt if isinstance(dt, DType) else None
         return out
 
-    def field(self, shape=None, name: str | None = None, **_options):
+    def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
+              **_options):
         """A field of this vector / matrix type."""
         from .field import Field
 
-        return Field(self.dtype or float, shape, self.shape, name)
+        return Field(self.dtype or float, shape, self.shape, name, needs_grad=needs_grad, needs_dual=needs_dual)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, MatrixType) and (self.shape, self.dtype) == (other.shape, other.dtype)
@@ -147,11 +148,12 @@ class Vector:
     zero = staticmethod(builtin("Vector.zero")(lambda dt, n: None))
 
     @staticmethod
-    def field(n: int, dtype, shape=None, name: str | None = None, **_options):
+    def field(n: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
+              needs_dual: bool = False, **_options):
         """``qd.Vector.field(n, dtype, shape)``: a field of n-vectors."""
         from .field import Field
 
-        return Field(dtype, shape, (n,), name)
+        return Field(dtype, shape, (n,), name, needs_grad=needs_grad, needs_dual=needs_dual)
     one = staticmethod(builtin("Vector.one")(lambda dt, n: None))
     unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
 
@@ -178,11 +180,12 @@ class Matrix:
     zero = staticmethod(builtin("Matrix.zero")(lambda dt, n, m=None: None))
 
     @staticmethod
-    def field(n: int, m: int, dtype, shape=None, name: str | None = None, **_options):
+    def field(n: int, m: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
+              needs_dual: bool = False, **_options):
         """``qd.Matrix.field(n, m, dtype, shape)``: a field of n x m matrices."""
         from .field import Field
 
-        return Field(dtype, shape, (n, m), name)
+        return Field(dtype, shape, (n, m), name, needs_grad=needs_grad, needs_dual=needs_dual)
     one = staticmethod(builtin("Matrix.one")(lambda dt, n, m=None: None))
     identity = staticmethod(builtin("Matrix.identity")(lambda dt, n: None))
     diag = staticmethod(builtin("Matrix.diag")(lambda dim, val: None))
@@ -218,11 +221,12 @@ class StructType:
         values.update(kwargs)
         return {k: values.get(k, 0) for k in self.members}
 
-    def field(self, shape=None, name: str | None = None, **_options):
+    def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
+              **_options):
         """A field of this struct (one field per member)."""
         from .field import StructField
 
-        return StructField(self, shape, name)
+        return StructField(self, shape, name, needs_grad=needs_grad, needs_dual=needs_dual)
 
     def __repr__(self) -> str:
         return f"qd.types.struct({self.name})"
@@ -238,8 +242,8 @@ class Struct:
     Quadrants (and Taichi) spell it; the same as ``qd.types.struct(**members).field(...)``."""
 
     @staticmethod
-    def field(members: dict, shape=None, name: str | None = None, **_options):
-        return StructType(members).field(shape, name)
+    def field(members: dict, shape=None, name: str | None = None, **options):
+        return StructType(members).field(shape, name, **options)
 
 
 def dataclass_members(cls) -> list[tuple[str, Any]]:
