@@ -28,6 +28,7 @@ from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
 from .fields import FieldLowering, StructArray, struct_leaves
+from .graph import GraphLowering
 from .matrices import MatrixLowering
 from .structs import StructLowering
 from .real_funcs import RealFuncLowering
@@ -39,7 +40,7 @@ from .top_level_calls import TopLevelCallLowering
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
-                     MatrixLowering, StructLowering, FieldLowering, SparseLowering, TileLowering,
+                     MatrixLowering, StructLowering, FieldLowering, SparseLowering, GraphLowering, TileLowering,
                      TopLevelCallLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
@@ -153,9 +154,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.kernel_scope = self.scope
         self.serial: list[ir.Stmt] = []
         self.serial_loc: ir.Loc | None = None
-        self.task_loops: list[ir.TaskLoop] = []
-        self.graph_parent: int | None = None
-        self.graph_region: str | None = None  # inside qd.graph.parallel_context(): "context", then "section"
+        self.init_graph()
         self.top_level(body)
         self.flush_serial()
         self.pop_scope()
@@ -315,79 +314,6 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                         self.top_level_locals.add(st.var)
             else:
                 self.serial_statement(s)
-
-    def graph_loop(self, s: ast.While) -> None:
-        """``while qd.graph.do_while(flag):``: the tasks its body makes run, then run again
-        while the 0-d i32 ndarray ``flag`` is nonzero (the runtime reads it between rounds)."""
-        call = s.test
-        if s.orelse:
-            raise self.error(s, "while/else is not supported in kernels")
-        if len(call.args) != 1 or call.keywords:
-            raise self.error(call, "qd.graph.do_while() takes one argument: a 0-d qd.i32 ndarray")
-        flag = self.expr(call.args[0])
-        array = flag.array if isinstance(flag, ArrayHandle) else None
-        if not isinstance(array, ir.Param) or array.type.ndim != 0 or array.type.dtype is not T.i32 or \
-                isinstance(self.field_of(array), (lang.field.Field, lang.field.StructField)):
-            raise self.error(call.args[0], "the flag of qd.graph.do_while must be a 0-d qd.i32 ndarray",
-                             hint="a parameter `counter: qd.types.ndarray(qd.i32, ndim=0)` (or a data-oriented "
-                                  "instance's or a dataclass's member ndarray); a field cannot be one")
-        if self.graph_region == "section":
-            raise self.error(s, "a qd.graph.parallel() section is straight-line task work: no qd.graph.do_while "
-                                "inside it", hint="put the loop around the qd.graph.parallel_context() instead")
-        if self.is_call_to(call, "graph_do_while"):
-            import warnings
-
-            warnings.warn(f"{self.loc(call)}: qd.graph_do_while is deprecated: use qd.graph.do_while",
-                          DeprecationWarning, stacklevel=2)
-        self.flush_serial()
-        first, index, parent = len(self.tasks), len(self.task_loops), self.graph_parent
-        self.task_loops.append(None)  # its place: outer loops before the loops inside them
-        self.graph_parent = index
-        try:
-            self.top_level(s.body)
-            self.flush_serial()
-        finally:
-            self.graph_parent = parent
-        if len(self.tasks) == first:
-            raise self.error(s, "the body of this qd.graph.do_while does nothing a launch could run",
-                             hint="give it a loop or a statement that writes memory (and updates the flag)")
-        self.task_loops[index] = ir.TaskLoop(first, len(self.tasks), array, self.loc(s), parent)
-
-    def graph_section(self, s: ast.With) -> str | None:
-        """``with qd.graph.parallel_context():`` ("context") or ``with qd.graph.parallel():``
-        ("section"), in either spelling; None for any other ``with``."""
-        if len(s.items) != 1 or s.items[0].optional_vars is not None:
-            return None
-        call = s.items[0].context_expr
-        for kind, names in (("context", ("graph.parallel_context", "graph_parallel_context")),
-                            ("section", ("graph.parallel", "graph_parallel"))):
-            if any(self.is_call_to(call, n) for n in names):
-                return kind
-        return None
-
-    def graph_fork(self, s: ast.With, kind: str) -> None:
-        """A fork / join of independent sections: their tasks in order, which their
-        independence allows (Quadrants' graph may run them at once)."""
-        if kind == "context" and self.graph_region is not None:
-            raise self.error(s, "qd.graph.parallel_context() cannot be nested")
-        if kind == "section" and self.graph_region != "context":
-            raise self.error(s, "qd.graph.parallel() may appear only directly inside a qd.graph.parallel_context()")
-        call = s.items[0].context_expr
-        if call.args or call.keywords:
-            raise self.error(call, f"`{ast.unparse(call.func)}()` takes no arguments")
-        if any(self.is_call_to(call, n) for n in ("graph_parallel_context", "graph_parallel")):
-            import warnings
-
-            new = "qd.graph.parallel_context" if kind == "context" else "qd.graph.parallel"
-            warnings.warn(f"{self.loc(call)}: {ast.unparse(call.func)} is deprecated: use {new}", DeprecationWarning,
-                          stacklevel=2)
-        saved, self.graph_region = self.graph_region, kind
-        try:
-            self.top_level(s.body)
-        finally:
-            self.graph_region = saved
-        if kind == "section":
-            self.flush_serial()  # a section's statements are its own
 
     def serial_statement(self, s: ast.stmt) -> None:
         if self.serial_loc is None:

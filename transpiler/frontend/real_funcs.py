@@ -306,24 +306,35 @@ def _result_leaves(result, prefix: str) -> list[tuple[str, T.DType, tuple]]:
 def _value_of(t, refs: list):
     """A vector / matrix / struct value (a tuple of them, for a tuple type) made of ``refs``
     (in ``leaves`` order)."""
+    return _assemble(t, refs, MatrixValue, StructValue)
+
+
+def _var_of(t, locals_: list):
+    """A vector / matrix / struct variable made of ``locals_`` (in ``leaves`` order)."""
+    return _assemble(t, locals_, MatrixVar, StructVar)
+
+
+def _assemble(t, parts: list, matrix, struct):
+    """``t`` made of ``parts``, its scalars in ``leaves`` order, as ``matrix`` and ``struct``
+    (values or variables) nest them."""
     if isinstance(t, tuple):
         items, at = [], 0
         for item in t:
             n = len(leaves(item, "x"))
-            items.append(_value_of(item, refs[at:at + n]))
+            items.append(_assemble(item, parts[at:at + n], matrix, struct))
             at += n
         return TupleValue(items)
     t = member_type(t)
     if isinstance(t, MatrixType):
-        return MatrixValue(t.shape, list(refs))
+        return matrix(t.shape, list(parts))
     if isinstance(t, T.DType):
-        return refs[0]
+        return parts[0]
     members, at = {}, 0
     for name, mt in t.members.items():
         n = len(leaves(mt, "x"))
-        members[name] = _value_of(mt, refs[at:at + n])
+        members[name] = _assemble(mt, parts[at:at + n], matrix, struct)
         at += n
-    return StructValue(t, members)
+    return struct(t, members)
 
 
 def _component(lo, value, path: tuple, node, pname: str):
@@ -339,21 +350,6 @@ def _component(lo, value, path: tuple, node, pname: str):
     if isinstance(value, (MatrixValue, StructValue)):
         raise lo.error(node, f"argument `{pname}` does not have the parameter's type")
     return value
-
-
-def _var_of(t, locals_: list):
-    """A vector / matrix / struct variable made of ``locals_`` (in ``leaves`` order)."""
-    t = member_type(t)
-    if isinstance(t, MatrixType):
-        return MatrixVar(t.shape, list(locals_))
-    if isinstance(t, T.DType):
-        return locals_[0]
-    members, at = {}, 0
-    for name, mt in t.members.items():
-        n = len(leaves(mt, "x"))
-        members[name] = _var_of(mt, locals_[at:at + n])
-        at += n
-    return StructVar(t, members)
 
 
 def _check_body(name: str, stmts: list[ir.Stmt]) -> None:

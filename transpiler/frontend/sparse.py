@@ -11,7 +11,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.snode import SNode
 from .fields import StructArray, struct_leaves
-from .values import CT, ArrayHandle, MatrixValue
+from .values import CT, ArrayHandle, MatrixValue, StructValue
 
 
 class SparseLowering:
@@ -28,7 +28,8 @@ class SparseLowering:
         """The parameter of a level's mask (or, for a dynamic level, its lengths)."""
         what = "length" if level.kind == "dynamic" else "active"
         first = level.subtree_fields()[:1]
-        base = f"{first[0]._qd_name}_{what}" if first and getattr(first[0], "_qd_name", None) else f"snode_{what}"
+        named = first[0].name or getattr(first[0], "_qd_name", None) if first else None
+        base = f"{named}_{what}" if named else f"snode{level.serial}_{what}"
         return self.field_param(level.mask, base, loc)
 
     def cell_indices(self, level: SNode, space: SNode, indices: list[ir.Expr], node) -> list[ir.Expr]:
@@ -66,10 +67,9 @@ class SparseLowering:
 
     # ------------------------------------------------------------------ writes activate
 
-    def activate_cells(self, space: SNode, indices: list[ir.Expr], node, upto: SNode | None = None) -> None:
-        """Mark the cell ``indices`` of ``space`` active in every sparse level above it (to
-        ``upto``, included, when given): a mask store of 1 (threads that race store the same
-        value), a dynamic length raised to cover it."""
+    def activate_cells(self, space: SNode, indices: list[ir.Expr], node) -> None:
+        """Mark the cell ``indices`` of ``space`` active in every sparse level above it: a mask
+        store of 1 (threads that race store the same value), a dynamic length raised to cover it."""
         loc = self.loc(node)
         for level in space.path():
             if level.kind == "dynamic":
@@ -81,8 +81,6 @@ class SparseLowering:
             elif level.kind in ("pointer", "bitmasked"):
                 self.emit(ir.Store(loc, self.level_mask(level, loc), self.cell_indices(level, space, indices, node),
                                    ir.Const(T.i32, loc, 1)))
-            if level is upto:
-                return
 
     def before_write(self, array, indices: list[ir.Expr], loc: ir.Loc) -> list[ir.Expr]:
         """Before a store or an atomic on ``array[indices]`` of a sparse field: activate the
@@ -209,13 +207,10 @@ class SparseLowering:
                         node, "slot")
         value_node = value_node or node.args[2]
         value = self.expr(value_node)
-        scalars = value.items if isinstance(value, MatrixValue) else [value]
-        from .values import StructValue
-
-        if isinstance(value, StructValue):
-            scalars = list(_struct_scalars(value))
+        scalars = list(_struct_scalars(value)) if isinstance(value, StructValue) else \
+            value.items if isinstance(value, MatrixValue) else [value]
         fields = level.fields
-        width = sum(max(1, _size(f.element_shape)) for f in fields)
+        width = sum(len(_components(f.element_shape)) for f in fields)
         if len(scalars) != width:
             raise self.error(value_node, f"qd.append: the dynamic SNode holds {width} value(s) per element, "
                                            f"the value has {len(scalars)}")
@@ -228,7 +223,8 @@ class SparseLowering:
             comps = _components(f.element_shape)
             for comp in comps:
                 e = self.coerce(self.to_expr(scalars[k], node), p.type.dtype, node)
-                self.emit(ir.Store(loc, p, index + [ir.Const(T.i32, loc, c) for c in comp], e))
+                # (not through emit: the atomic add made the slot part of the list already)
+                self.block.append(ir.Store(loc, p, index + [ir.Const(T.i32, loc, c) for c in comp], e))
                 k += 1
         body, self.block = self.block, saved
         self.emit(ir.If(loc, ir.Compare(T.bool_, loc, "lt", old, ir.Const(T.i32, loc, level.capacity)), body, []))
@@ -262,7 +258,7 @@ class SparseLowering:
     def zero_block(self, level: SNode, cell: list[ir.Expr], space: SNode, array: ir.Param,
                    element_shape: tuple, node) -> None:
         loc = self.loc(node)
-        loops = []  # (var, begin, end) per axis of ``space``
+        loops = []  # (var, begin, span) per axis of ``space`` the cell spans more than one index of
         index = []
         for a in space.axes:
             if a in level.extents:
@@ -332,13 +328,6 @@ class SparseLowering:
             self.visited.setdefault(id(guard), set()).add(tuple(id(v) for v in loop_vars))
 
 
-def _size(shape: tuple) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n if shape else 0
-
-
 def _components(element_shape: tuple) -> list[tuple[int, ...]]:
     out = [()]
     for n in element_shape:
@@ -347,8 +336,6 @@ def _components(element_shape: tuple) -> list[tuple[int, ...]]:
 
 
 def _struct_scalars(value):
-    from .values import StructValue
-
     for m in value.members.values():
         if isinstance(m, StructValue):
             yield from _struct_scalars(m)

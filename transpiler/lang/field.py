@@ -17,10 +17,7 @@ from typing import Any
 
 from ..ir.types import DType, python_type
 from .kernel import comptime
-from .snode import (  # noqa: F401 - qd.root and the axes are the package's, spelled from here too
-    Axes, SNode, activate_all_host, activate_host, active_elements, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl,
-    k, kl, l, root,
-)
+from .snode import Axes, SNode, activate_all_host, activate_host, active_elements, root
 
 
 _all_fields = weakref.WeakSet()  # every field made, for qd.reset()
@@ -123,8 +120,11 @@ class Field:
 
     @property
     def snode(self) -> SNode:
-        """The level the field is placed in (``x.snode.parent()`` is its container)."""
-        return SNode("place", self.parent(), self.parent().extents)
+        """The field's own node, under the level it is placed in (``x.snode.parent()``)."""
+        node = self.__dict__.get("_place_node")
+        if node is None:
+            node = self.__dict__["_place_node"] = SNode("place", self.parent(), self.parent().extents)
+        return node
 
     @comptime
     def parent(self, n: int = 1) -> SNode | None:

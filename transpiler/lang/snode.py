@@ -12,9 +12,12 @@ the dense field's, so a sparse layout saves none.
 """
 from __future__ import annotations
 
+import itertools
+
 from .kernel import comptime
 
 SPARSE = ("pointer", "bitmasked", "dynamic")
+_serials = itertools.count()
 
 
 class Axes:
@@ -35,6 +38,7 @@ class SNode:
 
     def __init__(self, kind: str, parent: SNode | None, extents: dict[str, int], own: dict[str, int] | None = None):
         self.kind = kind
+        self.serial = next(_serials)  # names a level's mask when no field names it
         self._parent = parent
         self.extents = extents
         self.own = own or {}          # this level's own extent per axis it spans
@@ -96,14 +100,11 @@ class SNode:
     def place(self, *fields, offset=None, **_options) -> SNode:
         if offset is not None and any(offset if isinstance(offset, (tuple, list)) else (offset,)):
             raise ValueError("place(offset=...): fields with an index offset are not supported; index from 0")
-        from .field import StructField
-
         for f in fields:
             f._place(self.shape)
-            for leaf in (f.members.values() if isinstance(f, StructField) else (f,)):
-                for g in _leaves(leaf):
-                    g._snode = self
-                    self.fields.append(g)
+            for g in _leaves(f):
+                g._snode = self
+                self.fields.append(g)
         return self
 
     @comptime
