@@ -346,3 +346,30 @@ def huge_python_vector(a: vec):
 def slice_component_picked_at_run_time(a: v3vec, k: qd.i32):
     for i in range(a.shape[0]):
         a[i][1:3][k] = 1.0  # error: a component of a slice or swizzle of an element is picked with a translation
+
+
+@qd.kernel
+def checkpoint_section(a: vec, flag: qd.types.ndarray(dtype=qd.i32, ndim=0)):
+    with qd.checkpoint(0, yield_on=flag):  # error: qd.checkpoint is not supported by this transpiler
+        for i in range(a.shape[0]):
+            a[i] = 1.0
+
+
+@qd.kernel
+def stream_parallel_in_a_loop(a: vec):
+    for i in range(a.shape[0]):
+        with qd.stream_parallel():  # error: with statements are not supported here
+            a[i] = 1.0
+
+
+@qd.kernel
+def is_active_of_a_field(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = qd.is_active(a, [i])  # error: qd.is_active takes a pointer or bitmasked SNode
+
+
+@qd.kernel
+def graph_section_alone(a: vec):
+    with qd.graph.parallel():  # error: may appear only directly inside a qd.graph.parallel_context()
+        for i in range(a.shape[0]):
+            a[i] = 1.0

@@ -54,6 +54,12 @@ class StatementLowering:
         except KeyError:
             method = self._stmt_methods[type(s)] = getattr(type(self), "stmt_" + type(s).__name__, None)
         if method is None:
+            if isinstance(s, ast.With):  # the context it names may say more (qd.checkpoint: not supported)
+                for item in s.items:
+                    self.expr(item.context_expr.func if isinstance(item.context_expr, ast.Call) else
+                              item.context_expr)
+                hint = "with qd.stream_parallel() and the qd.graph contexts are accepted at the top level of a kernel"
+                raise self.error(s, "with statements are not supported here", hint=hint)
             what = UNSUPPORTED_STMT.get(type(s), type(s).__name__)
             raise self.error(s, f"{what} statements are not supported in kernels")
         method(self, s)
