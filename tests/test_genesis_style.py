@@ -476,6 +476,32 @@ def test_hand_written_backward_passes_through_grad_fields(executor, rng):
         backward_step.grad(1)
 
 
+@qd.kernel
+def backward_scale(x: F1, y: F1, t: qd.Tensor):
+    for i in range(x.shape[0]):
+        x.grad[i] += 2.0 * x[i] * y.grad[i]
+        t.grad[i] = y.grad[i]
+
+
+def test_the_grad_of_ndarrays_and_tensors(executor, rng):
+    x = qd.ndarray(qd.f32, shape=(40,), needs_grad=True)
+    y = qd.ndarray(qd.f32, shape=(40,), needs_grad=True)
+    t = qd.tensor(qd.f32, shape=(40,), backend=qd.Backend.FIELD, needs_grad=True)
+    xs, gy = rng.standard_normal(40).astype(np.float32), rng.standard_normal(40).astype(np.float32)
+    x.from_numpy(xs)
+    y.grad.from_numpy(gy)
+    backward_scale(x, y, t)
+    backward_scale(x, y, t)
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * (2 * xs * gy), rtol=1e-6)
+    np.testing.assert_array_equal(t.grad.to_numpy(), gy)
+    entry = {p["name"]: p for p in qd.translate(backward_scale, "cuda", template_args={"t": t}).manifest["params"]}
+    assert entry["x_grad"]["role"] == "grad" and entry["x_grad"]["of"] == "x"
+    with pytest.raises(TypeError, match=r"the kernel uses `x.grad`: pass a qd.ndarray made with needs_grad=True"):
+        backward_scale(np.zeros(40, np.float32), y, t)
+    with pytest.raises(AttributeError, match="this ndarray has no grad: create it with needs_grad=True"):
+        qd.ndarray(qd.f32, shape=(2,)).grad  # noqa: B018
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
@@ -487,8 +513,9 @@ def test_genesis_style_kernels_compile(target):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
-    for kernel in (reset_grads, backward_step):
-        tr = qd.translate(kernel, target, warn=False)
+    grads = qd.tensor(qd.f32, shape=(40,), backend=qd.Backend.FIELD, needs_grad=True)
+    for kernel, targs in ((reset_grads, {}), (backward_step, {}), (backward_scale, {"t": grads})):
+        tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
     tr = qd.translate(walk_tree, target, template_args={"nodes": bvh_nodes}, warn=False)

@@ -92,13 +92,15 @@ def __getattr__(name: str):
     raise AttributeError(missing("qd", name, globals()))
 
 
-def ndarray(dtype, shape):
+def ndarray(dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
     """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
-    ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32)."""
+    ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32).
+    ``needs_grad=True`` gives it a ``.grad`` ndarray of its shape, which kernels read and write
+    as ``x.grad[i]``."""
     from .runtime import python_dtype
     from .runtime.ndarray import Ndarray
 
-    return Ndarray(python_dtype(dtype), shape)
+    return Ndarray(python_dtype(dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
 def init(arch: str = "vulkan", **options) -> None:

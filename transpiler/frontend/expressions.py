@@ -146,6 +146,9 @@ class ExpressionLowering:
                     raise self.error(node, str(exc)) from None
                 name = base.array.name if isinstance(base, ArrayHandle) else re.sub(r"\W", "_", ast.unparse(node.value))
                 return self.module_object(CT(found), f"{name}_{node.attr}", node)
+            if isinstance(base, ArrayHandle) and isinstance(base.array, ir.Param) and base.array.role == "arg" and \
+                    base.array.is_array and base.array.type.dtype.is_float:
+                return ArrayHandle(self.companion_param(base.array, node.attr, node))
             raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
                                    "supported by this transpiler (it has no equivalent in the source it writes)",
                              hint="write the derivative out as a kernel of its own")

@@ -84,6 +84,20 @@ class FieldLowering:
         self.bindings[pname] = field
         return p
 
+    def companion_param(self, array: ir.Param, kind: str, node) -> ir.Param:
+        """``x.grad`` / ``x.dual`` of an ndarray parameter: a parameter of the kernel's own
+        (role ``grad`` / ``dual``), bound to the argument's ``.grad`` at each call."""
+        for p in self.hidden_params:
+            if p.role == kind and p.of == array.name:
+                return p
+        taken = {p.name for p in self.params + self.hidden_params}
+        pname, k = f"{array.name}_{kind}", 1
+        while pname in taken:
+            pname, k = f"{array.name}_{kind}_{k}", k + 1
+        p = ir.Param(pname, array.type, -1, self.loc(node), role=kind, of=array.name)
+        self.hidden_params.append(p)
+        return p
+
     def struct_array(self, sf: StructField, name: str, node) -> StructArray:
         members = {}
         for k, m in sf.members.items():

@@ -49,8 +49,10 @@ class Param:
     # "arg": a parameter the user wrote. The kernel's own storage, bound like a 0-d ndarray
     # after them: "scratch" holds a kernel-scope variable that several tasks share (a
     # reduction's total, a value a serial part computes for later tasks), "result" the
-    # value the kernel returns.
+    # value the kernel returns. "grad" / "dual": the .grad / .dual of the ndarray parameter
+    # named by ``of`` (a qd.ndarray made with needs_grad=True / needs_dual=True).
     role: str = "arg"
+    of: str = ""
 
     @property
     def is_array(self) -> bool:

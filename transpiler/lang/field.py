@@ -38,7 +38,7 @@ def no_autodiff(owner: str) -> property:
     return property(refuse)
 
 
-def companion(kind: str) -> property:
+def companion(kind: str, owner: str = "qd.field") -> property:
     """A field's ``.grad`` / ``.dual``: a field of the same shape and type, made by
     ``needs_grad=True`` / ``needs_dual=True``. It is storage that kernels read and write as
     they do the field (Genesis' hand-written backward passes write ``x.grad``); deriving a
@@ -48,7 +48,8 @@ def companion(kind: str) -> property:
     def get(self):
         found = self.__dict__.get("_" + kind)
         if found is None:
-            raise AttributeError(f"qd.field.{kind}: this field has no {kind}: create it with {flag}=True (a field of "
+            what = owner.split(".")[1]
+            raise AttributeError(f"{owner}.{kind}: this {what} has no {kind}: create it with {flag}=True (a {what} of "
                                  f"the same shape that kernels read and write; automatic differentiation itself, "
                                  "kernel.grad() and qd.ad.Tape, is not supported by this transpiler)")
         return found
@@ -290,17 +291,18 @@ class Backend(enum.IntEnum):
     NDARRAY = 1
 
 
-def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, **_options):
+def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, needs_grad: bool = False,
+           needs_dual: bool = False, **_options):
     """``qd.tensor(dtype, shape, backend=qd.Backend.NDARRAY)``: a qd.ndarray, or a qd.field with
     ``backend=qd.Backend.FIELD``."""
     if layout is not None:
         raise NotImplementedError("qd.tensor(layout=...) is not supported yet: the layout is row-major, as "
                                   "NumPy's; transpose the indices in the kernel instead")
     if backend == Backend.FIELD:
-        return field(dtype, shape)
+        return field(dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
     from ..runtime.ndarray import Ndarray
 
-    return Ndarray(python_type(dtype) or dtype, shape)
+    return Ndarray(python_type(dtype) or dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
 def field(dtype, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,

@@ -158,11 +158,11 @@ class Vector:
     unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
 
     @staticmethod
-    def ndarray(n: int, dtype, shape, **_options):
+    def ndarray(n: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
         """``qd.Vector.ndarray(n, dtype, shape)``: a qd.ndarray of n-vectors."""
         from .. import ndarray
 
-        return ndarray(vector(n, dtype), shape)
+        return ndarray(vector(n, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
 class Matrix:
@@ -193,11 +193,11 @@ class Matrix:
     cols = staticmethod(builtin("Matrix.cols")(lambda cols: None))
 
     @staticmethod
-    def ndarray(n: int, m: int, dtype, shape, **_options):
+    def ndarray(n: int, m: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
         """``qd.Matrix.ndarray(n, m, dtype, shape)``: a qd.ndarray of n x m matrices."""
         from .. import ndarray
 
-        return ndarray(matrix(n, m, dtype), shape)
+        return ndarray(matrix(n, m, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
 class StructType:

@@ -280,6 +280,10 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                 arg_types[name] = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
                                                          element_shape=want.element_shape)
             values[name] = arr
+            for kind in ("grad", "dual"):  # a qd.ndarray made with needs_grad=True: what x.grad binds to
+                companion = getattr(value, "__dict__", {}).get("_" + kind)
+                if companion is not None:
+                    values[(name, kind)] = _as_array(companion)
         elif kind == "scalar":
             dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
             values[name] = dtype.np_dtype.type(value)
@@ -389,7 +393,7 @@ def hidden_values(kir: ir.Kernel, zeros=np.zeros) -> dict[str, object]:
     (made by ``zeros``: numpy's, or a device array module's), its fields' storage, its seed."""
     out: dict[str, object] = {}
     for p in kir.params:
-        if not p.hidden:
+        if not p.hidden or p.of:  # (x.grad: the argument's, bound by the call)
             continue
         if p.role == "field":  # the module's field: its storage, kept across calls
             out[p.name] = kir.bindings[p.name].storage()
@@ -465,6 +469,12 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
     values.update(hidden_values(kir))
+    for p in hidden:
+        if p.of:  # x.grad / x.dual in the kernel: the argument's own
+            if (p.of, p.role) not in values:
+                raise TypeError(f"{kernel.__name__}(): the kernel uses `{p.of}.{p.role}`: pass a qd.ndarray made with "
+                                f"needs_{p.role}=True for `{p.of}`")
+            values[p.name] = values[(p.of, p.role)]
     if kir.loops:
         run_with_loops(backend, program, kir, values, plan_launches(kir, values))
     else:

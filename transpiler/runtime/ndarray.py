@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType
-from ..lang.field import no_autodiff
+from ..lang.field import companion
 
 
 class Ndarray:
     """``qd.ndarray(dtype, shape)``: ``dtype`` a scalar type or a vector/matrix type (then the
     data is NumPy's ``(*shape, *element_shape)``, and ``shape`` the outer shape)."""
 
-    def __init__(self, dtype, shape):
+    def __init__(self, dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
         from ..ir.types import python_type
         from ..lang.matrix import MatrixType
 
@@ -33,8 +33,11 @@ class Ndarray:
         from . import array_storage
 
         self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
+        for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
+            if wanted and scalar.is_float:  # an ndarray of the same shape and type (see lang.field.companion)
+                self.__dict__["_" + kind] = Ndarray(dtype, shape)
 
-    grad = dual = no_autodiff("qd.ndarray")
+    grad, dual = companion("grad", "qd.ndarray"), companion("dual", "qd.ndarray")
 
     # Met as a Python value in a kernel (an attribute of a data-oriented instance), it is bound
     # like a field: these say how (see frontend/fields.py).

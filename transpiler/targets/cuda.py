@@ -342,6 +342,7 @@ class CudaTarget(Target):
         for p in common["params"]:
             if p["kind"] == "ndarray":
                 note = f"{p['dtype']}[{p['ndim']}-d], device memory" if "role" not in p else \
+                    f"the .{p['role']} of `{p['of']}`: {p['dtype']}[{p['ndim']}-d], device memory" if "of" in p else \
                     f"one {p['dtype']}, the kernel's {p['role']} buffer: device memory you allocate"
                 args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]] + "*", "index": p["arg_index"],
                              "note": note})

@@ -278,7 +278,9 @@ def element_entry(p: ir.Param) -> dict:
 def param_role(p: ir.Param) -> dict:
     """The manifest's ``role`` of a parameter the kernel adds itself (a scratch slot, the
     result, the random seed)."""
-    return {"role": p.role} if p.hidden else {}
+    if not p.hidden:
+        return {}
+    return {"role": p.role, "of": p.of} if p.of else {"role": p.role}
 
 
 def shape_arg_names(p: ir.Param) -> list[str]:
