@@ -606,6 +606,37 @@ def test_streams_and_events_as_the_docs_use_them(executor, rng):
         produce(a, b, qd_stream=3)
 
 
+def symmetric_eigen_kernel(n: int):
+    mat = qd.types.matrix(n, n, qd.f32)
+    vec = qd.types.vector(n, qd.f32)
+
+    @qd.kernel
+    def eigen(a: qd.types.ndarray(dtype=mat, ndim=1), w: qd.types.ndarray(dtype=vec, ndim=1),
+              q: qd.types.ndarray(dtype=mat, ndim=1), spd: qd.types.ndarray(dtype=mat, ndim=1)):
+        for i in range(a.shape[0]):
+            w[i], q[i] = qd.sym_eig(a[i])
+            spd[i] = qd.make_spd(a[i])
+
+    return eigen
+
+
+EIGEN = {n: symmetric_eigen_kernel(n) for n in (2, 3, 6)}
+
+
+@pytest.mark.parametrize("n", sorted(EIGEN))
+def test_symmetric_eigendecomposition_and_the_nearest_spd_matrix(executor, rng, n):
+    a = rng.standard_normal((40, n, n)).astype(np.float32)
+    a = (a + a.transpose(0, 2, 1)) / 2
+    w, q, spd = np.zeros((40, n), np.float32), np.zeros((40, n, n), np.float32), np.zeros((40, n, n), np.float32)
+    EIGEN[n](a, w, q, spd)
+    want_w, want_q = np.linalg.eigh(a.astype(np.float64))
+    np.testing.assert_allclose(w, want_w, atol=2e-5 * n)                         # ascending, as NumPy's
+    np.testing.assert_allclose(q @ np.swapaxes(q, 1, 2), np.broadcast_to(np.eye(n), q.shape), atol=1e-5)
+    np.testing.assert_allclose(a @ q, q * w[:, None, :], atol=2e-5 * n)           # columns are eigenvectors
+    clamped = (want_q * np.maximum(want_w, 0)[:, None, :]) @ np.swapaxes(want_q, 1, 2)
+    np.testing.assert_allclose(spd, clamped, atol=5e-5 * n)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
@@ -615,7 +646,7 @@ def test_taichi_style_kernels_compile(target):
                           (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
                           (does_nothing_visible, {}), (fill_tensor, {"x": stream_out, "flag": True}),
                           (halvings, {}),
-                          (decompose, {}), (decompose3, {}), (solve_small, {})):
+                          (decompose, {}), (decompose3, {}), (solve_small, {}), (EIGEN[3], {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

@@ -145,6 +145,20 @@ def _decompose(lo, name, node):
     return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
 
 
+@handler("sym_eig", "make_spd")
+def _symmetric(lo, name, node):
+    from ..lang import linalg
+
+    if not node.args:
+        raise lo.error(node, f"qd.{name}(A, dt=None) takes a symmetric matrix and an optional dtype")
+    dtype = _float_dtype(lo, node, name, 1)
+    a = lo.expr(node.args[0])
+    if not isinstance(a, MatrixValue) or len(a.shape) != 2 or a.shape[0] != a.shape[1] or not 2 <= a.shape[0] <= 6:
+        raise lo.error(node.args[0], f"qd.{name}() takes a square matrix of 2x2 to 6x6")
+    fn = linalg.sym_eig_small if name == "sym_eig" else linalg.make_spd_small
+    return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
+
+
 @handler("solve")
 def _solve(lo, name, node):
     from ..lang import linalg

@@ -1,4 +1,5 @@
-"""``qd.polar_decompose`` and ``qd.svd`` of 2x2 and 3x3 matrices, written once in the kernel
+"""``qd.polar_decompose`` and ``qd.svd`` of 2x2 and 3x3 matrices (and ``qd.sym_eig`` and
+``qd.make_spd`` of symmetric 2x2 to 6x6 ones, at the end), written once in the kernel
 language (the frontend inlines them like any ``@qd.func``). For 2x2 the arithmetic is the
 closed form and the single Jacobi rotation Quadrants uses (Jiang et al., "Notes on the SVD of
 2x2 and 3x3 matrices"), in the same order, so results match Quadrants'. For 3x3, cyclic
@@ -164,3 +165,88 @@ def solve_small(A, b, dt: template()):
             x[i] -= Ab[i, k] * x[k]
         x[i] = x[i] / Ab[i, i]
     return x
+
+
+@func
+def sym_eig_small(A, dt: template()):
+    """``qd.sym_eig(A)`` of a symmetric n x n A, 2 <= n <= 6: (w, Q) with A = Q diag(w) Q^T,
+    w ascending and Q's columns the eigenvectors. Cyclic Jacobi as Quadrants runs it (Golub
+    and Van Loan 8.5): 12 sweeps, each zeroing every off-diagonal W[p, q] (p < q, row by row)
+    larger than 1e-30 with one rotation applied to W's columns, then its rows, then Q's
+    columns; then a selection sort of the eigenvalues, Q's columns swapped along. The same
+    operations in the same order, so the same results."""
+    n = static(A.n)
+    W = Matrix.zero(dt, n, n)
+    for i in static(range(n)):
+        for j in static(range(n)):
+            W[i, j] = A[i, j]
+    Q = Matrix.identity(dt, n)
+    one = ops.cast(1.0, dt)
+    for _ in range(12):
+        for p in static(range(n)):
+            for q in static(range(p + 1, n)):
+                apq = W[p, q]
+                if abs(apq) > 1e-30:
+                    diff = W[q, q] - W[p, p]
+                    t = one
+                    if abs(diff) < 1e-30:
+                        if apq < 0.0:
+                            t = -one
+                    else:
+                        theta = diff / (2.0 * apq)
+                        t = 1.0 / (abs(theta) + ops.sqrt(1.0 + theta * theta))
+                        if theta < 0.0:
+                            t = -t
+                    c = 1.0 / ops.sqrt(1.0 + t * t)
+                    s = t * c
+                    for r in static(range(n)):
+                        wrp, wrq = W[r, p], W[r, q]
+                        W[r, p] = c * wrp - s * wrq
+                        W[r, q] = s * wrp + c * wrq
+                    for k in static(range(n)):
+                        wpk, wqk = W[p, k], W[q, k]
+                        W[p, k] = c * wpk - s * wqk
+                        W[q, k] = s * wpk + c * wqk
+                    W[p, q] = 0.0
+                    W[q, p] = 0.0
+                    for r in static(range(n)):
+                        vrp, vrq = Q[r, p], Q[r, q]
+                        Q[r, p] = c * vrp - s * vrq
+                        Q[r, q] = s * vrp + c * vrq
+    w = Vector.zero(dt, n)
+    for i in static(range(n)):
+        w[i] = W[i, i]
+    for i in static(range(n)):
+        smallest = w[i]
+        at = i
+        for j in static(range(i + 1, n)):
+            if w[j] < smallest:
+                smallest = w[j]
+                at = j
+        if at != i:
+            for j in static(range(i + 1, n)):  # the swap, with column `at` picked at run time
+                if at == j:
+                    w[j] = w[i]
+                    for r in static(range(n)):
+                        Q[r, i], Q[r, j] = Q[r, j], Q[r, i]
+            w[i] = smallest
+    return w, Q
+
+
+@func
+def make_spd_small(A, dt: template()):
+    """``qd.make_spd(A)``: the nearest positive semi-definite matrix to a symmetric A in the
+    Frobenius norm, Q diag(max(w, 0)) Q^T (a negative eigenvalue times 0.0, as Quadrants)."""
+    n = static(A.n)
+    w, Q = sym_eig_small(A, dt)
+    for i in static(range(n)):
+        if w[i] < 0.0:
+            w[i] = w[i] * 0.0
+    out = Matrix.zero(dt, n, n)
+    for i in static(range(n)):
+        for j in static(range(n)):
+            acc = ops.cast(0.0, dt)
+            for k in static(range(n)):
+                acc = acc + Q[i, k] * w[k] * Q[j, k]
+            out[i, j] = acc
+    return out

@@ -13,9 +13,9 @@ _LATER = {
         "MatrixTensor FieldsBuilder BitpackedFields",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
         "length dot cross",
-    "is not supported yet: for a small matrix use m.inverse(), qd.solve, qd.svd or "
-    "qd.polar_decompose (2x2 and 3x3), or write the decomposition with vector and matrix operations":
-        "sym_eig eig make_spd",
+    "is not supported yet (the complex eigenpairs of a general matrix): for a symmetric one use qd.sym_eig; "
+    "else qd.svd, qd.polar_decompose or qd.solve (2x2 and 3x3)":
+        "eig",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")

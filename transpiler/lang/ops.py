@@ -40,6 +40,16 @@ def polar_decompose(A, dt=None):
     """``U, P = qd.polar_decompose(A)`` of a 2x2 or 3x3 matrix: A = U @ P, U orthogonal, P symmetric."""
 
 
+@builtin("sym_eig")
+def sym_eig(A, dt=None):
+    """(eigenvalues ascending, eigenvectors as columns) of a symmetric 2x2 to 6x6 matrix."""
+
+
+@builtin("make_spd")
+def make_spd(A, dt=None):
+    """The nearest positive semi-definite matrix to a symmetric 2x2 to 6x6 matrix."""
+
+
 @builtin("solve")
 def solve(A, b, dt=None):
     """``x = qd.solve(A, b)``: the solution of A @ x = b for a 2x2 or 3x3 matrix A (Gaussian
