@@ -272,8 +272,8 @@ def test_missing_names_say_why_or_suggest():
         qd.sqrtt  # noqa: B018
     with pytest.raises(AttributeError, match="did you mean qd.simt.block.sync"):
         qd.simt.block.synk  # noqa: B018
-    with pytest.raises(AttributeError, match="qd.eig is not supported yet .*for a symmetric one use qd.sym_eig"):
-        qd.eig  # noqa: B018
+    with pytest.raises(AttributeError, match="qd.ScalarField is not supported yet: use qd.field or qd.ndarray"):
+        qd.ScalarField  # noqa: B018
     with pytest.raises(AttributeError, match="qd.mesh_local is not supported by this transpiler .*no equivalent"):
         qd.mesh_local  # noqa: B018
 

@@ -637,6 +637,30 @@ def test_symmetric_eigendecomposition_and_the_nearest_spd_matrix(executor, rng, 
     np.testing.assert_allclose(spd, clamped, atol=5e-5 * n)
 
 
+@qd.kernel
+def eigen2(a: qd.types.ndarray(dtype=qd.math.mat2, ndim=1), w: qd.types.ndarray(dtype=qd.math.mat2, ndim=1),
+           v: qd.types.ndarray(dtype=qd.types.matrix(4, 2, qd.f32), ndim=1)):
+    for i in range(a.shape[0]):
+        w[i], v[i] = qd.eig(a[i])
+
+
+def test_eigenpairs_of_general_2x2_matrices_real_and_complex(executor, rng):
+    a = rng.standard_normal((64, 2, 2)).astype(np.float32)
+    w, v = np.zeros((64, 2, 2), np.float32), np.zeros((64, 4, 2), np.float32)
+    eigen2(a, w, v)
+    lam = w[:, :, 0] + 1j * w[:, :, 1]
+    vec = v[:, 0::2, :] + 1j * v[:, 1::2, :]                       # (re, im) pairs -> complex, columns
+    a64 = a.astype(np.float64)
+    tr, det = np.trace(a64, axis1=1, axis2=2), np.linalg.det(a64)
+    gap = tr ** 2 - 4 * det
+    root = np.sqrt(np.abs(gap))
+    want = np.where(gap > 0, [(tr + root) / 2, (tr - root) / 2], [tr / 2 + 0.5j * root, tr / 2 - 0.5j * root]).T
+    np.testing.assert_allclose(lam, want, rtol=1e-4, atol=1e-5)    # Quadrants' order: larger real (or +imaginary) first
+    assert (gap > 0).any() and (gap < 0).any()
+    np.testing.assert_allclose(a64 @ vec, vec * lam[:, None, :], atol=2e-4)
+    np.testing.assert_allclose(np.linalg.norm(vec, axis=1), 1.0, rtol=1e-5)
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
@@ -646,7 +670,7 @@ def test_taichi_style_kernels_compile(target):
                           (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
                           (does_nothing_visible, {}), (fill_tensor, {"x": stream_out, "flag": True}),
                           (halvings, {}),
-                          (decompose, {}), (decompose3, {}), (solve_small, {}), (EIGEN[3], {})):
+                          (decompose, {}), (decompose3, {}), (solve_small, {}), (EIGEN[3], {}), (eigen2, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

@@ -28,7 +28,7 @@ from .lang.ops import (  # noqa: F401
     atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
     floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div, raw_mod,
     round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, stream_parallel, svd, tan, tanh, trunc, typeof,
-    sym_eig, make_spd,
+    sym_eig, make_spd, eig,
     volatile_load, zero,
 )
 from .lang.ops import activate, append, deactivate, is_active, length, no_activate, rescale_index  # noqa: F401

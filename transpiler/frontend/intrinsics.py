@@ -159,6 +159,19 @@ def _symmetric(lo, name, node):
     return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
 
 
+@handler("eig")
+def _eig(lo, name, node):
+    from ..lang import linalg
+
+    if not node.args:
+        raise lo.error(node, "qd.eig(A, dt=None) takes a 2x2 matrix and an optional dtype")
+    dtype = _float_dtype(lo, node, name, 1)
+    a = lo.expr(node.args[0])
+    if not isinstance(a, MatrixValue) or a.shape != (2, 2):
+        raise lo.error(node.args[0], "qd.eig() takes a 2x2 matrix (qd.sym_eig: symmetric ones up to 6x6)")
+    return lo.inline_values(linalg.eig2x2, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
+
+
 @handler("solve")
 def _solve(lo, name, node):
     from ..lang import linalg

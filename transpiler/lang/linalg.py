@@ -250,3 +250,39 @@ def make_spd_small(A, dt: template()):
                 acc = acc + Q[i, k] * w[k] * Q[j, k]
             out[i, j] = acc
     return out
+
+
+@func
+def eig2x2(A, dt: template()):
+    """``qd.eig(A)`` of a real 2x2 A: the eigenvalues as rows (re, im) and the eigenvectors as
+    columns (re0, im0, re1, im1), normalised. By Cayley-Hamilton the first column of
+    A - l2 I is an eigenvector for l1 (and the other way round); a multiple of the identity
+    takes the unit vectors. Quadrants' closed form, in its order of operations."""
+    tr = A.trace()
+    det = A.determinant()
+    gap = tr ** 2 - 4 * det
+    l1 = Vector.zero(dt, 2)
+    l2 = Vector.zero(dt, 2)
+    v1 = Vector.zero(dt, 4)
+    v2 = Vector.zero(dt, 4)
+    if gap > 0:
+        l1 = Vector([tr + ops.sqrt(gap), 0.0], dt) * 0.5
+        l2 = Vector([tr - ops.sqrt(gap), 0.0], dt) * 0.5
+        A1 = A - l1[0] * Matrix.identity(dt, 2)
+        A2 = A - l2[0] * Matrix.identity(dt, 2)
+        if A1[0, 0] == 0 and A1[0, 1] == 0 and A1[1, 0] == 0 and A1[1, 1] == 0:
+            v1 = Vector([0.0, 0.0, 1.0, 0.0], dt)
+            v2 = Vector([1.0, 0.0, 0.0, 0.0], dt)
+        else:
+            v1 = Vector([A2[0, 0], 0.0, A2[1, 0], 0.0], dt).normalized()
+            v2 = Vector([A1[0, 0], 0.0, A1[1, 0], 0.0], dt).normalized()
+    else:
+        l1 = Vector([tr, ops.sqrt(-gap)], dt) * 0.5
+        l2 = Vector([tr, -ops.sqrt(-gap)], dt) * 0.5
+        A1r = A - l1[0] * Matrix.identity(dt, 2)
+        A1i = -l1[1] * Matrix.identity(dt, 2)
+        A2r = A - l2[0] * Matrix.identity(dt, 2)
+        A2i = -l2[1] * Matrix.identity(dt, 2)
+        v1 = Vector([A2r[0, 0], A2i[0, 0], A2r[1, 0], A2i[1, 0]], dt).normalized()
+        v2 = Vector([A1r[0, 0], A1i[0, 0], A1r[1, 0], A1i[1, 0]], dt).normalized()
+    return Matrix.rows([l1, l2]), Matrix.cols([v1, v2])

@@ -9,13 +9,10 @@ from typing import Iterable
 # Quadrants names this package does not provide yet, grouped by what to do instead.
 _LATER = {
     "is not supported yet: use qd.field or qd.ndarray":
-        "Field ScalarField MatrixField StructField SNode VectorNdarray MatrixNdarray ScalarNdarray VectorTensor "
+        "Field ScalarField MatrixField StructField VectorNdarray MatrixNdarray ScalarNdarray VectorTensor "
         "MatrixTensor FieldsBuilder BitpackedFields",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
-        "length dot cross",
-    "is not supported yet (the complex eigenpairs of a general matrix): for a symmetric one use qd.sym_eig; "
-    "else qd.svd, qd.polar_decompose or qd.solve (2x2 and 3x3)":
-        "eig",
+        "dot cross",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")

@@ -40,6 +40,11 @@ def polar_decompose(A, dt=None):
     """``U, P = qd.polar_decompose(A)`` of a 2x2 or 3x3 matrix: A = U @ P, U orthogonal, P symmetric."""
 
 
+@builtin("eig")
+def eig(A, dt=None):
+    """(eigenvalues as rows (re, im), eigenvectors as columns (re0, im0, re1, im1)) of a real 2x2 matrix."""
+
+
 @builtin("sym_eig")
 def sym_eig(A, dt=None):
     """(eigenvalues ascending, eigenvectors as columns) of a symmetric 2x2 to 6x6 matrix."""
