@@ -32,11 +32,16 @@ from .lang.ops import (  # noqa: F401
     volatile_load, zero,
 )
 from .lang.ops import activate, append, deactivate, is_active, length, no_activate, rescale_index  # noqa: F401
+import contextlib as _contextlib
+
 from .lang import ops as _ops
-from .lang.ops import graph_do_while, graph_parallel, graph_parallel_context  # noqa: F401
 from .lang.names import Namespace
 from .lang.perf_dispatch import perf_dispatch  # noqa: F401
 from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
+
+# Quadrants' exception classes, as its users catch them: every kernel error here is a located
+# TranspileError, raised when the kernel is translated.
+QuadrantsCompilationError = QuadrantsSyntaxError = QuadrantsTypeError = QuadrantsNameError = TranspileError
 from .lang.simt import _install_block_algorithms, _install_tiles
 
 _install_block_algorithms()
@@ -63,6 +68,9 @@ gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "me
 # `while qd.graph.do_while(flag):` (graph=True kernels): the runtimes repeat the loop's tasks from
 # the host, as Quadrants does on every backend but CUDA 12.4+ on Hopper.
 graph = Namespace("qd.graph", do_while=_ops.do_while, parallel_context=_ops.parallel_context, parallel=_ops.parallel)
+graph_do_while, graph_parallel_context, graph_parallel = _ops.do_while, _ops.parallel_context, _ops.parallel  # deprecated
+# The graph's sections mean nothing outside a kernel: Quadrants takes them there as no-ops.
+_python_scope.update({"graph.parallel_context": _contextlib.nullcontext, "graph.parallel": _contextlib.nullcontext})
 
 _lib = Namespace("qd._lib", core=Namespace(
     "qd._lib.core", with_vulkan=lambda: True, with_cuda=lambda: True, with_metal=lambda: True,

@@ -22,8 +22,11 @@ class GraphLowering:
         self.graph_region: str | None = None  # inside qd.graph.parallel_context(): "context", then "section"
 
     def warn_deprecated(self, call: ast.Call, old: str, new: str) -> None:
-        if self.is_call_to(call, old):
-            warnings.warn(f"{self.loc(call)}: qd.{old} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
+        """The flat spellings (``qd.graph_do_while``) are the same objects: told apart as written."""
+        spelled = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if spelled == old:
+            warnings.warn(f"{self.loc(call)}: qd.{old}() is deprecated: use {new}()", DeprecationWarning,
+                          stacklevel=2)
 
     def graph_loop(self, s: ast.While) -> None:
         """``while qd.graph.do_while(flag):``: the tasks its body makes run, then run again
@@ -64,9 +67,8 @@ class GraphLowering:
         if len(s.items) != 1 or s.items[0].optional_vars is not None:
             return None
         call = s.items[0].context_expr
-        for kind, names in (("context", ("graph.parallel_context", "graph_parallel_context")),
-                            ("section", ("graph.parallel", "graph_parallel"))):
-            if any(self.is_call_to(call, n) for n in names):
+        for kind, name in (("context", "graph.parallel_context"), ("section", "graph.parallel")):
+            if self.is_call_to(call, name):
                 return kind
         return None
 
@@ -79,7 +81,7 @@ class GraphLowering:
             raise self.error(s, "qd.graph.parallel() may appear only directly inside a qd.graph.parallel_context()")
         call = s.items[0].context_expr
         if call.args or call.keywords:
-            raise self.error(call, f"`{ast.unparse(call.func)}()` takes no arguments")
+            raise self.error(call, f"{ast.unparse(call.func)}() takes no arguments")
         self.warn_deprecated(call, "graph_parallel_context", "qd.graph.parallel_context")
         self.warn_deprecated(call, "graph_parallel", "qd.graph.parallel")
         saved, self.graph_region = self.graph_region, kind

@@ -645,14 +645,14 @@ def _warp(lo, name, node):
     return ir.WarpOp(result, loc, op, short, args)
 
 
-@handler("graph.do_while", "graph_do_while")
+@handler("graph.do_while")
 def _graph_do_while(lo, name, node):
     raise lo.error(node, f"qd.{name}(flag) is the condition of a `while` at the top level of a kernel (or directly "
                          "in the body of another such loop)",
                    hint="write `while qd.graph.do_while(flag):` as a statement of the kernel's own body")
 
 
-@handler("graph.parallel_context", "graph.parallel", "graph_parallel_context", "graph_parallel")
+@handler("graph.parallel_context", "graph.parallel")
 def _graph_fork(lo, name, node):
     raise lo.error(node, f"qd.{name}() is a `with` block at the top level of a kernel (or of a qd.graph.do_while "
                          "body)", hint=f"write `with qd.{name}():` around top-level loops")

@@ -293,8 +293,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.top_level(s.body if flag else s.orelse)
             elif isinstance(s, ast.Pass):
                 continue
-            elif isinstance(s, ast.While) and (self.is_call_to(s.test, "graph.do_while") or
-                                               self.is_call_to(s.test, "graph_do_while")):
+            elif isinstance(s, ast.While) and self.is_call_to(s.test, "graph.do_while"):
                 self.graph_loop(s)
             elif isinstance(s, ast.With) and len(s.items) == 1 and s.items[0].optional_vars is None and \
                     self.is_call_to(s.items[0].context_expr, "stream_parallel"):
@@ -563,12 +562,15 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                     self.pending_guard = f._snode
                 return self.array_ranges(v.array, it), False
             if isinstance(v, CT) and isinstance(v.value, SNode) and v.value.shape:  # `for i, j in blk`: its cells
-                self.pending_guard = v.value if v.value.sparse else None
-                loc = self.loc(it)
-                return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, n)) for n in v.value.shape], False
+                return self.snode_ranges(v.value, it), False
             raise self.error(it, must)
         f = self.expr(it.func)
         fv = f.value if isinstance(f, CT) else None
+        if getattr(fv, "_qd_comptime", False) and not getattr(fv, "_qd_builtin", None):
+            v = self.expr(it)  # `for i, j in x.parent()`: a level, named by a call known now
+            if isinstance(v, CT) and isinstance(v.value, SNode) and v.value.shape:
+                return self.snode_ranges(v.value, it), False
+            raise self.error(it, must)
         if getattr(fv, "_qd_builtin", None) == "grouped":
             if len(it.args) != 1 or it.keywords:
                 raise self.error(it, "qd.grouped() takes one argument: an ndarray or a qd.ndrange(...)")
@@ -630,6 +632,12 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def static_callee(self, call: ast.Call):
         f = self.expr(call.func)
         return f.value if isinstance(f, CT) else None
+
+    def snode_ranges(self, snode: SNode, node: ast.AST) -> list[tuple[ir.Expr, ir.Expr]]:
+        """``for i, j in blk``: every cell of the level (its active ones, for a sparse one)."""
+        self.pending_guard = snode if snode.sparse else None
+        loc = self.loc(node)
+        return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, n)) for n in snode.shape]
 
     def array_ranges(self, array: ir.Param, node: ast.AST) -> list[tuple[ir.Expr, ir.Expr]]:
         """``for i, j in a``: every index of the ndarray ``a``, row-major."""

@@ -28,9 +28,21 @@ class SparseLowering:
         """The parameter of a level's mask (or, for a dynamic level, its lengths)."""
         what = "length" if level.kind == "dynamic" else "active"
         first = level.subtree_fields()[:1]
-        named = first[0].name or getattr(first[0], "_qd_name", None) if first else None
-        base = f"{named}_{what}" if named else f"snode{level.serial}_{what}"
+        named = self.name_of_field(first[0]) if first else "field"
+        base = f"{named}_{what}" if named != "field" else f"snode{level.serial}_{what}"
         return self.field_param(level.mask, base, loc)
+
+    def name_of_field(self, field) -> str:
+        """What to call a field the kernel reaches through its SNode (``qd.append(blk, ...)``):
+        its name, the name it had before, or the global naming it."""
+        named = field.name or getattr(field, "_qd_name", None)
+        if named:
+            return named
+        for scope in (self.frame.globals, self.frame.closure):
+            for k, v in scope.items():
+                if v is field:
+                    return k
+        return "field"
 
     def cell_indices(self, level: SNode, space: SNode, indices: list[ir.Expr], node) -> list[ir.Expr]:
         """Indices in ``space``'s index space (a field's elements, a level's cells) rescaled to
@@ -219,7 +231,7 @@ class SparseLowering:
         saved, self.block = self.block, []
         k = 0
         for f in fields:
-            p = self.field_param(f, f._qd_name or "field", loc)
+            p = self.field_param(f, self.name_of_field(f), loc)
             comps = _components(f.element_shape)
             for comp in comps:
                 e = self.coerce(self.to_expr(scalars[k], node), p.type.dtype, node)
@@ -249,7 +261,7 @@ class SparseLowering:
         masks of ``levels``: a loop over the cell's block of each."""
         loc = self.loc(node)
         for f in fields:
-            self.zero_block(level, cell, f._snode, self.field_param(f, f._qd_name or "field", loc),
+            self.zero_block(level, cell, f._snode, self.field_param(f, self.name_of_field(f), loc),
                             f.element_shape, node)
         for sub in levels:
             space = sub._parent if sub.kind == "dynamic" else sub

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from .. import lang
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
@@ -698,4 +699,14 @@ class StatementLowering:
         for n in ast.walk(s.test):
             if isinstance(n, ast.Name) and self.scope.lookup(n.id)[0] is None and self.global_lookup(n.id) is None:
                 raise self.error(n, f"undefined name `{n.id}`")
+        # What the condition does besides testing still happens, as in Quadrants: a call of a
+        # @qd.func or @qd.real_func (which may write memory) or an atomic in it.
+        if any(isinstance(n, ast.Call) and _acts(self.named_value(n.func)) for n in ast.walk(s.test)):
+            value = self.expr(s.test)
+            if isinstance(value, ir.Expr) and has_side_effects(value):
+                self.emit(ir.ExprStmt(self.loc(s), value))
 
+
+def _acts(fn) -> bool:
+    """Whether a call of ``fn`` may do more than compute a value."""
+    return isinstance(fn, (lang.Func, lang.RealFunc)) or str(getattr(fn, "_qd_builtin", "")).startswith("atomic_")

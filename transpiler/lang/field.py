@@ -141,8 +141,14 @@ class Field:
 
     # Python scope, as Quadrants has it.
     def __getitem__(self, index):
+        """A scalar element's value; a vector or matrix element's components as a view
+        that writes through (``x[i][0] = 5``, ``x[i].x``, ``x[i].to_numpy()``)."""
         value = self.storage()[_index(index)]
-        return value.item() if getattr(value, "ndim", 1) == 0 else value.copy()
+        if getattr(value, "ndim", 1) == 0:
+            return value.item()
+        from .matrix import host_matrix_class
+
+        return value.view(host_matrix_class())
 
     def __setitem__(self, index, value) -> None:
         self.storage()[_index(index)] = value
@@ -248,7 +254,8 @@ class StructField:
         return {k: m for k, m in self.members.items() if not isinstance(m, _NoCompanion)}
 
     def __getitem__(self, index):
-        return {k: m[index] for k, m in self._held().items()}
+        """The element as a struct: its members as attributes (``x[i].pos``) or keys."""
+        return HostStruct({k: m[index] for k, m in self._held().items()})
 
     def __setitem__(self, index, value: dict) -> None:
         for k, v in value.items():
@@ -264,6 +271,20 @@ class StructField:
     def fill(self, value) -> None:
         for m in self._held().values():
             m.fill(value)
+
+
+class HostStruct(dict):
+    """A struct field's element read in Python scope: a dict of its members that also reads
+    them as attributes, as Quadrants' struct elements do (``x[i].b``, ``x[i]["b"]``)."""
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"the struct has no member `{name}`") from None
+
+    def to_dict(self) -> dict:
+        return dict(self)
 
 
 class _NoCompanion:

@@ -235,11 +235,6 @@ def do_while(condition):
     statements) runs, then runs again while ``flag``, a 0-d qd.i32 ndarray, is nonzero."""
 
 
-@builtin("graph_do_while")
-def graph_do_while(condition):
-    """The deprecated spelling of qd.graph.do_while."""
-
-
 @builtin("graph.parallel_context")
 def parallel_context():
     """``with qd.graph.parallel_context():``: a fork / join of independent ``qd.graph.parallel``
@@ -249,13 +244,3 @@ def parallel_context():
 @builtin("graph.parallel")
 def parallel():
     """``with qd.graph.parallel():``: one section of a ``qd.graph.parallel_context``."""
-
-
-@builtin("graph_parallel_context")
-def graph_parallel_context():
-    """The deprecated spelling of qd.graph.parallel_context."""
-
-
-@builtin("graph_parallel")
-def graph_parallel():
-    """The deprecated spelling of qd.graph.parallel."""

@@ -143,6 +143,20 @@ ARCHS = {"gpu": None, "cuda": "cuda", "amdgpu": None, "metal": None, "vulkan": "
 BEST_FIRST = ("cuda", "vulkan", "cpu")
 
 
+# qd.init options of Quadrants that change nothing a kernel computes here (debugging, caches,
+# profilers, memory pools, its own compiler's passes), or that only some executors take
+# (fast_math): accepted, and dropped where they do not apply.
+QUADRANTS_OPTIONS = frozenset("""
+    debug offline_cache offline_cache_file_path offline_cache_cleaning_policy cuda_stack_limit
+    demote_dense_struct_fors print_full_traceback check_out_of_bound gdb_trigger log_level kernel_profiler
+    device_memory_GB device_memory_fraction advanced_optimization cfg_optimization print_ir print_accessor_ir
+    print_preprocessed_ir verbose default_gpu_block_dim cpu_max_num_threads packed dynamic_index opt_level
+    fast_math flatten_if make_thread_local make_block_local simplify_before_lower_access
+    simplify_after_lower_access lower_access move_loop_invariant_outside_if auto_mesh_local
+    excepthook short_circuit_operators print_kernel_llvm_ir src_ll_cache fastcache
+""".split())
+
+
 def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType | None = None,
          default_ip: T.DType | None = None, enable_fallback: bool = True, random_seed: int = 0, **options) -> None:
     """Choose the executor (``arch``: gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64; an
@@ -171,7 +185,10 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     for name in candidates:
         module, cls = BACKENDS[name]
         try:
-            _backend = getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
+            backend = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+            takes = inspect.signature(backend.__init__).parameters
+            # Quadrants' options this executor has no use for are dropped; others (a typo) still fail.
+            _backend = backend(**{k: v for k, v in options.items() if k in takes or k not in QUADRANTS_OPTIONS})
         except (ToolchainMissing, RuntimeError, ImportError, OSError) as exc:  # cannot start here: the next one
             failures.append(f"{name}: {exc}")
             continue
@@ -257,9 +274,10 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                 raise TypeError(f"{kernel.__name__}(): `{name}` must be a numpy array or qd.ndarray, "
                                 f"got {type(value).__name__}")
             dtype = T.from_numpy(arr.dtype)
-            want = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
-            if kind == "template" and isinstance(value, Ndarray) and value.element_shape:
-                want = lang.NdarrayAnnotation(value.dtype)  # a qd.ndarray of vectors keeps its element type
+            want = declared = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
+            if isinstance(value, Ndarray) and value.element_shape and (kind == "template" or want.dtype is None):
+                # a qd.ndarray of vectors keeps its element type (ndim counts the outer dimensions)
+                want = lang.NdarrayAnnotation(value.dtype, want.ndim if kind == "ndarray" else None)
             want_dtype = T.python_type(want.dtype) or want.dtype
             element_shape = tuple(want.element_shape or ())
             if isinstance(want_dtype, MatrixType):  # vec3 elements: the array's last dimension is 3
@@ -276,7 +294,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                                 + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
             if not arr.flags.c_contiguous:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous (use np.ascontiguousarray)")
-            if want_dtype is None or want.ndim is None:
+            if want_dtype is None or want.ndim is None or declared.dtype is None:
                 arg_types[name] = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
                                                          element_shape=want.element_shape)
             values[name] = arr

@@ -1,0 +1,108 @@
+"""Quadrants' API as its own test suite and users spell it (our kernels, modelled on
+Quadrants' tests/python): Python-scope access to field elements, struct-for over a level
+named by x.parent(), asserts whose condition has effects, vector qd.ndarrays for an
+annotation without a dtype, qd.init's own options, its exception classes, the graph
+namespace's aliases and its contexts outside kernels."""
+import numpy as np
+import pytest
+
+import transpiler as qd
+
+pair = qd.Vector.field(2, qd.f32, shape=())
+points = qd.Struct.field({"a": qd.f32, "b": qd.i32}, shape=(4,))
+blocked = qd.field(qd.i32)
+qd.root.dense(qd.ij, (3, 7)).dense(qd.ij, (2, 4)).place(blocked)
+counter = qd.field(qd.i32, shape=())
+
+
+@qd.kernel
+def pair_sum() -> qd.f32:
+    return pair[None][0] * 10.0 + pair[None][1]
+
+
+@qd.kernel
+def count_cells():
+    for i, j in blocked.parent():            # the level the field is placed in: 6 x 28 cells
+        blocked[i, j] += i * 100 + j
+
+
+@qd.real_func
+def bump(by: qd.i32) -> qd.i32:
+    counter[None] += by
+    return 0
+
+
+@qd.kernel
+def checked(k: qd.i32):
+    assert bump(k) == 0                      # compiled away, but the call in it still runs
+    assert counter[None] >= 0
+
+
+@qd.kernel
+def fill_vectors(x: qd.types.ndarray(ndim=1)):
+    for i in range(x.shape[0]):
+        x[i] = qd.math.ivec3(i, 2 * i, 3 * i)
+
+
+def test_python_scope_elements_write_through_and_read_as_quadrants_does(executor, rng):
+    v = rng.standard_normal(2).astype(np.float32)
+    pair[None][0] = v[0]                     # a vector element is a view of the field
+    pair[()][1] = v[1]
+    assert pair[None].x == v[0] and np.array_equal(pair[None].to_numpy(), v)
+    assert pair_sum() == pytest.approx(v[0] * 10 + v[1], rel=1e-6)
+    points[2] = {"a": 1.5, "b": 7}
+    assert points[2].a == 1.5 and points[2].b == 7 and points[2]["b"] == 7 and points[2].to_dict() == {"a": 1.5, "b": 7}
+    with pytest.raises(AttributeError, match="the struct has no member `c`"):
+        points[2].c  # noqa: B018
+
+
+def test_struct_for_over_a_level_and_asserts_with_effects(executor, rng):
+    blocked.fill(0)
+    count_cells()
+    i, j = np.meshgrid(np.arange(6), np.arange(28), indexing="ij")
+    np.testing.assert_array_equal(blocked.to_numpy(), i * 100 + j)
+    counter[None] = 0
+    k = int(rng.integers(1, 50))
+    checked(k)
+    checked(k)
+    assert counter[None] == 2 * k
+
+
+def test_a_vector_ndarray_for_an_annotation_without_dtype(executor):
+    arr = qd.ndarray(qd.math.ivec3, shape=(5,))
+    fill_vectors(arr)
+    np.testing.assert_array_equal(arr.to_numpy(), np.arange(5)[:, None] * np.array([1, 2, 3]))
+
+
+def test_init_options_exceptions_and_graph_aliases():
+    qd.init(arch="cpu", debug=True, offline_cache=False, log_level="error", cuda_stack_limit=8192)
+    with pytest.raises(TypeError, match="fast_mathh"):
+        qd.init(arch="cpu", fast_mathh=True)  # a typo still fails
+    qd.init(arch="cpu")
+    assert qd.QuadrantsSyntaxError is qd.QuadrantsCompilationError is qd.TranspileError
+    assert qd.graph_do_while is qd.graph.do_while and qd.graph_parallel is qd.graph.parallel
+    with qd.graph.parallel_context():          # outside a kernel: nothing to fork
+        with qd.graph.parallel():
+            ran = True
+    assert ran
+    with pytest.raises(qd.QuadrantsSyntaxError, match="undefined name"):
+        qd.translate(uses_undefined, "cuda")
+
+
+@qd.kernel
+def uses_undefined(x: qd.types.ndarray(qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        x[i] = nonexistent  # noqa: F821
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_quadrants_api_kernels_compile(target):
+    from transpiler.toolchains import check_sources
+
+    for kernel in (pair_sum, count_cells, checked, fill_vectors):
+        tr = qd.translate(kernel, target, warn=False,
+                          arg_types={"x": qd.types.ndarray(dtype=qd.math.ivec3, ndim=1)} if kernel is fill_vectors else None)
+        for verdict in check_sources(target, tr.sources, tr.manifest):
+            assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
