@@ -44,6 +44,30 @@ def fill_vectors(x: qd.types.ndarray(ndim=1)):
         x[i] = qd.math.ivec3(i, 2 * i, 3 * i)
 
 
+vec3f = qd.types.vector(3, qd.f32)
+line3f = qd.types.struct(linedir=vec3f, length=qd.f32)
+nested = qd.types.struct(line=line3f, idx=qd.i32)
+lines = nested.field(shape=(8,))
+
+
+@qd.kernel
+def broadcast_structs(k: qd.f32):
+    for i in range(8):
+        lines[i] = nested(k)                  # a scalar for the struct member `line`: in all its scalars
+        if i % 2 == 0:
+            lines[i].line = line3f(i)         # linedir = (i, i, i), length = 0
+
+
+def test_a_scalar_fills_a_nested_struct_member(executor, rng):
+    k = float(rng.uniform(1, 9))
+    broadcast_structs(k)
+    even = np.arange(8) % 2 == 0
+    want_dir = np.where(even[:, None], np.arange(8)[:, None] * np.ones(3), np.float32(k))
+    np.testing.assert_allclose(lines.line.linedir.to_numpy(), want_dir, rtol=1e-6)
+    np.testing.assert_allclose(lines.line.length.to_numpy(), np.where(even, 0, np.float32(k)), rtol=1e-6)
+    np.testing.assert_array_equal(lines.idx.to_numpy(), 0)
+
+
 def test_python_scope_elements_write_through_and_read_as_quadrants_does(executor, rng):
     v = rng.standard_normal(2).astype(np.float32)
     pair[None][0] = v[0]                     # a vector element is a view of the field
@@ -101,7 +125,7 @@ def uses_undefined(x: qd.types.ndarray(qd.f32, ndim=1)):
 def test_quadrants_api_kernels_compile(target):
     from transpiler.toolchains import check_sources
 
-    for kernel in (pair_sum, count_cells, checked, fill_vectors):
+    for kernel in (pair_sum, count_cells, checked, fill_vectors, broadcast_structs):
         tr = qd.translate(kernel, target, warn=False,
                           arg_types={"x": qd.types.ndarray(dtype=qd.math.ivec3, ndim=1)} if kernel is fill_vectors else None)
         for verdict in check_sources(target, tr.sources, tr.manifest):

@@ -18,8 +18,9 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.matrix import MatrixType, StructType, dataclass_members
 from ..lang.tile import TileType
+from .common import is_py_scalar
 from .matrices import component_suffixes
-from .values import CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, StructValue, StructVar
+from .values import CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue
 
 
 def member_type(t):
@@ -91,6 +92,11 @@ class StructLowering:
             return self.make_matrix(t.shape, value.items, node, dtype)
         if value is None:
             return StructValue(t, {k: self.member_value(mt, None, node) for k, mt in t.members.items()})
+        if not isinstance(value, (StructValue, MatrixValue, TupleValue)) and not (
+                isinstance(value, CT) and not is_py_scalar(value.value)):
+            # a scalar for a struct member: in every scalar of it, as Quadrants has `line3f(0)`
+            value = self.once(self.to_expr(value, node), node, "tmp") if isinstance(value, ir.Expr) else value
+            return StructValue(t, {k: self.member_value(mt, value, node) for k, mt in t.members.items()})
         if not isinstance(value, StructValue) or value.type is not t:
             raise self.error(node, f"a {t.name} member needs a {t.name} value")
         return value
