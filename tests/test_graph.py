@@ -142,34 +142,34 @@ def test_parallel_sections_run_as_independent_sections(executor, rng):
     np.testing.assert_array_equal(total, want_pt + want_ee)
 
 
-@qd.kernel
+@qd.kernel(graph=True)
 def section_alone(x: F1):
     with qd.graph.parallel():
         for i in range(x.shape[0]):
             x[i] = 1.0
 
 
-@qd.kernel
+@qd.kernel(graph=True)
 def flag_is_a_float(x: F1, c: qd.types.ndarray(qd.f32, ndim=0)):
     while qd.graph.do_while(c):
         for i in range(x.shape[0]):
             x[i] += 1.0
 
 
-@qd.kernel
+@qd.kernel(graph=True)
 def do_while_in_a_loop(x: F1, c: I0):
     for i in range(x.shape[0]):
         while qd.graph.do_while(c):
             x[i] += 1.0
 
 
-@qd.kernel
+@qd.kernel(graph=True)
 def nothing_to_repeat(c: I0):
     while qd.graph.do_while(c):
         pass
 
 
-@qd.kernel
+@qd.kernel(gpu_graph=True)  # Genesis' spelling of graph=True
 def old_spelling(x: F1, c: I0):
     while qd.graph_do_while(c):
         for i in range(x.shape[0]):
@@ -177,7 +177,17 @@ def old_spelling(x: F1, c: I0):
         c[()] = c[()] - 1
 
 
+@qd.kernel
+def not_a_graph_kernel(x: F1, c: I0):
+    while qd.graph.do_while(c):
+        for i in range(x.shape[0]):
+            x[i] += 1.0
+
+
 def test_graph_mistakes_are_located():
+    with pytest.raises(qd.TranspileError, match=r"qd.graph.do_while requires @qd.kernel\(graph=True\)") as info:
+        qd.translate(not_a_graph_kernel, "cuda")
+    assert info.value.loc.line == not_a_graph_kernel.fn.__code__.co_firstlineno + 2
     with pytest.raises(qd.TranspileError, match="the flag of qd.graph.do_while must be a 0-d qd.i32 ndarray") as info:
         qd.translate(flag_is_a_float, "cuda")
     assert info.value.loc.line == flag_is_a_float.fn.__code__.co_firstlineno + 2

@@ -21,6 +21,13 @@ class GraphLowering:
         self.graph_parent: int | None = None  # the loop whose body is being lowered
         self.graph_region: str | None = None  # inside qd.graph.parallel_context(): "context", then "section"
 
+    def require_graph(self, call: ast.Call, what: str) -> None:
+        """As in Quadrants: the graph constructs belong to graph kernels (which is also what
+        tells a loop on a flag from a loop a missing update would never end)."""
+        if not getattr(self.kernel, "graph", False):
+            raise self.error(call, f"{what} requires @qd.kernel(graph=True)",
+                             hint="declare the kernel with @qd.kernel(graph=True)")
+
     def warn_deprecated(self, call: ast.Call, old: str, new: str) -> None:
         """The flat spellings (``qd.graph_do_while``) are the same objects: told apart as written."""
         spelled = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
@@ -46,6 +53,7 @@ class GraphLowering:
         if self.graph_region == "section":
             raise self.error(s, "a qd.graph.parallel() section is straight-line task work: no qd.graph.do_while "
                                 "inside it", hint="put the loop around the qd.graph.parallel_context() instead")
+        self.require_graph(call, "qd.graph.do_while")
         self.warn_deprecated(call, "graph_do_while", "qd.graph.do_while")
         self.flush_serial()
         first, index, parent = len(self.tasks), len(self.task_loops), self.graph_parent
@@ -80,6 +88,8 @@ class GraphLowering:
         if kind == "section" and self.graph_region != "context":
             raise self.error(s, "qd.graph.parallel() may appear only directly inside a qd.graph.parallel_context()")
         call = s.items[0].context_expr
+        if kind == "context":
+            self.require_graph(call, "qd.graph.parallel_context")
         if call.args or call.keywords:
             raise self.error(call, f"{ast.unparse(call.func)}() takes no arguments")
         self.warn_deprecated(call, "graph_parallel_context", "qd.graph.parallel_context")

@@ -64,6 +64,8 @@ class _Decorated:
 class Kernel(_Decorated):
     """A ``@qd.kernel`` function. Calling it runs it on the arch chosen by ``qd.init``."""
 
+    graph = False  # made with @qd.kernel(graph=True)
+
     @property
     def grad(self):
         raise AttributeError(f"{self.__name__}.grad: automatic differentiation (kernel.grad(), qd.ad.Tape) is not "
@@ -182,10 +184,15 @@ class RealFunc(Func):
         return f"<qd.real_func {self.__name__}>"
 
 
-def kernel(fn: Callable | None = None, **_options) -> Kernel:
-    if fn is None:
-        return lambda f: Kernel(f)  # @qd.kernel(...) with options
-    return Kernel(fn)
+def kernel(fn: Callable | None = None, *, graph: bool = False, gpu_graph: bool = False, **_options) -> Kernel:
+    """``@qd.kernel``; ``@qd.kernel(graph=True)`` (Genesis: ``gpu_graph=True``) allows
+    ``qd.graph.do_while`` and ``qd.graph.parallel_context`` in it."""
+    def make(f: Callable) -> Kernel:
+        k = Kernel(f)
+        k.graph = bool(graph or gpu_graph)
+        return k
+
+    return make if fn is None else make(fn)
 
 
 def func(fn: Callable | None = None, *, requires_top_level: bool = False, **_options) -> Func:
