@@ -2,6 +2,8 @@
 
 ``import transpiler as qd`` gives the whole kernel language, spelled as in Quadrants.
 """
+import contextlib as _contextlib
+
 from .errors import TranspileError  # noqa: F401
 from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
@@ -28,20 +30,15 @@ from .lang.ops import (  # noqa: F401
     atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
     floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div, raw_mod,
     round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, stream_parallel, svd, tan, tanh, trunc, typeof,
-    sym_eig, make_spd, eig,
     volatile_load, zero,
 )
-from .lang.ops import activate, append, deactivate, is_active, length, no_activate, rescale_index  # noqa: F401
-import contextlib as _contextlib
-
+from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions
+    activate, append, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index, sym_eig,
+)
 from .lang import ops as _ops
 from .lang.names import Namespace
 from .lang.perf_dispatch import perf_dispatch  # noqa: F401
 from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
-
-# Quadrants' exception classes, as its users catch them: every kernel error here is a located
-# TranspileError, raised when the kernel is translated.
-QuadrantsCompilationError = QuadrantsSyntaxError = QuadrantsTypeError = QuadrantsNameError = TranspileError
 from .lang.simt import _install_block_algorithms, _install_tiles
 
 _install_block_algorithms()
@@ -62,9 +59,10 @@ Tensor = types.Tensor
 # Architectures for qd.init: strings, so that naming one imports nothing heavy.
 gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64", "arm64"
 
-# `qd._lib.core.with_vulkan()`: what Taichi's examples ask before picking an arch. This package
-# writes source for each of these backends (qd.init falls back, with a warning, to one this
-# machine runs); OpenGL it does not target.
+# Quadrants' exception classes, as its users catch them: every kernel error here is a located
+# TranspileError, raised when the kernel is translated.
+QuadrantsCompilationError = QuadrantsSyntaxError = QuadrantsTypeError = QuadrantsNameError = TranspileError
+
 # `while qd.graph.do_while(flag):` (graph=True kernels): the runtimes repeat the loop's tasks from
 # the host, as Quadrants does on every backend but CUDA 12.4+ on Hopper.
 graph = Namespace("qd.graph", do_while=_ops.do_while, parallel_context=_ops.parallel_context, parallel=_ops.parallel)
@@ -72,6 +70,9 @@ graph_do_while, graph_parallel_context, graph_parallel = _ops.do_while, _ops.par
 # The graph's sections mean nothing outside a kernel: Quadrants takes them there as no-ops.
 _python_scope.update({"graph.parallel_context": _contextlib.nullcontext, "graph.parallel": _contextlib.nullcontext})
 
+# `qd._lib.core.with_vulkan()`: what Taichi's examples ask before picking an arch. This package
+# writes source for each of these backends (qd.init falls back, with a warning, to one this
+# machine runs); OpenGL it does not target.
 _lib = Namespace("qd._lib", core=Namespace(
     "qd._lib.core", with_vulkan=lambda: True, with_cuda=lambda: True, with_metal=lambda: True,
     with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False))
