@@ -373,3 +373,12 @@ def graph_section_alone(a: vec):
     with qd.graph.parallel():  # error: may appear only directly inside a qd.graph.parallel_context()
         for i in range(a.shape[0]):
             a[i] = 1.0
+
+
+points_ab = qd.Struct.field({"a": qd.f32, "b": qd.f32}, shape=(4,))
+
+
+@qd.kernel
+def anonymous_struct_missing_a_member():
+    for i in range(4):
+        points_ab[i] = qd.Struct(a=1.0)  # error: the struct value's members (a) are not the element's (a, b)

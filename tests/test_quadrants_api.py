@@ -68,6 +68,26 @@ def test_a_scalar_fills_a_nested_struct_member(executor, rng):
     np.testing.assert_array_equal(lines.idx.to_numpy(), 0)
 
 
+pairs = qd.Struct.field({"a": qd.i32, "v": qd.math.vec2}, shape=(3,))
+
+
+@qd.kernel
+def anonymous_structs(k: qd.f32):
+    for i in range(2):
+        pairs[i] = qd.Struct(a=i * 10, v=qd.math.vec2(k, i))
+    s = qd.Struct({"a": 7, "v": qd.math.vec2(k, 2.5)})
+    pairs[2] = qd.Struct({"a": s.a + 1, "v": s.v * 2.0})
+
+
+def test_anonymous_struct_values(executor, rng):
+    k = float(rng.uniform(1, 5))
+    anonymous_structs(k)
+    np.testing.assert_array_equal(pairs.a.to_numpy(), [0, 10, 8])
+    np.testing.assert_allclose(pairs.v.to_numpy(), [[k, 0], [k, 1], [2 * k, 5]], rtol=1e-6)
+    pairs[1] = qd.Struct({"a": 3, "v": [0.5, 0.25]})       # Python scope: a dict of the members
+    assert pairs[1].a == 3 and list(pairs[1].v) == [0.5, 0.25] and qd.Struct(a=1).a == 1
+
+
 def test_python_scope_elements_write_through_and_read_as_quadrants_does(executor, rng):
     v = rng.standard_normal(2).astype(np.float32)
     pair[None][0] = v[0]                     # a vector element is a view of the field
@@ -125,7 +145,7 @@ def uses_undefined(x: qd.types.ndarray(qd.f32, ndim=1)):
 def test_quadrants_api_kernels_compile(target):
     from transpiler.toolchains import check_sources
 
-    for kernel in (pair_sum, count_cells, checked, fill_vectors, broadcast_structs):
+    for kernel in (pair_sum, count_cells, checked, fill_vectors, broadcast_structs, anonymous_structs):
         tr = qd.translate(kernel, target, warn=False,
                           arg_types={"x": qd.types.ndarray(dtype=qd.math.ivec3, ndim=1)} if kernel is fill_vectors else None)
         for verdict in check_sources(target, tr.sources, tr.manifest):

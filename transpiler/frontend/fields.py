@@ -179,6 +179,9 @@ class FieldLowering:
         if isinstance(place, StructArray):
             if not isinstance(value, StructValue):
                 raise self.error(target, "a struct element takes a struct value")
+            if set(value.members) != set(place.members):  # (an anonymous qd.Struct names its own)
+                raise self.error(target, f"the struct value's members ({', '.join(value.members)}) are not the "
+                                         f"element's ({', '.join(place.members)})")
             for k, m in place.members.items():
                 self.store_struct_place(m, indices, value.members[k], target, stmt, op)
             return

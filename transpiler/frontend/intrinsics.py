@@ -51,6 +51,15 @@ def _construct_struct(lo, name, node):
     return lo.construct_struct(lo.expr(node.func).value, node)
 
 
+@handler("Struct")
+def _anonymous_struct(lo, name, node):
+    if len(node.args) > 1 or (node.args and not isinstance(node.args[0], ast.Dict)):
+        raise lo.error(node, "qd.Struct() takes a dict of members, or members as keywords: qd.Struct(a=1, b=2.0)")
+    pairs = list(zip(node.args[0].keys, node.args[0].values)) if node.args else []
+    pairs += [(ast.Constant(k.arg), k.value) for k in node.keywords]
+    return lo.anonymous_struct(pairs, node)
+
+
 @handler("matrix_type", "Vector", "Matrix", "Vector.zero", "Vector.one", "Vector.unit", "Matrix.zero", "Matrix.one",
          "Matrix.identity", "Matrix.diag", "Matrix.rows", "Matrix.cols")
 def _construct(lo, name, node):

@@ -69,6 +69,28 @@ class StructLowering:
             members[name] = self.member_value(t, value, given.get(name, node))
         return StructValue(st, members)
 
+    def anonymous_struct(self, pairs: list, node) -> StructValue:
+        """``qd.Struct(a=1, b=v)`` / ``qd.Struct({"a": 1, "line": {...}})``: a struct whose
+        members take their values' types (a nested dict, a struct of its own)."""
+        members, types = {}, {}
+        for key, value_node in pairs:
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                raise self.error(value_node, "qd.Struct's member names are strings known at translation time")
+            if isinstance(value_node, ast.Dict):
+                value = self.anonymous_struct(list(zip(value_node.keys, value_node.values)), value_node)
+            else:
+                value = self.as_matrix(self.expr(value_node), value_node)
+            if isinstance(value, StructValue):
+                types[key.value] = value.type
+            elif isinstance(value, MatrixValue):
+                types[key.value] = MatrixType(value.shape, value.items[0].type if value.items else T.f32)
+            else:
+                e = self.to_expr(value, value_node)
+                value, types[key.value] = e, e.type
+            members[key.value] = value
+        st = StructType(types)
+        return StructValue(st, {k: self.member_value(types[k], v, node) for k, v in members.items()})
+
     def member_value(self, t, value, node):
         """``value`` (None: zero) as a member of type ``t``."""
         t = member_type(t)

@@ -239,7 +239,18 @@ def struct(**members) -> StructType:
 
 class Struct:
     """``qd.Struct.field({"pos": vec2, "mass": qd.f32}, shape=n)``: a field of structs, as
-    Quadrants (and Taichi) spell it; the same as ``qd.types.struct(**members).field(...)``."""
+    Quadrants (and Taichi) spell it; the same as ``qd.types.struct(**members).field(...)``.
+    ``qd.Struct(a=1, b=2.0)`` / ``qd.Struct({"a": 1, "b": 2.0})`` is a struct value whose
+    members' types are their values' (in a kernel; in Python scope a dict of them)."""
+
+    _qd_builtin = "Struct"
+
+    def __new__(cls, *args, **kwargs):
+        from .field import HostStruct
+
+        members = dict(args[0]) if args else {}
+        members.update(kwargs)
+        return HostStruct(members)
 
     @staticmethod
     def field(members: dict, shape=None, name: str | None = None, **options):
