@@ -139,46 +139,31 @@ def _randn(lo, name, node):
     return lo.inline_values(rnd.normal, lo.loc(node), [CT(_float_dtype(lo, node, name, 0))])
 
 
-@handler("svd", "polar_decompose")
+# qd.<name>(A, dt=None) of a small square matrix, written in the kernel language
+# (lang/linalg.py): the sizes it takes, how to say so, and its function for a size.
+_DECOMPOSITIONS = {
+    "svd": ((2, 3), "a 2x2 or 3x3 matrix", lambda la, n: la.svd2d if n == 2 else la.svd3d),
+    "polar_decompose": ((2, 3), "a 2x2 or 3x3 matrix",
+                        lambda la, n: la.polar_decompose2d if n == 2 else la.polar_decompose3d),
+    "sym_eig": ((2, 3, 4, 5, 6), "a symmetric matrix of 2x2 to 6x6", lambda la, n: la.sym_eig_small),
+    "make_spd": ((2, 3, 4, 5, 6), "a symmetric matrix of 2x2 to 6x6", lambda la, n: la.make_spd_small),
+    "eig": ((2,), "a 2x2 matrix (qd.sym_eig: symmetric ones up to 6x6)", lambda la, n: la.eig2x2),
+}
+
+
+@handler(*_DECOMPOSITIONS)
 def _decompose(lo, name, node):
     from ..lang import linalg
 
+    sizes, what, pick = _DECOMPOSITIONS[name]
     if not node.args:
-        raise lo.error(node, f"qd.{name}(A, dt=None) takes a matrix and an optional dtype")
+        raise lo.error(node, f"qd.{name}(A, dt=None) takes {what} and an optional dtype")
     dtype = _float_dtype(lo, node, name, 1)
     a = lo.expr(node.args[0])
-    if not isinstance(a, MatrixValue) or a.shape not in ((2, 2), (3, 3)):
-        raise lo.error(node, f"qd.{name}() takes a 2x2 or 3x3 matrix")
-    fn = {("svd", 2): linalg.svd2d, ("polar_decompose", 2): linalg.polar_decompose2d,
-          ("svd", 3): linalg.svd3d, ("polar_decompose", 3): linalg.polar_decompose3d}[name, a.shape[0]]
+    if not isinstance(a, MatrixValue) or len(a.shape) != 2 or a.shape[0] != a.shape[1] or a.shape[0] not in sizes:
+        raise lo.error(node, f"qd.{name}() takes {what}")
+    fn = pick(linalg, a.shape[0])
     return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
-
-
-@handler("sym_eig", "make_spd")
-def _symmetric(lo, name, node):
-    from ..lang import linalg
-
-    if not node.args:
-        raise lo.error(node, f"qd.{name}(A, dt=None) takes a symmetric matrix and an optional dtype")
-    dtype = _float_dtype(lo, node, name, 1)
-    a = lo.expr(node.args[0])
-    if not isinstance(a, MatrixValue) or len(a.shape) != 2 or a.shape[0] != a.shape[1] or not 2 <= a.shape[0] <= 6:
-        raise lo.error(node.args[0], f"qd.{name}() takes a square matrix of 2x2 to 6x6")
-    fn = linalg.sym_eig_small if name == "sym_eig" else linalg.make_spd_small
-    return lo.inline_values(fn, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
-
-
-@handler("eig")
-def _eig(lo, name, node):
-    from ..lang import linalg
-
-    if not node.args:
-        raise lo.error(node, "qd.eig(A, dt=None) takes a 2x2 matrix and an optional dtype")
-    dtype = _float_dtype(lo, node, name, 1)
-    a = lo.expr(node.args[0])
-    if not isinstance(a, MatrixValue) or a.shape != (2, 2):
-        raise lo.error(node.args[0], "qd.eig() takes a 2x2 matrix (qd.sym_eig: symmetric ones up to 6x6)")
-    return lo.inline_values(linalg.eig2x2, lo.loc(node), [lo.make_matrix(a.shape, a.items, node, dtype), CT(dtype)])
 
 
 @handler("solve")
