@@ -130,6 +130,9 @@ def test_bitmasked_cells_are_elements_and_keep_their_data_when_deactivated(execu
         assert read_back(i, j) == want[i, j] * 10     # a kernel still reads the old value, as in Quadrants
     i, j = np.argwhere(inside & ~diag)[0]
     assert read_back(int(i), int(j)) == want[i, j] * 10 + 1
+    before = sum_active()
+    img[M - 1, 0:3] = 5                      # a host write of a slice activates what it names, and only that
+    assert sum_active() == before + 15 and read_back(M - 1, 3) == 0
 
 
 # ----------------------------------------------------------------------------- dynamic lists

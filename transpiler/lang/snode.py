@@ -223,8 +223,14 @@ def activate_host(field, index) -> None:
     if snode is None or not snode.sparse:
         return
     index = () if index is None else (index if isinstance(index, tuple) else (index,))
-    if len(index) != len(field.shape):
-        return  # a slice or a partial index: whole rows, activated with everything else
+    if len(index) != len(field.shape) or not all(hasattr(k, "__index__") for k in index):
+        import numpy as np  # a slice or a partial index: each element it names
+
+        chosen = np.zeros(field.shape, bool)
+        chosen[index] = True
+        for element in zip(*np.nonzero(chosen)):
+            activate_host(field, tuple(int(k) for k in element))
+        return
     leaf = dict(zip(snode.axes, index))
     for level in snode.path():
         if level.kind == "dynamic":
