@@ -382,3 +382,84 @@ points_ab = qd.Struct.field({"a": qd.f32, "b": qd.f32}, shape=(4,))
 def anonymous_struct_missing_a_member():
     for i in range(4):
         points_ab[i] = qd.Struct(a=1.0)  # error: the struct value's members (a) are not the element's (a, b)
+
+
+# ----------------------------------------------------------------------------- graph kernels
+
+flag0 = qd.types.ndarray(dtype=qd.i32, ndim=0)
+
+
+@qd.kernel
+def do_while_outside_a_graph_kernel(a: vec, c: flag0):
+    while qd.graph.do_while(c):  # error: qd.graph.do_while requires @qd.kernel(graph=True)
+        for i in range(a.shape[0]):
+            a[i] += 1.0
+
+
+@qd.kernel(graph=True)
+def do_while_on_a_float_flag(a: vec, c: qd.types.ndarray(dtype=qd.f32, ndim=0)):
+    while qd.graph.do_while(c):  # error: the flag of qd.graph.do_while must be a 0-d qd.i32 ndarray
+        for i in range(a.shape[0]):
+            a[i] += 1.0
+
+
+@qd.kernel(graph=True)
+def do_while_inside_a_loop(a: vec, c: flag0):
+    for i in range(a.shape[0]):
+        while qd.graph.do_while(c):  # error: is the condition of a `while` at the top level of a kernel
+            a[i] += 1.0
+
+
+@qd.kernel(graph=True)
+def do_while_with_nothing_to_repeat(c: flag0):
+    while qd.graph.do_while(c):  # error: the body of this qd.graph.do_while does nothing a launch could run
+        pass
+
+
+# ----------------------------------------------------------------------------- sparse fields
+
+dense_cells = qd.field(qd.f32)
+qd.root.dense(qd.ij, 4).place(dense_cells)
+lists_of_ints = qd.field(qd.i32)
+qd.root.dense(qd.i, 4).dynamic(qd.j, 8).place(lists_of_ints)
+
+
+@qd.kernel
+def is_active_of_a_dense_level():
+    for i, j in dense_cells:
+        dense_cells[i, j] += qd.is_active(dense_cells.parent(), [i, j])  # error: not a dense SNode
+
+
+@qd.kernel
+def append_of_a_pair():
+    qd.append(lists_of_ints.parent(), 0, qd.math.vec2(1, 2))  # error: holds 1 value(s) per element, the value has 2
+
+
+@qd.kernel
+def append_without_its_cell():
+    lists_of_ints.append(3)  # error: this dynamic field holds a list per cell of a 1-d parent
+
+
+# ----------------------------------------------------------------------------- real functions
+
+@qd.real_func
+def returns_the_wrong_shape(x: qd.f32) -> qd.math.vec3:
+    return qd.math.vec2(x, x)  # error: is annotated to return
+
+
+@qd.kernel
+def calls_returns_the_wrong_shape(a: vec):
+    for i in range(a.shape[0]):
+        a[i] = returns_the_wrong_shape(1.0).x
+
+
+@qd.real_func
+def returns_too_few(x: qd.f32) -> (qd.f32, qd.f32):
+    return x  # error: is annotated to return 2 values
+
+
+@qd.kernel
+def calls_returns_too_few(a: vec):
+    for i in range(a.shape[0]):
+        u, w = returns_too_few(1.0)
+        a[i] = u + w

@@ -69,3 +69,9 @@ def test_hint_for_unknown_function():
     with pytest.raises(qd.TranspileError) as info:
         qd.translate(MODULE.unknown_function, "cuda")
     assert "hint: decorate it with @qd.func" in str(info.value)
+
+
+def test_hint_names_the_cell_of_a_dynamic_list():
+    with pytest.raises(qd.TranspileError) as info:
+        qd.translate(MODULE.append_without_its_cell, "cuda")
+    assert "hint: name the cell: lists_of_ints[i].append(...)" in str(info.value)

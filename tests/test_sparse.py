@@ -298,35 +298,9 @@ def test_particles_deactivated_by_a_vector_range_test(executor, rng):
 
 
 # ----------------------------------------------------------------------------- mistakes
+# (the located errors of sparse kernels are in bad_kernels.py)
 
-@qd.kernel
-def asks_a_dense_level():
-    for i, j in grid:
-        grid[i, j] += qd.is_active(grid.parent(), [i, j])
-
-
-@qd.kernel
-def appends_a_pair():
-    qd.append(items.parent(), 0, qd.math.vec2(1, 2))
-
-
-@qd.kernel
-def appends_without_a_cell():
-    items.append(3)
-
-
-def test_sparse_mistakes_are_located():
-    with pytest.raises(qd.TranspileError, match="qd.is_active takes a pointer or bitmasked SNode, not a dense "
-                                                "SNode") as info:
-        qd.translate(asks_a_dense_level, "cuda")
-    assert info.value.loc.line == asks_a_dense_level.fn.__code__.co_firstlineno + 3
-    with pytest.raises(qd.TranspileError, match=r"qd.append: the dynamic SNode holds 1 value\(s\) per element, "
-                                                r"the value has 2") as info:
-        qd.translate(appends_a_pair, "cuda")
-    assert info.value.loc.line == appends_a_pair.fn.__code__.co_firstlineno + 2
-    with pytest.raises(qd.TranspileError, match="this dynamic field holds a list per cell of a 1-d parent") as info:
-        qd.translate(appends_without_a_cell, "cuda")
-    assert "items[i].append(...)" in str(info.value)
+def test_sparse_layout_mistakes():
     with pytest.raises(AttributeError, match="qd.root.hash: quantized and hashed SNodes are not supported"):
         qd.root.hash(qd.i, 4)
     with pytest.raises(ValueError, match="a dynamic SNode holds fields only"):

@@ -29,15 +29,6 @@ def reset_fields() -> None:
         f._data = None
 
 
-def no_autodiff(owner: str) -> property:
-    """A ``.grad`` / ``.dual`` that says why there is none (hasattr() still answers False)."""
-    def refuse(self):
-        raise AttributeError(f"{owner}.grad: automatic differentiation (needs_grad=True, qd.ad) is not supported by "
-                             "this transpiler (it has no equivalent in the source it writes)")
-
-    return property(refuse)
-
-
 def companion(kind: str, owner: str = "qd.field") -> property:
     """A field's ``.grad`` / ``.dual``: a field of the same shape and type, made by
     ``needs_grad=True`` / ``needs_dual=True``. It is storage that kernels read and write as

@@ -267,14 +267,12 @@ def active_elements(snode: SNode):
             a = level.dynamic_axis
             j = np.arange(level.capacity).reshape([-1 if d == a else 1 for d in range(len(level.shape))])
             act = j < np.expand_dims(lengths, a)
-            src_axes = level.axes
         else:
             act = level.mask.storage() != 0
-            src_axes = level.axes
-        for d, b in enumerate(src_axes):  # each cell covers a block of the snode's elements
+        for d, b in enumerate(level.axes):  # each cell covers a block of the snode's elements
             act = np.repeat(act, snode.extents[b] // level.extents[b], axis=d)
         # axes the level does not span yet: every index of them
-        shape = [snode.extents[b] if b in src_axes else 1 for b in snode.axes]
+        shape = [snode.extents[b] if b in level.axes else 1 for b in snode.axes]
         act = act.reshape(shape)
         out = act if out is None else (out & act)
     return None if out is None else np.broadcast_to(out, snode.shape)

@@ -44,7 +44,6 @@ class Event:
 
     def __init__(self):
         self._handle = next(_handles)
-        self.recorded = False
 
     @property
     def handle(self) -> int:
@@ -52,7 +51,6 @@ class Event:
 
     def record(self, qd_stream: Stream | None = None) -> None:
         _check_stream(qd_stream)
-        self.recorded = True
 
     def wait(self, qd_stream: Stream | None = None) -> None:
         _check_stream(qd_stream)

@@ -398,11 +398,9 @@ def run_with_loops(backend: Backend, program, kir: ir.Kernel, values: dict, laun
 
 
 def flag_value(value) -> int:
-    """A 0-d i32 ndarray's value on the host: a numpy array, a qd.ndarray, a device array."""
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    elif hasattr(value, "get") and not isinstance(value, np.ndarray):
-        value = value.get()  # a CuPy array
+    """A 0-d i32 array's value on the host (the call's arrays are numpy's, or CuPy's on CUDA)."""
+    if not isinstance(value, np.ndarray):
+        value = value.get()
     return int(np.asarray(value).reshape(-1)[0])
 
 
