@@ -81,13 +81,6 @@ def undefined_name(a: vec):
 
 
 @qd.kernel
-def float_into_int_local(a: vec, b: ivec):
-    for i in range(a.shape[0]):
-        acc = 0
-        acc += a[i]  # error: `acc` is i32 (from its first assignment at line 86) and cannot hold a f32
-
-
-@qd.kernel
 def float_index(a: vec):
     for i in range(a.shape[0]):
         a[a[i]] = 1.0  # error: an index must be an integer, not f32
@@ -193,12 +186,6 @@ def calls_early_return(a: ivec):
 def wrong_arg_count(a: vec):
     for i in range(a.shape[0]):
         a[i] = qd.sqrt(a[i], 2.0)  # error: qd.sqrt() takes 1 argument(s), got 2
-
-
-@qd.kernel
-def float_to_int_store(a: ivec, b: vec):
-    for i in range(a.shape[0]):
-        a[i] = b[i] * 2.0  # error: implicit conversion from f32 to i32 would truncate
 
 
 @qd.kernel
@@ -463,3 +450,12 @@ def calls_returns_too_few(a: vec):
     for i in range(a.shape[0]):
         u, w = returns_too_few(1.0)
         a[i] = u + w
+
+
+zero_d = qd.field(qd.f32, shape=())
+
+
+@qd.kernel
+def ungrouped_loop_over_0d_field():
+    for i in zero_d:  # error: a 0-d field or ndarray has no index to loop over
+        zero_d[None] = 1.0

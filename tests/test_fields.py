@@ -207,11 +207,36 @@ def test_data_oriented_classes_with_two_instances(executor, rng):
     assert qd.translate(b.step, "cuda").manifest["fields"][0]["shape"] == [30]
 
 
+single = qd.field(qd.i32, shape=())
+placed_single = qd.field(qd.f32)
+qd.root.place(placed_single)
+
+
+@qd.kernel
+def singletons(k: qd.i32, box: qd.types.ndarray(dtype=qd.f32, ndim=0)):
+    for I in qd.grouped(single):                # a 0-d field: one iteration, single[I] is single[None]
+        single[I] = k * 3
+    for I in qd.grouped(placed_single):
+        placed_single[I] += 1.5
+    for j in range(k):
+        for I in qd.grouped(box):               # serial, inside a parallel loop
+            qd.atomic_add(box[I], 1.0)
+
+
+def test_grouped_loops_over_0d_fields_and_ndarrays(executor, rng):
+    k = int(rng.integers(2, 9))
+    placed_single[None] = 0.25
+    box = qd.ndarray(qd.f32, shape=())
+    box[None] = 0.5
+    singletons(k, box)
+    assert single[None] == 3 * k and placed_single[None] == 1.75 and box[None] == 0.5 + k
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_field_programs_compile(target):
-    for kernel in (life_step, wave_step, p2g, histogram, fill_cube):
+    for kernel in (life_step, wave_step, p2g, histogram, fill_cube, singletons):
         tr = qd.translate(kernel, target, warn=False)
         for v in check_sources(target, tr.sources, tr.manifest):
             assert v.ok, f"{kernel.__name__}: {v.tool} rejected {v.file}:\n{v.message}"

@@ -45,7 +45,7 @@ _install_block_algorithms()
 _install_tiles()
 from .lang.tile import outer  # noqa: E402, F401
 from .lang import algorithms  # noqa: E402, F401  (written in the language: after the block collectives)
-from .pipeline import HazardWarning, Translation, translate  # noqa: E402, F401
+from .pipeline import HazardWarning, Translation, TranslationWarning, translate  # noqa: E402, F401
 from .targets import TARGETS  # noqa: E402, F401
 
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import linecache
 import os
+from dataclasses import dataclass
 
 from .ir.nodes import Loc
 
@@ -27,6 +28,21 @@ def format_diagnostic(severity: str, message: str, loc: Loc | None, hint: str | 
     if hint:
         text += f"\nhint: {hint}"
     return text
+
+
+@dataclass
+class Diagnostic:
+    """A located finding that does not stop translation (a warning), or one a pass reports
+    before raising: the hazard checker's, and the frontend's lossy conversions."""
+
+    severity: str   # "error" | "warning"
+    kind: str       # "lossy-conversion", or a hazard's kind ("divergent-barrier", "spin-wait", ...)
+    message: str
+    loc: Loc | None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        return format_diagnostic(self.severity, self.message, self.loc, self.hint)
 
 
 class TranspileError(Exception):

@@ -25,14 +25,19 @@ if TYPE_CHECKING:
     from .targets.target import Target
 
 
-class HazardWarning(UserWarning):
+class TranslationWarning(UserWarning):
+    """A located warning about the user's kernel: a conversion that loses precision, as
+    Quadrants warns of one ("Assign may lose precision")."""
+
+
+class HazardWarning(TranslationWarning):
     """A SIMT hazard the checker found (see transpiler/passes/hazards.py)."""
 
 
 @dataclass
 class Translation:
     """The generated files (name -> text, in launch order), the binding manifest, and the
-    hazard warnings the checker reported (errors raise instead)."""
+    located warnings: the frontend's, then the hazard checker's (errors raise instead)."""
 
     target: str
     sources: dict[str, str]
@@ -99,13 +104,15 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
     if not options.get("no_hazards"):
         hazards = _hazards(kernel, kir, t, opts.subgroup_size)
         seconds["hazards"] = time.perf_counter() - t1
-        if options.get("warn", True):
-            for h in hazards:
-                warnings.warn(str(h), HazardWarning, stacklevel=2)
+    if options.get("warn", True):
+        for d in kir.diagnostics:
+            warnings.warn(str(d), TranslationWarning, stacklevel=2)
+        for h in hazards:
+            warnings.warn(str(h), HazardWarning, stacklevel=2)
     t2 = time.perf_counter()
     ctx = translate_ir(kir, t, opts)
     seconds["emit"] = time.perf_counter() - t2
-    return Translation(target, ctx.sources, ctx.manifest, kir, hazards, t.language(ctx), seconds)
+    return Translation(target, ctx.sources, ctx.manifest, kir, kir.diagnostics + hazards, t.language(ctx), seconds)
 
 
 def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options | None = None) -> TranslationContext:

@@ -593,8 +593,8 @@ class ExpressionLowering:
 
     def coerce(self, e: ir.Expr, t: T.DType, node, *, explicit: bool = False,
                assigning: ir.Local | None = None) -> ir.Expr:
-        """Convert ``e`` to ``t``. Implicit float -> int conversions are errors: they would
-        silently truncate."""
+        """Convert ``e`` to ``t``. An implicit float -> int conversion truncates, as Quadrants'
+        does, with the located warning Quadrants gives ("may lose precision")."""
         if e.type == t:
             return e
         loc = node if isinstance(node, ir.Loc) else self.loc(node)
@@ -602,12 +602,14 @@ class ExpressionLowering:
             if isinstance(e, ir.Const) and float(e.value).is_integer():
                 return ir.Const(t, e.loc, int(e.value))
             if assigning is not None:
-                raise TranspileError(
-                    f"`{assigning.name}` is {t.name} (from its first assignment at line {assigning.loc.line}) "
-                    f"and cannot hold a {e.type.name} value without truncating it", loc,
-                    hint=f"initialize it as a float (e.g. `{assigning.name} = 0.0`), or convert with qd.cast")
-            raise TranspileError(f"implicit conversion from {e.type.name} to {t.name} would truncate", loc,
-                                 hint=f"convert explicitly with qd.cast(x, qd.{t.name})")
+                self.warn(loc, "lossy-conversion",
+                          f"`{assigning.name}` is {t.name} (from its first assignment at line {assigning.loc.line}): "
+                          f"the {e.type.name} value assigned to it is truncated",
+                          hint=f"initialize it as a float (e.g. `{assigning.name} = 0.0`), or convert with "
+                               f"qd.cast to say the truncation is meant")
+            else:
+                self.warn(loc, "lossy-conversion", f"implicit conversion from {e.type.name} to {t.name} truncates",
+                          hint=f"convert explicitly with qd.cast(x, qd.{t.name}) to say it is meant")
         if isinstance(e, ir.Const):
             return retype_const(e, t)
         return ir.Cast(t, e.loc, e)

@@ -12,7 +12,7 @@ import inspect
 from typing import Callable
 
 from .. import lang
-from ..errors import TranspileError
+from ..errors import Diagnostic, TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.evaluate import host_computable
@@ -91,6 +91,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.init_fields()
         self.init_sparse()
         self.promoted: dict[int, tuple[ir.Local, KernelVar]] = {}  # id(local) -> it, and the buffer it moved to
+        self.diagnostics: list[Diagnostic] = []
+        self.singleton_loop = False  # set by array_ranges for a loop over a 0-d array
 
     # ------------------------------------------------------------------ helpers
 
@@ -114,6 +116,12 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def error(self, node: ast.AST | ir.Loc, message: str, hint: str | None = None) -> TranspileError:
         loc = node if isinstance(node, ir.Loc) else self.loc(node)
         return TranspileError(message, loc, hint)
+
+    def warn(self, node: ast.AST | ir.Loc, kind: str, message: str, hint: str | None = None) -> None:
+        loc = node if isinstance(node, ir.Loc) else self.loc(node)
+        d = Diagnostic("warning", kind, message, loc, hint)
+        if d not in self.diagnostics:  # a function inlined twice warns once
+            self.diagnostics.append(d)
 
     def emit(self, stmt: ir.Stmt) -> None:
         if self.sparse_fields and type(stmt) is ir.Store and stmt.array.name in self.sparse_fields:
@@ -175,7 +183,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
                          self.subgroup_size if self.subgroup_size_used else None,
                          self.subgroup_size_used or self.width_consulted, self.functions, self.bindings,
-                         self.task_loops)
+                         self.task_loops, self.diagnostics)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args
@@ -524,6 +532,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def bind_loop_targets(self, target: ast.expr, ranges: list, grouped: bool) -> list[ir.Local]:
         """The loop variables, one per dimension, bound in the current scope: each to its
         name, or (qd.grouped) together as one integer vector."""
+        singleton, self.singleton_loop = self.singleton_loop, False
+        if singleton and not grouped:
+            raise self.error(target, "a 0-d field or ndarray has no index to loop over",
+                             hint="`for I in qd.grouped(x)` visits its one element, or read it as x[None]")
         if grouped:
             if not isinstance(target, ast.Name):
                 raise self.error(target, "a qd.grouped loop has one loop variable, e.g. `for I in qd.grouped(a)`")
@@ -540,8 +552,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             loop_vars.append(var)
         if grouped:
             # An integer vector, as in Quadrants: `a[I]`, `I[0]`, `I + offset`, `(I / n).norm()`.
-            self.scope.names[target.id] = MatrixValue((len(loop_vars),), [ir.LocalRef(T.i32, v.loc, v)
-                                                                          for v in loop_vars])
+            self.scope.names[target.id] = MatrixValue((0,), []) if singleton else \
+                MatrixValue((len(loop_vars),), [ir.LocalRef(T.i32, v.loc, v) for v in loop_vars])
         return loop_vars
 
     def loop_ranges(self, it: ast.expr, parallel: bool = False) -> tuple[list[tuple[ir.Expr, ir.Expr]], bool]:
@@ -643,8 +655,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         """``for i, j in a``: every index of the ndarray ``a``, row-major."""
         loc = self.loc(node)
         if array.type.ndim == 0:
-            raise self.error(node, f"`{array.name}` is a 0-d ndarray: there is nothing to loop over",
-                             hint=f"read its one element as {array.name}[None]")
+            # `for I in qd.grouped(x)` over a 0-d field or ndarray: one iteration, I empty (x[I]
+            # is x[None]), as in Quadrants; one dimension of extent 1 carries it
+            self.singleton_loop = True
+            return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, 1))]
         shape = self.field_shape(array)
         if shape is not None:  # a field: its shape is known now
             return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, n)) for n in shape]

@@ -99,7 +99,7 @@ class StructLowering:
                 return ir.Const(t, self.loc(node), 0.0 if t.is_float else (False if t is T.bool_ else 0))
             if isinstance(value, (MatrixValue, StructValue)):
                 raise self.error(node, f"a {t.name} member cannot hold this value")
-            e = self.coerce(self.to_expr(value, node), t, node, explicit=isinstance(value, CT))
+            e = self.coerce(self.to_expr(value, node), t, node, explicit=True)  # a constructor casts
             return self.once(e, node, "tmp") if _has_effects(e) else e
         if isinstance(t, MatrixType):
             dtype = self.as_dtype(t.dtype, node) or T.defaults().fp
@@ -116,9 +116,12 @@ class StructLowering:
             return StructValue(t, {k: self.member_value(mt, None, node) for k, mt in t.members.items()})
         if not isinstance(value, (StructValue, MatrixValue, TupleValue)) and not (
                 isinstance(value, CT) and not is_py_scalar(value.value)):
-            # a scalar for a struct member: in every scalar of it, as Quadrants has `line3f(0)`
-            value = self.once(self.to_expr(value, node), node, "tmp") if isinstance(value, ir.Expr) else value
-            return StructValue(t, {k: self.member_value(mt, value, node) for k, mt in t.members.items()})
+            # a scalar for a struct member is that struct's first argument, as Quadrants builds
+            # `mystruct(1)`: line = line3f(1), whose linedir = vec3f(1) and length = 0
+            members = iter(t.members.items())
+            first, first_type = next(members)
+            return StructValue(t, {first: self.member_value(first_type, value, node),
+                                   **{k: self.member_value(mt, None, node) for k, mt in members}})
         if not isinstance(value, StructValue) or value.type is not t:
             raise self.error(node, f"a {t.name} member needs a {t.name} value")
         return value

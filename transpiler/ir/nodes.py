@@ -649,6 +649,8 @@ class Kernel:
     bindings: dict = field(default_factory=dict)
     # qd.graph.do_while loops over its tasks, outer loops before the loops inside them.
     loops: list[TaskLoop] = field(default_factory=list)
+    # The frontend's located warnings (errors.Diagnostic): conversions that lose precision.
+    diagnostics: list = field(default_factory=list)
 
     def function(self, name: str) -> Function:
         return next(f for f in self.functions if f.name == name)

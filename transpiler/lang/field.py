@@ -245,8 +245,11 @@ class StructField:
         return {k: m for k, m in self.members.items() if not isinstance(m, _NoCompanion)}
 
     def __getitem__(self, index):
-        """The element as a struct: its members as attributes (``x[i].pos``) or keys."""
-        return HostStruct({k: m[index] for k, m in self._held().items()})
+        """The element as a struct that writes through: its members as attributes
+        (``x[i].pos``) or keys."""
+        from .matrix import HostStruct
+
+        return HostStruct({k: m[index] for k, m in self._held().items()}, self.type, (self, index))
 
     def __setitem__(self, index, value: dict) -> None:
         for k, v in value.items():
@@ -262,20 +265,6 @@ class StructField:
     def fill(self, value) -> None:
         for m in self._held().values():
             m.fill(value)
-
-
-class HostStruct(dict):
-    """A struct field's element read in Python scope: a dict of its members that also reads
-    them as attributes, as Quadrants' struct elements do (``x[i].b``, ``x[i]["b"]``)."""
-
-    def __getattr__(self, name: str):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"the struct has no member `{name}`") from None
-
-    def to_dict(self) -> dict:
-        return dict(self)
 
 
 class _NoCompanion:

@@ -49,8 +49,11 @@ class MatrixType:
         from ..ir.types import python_type
 
         dt = python_type(self.dtype) or self.dtype
-        data = np.array(args[0] if len(args) == 1 and not np.isscalar(args[0]) else args,
-                        dtype=dt.np_dtype if isinstance(dt, DType) else None)
+        np_dtype = dt.np_dtype if isinstance(dt, DType) else None
+        if len(args) == 1:
+            data = np.array(args[0], dtype=np_dtype)
+        else:  # scalars and vectors, concatenated: vec3(v2, z)
+            data = np.concatenate([np.ravel(np.asarray(a)) for a in args]).astype(np_dtype)
         data = np.broadcast_to(data, self.shape).copy() if data.size == 1 else data.reshape(self.shape)
         out = data.view(host_matrix_class())
         out.qd_dtype = dt if isinstance(dt, DType) else None
@@ -202,24 +205,36 @@ class Matrix:
 
 class StructType:
     """``qd.types.struct(name=type, ...)`` or a ``@qd.dataclass``: named members, each a
-    scalar dtype, a vector/matrix type or another struct. Calling it in a kernel builds a
-    value (positional or keyword members; the rest zero)."""
+    scalar dtype, a vector/matrix type or another struct. Calling it builds a value
+    (positional or keyword members; the rest zero), in a kernel or in Python scope."""
 
     _qd_builtin = "struct_type"
 
-    def __init__(self, members: dict[str, Any], name: str = "struct", methods: dict[str, Func] | None = None):
+    def __init__(self, members: dict[str, Any], name: str = "struct", methods: dict[str, Func] | None = None,
+                 py_methods: dict[str, Any] | None = None):
         self.members = dict(members)
         self.name = name
         self.methods = dict(methods or {})
+        self.py_methods = dict(py_methods or {})  # a @qd.dataclass's plain Python methods
         for member, t in self.members.items():
             if not (isinstance(t, (DType, MatrixType, StructType)) or t in (int, float, bool)):
                 raise TypeError(f"struct member `{member}` has type {t!r}: use a dtype, a vector/matrix type "
                                 "or another struct")
 
-    def __call__(self, *args, **kwargs):  # Python scope: a dict of the members
-        values = dict(zip(self.members, args))
-        values.update(kwargs)
-        return {k: values.get(k, 0) for k in self.members}
+    def __call__(self, *args, **kwargs) -> HostStruct:
+        """Python scope, as Quadrants builds one: the n-th argument is the n-th member, the
+        rest are keywords or 0; a scalar for a vector member fills it, for a struct member
+        it is that struct's first argument (``mystruct(1)``: line = line3f(1)); every
+        member is cast to its type (``structi(2.5)``: a = 2)."""
+        if len(args) > len(self.members):
+            raise TypeError(f"{self.name} has {len(self.members)} member(s), given {len(args)} values")
+        unknown = set(kwargs) - set(self.members)
+        if unknown:
+            raise TypeError(f"{self.name} has no member `{sorted(unknown)[0]}`; its members: {', '.join(self.members)}")
+        values = {}
+        for k, (name, t) in enumerate(self.members.items()):
+            values[name] = member_value(t, args[k] if k < len(args) else kwargs.get(name, 0))
+        return HostStruct(values, self)
 
     def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
               **_options):
@@ -232,6 +247,68 @@ class StructType:
         return f"qd.types.struct({self.name})"
 
 
+def member_value(t, value):
+    """``value`` as a Python-scope member of type ``t`` (None: a member of an anonymous
+    ``qd.Struct``, which takes its value's type)."""
+    if t is None:
+        if isinstance(value, dict):
+            return HostStruct({k: member_value(None, v) for k, v in value.items()})
+        return Matrix(value) if isinstance(value, (list, tuple)) else value
+    if isinstance(t, StructType):
+        return t(**value) if isinstance(value, dict) else t(value)
+    if isinstance(t, MatrixType):
+        return t(value)
+    from ..ir.types import python_type
+
+    dt = python_type(t) or t
+    return float(value) if dt.is_float else bool(value) if dt.name == "bool" else int(value)
+
+
+class HostStruct(dict):
+    """A struct value in Python scope, as Quadrants' ``qd.Struct`` is there: its members as
+    attributes or keys (``s.pos``, ``s["pos"]``), its type's Python methods bound to it. A
+    struct field's element (``x[i]``) is a view: setting a member writes the field
+    (``x[i].b = 1``, ``x[i].line = y[i]``), and a nested struct or vector member of it is a
+    view too."""
+
+    def __init__(self, members: dict, type_: StructType | None = None, source: tuple | None = None):
+        super().__init__(members)
+        self.__dict__["_qd_type"] = type_
+        self.__dict__["_qd_source"] = source  # (the StructField, the index) it views
+
+    def __getattr__(self, name: str):
+        if name.startswith("_qd_"):  # (not yet set while copy / pickle rebuild it)
+            raise AttributeError(name)
+        if name in self:
+            return self[name]
+        method = self._qd_type.py_methods.get(name) if self._qd_type is not None else None
+        if method is not None:
+            return method.__get__(self)
+        raise AttributeError(f"the struct has no member `{name}`")
+
+    def __setattr__(self, name: str, value) -> None:
+        if name not in self:
+            raise AttributeError(f"the struct has no member `{name}`; its members: {', '.join(self)}")
+        self[name] = value
+
+    def __setitem__(self, name: str, value) -> None:
+        source, t = self.__dict__.get("_qd_source"), self.__dict__.get("_qd_type")
+        if source is not None:
+            field, index = source
+            field.members[name][index] = value
+            value = field.members[name][index]  # the stored value (cast, or a view of it)
+        elif t is not None:
+            if name not in t.members:
+                raise KeyError(f"{t.name} has no member `{name}`")
+            value = member_value(t.members[name], value)
+        super().__setitem__(name, value)
+
+    def to_dict(self) -> dict:
+        """Its members, nested structs as dicts and vectors / matrices as lists (Quadrants')."""
+        return {k: v.to_dict() if isinstance(v, HostStruct) else v.tolist() if hasattr(v, "tolist") else v
+                for k, v in self.items()}
+
+
 @comptime
 def struct(**members) -> StructType:
     return StructType(members)
@@ -241,16 +318,14 @@ class Struct:
     """``qd.Struct.field({"pos": vec2, "mass": qd.f32}, shape=n)``: a field of structs, as
     Quadrants (and Taichi) spell it; the same as ``qd.types.struct(**members).field(...)``.
     ``qd.Struct(a=1, b=2.0)`` / ``qd.Struct({"a": 1, "b": 2.0})`` is a struct value whose
-    members' types are their values' (in a kernel; in Python scope a dict of them)."""
+    members' types are their values' (lists are vectors, dicts nested structs)."""
 
     _qd_builtin = "Struct"
 
     def __new__(cls, *args, **kwargs):
-        from .field import HostStruct
-
         members = dict(args[0]) if args else {}
         members.update(kwargs)
-        return HostStruct(members)
+        return member_value(None, members)
 
     @staticmethod
     def field(members: dict, shape=None, name: str | None = None, **options):
@@ -270,6 +345,7 @@ def dataclass(cls) -> StructType:
     methods take the struct as ``self``."""
     members = inspect.get_annotations(cls, eval_str=True)
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, Func)}
-    st = StructType(members, cls.__name__, methods)
+    py_methods = {k: v for k, v in vars(cls).items() if inspect.isfunction(v) and not k.startswith("__")}
+    st = StructType(members, cls.__name__, methods, py_methods)
     st.__doc__ = cls.__doc__
     return st

@@ -31,7 +31,7 @@ import linecache
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import TranspileError, format_diagnostic
+from ..errors import Diagnostic, TranspileError
 from ..ir import nodes as ir
 from ..ir.walk import (
     all_stmts, attributes, children, contains, iter_expr, node_kinds, references, stmt_exprs, task_node_kinds,
@@ -47,16 +47,8 @@ SILENCE = "qd: ignore-hazard"
 _SUBGROUP_UNIFORM_OPS = {"broadcast", "ballot", "all", "any", "reduce_add", "reduce_min", "reduce_max"}
 
 
-@dataclass
-class Hazard:
-    severity: str   # "error" | "warning"
-    kind: str       # "divergent-barrier", "divergent-subgroup", "spin-wait", "metal-publication", "block-fence"
-    message: str
-    loc: ir.Loc
-    hint: str | None = None
-
-    def __str__(self) -> str:
-        return format_diagnostic(self.severity, self.message, self.loc, self.hint)
+# A hazard is a located diagnostic whose kind names it ("divergent-barrier", "spin-wait", ...).
+Hazard = Diagnostic
 
 
 def silenced(loc: ir.Loc) -> bool:
