@@ -348,3 +348,15 @@ def test_emit_writes_every_kernel_that_translates_and_reports_the_others(tmp_pat
     assert r.returncode == 0 and "note: ndarray" not in r.stderr, r.stderr
     r = cli("emit", src, "--kernel", "advect", "--template", "qf=nothing_here")
     assert r.returncode == 2 and "a name the file defines" in r.stderr
+
+
+def test_emit_prints_a_lossy_conversion_once_and_goes_on(tmp_path):
+    src = tmp_path / "lossy.py"
+    src.write_text("import transpiler as qd\n\n\n@qd.kernel\n"
+                   "def lossy(a: qd.types.ndarray(dtype=qd.i32, ndim=1), b: qd.types.ndarray(dtype=qd.f32, ndim=1)):\n"
+                   "    for i in range(a.shape[0]):\n"
+                   "        a[i] = b[i] * 0.5\n")
+    r = cli("emit", src, "--target", "all", "-o", tmp_path / "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("lossy.py:7:16: warning: implicit conversion from f32 to i32 truncates") == 1, r.stderr
+    assert "a[i] = int32_t(b[i] * 0.5f);" in (tmp_path / "out" / "cuda" / "lossy.cu").read_text()

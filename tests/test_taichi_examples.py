@@ -669,7 +669,7 @@ def test_taichi_style_kernels_compile(target):
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),
                           (Material(1.0, False).update, {}), (restrict, {"lv": 1}), (neighbours, {}),
                           (does_nothing_visible, {}), (fill_tensor, {"x": stream_out, "flag": True}),
-                          (halvings, {}),
+                          (halvings, {}), (spawn_tail, {}),
                           (decompose, {}), (decompose3, {}), (solve_small, {}), (EIGEN[3], {}), (eigen2, {})):
         tr = qd.translate(kernel, target, template_args=targs, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
@@ -741,3 +741,34 @@ def test_svd_and_polar_decomposition_of_3x3_matrices(executor, rng):
     np.testing.assert_allclose(r @ p, a64, atol=1e-5)
     np.testing.assert_allclose(r @ np.swapaxes(r, 1, 2), np.broadcast_to(np.eye(3), a.shape), atol=1e-5)
     np.testing.assert_allclose(p, np.swapaxes(p, 1, 2), atol=1e-5)
+
+
+tail_x = qd.Vector.field(2, qd.f32, shape=64)
+tail_count = qd.field(qd.i32, shape=())
+
+
+@qd.kernel
+def spawn_tail(sun: qd.math.vec2, scale: qd.f32):
+    # Taichi's comet: `r` is computed at the top, then every thread assigns its own `r`
+    # before reading it, and nothing reads it after the loop: each thread's own variable.
+    r = tail_x[0] - sun
+    n = int(scale / r.norm(1e-3) ** 2)
+    for k in range(n):
+        r = tail_x[0]
+        r = r * 0.5 + qd.Vector([k, -k])
+        slot = qd.atomic_add(tail_count[None], 1) % 63 + 1
+        tail_x[slot] = r
+
+
+def test_a_kernel_scope_name_reassigned_first_in_a_loop_is_the_threads_own(executor):
+    tail_x.fill(0)
+    tail_count[None] = 0
+    tail_x[0] = [3.0, 4.0]
+    spawn_tail(qd.math.vec2(0.0, 0.0), 255.0)    # |r|^2 = 25 (+ eps): 10 threads
+    got = tail_x.to_numpy()
+    assert tail_count[None] == 10
+    spawned = sorted(map(tuple, got[1:11]))
+    assert spawned == sorted((1.5 + k, 2.0 - k) for k in range(10))
+    assert not got[11:].any()
+    tr = qd.translate(spawn_tail, "cuda")
+    assert "r_x" in next(iter(tr.sources.values()))

@@ -11,6 +11,9 @@ launch. Inside a parallel loop:
   thread per block adds the block's total into the buffer with one atomic;
 - any other update is an atomic on the buffer (its old value is the atomic's);
 - ``n = max(n, v)``, ``n = n + v`` and the like are those updates spelled as assignments;
+- a variable the loop body assigns before it reads it, at the body's top, and that the kernel
+  does not read after the loop, is the thread's own (Taichi's comet reuses its `r` so): the
+  body declares it anew;
 - any other plain assignment is refused: every thread would overwrite it.
 
 ``return value`` at the end of the kernel stores into the result buffer
@@ -161,6 +164,26 @@ class KernelScopeLowering:
             return atomic
         self.emit(ir.ExprStmt(loc, atomic))
         return None
+
+    def private_names(self, loop: ast.For) -> list[str]:
+        """The kernel-scope names a parallel loop directly in the kernel's body (no graph loop
+        around it) may make its own: the first statement of the body that mentions one is
+        ``name = value`` with no ``name`` in the value, and nothing after the loop reads it."""
+        kernel = self.parsed.node
+        if self.frames[-1].fn is not self.kernel.fn or not _directly_in(kernel.body, loop):
+            return []
+        read_after = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and
+                      isinstance(n.ctx, ast.Load) and (n.lineno, n.col_offset) > (loop.end_lineno, loop.end_col_offset)}
+        out, seen = [], set()
+        for st in loop.body:
+            mentioned = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                name = st.targets[0].id
+                if name not in seen and name not in read_after and \
+                        name not in {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}:
+                    out.append(name)
+            seen |= mentioned
+        return out
 
     def reduction_by_assignment(self, s: ast.Assign) -> bool:
         """``n = max(n, v)``, ``n = min(v, n)``, ``n = n + v``, ``n = n - v``, ``n = v * n`` (and
@@ -389,3 +412,14 @@ def _reads(body: list[ast.stmt] | None, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in skip
                for st in body or [] for n in ast.walk(st))
 
+
+def _directly_in(body: list[ast.stmt], loop: ast.For) -> bool:
+    """Whether ``loop`` is a statement of ``body`` or of a ``with`` / ``if`` in it: no loop
+    around it runs it twice."""
+    for st in body:
+        if st is loop:
+            return True
+        if isinstance(st, (ast.If, ast.With)) and (_directly_in(st.body, loop) or
+                                                  _directly_in(getattr(st, "orelse", []), loop)):
+            return True
+    return False

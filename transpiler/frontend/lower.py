@@ -23,7 +23,7 @@ from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
 )
 from .source import parse_function
-from .values import CT, ArrayHandle, KernelVar, MatrixValue, component_locals
+from .values import CT, PRIVATE, ArrayHandle, KernelVar, MatrixValue, component_locals
 from .calls import CallLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
@@ -485,6 +485,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         guard = self.take_guard()
         self.push_scope(task_root=True)
         bound = self.bind_loop_targets(s.target, ranges, grouped)
+        for name in self.private_names(s):
+            if self.scope.parent.lookup(name)[0] is not None:
+                self.scope.names[name] = PRIVATE  # declared by its first assignment in the body
         loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
         saved_block, self.block = self.block, []
         self.task_body, self.task_loop_vars, self.rng = self.block, loop_vars, None

@@ -41,6 +41,14 @@ class KernelVar:
         return self.param.type.dtype
 
 
+class Private:
+    """A kernel-scope name a parallel loop makes its thread's own (kernel_scope.private_names):
+    the body's first statement that mentions it assigns it, and declares it there."""
+
+
+PRIVATE = Private()
+
+
 @dataclass(slots=True)
 class MatrixValue:
     """A vector (``shape == (n,)``) or matrix (``(n, m)``) value: its scalars, row-major,
