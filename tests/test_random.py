@@ -97,3 +97,88 @@ def test_the_seed_is_a_parameter_the_manifest_names(target):
     tr = qd.translate(draws_in_a_loop, target)  # f32 only: Metal has no f64
     seed = [p for p in tr.manifest["params"] if p.get("role") == "random_seed"]
     assert len(seed) == 1 and seed[0]["dtype"] == "u32"
+
+
+@qd.func
+def jitter_inline(scale: qd.f32) -> qd.f32:
+    return qd.random() * scale
+
+
+@qd.func
+def point_inline(scale: qd.f32):
+    return qd.math.vec2(jitter_inline(scale), qd.random())
+
+
+@qd.real_func
+def jitter(scale: qd.f32) -> qd.f32:
+    return qd.random() * scale
+
+
+@qd.real_func
+def point(scale: qd.f32) -> qd.math.vec2:   # a real function calling one that draws: both get the stream
+    return qd.math.vec2(jitter(scale), qd.random())
+
+
+def make_sampler(inline: bool):
+    pt, jt = (point_inline, jitter_inline) if inline else (point, jitter)
+
+    @qd.kernel
+    def sampler(out: qd.types.ndarray(dtype=qd.f32, ndim=2)) -> None:
+        for k in range(out.shape[0]):
+            a = qd.random()
+            p = pt(2.0)
+            out[k, 0] = a
+            out[k, 1] = p.x
+            out[k, 2] = p.y
+            out[k, 3] = jt(3.0) + qd.random()
+
+    return sampler
+
+
+SAMPLERS = {inline: make_sampler(inline) for inline in (True, False)}
+
+
+def test_real_functions_draw_from_their_callers_stream(executor):
+    got = {}
+    for inline, kernel in SAMPLERS.items():
+        init_executor(executor, random_seed=11)
+        got[inline] = np.zeros((4096, 4), np.float32)
+        kernel(got[inline])
+    np.testing.assert_array_equal(got[False], got[True])  # the same draws, in the same order
+    x = got[False]
+    assert 0 <= x[:, 0].min() and x[:, 0].max() < 1 and 0 <= x[:, 1].min() and x[:, 1].max() < 2
+    assert abs(x[:, 1].mean() - 1.0) < 0.05 and abs(x[:, 3].mean() - 2.0) < 0.06
+    assert len(np.unique(x[:, :3])) > 0.99 * x[:, :3].size
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_real_functions_that_draw_compile(target):
+    from conftest import assert_compiles
+
+    tr = qd.translate(SAMPLERS[False], target)
+    text = "".join(tr.sources.values())
+    assert {"cuda": "uint32_t& rng", "hip": "uint32_t& rng", "glsl": "inout uint rng",
+            "msl": "thread uint& rng"}[target] in text
+    assert_compiles(target, tr)
+
+
+@qd.real_func
+def draws_recursively(n: qd.i32) -> qd.f32:
+    r = 0.0
+    if n > 0:
+        r = draws_recursively(n - 1) + qd.random()
+    return r
+
+
+@qd.kernel
+def calls_recursive_drawer(out: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> None:
+    for k in range(out.shape[0]):
+        out[k] = draws_recursively(3)
+
+
+def test_a_recursive_real_function_that_draws_is_refused_where_it_is_defined():
+    with pytest.raises(qd.TranspileError, match=r"qd.random\(\) in recursive @qd.real_func `draws_recursively` "
+                                                r"is not supported") as info:
+        qd.translate(calls_recursive_drawer, "cuda")
+    assert info.value.loc.line == draws_recursively.fn.__code__.co_firstlineno + 1

@@ -205,17 +205,6 @@ def calls_sync(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
 
 
 @qd.real_func
-def draws(a: qd.f32) -> qd.f32:
-    return a + qd.random()
-
-
-@qd.kernel
-def calls_random(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
-    for i in range(out.shape[0]):
-        out[i] = draws(1.0)
-
-
-@qd.real_func
 def wants_ints(v: qd.types.ndarray(dtype=qd.i32, ndim=1), i: qd.i32) -> qd.i32:
     return v[i]
 
@@ -238,8 +227,6 @@ def test_diagnostics_name_the_function_and_the_fix():
     assert "return a + qd.simt.block.thread_idx()" in msg and "@qd.func" in msg
     msg = _error(calls_sync)
     assert "qd.simt.block.sync() cannot be used in @qd.real_func `syncs`" in msg
-    msg = _error(calls_random)
-    assert "qd.random() cannot be used in @qd.real_func `draws`" in msg and "pass it in as an argument" in msg
     msg = _error(passes_floats)
     assert "argument `v` of @qd.real_func `wants_ints` is an ndarray of f32, but the parameter is annotated i32" \
         in msg

@@ -107,10 +107,6 @@ def _random(lo, name, node):
     dtype = T.python_type(dtype) or dtype
     if not isinstance(dtype, T.DType) or dtype is T.bool_:
         raise lo.error(arg, f"qd.random() makes numbers: a dtype such as qd.f32 or qd.i32, not {dtype!r}")
-    if lo.function_stack:
-        raise lo.error(node, f"qd.random() cannot be used in @qd.real_func `{lo.function_stack[-1].name}`: its "
-                             "stream belongs to the kernel's loop iteration",
-                       hint="draw the number in the kernel and pass it in as an argument")
     loc = lo.loc(node)
     state = lo.random_state(loc)
     ref = ir.LocalRef(T.u32, loc, state)

@@ -319,6 +319,11 @@ class KernelScopeLowering:
         from the launch's seed, the task and the loop indices."""
         from ..lang import random as rnd
 
+        if self.function_stack:  # a real function draws from its caller's stream, passed by reference
+            fn = self.function_stack[-1]
+            if not fn.inouts:
+                fn.inouts.append(ir.Local("rng", T.u32, loc))
+            return fn.inouts[0]
         if self.rng is not None:
             return self.rng
         if self.seed_param is None:

@@ -112,16 +112,17 @@ class RealFuncLowering:
         if caller is not None and fn.name not in self.function_calls[caller]:
             self.function_calls[caller].append(fn.name)
         loc = self.loc(node)
+        inouts = [self.random_state(loc)] if fn.inouts else []  # it draws from our random stream
         if result is not None and not isinstance(result, T.DType):  # its scalars come back in locals of ours
             outs = [self.new_temp(f"{fn.name}_{flat}", ir.Const(dtype, loc, 0), node)
                     for flat, dtype, _ in _result_leaves(result, "r")]
-            self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, [e for _, _, e in scalars], outs)))
+            self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, [e for _, _, e in scalars], outs + inouts)))
             return _value_of(result, [ir.LocalRef(v.type, loc, v) for v in outs])
-        call = ir.Call(result or ir.VOID, loc, fn.name, [e for _, _, e in scalars])
+        call = ir.Call(result or ir.VOID, loc, fn.name, [e for _, _, e in scalars], inouts)
         if result is None:
             self.emit(ir.ExprStmt(loc, call))
             return CT(None)
-        if fn in self.function_stack or not _pure(fn, self.functions):
+        if fn in self.function_stack or fn.inouts or not _pure(fn, self.functions):
             # Its effects happen where Python has them: before the rest of the expression.
             tmp = self.new_temp(f"{fn.name}_result", call, node)
             return ir.LocalRef(tmp.type, loc, tmp)
@@ -235,6 +236,9 @@ class RealFuncLowering:
             end = parsed.loc(fdef.body[-1]) if fdef.body else fn.loc
             stmts += [ir.Assign(end, out, ir.Const(out.type, end, 0)) for out in fn.outputs]
             stmts.append(ir.Return(end, None if fn.outputs else ir.Const(result, end, 0)))
+        if fn.inouts and fn.recursive:  # its calls made while it was lowered pass no stream
+            raise self.error(fn.loc, f"qd.random() in recursive @qd.real_func `{fn.name}` is not supported",
+                             hint="draw the numbers in the kernel and pass them in as arguments")
         _check_body(fn.name, stmts)
         fn.body = stmts
         fn.calls = tuple(self.function_calls[fn.name])

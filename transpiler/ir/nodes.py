@@ -289,7 +289,8 @@ class Call(Expr):
     """A call of the kernel's function ``function`` (a ``@qd.real_func`` instantiation, by
     name, so a pass that rewrites the function leaves every call valid). Type VOID when
     it returns nothing (then it is an ExprStmt). A function returning a vector, matrix or
-    struct writes its scalars into ``outs``, locals of the caller (by reference)."""
+    struct writes its scalars into ``outs``, locals of the caller (by reference); the
+    locals it reads and updates (its ``inouts``: the caller's random stream) follow them."""
 
     function: str
     args: list[Expr]
@@ -613,6 +614,9 @@ class Function:
     # A vector, matrix or struct result: its scalars, parameters the body assigns and the
     # caller passes its locals for (C++ references, GLSL `out` parameters); result is None.
     outputs: list[Local] = field(default_factory=list)
+    # Parameters it reads and updates, passed by reference after the outputs (C++ `&`, GLSL
+    # `inout`): the caller's random stream, when its body (or a function it calls) draws.
+    inouts: list[Local] = field(default_factory=list)
 
 
 @dataclass(eq=False, slots=True)

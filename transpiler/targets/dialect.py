@@ -102,6 +102,7 @@ class Dialect:
     function_qualifier = ""
     buffer_param: str | None = "{type}* {name}"
     out_param = "{type}& {name}"  # a function's result scalar, written through (a vector / struct result)
+    inout_param = "{type}& {name}"  # a caller's local the function reads and updates (its random stream)
 
     def helper_values(self, subgroup_size: int | None) -> dict:
         """What the target's helper templates read besides the helper itself."""

@@ -191,6 +191,7 @@ PRINTF = {"bool": ("%d", "int"), "i8": ("%d", "int"), "i16": ("%d", "int"), "i32
 class GlslDialect(Dialect):
     buffer_param = None  # buffers and push constants are globals
     out_param = "out {type} {name}"
+    inout_param = "inout {type} {name}"
     name = "glsl"
     types = TYPES
     reserved = GLSL_KEYWORDS | GLSL_BUILTINS

@@ -111,6 +111,7 @@ class MslDialect(CxxDialect):
     types = TYPES
     buffer_param = "device {type}* {name}"
     out_param = "thread {type}& {name}"
+    inout_param = "thread {type}& {name}"
     barriers = BARRIERS
     fmod = {"f16": "fmod", "f32": "fmod"}
     copysign = {"f16": "copysign", "f32": "copysign"}

@@ -528,6 +528,8 @@ class Renderer:
             params = [f"{self.type(p.type, p.loc)} {self.declare_name(p, p.name)}" for p in fn.params]
             params += [self.dialect.out_param.format(type=self.type(p.type, p.loc), name=self.declare_name(p, p.name))
                        for p in fn.outputs]
+            params += [self.dialect.inout_param.format(type=self.type(p.type, p.loc), name=self.declare_name(p, p.name))
+                       for p in fn.inouts]
             params += [decl for _, decl in self.function_inputs(fn.name)]
             self.block(fn.body, 0)
             result = "void" if fn.result is None else self.result_type(fn.result, fn.loc)
