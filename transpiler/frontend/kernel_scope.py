@@ -169,9 +169,12 @@ class KernelScopeLowering:
         """The kernel-scope names a parallel loop directly in the kernel's body (no graph loop
         around it) may make its own: the first statement of the body that mentions one is
         ``name = value`` with no ``name`` in the value, and nothing after the loop reads it."""
+        outer = self.scope.parent
+        candidates = {st.targets[0].id for st in loop.body if isinstance(st, ast.Assign) and len(st.targets) == 1
+                      and isinstance(st.targets[0], ast.Name) and outer.lookup(st.targets[0].id)[0] is not None}
         kernel = self.parsed.node
-        if self.frames[-1].fn is not self.kernel.fn or not _directly_in(kernel.body, loop):
-            return []
+        if not candidates or self.frames[-1].fn is not self.kernel.fn or not _directly_in(kernel.body, loop):
+            return []  # (most loops assign only names of their own: no walk)
         read_after = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and
                       isinstance(n.ctx, ast.Load) and (n.lineno, n.col_offset) > (loop.end_lineno, loop.end_col_offset)}
         out, seen = [], set()
@@ -179,7 +182,7 @@ class KernelScopeLowering:
             mentioned = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 name = st.targets[0].id
-                if name not in seen and name not in read_after and \
+                if name in candidates and name not in seen and name not in read_after and \
                         name not in {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}:
                     out.append(name)
             seen |= mentioned

@@ -486,8 +486,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.push_scope(task_root=True)
         bound = self.bind_loop_targets(s.target, ranges, grouped)
         for name in self.private_names(s):
-            if self.scope.parent.lookup(name)[0] is not None:
-                self.scope.names[name] = PRIVATE  # declared by its first assignment in the body
+            self.scope.names[name] = PRIVATE  # declared by its first assignment in the body
         loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
         saved_block, self.block = self.block, []
         self.task_body, self.task_loop_vars, self.rng = self.block, loop_vars, None

@@ -63,6 +63,7 @@ class _Levels:
         self.task = task
         self.subgroup_size = subgroup_size
         self.summaries: dict[int, tuple] = {}  # expression id -> (expression, *_summary)
+        self.calls = ir.Call in task_node_kinds(task)  # a real function may write the caller's locals
         # Locals defined once from the thread index: `tid // 32` is the same across a warp.
         self.defs: dict[int, list[ir.Expr]] = {}
         for st in all_stmts(task.code()):
@@ -97,15 +98,19 @@ class _Levels:
     def _assignments(self, stmts: list[ir.Stmt], control: int) -> bool:
         changed = False
         for st in stmts:
+            value = st.init if isinstance(st, ir.Declare) else st.value if isinstance(st, ir.Assign) else \
+                st.expr if isinstance(st, ir.ExprStmt) else None
+            if value is not None and self.calls:
+                for call in iter_expr(value):
+                    if isinstance(call, ir.Call):  # a real function writes these locals of the caller
+                        for var in call.outs:
+                            changed |= self._raise(var, max(control, self.of(call)))
             if isinstance(st, ir.Declare) and st.init is not None:
                 changed |= self._raise(st.var, max(control, self.of(st.init)))
             elif isinstance(st, ir.Declare):
                 changed |= self._raise(st.var, control)
             elif isinstance(st, ir.Assign):
                 changed |= self._raise(st.var, max(control, self.of(st.value)))
-            elif isinstance(st, ir.ExprStmt) and isinstance(st.expr, ir.Call) and st.expr.outs:
-                for var in st.expr.outs:  # a real function's vector / struct result
-                    changed |= self._raise(var, max(control, self.of(st.expr)))
             elif isinstance(st, ir.If):
                 inner = max(control, self.of(st.cond))
                 changed |= self._assignments(st.then, inner) | self._assignments(st.orelse, inner)
