@@ -150,3 +150,35 @@ def test_quadrants_api_kernels_compile(target):
                           arg_types={"x": qd.types.ndarray(dtype=qd.math.ivec3, ndim=1)} if kernel is fill_vectors else None)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
+
+
+
+SPAN = 4
+
+
+@qd.kernel
+def hinted(a: qd.types.ndarray(dtype=qd.f32, ndim=1), base: qd.i32):
+    for i in range(a.shape[0]):
+        j = qd.assume_in_range(base + i % SPAN, base, 0, SPAN)   # a hint: the value, untouched
+        a[i] = a[i] * 2.0 + j
+
+
+def test_assume_in_range_is_its_value(executor, rng):
+    a = rng.standard_normal(50).astype(np.float32)
+    want = a * 2 + 3 + np.arange(50) % SPAN
+    hinted(a, 3)
+    np.testing.assert_allclose(a, want, rtol=1e-6)
+
+
+def test_static_print_prints_once_when_the_kernel_is_translated(capsys):
+    @qd.kernel
+    def shows(a: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+        qd.static_print("span", SPAN, qd.static(SPAN * 2), sep=":")
+        for i in range(a.shape[0]):
+            qd.static_print(i, a[i] * 2)
+            a[i] = 1.0
+
+    for target in qd.TARGETS:
+        tr = qd.translate(shows, target)
+        assert "span" not in "".join(tr.sources.values())
+    assert capsys.readouterr().out == "span:4:8\n<i32 run-time value> <f32 run-time value>\n"

@@ -29,11 +29,11 @@ from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max, atomic_min,
     atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
     floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div, raw_mod,
-    round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, stream_parallel, svd, tan, tanh, trunc, typeof,
+    round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, static_print, stream_parallel, svd, tan, tanh, trunc, typeof,
     volatile_load, zero,
 )
-from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions
-    activate, append, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index, sym_eig,
+from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, hints
+    activate, append, assume_in_range, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index, sym_eig,
 )
 from .lang import ops as _ops
 from .lang.names import Namespace

@@ -94,6 +94,32 @@ def _static_assert(lo, name, node):
     return CT(None)
 
 
+@handler("static_print")
+def _static_print(lo, name, node):
+    def shown(value):
+        if isinstance(value, CT):
+            return value.value
+        t = getattr(value, "type", None) or getattr(value, "shape", None)
+        return f"<{getattr(t, 'name', t)} run-time value>"
+
+    options = {}
+    for kw in node.keywords:
+        if kw.arg not in ("sep", "end"):
+            raise lo.error(kw, f"qd.static_print takes sep= and end=, not {kw.arg}=")
+        options[kw.arg] = lo.static_value(kw.value, what=f"qd.static_print({kw.arg}=...)")
+    print(*(shown(lo.expr(a)) for a in node.args), **options)
+    return CT(None)
+
+
+@handler("assume_in_range")
+def _assume_in_range(lo, name, node):
+    if len(node.args) != 4 or node.keywords:
+        raise lo.error(node, "qd.assume_in_range(val, base, low, high) takes 4 arguments")
+    for bound in node.args[1:]:
+        lo.expr(bound)  # checked, then dropped: a hint for Quadrants' scratchpad
+    return lo.expr(node.args[0])
+
+
 @handler("random")
 def _random(lo, name, node):
     from ..lang import random as rnd

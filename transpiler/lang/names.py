@@ -23,8 +23,8 @@ _NO_EQUIVALENT = set("""
     stop_grad
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz
     BufferView pyfunc python pure dump_compile_config
-    set_logging_level is_logging_effective get_addr assume_in_range bit_shr
-    static_print frexp wrap ref axes Format DeviceCapability quant BufferViewType is_tensor
+    set_logging_level is_logging_effective get_addr bit_shr
+    frexp wrap ref axes Format DeviceCapability quant BufferViewType is_tensor
 """.split())
 
 

@@ -124,6 +124,17 @@ def typeof(x):
 def static_assert(cond, msg=None): ...
 
 
+@builtin("static_print")
+def static_print(*args, sep=" ", end="\n"):
+    """Prints its arguments when the kernel is translated (values known then as they are, run-time
+    ones as their type), as Quadrants prints them when it compiles; nothing runs on the device."""
+
+
+@builtin("assume_in_range")
+def assume_in_range(val, base, low, high):
+    """``val``, untouched: Quadrants' hint that it lies in ``[base + low, base + high)``."""
+
+
 def _math(name: str):
     stub = builtin(name)(lambda *args: None)
     stub.__name__ = name
