@@ -349,8 +349,10 @@ def _plain(v) -> bool:
 def _instance_key(obj) -> tuple:
     """What of a data-oriented instance its kernels' translations depend on: the instance, and
     the Python scalars it holds (``self.n``), which a kernel reads as constants. Setting
-    ``sim.n = 4`` after a call makes the next call translate again, as Quadrants recompiles
-    (or, with ``template_primitives=False``, passes the new value)."""
+    ``sim.n = 4`` after a call makes the next call translate again and use 4, as Quadrants'
+    docs describe primitive members (Quadrants 1.3.3 itself keeps running the kernel it
+    compiled for that instance with the old value; with ``template_primitives=False`` it
+    passes the new one)."""
     from ..ir.memo import Identity
 
     state = getattr(obj, "__dict__", {})
