@@ -182,3 +182,12 @@ def test_static_print_prints_once_when_the_kernel_is_translated(capsys):
         tr = qd.translate(shows, target)
         assert "span" not in "".join(tr.sources.values())
     assert capsys.readouterr().out == "span:4:8\n<i32 run-time value> <f32 run-time value>\n"
+
+
+def test_primitive_type_sets():
+    from transpiler.types import primitive_types
+
+    pt = qd.types.primitive_types
+    assert pt is primitive_types and qd.f32 in pt.real_types and qd.u8 in pt.integer_types
+    assert pt.all_types == pt.real_types | pt.integer_types and qd.f64 not in pt.integer_types
+    assert id(qd.i32) in pt.type_ids and float in pt.real_types and int in pt.integer_types

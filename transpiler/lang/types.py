@@ -32,6 +32,19 @@ def sparse_matrix_builder(*_args, **_kwargs) -> Unsupported:
                                                            "GLSL and Metal source it writes")
 
 
+class primitive_types:  # noqa: N801 - Quadrants' spelling: qd.types.primitive_types.all_types
+    """The primitive dtypes in sets, as Quadrants' ``qd.types.primitive_types`` has them (with
+    Python's float, int and bool, which stand for qd.init's defaults)."""
+
+    f16, f32, f64, i8, i16, i32, i64, u1, u8, u16, u32, u64 = f16, f32, f64, i8, i16, i32, i64, u1, u8, u16, u32, u64
+    real_types = {f16, f32, f64, float}
+    integer_types = {i8, i16, i32, i64, u1, u8, u16, u32, u64, int, bool}
+    all_types = real_types | integer_types
+    real_type_ids = {id(t) for t in real_types}
+    integer_type_ids = {id(t) for t in integer_types}
+    type_ids = {id(t) for t in all_types}
+
+
 def is_signed(dtype) -> bool:
     return dtype.is_signed or dtype.is_float
 
