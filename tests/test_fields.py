@@ -335,6 +335,10 @@ def test_host_side_field_api_and_its_refusals():
     a.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3))
     b.copy_from(a)
     assert b[1, 2] == 5 and b.shape == (2, 3) and b.dtype == qd.i32
+    v, m = qd.Vector.field(3, qd.f32, shape=4), qd.Matrix.field(2, 5, qd.f32, shape=4)
+    assert (v.n, v.m, m.n, m.m) == (3, 1, 2, 5)
+    with pytest.raises(AttributeError, match="a scalar field has no .n"):
+        b.n
     with pytest.raises(ValueError, match="does not match the field's"):
         a.from_numpy(np.zeros(5, np.int32))
     nested, blocked, scalar = qd.field(qd.f32), qd.field(qd.f32), qd.field(qd.f32)

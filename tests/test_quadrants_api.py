@@ -191,3 +191,30 @@ def test_primitive_type_sets():
     assert pt is primitive_types and qd.f32 in pt.real_types and qd.u8 in pt.integer_types
     assert pt.all_types == pt.real_types | pt.integer_types and qd.f64 not in pt.integer_types
     assert id(qd.i32) in pt.type_ids and float in pt.real_types and int in pt.integer_types
+
+
+def test_cfg_and_impl_say_what_init_chose():
+    qd.init(arch=qd.cpu, debug=True, real_matrix_scalarize=False, default_fp=qd.f64, random_seed=3)
+    assert qd.cfg.arch == qd.cpu and qd.cfg.debug is True and qd.cfg.default_fp == qd.f64
+    assert qd.cfg.real_matrix_scalarize is False and qd.cfg.random_seed == 3 and qd.cfg.kernel_profiler is None
+    assert qd.lang.impl.current_cfg() is qd.cfg and qd.lang.impl.get_max_shared_memory_bytes(is_lowerbound_ok=True) \
+        == 48 * 1024  # the CUDA text's static shared memory, which the CPU executor keeps
+    with pytest.raises(TypeError, match="unexpected keyword argument 'not_an_option'"):
+        qd.init(arch=qd.cpu, not_an_option=1)  # a typo is still an error
+    qd.init(arch=qd.vulkan)
+    assert qd.cfg.arch == qd.vulkan and not qd.cfg.debug and qd.cfg.default_fp == qd.f32
+    assert 16 * 1024 <= qd.lang.impl.get_max_shared_memory_bytes() <= 1 << 20  # the device's own limit
+
+
+def test_ndrange_and_grouped_iterate_in_python_scope():
+    # the order Quadrants 1.3.3 gives, axes= included
+    assert list(qd.ndrange(2, (1, 3))) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    assert list(qd.ndrange(3)) == [(0,), (1,), (2,)] and list(qd.ndrange((4, 2))) == []
+    assert list(qd.ndrange(2, 3, axes=(1, 0))) == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
+    assert [v.tolist() for v in qd.ndrange(2, 2).grouped()] == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    x = qd.field(qd.i32, shape=(2, 3))
+    for i, j in qd.ndrange(2, 3):
+        x[i, j] = 10 * i + j
+    assert [x[I] for I in qd.grouped(x)] == [0, 1, 2, 10, 11, 12]
+    with pytest.raises(TypeError, match="every argument of qd.ndrange is an int"):
+        qd.ndrange(2.5)

@@ -96,6 +96,10 @@ _python_scope.update({"subgroup.group_size": _subgroup_width,
 
 
 def __getattr__(name: str):
+    if name == "cfg":  # qd.cfg: what qd.init chose (the runtime, and numpy, only when asked)
+        from .lang.impl import current_cfg
+
+        return current_cfg()
     # A Quadrants name not provided (yet), or a near miss: say which, and what to use.
     from .lang.names import missing
 

@@ -7,3 +7,11 @@ from .kernel import (  # noqa: F401
     BoundFunc, Func, HostFunc, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel,
     ndarray_annotation, param_kind, real_func, self_annotation, set_launcher, static, template,
 )
+
+
+def __getattr__(name: str):
+    if name == "impl":  # qd.lang.impl.current_cfg(): imported when asked for
+        import importlib
+
+        return importlib.import_module(f"{__name__}.impl")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

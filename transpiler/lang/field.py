@@ -102,6 +102,21 @@ class Field:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def n(self) -> int:
+        """A vector or matrix field's rows (Quadrants' MatrixField.n)."""
+        return self._element_dim(0)
+
+    @property
+    def m(self) -> int:
+        """A matrix field's columns; 1 for a vector field (Quadrants' MatrixField.m)."""
+        return self._element_dim(1) if len(self.element_shape) == 2 else 1
+
+    def _element_dim(self, k: int) -> int:
+        if not self.element_shape:
+            raise AttributeError("a scalar field has no .n / .m: those are a vector or matrix field's")
+        return self.element_shape[k]
+
     def storage(self):
         """The NumPy array holding the field (zeros on first use), shape + element shape."""
         if self._data is None:
@@ -142,7 +157,8 @@ class Field:
         return value.view(host_matrix_class())
 
     def __setitem__(self, index, value) -> None:
-        self.storage()[_index(index)] = value
+        index = _index(index)
+        self.storage()[index] = value
         activate_host(self, index)
 
     def to_numpy(self):
@@ -282,6 +298,8 @@ class _NoCompanion:
 def _index(index):
     if index is None:
         return ()
+    if getattr(index, "_qd_host_matrix", False) or isinstance(index, list):  # x[I], I a grouped index vector
+        return tuple(int(i) for i in index)
     return index
 
 

@@ -196,7 +196,45 @@ def _host_rsqrt(x):
     return 1.0 / np.sqrt(x)
 
 
-python_scope.update({name: _host(np_name) for name, np_name in _NUMPY_NAMES.items()}, rsqrt=_host_rsqrt)
+class HostNdrange:
+    """``qd.ndrange(...)`` in Python scope: every index tuple, the last dimension fastest
+    (``axes=``: the given order, outermost first), as Quadrants iterates it."""
+
+    def __init__(self, *extents, axes=None):
+        self.bounds = []
+        for e in extents:
+            begin, end = (e if isinstance(e, (tuple, list)) else (0, e))
+            if not all(isinstance(b, int) or hasattr(b, "__index__") for b in (begin, end)):
+                raise TypeError(f"every argument of qd.ndrange is an int or a (begin, end) pair of ints, not {e!r}")
+            self.bounds.append((int(begin), max(int(begin), int(end))))
+        self.axes = list(axes) if axes is not None else list(range(len(self.bounds)))
+        if sorted(self.axes) != list(range(len(self.bounds))):
+            raise ValueError(f"axes={axes!r} must be a permutation of range({len(self.bounds)})")
+
+    def __iter__(self):
+        import itertools
+
+        for outer_first in itertools.product(*(range(*self.bounds[a]) for a in self.axes)):
+            index = [0] * len(self.bounds)
+            for a, v in zip(self.axes, outer_first):
+                index[a] = v
+            yield tuple(index)
+
+    def grouped(self):
+        """Each index as an integer vector (Quadrants' ``qd.ndrange(...).grouped()``)."""
+        from .matrix import Vector
+
+        return (Vector(list(i)) for i in self)
+
+
+def _host_grouped(x):
+    """``qd.grouped(...)`` in Python scope: each index of an ndrange, a field or an ndarray
+    as an integer vector."""
+    return (x if isinstance(x, HostNdrange) else HostNdrange(*x.shape)).grouped()
+
+
+python_scope.update({name: _host(np_name) for name, np_name in _NUMPY_NAMES.items()}, rsqrt=_host_rsqrt,
+                    ndrange=HostNdrange, grouped=_host_grouped)
 
 
 # ----------------------------------------------------------------------------- sparse SNodes (lang/snode.py)

@@ -93,6 +93,10 @@ class Backend:
         """After ``run``: a token naming that run, if it can be replayed (else None)."""
         return None
 
+    # Shared memory a block may use (bytes): the CUDA text's static limit, which the CPU
+    # executor keeps too; a device's own where it says (Vulkan).
+    max_shared_memory = 48 * 1024
+
     def resident_array(self, shape: tuple[int, ...], dtype) -> np.ndarray | None:
         """Zeroed memory for a qd.ndarray that kernels use in place (no copies around a
         launch), or None where this executor has none: the array lives on the host."""
@@ -144,17 +148,53 @@ BEST_FIRST = ("cuda", "vulkan", "cpu")
 
 
 # qd.init options of Quadrants that change nothing a kernel computes here (debugging, caches,
-# profilers, memory pools, its own compiler's passes), or that only some executors take
-# (fast_math): accepted, and dropped where they do not apply.
+# profilers, memory pools, its own compiler's passes: the fields of its CompileConfig), or
+# that only some executors take (fast_math): accepted, kept in qd.cfg, and dropped where they
+# do not apply.
 QUADRANTS_OPTIONS = frozenset("""
-    debug offline_cache offline_cache_file_path offline_cache_cleaning_policy cuda_stack_limit
-    demote_dense_struct_fors print_full_traceback check_out_of_bound gdb_trigger log_level kernel_profiler
-    device_memory_GB device_memory_fraction advanced_optimization cfg_optimization print_ir print_accessor_ir
-    print_preprocessed_ir verbose default_gpu_block_dim cpu_max_num_threads packed dynamic_index opt_level
-    fast_math flatten_if make_thread_local make_block_local simplify_before_lower_access
-    simplify_after_lower_access lower_access move_loop_invariant_outside_if auto_mesh_local
-    excepthook short_circuit_operators print_kernel_llvm_ir src_ll_cache fastcache
+    debug offline_cache offline_cache_file_path offline_cache_cleaning_policy offline_cache_cleaning_factor
+    offline_cache_max_size_of_files cuda_stack_limit demote_dense_struct_fors demote_no_access_mesh_fors
+    print_full_traceback check_out_of_bound gdb_trigger log_level kernel_profiler device_memory_GB
+    device_memory_fraction advanced_optimization cfg_optimization print_ir print_ir_dbg_info print_accessor_ir
+    print_preprocessed_ir print_struct_llvm_ir print_kernel_llvm_ir print_kernel_llvm_ir_optimized
+    print_kernel_asm print_kernel_amdgcn verbose verbose_kernel_launches default_gpu_block_dim
+    default_cpu_block_dim cpu_block_dim_adaptive cpu_max_num_threads max_block_dim saturating_grid_dim
+    packed dynamic_index opt_level fast_math flatten_if make_thread_local make_block_local
+    make_cpu_multithreading_loop simplify_before_lower_access simplify_after_lower_access lower_access
+    move_loop_invariant_outside_if cache_loop_invariant_global_vars detect_read_only auto_mesh_local
+    experimental_auto_mesh_local auto_mesh_local_default_occupacy make_mesh_block_local
+    optimize_mesh_reordered_mapping mesh_localize_all_attr_mappings mesh_localize_from_end_mapping
+    mesh_localize_to_end_mapping excepthook short_circuit_operators src_ll_cache fastcache
+    real_matrix_scalarize force_scalarize_matrix half2_vectorization quant_opt_atomic_demotion
+    quant_opt_store_fusion ad_stack_experimental_enabled ad_stack_size ad_stack_sparse_threshold_bytes
+    num_compile_threads gpu_max_reg timeline use_graph debug_dump_path vk_api_version default_up
+    raise_on_templated_floats checkpoint_yield_on_arg_ids resume_from_checkpoint
+    external_metal_command_queue external_metal_command_queue_is_torch_queue
 """.split())
+
+
+class Config:
+    """``qd.cfg`` (and ``qd.lang.impl.current_cfg()``): what the last qd.init chose, read as
+    Quadrants' config is: ``arch`` (the executor running: "vulkan", "cuda" or "cpu"),
+    ``debug``, ``default_fp``, ``default_ip``, ``random_seed``, ``fast_math``, and any other
+    option given (None for one that was not)."""
+
+    def __init__(self) -> None:
+        self.set("vulkan", {})
+
+    def set(self, arch: str, options: dict) -> None:
+        self.__dict__.clear()
+        self.__dict__.update(arch=arch, debug=False, fast_math=False, default_fp=_defaults.fp,
+                             default_ip=_defaults.ip, random_seed=_random_seed)
+        self.__dict__.update(options)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+    def __repr__(self) -> str:
+        return f"<qd.cfg arch={self.arch!r} debug={self.debug}>"
 
 
 def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType | None = None,
@@ -195,6 +235,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
         if arch != "gpu" and name != own:
             warnings.warn(f"qd.init(arch={arch!r}): not available here ({'; '.join(failures)}); running on {name}",
                           RuntimeWarning, stacklevel=3)
+        cfg.set(name, options)
         return
     _backend = None
     raise RuntimeError(f"qd.init(arch={arch!r}) found no executor: " + "; ".join(failures))
@@ -202,6 +243,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
 
 _random_seed = 0
 _launches = 0
+cfg = Config()
 
 
 def _next_seed() -> int:

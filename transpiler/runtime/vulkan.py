@@ -456,6 +456,7 @@ class VulkanBackend(Backend):
             raise DeviceUnsupported(f"{dev.name} cannot run compute shaders with subgroup size {subgroup_size} "
                                     f"(it supports {low}..{high}, default {dev.subgroup_size})")
         self._subgroup_size = subgroup_size or dev.subgroup_size
+        self.max_shared_memory = dev.max_shared_memory
         self.resident: dict[int, _Buffer] = {}  # the host address of a qd.ndarray's mapping -> its buffer
         if dev.type == "VK_PHYSICAL_DEVICE_TYPE_CPU":  # lavapipe: a few workgroups per core do
             import os

@@ -1,0 +1,18 @@
+"""``qd.lang.impl``: the few functions of Quadrants' internal module that user code reaches
+for (Genesis: ``impl.current_cfg().debug``, ``get_max_shared_memory_bytes``)."""
+from __future__ import annotations
+
+
+def current_cfg():
+    """What the last qd.init chose (``qd.cfg``)."""
+    from ..runtime import cfg, current
+
+    current()  # (qd.init with its defaults, where no call made one yet)
+    return cfg
+
+
+def get_max_shared_memory_bytes(*, is_lowerbound_ok: bool = False) -> int:
+    """Shared memory one block may use on the executor running kernels, in bytes."""
+    from ..runtime import current
+
+    return current().max_shared_memory
