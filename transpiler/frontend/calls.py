@@ -6,6 +6,7 @@ import ast
 import builtins
 import copy
 import math as pymath
+import re
 from functools import lru_cache
 
 from .. import lang
@@ -189,8 +190,9 @@ class CallLowering:
                          hint="decorate it with @qd.func to call it from a kernel")
 
     def print_call(self, node: ast.Call):
-        """``print(a, "text", b, sep=..., end=...)``: values known at translation time become
-        text, the others the device's printf arguments."""
+        """``print(a, "text", b, sep=..., end=...)``, f-strings and ``"...".format(...)``
+        among the arguments: values known at translation time become text, the others the
+        device's printf arguments (with the ``{x:.3f}`` spec given, as printf spells it)."""
         opts = {}
         for kw in node.keywords:
             if kw.arg not in ("sep", "end"):
@@ -199,47 +201,100 @@ class CallLowering:
             if not isinstance(opts[kw.arg], str):
                 raise self.error(kw.value, f"print({kw.arg}=...) must be a string")
         sep, end = opts.get("sep", " "), opts.get("end", "\n")
-        chunks, args, text = [], [], ""
+        chunks, args, specs, text = [], [], [], ""
         for k, a in enumerate(node.args):
-            if isinstance(a, ast.JoinedStr):
-                raise self.error(a, "f-strings are not supported in kernels",
-                                 hint="pass the values as print() arguments: print(\"x =\", x)")
             if k:
                 text += sep
-            for piece in self.print_pieces(self.expr(a)):
+            for piece, spec, at in self.print_parts(a):
                 if isinstance(piece, str):
                     text += piece
                     continue
+                e = self.to_expr(piece, at)
                 chunks.append(text)
-                args.append(self.to_expr(piece, a))
+                args.append(e)
+                specs.append(_printf_spec(self, spec, e.type, at))
                 text = ""
         chunks.append(text + end)
-        self.emit(ir.Print(self.loc(node), tuple(chunks), args))
+        self.emit(ir.Print(self.loc(node), tuple(chunks), args, tuple(specs) if any(s != ("", "") for s in specs)
+                           else ()))
         return CT(None)
 
-    def print_pieces(self, v) -> list:
+    def print_parts(self, a: ast.expr) -> list[tuple]:
+        """One print() argument as (text or run-time scalar, format spec, node) pieces: an
+        f-string and ``"...".format(...)`` by their fields."""
+        if isinstance(a, ast.JoinedStr):
+            out = []
+            for v in a.values:
+                if isinstance(v, ast.Constant):
+                    out.append((v.value, "", v))
+                    continue
+                spec = "" if v.format_spec is None else "".join(  # `{x:.3f}`, `{x:{w}.3f}` with w known now
+                    str(p.value) if isinstance(p, ast.Constant) else
+                    format(self.static_value(p.value, what="a nested field of a format spec"))
+                    for p in v.format_spec.values)
+                out += self.value_parts(self.expr(v.value), spec, v.value)
+            return out
+        if isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "format" and \
+                isinstance(a.func.value, ast.Constant) and isinstance(a.func.value.value, str):
+            return self.format_parts(a)
+        return self.value_parts(self.expr(a), "", a)
+
+    def format_parts(self, call: ast.Call) -> list[tuple]:
+        """``"x = {} ({:.2f})".format(a, b)``, positional, numbered or named fields."""
+        import string
+
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+            raise self.error(call, "format() in a kernel takes its values one by one, not *args or **kwargs")
+        named = {k.arg: k.value for k in call.keywords}
+        out, auto = [], 0
+        try:
+            fields = list(string.Formatter().parse(call.func.value.value))
+        except ValueError as exc:
+            raise self.error(call.func.value, f"bad format string: {exc}") from None
+        for literal, name, spec, _conversion in fields:
+            if literal:
+                out.append((literal, "", call))
+            if name is None:
+                continue
+            if name == "":
+                name, auto = str(auto), auto + 1
+            if name.isdigit():
+                if int(name) >= len(call.args):
+                    raise self.error(call, f"format() has no argument {name}")
+                node = call.args[int(name)]
+            elif name in named:
+                node = named[name]
+            else:
+                raise self.error(call, f"format() has no argument `{name}` (only plain names and indices)")
+            out += self.value_parts(self.expr(node), spec or "", node)
+        return out
+
+    def value_parts(self, v, spec: str, node) -> list[tuple]:
         """What print() shows for a value: text known now, and run-time scalars between
         (a vector as [x, y, z], a matrix as rows of those, a struct as {a: ..., b: ...})."""
         if isinstance(v, CT) and isinstance(v.value, (str, bool, int, float)):
-            return [str(v.value)]
+            try:
+                return [(format(v.value, spec) if spec else str(v.value), "", node)]
+            except ValueError as exc:
+                raise self.error(node, f"'{spec}' cannot format {v.value!r}: {exc}") from None
         if isinstance(v, MatrixValue):
             if v.is_vector:
                 rows = [v.items]
             else:
                 rows = [v.items[r * v.shape[1]:(r + 1) * v.shape[1]] for r in range(v.shape[0])]
-            out: list = ["[" if v.is_vector else "[["]
+            out: list = [("[" if v.is_vector else "[[", "", node)]
             for r, row in enumerate(rows):
                 if r:
-                    out.append("], [")
+                    out.append(("], [", "", node))
                 for k, e in enumerate(row):
-                    out += ([", "] if k else []) + [e]
-            return out + ["]" if v.is_vector else "]]"]
+                    out += ([(", ", "", node)] if k else []) + self.value_parts(e, spec, node)
+            return out + [("]" if v.is_vector else "]]", "", node)]
         if isinstance(v, StructValue):
-            out = ["{"]
+            out = [("{", "", node)]
             for k, (name, m) in enumerate(v.members.items()):
-                out += [", " if k else "", f"{name}: "] + self.print_pieces(m)
-            return out + ["}"]
-        return [v]
+                out += [(", " if k else "", "", node), (f"{name}: ", "", node)] + self.value_parts(m, spec, node)
+            return out + [("}", "", node)]
+        return [(v, spec, node)]
 
     def inline(self, func: lang.Func, node: ast.Call):
         params = list(signature(func.fn).parameters)
@@ -446,3 +501,24 @@ def misplaced_return(body: tuple[ast.stmt, ...]) -> ast.Return | None:
         return None
 
     return first(body, True)
+
+
+_SPEC = re.compile(r"([-+ #0]*)(\d*)(\.\d+)?(hh|h|ll|l|z|j|t)?([diouxXeEfFgGaA]?)")
+_INT_LETTERS, _FLOAT_LETTERS = "diouxX", "eEfFgGaA"
+
+
+def _printf_spec(lo, spec: str, dtype: T.DType, node) -> tuple[str, str]:
+    """A format spec of a run-time value (``.3f``, ``08d``, ``x``) as printf's flags, width
+    and precision, and its conversion letter; one that does not fit the type is an error,
+    as in Quadrants ("'.2d' doesn't match 'f32'")."""
+    if not spec:
+        return ("", "")
+    m = _SPEC.fullmatch(spec)
+    letters = _FLOAT_LETTERS if dtype.is_float else _INT_LETTERS
+    if m is None or (m.group(5) and m.group(5) not in letters):
+        raise lo.error(node, f"'{spec}' doesn't match '{dtype.name}'",
+                       hint=f"a {dtype.name} takes flags, a width, a precision and one of {', '.join(letters)} "
+                            "(e.g. {{x:8.3f}})" if dtype.is_float else
+                       f"a {dtype.name} takes flags, a width and one of {', '.join(letters)} (e.g. {{n:08d}})")
+    flags, width, precision, _length, letter = m.groups()
+    return (f"{flags}{width}{precision or ''}", letter)

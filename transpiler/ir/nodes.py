@@ -391,6 +391,10 @@ class Print(Stmt):
 
     chunks: tuple[str, ...]  # len(args) + 1 literal pieces, the end (a newline) included
     args: list[Expr]
+    # Per argument, a printf spec without its length and conversion letter ("-08.3", "#"),
+    # and the letter ("e", "x"; "" for the type's own), from an f-string's or format()'s
+    # `{x:.3e}`; empty: every argument printed its type's way.
+    specs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(eq=False, slots=True)

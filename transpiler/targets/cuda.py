@@ -11,7 +11,7 @@ from ..ir import types as T
 from .context import EntryPoint, TranslationContext, Usage
 from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
-from .dialect import printf_text
+from .dialect import printf_spec, printf_text
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
@@ -212,9 +212,9 @@ class CudaDialect(CxxDialect):
 
     def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
         specs, values = [], []
-        for e, text in zip(st.args, args):
+        for k, (e, text) in enumerate(zip(st.args, args)):
             spec, passed_as = PRINTF[e.type.name]
-            specs.append(spec)
+            specs.append(printf_spec(spec, st.specs[k] if st.specs else None))
             values.append(f"({passed_as})({text})" if passed_as else text)
         return f"printf({printf_text(st.chunks, specs)}{''.join(', ' + v for v in values)});"
 

@@ -65,6 +65,16 @@ class Helper:
         return (self.name, self.dtype)
 
 
+def printf_spec(default: str, asked: tuple[str, str] | None) -> str:
+    """The printf specifier for an argument whose type prints as ``default`` ("%lld"), with
+    the flags, width, precision and conversion letter the kernel asked for (``{x:.3e}``)."""
+    if not asked or asked == ("", ""):
+        return default
+    flags, letter = asked
+    length = default[1:-1]  # "ll" of "%lld": the type decides it, not the kernel
+    return f"%{flags}{length if letter in 'diouxX' or not letter else ''}{letter or default[-1]}"
+
+
 def printf_text(chunks: tuple[str, ...], specs: list[str]) -> str:
     """A C string literal for printf: the chunks (escaped, % doubled) around the specifiers."""
     out = []

@@ -18,7 +18,8 @@ from ..ir.walk import all_exprs, iter_expr
 from ..passes.legalize import UINT_OF_WIDTH
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .dialect import (
-    BINARY, COMPARE, PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_text,
+    BINARY, COMPARE, PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_spec,
+    printf_text,
 )
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role, shape_arg_names
@@ -312,9 +313,9 @@ class GlslDialect(Dialect):
         # GL_EXT_debug_printf: the Vulkan validation layer (or a capture tool) shows the text.
         r.needs.debug_printf = True
         specs, values = [], []
-        for e, text in zip(st.args, args):
+        for k, (e, text) in enumerate(zip(st.args, args)):
             spec, passed_as = PRINTF[e.type.name]
-            specs.append(spec)
+            specs.append(printf_spec(spec, st.specs[k] if st.specs else None))
             values.append(f"{passed_as}({text})" if passed_as else text)
         return f"debugPrintfEXT({printf_text(st.chunks, specs)}{''.join(', ' + v for v in values)});"
 
