@@ -337,7 +337,10 @@ def test_host_side_field_api_and_its_refusals():
     assert b[1, 2] == 5 and b.shape == (2, 3) and b.dtype == qd.i32
     v, m = qd.Vector.field(3, qd.f32, shape=4), qd.Matrix.field(2, 5, qd.f32, shape=4)
     assert (v.n, v.m, m.n, m.m) == (3, 1, 2, 5)
-    with pytest.raises(AttributeError, match="a scalar field has no .n"):
+    nv = qd.Matrix.ndarray(2, 5, qd.i32, (2, 2))  # Quadrants': .dtype the scalar type, .element_type the matrix
+    assert (nv.n, nv.m, nv.dtype, nv.element_type, nv.element_shape) == (2, 5, qd.i32, qd.types.matrix(2, 5, qd.i32),
+                                                                           (2, 5))
+    with pytest.raises(AttributeError, match="a scalar field or ndarray has no .n"):
         b.n
     with pytest.raises(ValueError, match="does not match the field's"):
         a.from_numpy(np.zeros(5, np.int32))

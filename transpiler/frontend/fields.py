@@ -71,7 +71,7 @@ class FieldLowering:
         pname, k = base, 1
         while pname in taken:
             pname, k = f"{base}_{k}", k + 1
-        dtype = field.dtype if isinstance(field, Field) else field.scalar_dtype
+        dtype = field.dtype  # a field's or a qd.ndarray's scalar type
         flags = T.python_type(dtype) or dtype
         storage = T.u8 if flags is T.bool_ else flags  # a qd.u1 field: a byte per element, as NumPy's bool
         p = ir.Param(pname, T.NdarrayType(storage, len(field.shape), field.element_shape, field.shape,

@@ -48,7 +48,28 @@ def companion(kind: str, owner: str = "qd.field") -> property:
     return property(get)
 
 
-class Field:
+class ElementDims:
+    """``.n`` / ``.m`` of a field or ndarray of vectors or matrices (rows, and columns: 1 for a
+    vector), as Quadrants' MatrixField and MatrixNdarray have them."""
+
+    element_shape: tuple[int, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return self._element_dim(0)
+
+    @property
+    def m(self) -> int:
+        self._element_dim(0)  # (a scalar one has neither)
+        return self.element_shape[1] if len(self.element_shape) == 2 else 1
+
+    def _element_dim(self, k: int) -> int:
+        if not self.element_shape:
+            raise AttributeError("a scalar field or ndarray has no .n / .m: those are a vector or matrix one's")
+        return self.element_shape[k]
+
+
+class Field(ElementDims):
     """A dense field of scalars, or of vectors / matrices (``element_shape``)."""
 
     grad, dual = companion("grad"), companion("dual")
@@ -102,20 +123,6 @@ class Field:
     def ndim(self) -> int:
         return len(self.shape)
 
-    @property
-    def n(self) -> int:
-        """A vector or matrix field's rows (Quadrants' MatrixField.n)."""
-        return self._element_dim(0)
-
-    @property
-    def m(self) -> int:
-        """A matrix field's columns; 1 for a vector field (Quadrants' MatrixField.m)."""
-        return self._element_dim(1) if len(self.element_shape) == 2 else 1
-
-    def _element_dim(self, k: int) -> int:
-        if not self.element_shape:
-            raise AttributeError("a scalar field has no .n / .m: those are a vector or matrix field's")
-        return self.element_shape[k]
 
     def storage(self):
         """The NumPy array holding the field (zeros on first use), shape + element shape."""

@@ -319,7 +319,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
             want = declared = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
             if isinstance(value, Ndarray) and value.element_shape and (kind == "template" or want.dtype is None):
                 # a qd.ndarray of vectors keeps its element type (ndim counts the outer dimensions)
-                want = lang.NdarrayAnnotation(value.dtype, want.ndim if kind == "ndarray" else None)
+                want = lang.NdarrayAnnotation(value.element_type, want.ndim if kind == "ndarray" else None)
             want_dtype = T.python_type(want.dtype) or want.dtype
             element_shape = tuple(want.element_shape or ())
             if isinstance(want_dtype, MatrixType):  # vec3 elements: the array's last dimension is 3

@@ -7,12 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType
-from ..lang.field import companion
+from ..lang.field import ElementDims, companion
 
 
-class Ndarray:
+class Ndarray(ElementDims):
     """``qd.ndarray(dtype, shape)``: ``dtype`` a scalar type or a vector/matrix type (then the
-    data is NumPy's ``(*shape, *element_shape)``, and ``shape`` the outer shape)."""
+    data is NumPy's ``(*shape, *element_shape)``, and ``shape`` the outer shape). As in
+    Quadrants, ``.dtype`` is the scalar type, ``.element_type`` what it was made with, and a
+    vector / matrix ndarray has ``.n`` / ``.m``."""
 
     def __init__(self, dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
         from ..ir.types import python_type
@@ -26,10 +28,10 @@ class Ndarray:
         if not isinstance(scalar, DType):
             raise TypeError(f"qd.ndarray needs a qd dtype such as qd.f32 or qd.math.vec3, got {dtype!r}")
         shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
-        self.dtype = dtype
+        self.dtype = scalar
+        self.element_type = dtype
         self.shape = shape
         self.element_shape = element_shape
-        self.scalar_dtype = scalar
         from . import array_storage
 
         self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
@@ -61,6 +63,7 @@ class Ndarray:
     def ndim(self) -> int:
         return len(self.shape)
 
+
     def from_numpy(self, arr) -> None:
         arr = np.asarray(arr)
         if arr.shape != self.data.shape:
@@ -83,7 +86,7 @@ class Ndarray:
         self._written()
 
     def __repr__(self) -> str:
-        return f"qd.ndarray({self.dtype!r}, {self.shape})"
+        return f"qd.ndarray({self.element_type!r}, {self.shape})"
 
 
 def ndarray(dtype: DType, shape) -> Ndarray:
