@@ -478,3 +478,26 @@ def test_vector_and_matrix_factories(executor):
     out = np.zeros(8, np.float32)
     factories(out)
     np.testing.assert_allclose(out, [3, 3, 2, 3, 5, 3, np.sin(0.5), np.sin(0.5) + 0.75 - 1 + 1], rtol=1e-6)
+
+
+@qd.dataclass
+class TileRow:
+    r: qd.types.vector(8, qd.f32, unpacked=True)   # Quadrants' per-slot layout: ours already
+    scale: qd.f32
+
+
+@qd.kernel
+def tile_rows(a: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(a.shape[0]):
+        t = TileRow(scale=2.0)
+        for j in qd.static(range(8)):
+            t.r[j] = a[i, j] * t.scale
+        for j in qd.static(range(8)):
+            a[i, j] = t.r[7 - j]
+
+
+def test_unpacked_vectors_of_dataclasses(executor, rng):
+    a = rng.standard_normal((50, 8)).astype(np.float32)
+    want = (a * 2)[:, ::-1]
+    tile_rows(a)
+    np.testing.assert_array_equal(a, want)

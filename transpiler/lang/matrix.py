@@ -130,7 +130,10 @@ def host_matrix_class() -> type:
 
 
 @comptime
-def vector(n: int, dtype: Any = None) -> MatrixType:
+def vector(n: int, dtype: Any = None, unpacked: bool = False) -> MatrixType:
+    """``unpacked=True`` (Quadrants: a dataclass member stored as n scalar slots, so that
+    registers spill one at a time) is how every vector is kept here: its scalars are
+    locals of their own (``t_r_0``, ...), so the flag changes nothing."""
     return MatrixType((n,), dtype)
 
 
