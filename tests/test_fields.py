@@ -1,6 +1,8 @@
 """Fields (qd.field, vector/matrix/struct fields, qd.root placement, data-oriented classes)
 on Vulkan and the CPU executors against NumPy, three Taichi-style programs written with
 fields (every kernel also compiled by every toolchain), and the diagnostics."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -356,3 +358,49 @@ def test_host_side_field_api_and_its_refusals():
     s = Particle.field(shape=3)
     s[1] = {"m": 2.0, "x": np.array([1.0, 2.0], np.float32)}
     assert s[1]["m"] == 2.0 and s.x.to_numpy()[1].tolist() == [1.0, 2.0] and s.to_numpy()["v"].shape == (3, 2)
+
+
+@qd.data_oriented
+class Holder:
+    def __init__(self, x):
+        self.x = x
+
+
+@qd.data_oriented
+class Outer:
+    def __init__(self, inner):
+        self.inner = inner
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenOuter:
+    inner: Holder
+
+
+@qd.kernel
+def fill_member(s: qd.template(), base: qd.i32):
+    for i in range(s.inner.x.shape[0]):
+        s.inner.x[i] = base + i
+
+
+def test_reassigned_ndarray_members_are_the_ones_a_call_binds(executor):
+    # Quadrants binds a data-oriented instance's ndarray members at each call: a member
+    # reassigned after a call (through a nested instance or a frozen dataclass) is the one
+    # the next call writes.
+    n = 5
+    x1, x2, x3 = qd.ndarray(qd.i32, (n,)), qd.ndarray(qd.i32, (n,)), qd.ndarray(qd.f32, (n,))
+    for outer in (Outer(Holder(x1)), FrozenOuter(Holder(x1))):
+        outer.inner.x = x1
+        x1.fill(0)
+        x2.fill(0)
+        fill_member(outer, 10)
+        outer.inner.x = x2
+        fill_member(outer, 20)
+        np.testing.assert_array_equal(x1.to_numpy(), 10 + np.arange(n))
+        np.testing.assert_array_equal(x2.to_numpy(), 20 + np.arange(n))
+        outer.inner.x = x3  # another dtype: another instantiation
+        fill_member(outer, 30)
+        np.testing.assert_array_equal(x3.to_numpy(), 30 + np.arange(n, dtype=np.float32))
+    with pytest.warns(DeprecationWarning, match="@qd.pure is deprecated"):
+        pure_fill = qd.pure(fill_member)
+    assert pure_fill is fill_member

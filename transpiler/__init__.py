@@ -106,6 +106,17 @@ def __getattr__(name: str):
     raise AttributeError(missing("qd", name, globals()))
 
 
+def pure(fn):
+    """``@qd.pure`` (deprecated in Quadrants for ``@qd.kernel(fastcache=True)``): it warns as
+    Quadrants does, and changes nothing here, where every translation is cached."""
+    import warnings
+
+    warnings.warn("Use of @qd.pure is deprecated. Please use @qd.kernel(fastcache=True). @qd.pure is intended to be "
+                  "removed in v4.0.0", DeprecationWarning, stacklevel=2)
+    fn.is_pure = True
+    return fn
+
+
 def ndarray(dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
     """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
     ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32).

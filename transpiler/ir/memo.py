@@ -59,6 +59,10 @@ def freeze(d: dict | None) -> tuple:
         keyed = getattr(type(v), "_qd_cache_key", None)  # a value that says what of it a translation reads
         if keyed is not None:
             v = keyed(v)
+        elif hasattr(type(v), "__dataclass_fields__"):  # a dataclass instance: what its members bind
+            from ..lang.field import _instance_key
+
+            v = _instance_key(v)
         else:
             try:
                 hash(v)

@@ -371,15 +371,32 @@ def _plain(v) -> bool:
     return type(v) in (int, float, bool, str, type(None)) or (type(v) is tuple and all(map(_plain, v)))
 
 
-def _instance_key(obj) -> tuple:
-    """What of a data-oriented instance its kernels' translations depend on: the instance, and
-    the Python scalars it holds (``self.n``), which a kernel reads as constants. Setting
-    ``sim.n = 4`` after a call makes the next call translate again and use 4, as Quadrants'
-    docs describe primitive members (Quadrants 1.3.3 itself keeps running the kernel it
-    compiled for that instance with the old value; with ``template_primitives=False`` it
+def _instance_key(obj, seen: frozenset = frozenset()) -> tuple:
+    """What of a data-oriented instance (or a Python dataclass) its kernels' translations
+    depend on: the instance; the Python scalars it holds (``self.n``), which a kernel reads as
+    constants; which ndarray or field each member is, as a kernel binds it; and the same of
+    the data-oriented instances and dataclasses it holds. Setting ``sim.n = 4`` or
+    ``sim.inner.x = other_ndarray`` after a call makes the next call translate again with
+    them, as Quadrants' docs describe (Quadrants 1.3.3 itself keeps running what it compiled
+    for that instance with an old primitive value; with ``template_primitives=False`` it
     passes the new one)."""
-    from ..ir.memo import Identity
+    import dataclasses
 
-    state = getattr(obj, "__dict__", {})
-    return (Identity(obj), tuple(sorted((k, v) for k, v in state.items() if _plain(v))))
+    from ..ir.memo import Identity
+    from .matrix import dataclass_members
+
+    state = getattr(obj, "__dict__", None)
+    if state is None and dataclasses.is_dataclass(obj):  # (a dataclass with slots)
+        state = {name: getattr(obj, name) for name, _ in dataclass_members(type(obj))}
+    seen = seen | {id(obj)}
+    members = []
+    for k, v in sorted((state or {}).items()):
+        if _plain(v):
+            members.append((k, v))
+        elif isinstance(v, (Field, StructField)) or getattr(v, "_qd_bound_like_field", False):
+            members.append((k, Identity(v)))
+        elif id(v) not in seen and (getattr(v, "_qd_data_oriented", False) or
+                                    dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            members.append((k, _instance_key(v, seen)))
+    return (Identity(obj), tuple(members))
 
