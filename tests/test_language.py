@@ -387,3 +387,20 @@ def test_assert_compiles_away_as_without_quadrants_debug_mode(executor, rng):
     want = a * 2
     with_assert(a)
     np.testing.assert_array_equal(a, want)
+
+
+@qd.kernel
+def any_above(x: qd.types.ndarray(dtype=qd.f32, ndim=1), limit: qd.f32, strict: qd.u1) -> qd.u1:
+    found = 0
+    for i in range(x.shape[0]):
+        if x[i] > limit or (not strict and x[i] == limit):
+            found += 1
+    return found > 0
+
+
+def test_a_kernel_returns_a_bool(executor, rng):
+    x = rng.standard_normal(500).astype(np.float32)
+    top = float(x.max())
+    got = [any_above(x, top, True), any_above(x, top, False), any_above(x, top - 0.5, True)]
+    assert got == [False, True, True] and all(type(g) is bool for g in got)
+    assert qd.translate(any_above, "cuda").manifest["result"] == {"param": "qd_result", "dtype": "u8"}

@@ -59,12 +59,12 @@ class KernelScopeLowering:
     # ------------------------------------------------------------------ promotion
 
     def hidden_param(self, base: str, dtype: T.DType, loc: ir.Loc, role: str,
-                     element_shape: tuple[int, ...] = ()) -> ir.Param:
+                     element_shape: tuple[int, ...] = (), bool_elements: bool = False) -> ir.Param:
         names = {p.name for p in self.hidden_params}
         name, k = f"qd_{base}", 1
         while name in names:
             name, k = f"qd_{base}_{k}", k + 1
-        p = ir.Param(name, T.NdarrayType(dtype, 0, element_shape), -1, loc, role=role)
+        p = ir.Param(name, T.NdarrayType(dtype, 0, element_shape, bool_elements=bool_elements), -1, loc, role=role)
         self.hidden_params.append(p)
         return p
 
@@ -376,7 +376,10 @@ class KernelScopeLowering:
                                    self.coerce(e, dtype, s.value)))
             return
         value = self.coerce(self.rvalue(s.value), ret, s.value)
-        self.result_param = self.hidden_param("result", ret, loc, "result")
+        boolean = ret is T.bool_  # a byte the host reads as a bool, as a qd.u1 field is stored
+        if boolean:
+            ret, value = T.u8, ir.Cast(T.u8, loc, value)
+        self.result_param = self.hidden_param("result", ret, loc, "result", bool_elements=boolean)
         self.emit(ir.Store(loc, self.result_param, [], value))
 
     def return_annotation(self, fdef: ast.FunctionDef, annotations: dict) -> T.DType | None:
@@ -387,7 +390,7 @@ class KernelScopeLowering:
         dtype = T.python_type(ann) or ann
         if isinstance(dtype, MatrixType):
             return dtype
-        if not isinstance(dtype, T.DType) or dtype is T.bool_:
+        if not isinstance(dtype, T.DType):
             raise self.error(fdef.returns, f"a kernel can return a scalar, a vector or a matrix, not {ann!r}",
                              hint="annotate it with a type such as qd.f32, qd.i32, int, float or qd.math.vec3")
         return dtype

@@ -548,7 +548,9 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     if result is None:
         return None
     value = values[result.name]
-    return value.copy() if result.type.element_shape else value.item()
+    if result.type.element_shape:
+        return value.copy()
+    return bool(value.item()) if result.type.bool_elements else value.item()
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]
