@@ -218,3 +218,31 @@ def test_ndrange_and_grouped_iterate_in_python_scope():
     assert [x[I] for I in qd.grouped(x)] == [0, 1, 2, 10, 11, 12]
     with pytest.raises(TypeError, match="every argument of qd.ndrange is an int"):
         qd.ndrange(2.5)
+
+
+def test_python_scope_indexing_of_ndarrays_and_comparisons_of_vectors():
+    x = qd.ndarray(qd.f32, shape=())
+    x[()] = 1.5
+    assert x[None] == 1.5 and type(x[None]) is float
+    y = qd.ndarray(qd.math.vec2, shape=())
+    y[()] = [1.0, 2.0]
+    assert y[None] == [1.0, 2.0] and not (y[None] == [1.0, 3.0])  # a comparison is true when every part is
+    v = qd.Vector.ndarray(3, qd.i32, (4,))
+    v[2][1] = 7                                      # an element is a view that writes through
+    v[qd.Vector([3])] = [1, 2, 3]                    # an index vector, as qd.grouped gives
+    assert v.to_numpy().tolist() == [[0, 0, 0], [0, 0, 0], [0, 7, 0], [1, 2, 3]]
+    assert v[1:3].shape == (2, 3)                    # a slice is NumPy's
+    m = qd.Matrix([[2, 3, 4], [5, 6, 7]])
+    assert list(m) == [[2, 3, 4], [5, 6, 7]] and len(m) == 2
+
+
+def test_exception_classes_and_arch_names_as_quadrants_spells_them():
+    from transpiler.lang.exception import QuadrantsCompilationError, QuadrantsRuntimeError, QuadrantsSyntaxError
+    from transpiler.lang.impl import Kernel, QuadrantsTypeError
+
+    assert QuadrantsCompilationError is QuadrantsSyntaxError is QuadrantsTypeError is qd.TranspileError
+    assert issubclass(QuadrantsRuntimeError, RuntimeError) and Kernel is qd.Kernel
+    assert qd.lang.exception.QuadrantsCompilationError is qd.QuadrantsCompilationError
+    assert qd.cuda.name == "cuda" and qd.cuda == "cuda" and qd.x64.name == "x64"
+    qd.init(arch=qd.cpu)
+    assert qd.lang.impl.current_cfg().arch.name == "cpu"

@@ -56,12 +56,18 @@ float16, float32, float64 = f16, f32, f64
 global_thread_idx = simt.block.global_thread_idx
 Tensor = types.Tensor
 
-# Architectures for qd.init: strings, so that naming one imports nothing heavy.
-gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = "gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64", "arm64"
+# Architectures for qd.init: strings (with Quadrants' `.name`), so that naming one imports nothing heavy.
+from .lang.kernel import Arch  # noqa: E402
+
+gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = map(Arch, ("gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64",
+                                                              "arm64"))
 
 # Quadrants' exception classes, as its users catch them: every kernel error here is a located
 # TranspileError, raised when the kernel is translated.
-QuadrantsCompilationError = QuadrantsSyntaxError = QuadrantsTypeError = QuadrantsNameError = TranspileError
+from .lang.exception import (  # noqa: E402, F401
+    QuadrantsAssertionError, QuadrantsCompilationError, QuadrantsIndexError, QuadrantsNameError, QuadrantsRuntimeError,
+    QuadrantsRuntimeTypeError, QuadrantsSyntaxError, QuadrantsTypeError,
+)
 
 # `while qd.graph.do_while(flag):` (graph=True kernels): the runtimes repeat the loop's tasks from
 # the host, as Quadrants does on every backend but CUDA 12.4+ on Hopper.

@@ -4,13 +4,13 @@ operations), ``types``, ``math``, ``simt`` (block / subgroup / grid / system), `
 (NVSHMEM), ``blocklib`` (the block collectives, written in the language itself) and ``tile``
 (the register tiles ``qd.simt.Tile16x16`` / ``Tile32x32``, likewise)."""
 from .kernel import (  # noqa: F401
-    BoundFunc, Func, HostFunc, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel,
+    Arch, BoundFunc, Func, HostFunc, Kernel, NdarrayAnnotation, RealFunc, Template, builtin, comptime, func, kernel,
     ndarray_annotation, param_kind, real_func, self_annotation, set_launcher, static, template,
 )
 
 
 def __getattr__(name: str):
-    if name == "impl":  # qd.lang.impl.current_cfg(): imported when asked for
+    if name in ("impl", "exception"):  # qd.lang.impl.current_cfg(): imported when asked for
         import importlib
 
         return importlib.import_module(f"{__name__}.impl")

@@ -156,12 +156,7 @@ class Field(ElementDims):
     def __getitem__(self, index):
         """A scalar element's value; a vector or matrix element's components as a view
         that writes through (``x[i][0] = 5``, ``x[i].x``, ``x[i].to_numpy()``)."""
-        value = self.storage()[_index(index)]
-        if getattr(value, "ndim", 1) == 0:
-            return value.item()
-        from .matrix import host_matrix_class
-
-        return value.view(host_matrix_class())
+        return host_value(self.storage()[_index(index)], self.element_shape)
 
     def __setitem__(self, index, value) -> None:
         index = _index(index)
@@ -300,6 +295,19 @@ class _NoCompanion:
 
     def __getattr__(self, name: str):
         raise AttributeError(f"member `{self.member}` is an integer: it has no {self.kind}")
+
+
+def host_value(value, element_shape: tuple[int, ...]):
+    """What indexing a field or ndarray gives in Python scope, as in Quadrants: an element's
+    value as a Python scalar, a vector or matrix element as a view that writes through
+    (``x[i][0] = 5``, ``x[i].x``), anything else (a slice) as NumPy has it."""
+    if getattr(value, "ndim", 1) == 0:
+        return value.item()
+    if value.shape == element_shape:
+        from .matrix import host_matrix_class
+
+        return value.view(host_matrix_class())
+    return value
 
 
 def _index(index):

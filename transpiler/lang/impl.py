@@ -16,3 +16,17 @@ def get_max_shared_memory_bytes(*, is_lowerbound_ok: bool = False) -> int:
     from ..runtime import current
 
     return current().max_shared_memory
+
+
+def __getattr__(name: str):
+    # Quadrants' exception classes and Kernel, as `from quadrants.lang.impl import ...` finds them
+    if name.startswith("Quadrants"):
+        from . import exception
+
+        return getattr(exception, name)
+    if name == "Kernel":
+        from .kernel import Kernel
+
+        return Kernel
+    raise AttributeError(f"qd.lang.impl has no `{name}`: of Quadrants' internal module this package provides "
+                         "current_cfg(), get_max_shared_memory_bytes(), Kernel and the exception classes")

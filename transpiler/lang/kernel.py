@@ -278,6 +278,17 @@ def ndarray_annotation(ann) -> NdarrayAnnotation:
 python_scope: dict[str, Callable] = {}
 
 
+class Arch(str):
+    """``qd.cuda``, ``qd.vulkan``, ``qd.cpu``, ...: the arch's name, which ``.name`` also gives
+    (as Quadrants' Arch enum has it: ``qd.cfg.arch.name``)."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
 def builtin(name: str):
     """Mark a stub as the built-in ``name``; the frontend lowers calls to it."""
 

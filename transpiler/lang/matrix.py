@@ -110,6 +110,11 @@ def host_matrix_class() -> type:
             def __array_finalize__(self, obj) -> None:
                 self.qd_dtype = getattr(obj, "qd_dtype", None)
 
+            def __bool__(self) -> bool:
+                # `assert v == [1, 2]`, `list(m) == rows`: every component (NumPy refuses to
+                # choose; Quadrants' Python-scope Matrix is always true, whatever it holds).
+                return bool(np.asarray(self).all())
+
             def norm(self):
                 return np.sqrt((self * self).sum())
 

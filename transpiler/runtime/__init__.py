@@ -180,7 +180,7 @@ class Config:
     option given (None for one that was not)."""
 
     def __init__(self) -> None:
-        self.set("vulkan", {})
+        self.set(lang.Arch("vulkan"), {})
 
     def set(self, arch: str, options: dict) -> None:
         self.__dict__.clear()
@@ -235,7 +235,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
         if arch != "gpu" and name != own:
             warnings.warn(f"qd.init(arch={arch!r}): not available here ({'; '.join(failures)}); running on {name}",
                           RuntimeWarning, stacklevel=3)
-        cfg.set(name, options)
+        cfg.set(lang.Arch(name), options)
         return
     _backend = None
     raise RuntimeError(f"qd.init(arch={arch!r}) found no executor: " + "; ".join(failures))

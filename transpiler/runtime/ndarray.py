@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType
-from ..lang.field import ElementDims, companion
+from ..lang.field import ElementDims, _index, companion, host_value
 
 
 class Ndarray(ElementDims):
@@ -79,10 +79,12 @@ class Ndarray(ElementDims):
         self._written()
 
     def __getitem__(self, idx):
-        return self._read()[idx]
+        """An element (``x[i, j]``, ``x[None]`` of a 0-d one, ``x[I]`` with an index vector) as
+        a Python scalar, or a vector / matrix view that writes through; a slice as NumPy's."""
+        return host_value(self._read()[_index(idx)], self.element_shape)
 
     def __setitem__(self, idx, value):
-        self._read()[idx] = value  # the rest of the array stays as the device has it
+        self._read()[_index(idx)] = value  # the rest of the array stays as the device has it
         self._written()
 
     def __repr__(self) -> str:
