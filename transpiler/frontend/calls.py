@@ -503,22 +503,22 @@ def misplaced_return(body: tuple[ast.stmt, ...]) -> ast.Return | None:
     return first(body, True)
 
 
-_SPEC = re.compile(r"([-+ #0]*)(\d*)(\.\d+)?(hh|h|ll|l|z|j|t)?([diouxXeEfFgGaA]?)")
-_INT_LETTERS, _FLOAT_LETTERS = "diouxX", "eEfFgGaA"
+_SPEC = re.compile(r"([-+ #0]*)(\d*)(\.\d+)?(hh|h|ll|l|z|j|t)?([a-zA-Z]?)")
 
 
 def _printf_spec(lo, spec: str, dtype: T.DType, node) -> tuple[str, str]:
     """A format spec of a run-time value (``.3f``, ``08d``, ``x``) as printf's flags, width
-    and precision, and its conversion letter; one that does not fit the type is an error,
-    as in Quadrants ("'.2d' doesn't match 'f32'")."""
+    and precision, and its conversion letter. As in Quadrants, the letter must fit the type:
+    a float takes f F e E g G a A, a signed integer d i, an unsigned one u o x X; one that
+    does not is an error ("'.2d' doesn't match 'f32'")."""
     if not spec:
         return ("", "")
     m = _SPEC.fullmatch(spec)
-    letters = _FLOAT_LETTERS if dtype.is_float else _INT_LETTERS
+    letters = "fFeEgGaA" if dtype.is_float else "di" if dtype.is_signed else "uoxX"
     if m is None or (m.group(5) and m.group(5) not in letters):
+        example = "{x:8.3f}" if dtype.is_float else "{n:08d}" if dtype.is_signed else "{n:x}"
         raise lo.error(node, f"'{spec}' doesn't match '{dtype.name}'",
                        hint=f"a {dtype.name} takes flags, a width, a precision and one of {', '.join(letters)} "
-                            "(e.g. {{x:8.3f}})" if dtype.is_float else
-                       f"a {dtype.name} takes flags, a width and one of {', '.join(letters)} (e.g. {{n:08d}})")
+                            f"(e.g. {example})")
     flags, width, precision, _length, letter = m.groups()
     return (f"{flags}{width}{precision or ''}", letter)
