@@ -404,3 +404,27 @@ def test_reassigned_ndarray_members_are_the_ones_a_call_binds(executor):
     with pytest.warns(DeprecationWarning, match="@qd.pure is deprecated"):
         pure_fill = qd.pure(fill_member)
     assert pure_fill is fill_member
+
+
+lazy_x, lazy_count, lazy_v = qd.field(qd.f32), qd.field(qd.i32), qd.Vector.field(2, qd.f32)
+qd.root.dense(qd.i, 8).place(lazy_x, lazy_count)
+qd.root.dense(qd.i, 4).place(lazy_v)
+qd.root.lazy_grad()  # Taichi's spelling: every float field placed so far gets its .grad
+
+
+@qd.kernel
+def seed_grads():
+    for i in lazy_x:
+        lazy_x.grad[i] = lazy_x[i] * 2.0
+    for i in lazy_v:
+        lazy_v.grad[i] = qd.Vector([i, -i])
+
+
+def test_lazy_grad_gives_placed_float_fields_their_grad(executor, rng):
+    x = rng.standard_normal(8).astype(np.float32)
+    lazy_x.from_numpy(x)
+    seed_grads()
+    np.testing.assert_array_equal(lazy_x.grad.to_numpy(), x * 2)
+    np.testing.assert_array_equal(lazy_v.grad.to_numpy(), np.stack([np.arange(4), -np.arange(4)], 1))
+    with pytest.raises(AttributeError, match="has no grad"):
+        lazy_count.grad  # an integer field has none, as in Quadrants

@@ -125,6 +125,15 @@ class SNode:
         if self.mask is not None:
             self.mask.storage()[...] = 0
 
+    def lazy_grad(self) -> None:
+        """``qd.root.lazy_grad()``: every float field placed under this node gets its ``.grad``
+        (a field of its shape, as ``needs_grad=True`` would have made it), where it has none."""
+        from .field import Field
+
+        for f in self.subtree_fields():
+            if f.dtype.is_float and f.__dict__.get("_grad") is None:
+                f.__dict__["_grad"] = Field(f.dtype, f.shape, f.element_shape, f"{f.name}_grad" if f.name else None)
+
     def subtree_fields(self) -> list:
         out = list(self.fields)
         for c in self.children:
