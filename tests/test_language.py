@@ -406,3 +406,53 @@ def test_a_kernel_returns_a_bool(executor, rng):
     got = [any_above(x, top, True), any_above(x, top, False), any_above(x, top - 0.5, True)]
     assert got == [False, True, True] and all(type(g) is bool for g in got)
     assert qd.translate(any_above, "cuda").manifest["result"] == {"param": "qd_result", "dtype": "u8"}
+
+
+@qd.kernel
+def swaps(v2: qd.types.ndarray(dtype=qd.math.vec2, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(out.shape[0]):
+        u = v2[i]
+        w = v2[i] * 10.0
+        u, w = w, u                                  # vectors swap through temporaries
+        a, b = u[0], w[1]
+        a, b = b, a + b
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3] = u[0], w[0], a, b
+    j = v2.shape[0] - 1
+    v2[0], v2[j] = v2[j], v2[0]                      # array elements holding vectors
+
+
+@qd.kernel
+def fib_serial(n: qd.i32, x: qd.types.ndarray(dtype=qd.i32, ndim=1)) -> qd.i32:
+    a, b = 0, 1                                      # pure top-level values ...
+    qd.loop_config(serialize=True)
+    for i in range(n):
+        a, b = b, a + b                              # ... a serial task updates
+    c, d = x[0], x[1]
+    for _ in range(1):                               # Taichi's idiom: one iteration, so serial
+        for i in range(n):
+            c, d = d, c + d
+    for i in range(x.shape[0]):
+        x[i] = b * 1000 + d                          # later tasks read the updated values
+    return a
+
+
+def test_tuple_assignments_read_every_value_first_and_serial_updates_are_seen(executor, rng):
+    v2 = rng.integers(-9, 9, (6, 2)).astype(np.float32)
+    out = np.zeros((6, 4), np.float32)
+    start = v2.copy()
+    swaps(v2, out)
+    np.testing.assert_array_equal(out[:, 0], start[:, 0] * 10)
+    np.testing.assert_array_equal(out[:, 1], start[:, 0])
+    np.testing.assert_array_equal(out[:, 2], start[:, 1])
+    np.testing.assert_array_equal(out[:, 3], start[:, 0] * 10 + start[:, 1])
+    np.testing.assert_array_equal(v2[[0, -1]], start[[-1, 0]])
+    fib = [0, 1]
+    while len(fib) < 20:
+        fib.append(fib[-1] + fib[-2])
+    for n in (0, 1, 6, 11):
+        x = np.array([2, 3, 0, 0], np.int32)
+        c, d = 2, 3
+        for _ in range(n):
+            c, d = d, c + d
+        assert fib_serial(n, x) == fib[n]
+        np.testing.assert_array_equal(x, fib[n + 1] * 1000 + d)

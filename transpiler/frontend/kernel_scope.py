@@ -31,7 +31,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, rebuild
 from ..lang.matrix import MatrixType
-from .values import CT, KernelVar, MatrixValue, StructValue
+from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar
 
 # Updates a reduction can fold privately, and the block library's name for each.
 _REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
@@ -164,6 +164,25 @@ class KernelScopeLowering:
             return atomic
         self.emit(ir.ExprStmt(loc, atomic))
         return None
+
+    def serial_by_idiom(self, loop: ast.For) -> bool:
+        """Whether a top-level loop runs once (``range(1)``, constant bounds) and writes a
+        variable of the kernel's scope: then it is serial code, as Quadrants runs it."""
+        it = loop.iter
+        if not (isinstance(it, ast.Call) and self.static_callee(it) is range and not it.keywords and
+                all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args) and
+                len(range(*(a.value for a in it.args))) == 1):
+            return False
+        written = set()
+        for n in ast.walk(loop):
+            target = n.target if isinstance(n, ast.AugAssign) else n if isinstance(getattr(n, "ctx", None), ast.Store) \
+                else None
+            while isinstance(target, (ast.Subscript, ast.Attribute)):
+                target = target.value
+            if isinstance(target, ast.Name):
+                written.add(target.id)
+        return any(isinstance(self.scope.lookup(name)[0], (ir.Local, KernelVar, MatrixVar, StructVar))
+                   for name in written)
 
     def private_names(self, loop: ast.For) -> list[str]:
         """The kernel-scope names a parallel loop directly in the kernel's body (no graph loop

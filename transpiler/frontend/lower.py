@@ -464,7 +464,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def parallel_for(self, s: ast.For) -> None:
         loc = self.loc(s)
         block_dim = self.pending_block_dim or 128
-        serialize = self.pending_serialize
+        # `for _ in range(1):` around code that updates the kernel's locals: Taichi's way to make
+        # that code serial, which it is (one iteration, one thread)
+        serialize = self.pending_serialize or self.serial_by_idiom(s)
         self.pending_block_dim, self.pending_serialize = None, False
         if s.orelse:
             raise self.error(s, "for/else is not supported in kernels")
@@ -480,6 +482,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.rng = None
             prelude = self.uniform_prelude(body, [])
             self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
+            # A top-level local it updates is read by later tasks from a scratch buffer (see
+            # serial_statement), not recomputed from its first, pure definition.
+            for var in locals_assigned(body) & self.top_level_locals:
+                self.serial_locals.setdefault(var, var.loc)
             return
         ranges, grouped = self.loop_ranges(s.iter, parallel=True)
         guard = self.take_guard()

@@ -15,7 +15,7 @@ from .common import (
 )
 from .values import (
     CT, ArrayHandle, ArraySlice, KernelVar, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
-    StaticIndex, TupleValue,
+    StaticIndex, TupleValue, component_locals,
 )
 from ..lang.matrix import MatrixType
 from .scopes import Scope
@@ -154,26 +154,39 @@ class StatementLowering:
             self.emit(ir.Store(self.loc(stmt), array, indices, v))
         elif isinstance(target, ast.Tuple):
             items = self.unpack(value, len(target.elts), stmt)
-            # Every right-hand side is evaluated before any target is assigned (`a, b = b, a`):
-            # through temporaries, unless no right-hand side reads a variable being assigned.
-            bound = [self.scope.lookup(t.id)[0] for t in target.elts if isinstance(t, ast.Name)]
-            targets = {b for b in bound if isinstance(b, ir.Local)}
+            # Every right-hand side is evaluated before any target is assigned (`a, b = b, a`,
+            # `u, v = v, u` of vectors, `x[i], x[j] = x[j], x[i]`): through temporaries, unless
+            # every target is a name and no right-hand side reads what one of them holds.
+            written: set = set()
+            for t in target.elts:
+                bound = self.scope.lookup(t.id)[0] if isinstance(t, ast.Name) else None
+                written.update(component_locals(bound))
+                if isinstance(bound, KernelVar):
+                    written.add(bound.param)
             independent = all(isinstance(t, ast.Name) for t in target.elts) and not any(
-                isinstance(n, ir.LocalRef) and n.var in targets
-                for item in items if isinstance(item, ir.Expr) for n in iter_expr(item))
-            temps = []
-            for item in items:
-                if isinstance(item, ir.Expr) and not independent and \
-                        not isinstance(item, (ir.Const, ir.ParamRef, ir.Shape)):
-                    tmp = self.new_temp("tmp", item, stmt)
-                    item = ir.LocalRef(tmp.type, tmp.loc, tmp)
-                temps.append(item)
+                (n.var if isinstance(n, ir.LocalRef) else n.array if isinstance(n, ir.Load) else None) in written
+                for item in items for e in _scalars(item) for n in iter_expr(e))
+            temps = items if independent else [self.frozen(item, stmt) for item in items]
             for t, item in zip(target.elts, temps):
                 self.assign(t, item, stmt)
         elif isinstance(target, ast.Attribute):
             raise self.error(target, "assigning to an attribute is not supported in kernels")
         else:
             raise self.error(target, "cannot assign to this expression")
+
+    def frozen(self, value, stmt: ast.stmt):
+        """``value`` with each run-time scalar of it copied into a temporary (constants and
+        parameters, which nothing assigns, as they are)."""
+        if isinstance(value, MatrixValue):
+            return MatrixValue(value.shape, [self.frozen(e, stmt) for e in value.items])
+        if isinstance(value, StructValue):
+            return StructValue(value.type, {k: self.frozen(v, stmt) for k, v in value.members.items()})
+        if isinstance(value, TupleValue):
+            return TupleValue([self.frozen(v, stmt) for v in value.items])
+        if isinstance(value, ir.Expr) and not isinstance(value, (ir.Const, ir.ParamRef, ir.Shape)):
+            tmp = self.new_temp("tmp", value, stmt)
+            return ir.LocalRef(tmp.type, tmp.loc, tmp)
+        return value
 
     def unpack(self, value, n: int, node: ast.AST) -> list:
         if isinstance(value, TupleValue):
@@ -710,3 +723,14 @@ class StatementLowering:
 def _acts(fn) -> bool:
     """Whether a call of ``fn`` may do more than compute a value."""
     return isinstance(fn, (lang.Func, lang.RealFunc)) or str(getattr(fn, "_qd_builtin", "")).startswith("atomic_")
+
+
+def _scalars(value) -> list:
+    """The run-time scalar expressions a value (a scalar, vector, matrix, struct or tuple) holds."""
+    if isinstance(value, MatrixValue):
+        return [e for item in value.items for e in _scalars(item)]
+    if isinstance(value, StructValue):
+        return [e for m in value.members.values() for e in _scalars(m)]
+    if isinstance(value, TupleValue):
+        return [e for item in value.items for e in _scalars(item)]
+    return [value] if isinstance(value, ir.Expr) else []
