@@ -229,10 +229,30 @@ def return_in_loop(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
         return x[i]
 
 
+@qd.kernel
+def after_void_return(x: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    return None
+    x[1] = 2.0
+
+
+@qd.kernel
+def ends_with_return(x: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        x[i] += 1.0
+    return                                          # Quadrants takes `return` / `return None` here
+
+
+def test_a_kernel_that_returns_nothing_may_end_with_return(executor):
+    x = np.arange(4, dtype=np.float32)
+    assert ends_with_return(x) is None
+    np.testing.assert_array_equal(x, np.arange(4) + 1)
+
+
 @pytest.mark.parametrize("kernel,message,hint", [
     (race, "every thread would overwrite it", "qd.atomic_max(m, v)"),
     (no_annotation, "does not say which type", "-> qd.f32"),
     (after_return, "code after the kernel's `return` never runs", None),
+    (after_void_return, "code after the kernel's `return` never runs", None),
     (return_in_loop, "can only end the kernel", None),
 ])
 def test_kernel_scope_mistakes_are_located(kernel, message, hint):

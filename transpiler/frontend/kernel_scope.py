@@ -371,14 +371,18 @@ class KernelScopeLowering:
 
     def kernel_return(self, s: ast.Return) -> None:
         ret = self.return_type
-        if ret is None:
+        void = s.value is None or isinstance(s.value, ast.Constant) and s.value.value is None
+        if ret is None and not void:
             raise self.error(s, "this kernel returns a value but its signature does not say which type",
                              hint="annotate the kernel, e.g. `def k(...) -> qd.f32:`")
-        if s.value is None:
+        if ret is not None and void:
             raise self.error(s, f"the kernel is annotated to return {_type_name(ret)}: return a value")
         if self.in_parallel or self.loop_depth or self.scope is not self.kernel_scope:
             raise self.error(s, "`return` can only end the kernel, at its top level",
                              hint="assign the value to a kernel-scope variable and return it at the end")
+        if void:  # `return` / `return None` ending a kernel that returns nothing
+            self.ended = True
+            return
         loc = self.loc(s)
         if isinstance(ret, MatrixType):  # a vector or matrix: its components, in a result buffer of that shape
             dtype = self.as_dtype(ret.dtype, s) or T.defaults().fp

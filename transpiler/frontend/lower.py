@@ -79,6 +79,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.parallel_ast: list[ast.stmt] | None = None
         self.current_block_dim = 128
         self.return_type = None  # a DType or a vector / matrix type
+        self.ended = False       # a `return` of nothing has ended the kernel
         self.result_param: ir.Param | None = None
         self.statement_call: ast.Call | None = None  # a call whose value is not used
         # qd.random: the launch's seed parameter, and the stream of the task being lowered
@@ -279,7 +280,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
 
     def top_level(self, stmts: list[ast.stmt]) -> None:
         for s in stmts:
-            if self.result_param is not None:
+            if self.result_param is not None or self.ended:
                 raise self.error(s, "code after the kernel's `return` never runs")
             if isinstance(s, ast.For):
                 s = self.plain_loop(s)
