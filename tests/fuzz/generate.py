@@ -379,7 +379,7 @@ class Generator:
     def statement(self, ctx: Ctx) -> list[Stmt]:
         r = self.r
         nested = ctx.depth < 3
-        choices = [("assign", 5), ("reassign", 2), ("aug", 2)]
+        choices = [("assign", 5), ("reassign", 2), ("aug", 2), ("swap", 3)]
         if ctx.where != "helper":
             choices += [("store", 4)]
         if nested:
@@ -424,6 +424,23 @@ class Generator:
             return self.st_assign(ctx)
         name, v = self.r.choice(cands)
         return [Stmt("assign", name, [self.int_expr(ctx, v.dt, 3)])]
+
+    def st_swap(self, ctx: Ctx) -> list[Stmt]:
+        """``a, b = b, a`` of two integers, vectors, matrices or structs of one type, or
+        ``a, b = b, a + b`` of integers: every value is read before either name is assigned."""
+        r = self.r
+        pools: dict = {}
+        for n, v in self.mutable_ints(ctx) + self.composite_vars(ctx, True):
+            pools.setdefault(v.dt, []).append((n, v))
+        pools = [p for p in pools.values() if len(p) >= 2]
+        if not pools:
+            return self.st_assign(ctx)
+        (n1, v1), (n2, v2) = r.sample(r.choice(pools), 2)
+        a, b = Expr("var", v1.dt, [], n1), Expr("var", v2.dt, [], n2)
+        second = Expr("bin", v1.dt, [a, b], "add") if isinstance(v1.dt, DT) and self.chance(0.5) else a
+        # what each name now holds: the other's value (a sum of integers stays exact)
+        v1.exact, v1.mag, v1.frac, v2.exact, v2.mag, v2.frac = v2.exact, v2.mag, v2.frac, v1.exact, v1.mag, v1.frac
+        return [Stmt("swap", (n1, n2), [b, second])]
 
     def st_aug(self, ctx: Ctx) -> list[Stmt]:
         cands = self.mutable_ints(ctx)

@@ -203,6 +203,8 @@ def render_stmt(s: Stmt, ind: int, out: list[str]) -> None:
     elif k == "aug":
         name, op = s.attr
         out.append(f"{p}{name} {SYMBOL[op]}= {e[0]}")
+    elif k == "swap":  # a, b = b, a (+ b): both values read first
+        out.append(f"{p}{s.attr[0]}, {s.attr[1]} = {e[0]}, {e[1]}")
     elif k == "reduce_minmax":  # m = max(m, v): a kernel-scope reduction
         name, op = s.attr
         out.append(f"{p}{name} = {op}({name}, {e[0]})")

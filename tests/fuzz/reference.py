@@ -236,6 +236,10 @@ class Interpreter:
             if t == BOOL:
                 raise Invalid("a boolean local")
             self.assign(s.attr, v, t, scopes)
+        elif k == "swap":
+            first, second = self.ev(s.exprs[0], scopes), self.ev(s.exprs[1], scopes)
+            self.assign(s.attr[0], *first, scopes)
+            self.assign(s.attr[1], *second, scopes)
         elif k == "aug":
             name, op = s.attr
             cur, ct = self.lookup(name, scopes)
