@@ -246,3 +246,28 @@ def test_exception_classes_and_arch_names_as_quadrants_spells_them():
     assert qd.cuda.name == "cuda" and qd.cuda == "cuda" and qd.x64.name == "x64"
     qd.init(arch=qd.cpu)
     assert qd.lang.impl.current_cfg().arch.name == "cpu"
+
+
+axes_grid = qd.field(qd.i32, shape=(3, 4))
+LOW, HIGH = np.int64(1), np.int32(3)
+
+
+@qd.kernel
+def unrolled_orders(order: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    k = 0
+    for I in qd.static(qd.grouped(qd.ndrange(3, 4, axes=(1, 0)))):  # unrolled, columns outermost
+        axes_grid[I] = I[0] * 100 + I[1]
+        order[k] = I[0] * 10 + I[1]
+        k += 1
+    for i, j in qd.static(qd.ndrange((LOW, HIGH), 2)):                 # NumPy integers as extents
+        order[12 + (i - 1) * 2 + j] = i * 10 + j
+    for i, j in qd.ndrange(3, 4, axes=None):                           # None: the written order
+        axes_grid[i, j] += 1
+
+
+def test_ndrange_extents_and_axes_known_at_translation(executor):
+    order = np.zeros(16, np.int32)
+    unrolled_orders(order)
+    assert order[:12].tolist() == [i * 10 + j for j in range(4) for i in range(3)]
+    assert order[12:].tolist() == [10, 11, 20, 21]
+    np.testing.assert_array_equal(axes_grid.to_numpy(), np.add.outer(np.arange(3) * 100, np.arange(4)) + 1)

@@ -233,20 +233,18 @@ def _ndrange(lo, name, node):
         (v,) = _args(lo, node, name, 1)
         if isinstance(v, CT) and isinstance(v.value, StaticNdrange):
             return CT(tuple(StaticIndex(i) for i in v.value))
-    elif not node.keywords:
-        extents = [lo.expr(a) for a in node.args]
-        bounds = []
-        for e in extents:
-            value = e.value if isinstance(e, CT) else None
-            if isinstance(value, int) and not isinstance(value, bool):
-                bounds.append(range(value))
-            elif isinstance(value, (tuple, list)) and len(value) == 2 and all(
-                    isinstance(b, int) and not isinstance(b, bool) for b in value):
-                bounds.append(range(value[0], value[1]))
-            else:
-                break
-        else:
-            return CT(StaticNdrange(itertools.product(*bounds)))
+    elif all(kw.arg == "axes" for kw in node.keywords):
+        # extents known now (NumPy integers too): the indices, in the order `axes=` gives
+        from ..lang.ops import HostNdrange
+
+        values = [v.value if isinstance(v, CT) else None for v in (lo.expr(a) for a in node.args)]
+        axes = lo.static_value(node.keywords[0].value, what="qd.ndrange(axes=...)") if node.keywords else None
+        try:
+            return CT(StaticNdrange(HostNdrange(*values, axes=axes)))
+        except ValueError as exc:  # axes that are no permutation
+            raise lo.error(node.keywords[0].value, str(exc)) from None
+        except TypeError:
+            pass  # an extent known only at run time
     raise lo.error(node, f"qd.{name}() drives a for loop (`for i, j in qd.{name}(...)`), or is unrolled by "
                          f"`qd.static(qd.{name}(...))` when its extents are known at translation time")
 

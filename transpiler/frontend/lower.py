@@ -633,6 +633,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             if kw.arg != "axes":
                 raise self.error(kw.value, f"qd.ndrange takes dimensions and axes=, not {kw.arg}=")
             axes = self.static_value(kw.value, what="qd.ndrange(axes=...)")
+            if axes is None:  # Quadrants' default: the written order
+                continue
             if not isinstance(axes, (tuple, list)) or sorted(axes) != list(range(n)):
                 raise self.error(kw.value, f"axes={axes!r} must be a permutation of range({n}), outermost first")
             axes = list(axes)
