@@ -501,3 +501,19 @@ def test_unpacked_vectors_of_dataclasses(executor, rng):
     want = (a * 2)[:, ::-1]
     tile_rows(a)
     np.testing.assert_array_equal(a, want)
+
+
+@qd.kernel
+def raw_ops(a: qd.types.ndarray(dtype=qd.types.vector(3, qd.i32), ndim=1),
+            out: qd.types.ndarray(dtype=qd.types.vector(3, qd.i32), ndim=2)):
+    for i in range(a.shape[0]):
+        out[i, 0] = qd.raw_div(a[i], 4)                          # C's truncating division, each component
+        out[i, 1] = qd.raw_mod(a[i], qd.Vector([3, 5, 7]))
+
+
+def test_raw_div_and_mod_of_vectors(executor, rng):
+    a = rng.integers(-50, 50, (40, 3)).astype(np.int32)
+    out = np.zeros((40, 2, 3), np.int32)
+    raw_ops(a, out)
+    np.testing.assert_array_equal(out[:, 0], np.trunc(a / 4).astype(np.int32))
+    np.testing.assert_array_equal(out[:, 1], np.fmod(a, [3, 5, 7]))

@@ -210,13 +210,17 @@ def _solve(lo, name, node):
 def _raw_division(lo, name, node):
     from ..lang import mathlib
 
-    a, b = _args(lo, node, name, 2)
-    ea, eb = lo.to_expr(a, node.args[0]), lo.to_expr(b, node.args[1])
-    if not (ea.type.is_int and eb.type.is_int):
-        raise lo.error(node, f"qd.{name}() takes integers", hint="for floats use x / y, or x - y * qd.trunc(x / y)")
-    t = T.promote(*lo.operand_types(a, ea, b, eb))
     fn = mathlib.raw_div if name == "raw_div" else mathlib.raw_mod
-    return lo.inline_values(fn, lo.loc(node), [lo.coerce(ea, t, node), lo.coerce(eb, t, node)])
+
+    def scalar(a, b):
+        ea, eb = lo.to_expr(a, node.args[0]), lo.to_expr(b, node.args[1])
+        if not (ea.type.is_int and eb.type.is_int):
+            raise lo.error(node, f"qd.{name}() takes integers", hint="for floats use x / y, or x - y * qd.trunc(x / y)")
+        t = T.promote(*lo.operand_types(a, ea, b, eb))
+        return lo.to_expr(lo.inline_values(fn, lo.loc(node), [lo.coerce(ea, t, node), lo.coerce(eb, t, node)]), node)
+
+    return lo.elementwise(scalar, [lo.as_matrix(v, arg) for v, arg in zip(_args(lo, node, name, 2), node.args)],
+                          node)  # of vectors and matrices, component by component
 
 
 @handler("typeof")
