@@ -353,8 +353,13 @@ def test_host_side_field_api_and_its_refusals():
     assert nested.shape == (2, 3, 4) and blocked.shape == (8, 8) and scalar.shape == ()
     with pytest.raises(ValueError, match="one extent per axis"):
         qd.root.dense(qd.ij, (2, 3, 4))
-    with pytest.raises(NotImplementedError, match="qd.tensor\\(layout=...\\) is not supported yet"):
+    with pytest.raises(ValueError, match="must be a permutation of range\\(1\\)"):
         qd.tensor(qd.f32, (4,), layout=(1, 0))
+    t = qd.tensor(qd.f32, (4, 5), layout=(1, 0))  # a hint no access can observe: stored row-major
+    t[1, 2] = 3.0
+    assert t.shape == (4, 5) and t.to_numpy()[1, 2] == 3.0
+    vt, mt = qd.Vector.tensor(3, qd.f32, (4,), backend=qd.Backend.FIELD), qd.Matrix.tensor(2, 5, qd.i32, (3,))
+    assert isinstance(vt, qd.lang.field.Field) and (vt.n, vt.shape) == (3, (4,)) and (mt.n, mt.m, mt.shape) == (2, 5, (3,))
     s = Particle.field(shape=3)
     s[1] = {"m": 2.0, "x": np.array([1.0, 2.0], np.float32)}
     assert s[1]["m"] == 2.0 and s.x.to_numpy()[1].tolist() == [1.0, 2.0] and s.to_numpy()["v"].shape == (3, 2)

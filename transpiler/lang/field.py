@@ -326,12 +326,18 @@ class Backend(enum.IntEnum):
 
 
 def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, needs_grad: bool = False,
-           needs_dual: bool = False, **_options):
+           needs_dual: bool = False, **options):
     """``qd.tensor(dtype, shape, backend=qd.Backend.NDARRAY)``: a qd.ndarray, or a qd.field with
-    ``backend=qd.Backend.FIELD``."""
-    if layout is not None:
-        raise NotImplementedError("qd.tensor(layout=...) is not supported yet: the layout is row-major, as "
-                                  "NumPy's; transpose the indices in the kernel instead")
+    ``backend=qd.Backend.FIELD``; ``dtype`` a vector or matrix type too. ``layout=`` (a
+    permutation of the axes) is, as Quadrants documents it, a hint for the physical order
+    that no kernel or host access can observe: it is checked, and the storage stays row-major."""
+    if "order" in options:
+        raise TypeError("qd.tensor(order=...) is not an option: the physical order is layout=(...), a permutation "
+                        "of the axes")
+    dims = len(shape) if isinstance(shape, (tuple, list)) else 1
+    if layout is not None and sorted(layout) != list(range(dims)):
+        raise ValueError(f"qd.tensor(layout={tuple(layout)!r}) must be a permutation of range({dims}), one entry per "
+                         "dimension of the shape")
     if backend == Backend.FIELD:
         return field(dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
     from ..runtime.ndarray import Ndarray

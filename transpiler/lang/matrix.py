@@ -169,6 +169,13 @@ class Vector:
     unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
 
     @staticmethod
+    def tensor(n: int, dtype, shape, **options):
+        """``qd.Vector.tensor(n, dtype, shape, backend=...)``: qd.tensor of n-vectors."""
+        from .field import tensor
+
+        return tensor(vector(n, dtype), shape, **options)
+
+    @staticmethod
     def ndarray(n: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
         """``qd.Vector.ndarray(n, dtype, shape)``: a qd.ndarray of n-vectors."""
         from .. import ndarray
@@ -197,6 +204,13 @@ class Matrix:
         from .field import Field
 
         return Field(dtype, shape, (n, m), name, needs_grad=needs_grad, needs_dual=needs_dual)
+    @staticmethod
+    def tensor(n: int, m: int, dtype, shape, **options):
+        """``qd.Matrix.tensor(n, m, dtype, shape, backend=...)``: qd.tensor of n x m matrices."""
+        from .field import tensor
+
+        return tensor(matrix(n, m, dtype), shape, **options)
+
     one = staticmethod(builtin("Matrix.one")(lambda dt, n, m=None: None))
     identity = staticmethod(builtin("Matrix.identity")(lambda dt, n: None))
     diag = staticmethod(builtin("Matrix.diag")(lambda dim, val: None))
