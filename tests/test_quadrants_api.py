@@ -271,3 +271,18 @@ def test_ndrange_extents_and_axes_known_at_translation(executor):
     assert order[:12].tolist() == [i * 10 + j for j in range(4) for i in range(3)]
     assert order[12:].tolist() == [10, 11, 20, 21]
     np.testing.assert_array_equal(axes_grid.to_numpy(), np.add.outer(np.arange(3) * 100, np.arange(4)) + 1)
+
+
+s_inner = qd.types.struct(a=qd.i16, b=qd.f32)
+s_outer = qd.types.struct(a=qd.f32, b=s_inner)
+
+
+@qd.kernel
+def struct_sum(s: s_outer, k: qd.u8) -> qd.f32:
+    return s.a + s.b.a + s.b.b + k
+
+
+def test_arguments_convert_as_c_does(executor):
+    # as Quadrants passes them: 65537 as i16 is 1, 300 as u8 is 44
+    assert struct_sum(s_outer(a=1, b=s_inner(a=65537, b=123)), 300) == pytest.approx(1 + 1 + 123 + 44)
+    assert (qd.i16(65537), qd.u16(-1), qd.i32(-2.7)) == (1, 65535, -2)

@@ -21,7 +21,13 @@ class DType:
     def __repr__(self) -> str:
         return f"qd.{self.name}"
 
-    def __call__(self, value):  # host-side use: convert like numpy would
+    def __call__(self, value):
+        """Host-side use (a kernel argument, ``qd.i16(x)`` in Python scope): a NumPy scalar of
+        this type, converted as C converts, as Quadrants passes arguments: an integer wraps
+        (65537 as i16 is 1), a float truncates toward zero."""
+        if self.is_int:
+            v = int(value) & ((1 << self.bits) - 1)
+            return self.np_dtype.type(v - (1 << self.bits) if self.is_signed and v >> (self.bits - 1) else v)
         return self.np_dtype.type(value)
 
     @property

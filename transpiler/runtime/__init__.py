@@ -346,7 +346,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                     values[(name, kind)] = _as_array(companion)
         elif kind == "scalar":
             dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
-            values[name] = dtype.np_dtype.type(value)
+            values[name] = dtype(value)
     return template_args, arg_types, values
 
 
