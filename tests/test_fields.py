@@ -358,6 +358,11 @@ def test_host_side_field_api_and_its_refusals():
     t = qd.tensor(qd.f32, (4, 5), layout=(1, 0))  # a hint no access can observe: stored row-major
     t[1, 2] = 3.0
     assert t.shape == (4, 5) and t.to_numpy()[1, 2] == 3.0
+    vec, col = qd.Vector.field(3, qd.i32, shape=(4, 7)), qd.Matrix.field(4, 1, qd.f32, shape=5)
+    vec.from_numpy(np.arange(84, dtype=np.int32).reshape(4, 7, 3, 1))  # n x 1 for a vector, as Quadrants takes it
+    assert vec.to_numpy().shape == (4, 7, 3) and vec.to_numpy(keep_dims=True).shape == (4, 7, 3, 1)
+    assert vec.to_numpy(dtype=qd.f32).dtype == np.float32 and vec[3, 6].tolist() == [81, 82, 83]
+    assert col.to_numpy().shape == (5, 4) and col.to_numpy(keep_dims=True).shape == (5, 4, 1)
     vt, mt = qd.Vector.tensor(3, qd.f32, (4,), backend=qd.Backend.FIELD), qd.Matrix.tensor(2, 5, qd.i32, (3,))
     assert isinstance(vt, qd.lang.field.Field) and (vt.n, vt.shape) == (3, (4,)) and (mt.n, mt.m, mt.shape) == (2, 5, (3,))
     s = Particle.field(shape=3)

@@ -163,19 +163,32 @@ class Field(ElementDims):
         self.storage()[index] = value
         activate_host(self, index)
 
-    def to_numpy(self):
-        """The elements; an inactive one of a sparse field reads 0, as in Quadrants."""
+    def to_numpy(self, keep_dims: bool = False, dtype=None, *, copy: bool = True):
+        """The elements; an inactive one of a sparse field reads 0, as in Quadrants. As
+        Quadrants shapes them: an n x 1 matrix element as n values, unless ``keep_dims``,
+        which gives a vector element as n x 1 too; ``dtype`` converts."""
         out = self.storage().copy()
         active = self._active()
         if active is not None:
             out[~active] = 0
+        if self.element_shape:
+            rows = self.element_shape[0]
+            cols = self.element_shape[1] if len(self.element_shape) == 2 else 1
+            out = out.reshape(self.shape + ((rows, cols) if keep_dims or cols != 1 else (rows,)))
+        if dtype is not None:
+            out = out.astype((python_type(dtype) or dtype).np_dtype if isinstance(python_type(dtype) or dtype, DType)
+                             else dtype)
         return out
 
     def from_numpy(self, array) -> None:
         import numpy as np
 
         array = np.asarray(array)
-        if array.shape != self.storage().shape:
+        want = self.storage().shape
+        if array.shape != want and self.element_shape and array.shape[:len(self.shape)] == self.shape and \
+                array.size == self.storage().size:  # n x 1 for a vector element, n for an n x 1 one
+            array = array.reshape(want)
+        if array.shape != want:
             raise ValueError(f"shape {array.shape} does not match the field's {self.storage().shape}")
         self.storage()[...] = array
         activate_all_host(self)
