@@ -73,7 +73,7 @@ def uses_i64(x: qd.types.ndarray(dtype=qd.i64, ndim=1)):
 @qd.kernel
 def uses_f32_atomic(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.ndarray(dtype=qd.f32, ndim=1)):
     for i in range(x.shape[0]):
-        total[0] += x[i]
+        total[i % 2] += x[i]  # (an element that varies: an atomic each time, not a block fold)
 
 
 @qd.kernel

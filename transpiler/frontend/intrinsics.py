@@ -717,6 +717,9 @@ def _atomic(lo, name, node):
         if array.type.dtype.is_float:
             raise TranspileError(f"qd.atomic_cas on {array.type.dtype.name}: compare-and-swap needs an integer "
                                  "element", lo.loc(node))
+    elif lo.statement_call is node and isinstance(target, ast.Subscript):  # its old value unused
+        lo.update_element(op, array, indices, values[0], target, node, f"qd.{name}")
+        return CT(None)
     return lo.make_atomic(op, array, indices, values[0], node, f"qd.{name}", expected)
 
 

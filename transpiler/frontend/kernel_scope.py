@@ -8,7 +8,10 @@ launch. Inside a parallel loop:
 - ``n += v`` / ``n -= v`` / ``qd.atomic_add(n, v)`` (and min / max) whose old value is not
   used, on a variable the loop does not otherwise read, is a *reduction*: each thread folds
   into a private accumulator, the block folds the accumulators (the block library), and one
-  thread per block adds the block's total into the buffer with one atomic;
+  thread per block adds the block's total into the buffer with one atomic; so is such an
+  update of an array element at an index the loop does not change (``total[None] += x[i]``,
+  Taichi's everyday sum) when the loop names that array nowhere else: Quadrants keeps a
+  thread-local sum there too, which also spares the GPU one contended atomic per iteration;
 - any other update is an atomic on the buffer (its old value is the atomic's);
 - ``n = max(n, v)``, ``n = n + v`` and the like are those updates spelled as assignments;
 - a variable the loop body assigns before it reads it, at the body's top, and that the kernel
@@ -24,12 +27,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from dataclasses import dataclass
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..ir.walk import all_exprs, all_stmts, rebuild
+from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild
 from ..lang.matrix import MatrixType
 from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar
 
@@ -38,6 +42,8 @@ _REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
 # `n = n OP v` spellings of an update, by operator.
 _UPDATE_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.BitAnd: "and", ast.BitOr: "or",
                   ast.BitXor: "xor"}
+# What a loop that does its own block work contains.
+_COLLECTIVES = frozenset({ir.Barrier, ir.SubgroupOp, ir.BlockVote, ir.WarpOp})
 # The dtypes the block library folds (its shared slots and subgroup operations).
 _FOLDABLE = ("i32", "u32", "i64", "u64", "f32", "f64")
 # `n = qd.max(n, v)`, and `n = qd.atomic_or(n, v)` (Genesis' bit reduction): the reduction it means.
@@ -47,10 +53,12 @@ _CALL_REDUCTIONS = {"max": "max", "min": "min", "atomic_max": "max", "atomic_min
 
 @dataclass
 class Reduction:
-    var: KernelVar
-    op: str          # "add", "min" or "max"
-    acc: ir.Local    # the thread's private accumulator
-    loc: ir.Loc      # the first update (where the block fold is attributed)
+    array: ir.Param       # the kernel-scope variable's scratch buffer, or the user's array
+    indices: list         # the element (loop-invariant), [] for a 0-d buffer
+    op: str               # "add", "min" or "max"
+    acc: ir.Local         # the thread's private accumulator
+    loc: ir.Loc           # the first update (where the block fold is attributed)
+    element: bool = False  # an element of the user's array (else a kernel-scope variable)
 
 
 class KernelScopeLowering:
@@ -143,27 +151,59 @@ class KernelScopeLowering:
             return self.update_serially(ir.Load(kv.type, loc, kv.param, []),
                                         lambda v: self.emit(ir.Store(loc, kv.param, [], v)),
                                         op, value, node, result_used, expected)
-        if not result_used and op in _REDUCIBLE and self.can_fold(kv):
-            red = self.reductions.get(id(kv.param))
-            if red is None or red.op == _REDUCIBLE[op]:
-                if red is None:
-                    acc = ir.Local(f"{kv.name}_partial", kv.type, loc)
-                    red = self.reductions[id(kv.param)] = Reduction(kv, _REDUCIBLE[op], acc, loc)
-                acc_ref = ir.LocalRef(kv.type, loc, red.acc)
-                v = self.coerce(value, kv.type, node)
-                if op == "sub":
-                    new = ir.BinOp(kv.type, loc, "sub", acc_ref, v)
-                elif red.op == "add":
-                    new = ir.BinOp(kv.type, loc, "add", acc_ref, v)
-                else:
-                    new = ir.Math(kv.type, loc, red.op, [acc_ref, v])
-                self.emit(ir.Assign(loc, red.acc, new))
-                return None
+        if not result_used and op in _REDUCIBLE and self.can_fold(kv) and \
+                self.fold_update(kv.param, [], kv.name, op, value, node):
+            return None
         atomic = self.make_atomic(op, kv.param, [], value, node, spelled, expected)
         if result_used:
             return atomic
         self.emit(ir.ExprStmt(loc, atomic))
         return None
+
+    def fold_update(self, array: ir.Param, indices: list, name: str, op: str, value: ir.Expr, node: ast.AST) -> bool:
+        """``array[indices] op= value`` into this thread's accumulator for it (added into the
+        element once per block after the loop); False where another update of the same
+        element in this loop folds with another operation."""
+        loc, dtype = self.loc(node), array.type.dtype
+        key = (id(array), tuple(map(_index_key, indices)))
+        red = self.reductions.get(key)
+        if red is not None and red.op != _REDUCIBLE[op]:
+            return False
+        if red is None:
+            acc = ir.Local(f"{name}_partial", dtype, loc)
+            red = self.reductions[key] = Reduction(array, indices, _REDUCIBLE[op], acc, loc, array.role != "scratch")
+        acc_ref = ir.LocalRef(dtype, loc, red.acc)
+        v = self.coerce(value, dtype, node)
+        if op == "sub":
+            new = ir.BinOp(dtype, loc, "sub", acc_ref, v)
+        elif red.op == "add":
+            new = ir.BinOp(dtype, loc, "add", acc_ref, v)
+        else:
+            new = ir.Math(dtype, loc, red.op, [acc_ref, v])
+        self.emit(ir.Assign(loc, red.acc, new))
+        return True
+
+    def update_element(self, op: str, array: ir.Param, indices: list, value: ir.Expr, target: ast.Subscript,
+                       node: ast.AST, spelled: str) -> None:
+        """An update of an array element whose old value is not used (``a[j] += v``,
+        ``qd.atomic_max(a[j], v)``): folded per block when the element is the same for every
+        iteration of the parallel loop and the loop names the array nowhere else; else an
+        atomic."""
+        if op in _REDUCIBLE and self.in_parallel and not self.function_stack and isinstance(array, ir.Param) \
+                and array.name not in self.sparse_fields and array.type.dtype.bits == 32 and \
+                self.foldable_dtype(array.type.dtype) and \
+                all(self.invariant(i) for i in indices) and \
+                _only_updated(self.parallel_ast, ast.unparse(target.value)) and \
+                self.fold_update(array, indices, re.sub(r"\W", "_", ast.unparse(target.value)), op, value, node):
+            return
+        self.emit(ir.ExprStmt(self.loc(node), self.make_atomic(op, array, indices, value, node, spelled)))
+
+    def invariant(self, e: ir.Expr) -> bool:
+        """Whether ``e`` is the same in every iteration of the parallel loop: constants,
+        parameters, shapes and the kernel's pure top-level values, combined."""
+        return all(isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.BinOp, ir.Unary, ir.Cast, ir.Compare)) or
+                   isinstance(n, ir.LocalRef) and n.var in self.top_level_locals and n.var not in self.serial_locals
+                   for n in iter_expr(e))
 
     def serial_by_idiom(self, loop: ast.For) -> bool:
         """Whether a top-level loop runs once (``range(1)``, constant bounds) and writes a
@@ -302,14 +342,17 @@ class KernelScopeLowering:
         return old
 
     def can_fold(self, kv: KernelVar) -> bool:
-        """Whether this loop may fold ``kv`` privately: a dtype the block library folds, a
-        subgroup width known here that divides the block, and no other read in the loop
-        (it would see the buffer while threads still hold their parts)."""
-        block_dim = self.current_block_dim
+        """Whether this loop may fold ``kv`` privately: a dtype the block library folds at
+        this block size, and no other read in the loop (it would see the buffer while
+        threads still hold their parts)."""
+        return self.foldable_dtype(kv.type) and not _reads(self.parallel_ast, kv.name)
+
+    def foldable_dtype(self, dtype: T.DType) -> bool:
+        """A dtype the block library folds, with a subgroup width known here that divides
+        the block."""
         self.width_consulted = True
-        if kv.type.name not in _FOLDABLE or self.subgroup_size is None or block_dim % self.subgroup_size:
-            return False
-        return not _reads(self.parallel_ast, kv.name)
+        block_dim = self.current_block_dim
+        return dtype.name in _FOLDABLE and self.subgroup_size is not None and not block_dim % self.subgroup_size
 
     def finish_reductions(self) -> tuple[list[ir.Stmt], list[ir.Stmt]]:
         """The accumulators' declarations (before the loop) and, after it, each block's fold
@@ -317,21 +360,47 @@ class KernelScopeLowering:
         from ..lang import blocklib
 
         prelude, epilogue = [], []
+        if self.task_shared or node_kinds(self.block) & _COLLECTIVES:
+            # The loop does its own block work (a hand-written block reduction and one atomic
+            # per block, Genesis' tiles): its updates of array elements stay atomics.
+            for key, red in list(self.reductions.items()):
+                if red.element:
+                    self.block[:] = self.unfolded(self.block, red)
+                    del self.reductions[key]
         saved, self.block = self.block, epilogue
         try:
             for red in self.reductions.values():
-                kv, loc = red.var, red.loc
-                prelude.append(ir.Declare(loc, red.acc, ir.Const(kv.type, loc, T.identity(red.op, kv.type))))
+                loc, dtype = red.loc, red.array.type.dtype
+                prelude.append(ir.Declare(loc, red.acc, ir.Const(dtype, loc, T.identity(red.op, dtype))))
                 total = self.inline_values(blocklib.reduce, loc, [
-                    ir.LocalRef(kv.type, loc, red.acc), CT(self.current_block_dim), CT(red.op), CT(kv.type)])
+                    ir.LocalRef(dtype, loc, red.acc), CT(self.current_block_dim), CT(red.op), CT(dtype)])
                 tid = ir.ThreadIndex(T.i32, loc, "thread_idx")
                 first = ir.Compare(T.bool_, loc, "eq", tid, ir.Const(T.i32, loc, 0))
-                atomic = ir.Atomic(kv.type, loc, red.op, kv.param, [], self.to_expr(total, loc))
+                total = self.to_expr(total, loc)
+                if dtype.is_float and red.op in ("min", "max"):
+                    # A block that met only NaNs (they lose to the +-inf it starts from) leaves the
+                    # element as the atomics would: min(NaN, NaN) is NaN, not inf.
+                    total = ir.LocalRef(dtype, loc, self.new_temp(f"{red.acc.name}_block", total, loc))
+                    first = ir.Logical(T.bool_, loc, "and", first, ir.Compare(
+                        T.bool_, loc, "ne", total, ir.Const(dtype, loc, T.identity(red.op, dtype))))
+                atomic = ir.Atomic(dtype, loc, red.op, red.array, red.indices, total)
                 self.emit(ir.If(loc, first, [ir.ExprStmt(loc, atomic)], []))
         finally:
             self.block = saved
         self.reductions = {}
         return prelude, epilogue
+
+    def unfolded(self, stmts: list[ir.Stmt], red: Reduction) -> list[ir.Stmt]:
+        """``stmts`` with each update of ``red``'s accumulator an atomic on its element again."""
+        out = []
+        for st in stmts:
+            if isinstance(st, ir.Assign) and st.var is red.acc:
+                v = st.value  # acc + x, acc - x, or min / max(acc, x)
+                op, x = (v.op, v.b) if isinstance(v, ir.BinOp) else (red.op, v.args[1])
+                out.append(ir.ExprStmt(st.loc, self.make_atomic(op, red.array, red.indices, x, st.loc, "")))
+                continue
+            out.append(rebuild(st, lambda _, e: e, lambda _, b: self.unfolded(b, red)))
+        return out
 
     # ------------------------------------------------------------------ random numbers
 
@@ -457,3 +526,25 @@ def _directly_in(body: list[ast.stmt], loop: ast.For) -> bool:
                                                   _directly_in(getattr(st, "orelse", []), loop)):
             return True
     return False
+
+
+def _index_key(e: ir.Expr):
+    """An index's identity for finding the same element again: a constant by value (another
+    expression by identity: updates spelled twice fold apart, each with its own atomic)."""
+    return ("const", e.value) if isinstance(e, ir.Const) else ("expr", id(e))
+
+
+def _only_updated(body: list[ast.stmt] | None, base: str) -> bool:
+    """Whether the array spelled ``base`` (``total``, ``self.acc``) appears in ``body`` only
+    as the element an update writes (``base[j] += v``, ``qd.atomic_add(base[j], v)`` as a
+    statement)."""
+    updated = set()
+    for st in body or []:
+        for n in ast.walk(st):
+            target = n.target if isinstance(n, ast.AugAssign) else \
+                n.value.args[0] if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and n.value.args and \
+                getattr(n.value.func, "attr", getattr(n.value.func, "id", "")).startswith("atomic_") else None
+            if isinstance(target, ast.Subscript):
+                updated.add(id(target.value))
+    return not any(isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in updated and ast.unparse(n) == base
+                   for st in body or [] for n in ast.walk(st))

@@ -357,9 +357,8 @@ class StatementLowering:
             array, indices = self.lvalue(s.target)
             elem = array.type.dtype
             if op in ATOMIC_AUGASSIGN:
-                value = self.rvalue(s.value)
-                self.emit(ir.ExprStmt(self.loc(s), self.make_atomic(ATOMIC_AUGASSIGN[op], array, indices,
-                                                                     value, s, f"`{SYMBOL[op]}=`")))
+                self.update_element(ATOMIC_AUGASSIGN[op], array, indices, self.rvalue(s.value), s.target, s,
+                                    f"`{SYMBOL[op]}=`")
                 return
             cur = ir.Load(elem, self.loc(s.target), array, indices)
             result = self.binop(op, cur, self.expr(s.value), s)

@@ -11,6 +11,17 @@ __device__ __forceinline__ int32_t qd_mod(int32_t a, int32_t b)
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// Subgroup add of f32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ float qd_subgroup_reduce_add(float v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        float a = v;
+        float b = __shfl_xor_sync(0xffffffffu, v, offset);
+        v = a + b;
+    }
+    return v;
+}
+
 // histogram: parallel task from atomics.py:9, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) histogram(
     int32_t* data,
@@ -24,12 +35,28 @@ extern "C" __global__ void __launch_bounds__(128) histogram(
     int32_t* counter,
     int32_t counter_shape_0)
 {
+    __shared__ float partials[4];  // atomics.py:12
+    float total_partial = 0.0f;  // atomics.py:12
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < data_shape_0; i += (int32_t)(128u * gridDim.x)) {  // atomics.py:9
         int32_t b = qd_mod(data[i], bins_shape_0);  // atomics.py:10
         atomicAdd(&bins[b], 1);  // atomics.py:11
-        atomicAdd(&total[0], 0.5f);  // atomics.py:12
+        total_partial += 0.5f;  // atomics.py:12
         tickets[i] = atomicAdd(&counter[0], 1);  // atomics.py:13
         atomicMax(&counter[1], data[i]);  // atomics.py:14
         atomicAdd(&counter[2], -2);  // atomics.py:15
+    }
+    __syncthreads();  // atomics.py:12
+    float v = qd_subgroup_reduce_add(total_partial);  // atomics.py:12
+    int32_t tid = (int32_t)threadIdx.x;  // atomics.py:12
+    int32_t lane = tid & 31;  // atomics.py:12
+    if (lane == 0) {  // atomics.py:12
+        partials[tid >> 5] = v;  // atomics.py:12
+    }
+    __syncthreads();  // atomics.py:12
+    v = partials[lane >> 3];  // atomics.py:12
+    v += __shfl_xor_sync(0xffffffffu, v, 8u);  // atomics.py:12
+    v += __shfl_xor_sync(0xffffffffu, v, 16u);  // atomics.py:12
+    if ((int32_t)threadIdx.x == 0) {  // atomics.py:12
+        atomicAdd(&total[0], v);  // atomics.py:12
     }
 }

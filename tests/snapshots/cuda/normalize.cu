@@ -2,6 +2,18 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
+
+// Subgroup add of f32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ float qd_subgroup_reduce_add(float v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        float a = v;
+        float b = __shfl_xor_sync(0xffffffffu, v, offset);
+        v = a + b;
+    }
+    return v;
+}
 
 // normalize_0: serial task from multitask.py:8
 extern "C" __global__ void __launch_bounds__(1) normalize_0(
@@ -24,9 +36,24 @@ extern "C" __global__ void __launch_bounds__(64) normalize_1(
     float* y,
     int32_t y_shape_0)
 {
+    __shared__ float partials[2];  // multitask.py:13
     int32_t n = x_shape_0;  // multitask.py:9
+    float total_partial = 0.0f;  // multitask.py:13
     for (int32_t i = (int32_t)(blockIdx.x * 64u + threadIdx.x); i < n; i += (int32_t)(64u * gridDim.x)) {  // multitask.py:12
-        atomicAdd(&total[0], x[i]);  // multitask.py:13
+        total_partial += x[i];  // multitask.py:13
+    }
+    __syncthreads();  // multitask.py:13
+    float v = qd_subgroup_reduce_add(total_partial);  // multitask.py:13
+    int32_t tid = (int32_t)threadIdx.x;  // multitask.py:13
+    int32_t lane = tid & 31;  // multitask.py:13
+    if (lane == 0) {  // multitask.py:13
+        partials[tid >> 5] = v;  // multitask.py:13
+    }
+    __syncthreads();  // multitask.py:13
+    v = partials[lane >> 4];  // multitask.py:13
+    v += __shfl_xor_sync(0xffffffffu, v, 16u);  // multitask.py:13
+    if ((int32_t)threadIdx.x == 0) {  // multitask.py:13
+        atomicAdd(&total[0], v);  // multitask.py:13
     }
 }
 

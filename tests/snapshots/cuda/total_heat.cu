@@ -2,13 +2,41 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+typedef unsigned int uint32_t;
+
+// Subgroup add of f32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ float qd_subgroup_reduce_add(float v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        float a = v;
+        float b = __shfl_xor_sync(0xffffffffu, v, offset);
+        v = a + b;
+    }
+    return v;
+}
 
 // total_heat: parallel task from fields.py:22, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) total_heat(float* temperature, float* heat, float* flux)
 {
+    __shared__ float partials[4];  // fields.py:23
+    float heat_partial = 0.0f;  // fields.py:23
     for (int32_t linear = (int32_t)(blockIdx.x * 128u + threadIdx.x); linear < 1024; linear += (int32_t)(128u * gridDim.x)) {  // fields.py:22
         int32_t i = linear / 32;  // fields.py:22
         int32_t j = linear % 32;  // fields.py:22
-        atomicAdd(&heat[0], temperature[i * 32 + j] + (flux[(i * 32 + j) * 2] + flux[(i * 32 + j) * 2 + 1]));  // fields.py:23
+        heat_partial += temperature[i * 32 + j] + (flux[(i * 32 + j) * 2] + flux[(i * 32 + j) * 2 + 1]);  // fields.py:23
+    }
+    __syncthreads();  // fields.py:23
+    float v = qd_subgroup_reduce_add(heat_partial);  // fields.py:23
+    int32_t tid = (int32_t)threadIdx.x;  // fields.py:23
+    int32_t lane = tid & 31;  // fields.py:23
+    if (lane == 0) {  // fields.py:23
+        partials[tid >> 5] = v;  // fields.py:23
+    }
+    __syncthreads();  // fields.py:23
+    v = partials[lane >> 3];  // fields.py:23
+    v += __shfl_xor_sync(0xffffffffu, v, 8u);  // fields.py:23
+    v += __shfl_xor_sync(0xffffffffu, v, 16u);  // fields.py:23
+    if ((int32_t)threadIdx.x == 0) {  // fields.py:23
+        atomicAdd(&heat[0], v);  // fields.py:23
     }
 }

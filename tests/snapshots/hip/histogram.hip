@@ -24,6 +24,17 @@ __device__ __forceinline__ int32_t qd_mod(int32_t a, int32_t b)
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// Subgroup add of f32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ float qd_subgroup_reduce_add(float v)
+{
+    for (int offset = 32; offset > 0; offset >>= 1) {
+        float a = v;
+        float b = __shfl_xor(v, offset);
+        v = a + b;
+    }
+    return v;
+}
+
 // histogram: parallel task from atomics.py:9, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) histogram(
     int32_t* data,
@@ -37,12 +48,27 @@ extern "C" __global__ void __launch_bounds__(128) histogram(
     int32_t* counter,
     int32_t counter_shape_0)
 {
+    __shared__ float partials[2];  // atomics.py:12
+    float total_partial = 0.0f;  // atomics.py:12
     for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < data_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // atomics.py:9
         int32_t b = qd_mod(data[i], bins_shape_0);  // atomics.py:10
         atomicAdd(&bins[b], 1);  // atomics.py:11
-        qd_atomic_add(&total[0], 0.5f);  // atomics.py:12
+        total_partial += 0.5f;  // atomics.py:12
         tickets[i] = atomicAdd(&counter[0], 1);  // atomics.py:13
         atomicMax(&counter[1], data[i]);  // atomics.py:14
         atomicAdd(&counter[2], -2);  // atomics.py:15
+    }
+    __syncthreads();  // atomics.py:12
+    float v = qd_subgroup_reduce_add(total_partial);  // atomics.py:12
+    int32_t tid = (int32_t)threadIdx.x;  // atomics.py:12
+    int32_t lane = tid & 63;  // atomics.py:12
+    if (lane == 0) {  // atomics.py:12
+        partials[tid >> 6] = v;  // atomics.py:12
+    }
+    __syncthreads();  // atomics.py:12
+    v = partials[lane >> 5];  // atomics.py:12
+    v += __shfl_xor(v, 32u);  // atomics.py:12
+    if ((int32_t)threadIdx.x == 0) {  // atomics.py:12
+        qd_atomic_add(&total[0], v);  // atomics.py:12
     }
 }

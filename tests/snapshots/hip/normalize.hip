@@ -17,6 +17,17 @@ __device__ __forceinline__ float qd_atomic_add(float* address, float value)
 #endif
 }
 
+// Subgroup add of f32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ float qd_subgroup_reduce_add(float v)
+{
+    for (int offset = 32; offset > 0; offset >>= 1) {
+        float a = v;
+        float b = __shfl_xor(v, offset);
+        v = a + b;
+    }
+    return v;
+}
+
 // normalize_0: serial task from multitask.py:8
 extern "C" __global__ void __launch_bounds__(1) normalize_0(
     float* x,
@@ -39,8 +50,13 @@ extern "C" __global__ void __launch_bounds__(64) normalize_1(
     int32_t y_shape_0)
 {
     int32_t n = x_shape_0;  // multitask.py:9
+    float total_partial = 0.0f;  // multitask.py:13
     for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (int32_t)(blockDim.x * gridDim.x)) {  // multitask.py:12
-        qd_atomic_add(&total[0], x[i]);  // multitask.py:13
+        total_partial += x[i];  // multitask.py:13
+    }
+    float v = qd_subgroup_reduce_add(total_partial);  // multitask.py:13
+    if ((int32_t)threadIdx.x == 0) {  // multitask.py:13
+        qd_atomic_add(&total[0], v);  // multitask.py:13
     }
 }
 

@@ -34,12 +34,28 @@ kernel void histogram(
 {
     const int data_shape_0 = params.data_shape_0;  // atomics.py:6
     const int bins_shape_0 = params.bins_shape_0;  // atomics.py:6
+    threadgroup float partials[4];  // atomics.py:12
+    float total_partial = 0.0f;  // atomics.py:12
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < data_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // atomics.py:9
         int b = qd_mod(data[i], bins_shape_0);  // atomics.py:10
         atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&bins[b]), 1, memory_order_relaxed);  // atomics.py:11
-        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&total[0]), 0.5f, memory_order_relaxed);  // atomics.py:12
+        total_partial += 0.5f;  // atomics.py:12
         tickets[i] = atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&counter[0]), 1, memory_order_relaxed);  // atomics.py:13
         atomic_fetch_max_explicit(reinterpret_cast<device atomic_int*>(&counter[1]), data[i], memory_order_relaxed);  // atomics.py:14
         atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&counter[2]), -2, memory_order_relaxed);  // atomics.py:15
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // atomics.py:12
+    float v = simd_sum(total_partial);  // atomics.py:12
+    int tid = int(thread_position_in_threadgroup);  // atomics.py:12
+    int lane = tid & 31;  // atomics.py:12
+    if (lane == 0) {  // atomics.py:12
+        partials[tid >> 5] = v;  // atomics.py:12
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // atomics.py:12
+    v = partials[lane >> 3];  // atomics.py:12
+    v += simd_shuffle_xor(v, ushort(8u));  // atomics.py:12
+    v += simd_shuffle_xor(v, ushort(16u));  // atomics.py:12
+    if (int(thread_position_in_threadgroup) == 0) {  // atomics.py:12
+        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&total[0]), v, memory_order_relaxed);  // atomics.py:12
     }
 }

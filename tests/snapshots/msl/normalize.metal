@@ -37,9 +37,24 @@ kernel void normalize_1(
     uint threadgroups_per_grid [[threadgroups_per_grid]])
 {
     const int x_shape_0 = params.x_shape_0;  // multitask.py:6
+    threadgroup float partials[2];  // multitask.py:13
     int n = x_shape_0;  // multitask.py:9
+    float total_partial = 0.0f;  // multitask.py:13
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < n; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // multitask.py:12
-        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&total[0]), x[i], memory_order_relaxed);  // multitask.py:13
+        total_partial += x[i];  // multitask.py:13
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // multitask.py:13
+    float v = simd_sum(total_partial);  // multitask.py:13
+    int tid = int(thread_position_in_threadgroup);  // multitask.py:13
+    int lane = tid & 31;  // multitask.py:13
+    if (lane == 0) {  // multitask.py:13
+        partials[tid >> 5] = v;  // multitask.py:13
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // multitask.py:13
+    v = partials[lane >> 4];  // multitask.py:13
+    v += simd_shuffle_xor(v, ushort(16u));  // multitask.py:13
+    if (int(thread_position_in_threadgroup) == 0) {  // multitask.py:13
+        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&total[0]), v, memory_order_relaxed);  // multitask.py:13
     }
 }
 

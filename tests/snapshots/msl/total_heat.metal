@@ -13,9 +13,25 @@ kernel void total_heat(
     uint threads_per_threadgroup [[threads_per_threadgroup]],
     uint threadgroups_per_grid [[threadgroups_per_grid]])
 {
+    threadgroup float partials[4];  // fields.py:23
+    float heat_partial = 0.0f;  // fields.py:23
     for (int linear = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); linear < 1024; linear += int(threads_per_threadgroup * threadgroups_per_grid)) {  // fields.py:22
         int i = linear / 32;  // fields.py:22
         int j = linear % 32;  // fields.py:22
-        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&heat[0]), temperature[i * 32 + j] + (flux[(i * 32 + j) * 2] + flux[(i * 32 + j) * 2 + 1]), memory_order_relaxed);  // fields.py:23
+        heat_partial += temperature[i * 32 + j] + (flux[(i * 32 + j) * 2] + flux[(i * 32 + j) * 2 + 1]);  // fields.py:23
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // fields.py:23
+    float v = simd_sum(heat_partial);  // fields.py:23
+    int tid = int(thread_position_in_threadgroup);  // fields.py:23
+    int lane = tid & 31;  // fields.py:23
+    if (lane == 0) {  // fields.py:23
+        partials[tid >> 5] = v;  // fields.py:23
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // fields.py:23
+    v = partials[lane >> 3];  // fields.py:23
+    v += simd_shuffle_xor(v, ushort(8u));  // fields.py:23
+    v += simd_shuffle_xor(v, ushort(16u));  // fields.py:23
+    if (int(thread_position_in_threadgroup) == 0) {  // fields.py:23
+        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&heat[0]), v, memory_order_relaxed);  // fields.py:23
     }
 }

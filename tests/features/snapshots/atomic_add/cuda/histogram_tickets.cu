@@ -11,6 +11,17 @@ __device__ __forceinline__ int32_t qd_mod(int32_t a, int32_t b)
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// Subgroup add of f32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ float qd_subgroup_reduce_add(float v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        float a = v;
+        float b = __shfl_xor_sync(0xffffffffu, v, offset);
+        v = a + b;
+    }
+    return v;
+}
+
 // histogram_tickets: parallel task from atomic_add.py:8, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) histogram_tickets(
     float* x,
@@ -22,9 +33,25 @@ extern "C" __global__ void __launch_bounds__(128) histogram_tickets(
     int32_t* tickets,
     int32_t tickets_shape_0)
 {
+    __shared__ float partials[4];  // atomic_add.py:10
+    float total_partial = 0.0f;  // atomic_add.py:10
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0; i += (int32_t)(128u * gridDim.x)) {  // atomic_add.py:8
         atomicAdd(&bins[qd_mod(i, bins_shape_0)], 1);  // atomic_add.py:9
-        atomicAdd(&total[0], x[i]);  // atomic_add.py:10
+        total_partial += x[i];  // atomic_add.py:10
         tickets[i] = atomicAdd(&bins[0], 0);  // atomic_add.py:11
+    }
+    __syncthreads();  // atomic_add.py:10
+    float v = qd_subgroup_reduce_add(total_partial);  // atomic_add.py:10
+    int32_t tid = (int32_t)threadIdx.x;  // atomic_add.py:10
+    int32_t lane = tid & 31;  // atomic_add.py:10
+    if (lane == 0) {  // atomic_add.py:10
+        partials[tid >> 5] = v;  // atomic_add.py:10
+    }
+    __syncthreads();  // atomic_add.py:10
+    v = partials[lane >> 3];  // atomic_add.py:10
+    v += __shfl_xor_sync(0xffffffffu, v, 8u);  // atomic_add.py:10
+    v += __shfl_xor_sync(0xffffffffu, v, 16u);  // atomic_add.py:10
+    if ((int32_t)threadIdx.x == 0) {  // atomic_add.py:10
+        atomicAdd(&total[0], v);  // atomic_add.py:10
     }
 }

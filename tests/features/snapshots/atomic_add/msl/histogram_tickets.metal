@@ -32,9 +32,25 @@ kernel void histogram_tickets(
 {
     const int x_shape_0 = params.x_shape_0;  // atomic_add.py:6
     const int bins_shape_0 = params.bins_shape_0;  // atomic_add.py:6
+    threadgroup float partials[4];  // atomic_add.py:10
+    float total_partial = 0.0f;  // atomic_add.py:10
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < x_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // atomic_add.py:8
         atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&bins[qd_mod(i, bins_shape_0)]), 1, memory_order_relaxed);  // atomic_add.py:9
-        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&total[0]), x[i], memory_order_relaxed);  // atomic_add.py:10
+        total_partial += x[i];  // atomic_add.py:10
         tickets[i] = atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&bins[0]), 0, memory_order_relaxed);  // atomic_add.py:11
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // atomic_add.py:10
+    float v = simd_sum(total_partial);  // atomic_add.py:10
+    int tid = int(thread_position_in_threadgroup);  // atomic_add.py:10
+    int lane = tid & 31;  // atomic_add.py:10
+    if (lane == 0) {  // atomic_add.py:10
+        partials[tid >> 5] = v;  // atomic_add.py:10
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // atomic_add.py:10
+    v = partials[lane >> 3];  // atomic_add.py:10
+    v += simd_shuffle_xor(v, ushort(8u));  // atomic_add.py:10
+    v += simd_shuffle_xor(v, ushort(16u));  // atomic_add.py:10
+    if (int(thread_position_in_threadgroup) == 0) {  // atomic_add.py:10
+        atomic_fetch_add_explicit(reinterpret_cast<device atomic_float*>(&total[0]), v, memory_order_relaxed);  // atomic_add.py:10
     }
 }

@@ -4,6 +4,17 @@
 typedef int int32_t;
 typedef unsigned int uint32_t;
 
+// Subgroup min of f32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ float qd_subgroup_reduce_min(float v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        float a = v;
+        float b = __shfl_xor_sync(0xffffffffu, v, offset);
+        v = b < a ? b : a;
+    }
+    return v;
+}
+
 // cas_loops: parallel task from atomic_cas_loops.py:9, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) cas_loops(
     float* x,
@@ -15,17 +26,10 @@ extern "C" __global__ void __launch_bounds__(128) cas_loops(
     float* last,
     int32_t last_shape_0)
 {
+    __shared__ float partials[4];  // atomic_cas_loops.py:10
+    float lo_partial = __int_as_float(0x7f800000);  // atomic_cas_loops.py:10
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0; i += (int32_t)(128u * gridDim.x)) {  // atomic_cas_loops.py:9
-        float operand = x[i];  // atomic_cas_loops.py:10
-        float lo_old = lo[0];  // atomic_cas_loops.py:10
-        while (true) {  // atomic_cas_loops.py:10
-            float lo_assumed = lo_old;  // atomic_cas_loops.py:10
-            uint32_t lo_seen = atomicCAS((uint32_t*)&lo[0], __float_as_uint(lo_assumed), __float_as_uint(isnan(lo_assumed) ? operand : isnan(operand) ? lo_assumed : fminf(lo_assumed, operand)));  // atomic_cas_loops.py:10
-            lo_old = __uint_as_float(lo_seen);  // atomic_cas_loops.py:10
-            if (lo_seen == __float_as_uint(lo_assumed)) {  // atomic_cas_loops.py:10
-                break;  // atomic_cas_loops.py:10
-            }
-        }
+        lo_partial = fminf(lo_partial, x[i]);  // atomic_cas_loops.py:10
         int32_t prod_old = prod[0];  // atomic_cas_loops.py:11
         while (true) {  // atomic_cas_loops.py:11
             int32_t prod_assumed = prod_old;  // atomic_cas_loops.py:11
@@ -36,5 +40,28 @@ extern "C" __global__ void __launch_bounds__(128) cas_loops(
             }
         }
         atomicExch(&last[0], x[i]);  // atomic_cas_loops.py:12
+    }
+    __syncthreads();  // atomic_cas_loops.py:10
+    float v = qd_subgroup_reduce_min(lo_partial);  // atomic_cas_loops.py:10
+    int32_t tid = (int32_t)threadIdx.x;  // atomic_cas_loops.py:10
+    int32_t lane = tid & 31;  // atomic_cas_loops.py:10
+    if (lane == 0) {  // atomic_cas_loops.py:10
+        partials[tid >> 5] = v;  // atomic_cas_loops.py:10
+    }
+    __syncthreads();  // atomic_cas_loops.py:10
+    v = partials[lane >> 3];  // atomic_cas_loops.py:10
+    v = fminf(v, __shfl_xor_sync(0xffffffffu, v, 8u));  // atomic_cas_loops.py:10
+    v = fminf(v, __shfl_xor_sync(0xffffffffu, v, 16u));  // atomic_cas_loops.py:10
+    float lo_partial_block = v;  // atomic_cas_loops.py:10
+    if ((int32_t)threadIdx.x == 0 && lo_partial_block != __int_as_float(0x7f800000)) {  // atomic_cas_loops.py:10
+        float lo_old = lo[0];  // atomic_cas_loops.py:10
+        while (true) {  // atomic_cas_loops.py:10
+            float lo_assumed = lo_old;  // atomic_cas_loops.py:10
+            uint32_t lo_seen = atomicCAS((uint32_t*)&lo[0], __float_as_uint(lo_assumed), __float_as_uint(isnan(lo_assumed) ? lo_partial_block : isnan(lo_partial_block) ? lo_assumed : fminf(lo_assumed, lo_partial_block)));  // atomic_cas_loops.py:10
+            lo_old = __uint_as_float(lo_seen);  // atomic_cas_loops.py:10
+            if (lo_seen == __float_as_uint(lo_assumed)) {  // atomic_cas_loops.py:10
+                break;  // atomic_cas_loops.py:10
+            }
+        }
     }
 }

@@ -50,17 +50,10 @@ kernel void cas_loops(
     uint threadgroups_per_grid [[threadgroups_per_grid]])
 {
     const int x_shape_0 = params.x_shape_0;  // atomic_cas_loops.py:7
+    threadgroup float partials[4];  // atomic_cas_loops.py:10
+    float lo_partial = INFINITY;  // atomic_cas_loops.py:10
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < x_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // atomic_cas_loops.py:9
-        float operand = x[i];  // atomic_cas_loops.py:10
-        float lo_old = lo[0];  // atomic_cas_loops.py:10
-        while (true) {  // atomic_cas_loops.py:10
-            float lo_assumed = lo_old;  // atomic_cas_loops.py:10
-            uint lo_seen = qd_atomic_cas_device(reinterpret_cast<device atomic_uint*>(&lo[0]), as_type<uint>(lo_assumed), as_type<uint>(isnan(lo_assumed) ? operand : isnan(operand) ? lo_assumed : fmin(lo_assumed, operand)));  // atomic_cas_loops.py:10
-            lo_old = as_type<float>(lo_seen);  // atomic_cas_loops.py:10
-            if (lo_seen == as_type<uint>(lo_assumed)) {  // atomic_cas_loops.py:10
-                break;  // atomic_cas_loops.py:10
-            }
-        }
+        lo_partial = fmin(lo_partial, x[i]);  // atomic_cas_loops.py:10
         int prod_old = prod[0];  // atomic_cas_loops.py:11
         while (true) {  // atomic_cas_loops.py:11
             int prod_assumed = prod_old;  // atomic_cas_loops.py:11
@@ -71,5 +64,28 @@ kernel void cas_loops(
             }
         }
         atomic_exchange_explicit(reinterpret_cast<device atomic_float*>(&last[0]), x[i], memory_order_relaxed);  // atomic_cas_loops.py:12
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // atomic_cas_loops.py:10
+    float v = simd_min(lo_partial);  // atomic_cas_loops.py:10
+    int tid = int(thread_position_in_threadgroup);  // atomic_cas_loops.py:10
+    int lane = tid & 31;  // atomic_cas_loops.py:10
+    if (lane == 0) {  // atomic_cas_loops.py:10
+        partials[tid >> 5] = v;  // atomic_cas_loops.py:10
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // atomic_cas_loops.py:10
+    v = partials[lane >> 3];  // atomic_cas_loops.py:10
+    v = fmin(v, simd_shuffle_xor(v, ushort(8u)));  // atomic_cas_loops.py:10
+    v = fmin(v, simd_shuffle_xor(v, ushort(16u)));  // atomic_cas_loops.py:10
+    float lo_partial_block = v;  // atomic_cas_loops.py:10
+    if (int(thread_position_in_threadgroup) == 0 && lo_partial_block != INFINITY) {  // atomic_cas_loops.py:10
+        float lo_old = lo[0];  // atomic_cas_loops.py:10
+        while (true) {  // atomic_cas_loops.py:10
+            float lo_assumed = lo_old;  // atomic_cas_loops.py:10
+            uint lo_seen = qd_atomic_cas_device(reinterpret_cast<device atomic_uint*>(&lo[0]), as_type<uint>(lo_assumed), as_type<uint>(isnan(lo_assumed) ? lo_partial_block : isnan(lo_partial_block) ? lo_assumed : fmin(lo_assumed, lo_partial_block)));  // atomic_cas_loops.py:10
+            lo_old = as_type<float>(lo_seen);  // atomic_cas_loops.py:10
+            if (lo_seen == as_type<uint>(lo_assumed)) {  // atomic_cas_loops.py:10
+                break;  // atomic_cas_loops.py:10
+            }
+        }
     }
 }

@@ -4,6 +4,21 @@
 typedef int int32_t;
 typedef unsigned int uint32_t;
 
+// Subgroup add of i32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ int32_t qd_subgroup_reduce_add(int32_t v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(0xffffffffu, v);
+#else
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        int32_t a = v;
+        int32_t b = __shfl_xor_sync(0xffffffffu, v, offset);
+        v = (int32_t)((uint32_t)a + (uint32_t)b);
+    }
+    return v;
+#endif
+}
+
 // tasks_and_serial_0: serial task from tasks_and_serial.py:9
 extern "C" __global__ void __launch_bounds__(1) tasks_and_serial_0(int32_t* a, int32_t a_shape_0, int32_t* total, int32_t total_shape_0)
 {
@@ -22,8 +37,26 @@ extern "C" __global__ void __launch_bounds__(128) tasks_and_serial_1(int32_t* a,
 // tasks_and_serial_2: parallel task from tasks_and_serial.py:13, 64 threads per block
 extern "C" __global__ void __launch_bounds__(64) tasks_and_serial_2(int32_t* a, int32_t a_shape_0, int32_t* total, int32_t total_shape_0)
 {
+    __shared__ int32_t partials[2];  // tasks_and_serial.py:14
     int32_t half_ = a_shape_0 >> 1;  // tasks_and_serial.py:8
+    int32_t total_partial = 0;  // tasks_and_serial.py:14
     for (int32_t i = half_ + (int32_t)(blockIdx.x * 64u + threadIdx.x); i < a_shape_0; i += (int32_t)(64u * gridDim.x)) {  // tasks_and_serial.py:13
-        atomicAdd(&total[0], a[i]);  // tasks_and_serial.py:14
+        total_partial = int32_t(uint32_t(total_partial) + uint32_t(a[i]));  // tasks_and_serial.py:14
+    }
+    __syncthreads();  // tasks_and_serial.py:14
+    int32_t v = qd_subgroup_reduce_add(total_partial);  // tasks_and_serial.py:14
+    int32_t tid = (int32_t)threadIdx.x;  // tasks_and_serial.py:14
+    int32_t lane = tid & 31;  // tasks_and_serial.py:14
+    if (lane == 0) {  // tasks_and_serial.py:14
+        partials[tid >> 5] = v;  // tasks_and_serial.py:14
+    }
+    __syncthreads();  // tasks_and_serial.py:14
+    int32_t acc = 0;  // tasks_and_serial.py:14
+    if (lane < 2) {  // tasks_and_serial.py:14
+        acc = partials[lane];  // tasks_and_serial.py:14
+    }
+    v = qd_subgroup_reduce_add(acc);  // tasks_and_serial.py:14
+    if ((int32_t)threadIdx.x == 0) {  // tasks_and_serial.py:14
+        atomicAdd(&total[0], v);  // tasks_and_serial.py:14
     }
 }

@@ -5,6 +5,17 @@
 #include <hip/hip_runtime.h>
 #endif
 
+// Subgroup add of i32: an xor butterfly, every lane gets the result
+__device__ __forceinline__ int32_t qd_subgroup_reduce_add(int32_t v)
+{
+    for (int offset = 32; offset > 0; offset >>= 1) {
+        int32_t a = v;
+        int32_t b = __shfl_xor(v, offset);
+        v = (int32_t)((uint32_t)a + (uint32_t)b);
+    }
+    return v;
+}
+
 // tasks_and_serial_0: serial task from tasks_and_serial.py:9
 extern "C" __global__ void __launch_bounds__(1) tasks_and_serial_0(int32_t* a, int32_t a_shape_0, int32_t* total, int32_t total_shape_0)
 {
@@ -24,7 +35,12 @@ extern "C" __global__ void __launch_bounds__(128) tasks_and_serial_1(int32_t* a,
 extern "C" __global__ void __launch_bounds__(64) tasks_and_serial_2(int32_t* a, int32_t a_shape_0, int32_t* total, int32_t total_shape_0)
 {
     int32_t half_ = a_shape_0 >> 1;  // tasks_and_serial.py:8
+    int32_t total_partial = 0;  // tasks_and_serial.py:14
     for (int32_t i = half_ + (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < a_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // tasks_and_serial.py:13
-        atomicAdd(&total[0], a[i]);  // tasks_and_serial.py:14
+        total_partial = int32_t(uint32_t(total_partial) + uint32_t(a[i]));  // tasks_and_serial.py:14
+    }
+    int32_t v = qd_subgroup_reduce_add(total_partial);  // tasks_and_serial.py:14
+    if ((int32_t)threadIdx.x == 0) {  // tasks_and_serial.py:14
+        atomicAdd(&total[0], v);  // tasks_and_serial.py:14
     }
 }

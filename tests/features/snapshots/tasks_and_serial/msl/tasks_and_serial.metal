@@ -52,8 +52,26 @@ kernel void tasks_and_serial_2(
     uint threadgroups_per_grid [[threadgroups_per_grid]])
 {
     const int a_shape_0 = params.a_shape_0;  // tasks_and_serial.py:7
+    threadgroup int partials[2];  // tasks_and_serial.py:14
     int half_ = a_shape_0 >> 1;  // tasks_and_serial.py:8
+    int total_partial = 0;  // tasks_and_serial.py:14
     for (int i = half_ + int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < a_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // tasks_and_serial.py:13
-        atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&total[0]), a[i], memory_order_relaxed);  // tasks_and_serial.py:14
+        total_partial = int(uint(total_partial) + uint(a[i]));  // tasks_and_serial.py:14
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // tasks_and_serial.py:14
+    int v = simd_sum(total_partial);  // tasks_and_serial.py:14
+    int tid = int(thread_position_in_threadgroup);  // tasks_and_serial.py:14
+    int lane = tid & 31;  // tasks_and_serial.py:14
+    if (lane == 0) {  // tasks_and_serial.py:14
+        partials[tid >> 5] = v;  // tasks_and_serial.py:14
+    }
+    threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);  // tasks_and_serial.py:14
+    int acc = 0;  // tasks_and_serial.py:14
+    if (lane < 2) {  // tasks_and_serial.py:14
+        acc = partials[lane];  // tasks_and_serial.py:14
+    }
+    v = simd_sum(acc);  // tasks_and_serial.py:14
+    if (int(thread_position_in_threadgroup) == 0) {  // tasks_and_serial.py:14
+        atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&total[0]), v, memory_order_relaxed);  // tasks_and_serial.py:14
     }
 }
