@@ -231,7 +231,7 @@ def test_python_scope_indexing_of_ndarrays_and_comparisons_of_vectors():
     v[2][1] = 7                                      # an element is a view that writes through
     v[qd.Vector([3])] = [1, 2, 3]                    # an index vector, as qd.grouped gives
     assert v.to_numpy().tolist() == [[0, 0, 0], [0, 0, 0], [0, 7, 0], [1, 2, 3]]
-    assert v[1:3].shape == (2, 3)                    # a slice is NumPy's
+    assert v[1:3].shape == (2,) and v[1:3].to_numpy().shape == (2, 3)  # a range of a 1-d one: a qd.BufferView
     m = qd.Matrix([[2, 3, 4], [5, 6, 7]])
     assert list(m) == [[2, 3, 4], [5, 6, 7]] and len(m) == 2
 
@@ -286,3 +286,39 @@ def test_arguments_convert_as_c_does(executor):
     # as Quadrants passes them: 65537 as i16 is 1, 300 as u8 is 44
     assert struct_sum(s_outer(a=1, b=s_inner(a=65537, b=123)), 300) == pytest.approx(1 + 1 + 123 + 44)
     assert (qd.i16(65537), qd.u16(-1), qd.i32(-2.7)) == (1, 65535, -2)
+
+
+@qd.kernel
+def scale_view(v: qd.BufferView[qd.f32], factor: qd.f32):
+    for i in range(v.size):
+        v[i] = v[i] * factor
+
+
+@qd.kernel
+def add_views(a: qd.BufferView, b: qd.BufferView):
+    for i in range(a.shape[0]):
+        a[i] += b[i]
+
+
+def test_buffer_views_pass_a_range_of_an_ndarray(executor, rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    data = qd.ndarray(qd.f32, shape=(64,))
+    data.from_numpy(x)
+    want = x.copy()
+    scale_view(data[:32], 2.0)                                  # as the user guide writes it
+    want[:32] *= 2
+    mid = data[8:24]
+    sub = mid[4:12]                                             # a subview: offsets add up
+    assert (sub.offset, sub.size) == (12, 8) and sub.subview(offset=1, size=2).offset == 13
+    scale_view(sub[:4], 10.0)
+    want[12:16] *= 10
+    add_views(data[40:50], qd.BufferView(data, offset=0, size=10))
+    want[40:50] += want[:10]
+    np.testing.assert_allclose(data.to_numpy(), want, rtol=1e-6)
+    assert data[-8:].offset == 56 and data[16:48][2] == pytest.approx(want[18])
+    with pytest.raises(ValueError, match="a slice with step 2"):
+        data[::2]
+    with pytest.raises(ValueError, match="does not fit"):
+        qd.BufferView(data, offset=60, size=8)
+    with pytest.raises(ValueError, match="1-d qd.ndarray"):
+        qd.BufferView(qd.ndarray(qd.f32, (4, 4)))

@@ -37,6 +37,7 @@ from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, 
 )
 from .lang import ops as _ops
 from .lang.names import Namespace
+from .lang.buffer_view import BufferView  # noqa: F401
 from .lang.perf_dispatch import perf_dispatch  # noqa: F401
 from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
 from .lang.simt import _install_block_algorithms, _install_tiles

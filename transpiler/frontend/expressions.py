@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import math
 import operator
 import re
 from typing import Callable
@@ -135,6 +137,15 @@ class ExpressionLowering:
         if isinstance(base, ArrayHandle) and node.attr == "shape" and isinstance(base.array, ir.Param):
             shape = self.field_shape(base.array)
             return CT(shape) if shape is not None else ShapeHandle(base.array)
+        if isinstance(base, ArrayHandle) and node.attr == "size" and isinstance(base.array, ir.Param) and \
+                base.array.is_array:  # its element count (a qd.BufferView's length)
+            shape = self.field_shape(base.array)
+            if shape is not None:
+                return CT(math.prod(shape))
+            loc = self.loc(node)
+            dims = [ir.Shape(T.i32, loc, base.array, d) for d in range(base.array.type.ndim)]
+            return functools.reduce(lambda a, b: ir.BinOp(T.i32, loc, "mul", a, b), dims) if dims else \
+                ir.Const(T.i32, loc, 1)
         if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("grad", "dual") and \
                 not (isinstance(base, StructArray) and node.attr in base.members):
             source = base.source if isinstance(base, StructArray) else self.field_of(base.array) \
@@ -192,7 +203,7 @@ class ExpressionLowering:
             return CT(BoundMethod(fill, base))
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
-                             hint="they have `.shape` and `.fill(value)`")
+                             hint="they have `.shape`, `.size` and `.fill(value)`")
         raise self.error(node, f"runtime values have no attribute `{node.attr}`")
 
     def expr_Subscript(self, node: ast.Subscript):

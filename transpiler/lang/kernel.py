@@ -255,7 +255,7 @@ def param_kind(ann) -> str | None:
         return "template"
     if isinstance(ann, DType) or ann in (int, float, bool):
         return "scalar"
-    if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)):
+    if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)) or getattr(ann, "_qd_view_annotation", False):
         return "ndarray"
     from .matrix import MatrixType, StructType
 
@@ -268,6 +268,8 @@ def param_kind(ann) -> str | None:
 
 def ndarray_annotation(ann) -> NdarrayAnnotation:
     """An ndarray parameter's annotation, the bare factory read as the untyped one."""
+    if getattr(ann, "_qd_view_annotation", False):  # qd.BufferView, bare: 1-d, the element type the call's
+        return NdarrayAnnotation(None, 1)
     return NdarrayAnnotation() if isinstance(ann, _NdarrayFactory) else ann
 
 

@@ -22,7 +22,7 @@ _NO_EQUIVALENT = set("""
     mesh_patch_idx Mesh MeshInstance linalg checkpoint
     stop_grad
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz
-    BufferView pyfunc python dump_compile_config
+    pyfunc python dump_compile_config
     set_logging_level is_logging_effective get_addr bit_shr
     frexp wrap ref axes Format DeviceCapability quant BufferViewType is_tensor
 """.split())

@@ -30,6 +30,7 @@ from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
 from ..ir.memo import freeze
 from ..pipeline import Translation, translate
+from ..lang.buffer_view import BufferView
 from ..lang.matrix import MatrixType
 from . import profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
@@ -271,7 +272,13 @@ def current() -> Backend:
 
 
 def _as_array(value):
-    """The numpy array behind a kernel argument, or None when it is not an array."""
+    """The numpy array behind a kernel argument, or None when it is not an array (a
+    BufferView: its range of the backing array's host memory, which the kernel then writes)."""
+    if isinstance(value, BufferView):
+        whole = _as_array(value.ndarray)
+        view = value.data()
+        value.ndarray._written()  # what the launch writes there is the newest copy
+        return view if whole is not None else None
     if isinstance(value, Ndarray):
         owner = value._owner
         if owner is not None and owner is not _backend:

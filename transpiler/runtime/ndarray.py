@@ -80,7 +80,12 @@ class Ndarray(ElementDims):
 
     def __getitem__(self, idx):
         """An element (``x[i, j]``, ``x[None]`` of a 0-d one, ``x[I]`` with an index vector) as
-        a Python scalar, or a vector / matrix view that writes through; a slice as NumPy's."""
+        a Python scalar, or a vector / matrix view that writes through; a range of a 1-d one
+        (``x[16:48]``) a qd.BufferView a kernel can take, as in Quadrants; another slice NumPy's."""
+        if isinstance(idx, slice) and self.ndim == 1:
+            from ..lang.buffer_view import BufferView
+
+            return BufferView(self)[idx]
         return host_value(self._read()[_index(idx)], self.element_shape)
 
     def __setitem__(self, idx, value):
