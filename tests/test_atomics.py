@@ -206,3 +206,21 @@ def test_what_folds_and_what_stays_an_atomic():
     block = load_module(Path(__file__).parent / "features" / "block_reduce.py").block_sum
     text = next(iter(qd.translate(block, "cuda").sources.values()))
     assert "total_partial" not in text  # it folds by block itself: its one atomic per block is kept as written
+
+
+center = qd.Vector.field(3, qd.f32, shape=())
+
+
+@qd.kernel
+def centroid_of(p: qd.types.ndarray(dtype=qd.math.vec3, ndim=1)):
+    for i in range(p.shape[0]):
+        center[None] += p[i] / p.shape[0]        # each component folds per block
+
+
+def test_vector_element_updates_fold_per_component(executor, rng):
+    p = rng.standard_normal((5000, 3)).astype(np.float32)
+    center[None] = [0.0, 0.0, 0.0]
+    centroid_of(p)
+    np.testing.assert_allclose(center.to_numpy(), p.astype(np.float64).mean(0), atol=1e-6)
+    text = next(iter(qd.translate(centroid_of, "cuda").sources.values()))
+    assert text.count("atomicAdd(&center[") == 3 and "center_partial_2 +=" in text

@@ -512,7 +512,10 @@ class MatrixLowering:
         if not isinstance(value, MatrixValue) and len(places) > 1:
             values = [self.once(self.to_expr(value, target), target, "tmp")] * len(places)
         for idx, v in zip(places, values):
-            if op in ATOMIC_AUGASSIGN:
+            if op in ATOMIC_AUGASSIGN and isinstance(target, ast.Subscript):  # folded per block where it can be
+                self.update_element(ATOMIC_AUGASSIGN[op], array, idx, self.to_expr(v, target), target, stmt,
+                                    f"`{SYMBOL[op]}=`")
+            elif op in ATOMIC_AUGASSIGN:
                 self.emit(ir.ExprStmt(loc, self.make_atomic(ATOMIC_AUGASSIGN[op], array, idx, self.to_expr(v, target),
                                                             stmt, f"`{SYMBOL[op]}=`")))
             else:
