@@ -517,3 +517,20 @@ def test_raw_div_and_mod_of_vectors(executor, rng):
     raw_ops(a, out)
     np.testing.assert_array_equal(out[:, 0], np.trunc(a / 4).astype(np.int32))
     np.testing.assert_array_equal(out[:, 1], np.fmod(a, [3, 5, 7]))
+
+
+@qd.kernel
+def rows_and_dtypes(a: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarray(dtype=qd.math.mat3, ndim=1)):
+    qd.static_assert(a.dtype == qd.f32)
+    for i in range(out.shape[0]):
+        out[i] = qd.Matrix.rows([[1.0, 4.0, 7.0], qd.Vector([2.0, 5.0, 8.0]), [3.0, 6.0, a[i]]])
+        out[i][0, 0] = qd.cast(i, a.dtype)
+
+
+def test_matrix_rows_of_lists_and_an_arrays_dtype(executor):
+    a = np.arange(4, dtype=np.float32) + 0.5
+    out = np.zeros((4, 3, 3), np.float32)
+    rows_and_dtypes(a, out)
+    want = np.array([[1, 4, 7], [2, 5, 8], [3, 6, 0]], np.float32) + np.zeros((4, 1, 1), np.float32)
+    want[:, 2, 2], want[:, 0, 0] = a, np.arange(4)
+    np.testing.assert_array_equal(out, want)

@@ -137,6 +137,9 @@ class ExpressionLowering:
         if isinstance(base, ArrayHandle) and node.attr == "shape" and isinstance(base.array, ir.Param):
             shape = self.field_shape(base.array)
             return CT(shape) if shape is not None else ShapeHandle(base.array)
+        if isinstance(base, ArrayHandle) and node.attr == "dtype" and isinstance(base.array, ir.Param):
+            field = self.field_of(base.array)  # (a u1 field keeps bytes: its own dtype says bool)
+            return CT(field.dtype if field is not None else base.array.type.dtype)
         if isinstance(base, ArrayHandle) and node.attr == "size" and isinstance(base.array, ir.Param) and \
                 base.array.is_array:  # its element count (a qd.BufferView's length)
             shape = self.field_shape(base.array)
@@ -203,7 +206,7 @@ class ExpressionLowering:
             return CT(BoundMethod(fill, base))
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
-                             hint="they have `.shape`, `.size` and `.fill(value)`")
+                             hint="they have `.shape`, `.size`, `.dtype` and `.fill(value)`")
         raise self.error(node, f"runtime values have no attribute `{node.attr}`")
 
     def expr_Subscript(self, node: ast.Subscript):

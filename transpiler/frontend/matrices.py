@@ -179,7 +179,8 @@ class MatrixLowering:
             zero = CT(0)
             return self.make_matrix((n, n), [val if i == j else zero for i in range(n) for j in range(n)], node)
         if name in ("Matrix.rows", "Matrix.cols"):
-            vecs = self.list_literal(args[0]) if args else []
+            vecs = [self.as_matrix(TupleValue(v) if isinstance(v, list) else v, node)  # a list: a vector
+                    for v in self.list_literal(args[0])] if args else []
             if not vecs or not all(isinstance(v, MatrixValue) and v.is_vector for v in vecs) or \
                     len({v.shape for v in vecs}) != 1:
                 raise self.error(node, f"qd.{name}([v0, v1, ...]) takes a list of vectors of one size")
