@@ -189,11 +189,12 @@ class KernelScopeLowering:
         ``qd.atomic_max(a[j], v)``): folded per block when the element is the same for every
         iteration of the parallel loop and the loop names the array nowhere else; else an
         atomic."""
+        # (cheapest test first; the subgroup width is consulted only for an element that folds)
         if op in _REDUCIBLE and self.in_parallel and not self.function_stack and isinstance(array, ir.Param) \
                 and array.name not in self.sparse_fields and array.type.dtype.bits == 32 and \
-                self.foldable_dtype(array.type.dtype) and \
                 all(self.invariant(i) for i in indices) and \
                 _only_updated(self.parallel_ast, ast.unparse(target.value)) and \
+                self.foldable_dtype(array.type.dtype) and \
                 self.fold_update(array, indices, re.sub(r"\W", "_", ast.unparse(target.value)), op, value, node):
             return
         self.emit(ir.ExprStmt(self.loc(node), self.make_atomic(op, array, indices, value, node, spelled)))
