@@ -35,6 +35,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild
 from ..lang.matrix import MatrixType
+from .common import ast_nodes
 from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar
 
 # Updates a reduction can fold privately, and the block library's name for each.
@@ -189,15 +190,37 @@ class KernelScopeLowering:
         ``qd.atomic_max(a[j], v)``): folded per block when the element is the same for every
         iteration of the parallel loop and the loop names the array nowhere else; else an
         atomic."""
-        # (cheapest test first; the subgroup width is consulted only for an element that folds)
-        if op in _REDUCIBLE and self.in_parallel and not self.function_stack and isinstance(array, ir.Param) \
+        # Only an update written in the loop's own body (not in a function it calls, whose other
+        # uses of the array the loop's text does not show); cheapest test first, and the
+        # subgroup width consulted only for an element that folds.
+        if op in _REDUCIBLE and self.in_parallel and not self.inline_stack and self.library_site is None \
+                and not self.function_stack and isinstance(array, ir.Param) \
                 and array.name not in self.sparse_fields and array.type.dtype.bits == 32 and \
-                all(self.invariant(i) for i in indices) and \
-                _only_updated(self.parallel_ast, ast.unparse(target.value)) and \
+                all(self.invariant(i) for i in indices) and self.only_updated(ast.unparse(target.value)) and \
                 self.foldable_dtype(array.type.dtype) and \
                 self.fold_update(array, indices, re.sub(r"\W", "_", ast.unparse(target.value)), op, value, node):
             return
         self.emit(ir.ExprStmt(self.loc(node), self.make_atomic(op, array, indices, value, node, spelled)))
+
+    def only_updated(self, base: str) -> bool:
+        """Whether the array spelled ``base`` (``total``, ``self.acc``) appears in the parallel
+        loop's body only as the element an update writes (``base[j] += v``,
+        ``qd.atomic_add(base[j], v)`` as a statement). One walk of the body per loop."""
+        body = self.parallel_ast
+        if self.names_of_loop[0] is not body:
+            updated, named = set(), {}
+            for st in body or []:
+                for n in ast_nodes(st):
+                    if isinstance(n, (ast.Name, ast.Attribute)):
+                        named.setdefault(n.id if isinstance(n, ast.Name) else n.attr, []).append(n)
+                    target = n.target if isinstance(n, ast.AugAssign) else n.value.args[0] if (
+                        isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and n.value.args and
+                        getattr(n.value.func, "attr", getattr(n.value.func, "id", "")).startswith("atomic_")) else None
+                    if isinstance(target, ast.Subscript):
+                        updated.add(id(target.value))
+            self.names_of_loop = (body, updated, named)
+        _, updated, named = self.names_of_loop
+        return not any(id(n) not in updated and ast.unparse(n) == base for n in named.get(base.rsplit(".", 1)[-1], ()))
 
     def invariant(self, e: ir.Expr) -> bool:
         """Whether ``e`` is the same in every iteration of the parallel loop: constants,
@@ -215,7 +238,7 @@ class KernelScopeLowering:
                 len(range(*(a.value for a in it.args))) == 1):
             return False
         written = set()
-        for n in ast.walk(loop):
+        for n in ast_nodes(loop):
             target = n.target if isinstance(n, ast.AugAssign) else n if isinstance(getattr(n, "ctx", None), ast.Store) \
                 else None
             while isinstance(target, (ast.Subscript, ast.Attribute)):
@@ -235,15 +258,15 @@ class KernelScopeLowering:
         kernel = self.parsed.node
         if not candidates or self.frames[-1].fn is not self.kernel.fn or not _directly_in(kernel.body, loop):
             return []  # (most loops assign only names of their own: no walk)
-        read_after = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and
+        read_after = {n.id for n in ast_nodes(kernel) if isinstance(n, ast.Name) and
                       isinstance(n.ctx, ast.Load) and (n.lineno, n.col_offset) > (loop.end_lineno, loop.end_col_offset)}
         out, seen = [], set()
         for st in loop.body:
-            mentioned = {n.id for n in ast.walk(st) if isinstance(n, ast.Name)}
+            mentioned = {n.id for n in ast_nodes(st) if isinstance(n, ast.Name)}
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 name = st.targets[0].id
                 if name in candidates and name not in seen and name not in read_after and \
-                        name not in {n.id for n in ast.walk(st.value) if isinstance(n, ast.Name)}:
+                        name not in {n.id for n in ast_nodes(st.value) if isinstance(n, ast.Name)}:
                     out.append(name)
             seen |= mentioned
         return out
@@ -361,7 +384,8 @@ class KernelScopeLowering:
         from ..lang import blocklib
 
         prelude, epilogue = [], []
-        if self.task_shared or node_kinds(self.block) & _COLLECTIVES:
+        if any(red.element for red in self.reductions.values()) and (
+                self.task_shared or node_kinds(self.block) & _COLLECTIVES):
             # The loop does its own block work (a hand-written block reduction and one atomic
             # per block, Genesis' tiles): its updates of array elements stay atomics.
             for key, red in list(self.reductions.items()):
@@ -533,19 +557,3 @@ def _index_key(e: ir.Expr):
     """An index's identity for finding the same element again: a constant by value (another
     expression by identity: updates spelled twice fold apart, each with its own atomic)."""
     return ("const", e.value) if isinstance(e, ir.Const) else ("expr", id(e))
-
-
-def _only_updated(body: list[ast.stmt] | None, base: str) -> bool:
-    """Whether the array spelled ``base`` (``total``, ``self.acc``) appears in ``body`` only
-    as the element an update writes (``base[j] += v``, ``qd.atomic_add(base[j], v)`` as a
-    statement)."""
-    updated = set()
-    for st in body or []:
-        for n in ast.walk(st):
-            target = n.target if isinstance(n, ast.AugAssign) else \
-                n.value.args[0] if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and n.value.args and \
-                getattr(n.value.func, "attr", getattr(n.value.func, "id", "")).startswith("atomic_") else None
-            if isinstance(target, ast.Subscript):
-                updated.add(id(target.value))
-    return not any(isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in updated and ast.unparse(n) == base
-                   for st in body or [] for n in ast.walk(st))

@@ -94,6 +94,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.promoted: dict[int, tuple[ir.Local, KernelVar]] = {}  # id(local) -> it, and the buffer it moved to
         self.diagnostics: list[Diagnostic] = []
         self.singleton_loop = False  # set by array_ranges for a loop over a 0-d array
+        self.names_of_loop: tuple = (None, set(), {})  # only_updated's walk of the loop body it was for
 
     # ------------------------------------------------------------------ helpers
 
