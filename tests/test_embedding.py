@@ -462,3 +462,13 @@ def test_run_entries_repeats_each_graph_do_while_loop_as_the_python_runtime_does
     assert r.returncode == 0, r.stderr[:3000]
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0 and [int(k) for k in run.stdout.split()] == order
+
+
+def test_struct_and_tuple_results_follow_the_schema(validator):
+    from test_language import returns_struct, returns_tuple
+
+    for kernel in (returns_struct, returns_tuple):
+        for target in qd.TARGETS:
+            tr = qd.translate(kernel, target)
+            assert "result" not in tr.manifest and not errors(validator, tr.manifest), (kernel.__name__, target)
+            assert "read_result" not in render_header(tr)  # each part's buffer is read as the manifest lists it

@@ -476,3 +476,48 @@ def test_tuple_assignments_read_every_value_first_and_serial_updates_are_seen(ex
             c, d = d, c + d
         assert fib_serial(n, x) == fib[n]
         np.testing.assert_array_equal(x, fib[n + 1] * 1000 + d)
+
+
+inner_t = qd.types.struct(a=qd.math.vec3, b=qd.i16)
+outer_t = qd.types.struct(a=qd.f32, b=inner_t)
+
+
+@qd.kernel
+def returns_struct() -> outer_t:
+    return outer_t(a=1, b=inner_t(a=qd.math.vec3([100, 0.2, 3]), b=65537))  # 65537 as i16 is 1
+
+
+@qd.kernel
+def returns_tuple(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> (qd.f32, inner_t, qd.u1):
+    t = 0.0
+    for i in range(x.shape[0]):
+        t += x[i]
+    return t, inner_t(a=qd.math.vec3(t, 2 * t, 3), b=7), t > 10
+
+
+@qd.kernel
+def returns_typed_tuple() -> tuple[qd.i32, qd.math.vec2]:
+    return 4, [1.5, 2.5]
+
+
+def test_a_kernel_returns_a_struct_or_a_tuple(executor, rng):
+    r = returns_struct()
+    assert r.a == 1.0 and r.b.b == 1 and np.allclose(r.b.a, [100, 0.2, 3])
+    x = rng.uniform(0, 2, 50).astype(np.float32)
+    t, s, big = returns_tuple(x)
+    assert t == pytest.approx(x.sum(), rel=1e-5) and big is bool(x.sum() > 10) and s.b == 7
+    np.testing.assert_allclose(s.a, [t, 2 * t, 3], rtol=1e-6)
+    n, v = returns_typed_tuple()
+    assert n == 4 and v.tolist() == [1.5, 2.5]
+    results = qd.translate(returns_tuple, "cuda").manifest["results"]
+    assert [(r["path"], r["dtype"], r.get("element_shape")) for r in results] == [
+        ("0", "f32", None), ("1.a", "f32", [3]), ("1.b", "i16", None), ("2", "u8", None)]
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_struct_and_tuple_results_compile(target):
+    from conftest import assert_compiles
+
+    for kernel in (returns_struct, returns_tuple, returns_typed_tuple):
+        assert_compiles(target, qd.translate(kernel, target), kernel.__name__)

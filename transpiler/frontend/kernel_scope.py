@@ -36,7 +36,7 @@ from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild
 from ..lang.matrix import MatrixType
 from .common import ast_nodes
-from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar
+from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue
 
 # Updates a reduction can fold privately, and the block library's name for each.
 _REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
@@ -478,39 +478,96 @@ class KernelScopeLowering:
             self.ended = True
             return
         loc = self.loc(s)
-        if isinstance(ret, MatrixType):  # a vector or matrix: its components, in a result buffer of that shape
-            dtype = self.as_dtype(ret.dtype, s) or T.defaults().fp
-            value = self.expr(s.value)
-            if isinstance(value, MatrixValue) and value.shape != ret.shape or isinstance(value, StructValue):
-                raise self.error(s.value, f"the kernel is annotated to return {ret!r}; this value has another shape")
-            if not isinstance(value, MatrixValue):
-                value = MatrixValue(ret.shape, [self.once(self.to_expr(value, s.value), s, "tmp")] * (ret.n * ret.m))
-            self.result_param = self.hidden_param("result", dtype, loc, "result", ret.shape)
-            comps = [(k,) for k in range(ret.n)] if len(ret.shape) == 1 else \
-                [(i, j) for i in range(ret.n) for j in range(ret.m)]
-            for comp, e in zip(comps, value.items):
-                self.emit(ir.Store(loc, self.result_param, [ir.Const(T.i32, loc, c) for c in comp],
-                                   self.coerce(e, dtype, s.value)))
+        parts = _result_parts(ret)
+        if parts == [((), ret)] and isinstance(ret, T.DType):
+            self.result_param = self.store_result("result", ret, self.rvalue(s.value), s.value, loc)
             return
-        value = self.coerce(self.rvalue(s.value), ret, s.value)
-        boolean = ret is T.bool_  # a byte the host reads as a bool, as a qd.u1 field is stored
-        if boolean:
-            ret, value = T.u8, ir.Cast(T.u8, loc, value)
-        self.result_param = self.hidden_param("result", ret, loc, "result", bool_elements=boolean)
-        self.emit(ir.Store(loc, self.result_param, [], value))
+        value = self.expr(s.value)
+        for path, t in parts:  # a vector, a struct, a tuple: a buffer per scalar or vector / matrix part
+            param = self.store_result("_".join(("result",) + tuple(map(str, path))), t,
+                                      self.result_part(value, path, ret, s.value), s.value, loc)
+            if path:
+                self.result_paths[param.name] = ".".join(map(str, path))
+            self.result_param = self.result_param or param
 
-    def return_annotation(self, fdef: ast.FunctionDef, annotations: dict) -> T.DType | None:
-        """The kernel's return type: None for no annotation or ``-> None``."""
+    def result_part(self, value, path: tuple, ret, node: ast.AST):
+        """The part of a returned value that ``path`` (member names, tuple positions) names."""
+        for step in path:
+            if isinstance(step, int):
+                items = value.items if isinstance(value, TupleValue) else \
+                    [CT(v) for v in value.value] if isinstance(value, CT) and isinstance(value.value, tuple) else None
+                if items is None or len(items) != len(ret):
+                    raise self.error(node, f"the kernel is annotated to return {len(ret)} values; return them as "
+                                           "a tuple (`return a, b`)")
+                value, ret = items[step], ret[step]
+            else:
+                if not isinstance(value, StructValue) or step not in value.members:
+                    raise self.error(node, f"the kernel is annotated to return {_type_name(ret)}; this value is not one")
+                value, ret = value.members[step], ret.members[step]
+        return value
+
+    def store_result(self, base: str, t, value, node: ast.AST, loc: ir.Loc) -> ir.Param:
+        """``value`` into a result buffer of its own: a scalar (a bool as a byte, as a qd.u1
+        field keeps it) or a vector / matrix, its components in the buffer's element shape."""
+        t = T.python_type(t) or t
+        if isinstance(t, MatrixType):
+            dtype = self.as_dtype(t.dtype, node) or T.defaults().fp
+            value = self.as_matrix(value, node)
+            if isinstance(value, MatrixValue) and value.shape != t.shape or isinstance(value, (StructValue, TupleValue)):
+                raise self.error(node, f"the kernel is annotated to return {t!r} here; this value has another shape")
+            if not isinstance(value, MatrixValue):
+                value = MatrixValue(t.shape, [self.once(self.to_expr(value, node), node, "tmp")] * (t.n * t.m))
+            param = self.hidden_param(base, dtype, loc, "result", t.shape)
+            comps = [(k,) for k in range(t.n)] if len(t.shape) == 1 else [(i, j) for i in range(t.n) for j in range(t.m)]
+            for comp, e in zip(comps, value.items):
+                self.emit(ir.Store(loc, param, [ir.Const(T.i32, loc, c) for c in comp], self.coerce(e, dtype, node)))
+            return param
+        if isinstance(value, (MatrixValue, StructValue, TupleValue)):
+            raise self.error(node, f"the kernel is annotated to return {t.name} here; this value is not a scalar")
+        value = self.coerce(self.to_expr(value, node), t, node)
+        boolean = t is T.bool_  # a byte the host reads as a bool
+        if boolean:
+            t, value = T.u8, ir.Cast(T.u8, loc, value)
+        param = self.hidden_param(base, t, loc, "result", bool_elements=boolean)
+        self.emit(ir.Store(loc, param, [], value))
+        return param
+
+    def return_annotation(self, fdef: ast.FunctionDef, annotations: dict):
+        """The kernel's return type: a dtype, a vector / matrix or struct type, a tuple of them
+        (``-> (qd.f32, s0)``, ``-> tuple[qd.f32, s0]``), or None (no annotation, ``-> None``)."""
         if fdef.returns is None or "return" not in annotations or annotations["return"] is None:
             return None
-        ann = annotations["return"]
-        dtype = T.python_type(ann) or ann
-        if isinstance(dtype, MatrixType):
-            return dtype
-        if not isinstance(dtype, T.DType):
-            raise self.error(fdef.returns, f"a kernel can return a scalar, a vector or a matrix, not {ann!r}",
+        ann = result_type(annotations["return"])
+        if ann is None:
+            raise self.error(fdef.returns, f"a kernel returns a scalar, a vector, a matrix, a struct or a tuple of "
+                                           f"them, not {annotations['return']!r}",
                              hint="annotate it with a type such as qd.f32, qd.i32, int, float or qd.math.vec3")
-        return dtype
+        return ann
+
+
+def result_type(ann):
+    """A kernel's return annotation as the frontend reads it (tuples spelled ``(a, b)``,
+    ``tuple[a, b]`` or ``typing.Tuple[a, b]`` as Python tuples of types), or None."""
+    from ..lang.matrix import StructType
+
+    if getattr(ann, "__origin__", None) is tuple:
+        ann = ann.__args__
+    if isinstance(ann, (tuple, list)):
+        items = tuple(result_type(t) for t in ann)
+        return items if items and None not in items and not any(isinstance(t, tuple) for t in items) else None
+    t = T.python_type(ann) or ann
+    return t if isinstance(t, (T.DType, MatrixType, StructType)) else None
+
+
+def _result_parts(t, path: tuple = ()) -> list[tuple[tuple, object]]:
+    """(path, type) of each buffer a kernel's result comes back in: a scalar or a vector /
+    matrix each; a struct or a tuple by its members, in order."""
+    if isinstance(t, tuple):
+        return [p for k, item in enumerate(t) for p in _result_parts(item, path + (k,))]
+    members = getattr(t, "members", None)
+    if isinstance(members, dict):
+        return [p for name, mt in members.items() for p in _result_parts(T.python_type(mt) or mt, path + (name,))]
+    return [(path, t)]
 
 
 def _type_name(t) -> str:

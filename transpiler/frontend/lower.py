@@ -81,6 +81,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.return_type = None  # a DType or a vector / matrix type
         self.ended = False       # a `return` of nothing has ended the kernel
         self.result_param: ir.Param | None = None
+        self.result_paths: dict[str, str] = {}  # a struct / tuple result's buffers: param name -> "b.a", "1"
         self.statement_call: ast.Call | None = None  # a call whose value is not used
         # qd.random: the launch's seed parameter, and the stream of the task being lowered
         # (set up at the top of ``task_body``, keyed by ``task_loop_vars``).
@@ -185,7 +186,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
                          self.subgroup_size if self.subgroup_size_used else None,
                          self.subgroup_size_used or self.width_consulted, self.functions, self.bindings,
-                         self.task_loops, self.diagnostics)
+                         self.task_loops, self.diagnostics, self.result_paths)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args

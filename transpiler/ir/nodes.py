@@ -659,6 +659,8 @@ class Kernel:
     loops: list[TaskLoop] = field(default_factory=list)
     # The frontend's located warnings (errors.Diagnostic): conversions that lose precision.
     diagnostics: list = field(default_factory=list)
+    # A struct or tuple result: each result buffer's place in it ("a", "b.a", "1"), by param name.
+    result_paths: dict = field(default_factory=dict)
 
     def function(self, name: str) -> Function:
         return next(f for f in self.functions if f.name == name)

@@ -378,6 +378,27 @@ def _members(kernel: lang.Kernel, name: str, ann, value) -> list[tuple[str, obje
     return out
 
 
+def _result_value(p: ir.Param, value: np.ndarray):
+    """What one result buffer holds, as Python has it: a scalar, a bool, or a vector / matrix."""
+    if p.type.element_shape:
+        return value.copy()
+    return bool(value.item()) if p.type.bool_elements else value.item()
+
+
+def _assembled(t, parts):
+    """A struct or tuple result built from its parts' values, in the order the frontend stored
+    them: a struct as a Python-scope struct value, a vector as one, a tuple as a tuple."""
+    if isinstance(t, tuple):
+        return tuple(_assembled(item, parts) for item in t)
+    members = getattr(t, "members", None)
+    if isinstance(members, dict):
+        from ..lang.matrix import HostStruct
+
+        return HostStruct({name: _assembled(T.python_type(mt) or mt, parts) for name, mt in members.items()}, t)
+    value = next(parts)
+    return t(value) if isinstance(t, MatrixType) else value
+
+
 def entries_by_task(kernel: ir.Kernel, manifest: dict) -> dict[str, dict]:
     """Each task's manifest entry point, by the task's name: the manifest lists them in task
     order, named as emitted (a name the target reserves is renamed: `kernel` on Metal)."""
@@ -551,13 +572,15 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     token = None if hidden or kwargs or kir.loops else backend.replay_token(program)
     key = None if token is None else _replay_key(args)
     kernel.__dict__["_last_call"] = None if key is None else (backend, key, program, token)
-    result = next((p for p in hidden if p.role == "result"), None)
-    if result is None:
+    results = [p for p in hidden if p.role == "result"]
+    if not results:
         return None
-    value = values[result.name]
-    if result.type.element_shape:
-        return value.copy()
-    return bool(value.item()) if result.type.bool_elements else value.item()
+    parts = iter([_result_value(p, values[p.name]) for p in results])
+    if not kir.result_paths:
+        return next(parts)
+    from ..frontend.kernel_scope import result_type
+
+    return _assembled(result_type(kernel.__dict__["_binding"][1]["return"]), parts)
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]

@@ -194,12 +194,18 @@ class Target:
         if ctx.kernel.loops:  # qd.graph.do_while: the host repeats these entry points while the flag is nonzero
             manifest["loops"] = [{"first": loop.first, "stop": loop.stop, "flag": loop.flag.name, "parent": loop.parent}
                                  for loop in ctx.kernel.loops]
-        result = next((p for p in ctx.kernel.params if p.role == "result"), None)
-        if result is not None:
-            manifest["result"] = {"param": result.name, "dtype": result.type.dtype.name,
-                                  **({"element_shape": list(result.type.element_shape)}
-                                     if result.type.element_shape else {})}
+        results = [p for p in ctx.kernel.params if p.role == "result"]
+        paths = ctx.kernel.result_paths
+        if results and not paths:
+            manifest["result"] = result_entry(results[0])
+        elif results:  # a struct or a tuple: a buffer per scalar or vector / matrix part, in order
+            manifest["results"] = [{"path": paths[p.name], **result_entry(p)} for p in results]
         return sources, self.finish_manifest(ctx, manifest)
+
+
+def result_entry(p) -> dict:
+    return {"param": p.name, "dtype": p.type.dtype.name,
+            **({"element_shape": list(p.type.element_shape)} if p.type.element_shape else {})}
 
 
 def entry_manifest(e: EntryPoint, file: str) -> dict:
