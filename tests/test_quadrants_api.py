@@ -322,3 +322,10 @@ def test_buffer_views_pass_a_range_of_an_ndarray(executor, rng):
         qd.BufferView(data, offset=60, size=8)
     with pytest.raises(ValueError, match="1-d qd.ndarray"):
         qd.BufferView(qd.ndarray(qd.f32, (4, 4)))
+
+
+@pytest.mark.parametrize("shape", [2**31, 1.5, 0, (1, 0), (1, 0.5), (1, 2**31)])
+def test_an_invalid_ndarray_shape_is_refused(shape):
+    with pytest.raises(qd.QuadrantsRuntimeError, match="is not a valid shape for ndarray"):
+        qd.ndarray(qd.f32, shape)
+    assert qd.ndarray(qd.f32, (1, np.int32(2), 3)).shape == (1, 2, 3)

@@ -27,7 +27,11 @@ class Ndarray(ElementDims):
             scalar = python_type(dtype.dtype) or dtype.dtype
         if not isinstance(scalar, DType):
             raise TypeError(f"qd.ndarray needs a qd dtype such as qd.f32 or qd.math.vec3, got {dtype!r}")
-        shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        dims = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+        if not all(hasattr(n, "__index__") and not isinstance(n, bool) and 1 <= n.__index__() < 2**31 for n in dims):
+            # (as Quadrants: a zero, fractional or 2**31 extent is refused, not rounded or wrapped)
+            raise RuntimeError(f"{shape!r} is not a valid shape for ndarray: each extent is an int from 1 to 2**31 - 1")
+        shape = tuple(n.__index__() for n in dims)
         self.dtype = scalar
         self.element_type = dtype
         self.shape = shape
