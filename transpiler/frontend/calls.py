@@ -276,7 +276,11 @@ class CallLowering:
             try:
                 return [(format(v.value, spec) if spec else str(v.value), "", node)]
             except ValueError as exc:
-                raise self.error(node, f"'{spec}' cannot format {v.value!r}: {exc}") from None
+                m = _SPEC.fullmatch(spec)  # a printf spec Python's format does not know: `{n:i}`, `{n:lld}`
+                try:
+                    return [(("%" + m.group(1) + m.group(2) + (m.group(3) or "") + m.group(5)) % v.value, "", node)]
+                except (AttributeError, TypeError, ValueError):
+                    raise self.error(node, f"'{spec}' cannot format {v.value!r}: {exc}") from None
         if isinstance(v, MatrixValue):
             if v.is_vector:
                 rows = [v.items]
