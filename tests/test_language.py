@@ -521,3 +521,19 @@ def test_struct_and_tuple_results_compile(target):
 
     for kernel in (returns_struct, returns_tuple, returns_typed_tuple):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)
+
+
+def shifted(i):
+    return i * 0.1 + 0.4
+
+
+@qd.kernel
+def makes_funcs(val: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(val.shape[0]):
+        val[i] = qd.sin(qd.func(shifted)(qd.cast(i, qd.f32)))   # a @qd.func made where it is called
+
+
+def test_a_func_made_inside_a_kernel(executor):
+    v = np.zeros(16, np.float32)
+    makes_funcs(v)
+    np.testing.assert_allclose(v, np.sin(np.arange(16) * 0.1 + 0.4), rtol=1e-5)

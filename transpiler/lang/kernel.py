@@ -204,6 +204,10 @@ def func(fn: Callable | None = None, *, requires_top_level: bool = False, **_opt
     return make if fn is None else make(fn)
 
 
+# `qd.func(f)(x)` inside a kernel: f made a function there, at translation time (Quadrants' tests do).
+func._qd_comptime = True
+
+
 def real_func(fn: Callable | None = None, **_options) -> RealFunc:
     if fn is None:
         return lambda f: RealFunc(f)
