@@ -537,3 +537,13 @@ def test_a_func_made_inside_a_kernel(executor):
     v = np.zeros(16, np.float32)
     makes_funcs(v)
     np.testing.assert_allclose(v, np.sin(np.arange(16) * 0.1 + 0.4), rtol=1e-5)
+
+
+@qd.kernel
+def dict_values(u: qd.i32, v: qd.f32, a: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    x = {"foo": 2 + u, "bar": 3 + v, "vec": qd.Vector([a[0], a[1]])}   # a dict: a struct of its members
+    return x["foo"] * 100 + x["bar"] + x["vec"][1]
+
+
+def test_dict_expressions_in_kernels(executor):
+    assert dict_values(2, 0.1, np.array([0.0, 0.5], np.float32)) == pytest.approx(403.6)

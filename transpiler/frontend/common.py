@@ -45,7 +45,7 @@ UNSUPPORTED_STMT = {
 UNSUPPORTED_EXPR = {
     ast.SetComp: "set comprehensions",
     ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
-    ast.Lambda: "lambdas", ast.Dict: "dicts", ast.Set: "sets",
+    ast.Lambda: "lambdas", ast.Set: "sets",
     ast.JoinedStr: "f-strings", ast.Await: "await expressions", ast.Yield: "yield expressions",
     ast.YieldFrom: "yield expressions", ast.Starred: "starred arguments",
     ast.Slice: "slices",

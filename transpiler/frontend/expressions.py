@@ -247,7 +247,20 @@ class ExpressionLowering:
         if is_tile(base):
             raise self.error(node, f"a {base.type.name} is not indexed: `t[:]` is only the target of a load "
                                    "(t[:] = arr[r0:r1, c0:c1])", hint="this lane's register j is t.r[j]")
+        if isinstance(base, StructValue):  # `x["foo"]` of a dict literal (or any struct): its member
+            key = self.static_value(node.slice, what="a member name")
+            if not isinstance(key, str):
+                raise self.error(node.slice, "a struct or dict is indexed by a member name known at translation time")
+            return self.struct_attribute(base, key, node)
         raise self.error(node, "only ndarrays, shapes and translation-time tuples can be indexed")
+
+    def expr_Dict(self, node: ast.Dict):
+        """``{"foo": a, "bar": b}``: a struct value of those members (read as ``x["foo"]``),
+        as Quadrants has dict expressions in kernels."""
+        if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+            raise self.error(node, "a dict in a kernel has string keys known at translation time",
+                             hint='e.g. x = {"foo": a, "bar": b}, then x["foo"]')
+        return self.anonymous_struct(list(zip(node.keys, node.values)), node)
 
     def lvalue(self, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
         base = self.expr(node.value)
