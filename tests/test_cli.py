@@ -360,3 +360,15 @@ def test_emit_prints_a_lossy_conversion_once_and_goes_on(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("lossy.py:7:16: warning: implicit conversion from f32 to i32 truncates") == 1, r.stderr
     assert "a[i] = int32_t(b[i] * 0.5f);" in (tmp_path / "out" / "cuda" / "lossy.cu").read_text()
+
+
+def test_static_print_goes_to_stderr_not_into_the_sources(tmp_path):
+    src = tmp_path / "shows.py"
+    src.write_text("import transpiler as qd\n\n\n@qd.kernel\n"
+                   "def shows(a: qd.types.ndarray(dtype=qd.f32, ndim=1)):\n"
+                   "    qd.static_print('block', 128)\n"
+                   "    for i in range(a.shape[0]):\n"
+                   "        a[i] = 1.0\n")
+    r = cli("emit", src, "--target", "cuda", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "block 128" in r.stderr and "block 128" not in r.stdout and "extern \"C\"" in r.stdout

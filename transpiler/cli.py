@@ -250,7 +250,8 @@ def translations(args, keep_going: bool = False) -> list:
         kernel_types = {**arg_types, **{n: ann for n, (ann, _) in assumed.items()}}
         for t in targets:
             try:
-                tr = translate(k, t, **options, arg_types=kernel_types)
+                with contextlib.redirect_stdout(sys.stderr):  # qd.static_print: never into sources on stdout
+                    tr = translate(k, t, **options, arg_types=kernel_types)
             except TranspileError as exc:
                 if not keep_going:
                     raise

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import itertools
 import warnings
 from typing import TYPE_CHECKING, Callable
 
