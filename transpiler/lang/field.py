@@ -176,8 +176,8 @@ class Field(ElementDims):
             cols = self.element_shape[1] if len(self.element_shape) == 2 else 1
             out = out.reshape(self.shape + ((rows, cols) if keep_dims or cols != 1 else (rows,)))
         if dtype is not None:
-            out = out.astype((python_type(dtype) or dtype).np_dtype if isinstance(python_type(dtype) or dtype, DType)
-                             else dtype)
+            t = python_type(dtype) or dtype
+            out = out.astype(t.np_dtype if isinstance(t, DType) else t)
         return out
 
     def from_numpy(self, array) -> None:

@@ -53,7 +53,8 @@ class MatrixType:
         if len(args) == 1:
             data = np.array(args[0], dtype=np_dtype)
         else:  # scalars and vectors, concatenated: vec3(v2, z)
-            data = np.concatenate([np.ravel(np.asarray(a)) for a in args]).astype(np_dtype)
+            data = np.concatenate([np.ravel(np.asarray(a)) for a in args])
+            data = data if np_dtype is None else data.astype(np_dtype)
         data = np.broadcast_to(data, self.shape).copy() if data.size == 1 else data.reshape(self.shape)
         out = data.view(host_matrix_class())
         out.qd_dtype = dt if isinstance(dt, DType) else None
