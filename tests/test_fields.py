@@ -411,6 +411,12 @@ def test_reassigned_ndarray_members_are_the_ones_a_call_binds(executor):
         outer.inner.x = x3  # another dtype: another instantiation
         fill_member(outer, 30)
         np.testing.assert_array_equal(x3.to_numpy(), 30 + np.arange(n, dtype=np.float32))
+    holder = Holder(x1)
+    fill_member(FrozenOuter(holder), 1)
+    translations = len(fill_member.__dict__["_ir_cache"])
+    fill_member(FrozenOuter(holder), 2)                  # an equal dataclass: the same translation
+    assert len(fill_member.__dict__["_ir_cache"]) == translations
+    np.testing.assert_array_equal(x1.to_numpy(), 2 + np.arange(n))
     with pytest.warns(DeprecationWarning, match="@qd.pure is deprecated"):
         pure_fill = qd.pure(fill_member)
     assert pure_fill is fill_member

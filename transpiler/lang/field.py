@@ -400,24 +400,26 @@ def _plain(v) -> bool:
 
 def _instance_key(obj, seen: frozenset = frozenset()) -> tuple:
     """What of a data-oriented instance (or a Python dataclass) its kernels' translations
-    depend on: the instance; the Python scalars it holds (``self.n``), which a kernel reads as
-    constants; which ndarray or field each member is, as a kernel binds it; and the same of
-    the data-oriented instances and dataclasses it holds. Setting ``sim.n = 4`` or
-    ``sim.inner.x = other_ndarray`` after a call makes the next call translate again with
-    them, as Quadrants' docs describe (Quadrants 1.3.3 itself keeps running what it compiled
-    for that instance with an old primitive value; with ``template_primitives=False`` it
-    passes the new one)."""
+    depend on. A data-oriented instance: itself, the Python scalars it holds (``self.n``),
+    which a kernel reads as constants, which ndarray or field each member is, as a kernel
+    binds it, and the same of the instances and dataclasses it holds. A dataclass: its type
+    and every member's value (an array's identity), so equal ones share a translation.
+    Setting ``sim.n = 4`` or ``sim.inner.x = other_ndarray`` after a call makes the next call
+    translate again with them, as Quadrants' docs describe (Quadrants 1.3.3 itself keeps
+    running what it compiled for that instance with an old primitive value; with
+    ``template_primitives=False`` it passes the new one)."""
     import dataclasses
 
     from ..ir.memo import Identity
     from .matrix import dataclass_members
 
+    oriented = getattr(obj, "_qd_data_oriented", False)
     state = getattr(obj, "__dict__", None)
-    if state is None and dataclasses.is_dataclass(obj):  # (a dataclass with slots)
+    if state is None or not oriented:  # a dataclass: its fields (with slots, no __dict__)
         state = {name: getattr(obj, name) for name, _ in dataclass_members(type(obj))}
     seen = seen | {id(obj)}
     members = []
-    for k, v in sorted((state or {}).items()):
+    for k, v in sorted(state.items()):
         if _plain(v):
             members.append((k, v))
         elif isinstance(v, (Field, StructField)) or getattr(v, "_qd_bound_like_field", False):
@@ -425,5 +427,11 @@ def _instance_key(obj, seen: frozenset = frozenset()) -> tuple:
         elif id(v) not in seen and (getattr(v, "_qd_data_oriented", False) or
                                     dataclasses.is_dataclass(v) and not isinstance(v, type)):
             members.append((k, _instance_key(v, seen)))
-    return (Identity(obj), tuple(members))
+        elif not oriented:  # (an instance's other members do not change what its kernels compile to)
+            try:
+                hash(v)
+            except TypeError:
+                v = Identity(v)
+            members.append((k, v))
+    return (Identity(obj) if oriented else type(obj), tuple(members))
 
