@@ -4,10 +4,10 @@ from __future__ import annotations
 
 
 def current_cfg():
-    """What the last qd.init chose (``qd.cfg``)."""
-    from ..runtime import cfg, current
+    """What the last qd.init chose (``qd.cfg``; before any, its defaults: no executor is
+    started by asking, so a module the command line imports can read it)."""
+    from ..runtime import cfg
 
-    current()  # (qd.init with its defaults, where no call made one yet)
     return cfg
 
 
