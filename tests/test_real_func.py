@@ -323,3 +323,72 @@ def test_compound_results_compile(target):
         tr = qd.translate(kernel, target, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
+
+
+@qd.real_func
+def set_seven(a: qd.ref(qd.f32)):
+    a = 7
+
+
+@qd.real_func
+def doubled(a: qd.ref(qd.f32)):
+    a += a
+
+
+@qd.real_func
+def negate_minus(a: qd.ref(qd.i32), by: qd.i32):
+    a = -a - by
+
+
+@qd.kernel
+def by_reference(out: qd.types.ndarray(dtype=qd.f32, ndim=1), iout: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        a = 5.0
+        set_seven(a)
+        b = out[i]
+        doubled(b)
+        out[i] = a * 100 + b
+        n = 5                                   # non-negative where it is declared ...
+        negate_minus(n, i)                      # ... not after: n // 3 floors a negative number
+        iout[i] = n // 3
+
+
+def test_ref_parameters_write_the_callers_variable(executor, rng):
+    out = rng.uniform(-5, 5, 40).astype(np.float32)
+    want = 700 + out * 2
+    iout = np.zeros(40, np.int32)
+    by_reference(out, iout)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    np.testing.assert_array_equal(iout, (-5 - np.arange(40)) // 3)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_ref_parameters_compile(target):
+    from conftest import assert_compiles
+
+    tr = qd.translate(by_reference, target)
+    text = "".join(tr.sources.values())
+    assert {"cuda": "float& a", "hip": "float& a", "glsl": "inout float a", "msl": "thread float& a"}[target] in text
+    assert_compiles(target, tr)
+
+
+@qd.kernel
+def ref_of_an_element(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(out.shape[0]):
+        set_seven(out[i])
+
+
+@qd.kernel
+def ref_of_another_type(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(out.shape[0]):
+        k = 1
+        set_seven(k)
+
+
+def test_ref_arguments_are_local_variables_of_the_parameters_type():
+    with pytest.raises(qd.TranspileError, match=r"qd.ref parameter: pass a scalar local variable") as info:
+        qd.translate(ref_of_an_element, "cuda")
+    assert info.value.loc.line == ref_of_an_element.fn.__code__.co_firstlineno + 3
+    with pytest.raises(qd.TranspileError, match=r"is a qd.ref\(f32\) parameter; `k` is i32"):
+        qd.translate(ref_of_another_type, "cuda")

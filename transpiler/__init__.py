@@ -17,7 +17,7 @@ for _name, _module in (("math", math), ("types", types), ("simt", simt), ("shmem
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 del _sys, _name, _module
 from .lang.kernel import (  # noqa: F401
-    Func, Kernel, RealFunc, Template, func, kernel, real_func, set_launcher, static, template,
+    Func, Kernel, RealFunc, Template, func, kernel, real_func, ref, set_launcher, static, template,
 )
 from .lang.kernel import python_scope as _python_scope
 from .lang.field import Backend, Layout, data_oriented, field, tensor  # noqa: F401

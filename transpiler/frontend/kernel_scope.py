@@ -437,9 +437,10 @@ class KernelScopeLowering:
 
         if self.function_stack:  # a real function draws from its caller's stream, passed by reference
             fn = self.function_stack[-1]
-            if not fn.inouts:
-                fn.inouts.append(ir.Local("rng", T.u32, loc))
-            return fn.inouts[0]
+            if fn.name not in self.function_rngs:
+                self.function_rngs[fn.name] = ir.Local("rng", T.u32, loc)
+                fn.inouts.append(self.function_rngs[fn.name])
+            return self.function_rngs[fn.name]
         if self.rng is not None:
             return self.rng
         if self.seed_param is None:

@@ -18,8 +18,9 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import Identity
 from ..ir.walk import all_exprs, all_stmts
+from ..lang.kernel import RefAnnotation
 from ..lang.matrix import MatrixType
-from .common import is_py_scalar, signature
+from .common import ast_nodes, is_py_scalar, signature
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .structs import leaves, member_type
@@ -42,6 +43,7 @@ class RealFuncLowering:
         self.function_stack: list[ir.Function] = []              # being lowered, outermost first
         self.function_results: dict[str, object] = {}            # name -> its vector / matrix / struct result type
         self.function_calls: dict[str, list[str]] = {}           # name -> names it calls
+        self.function_rngs: dict[str, ir.Local] = {}             # name -> its caller's random stream (an inout)
 
     @property
     def real_function(self) -> ir.Function | None:
@@ -68,6 +70,7 @@ class RealFuncLowering:
         fixed: dict[str, object] = {}          # name -> array handle or translation-time value
         compound: dict[str, object] = {}       # name -> vector / matrix / struct type
         scalars: list[tuple[str, T.DType, ir.Expr]] = []
+        refs: list[tuple[str, ir.Local]] = []  # qd.ref parameters: the caller's variables
         for pname, value in bound.arguments.items():
             at = arg_nodes.get(pname, node)
             ann = annotations.get(pname)
@@ -83,6 +86,9 @@ class RealFuncLowering:
                     scalars.append((flat, dtype, e))
                 key.append((pname, repr(ann), id(ann)))
                 compound[pname] = ann
+            elif kind == "ref":
+                refs.append((pname, self.ref_argument(func, pname, T.python_type(ann.dtype) or ann.dtype, at)))
+                key.append((pname, "ref", refs[-1][1].type.name))
             elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
                 key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
                 fixed[pname] = value
@@ -98,7 +104,7 @@ class RealFuncLowering:
         fn = self.function_keys.get(tuple(key))
         if fn is None:
             fn = self.lower_function(func, parsed, tuple(key), fixed, [(n, t) for n, t, _ in scalars], result,
-                                     compound)
+                                     compound, [(n, v.type) for n, v in refs])
         elif fn in self.function_stack:
             # A call back into a function still being lowered: recursion. Every function on
             # the cycle is recursive; the callee is defined after the caller, so it is
@@ -112,7 +118,8 @@ class RealFuncLowering:
         if caller is not None and fn.name not in self.function_calls[caller]:
             self.function_calls[caller].append(fn.name)
         loc = self.loc(node)
-        inouts = [self.random_state(loc)] if fn.inouts else []  # it draws from our random stream
+        # our variables it takes by reference, then our random stream where it draws
+        inouts = [v for _, v in refs] + ([self.random_state(loc)] if fn.name in self.function_rngs else [])
         if result is not None and not isinstance(result, T.DType):  # its scalars come back in locals of ours
             outs = [self.new_temp(f"{fn.name}_{flat}", ir.Const(dtype, loc, 0), node)
                     for flat, dtype, _ in _result_leaves(result, "r")]
@@ -190,14 +197,49 @@ class RealFuncLowering:
             k += 1
         return name
 
+    def ref_names(self) -> frozenset[str]:
+        """The names the function being lowered passes to qd.ref parameters: assignments
+        are then not all its stores (once per function; none where no qd.ref exists)."""
+        frame = self.frame
+        found = getattr(frame, "ref_names", None)
+        if found is None:
+            found = set()
+            if getattr(RefAnnotation, "used", False):
+                for call in ast_nodes(frame.parsed.node):
+                    callee = self.named_value(call.func) if isinstance(call, ast.Call) else None
+                    if isinstance(callee, lang.RealFunc):
+                        hints = inspect.get_annotations(callee.fn, eval_str=True)
+                        names = list(signature(callee.fn).parameters)
+                        passed = list(zip(names, call.args)) + [(k.arg, k.value) for k in call.keywords]
+                        found |= {a.id for p, a in passed if isinstance(a, ast.Name) and
+                                  isinstance(hints.get(p), RefAnnotation)}
+            found = frame.ref_names = frozenset(found)
+        return found
+
+    def ref_argument(self, func: lang.RealFunc, pname: str, dtype: T.DType, at: ast.AST) -> ir.Local:
+        """The caller's variable a ``qd.ref`` parameter takes: a scalar local of that dtype,
+        which the call may write."""
+        what = f"argument `{pname}` of @qd.real_func `{func.__name__}`"
+        bound, scope = self.scope.lookup(at.id) if isinstance(at, ast.Name) else (None, None)
+        if not isinstance(bound, ir.Local):
+            raise self.error(at, f"{what} is a qd.ref parameter: pass a scalar local variable, which the call may "
+                                 "change", hint=f"assign the value to a local first: `v = ...`, then "
+                                                f"`{func.__name__}(v)`")
+        if bound.type != dtype:
+            raise self.error(at, f"{what} is a qd.ref({dtype.name}) parameter; `{at.id}` is {bound.type.name}",
+                             hint=f"declare it as {dtype.name}, e.g. `{at.id} = qd.{dtype.name}(0)`")
+        self.check_writable(bound, scope, at)
+        return bound
+
     def lower_function(self, func: lang.RealFunc, parsed, key: tuple, fixed: dict,
                        params: list[tuple[str, T.DType]], result: T.DType | None,
-                       compound: dict | None = None) -> ir.Function:
+                       compound: dict | None = None, refs: list | None = None) -> ir.Function:
         fdef = parsed.node
         arg_nodes = {a.arg: a for a in fdef.args.args + fdef.args.kwonlyargs}
         locals_ = [ir.Local(n, t, parsed.loc(arg_nodes[n]) if n in arg_nodes else parsed.loc(fdef)) for n, t in params]
         compound_result = result if result is not None and not isinstance(result, T.DType) else None
         fn = ir.Function(self.function_name(func), locals_, None if compound_result else result, [], parsed.loc(fdef))
+        fn.inouts = [ir.Local(n, t, parsed.loc(arg_nodes[n])) for n, t in refs or []]  # passed by reference
         if compound_result is not None:
             fn.outputs = [ir.Local(flat, dtype, parsed.loc(fdef.returns))
                           for flat, dtype, _ in _result_leaves(result, "result")]
@@ -208,7 +250,7 @@ class RealFuncLowering:
         frame.function = fn
         scope = Scope(None, isolated=True)
         scope.names.update(fixed)
-        scope.names.update({v.name: v for v in locals_})
+        scope.names.update({v.name: v for v in locals_ + fn.inouts})
         by_name = {v.name: v for v in locals_}
         for pname, t in (compound or {}).items():  # the callee's own variable of that type
             scope.names[pname] = _var_of(t, [by_name[flat] for flat, _, _ in leaves(t, pname)])
@@ -236,7 +278,7 @@ class RealFuncLowering:
             end = parsed.loc(fdef.body[-1]) if fdef.body else fn.loc
             stmts += [ir.Assign(end, out, ir.Const(out.type, end, 0)) for out in fn.outputs]
             stmts.append(ir.Return(end, None if fn.outputs else ir.Const(result, end, 0)))
-        if fn.inouts and fn.recursive:  # its calls made while it was lowered pass no stream
+        if fn.name in self.function_rngs and fn.recursive:  # its calls made while it was lowered pass no stream
             raise self.error(fn.loc, f"qd.random() in recursive @qd.real_func `{fn.name}` is not supported",
                              hint="draw the numbers in the kernel and pass them in as arguments")
         _check_body(fn.name, stmts)

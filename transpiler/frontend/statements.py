@@ -261,7 +261,8 @@ class StatementLowering:
                              hint=f"copy it into a local first: `{name}_local = {name}`")
         v = self.to_expr(value, target)
         var = ir.Local(name, v.type, self.loc(target))
-        var.nonneg = v.type.is_int and self.frame.stores.get(name, 0) == 1 and nonneg(v)
+        var.nonneg = v.type.is_int and self.frame.stores.get(name, 0) == 1 and nonneg(v) and \
+            name not in self.ref_names()  # (a call that takes it by reference may make it negative)
         self.scope.names[name] = var
         self.emit(ir.Declare(self.loc(stmt), var, v))
 

@@ -251,12 +251,27 @@ class _NdarrayFactory:
         return "qd.types.ndarray"
 
 
+@dataclass(frozen=True)
+class RefAnnotation:
+    """``qd.ref(qd.f32)``: a @qd.real_func parameter the caller passes a local variable to,
+    by reference: what the function assigns to it, the caller's variable holds after."""
+
+    dtype: Any
+
+
+def ref(dtype) -> RefAnnotation:
+    RefAnnotation.used = True  # (the frontend looks for reference arguments only once one exists)
+    return RefAnnotation(dtype)
+
+
 def param_kind(ann) -> str | None:
     """What a kernel parameter's annotation asks for: "template", "scalar" (a DType, or
     Python's int / float / bool), "ndarray" (possibly untyped), "compound" (a vector, matrix
     or struct type, by value), "dataclass" (a Python dataclass), or None (not supported)."""
     if ann is Template or ann is template or isinstance(ann, Template):
         return "template"
+    if isinstance(ann, RefAnnotation):
+        return "ref"
     if isinstance(ann, DType) or ann in (int, float, bool):
         return "scalar"
     if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)) or getattr(ann, "_qd_view_annotation", False):
