@@ -534,3 +534,20 @@ def test_matrix_rows_of_lists_and_an_arrays_dtype(executor):
     want = np.array([[1, 4, 7], [2, 5, 8], [3, 6, 0]], np.float32) + np.zeros((4, 1, 1), np.float32)
     want[:, 2, 2], want[:, 0, 0] = a, np.arange(4)
     np.testing.assert_array_equal(out, want)
+
+
+@qd.kernel
+def starred_components(a: qd.types.ndarray(dtype=qd.math.vec3, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(a.shape[0]):
+        v = a[i]
+        w = v * 2.0 - 1.0
+        out[i, 0] = qd.min(*v, *w)                 # a vector's components as arguments
+        out[i, 1] = qd.max(*v, 0.5)
+
+
+def test_starred_vectors_as_arguments(executor, rng):
+    a = rng.standard_normal((30, 3)).astype(np.float32)
+    out = np.zeros((30, 2), np.float32)
+    starred_components(a, out)
+    np.testing.assert_array_equal(out[:, 0], np.minimum(a, a * 2 - 1).min(1))
+    np.testing.assert_array_equal(out[:, 1], np.maximum(a.max(1), 0.5))

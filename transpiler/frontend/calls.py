@@ -54,9 +54,12 @@ class CallLowering:
                 args.append(a)
                 continue
             seq = self.expr(a.value)
-            if isinstance(seq, ShapeHandle):  # qd.ndrange(*x.shape): one extent per dimension, read at run time
+            count = seq.array.type.ndim if isinstance(seq, ShapeHandle) else \
+                seq.shape[0] if isinstance(seq, MatrixValue) and seq.is_vector and \
+                isinstance(a.value, (ast.Name, ast.Attribute)) else None
+            if count is not None:  # qd.ndrange(*x.shape), qd.min(*v, *w): one argument per dimension or component
                 args += [ast.copy_location(ast.Subscript(a.value, ast.copy_location(ast.Constant(d), a), ast.Load()), a)
-                         for d in range(seq.array.type.ndim)]
+                         for d in range(count)]
                 continue
             items = seq.value if isinstance(seq, CT) else None
             if hasattr(items, "tolist"):  # a NumPy array of extents (Genesis' grid_res)
