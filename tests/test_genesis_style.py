@@ -521,3 +521,28 @@ def test_genesis_style_kernels_compile(target):
     tr = qd.translate(walk_tree, target, template_args={"nodes": bvh_nodes}, warn=False)
     for verdict in check_sources(target, tr.sources, tr.manifest):
         assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"
+
+
+@dataclasses.dataclass
+class TemplateMember:
+    out: qd.Template                               # a field or an ndarray, fixed per instantiation
+    src: qd.types.NDArray[qd.i32, 1]
+    k: qd.i32
+
+
+scaled_field = qd.field(qd.i32, shape=(16,))
+
+
+@qd.kernel
+def scale_into(p: TemplateMember):
+    for i in range(p.src.shape[0]):
+        p.out[i] = p.src[i] * p.k
+
+
+def test_a_dataclass_member_annotated_template_takes_a_field_or_an_ndarray(executor, rng):
+    src = rng.integers(-50, 50, 16).astype(np.int32)
+    scale_into(TemplateMember(scaled_field, src, 3))
+    np.testing.assert_array_equal(scaled_field.to_numpy(), src * 3)
+    out = qd.ndarray(qd.i32, (16,))
+    scale_into(TemplateMember(out, src, -2))
+    np.testing.assert_array_equal(out.to_numpy(), src * -2)

@@ -279,9 +279,10 @@ class CallLowering:
             try:
                 return [(format(v.value, spec) if spec else str(v.value), "", node)]
             except ValueError as exc:
-                m = _SPEC.fullmatch(spec)  # a printf spec Python's format does not know: `{n:i}`, `{n:lld}`
+                m = _SPEC.fullmatch(spec)  # a printf spec Python's format does not know: `{n:i}`, `{n:.2}`
                 try:
-                    return [(("%" + m.group(1) + m.group(2) + (m.group(3) or "") + m.group(5)) % v.value, "", node)]
+                    letter = m.group(5) or ("f" if isinstance(v.value, float) else "d")
+                    return [(("%" + m.group(1) + m.group(2) + (m.group(3) or "") + letter) % v.value, "", node)]
                 except (AttributeError, TypeError, ValueError):
                     raise self.error(node, f"'{spec}' cannot format {v.value!r}: {exc}") from None
         if isinstance(v, MatrixValue):

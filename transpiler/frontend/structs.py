@@ -248,9 +248,17 @@ class StructLowering:
                 value, inner = self.bind_compound(a, flat, t, index + len(params))
                 params += inner
                 members[member] = value
+            elif kind == "template" and isinstance(self.arg_types.get(flat), lang.NdarrayAnnotation):
+                fake = ast.copy_location(ast.arg(arg=flat), a)  # an ndarray in a qd.template() member
+                p = ir.Param(flat, self.ndarray_type(fake, self.arg_types[flat], None), index + len(params), loc)
+                params.append(p)
+                members[member] = ArrayHandle(p)
+            elif kind == "template" and flat in self.template_args:  # a field, or a value known now
+                members[member] = self.module_object(CT(self.template_args[flat]), flat, a)
             else:
                 raise self.error(a, f"member `{member}` of dataclass {ann.__name__} has an unsupported type {t!r}",
-                                 hint="members may be ndarrays, scalars, vectors, matrices, structs or dataclasses")
+                                 hint="members may be ndarrays, scalars, vectors, matrices, structs, dataclasses "
+                                      "or qd.template() values")
         return StructValue(ann, members), params
 
     def compound_value(self, t, params, loc: ir.Loc):
