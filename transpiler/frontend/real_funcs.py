@@ -21,6 +21,7 @@ from ..ir.walk import all_exprs, all_stmts
 from ..lang.kernel import RefAnnotation
 from ..lang.matrix import MatrixType
 from .common import ast_nodes, is_py_scalar, signature
+from .kernel_scope import result_type
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .structs import leaves, member_type
@@ -176,15 +177,11 @@ class RealFuncLowering:
                 raise self.error(fdef, f"the return value of @qd.real_func `{func.__name__}` must be annotated",
                                  hint=f"declare its type, e.g. `def {func.__name__}(...) -> qd.i32:`")
             return None
-        dtype = T.python_type(ann) or ann
-        if isinstance(dtype, T.DType):
-            return dtype
-        if lang.param_kind(ann) == "compound":  # a vector, matrix or struct: written into out parameters
-            return ann
-        items = ann.__args__ if getattr(ann, "__origin__", None) is tuple else ann
-        if isinstance(items, tuple) and items and all(
-                isinstance(T.python_type(t) or t, T.DType) or lang.param_kind(t) == "compound" for t in items):
-            return tuple(items)  # `-> (Ray, vec3, bool)` / `-> tuple[qd.f32, qd.i32]`: each item in turn
+        # a dtype; a vector, matrix or struct (written into out parameters); or a tuple of them
+        # (`-> (Ray, vec3, bool)`, `-> tuple[qd.f32, qd.i32]`), read as a kernel's result is
+        found = result_type(ann)
+        if found is not None:
+            return found
         raise self.error(fdef.returns, f"a @qd.real_func returns a scalar, a vector, a matrix or a struct, not {ann!r}",
                          hint="annotate it with qd.f32, qd.math.vec3, a qd.types.struct(...) and the like")
 
