@@ -460,3 +460,39 @@ zero_d = qd.field(qd.f32, shape=())
 def ungrouped_loop_over_0d_field():
     for i in zero_d:  # error: a 0-d field or ndarray has no index to loop over
         zero_d[None] = 1.0
+
+
+@qd.kernel
+def kernel_returns_too_few(a: vec) -> (qd.f32, qd.i32):
+    return a[0]  # error: the kernel is annotated to return 2 values
+
+
+@qd.kernel
+def kernel_returns_a_vector_for_a_scalar(a: vec) -> (qd.f32, qd.i32):
+    return a[0], qd.Vector([1, 2])  # error: this value is not a scalar
+
+
+@qd.kernel
+def dict_with_number_keys(a: vec):
+    for i in range(a.shape[0]):
+        d = {1: a[i]}  # error: a dict in a kernel has string keys
+        a[i] = 0.0
+
+
+@qd.kernel
+def format_without_its_argument(a: vec):
+    for i in range(a.shape[0]):
+        print("{} {}".format(a[i]))  # error: format() has no argument 1
+
+
+@qd.kernel
+def static_print_option(a: vec):
+    qd.static_print(a, flush=True)  # error: qd.static_print takes sep= and end=, not flush=
+    for i in range(a.shape[0]):
+        a[i] = 0.0
+
+
+@qd.kernel
+def assume_in_range_short(a: vec):
+    for i in range(a.shape[0]):
+        a[qd.assume_in_range(i, 0, 0)] = 1.0  # error: qd.assume_in_range(val, base, low, high) takes 4 arguments

@@ -164,6 +164,8 @@ def test_python_scope_struct_values_are_typed():
         t.c = 1
     with pytest.raises(TypeError, match="has no member `bogus`"):
         structi(bogus=1)
+    with pytest.raises(TypeError, match="has 2 member\\(s\\), given 3 values"):
+        structi(1, 2, 3)
     anon = qd.Struct({"line": {"linedir": [1, 2, 3], "length": 0.5}, "idx": 4})
     assert anon.line.linedir.x == 2 - 1 and anon.line.length == 0.5
     assert anon.to_dict() == {"line": {"linedir": [1, 2, 3], "length": 0.5}, "idx": 4}

@@ -355,6 +355,8 @@ def test_host_side_field_api_and_its_refusals():
         qd.root.dense(qd.ij, (2, 3, 4))
     with pytest.raises(ValueError, match="must be a permutation of range\\(1\\)"):
         qd.tensor(qd.f32, (4,), layout=(1, 0))
+    with pytest.raises(TypeError, match="the physical order is layout="):
+        qd.tensor(qd.f32, (4, 5), order="ji")
     t = qd.tensor(qd.f32, (4, 5), layout=(1, 0))  # a hint no access can observe: stored row-major
     t[1, 2] = 3.0
     assert t.shape == (4, 5) and t.to_numpy()[1, 2] == 3.0

@@ -322,6 +322,8 @@ def test_buffer_views_pass_a_range_of_an_ndarray(executor, rng):
         qd.BufferView(data, offset=60, size=8)
     with pytest.raises(ValueError, match="1-d qd.ndarray"):
         qd.BufferView(qd.ndarray(qd.f32, (4, 4)))
+    with pytest.raises(TypeError, match="needs_grad=True is not supported"):
+        qd.ndarray(qd.f32, (8,), needs_grad=True)[2:4]
 
 
 @pytest.mark.parametrize("shape", [2**31, 1.5, 0, (1, 0), (1, 0.5), (1, 2**31)])

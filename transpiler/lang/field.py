@@ -166,7 +166,8 @@ class Field(ElementDims):
     def to_numpy(self, keep_dims: bool = False, dtype=None, *, copy: bool = True):
         """The elements; an inactive one of a sparse field reads 0, as in Quadrants. As
         Quadrants shapes them: an n x 1 matrix element as n values, unless ``keep_dims``,
-        which gives a vector element as n x 1 too; ``dtype`` converts."""
+        which gives a vector element as n x 1 too; ``dtype`` converts. (``copy``: taken as
+        Quadrants takes it; the result is always a copy.)"""
         out = self.storage().copy()
         active = self._active()
         if active is not None:
