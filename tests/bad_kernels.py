@@ -8,8 +8,12 @@ vec = qd.types.ndarray(dtype=qd.f32, ndim=1)
 ivec = qd.types.ndarray(dtype=qd.i32, ndim=1)
 
 
-def plain_python(x):
-    return x + 1
+class _Scaler:  # a callable object: not a function the kernel could inline
+    def __call__(self, x):
+        return x + 1
+
+
+scaler = _Scaler()
 
 
 @qd.func
@@ -71,7 +75,7 @@ def calls_recursive(a: ivec):
 @qd.kernel
 def unknown_function(a: vec):
     for i in range(a.shape[0]):
-        a[i] = plain_python(a[i])  # error: call to unknown Python function `plain_python`
+        a[i] = scaler(a[i])  # error: call to unknown Python function `_Scaler`
 
 
 @qd.kernel
@@ -128,7 +132,8 @@ def assign_outer_in_parallel(a: vec):
 def assign_loop_var(a: vec):
     for i in range(a.shape[0]):
         for k in range(3):
-            k = 5  # error: cannot assign to the loop variable `k`
+            if a[i] > 0.0:  # (an assignment in the loop's own body starts a new local: Python's rebinding)
+                k = 5  # error: cannot assign to the loop variable `k`
         a[i] = 0.0
 
 

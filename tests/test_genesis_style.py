@@ -471,9 +471,6 @@ def test_hand_written_backward_passes_through_grad_fields(executor, rng):
     np.testing.assert_array_equal(gF[0], 7.0)                       # other frames untouched
     with pytest.raises(AttributeError, match="member `alive` is an integer: it has no grad"):
         particles_ad.grad.alive  # noqa: B018
-    with pytest.raises(AttributeError, match=r"backward_step.grad: automatic differentiation \(kernel.grad\(\), "
-                                             r"qd.ad.Tape\) is not supported"):
-        backward_step.grad(1)
 
 
 @qd.kernel

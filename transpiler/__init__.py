@@ -8,12 +8,12 @@ from .errors import TranspileError  # noqa: F401
 from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
-from .lang import math, shmem, simt, types  # noqa: F401
+from .lang import ad, math, shmem, simt, types  # noqa: F401
 import sys as _sys
 
 # `import transpiler.math as tm` and `from transpiler.types import ndarray`, as Quadrants'
 # (and Taichi's) submodules are imported: the same module objects as the attributes.
-for _name, _module in (("math", math), ("types", types), ("simt", simt), ("shmem", shmem)):
+for _name, _module in (("ad", ad), ("math", math), ("types", types), ("simt", simt), ("shmem", shmem)):
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 del _sys, _name, _module
 from .lang.kernel import (  # noqa: F401

@@ -1,6 +1,7 @@
 """The feature corpus: one small kernel file per language feature in this folder (naga's
 model). A file's docstring says what it shows; an ``# options: {...}`` comment line holds the
-translation options as a Python literal, with per-target overrides under a target's name:
+translation options as a Python literal, with per-target overrides under a target's name (a file
+with more than one kernel names the one it shows as ``FEATURE``):
 
     # options: {"template_args": {"radius": 2}, "glsl": {"subgroup_size": 8}}
 
@@ -60,9 +61,13 @@ def features() -> list[Feature]:
     for path in sorted(HERE.glob("*.py")):
         if path.name == "corpus.py" or path.name.startswith("_"):
             continue
-        kernels = [v for v in vars(_load(path)).values() if isinstance(v, qd.Kernel)]
+        module = _load(path)
+        kernels = [v for v in vars(module).values() if isinstance(v, qd.Kernel)]
+        if hasattr(module, "FEATURE"):  # a kernel made from another (a derivative: `FEATURE = f.grad`)
+            kernels = [module.FEATURE]
         if len(kernels) != 1:
-            raise AssertionError(f"{path.name}: a feature file holds exactly one @qd.kernel, found {len(kernels)}")
+            raise AssertionError(f"{path.name}: a feature file holds exactly one @qd.kernel (or names the one it "
+                                 f"shows as FEATURE), found {len(kernels)}")
         out.append(Feature(path.stem, path, kernels[0], _options(path)))
     return out
 

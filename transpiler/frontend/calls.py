@@ -7,6 +7,8 @@ import builtins
 import copy
 import math as pymath
 import re
+import types
+import weakref
 from functools import lru_cache
 
 from .. import lang
@@ -27,6 +29,10 @@ from .values import (
 )
 from .scopes import Scope, _FuncFrame
 
+# Plain Python functions a kernel calls, each as the @qd.func it is translated as.
+_IMPLICIT_FUNCS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# Functions of these modules run in Python (at translation time) or are named as unsupported.
+_LIBRARY_MODULES = frozenset({"numpy", "math", "builtins", "operator", "functools", "random"})
 
 class CallLowering:
     """Call methods of KernelLowering."""
@@ -189,6 +195,16 @@ class CallLowering:
             raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
                              hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
         what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        if isinstance(fn, types.FunctionType) and fn.__module__ not in _LIBRARY_MODULES:
+            # Quadrants calls a plain Python function with its expressions (a lambda passed in,
+            # a helper without @qd.func): the same as inlining it, with Python's own semantics.
+            if fn.__name__ != "<lambda>":
+                self.warn(node, "plain-function", f"`{what}` is a plain Python function: it is translated as a "
+                                                  "@qd.func", hint="decorate it with @qd.func")
+            implicit = _IMPLICIT_FUNCS.get(fn)
+            if implicit is None:
+                implicit = _IMPLICIT_FUNCS[fn] = lang.Func(fn)
+            return self.inline(implicit, node)
         raise self.error(node, f"call to unknown Python function `{what}`",
                          hint="decorate it with @qd.func to call it from a kernel")
 

@@ -294,9 +294,10 @@ class ExpressionLowering:
                 v = self.expr(i.value if isinstance(i, ast.Starred) else i)
                 if isinstance(v, MatrixValue) and v.is_vector:
                     items.extend((c, i) for c in v.items)
-                elif isinstance(i, ast.Starred) and isinstance(v, TupleValue):
+                elif isinstance(v, TupleValue):  # `field[I, k]` with `I = (i, j)`: Quadrants spreads it too
                     items.extend((c, i) for c in v.items)
-                elif isinstance(i, ast.Starred) and isinstance(v, CT) and isinstance(v.value, (tuple, list)):
+                elif isinstance(v, CT) and isinstance(v.value, tuple) or \
+                        isinstance(i, ast.Starred) and isinstance(v, CT) and isinstance(v.value, list):
                     items.extend((CT(c), i) for c in v.value)
                 else:
                     items.append((v, i))

@@ -374,6 +374,8 @@ class KernelScopeLowering:
     def foldable_dtype(self, dtype: T.DType) -> bool:
         """A dtype the block library folds, with a subgroup width known here that divides
         the block."""
+        if self.kernel.autodiff is not None:  # a derivative differentiates the plain atomics
+            return False
         self.width_consulted = True
         block_dim = self.current_block_dim
         return dtype.name in _FOLDABLE and self.subgroup_size is not None and not block_dim % self.subgroup_size

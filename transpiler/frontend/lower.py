@@ -711,5 +711,9 @@ def lower_kernel(kernel: lang.Kernel, template_args: dict | None = None,
     for task in ir_kernel.tasks:
         for array in task.shared:
             array.name = array.name or "shared"
+    if kernel.autodiff is not None:
+        from .derivative import derive
+
+        ir_kernel = derive(ir_kernel, kernel.autodiff)
     return ir_kernel
 

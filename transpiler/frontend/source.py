@@ -45,6 +45,10 @@ def parse_function(fn: Callable) -> ParsedFunction:
         raise TranspileError(f"cannot read the source of {fn.__qualname__}: {exc}",
                              hint="kernels must be defined in a .py file") from None
     start = first + 1
+    if fn.__name__ == "<lambda>":
+        parsed = ParsedFunction(_lambda_def(fn, all_lines, start, file), file)
+        _cache[key] = parsed
+        return parsed
     text = _definition(all_lines, first)
     node = _parse(text, start) if text is not None else None
     if node is None:  # the quick cut failed: let inspect find the block (it tokenizes)
@@ -57,6 +61,27 @@ def parse_function(fn: Callable) -> ParsedFunction:
     parsed = ParsedFunction(node, file)
     _cache[key] = parsed
     return parsed
+
+
+def _lambda_def(fn: Callable, lines: list[str], start: int, file: str) -> ast.FunctionDef:
+    """A lambda as the function ``def <lambda>(args): return body`` at the lambda's place:
+    the lambda of its line(s) whose body starts where its code does."""
+    pos = next((p for p in fn.__code__.co_positions() if p[0] is not None), None)
+    for end in range(start, min(start + 20, len(lines)) + 1):
+        try:
+            tree = ast.parse("\n" * (start - 1) + "".join(lines[start - 1:end]).lstrip())
+        except SyntaxError:
+            continue
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+        if pos is not None:
+            exact = [n for n in found if (n.body.lineno, n.body.col_offset) == (pos[0], pos[2])]
+            found = exact or found
+        if found:
+            lam = found[0]
+            ret = ast.Return(lam.body, lineno=lam.body.lineno, col_offset=lam.body.col_offset)
+            return ast.FunctionDef("<lambda>", lam.args, [ret], [], None, lineno=lam.lineno,
+                                   col_offset=lam.col_offset, type_params=[])
+    raise TranspileError(f"cannot read the source of the lambda at line {start}", Loc(file, start, 0))
 
 
 def _definition(lines: list[str], first: int) -> str | None:

@@ -234,6 +234,14 @@ class StatementLowering:
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold {describe(value.shape)}",
                              hint="use a new name for the vector")
+        if isinstance(bound, ir.Local) and bound.loop_var and scope is self.scope:
+            # `i = qd.cast(i, qd.i32)` in the loop's own body: a new local from here to the end of
+            # this iteration, as in Python (the next iteration takes the range's next value)
+            v = self.to_expr(value, target)
+            var = ir.Local(name, v.type, self.loc(target))
+            self.emit(ir.Declare(self.loc(stmt), var, v))
+            scope.names[name] = var
+            return
         if isinstance(bound, ir.Local):
             self.check_writable(bound, scope, target)
             v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)

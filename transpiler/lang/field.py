@@ -32,17 +32,21 @@ def reset_fields() -> None:
 def companion(kind: str, owner: str = "qd.field") -> property:
     """A field's ``.grad`` / ``.dual``: a field of the same shape and type, made by
     ``needs_grad=True`` / ``needs_dual=True``. It is storage that kernels read and write as
-    they do the field (Genesis' hand-written backward passes write ``x.grad``); deriving a
-    kernel automatically (``kernel.grad()``, ``qd.ad.Tape``) is not supported."""
+    they do the field (Genesis' hand-written backward passes write ``x.grad``), and where a
+    kernel's derivative (``kernel.grad()``, ``qd.ad``) adds its gradients."""
     flag = "needs_grad" if kind == "grad" else "needs_dual"
 
     def get(self):
         found = self.__dict__.get("_" + kind)
+        if found is None and isinstance(self, Field) and not self.placed and self.dtype.is_float:
+            # `qd.root.dense(qd.i, n).place(x, x.grad)`: made here, placed with x
+            found = self.__dict__["_" + kind] = Field(self.dtype, None, self.element_shape,
+                                                      f"{self.name}_{kind}" if self.name else None)
         if found is None:
             what = owner.split(".")[1]
             raise AttributeError(f"{owner}.{kind}: this {what} has no {kind}: create it with {flag}=True (a {what} of "
-                                 f"the same shape that kernels read and write; automatic differentiation itself, "
-                                 "kernel.grad() and qd.ad.Tape, is not supported by this transpiler)")
+                                 f"the same shape, which kernel.grad(), qd.ad.Tape and kernels themselves read and "
+                                 "write)")
         return found
 
     return property(get)

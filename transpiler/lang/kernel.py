@@ -66,11 +66,19 @@ class Kernel(_Decorated):
 
     graph = False  # made with @qd.kernel(graph=True)
 
+    autodiff: str | None = None  # "reverse" / "forward" for a kernel's derivative (DerivativeKernel)
+
     @property
-    def grad(self):
-        raise AttributeError(f"{self.__name__}.grad: automatic differentiation (kernel.grad(), qd.ad.Tape) is not "
-                             "supported by this transpiler; write the backward kernel by hand (fields made with "
-                             "needs_grad=True have .grad storage for it)")
+    def grad(self) -> "DerivativeKernel":
+        """The kernel's reverse-mode derivative: ``kernel.grad(*args)`` adds the derivative of
+        what it writes into the ``.grad`` of what it reads (Quadrants' ``kernel.grad()``)."""
+        return self._derivative("reverse")
+
+    def _derivative(self, mode: str) -> "DerivativeKernel":
+        found = self.__dict__.get("_" + mode)
+        if found is None:
+            found = self.__dict__["_" + mode] = DerivativeKernel(self, mode)
+        return found
 
     def __call__(self, *args, **kwargs):
         if _not_running is not None:
@@ -82,12 +90,33 @@ class Kernel(_Decorated):
             from .stream import take_stream
 
             kwargs = take_stream(kwargs)
+        if self.autodiff is None:
+            from . import ad
+
+            if ad.state.fwd is not None:  # in a qd.ad.FwdMode block: the primal with its tangents
+                return _launcher(self._derivative("forward"), args, kwargs)
+            ad.record(self, args)
         return _launcher(self, args, kwargs)
 
     def __get__(self, instance, owner=None):
         # A kernel method of a @qd.data_oriented class: `self` is the instance (a
         # translation-time value: one instantiation per instance).
         return self if instance is None else BoundKernel(self, instance)
+
+    def __repr__(self) -> str:
+        return f"<qd.kernel {self.__name__}>"
+
+
+class DerivativeKernel(Kernel):
+    """A kernel's derivative (``kernel.grad``, and what a FwdMode block runs): the primal's
+    function, lowered then differentiated (transpiler/passes/autodiff.py)."""
+
+    def __init__(self, primal: Kernel, mode: str):
+        super().__init__(primal.fn)
+        self.primal = primal
+        self.autodiff = mode
+        self.graph = primal.graph
+        self.__name__ = f"{primal.__name__}_{'grad' if mode == 'reverse' else 'fwd'}"
 
     def __repr__(self) -> str:
         return f"<qd.kernel {self.__name__}>"
@@ -104,6 +133,10 @@ class BoundKernel:
 
     def __call__(self, *args, **kwargs):
         return self.kernel(self.instance, *args, **kwargs)
+
+    @property
+    def grad(self) -> "BoundKernel":
+        return BoundKernel(self.kernel.grad, self.instance, self.kernel.grad.__name__)
 
     def __repr__(self) -> str:
         return f"<qd.kernel {self.__name__} of {type(self.instance).__name__}>"

@@ -18,7 +18,7 @@ _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA
           "source it writes)")
 _UNSUPPORTED = {name: why for why, names in _LATER.items() for name in names.split()}
 _NO_EQUIVALENT = set("""
-    ad autodiff sparse mesh_local
+    sparse mesh_local
     mesh_patch_idx Mesh MeshInstance linalg checkpoint
     stop_grad
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz

@@ -101,6 +101,8 @@ class SNode:
         if offset is not None and any(offset if isinstance(offset, (tuple, list)) else (offset,)):
             raise ValueError("place(offset=...): fields with an index offset are not supported; index from 0")
         for f in fields:
+            if f.placed and f.shape == tuple(self.shape) and any(f is c for c in _companions_of(fields)):
+                continue  # `place(x, x.grad)`: x placed its .grad with it
             f._place(self.shape)
             for g in _leaves(f):
                 g._snode = self
@@ -128,11 +130,24 @@ class SNode:
     def lazy_grad(self) -> None:
         """``qd.root.lazy_grad()``: every float field placed under this node gets its ``.grad``
         (a field of its shape, as ``needs_grad=True`` would have made it), where it has none."""
-        from .field import Field
+        self._lazy("grad")
 
-        for f in self.subtree_fields():
-            if f.dtype.is_float and f.__dict__.get("_grad") is None:
-                f.__dict__["_grad"] = Field(f.dtype, f.shape, f.element_shape, f"{f.name}_grad" if f.name else None)
+    def lazy_dual(self) -> None:
+        """``qd.root.lazy_dual()``: as lazy_grad, for ``.dual`` (forward-mode tangents)."""
+        self._lazy("dual")
+
+    def _lazy(self, kind: str) -> None:
+        from .field import Field, _all_fields
+
+        # qd.root's: every field placed so far, those made with shape=... too (as in Quadrants)
+        fields = [f for f in list(_all_fields) if f.placed] if self.kind == "root" else self.subtree_fields()
+        companions = {id(c) for c in _companions_of(fields)}
+        for f in fields:
+            if id(f) in companions:
+                continue
+            if f.dtype.is_float and f.__dict__.get("_" + kind) is None:
+                f.__dict__["_" + kind] = Field(f.dtype, f.shape, f.element_shape,
+                                               f"{f.name}_{kind}" if f.name else None)
 
     def subtree_fields(self) -> list:
         out = list(self.fields)
@@ -179,6 +194,10 @@ class _Root(SNode):
     def deactivate_all(self) -> None:
         deactivate_all_snodes()
 
+
+def _companions_of(fields) -> list:
+    """The .grad / .dual fields of ``fields`` (of their members, for fields of structs)."""
+    return [c for f in fields for g in _leaves(f) for c in g._companions()]
 
 
 def _leaves(f):

@@ -557,6 +557,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     values.update(hidden_values(kir))
     for p in hidden:
         if p.of:  # x.grad / x.dual in the kernel: the argument's own
+            if (p.of, p.role) not in values and kernel.autodiff is not None:
+                values[(p.of, p.role)] = np.zeros(values[p.of].shape, values[p.of].dtype)  # (a constant: no adjoint)
             if (p.of, p.role) not in values:
                 raise TypeError(f"{kernel.__name__}(): the kernel uses `{p.of}.{p.role}`: pass a qd.ndarray made with "
                                 f"needs_{p.role}=True for `{p.of}`")
