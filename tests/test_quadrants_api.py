@@ -331,3 +331,26 @@ def test_an_invalid_ndarray_shape_is_refused(shape):
     with pytest.raises(qd.QuadrantsRuntimeError, match="is not a valid shape for ndarray"):
         qd.ndarray(qd.f32, shape)
     assert qd.ndarray(qd.f32, (1, np.int32(2), 3)).shape == (1, 2, 3)
+
+
+def test_tensor_wraps_a_field_or_an_ndarray_in_dataclass_members(executor, rng):
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class State:
+        x: qd.Tensor
+        y: qd.Tensor
+
+    @qd.kernel
+    def step(state: State, k: qd.f32):
+        for i in range(4):
+            state.y[i] = state.x[i] * k
+
+    xs = rng.standard_normal(4).astype(np.float32)
+    x = qd.field(qd.f32, shape=(4,))
+    x.from_numpy(xs)
+    y = qd.ndarray(qd.f32, shape=(4,))
+    state = State(x=qd.Tensor(x), y=qd.Tensor(y))
+    assert state.x is x and x._unwrap() is x  # Quadrants' wrapper: here the storage is its own
+    step(state, 2.5)
+    np.testing.assert_allclose(y.to_numpy(), xs * 2.5, rtol=1e-6)

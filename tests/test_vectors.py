@@ -551,3 +551,21 @@ def test_starred_vectors_as_arguments(executor, rng):
     starred_components(a, out)
     np.testing.assert_array_equal(out[:, 0], np.minimum(a, a * 2 - 1).min(1))
     np.testing.assert_array_equal(out[:, 1], np.maximum(a.max(1), 0.5))
+
+
+def test_calling_a_vector_or_matrix_indexes_it(executor, rng):
+    # Taichi's old spelling, which Quadrants keeps: v(0) is v[0], m(i, j) is m[i, j]
+    a = rng.standard_normal((8, 4)).astype(np.float32)
+    out = np.zeros((8, 2), np.float32)
+
+    @qd.kernel
+    def k(a: qd.types.ndarray(dtype=qd.f32, ndim=2), out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+        for i in range(a.shape[0]):
+            d = qd.Vector([a[i, 0], a[i, 1]]) ** 2
+            m = qd.Matrix([[a[i, 0], a[i, 1]], [a[i, 2], a[i, 3]]])
+            out[i, 0] = d(0) + d(1)
+            out[i, 1] = m(1, 0) - m(0, 1)
+
+    k(a, out)
+    np.testing.assert_allclose(out[:, 0], a[:, 0] ** 2 + a[:, 1] ** 2, rtol=1e-6)
+    np.testing.assert_allclose(out[:, 1], a[:, 2] - a[:, 1], rtol=1e-6)

@@ -130,6 +130,11 @@ class CallLowering:
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             return self.inline_values(f.value.func, node, [f.value.value, *args], kwargs)
+        if isinstance(f, MatrixValue) and node.args and not node.keywords:
+            # `v(0)`, `m(i, j)`: Taichi's old spelling of v[0], m[i, j], which Quadrants keeps
+            index = node.args[0] if len(node.args) == 1 else ast.Tuple(list(node.args), ast.Load())
+            return self.expr(ast.copy_location(ast.Subscript(node.func, ast.copy_location(index, node.args[0]),
+                                                             ast.Load()), node))
         if not isinstance(f, CT):
             raise self.error(node.func, "only functions known at translation time can be called in kernels")
         fn = f.value

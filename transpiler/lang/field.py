@@ -56,6 +56,10 @@ class ElementDims:
     """``.n`` / ``.m`` of a field or ndarray of vectors or matrices (rows, and columns: 1 for a
     vector), as Quadrants' MatrixField and MatrixNdarray have them."""
 
+    def _unwrap(self):
+        """Quadrants' ``qd.Tensor`` wrapper's escape hatch: here the field or ndarray is its own."""
+        return self
+
     element_shape: tuple[int, ...] = ()
 
     @property
@@ -218,6 +222,8 @@ class Field(ElementDims):
 class StructField:
     """A field of structs: one field per member (``x.pos`` is the member's field), read in a
     kernel as ``x[i].pos`` or ``x.pos[i]``."""
+
+    _unwrap = ElementDims._unwrap
 
     grad, dual = companion("grad"), companion("dual")
 

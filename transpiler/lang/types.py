@@ -7,8 +7,23 @@ from .matrix import matrix, struct, vector  # noqa: F401
 
 ndarray = _NdarrayFactory()
 NDArray = ndarray
-# qd.Tensor takes a field or an ndarray in Quadrants; here an ndarray typed by the call.
-Tensor = ndarray
+
+
+class _TensorFactory(_NdarrayFactory):
+    """``qd.Tensor``: as an annotation, a field or an ndarray (typed by the call);
+    ``qd.Tensor(x)`` of a field or an ndarray is Quadrants' wrapper of it, which here is ``x``
+    itself (it already has the wrapper's surface: shape, dtype, to_numpy, grad, _unwrap)."""
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and hasattr(type(args[0]), "_unwrap"):
+            return args[0]
+        return super().__call__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return "qd.Tensor"
+
+
+Tensor = _TensorFactory()
 int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64
