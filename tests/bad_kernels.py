@@ -124,8 +124,8 @@ def break_in_parallel(a: vec):
 def assign_outer_in_parallel(a: vec):
     total = 0.0
     for i in range(a.shape[0]):
-        total = a[i]  # error: cannot assign to `total` inside a parallel loop
-    a[0] = total  # (read after the loop: which thread's value would it be?)
+        total /= a[i]  # error: cannot assign to `total` inside a parallel loop
+    a[0] = total  # (`total = a[i]` is Quadrants' shared store, warned of as a race; `/=` has no atomic)
 
 
 @qd.kernel

@@ -173,7 +173,7 @@ def test_a_reduction_is_a_block_fold_with_one_atomic_per_block():
 def race(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
     m = 0.0
     for i in range(x.shape[0]):
-        m = max(m, x[i]) * 0.5  # not one update of m: every thread would overwrite it
+        m = max(m, x[i]) * 0.5  # not one update of m: every thread overwrites it (a race, warned of)
     return m
 
 
@@ -248,8 +248,14 @@ def test_a_kernel_that_returns_nothing_may_end_with_return(executor):
     np.testing.assert_array_equal(x, np.arange(4) + 1)
 
 
+def test_a_store_every_thread_overwrites_is_warned_of_as_a_race():
+    tr = qd.translate(race, "cuda", warn=False)  # Quadrants' shared variable: accepted, and racy
+    (w,) = tr.warnings
+    assert "every thread of this parallel loop stores into `m`" in w.message and "qd.atomic_max(m, v)" in w.hint
+    assert w.loc.line == race.fn.__code__.co_firstlineno + 4
+
+
 @pytest.mark.parametrize("kernel,message,hint", [
-    (race, "every thread would overwrite it", "qd.atomic_max(m, v)"),
     (no_annotation, "does not say which type", "-> qd.f32"),
     (after_return, "code after the kernel's `return` never runs", None),
     (after_void_return, "code after the kernel's `return` never runs", None),

@@ -569,3 +569,39 @@ def test_calling_a_vector_or_matrix_indexes_it(executor, rng):
     k(a, out)
     np.testing.assert_allclose(out[:, 0], a[:, 0] ** 2 + a[:, 1] ** 2, rtol=1e-6)
     np.testing.assert_allclose(out[:, 1], a[:, 2] - a[:, 1], rtol=1e-6)
+
+
+def test_parallel_loops_store_into_kernel_scope_variables_as_quadrants_shares_them(executor, rng):
+    # Each thread writes its own component of a kernel-scope vector (Quadrants' shared value):
+    # deterministic, and not warned of; a scalar every thread overwrites is warned of as a race.
+    import warnings
+
+    @qd.kernel
+    def per_component() -> qd.types.vector(3, qd.i32):
+        tmp = qd.Vector([1, 2, 3])
+        for i in range(3):
+            vec = qd.Vector([4, 5, 6])
+            for j in range(3):
+                vec[tmp[i] % 3] += vec[j]
+            tmp[i] = vec[tmp[i] % 3]
+        return tmp
+
+    np.testing.assert_array_equal(per_component(), [24, 30, 19])  # Quadrants' result
+    x = rng.random(64).astype(np.float32)
+    x[rng.integers(0, 64)] = 2.0
+
+    @qd.kernel
+    def above(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.i32:
+        found = 0
+        where = -1
+        for i in range(x.shape[0]):
+            if x[i] > 1.5:
+                found = 1  # the same value from every thread that stores: no warning
+                where = i
+        return found * 1000 + where
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert above(x) == 1000 + int(np.argmax(x))
+    messages = [str(w.message) for w in caught if issubclass(w.category, qd.TranslationWarning)]
+    assert len(messages) == 1 and "stores into `where`" in messages[0]

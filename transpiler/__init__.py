@@ -56,6 +56,7 @@ uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64
 global_thread_idx = simt.block.global_thread_idx
 Tensor = types.Tensor
+wrap, is_tensor = types.wrap, types.is_tensor
 
 # Architectures for qd.init: strings (with Quadrants' `.name`), so that naming one imports nothing heavy.
 from .lang.kernel import Arch  # noqa: E402

@@ -17,7 +17,9 @@ launch. Inside a parallel loop:
 - a variable the loop body assigns before it reads it, at the body's top, and that the kernel
   does not read after the loop, is the thread's own (Taichi's comet reuses its `r` so): the
   body declares it anew;
-- any other plain assignment is refused: every thread would overwrite it.
+- any other plain assignment stores into the variable's buffer, Quadrants' shared value (each
+  thread its own component in the usual ``v[i] = ...``); a value that differs between threads
+  is warned of as a race (after the loop the variable holds one thread's value).
 
 ``return value`` at the end of the kernel stores into the result buffer
 (``Param.role == "result"``), which the Python call reads back and the manifest describes.

@@ -302,10 +302,10 @@ class MatrixLowering:
     def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt, shown: str | None = None) -> None:
         """One component of a variable: a local, or a kernel-scope variable's buffer.
         ``shown``: the variable's name as the user wrote it (``r``, not its component ``r_x``)."""
-        shared = self.shared_for_read(local, scope)
+        shared = self.shared_for_read(local, scope) or self.shared_for_update(local, scope)
         if shared is not None:
-            if self.in_parallel:
-                raise self.race(node, shown or local.name)
+            # (in a parallel loop: Quadrants' shared vector, a component per thread in the usual
+            # `v[i] = ...`; not warned of, as that is not a race)
             self.emit(ir.Store(self.loc(stmt), shared.param, [], self.coerce(e, shared.type, stmt)))
             return
         self.check_writable(local, scope, node, shown)

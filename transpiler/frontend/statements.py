@@ -216,10 +216,12 @@ class StatementLowering:
             # declaration of it, so it lives in a scratch buffer from here on, as for a read
             # (`r = x[0]`, a parallel loop, then `r = 0`: the fuzzer's seed 1733).
             bound = self.shared_for_read(bound, scope) or bound
+        if isinstance(bound, ir.Local) and self.in_parallel and scope is self.kernel_scope and not bound.loop_var:
+            bound = self.shared_for_update(bound, scope)  # every thread stores into the variable's buffer
         if isinstance(bound, KernelVar):
-            if self.in_parallel:
-                raise self.race(target, name)
             v = self.coerce(self.to_expr(value, target), bound.type, stmt)
+            if self.in_parallel:
+                self.warn_shared_store(v, target, name)
             self.emit(ir.Store(self.loc(stmt), bound.param, [], v))
             return
         if isinstance(bound, (MatrixVar, StructVar)):
@@ -312,6 +314,16 @@ class StatementLowering:
                 if s.task_root:
                     raise self.race(node, shown or var.name)
                 s = s.parent
+
+    def warn_shared_store(self, value: ir.Expr, node: ast.AST, name: str) -> None:
+        """A parallel loop's store into a kernel-scope variable: Quadrants' shared value, which
+        every thread that stores overwrites; a race unless the value is the same for all."""
+        if not self.invariant(value):
+            self.warn(node, "shared-store", f"every thread of this parallel loop stores into `{name}`, a variable "
+                                            "defined outside it: after the loop it holds one thread's value (a race, "
+                                            "as in Quadrants)",
+                      hint=f"update it with `{name} += v` (a reduction), or qd.atomic_min({name}, v) / "
+                           f"qd.atomic_max({name}, v)")
 
     def race(self, node: ast.AST, name: str):
         return self.error(node, f"cannot assign to `{name}` inside a parallel loop: it is defined outside the loop, "

@@ -60,6 +60,11 @@ class ElementDims:
         """Quadrants' ``qd.Tensor`` wrapper's escape hatch: here the field or ndarray is its own."""
         return self
 
+    @property
+    def layout(self) -> tuple[int, ...] | None:
+        """The ``layout=`` permutation ``qd.tensor`` was given (None: row-major, the identity)."""
+        return self.__dict__.get("_layout")
+
     element_shape: tuple[int, ...] = ()
 
     @property
@@ -363,10 +368,14 @@ def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, nee
         raise ValueError(f"qd.tensor(layout={tuple(layout)!r}) must be a permutation of range({dims}), one entry per "
                          "dimension of the shape")
     if backend == Backend.FIELD:
-        return field(dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
-    from ..runtime.ndarray import Ndarray
+        made = field(dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
+    else:
+        from ..runtime.ndarray import Ndarray
 
-    return Ndarray(python_type(dtype) or dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
+        made = Ndarray(python_type(dtype) or dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
+    if layout is not None and tuple(layout) != tuple(range(dims)):
+        made.__dict__["_layout"] = tuple(layout)
+    return made
 
 
 def field(dtype, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,

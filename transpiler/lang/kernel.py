@@ -307,7 +307,8 @@ def param_kind(ann) -> str | None:
         return "ref"
     if isinstance(ann, DType) or ann in (int, float, bool):
         return "scalar"
-    if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)) or getattr(ann, "_qd_view_annotation", False):
+    if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)) or getattr(ann, "_qd_view_annotation", False) or \
+            getattr(ann, "_qd_tensor_annotation", False):
         return "ndarray"
     from .matrix import MatrixType, StructType
 
@@ -322,7 +323,8 @@ def ndarray_annotation(ann) -> NdarrayAnnotation:
     """An ndarray parameter's annotation, the bare factory read as the untyped one."""
     if getattr(ann, "_qd_view_annotation", False):  # qd.BufferView, bare: 1-d, the element type the call's
         return NdarrayAnnotation(None, 1)
-    return NdarrayAnnotation() if isinstance(ann, _NdarrayFactory) else ann
+    return NdarrayAnnotation() if isinstance(ann, _NdarrayFactory) or getattr(ann, "_qd_tensor_annotation", False) \
+        else ann
 
 
 # ----------------------------------------------------------------------------- built-in markers

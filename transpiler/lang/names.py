@@ -24,7 +24,7 @@ _NO_EQUIVALENT = set("""
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz
     pyfunc python dump_compile_config
     set_logging_level is_logging_effective get_addr bit_shr
-    frexp wrap axes Format DeviceCapability quant BufferViewType is_tensor
+    frexp axes Format DeviceCapability quant BufferViewType
 """.split())
 
 

@@ -9,21 +9,44 @@ ndarray = _NdarrayFactory()
 NDArray = ndarray
 
 
-class _TensorFactory(_NdarrayFactory):
-    """``qd.Tensor``: as an annotation, a field or an ndarray (typed by the call);
-    ``qd.Tensor(x)`` of a field or an ndarray is Quadrants' wrapper of it, which here is ``x``
-    itself (it already has the wrapper's surface: shape, dtype, to_numpy, grad, _unwrap)."""
+class _TensorType(type):
+    """The type of ``qd.Tensor``: a class, so that ``isinstance(x, qd.Tensor)`` holds for a
+    field or an ndarray, as it does for Quadrants' wrapper; called or subscripted, an ndarray
+    annotation, as ``qd.types.ndarray``."""
 
-    def __call__(self, *args, **kwargs):
+    _factory = _NdarrayFactory()
+
+    def __instancecheck__(cls, obj) -> bool:
+        return hasattr(type(obj), "_unwrap")
+
+    def __call__(cls, *args, **kwargs):
         if len(args) == 1 and not kwargs and hasattr(type(args[0]), "_unwrap"):
-            return args[0]
-        return super().__call__(*args, **kwargs)
+            return args[0]  # Quadrants' qd.Tensor(x) wrapper of a field or an ndarray: here x itself
+        return cls._factory(*args, **kwargs)
 
-    def __repr__(self) -> str:
+    def __getitem__(cls, item):
+        return cls._factory[item]
+
+    def __repr__(cls) -> str:
         return "qd.Tensor"
 
 
-Tensor = _TensorFactory()
+class Tensor(metaclass=_TensorType):
+    """``qd.Tensor``: as an annotation, a field or an ndarray (typed by the call)."""
+
+    _qd_tensor_annotation = True
+
+
+def is_tensor(obj) -> bool:
+    """``qd.is_tensor(x)``: whether ``x`` is a field or an ndarray."""
+    return isinstance(obj, Tensor)
+
+
+def wrap(impl):
+    """``qd.wrap(x)``: Quadrants' Tensor wrapper of a field or an ndarray, which is ``x`` here."""
+    if not hasattr(type(impl), "_unwrap"):
+        raise TypeError(f"qd.wrap() takes a field or an ndarray, got {type(impl).__name__}")
+    return impl
 int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64

@@ -75,8 +75,10 @@ class Ndarray(ElementDims):
         self.data[...] = arr.astype(self.data.dtype, copy=False)
         self._written()
 
-    def to_numpy(self) -> np.ndarray:
-        return self._read().copy()
+    def to_numpy(self, dtype=None, *, copy: bool = True) -> np.ndarray:
+        """A copy of the elements (``dtype``: converted; ``copy``: taken as Quadrants takes it)."""
+        out = self._read().copy()
+        return out if dtype is None else out.astype(getattr(dtype, "np_dtype", dtype))
 
     def fill(self, value) -> None:
         self.data.fill(value)
