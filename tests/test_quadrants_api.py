@@ -354,3 +354,17 @@ def test_tensor_wraps_a_field_or_an_ndarray_in_dataclass_members(executor, rng):
     assert state.x is x and x._unwrap() is x  # Quadrants' wrapper: here the storage is its own
     step(state, 2.5)
     np.testing.assert_allclose(y.to_numpy(), xs * 2.5, rtol=1e-6)
+
+
+def test_tensor_is_a_type_fields_and_ndarrays_are_instances_of():
+    x = qd.field(qd.f32, shape=(2, 3))
+    a = qd.ndarray(qd.i32, shape=(4,))
+    a.from_numpy(np.arange(4, dtype=np.int32))
+    assert isinstance(x, qd.Tensor) and isinstance(a, qd.Tensor) and not isinstance(np.zeros(2), qd.Tensor)
+    assert qd.is_tensor(a) and not qd.is_tensor(3.0) and qd.wrap(a) is a
+    with pytest.raises(TypeError, match="takes a field or an ndarray"):
+        qd.wrap(np.zeros(2))
+    assert qd.tensor(qd.f32, (2, 3), layout=(1, 0)).layout == (1, 0) and x.layout is None
+    out = a.to_numpy(dtype=qd.f32)
+    assert out.dtype == np.float32 and out.tolist() == [0, 1, 2, 3]
+    assert qd.Tensor(dtype=qd.f32, ndim=2) == qd.types.ndarray(dtype=qd.f32, ndim=2)  # an annotation
