@@ -368,3 +368,24 @@ def test_tensor_is_a_type_fields_and_ndarrays_are_instances_of():
     out = a.to_numpy(dtype=qd.f32)
     assert out.dtype == np.float32 and out.tolist() == [0, 1, 2, 3]
     assert qd.Tensor(dtype=qd.f32, ndim=2) == qd.types.ndarray(dtype=qd.f32, ndim=2)  # an annotation
+
+
+def test_none_for_an_array_parameter_is_a_translation_time_none(executor, rng):
+    @qd.kernel
+    def add_bias(out: qd.types.NDArray[qd.f32, 1], bias: qd.Tensor):
+        for i in range(out.shape[0]):
+            if qd.static(bias is not None):
+                out[i] = qd.f32(i) + bias[i]
+            else:
+                out[i] = qd.f32(i)
+            if bias is None:  # without qd.static too: decided when the kernel is translated
+                out[i] *= 2.0
+
+    out = qd.ndarray(qd.f32, shape=(6,))
+    b = rng.standard_normal(6).astype(np.float32)
+    bias = qd.ndarray(qd.f32, shape=(6,))
+    bias.from_numpy(b)
+    add_bias(out, bias)
+    np.testing.assert_allclose(out.to_numpy(), np.arange(6) + b, rtol=1e-6)
+    add_bias(out, None)
+    np.testing.assert_array_equal(out.to_numpy(), np.arange(6) * 2.0)

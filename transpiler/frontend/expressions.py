@@ -507,6 +507,9 @@ class ExpressionLowering:
                 right = self.expr(right_node)
                 if isinstance(left, CT) and isinstance(right, CT):  # `x is None` of translation-time values
                     return CT((left.value is right.value) == isinstance(op_node, ast.Is))
+                if isinstance(left, CT) and left.value is None or isinstance(right, CT) and right.value is None:
+                    # an array (or any run-time value) is not None: `if qd.static(bias is not None)`
+                    return CT(isinstance(op_node, ast.IsNot))
             if op is None:
                 raise self.error(node, f"the comparison `{type(op_node).__name__}` is not supported in kernels")
             right = self.expr(right_node)

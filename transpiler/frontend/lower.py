@@ -207,6 +207,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                                  hint=f"annotate it, e.g. `{a.arg}: qd.f32` or "
                                       f"`{a.arg}: qd.types.ndarray(dtype=qd.f32, ndim=1)`")
             kind = lang.param_kind(ann)
+            if kind == "ndarray" and a.arg in self.template_args and self.template_args[a.arg] is None:
+                kind = "template"  # None for a qd.Tensor / ndarray parameter: a translation-time None
             if kind == "ndarray" and isinstance(self.template_args.get(a.arg), (lang.field.Field,
                                                                               lang.field.StructField)):
                 kind = "template"  # a field passed for a qd.Tensor / ndarray parameter: bound as the field

@@ -234,9 +234,9 @@ class StructLowering:
         for member, t in dataclass_members(ann):
             flat = f"{name}_{member}"
             kind = lang.param_kind(t)
-            if kind == "ndarray" and isinstance(self.template_args.get(flat), (lang.field.Field,
-                                                                                lang.field.StructField)):
-                kind = "template"  # a field for a qd.Tensor / ndarray member: bound as the field
+            if kind == "ndarray" and (flat in self.template_args and self.template_args[flat] is None or isinstance(
+                    self.template_args.get(flat), (lang.field.Field, lang.field.StructField))):
+                kind = "template"  # a field (or None) for a qd.Tensor / ndarray member: bound as the field
             if kind == "ndarray":
                 fake = ast.copy_location(ast.arg(arg=flat), a)
                 p = ir.Param(flat, self.ndarray_type(fake, lang.ndarray_annotation(t), self.arg_types.get(flat)),

@@ -315,7 +315,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
             continue
         if kind == "template" and _as_array(value) is None:
             template_args[name] = value
-        elif kind == "ndarray" and isinstance(value, (lang.field.Field, lang.field.StructField)):
+        elif kind == "ndarray" and (value is None or isinstance(value, (lang.field.Field, lang.field.StructField))):
             template_args[name] = value  # a field for a qd.Tensor parameter: the module storage it names
         elif kind in ("template", "ndarray"):
             arr = _as_array(value)
