@@ -554,3 +554,35 @@ def dict_values(u: qd.i32, v: qd.f32, a: qd.types.ndarray(dtype=qd.f32, ndim=1))
 
 def test_dict_expressions_in_kernels(executor):
     assert dict_values(2, 0.1, np.array([0.0, 0.5], np.float32)) == pytest.approx(403.6)
+
+
+def test_operator_functions_and_static_jumps_in_the_kernel_body(executor, rng):
+    import operator
+
+    a = rng.integers(1, 50, 8).astype(np.int32)
+    out = np.zeros((4, 8), np.int32)
+    for row, op in enumerate((operator.add, operator.mul, operator.floordiv, operator.xor)):
+        @qd.kernel
+        def apply(a: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.i32, ndim=2),
+                  row: qd.i32):
+            for i in range(a.shape[0]):  # op: a Python operator function (Quadrants tests parametrize so)
+                out[row, i] = op(a[i], 3) + operator.neg(operator.lt(a[i], 25))
+
+        apply(a, out, row)
+    want = np.stack([a + 3, a * 3, a // 3, a ^ 3]) - (a < 25)
+    np.testing.assert_array_equal(out, want)
+
+    f = np.zeros(10, np.int32)
+
+    @qd.kernel
+    def unrolled(f: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+        for k in qd.static(range(10)):  # in the kernel's body: each copy a task of its own
+            f[k] = 3
+            if qd.static(k >= 7):
+                break
+            if qd.static(k % 2):
+                continue
+            f[k] = 5
+
+    unrolled(f)
+    np.testing.assert_array_equal(f, [5, 3, 5, 3, 5, 3, 5, 3, 0, 0])

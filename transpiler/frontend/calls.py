@@ -6,6 +6,7 @@ import ast
 import builtins
 import copy
 import math as pymath
+import operator
 import re
 import types
 import weakref
@@ -31,6 +32,17 @@ from .scopes import Scope, _FuncFrame
 
 # Plain Python functions a kernel calls, each as the @qd.func it is translated as.
 _IMPLICIT_FUNCS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# operator.* functions as the expressions they stand for: (arity, node maker).
+_OPERATOR_SPELLINGS = {
+    **{getattr(operator, name): (2, lambda a, b, op=op: ast.BinOp(a, op(), b)) for name, op in (
+        ("add", ast.Add), ("sub", ast.Sub), ("mul", ast.Mult), ("truediv", ast.Div), ("floordiv", ast.FloorDiv),
+        ("mod", ast.Mod), ("pow", ast.Pow), ("matmul", ast.MatMult), ("and_", ast.BitAnd), ("or_", ast.BitOr),
+        ("xor", ast.BitXor), ("lshift", ast.LShift), ("rshift", ast.RShift))},
+    **{getattr(operator, name): (1, lambda a, op=op: ast.UnaryOp(op(), a)) for name, op in (
+        ("neg", ast.USub), ("pos", ast.UAdd), ("invert", ast.Invert), ("not_", ast.Not))},
+    **{getattr(operator, name): (2, lambda a, b, op=op: ast.Compare(a, [op()], [b])) for name, op in (
+        ("eq", ast.Eq), ("ne", ast.NotEq), ("lt", ast.Lt), ("le", ast.LtE), ("gt", ast.Gt), ("ge", ast.GtE))},
+}
 # Functions of these modules run in Python (at translation time) or are named as unsupported.
 _LIBRARY_MODULES = frozenset({"numpy", "math", "builtins", "operator", "functools", "random"})
 
@@ -200,6 +212,10 @@ class CallLowering:
             raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
                              hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
         what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        spelled = _OPERATOR_SPELLINGS.get(fn) if isinstance(fn, types.BuiltinFunctionType) else None
+        if spelled is not None and len(node.args) == spelled[0] and not node.keywords:
+            # operator.add(a, b) (a test's parametrized `ops`): the expression it spells
+            return self.expr(ast.copy_location(spelled[1](*node.args), node))
         if isinstance(fn, types.FunctionType) and fn.__module__ not in _LIBRARY_MODULES:
             # Quadrants calls a plain Python function with its expressions (a lambda passed in,
             # a helper without @qd.func): the same as inlining it, with Python's own semantics.

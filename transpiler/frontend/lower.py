@@ -34,7 +34,7 @@ from .structs import StructLowering
 from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
 from .sparse import SparseLowering
-from .statements import StatementLowering
+from .statements import StatementLowering, StaticJump
 from .tiles import TileLowering
 from .top_level_calls import TopLevelCallLowering
 
@@ -49,6 +49,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.kernel = kernel
         self.subgroup_size = subgroup_size  # the target's, when it is known at translation time
         self.subgroup_size_used = False     # whether the code depends on it (see ir.Kernel)
+        self.static_top_loops = 0           # qd.static for loops in the kernel's body being unrolled
         self.width_consulted = False        # whether a decision looked at it, known or not
         self.task_shared: list[ir.SharedArray] = []
         self.template_args = dict(template_args or {})
@@ -286,6 +287,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         for s in stmts:
             if self.result_param is not None or self.ended:
                 raise self.error(s, "code after the kernel's `return` never runs")
+            if isinstance(s, (ast.Break, ast.Continue)) and self.static_top_loops:
+                raise StaticJump("break" if isinstance(s, ast.Break) else "continue")
             if isinstance(s, ast.For):
                 s = self.plain_loop(s)
             if isinstance(s, ast.Expr) and self.is_call_to(s.value, "loop_config"):

@@ -40,6 +40,15 @@ def loop_jumps(body: list[ast.stmt]) -> set[str]:
     return found
 
 
+class StaticJump(Exception):
+    """``break`` / ``continue`` reached while unrolling a ``qd.static`` loop in the kernel's body
+    (under ``if qd.static(...)``): the unrolling skips to the next item, or stops."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
 class StatementLowering:
     """Statement methods of KernelLowering (see lower.py for the state they use)."""
 
@@ -560,9 +569,17 @@ class StatementLowering:
             raise self.error(s.iter, f"qd.static(...) in a for loop must be iterable, got {type(seq).__name__}") \
                 from None
         if top_level:
-            for item in items:
-                self.bind_static_target(s.target, item)
-                self.top_level(s.body)
+            self.static_top_loops += 1
+            try:
+                for item in items:
+                    self.bind_static_target(s.target, item)
+                    try:
+                        self.top_level(s.body)
+                    except StaticJump as jump:  # `if qd.static(...): break / continue` in the kernel's body
+                        if jump.kind == "break":
+                            break
+            finally:
+                self.static_top_loops -= 1
             return
         jumps = loop_jumps(s.body)
         if not jumps:
