@@ -586,3 +586,30 @@ def test_operator_functions_and_static_jumps_in_the_kernel_body(executor, rng):
 
     unrolled(f)
     np.testing.assert_array_equal(f, [5, 3, 5, 3, 5, 3, 5, 3, 0, 0])
+
+
+def test_static_of_a_field_aliases_it_and_plain_methods_inline(executor):
+    a = qd.field(qd.f32, shape=())
+    m = qd.Vector.field(2, qd.f32, shape=())
+
+    class Helper:
+        scale = 3.0
+
+        def add(self, x, y):  # no @qd.func: Quadrants calls it with its expressions
+            return (x + y) * self.scale
+
+    h = Helper()
+
+    @qd.kernel
+    def func(t: qd.f32):
+        b = qd.static(a)
+        c, d = qd.static(b, m)
+        b[None] = b[None] * t
+        c[None] = h.add(a[None], t)
+        d[None] = [t, 2 * t]
+
+    a[None] = 2.0
+    with pytest.warns(qd.TranslationWarning, match="`.*Helper.add` is a plain Python function"):
+        func(1.5)
+    assert a[None] == pytest.approx((2.0 * 1.5 + 1.5) * 3.0)
+    np.testing.assert_array_equal(m[None], [1.5, 3.0])

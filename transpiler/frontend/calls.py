@@ -216,18 +216,27 @@ class CallLowering:
         if spelled is not None and len(node.args) == spelled[0] and not node.keywords:
             # operator.add(a, b) (a test's parametrized `ops`): the expression it spells
             return self.expr(ast.copy_location(spelled[1](*node.args), node))
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and \
+                fn.__func__.__module__ not in _LIBRARY_MODULES:  # `self.helper(x)`, a plain method
+            args = [self.expr(a) for a in node.args]
+            kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+            return self.inline_values(self.implicit_func(fn.__func__, node), node, [CT(fn.__self__), *args], kwargs)
         if isinstance(fn, types.FunctionType) and fn.__module__ not in _LIBRARY_MODULES:
-            # Quadrants calls a plain Python function with its expressions (a lambda passed in,
-            # a helper without @qd.func): the same as inlining it, with Python's own semantics.
-            if fn.__name__ != "<lambda>":
-                self.warn(node, "plain-function", f"`{what}` is a plain Python function: it is translated as a "
-                                                  "@qd.func", hint="decorate it with @qd.func")
-            implicit = _IMPLICIT_FUNCS.get(fn)
-            if implicit is None:
-                implicit = _IMPLICIT_FUNCS[fn] = lang.Func(fn)
-            return self.inline(implicit, node)
+            return self.inline(self.implicit_func(fn, node), node)
         raise self.error(node, f"call to unknown Python function `{what}`",
                          hint="decorate it with @qd.func to call it from a kernel")
+
+    def implicit_func(self, fn: types.FunctionType, node: ast.Call) -> lang.Func:
+        """A plain Python function a kernel calls: Quadrants calls it with its expressions, the
+        same as inlining it as a @qd.func, with Python's own semantics (warned of, as Quadrants
+        warns, for a `def`)."""
+        if fn.__name__ != "<lambda>":
+            self.warn(node, "plain-function", f"`{fn.__qualname__}` is a plain Python function: it is translated as "
+                                              "a @qd.func", hint="decorate it with @qd.func")
+        implicit = _IMPLICIT_FUNCS.get(fn)
+        if implicit is None:
+            implicit = _IMPLICIT_FUNCS[fn] = lang.Func(fn)
+        return implicit
 
     def print_call(self, node: ast.Call):
         """``print(a, "text", b, sep=..., end=...)``, f-strings and ``"...".format(...)``

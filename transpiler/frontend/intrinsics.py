@@ -9,7 +9,8 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import has_side_effects
-from .values import CT, ArrayHandle, MatrixValue, StaticIndex, StaticNdrange
+from .fields import StructArray
+from .values import CT, ArrayHandle, MatrixValue, StaticIndex, StaticNdrange, TupleValue
 
 if TYPE_CHECKING:
     from .lower import KernelLowering
@@ -77,7 +78,22 @@ def _args(lo: KernelLowering, node: ast.Call, name: str, n: int | tuple[int, int
 
 @handler("static")
 def _static(lo, name, node):
-    return CT(lo.static_value(node))
+    if node.keywords or not node.args:
+        return CT(lo.static_value(node))
+    items = []
+    for arg in node.args:
+        v = lo.expr(arg)
+        if isinstance(v, ir.Const):  # a folded expression
+            v = CT(v.value)
+        elif not isinstance(v, (CT, ArrayHandle, StructArray)):  # (a field: `b = qd.static(a)` aliases it)
+            raise lo.error(arg, "qd.static() needs a value known at translation time",
+                           hint="use constants, template parameters or module-level globals")
+        items.append(v)
+    if len(items) == 1:
+        return items[0]
+    if all(isinstance(v, CT) for v in items):
+        return CT(tuple(v.value for v in items))
+    return TupleValue(items)
 
 
 @handler("static_assert")

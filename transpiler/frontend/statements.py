@@ -92,7 +92,7 @@ class StatementLowering:
         if self.reduction_by_assignment(s):
             return
         if self.is_static_call(s.value) and all(isinstance(t, ast.Name) for t in s.targets):
-            value = CT(self.static_value(s.value))  # `n = qd.static(...)` names a translation-time value
+            value = self.expr(s.value)  # `n = qd.static(...)` names a translation-time value (or a field)
             for t in s.targets:
                 self.scope.names[t.id] = value
             return
