@@ -389,3 +389,17 @@ def test_none_for_an_array_parameter_is_a_translation_time_none(executor, rng):
     np.testing.assert_allclose(out.to_numpy(), np.arange(6) + b, rtol=1e-6)
     add_bias(out, None)
     np.testing.assert_array_equal(out.to_numpy(), np.arange(6) * 2.0)
+
+
+def test_a_non_contiguous_numpy_argument_is_written_back(executor, rng):
+    @qd.kernel
+    def twice(a: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+        for i, j in a:
+            a[i, j] = a[i, j] * 2.0 + qd.f32(i)
+
+    base = rng.standard_normal((6, 5)).astype(np.float32)
+    want = base.copy()
+    view = base.T  # a transposed view: not C-contiguous, as Quadrants accepts it
+    twice(view)
+    want.T[...] = want.T * 2 + np.arange(5, dtype=np.float32)[:, None]
+    np.testing.assert_allclose(base, want, rtol=1e-6)

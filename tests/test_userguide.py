@@ -23,7 +23,7 @@ IDS = [c.id for c in CASES]
 
 def translate(c, target: str):
     args, _ = c.setup(np.random.default_rng(0))
-    template_args, arg_types, _ = bind_arguments(c.kernel, args, {})
+    template_args, arg_types, _, _ = bind_arguments(c.kernel, args, {})
     return qd.translate(c.kernel, target, template_args=template_args, arg_types=arg_types, warn=False)
 
 

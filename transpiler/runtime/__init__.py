@@ -292,9 +292,10 @@ def _as_array(value):
 
 def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Split the call's arguments into template values, the types of ndarrays whose
-    annotation leaves dtype or ndim open, and the run-time values (arrays as contiguous
-    numpy arrays, scalars as numpy scalars of the parameter's dtype). A parameter whose
-    annotation is not supported is left out: translating reports it at the ``def``."""
+    annotation leaves dtype or ndim open, the run-time values (arrays as contiguous
+    numpy arrays, scalars as numpy scalars of the parameter's dtype), and the (argument,
+    contiguous copy) pairs to write back after the launch. A parameter whose annotation is
+    not supported is left out: translating reports it at the ``def``."""
     cached = kernel.__dict__.get("_binding")
     if cached is None:  # once per kernel: both cost more than a warm launch's Vulkan calls
         cached = kernel.__dict__["_binding"] = (inspect.signature(kernel.fn),
@@ -304,7 +305,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
         raise TypeError(f"{kernel.__name__}(): {exc}") from None
-    template_args, arg_types, values = {}, {}, {}
+    template_args, arg_types, values, copies = {}, {}, {}, []
     todo = [(name, lang.self_annotation(kernel.fn, name, annotations.get(name)), value)
             for name, value in bound.arguments.items()]
     while todo:
@@ -341,8 +342,11 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
             if want.ndim is not None and want.ndim != outer:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s)"
                                 + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
-            if not arr.flags.c_contiguous:
-                raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous (use np.ascontiguousarray)")
+            if not arr.flags.c_contiguous:  # (a transposed or strided view: run on a copy, written back after)
+                if not isinstance(value, np.ndarray):
+                    raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
+                arr = np.ascontiguousarray(arr)
+                copies.append((value, arr))
             if want_dtype is None or want.ndim is None or declared.dtype is None:
                 arg_types[name] = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
                                                          element_shape=want.element_shape)
@@ -354,7 +358,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         elif kind == "scalar":
             dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
             values[name] = dtype(value)
-    return template_args, arg_types, values
+    return template_args, arg_types, values, copies
 
 
 def _members(kernel: lang.Kernel, name: str, ann, value) -> list[tuple[str, object, object]]:
@@ -534,7 +538,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
             and backend.replay(last[2], last[3]):
         return None
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
-        template_args, arg_types, values = bind_arguments(kernel, args, kwargs)
+        template_args, arg_types, values, copies = bind_arguments(kernel, args, kwargs)
     cache = kernel.__dict__.setdefault("_program_cache", {})
     key = (backend.serial, freeze(template_args), freeze(arg_types), _defaults)
     hit = cache.get(key)
@@ -567,6 +571,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         run_with_loops(backend, program, kir, values, plan_launches(kir, values))
     else:
         backend.run(program, kir, values, plan_launches(kir, values))
+    for original, contiguous in copies:  # a non-contiguous NumPy argument: what the kernel wrote
+        original[...] = contiguous
     if first is not None:
         first.done()
     # A kernel with no arguments of its own (scratch buffers zeroed per call, a seed, a
