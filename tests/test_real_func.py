@@ -392,3 +392,30 @@ def test_ref_arguments_are_local_variables_of_the_parameters_type():
     assert info.value.loc.line == ref_of_an_element.fn.__code__.co_firstlineno + 3
     with pytest.raises(qd.TranspileError, match=r"is a qd.ref\(f32\) parameter; `k` is i32"):
         qd.translate(ref_of_another_type, "cuda")
+
+
+@qd.data_oriented
+class _Grid:
+    def __init__(self, n: int, m: int):
+        self.val = qd.field(qd.i32, shape=(n, m))
+
+    @qd.real_func
+    def inc(self, i: qd.i32, j: qd.i32):  # a method: `self` is the instance, a translation-time value
+        self.val[i, j] += i * j
+
+    @qd.real_func
+    def mul(self, i: qd.i32, j: qd.i32) -> qd.i32:
+        return i * j + self.val.shape[0]
+
+    @qd.kernel
+    def fill(self):
+        for i, j in self.val:
+            self.inc(i, j)
+            self.val[i, j] += self.mul(i, j)
+
+
+def test_real_func_methods_of_a_data_oriented_class(executor):
+    g = _Grid(5, 7)
+    g.fill()
+    i, j = np.indices((5, 7))
+    np.testing.assert_array_equal(g.val.to_numpy(), 2 * i * j + 5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import inspect
 import math as pymath
 import operator
 import re
@@ -156,7 +157,11 @@ class CallLowering:
 
             return call_builtin(self, name, node)
         if isinstance(fn, lang.RealFunc):
-            return self.real_call(fn, node)
+            instance = None
+            if isinstance(node.func, ast.Attribute) and next(iter(inspect.signature(fn.fn).parameters), None) == "self":
+                base = self.expr(node.func.value)  # `self.inc(i, j)`: a method of a data-oriented instance
+                instance = base if isinstance(base, CT) and not isinstance(base.value, type) else None
+            return self.real_call(fn, node, instance)
         if isinstance(fn, lang.Func):
             return self.inline(fn, node)
         if isinstance(fn, lang.Kernel):

@@ -51,7 +51,9 @@ class RealFuncLowering:
         """The real function whose body is being lowered (None: a kernel's)."""
         return self.frame.function
 
-    def real_call(self, func: lang.RealFunc, node: ast.Call):
+    def real_call(self, func: lang.RealFunc, node: ast.Call, instance: CT | None = None):
+        """A call of a @qd.real_func (``instance``: the ``self`` of a method, a translation-time
+        value)."""
         parsed = parse_function(func.fn)
         fdef = parsed.node
         try:
@@ -59,14 +61,15 @@ class RealFuncLowering:
         except Exception as exc:  # noqa: BLE001 - any failure evaluating user annotations
             raise self.error(node, f"cannot evaluate the annotations of @qd.real_func `{func.__name__}`: {exc}") \
                 from None
-        args = [self.expr(a) for a in node.args]
+        head = [instance] if instance is not None else []
+        args = head + [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         try:
             bound = signature(func.fn).bind(*args, **kwargs)
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
         bound.apply_defaults()
-        arg_nodes = dict(zip(bound.arguments, node.args))
+        arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args)))
         key: list = [func.fn]
         fixed: dict[str, object] = {}          # name -> array handle or translation-time value
         compound: dict[str, object] = {}       # name -> vector / matrix / struct type
@@ -74,7 +77,7 @@ class RealFuncLowering:
         refs: list[tuple[str, ir.Local]] = []  # qd.ref parameters: the caller's variables
         for pname, value in bound.arguments.items():
             at = arg_nodes.get(pname, node)
-            ann = annotations.get(pname)
+            ann = lang.self_annotation(func.fn, pname, annotations.get(pname))
             kind = lang.param_kind(ann) if ann is not None else None
             if kind == "scalar":
                 dtype = T.python_type(ann) or ann
