@@ -605,3 +605,17 @@ def test_parallel_loops_store_into_kernel_scope_variables_as_quadrants_shares_th
         assert above(x) == 1000 + int(np.argmax(x))
     messages = [str(w.message) for w in caught if issubclass(w.category, qd.TranslationWarning)]
     assert len(messages) == 1 and "stores into `where`" in messages[0]
+
+
+def test_an_element_component_stored_through_an_index_vector(executor):
+    x = qd.Matrix.field(2, 3, dtype=qd.f32, shape=(4, 2))
+
+    @qd.kernel
+    def func():
+        for i, j in qd.ndrange(4, 2):
+            for I in qd.static(qd.grouped(qd.ndrange(2, 3))):
+                x[i, j][I] = I[0] + I[1] * 10 + i + j * 4
+
+    func()
+    i, j, r, c = np.indices((4, 2, 2, 3))
+    np.testing.assert_array_equal(x.to_numpy(), r + c * 10 + i + j * 4)

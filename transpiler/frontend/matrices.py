@@ -457,6 +457,10 @@ class MatrixLowering:
             positions, sub = sliced
             return array, [places[q] for q in positions], sub
         values = [self.expr(p) for p in parts]
+        if len(values) == 1 and isinstance(values[0], MatrixValue) and values[0].is_vector and \
+                len(values[0].items) == len(shape) > 1:  # a[k][I], I a 2-vector index (qd.grouped)
+            values = [CT(e.value) if isinstance(e, ir.Const) else e for e in values[0].items]
+            parts = parts * len(values)
         laid_out = len(places) == math.prod(shape) and all(  # a whole element or row, not a slice's pick
             isinstance(p[-1], ir.Const) and p[-1].value == k % shape[-1] for k, p in enumerate(places))
         if len(parts) <= len(shape) and not all(isinstance(v, (CT, ir.Const)) for v in values):
