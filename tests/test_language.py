@@ -613,3 +613,28 @@ def test_static_of_a_field_aliases_it_and_plain_methods_inline(executor):
         func(1.5)
     assert a[None] == pytest.approx((2.0 * 1.5 + 1.5) * 3.0)
     np.testing.assert_array_equal(m[None], [1.5, 3.0])
+
+
+@qd.kernel
+def pick_by_template(a: qd.template()) -> qd.i32:
+    if qd.static(a == 1):
+        return 10
+    elif qd.static(a == 2):
+        return 20
+    return 30  # the code after a translation-time return is not this instantiation's
+
+
+@qd.kernel
+def sum_of_squares_to(x: qd.types.ndarray(dtype=qd.i32, ndim=1)) -> qd.i32:
+    a = 0
+    for i in qd.static(range(10)):
+        a += i * x[i]
+        if qd.static(i == 6):
+            return a
+    return -1
+
+
+def test_return_under_translation_time_control_flow(executor, rng):
+    assert [pick_by_template(1), pick_by_template(2), pick_by_template(7)] == [10, 20, 30]
+    x = rng.integers(-9, 9, 10).astype(np.int32)
+    assert sum_of_squares_to(x) == int(np.dot(np.arange(7), x[:7]))

@@ -50,6 +50,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.subgroup_size = subgroup_size  # the target's, when it is known at translation time
         self.subgroup_size_used = False     # whether the code depends on it (see ir.Kernel)
         self.static_top_loops = 0           # qd.static for loops in the kernel's body being unrolled
+        self.static_nesting = 0             # qd.static ifs and loops around the kernel-body statement lowered
+        self.returned_statically = False    # a `return` under one of them ended this instantiation
         self.width_consulted = False        # whether a decision looked at it, known or not
         self.task_shared: list[ir.SharedArray] = []
         self.template_args = dict(template_args or {})
@@ -286,6 +288,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def top_level(self, stmts: list[ast.stmt]) -> None:
         for s in stmts:
             if self.result_param is not None or self.ended:
+                if self.static_nesting or self.returned_statically:
+                    return  # `if qd.static(...): return x`: the rest is not this instantiation's code
                 raise self.error(s, "code after the kernel's `return` never runs")
             if isinstance(s, (ast.Break, ast.Continue)) and self.static_top_loops:
                 raise StaticJump("break" if isinstance(s, ast.Break) else "continue")
@@ -300,7 +304,12 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.static_for(s, top_level=True)
             elif isinstance(s, ast.If) and self.is_static_call(s.test):
                 cond = self.static_value(s.test)
-                self.top_level(s.body if cond else s.orelse)
+                self.static_nesting += 1
+                try:
+                    self.top_level(s.body if cond else s.orelse)
+                finally:
+                    self.static_nesting -= 1
+                self.returned_statically = self.result_param is not None or self.ended
             elif isinstance(s, ast.If) and isinstance(s.test, (ast.Name, ast.Attribute)) and \
                     type(flag := self.named_value(s.test)) in (bool, int):
                 # `if decompose:` on a template flag (Genesis): its loops stay top-level, parallel

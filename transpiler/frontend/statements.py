@@ -570,6 +570,7 @@ class StatementLowering:
                 from None
         if top_level:
             self.static_top_loops += 1
+            self.static_nesting += 1
             try:
                 for item in items:
                     self.bind_static_target(s.target, item)
@@ -578,8 +579,12 @@ class StatementLowering:
                     except StaticJump as jump:  # `if qd.static(...): break / continue` in the kernel's body
                         if jump.kind == "break":
                             break
+                    if self.result_param is not None or self.ended:  # a `return` in this copy
+                        break
             finally:
                 self.static_top_loops -= 1
+                self.static_nesting -= 1
+            self.returned_statically = self.result_param is not None or self.ended
             return
         jumps = loop_jumps(s.body)
         if not jumps:
