@@ -285,3 +285,99 @@ def test_a_kernel_scope_value_later_tasks_read_is_recomputed(executor, rng):
     np.testing.assert_allclose(y.to_numpy(), xd / norm, rtol=1e-5)
     want = gy / norm - xd * (gy * xd).sum() / norm ** 3
     np.testing.assert_allclose(x.grad.to_numpy(), want, rtol=1e-3, atol=1e-6)
+
+
+def _mpm_reference(x, v, C, grid: int, dx: float, dt: float) -> float:
+    """The particle-to-grid-to-particle step below, in NumPy (float64): the oracle the
+    derivative is checked against by central differences."""
+    gv, gm = np.zeros((grid, grid, 2)), np.zeros((grid, grid))
+    bases, weights = [], []
+    for p in range(len(x)):
+        base = (x[p] / dx - 0.5).astype(int)
+        fx = x[p] / dx - base
+        w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1) ** 2, 0.5 * (fx - 0.5) ** 2]
+        bases.append(base)
+        weights.append(w)
+        for i in range(3):
+            for j in range(3):
+                off = np.array([i, j])
+                weight = w[i][0] * w[j][1]
+                gv[tuple(base + off)] += weight * (v[p] + C[p] @ ((off - fx) * dx))
+                gm[tuple(base + off)] += weight
+    loss = 0.0
+    for p in range(len(x)):
+        new_v = np.zeros(2)
+        for i in range(3):
+            for j in range(3):
+                cell = tuple(bases[p] + np.array([i, j]))
+                new_v += weights[p][i][0] * weights[p][j][1] * gv[cell] / (gm[cell] + 1e-3)
+        x2 = x[p] + dt * new_v
+        loss += (x2 ** 2).sum() * np.sin(x2[0])
+    return loss
+
+
+def test_a_particle_to_grid_step_differentiates_as_its_central_differences(executor, rng):
+    # Taichi's diffmpm in small: matrices, qd.static stencils, scattering atomics, floor-cast indices
+    n, grid, dx, dt = 12, 8, 1.0 / 8, 1e-3
+    x = qd.Vector.field(2, qd.f32, shape=n, needs_grad=True)
+    v = qd.Vector.field(2, qd.f32, shape=n, needs_grad=True)
+    C = qd.Matrix.field(2, 2, qd.f32, shape=n, needs_grad=True)
+    gv = qd.Vector.field(2, qd.f32, shape=(grid, grid), needs_grad=True)
+    gm = qd.field(qd.f32, shape=(grid, grid), needs_grad=True)
+    x2 = qd.Vector.field(2, qd.f32, shape=n, needs_grad=True)
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
+
+    @qd.func
+    def stencil(xp):
+        base = qd.cast(xp / dx - 0.5, qd.i32)
+        fx = xp / dx - qd.cast(base, qd.f32)
+        return base, fx, [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1) ** 2, 0.5 * (fx - 0.5) ** 2]
+
+    @qd.kernel
+    def p2g():
+        for p in range(n):
+            base, fx, w = stencil(x[p])
+            for i, j in qd.static(qd.ndrange(3, 3)):
+                offset = qd.Vector([i, j])
+                weight = w[i][0] * w[j][1]
+                gv[base + offset] += weight * (v[p] + C[p] @ ((qd.cast(offset, qd.f32) - fx) * dx))
+                gm[base + offset] += weight
+
+    @qd.kernel
+    def g2p():
+        for p in range(n):
+            base, fx, w = stencil(x[p])
+            new_v = qd.Vector([0.0, 0.0])
+            for i, j in qd.static(qd.ndrange(3, 3)):
+                cell = base + qd.Vector([i, j])
+                new_v += w[i][0] * w[j][1] * gv[cell] / (gm[cell] + 1e-3)
+            x2[p] = x[p] + dt * new_v
+
+    @qd.kernel
+    def compute_loss():
+        for p in range(n):
+            loss[None] += (x2[p] ** 2).sum() * qd.sin(x2[p][0])
+
+    x0 = rng.uniform(0.3, 0.7, (n, 2)).astype(np.float32)
+    v0 = rng.standard_normal((n, 2)).astype(np.float32)
+    C0 = rng.standard_normal((n, 2, 2)).astype(np.float32)
+    x.from_numpy(x0)
+    v.from_numpy(v0)
+    C.from_numpy(C0)
+    with qd.ad.Tape(loss=loss):
+        p2g()
+        g2p()
+        compute_loss()
+    x64, v64, C64 = (a.astype(np.float64) for a in (x0, v0, C0))
+    assert loss[None] == pytest.approx(_mpm_reference(x64, v64, C64, grid, dx, dt), rel=1e-4)
+    h = 1e-6
+    for name, value, grad in (("x", x64, x.grad), ("v", v64, v.grad), ("C", C64, C.grad)):
+        want = np.zeros_like(value)
+        for k in np.ndindex(value.shape):
+            up, down = value.copy(), value.copy()
+            up[k] += h
+            down[k] -= h
+            args = {"x": x64, "v": v64, "C": C64}
+            want[k] = (_mpm_reference(**{**args, name: up}, grid=grid, dx=dx, dt=dt) -
+                       _mpm_reference(**{**args, name: down}, grid=grid, dx=dx, dt=dt)) / (2 * h)
+        np.testing.assert_allclose(grad.to_numpy(), want, rtol=2e-3, atol=2e-3 * np.abs(want).max(), err_msg=name)
