@@ -381,3 +381,9 @@ def test_a_particle_to_grid_step_differentiates_as_its_central_differences(execu
             want[k] = (_mpm_reference(**{**args, name: up}, grid=grid, dx=dx, dt=dt) -
                        _mpm_reference(**{**args, name: down}, grid=grid, dx=dx, dt=dt)) / (2 * h)
         np.testing.assert_allclose(grad.to_numpy(), want, rtol=2e-3, atol=2e-3 * np.abs(want).max(), err_msg=name)
+
+
+def test_tape_options_this_transpiler_does_not_check_are_said():
+    loss = qd.field(qd.f32, shape=(), needs_grad=True)
+    with pytest.warns(UserWarning, match="does not check the global data access rule"):
+        qd.ad.Tape(loss=loss, validation=True)

@@ -52,7 +52,12 @@ class Tape:
         self.calls: list = []
         self.entered = False
         self.evaluated = False
-        self.grad_check = grad_check
+        if validation or grad_check:
+            import warnings
+
+            warnings.warn("qd.ad.Tape(validation=..., grad_check=...): this transpiler does not check the global data "
+                          "access rule or gradients numerically; the tape records and differentiates as usual",
+                          stacklevel=2)
 
     def __enter__(self) -> "Tape":
         if self.entered:
