@@ -446,3 +446,18 @@ def test_lazy_grad_gives_placed_float_fields_their_grad(executor, rng):
     np.testing.assert_array_equal(lazy_v.grad.to_numpy(), np.stack([np.arange(4), -np.arange(4)], 1))
     with pytest.raises(AttributeError, match="has no grad"):
         lazy_count.grad  # an integer field has none, as in Quadrants
+
+
+def test_a_field_named_like_a_later_scalar_parameter(executor):
+    b = qd.field(qd.f32, shape=4)  # a field of the module named `b` ...
+    y = qd.field(qd.f32, shape=4)
+
+    @qd.kernel
+    def combine(y: qd.template(), a: qd.f32, x: qd.template(), b: qd.f32):  # ... and a scalar `b`
+        for i in y:
+            y[i] = a * x[i] + b * y[i]
+
+    b.from_numpy(np.arange(4, dtype=np.float32))
+    y.fill(1.0)
+    combine(y, 2.0, b, 0.5)
+    np.testing.assert_array_equal(y.to_numpy(), 2.0 * np.arange(4) + 0.5)

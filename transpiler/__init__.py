@@ -57,6 +57,10 @@ float16, float32, float64 = f16, f32, f64
 global_thread_idx = simt.block.global_thread_idx
 Tensor = types.Tensor
 wrap, is_tensor = types.wrap, types.is_tensor
+from .lang import matrixfree as _matrixfree  # noqa: E402
+linalg = Namespace("qd.linalg", LinearOperator=_matrixfree.LinearOperator, MatrixFreeCG=_matrixfree.MatrixFreeCG,
+                   MatrixFreeBICGSTAB=_matrixfree.MatrixFreeBICGSTAB)
+__import__("sys").modules.setdefault(f"{__name__}.linalg", linalg)  # `from quadrants.linalg import MatrixFreeCG`
 
 # Architectures for qd.init: strings (with Quadrants' `.name`), so that naming one imports nothing heavy.
 from .lang.kernel import Arch  # noqa: E402

@@ -67,7 +67,8 @@ class FieldLowering:
         # first name it was used under.
         base = field.name or getattr(field, "_qd_name", None) or re.sub(r"\W", "_", name)
         field._qd_name = base
-        taken = {p.name for p in self.params + self.hidden_params}
+        # (the kernel's own parameter names too: one bound later must not meet a field of its name)
+        taken = {p.name for p in self.params + self.hidden_params} | self.kernel_arg_names
         pname, k = base, 1
         while pname in taken:
             pname, k = f"{base}_{k}", k + 1

@@ -57,6 +57,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.template_args = dict(template_args or {})
         self.arg_types = dict(arg_types or {})
         self.parsed = parse_function(kernel.fn)
+        self.kernel_arg_names = {a.arg for a in self.parsed.node.args.args}
         self.frames: list[_FuncFrame] = [_FuncFrame(kernel.fn, self.parsed, "")]
         self.block: list[ir.Stmt] = []
         self.scope = Scope(None)

@@ -13,13 +13,15 @@ _LATER = {
         "MatrixTensor FieldsBuilder BitpackedFields",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
         "dot cross",
+    "is not supported yet: use qd.linalg.LinearOperator with MatrixFreeCG or MatrixFreeBICGSTAB":
+        "SparseMatrix SparseMatrixBuilder SparseSolver SparseCG sparse_matrix_builder",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")
 _UNSUPPORTED = {name: why for why, names in _LATER.items() for name in names.split()}
 _NO_EQUIVALENT = set("""
     sparse mesh_local
-    mesh_patch_idx Mesh MeshInstance linalg checkpoint
+    mesh_patch_idx Mesh MeshInstance checkpoint
     stop_grad
     interop profiler tools experimental extension is_extension_enabled clock_counter clock_freq_hz
     pyfunc python dump_compile_config
