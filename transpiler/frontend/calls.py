@@ -45,7 +45,14 @@ _OPERATOR_SPELLINGS = {
         ("eq", ast.Eq), ("ne", ast.NotEq), ("lt", ast.Lt), ("le", ast.LtE), ("gt", ast.Gt), ("ge", ast.GtE))},
 }
 # Functions of these modules run in Python (at translation time) or are named as unsupported.
-_LIBRARY_MODULES = frozenset({"numpy", "math", "builtins", "operator", "functools", "random"})
+_LIBRARY_MODULES = frozenset({"numpy", "math", "builtins", "operator", "functools", "random", "transpiler", "torch",
+                              "scipy"})
+
+def _user_code(fn: types.FunctionType) -> bool:
+    """A function of the user's (not of a library, this package included, whose functions a
+    kernel cannot call unless they are the language's)."""
+    return (fn.__module__ or "").split(".")[0] not in _LIBRARY_MODULES
+
 
 class CallLowering:
     """Call methods of KernelLowering."""
@@ -222,11 +229,11 @@ class CallLowering:
             # operator.add(a, b) (a test's parametrized `ops`): the expression it spells
             return self.expr(ast.copy_location(spelled[1](*node.args), node))
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and \
-                fn.__func__.__module__ not in _LIBRARY_MODULES:  # `self.helper(x)`, a plain method
+                _user_code(fn.__func__):  # `self.helper(x)`, a plain method
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             return self.inline_values(self.implicit_func(fn.__func__, node), node, [CT(fn.__self__), *args], kwargs)
-        if isinstance(fn, types.FunctionType) and fn.__module__ not in _LIBRARY_MODULES:
+        if isinstance(fn, types.FunctionType) and _user_code(fn):
             return self.inline(self.implicit_func(fn, node), node)
         raise self.error(node, f"call to unknown Python function `{what}`",
                          hint="decorate it with @qd.func to call it from a kernel")
