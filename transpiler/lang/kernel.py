@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..ir.types import DType
+from . import ad  # (the Tape a call records into; ad imports nothing of this module)
 
 
 # How a kernel call runs: installed by the package (``transpiler/__init__.py``), so the language
@@ -91,8 +92,6 @@ class Kernel(_Decorated):
 
             kwargs = take_stream(kwargs)
         if self.autodiff is None:
-            from . import ad
-
             if ad.state.fwd is not None:  # in a qd.ad.FwdMode block: the primal with its tangents
                 return _launcher(self._derivative("forward"), args, kwargs)
             ad.record(self, args)
