@@ -21,16 +21,17 @@ state = _State()
 
 
 def _companions(kind: str):
-    from .field import _all_fields
+    from .field import current_program_fields
 
-    for f in list(_all_fields):
+    for f in current_program_fields():
         c = f.__dict__.get("_" + kind)
         if c is not None and c.placed:
             yield c
 
 
 def clear_all_gradients(gradient_type=None) -> None:
-    """Every field's ``.grad`` (``gradient_type="dual"``: ``.dual``) set to zero."""
+    """Every field's ``.grad`` (``gradient_type="dual"``: ``.dual``) set to zero (the fields
+    made since the last qd.init, as Quadrants' program holds them)."""
     kind = "dual" if str(gradient_type).lower().endswith("dual") else "grad"
     for c in _companions(kind):
         c.storage()[...] = 0

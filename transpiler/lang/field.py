@@ -21,6 +21,22 @@ from .snode import Axes, SNode, activate_all_host, activate_host, active_element
 
 
 _all_fields = weakref.WeakSet()  # every field made, for qd.reset()
+# The program fields belong to: each qd.init after the first starts a new one (the fields a
+# script makes before its first qd.init are that program's); qd.root.lazy_grad() and
+# qd.ad.clear_all_gradients() cover the current program's, as Quadrants' do.
+_program = [0]
+_inits = [0]
+
+
+def new_program() -> None:
+    if _inits[0]:
+        _program[0] += 1
+    _inits[0] += 1
+
+
+def current_program_fields() -> list:
+    """The placed fields made since the last qd.init: Quadrants' program's fields."""
+    return [f for f in list(_all_fields) if f.placed and f.__dict__.get("_program") == _program[0]]
 
 
 def reset_fields() -> None:
@@ -90,6 +106,7 @@ class Field(ElementDims):
     def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None,
                  needs_grad: bool = False, needs_dual: bool = False):
         _all_fields.add(self)
+        self._program = _program[0]
         scalar = python_type(dtype) or dtype
         if not isinstance(scalar, DType):
             raise TypeError(f"qd.field needs a dtype such as qd.f32, got {dtype!r}")

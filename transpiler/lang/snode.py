@@ -137,10 +137,10 @@ class SNode:
         self._lazy("dual")
 
     def _lazy(self, kind: str) -> None:
-        from .field import Field, _all_fields
+        from .field import Field, current_program_fields
 
-        # qd.root's: every field placed so far, those made with shape=... too (as in Quadrants)
-        fields = [f for f in list(_all_fields) if f.placed] if self.kind == "root" else self.subtree_fields()
+        # qd.root's: every field of the program, those made with shape=... too (as in Quadrants)
+        fields = current_program_fields() if self.kind == "root" else self.subtree_fields()
         companions = {id(c) for c in _companions_of(fields)}
         for f in fields:
             if id(f) in companions:

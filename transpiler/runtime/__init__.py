@@ -210,6 +210,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     import warnings
 
     global _backend, _no_hazards, _defaults, _random_seed, _launches
+    lang.field.new_program()
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
     for what, t, kind in (("default_fp", default_fp, "float"), ("default_ip", default_ip, "int")):
