@@ -387,3 +387,38 @@ def test_tape_options_this_transpiler_does_not_check_are_said():
     loss = qd.field(qd.f32, shape=(), needs_grad=True)
     with pytest.warns(UserWarning, match="does not check the global data access rule"):
         qd.ad.Tape(loss=loss, validation=True)
+
+
+def test_more_of_what_reverse_mode_refuses_is_located():
+    x = qd.field(qd.f32, shape=4, needs_grad=True)
+    y = qd.field(qd.f32, shape=4, needs_grad=True)
+
+    @qd.real_func
+    def twice(v: qd.f32) -> qd.f32:
+        return 2.0 * v
+
+    @qd.kernel
+    def with_real_func():
+        for i in x:
+            y[i] = twice(x[i])
+
+    @qd.kernel
+    def with_atomic_max():
+        for i in x:
+            qd.atomic_max(y[0], x[i])
+
+    @qd.kernel
+    def with_break():
+        for i in x:
+            for j in range(3):
+                if x[i] > j:
+                    break
+                y[i] += x[i]
+
+    for kernel, message, line in ((with_real_func, "a call of a @qd.real_func cannot be differentiated", None),
+                                  (with_atomic_max, "an atomic max cannot be differentiated", 3),
+                                  (with_break, "`break` and `continue` cannot be differentiated", 5)):
+        with pytest.raises(qd.TranspileError, match=message) as info:
+            qd.translate(kernel.grad, "cuda")
+        if line is not None:
+            assert info.value.loc.line == _kernel_line(kernel, line)

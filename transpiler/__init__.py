@@ -9,11 +9,15 @@ from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
 from .lang import ad, math, shmem, simt, types  # noqa: F401
+from .lang import matrixfree as _matrixfree
 import sys as _sys
+
+linalg = _matrixfree.namespace()
 
 # `import transpiler.math as tm` and `from transpiler.types import ndarray`, as Quadrants'
 # (and Taichi's) submodules are imported: the same module objects as the attributes.
-for _name, _module in (("ad", ad), ("math", math), ("types", types), ("simt", simt), ("shmem", shmem)):
+for _name, _module in (("ad", ad), ("math", math), ("types", types), ("simt", simt), ("shmem", shmem),
+                       ("linalg", linalg)):
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 del _sys, _name, _module
 from .lang.kernel import (  # noqa: F401
@@ -57,10 +61,6 @@ float16, float32, float64 = f16, f32, f64
 global_thread_idx = simt.block.global_thread_idx
 Tensor = types.Tensor
 wrap, is_tensor = types.wrap, types.is_tensor
-from .lang import matrixfree as _matrixfree  # noqa: E402
-linalg = Namespace("qd.linalg", LinearOperator=_matrixfree.LinearOperator, MatrixFreeCG=_matrixfree.MatrixFreeCG,
-                   MatrixFreeBICGSTAB=_matrixfree.MatrixFreeBICGSTAB)
-__import__("sys").modules.setdefault(f"{__name__}.linalg", linalg)  # `from quadrants.linalg import MatrixFreeCG`
 
 # Architectures for qd.init: strings (with Quadrants' `.name`), so that naming one imports nothing heavy.
 from .lang.kernel import Arch  # noqa: E402

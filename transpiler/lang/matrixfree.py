@@ -141,3 +141,11 @@ def MatrixFreeBICGSTAB(A: LinearOperator, b: Field, x: Field, tol: float = 1e-6,
             return True
         rho_old = rho
     return False
+
+
+def namespace():
+    """``qd.linalg``: the solvers, and what it lacks named as such."""
+    from .names import Namespace
+
+    return Namespace("qd.linalg", LinearOperator=LinearOperator, MatrixFreeCG=MatrixFreeCG,
+                     MatrixFreeBICGSTAB=MatrixFreeBICGSTAB)

@@ -194,15 +194,17 @@ def _locals_read(exprs) -> list[ir.Local]:
 class _TaskAdjoint:
     """The reverse-mode body of one task."""
 
-    def __init__(self, task: ir.Task, companions: Companions):
-        self.task = task
+    def __init__(self, task: ir.Task, params: list[ir.Param], companions: Companions):
         self.companions = companions
         self.top: list[ir.Stmt] = []                  # hoisted declarations
-        self.hoisted: set[int] = set()
+        # The locals declared before the body (a prelude's) count as hoisted already.
+        self.hoisted: set[int] = {id(st.var) for st in task.prelude if isinstance(st, ir.Declare)}
         self.adj: dict[int, ir.Local] = {}            # id(local) -> its adjoint
         self.subst: dict[int, ir.Local] = {}          # a loop variable -> the reverse loop's copy of it
         self.multi = _assigned(task.body)
-        self.names: set[str] = set()
+        # The names taken, which the locals made here avoid.
+        self.names: set[str] = {st.var.name for st in all_stmts(task.code()) if isinstance(st, (ir.Declare, ir.For))} \
+            | {v.name for v in task.loop_vars} | {p.name for p in params}
         self.snap_of: dict[int, ir.Local] = {}        # id(snapshot) -> the local it copies
 
     # -------------------------------------------------------------- locals
@@ -217,7 +219,7 @@ class _TaskAdjoint:
         return var
 
     def declare(self, var: ir.Local) -> None:
-        if id(var) not in self.hoisted:  # (a prelude's locals count as hoisted: declared before the body)
+        if id(var) not in self.hoisted:
             self.hoisted.add(id(var))
             self.top.append(ir.Declare(var.loc, var, _const(0, var.type, var.loc)))
 
@@ -523,11 +525,7 @@ def reverse(kernel: ir.Kernel, companions: Companions) -> ir.Kernel:
     for task in reversed(kernel.tasks):
         if task.epilogue or task.shared:
             raise _refuse(task.loc, "block-level code (shared memory, block reductions) cannot be differentiated")
-        adj = _TaskAdjoint(task, companions)
-        code = task.code()
-        adj.names = {st.var.name for st in all_stmts(code) if isinstance(st, (ir.Declare, ir.For))} | \
-            {v.name for v in task.loop_vars} | {p.name for p in kernel.params}
-        adj.hoisted = {id(st.var) for st in task.prelude if isinstance(st, ir.Declare)}
+        adj = _TaskAdjoint(task, kernel.params, companions)
         replay, notes = adj.replay(task.body)
         backward = adj.backward(notes)
         body = _without_unread(adj.top + replay + backward, set(adj.snap_of))
