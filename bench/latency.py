@@ -113,6 +113,18 @@ def quantile(xs: list[float], q: float) -> float | None:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
+def fresh_bytecode() -> bool:
+    """Brings the package's .pyc files up to date (what `pip install` or a first run does);
+    False where the checkout is read-only."""
+    import compileall
+
+    try:
+        return bool(compileall.compile_dir(str(ROOT / "transpiler"), quiet=1)) and \
+            bool(compileall.compile_file(str(ROOT / "cli.py"), quiet=1))
+    except OSError:
+        return False
+
+
 def cli_cold(path: Path, runs: int) -> dict:
     """Wall time of `python cli.py emit PATH --target all` in fresh processes, and the CPU
     time (user + system) the process used: on a shared 2-core machine the wall time swings
@@ -240,7 +252,10 @@ def run(args, report: dict) -> None:
 
     competitors_section(args, report, tmp)
 
-    # CLI cold start.
+    # CLI cold start, from the bytecode an installed package (or any earlier run) has: a
+    # stale or missing .pyc would count compiling our own modules, every run where the
+    # environment sets PYTHONDONTWRITEBYTECODE (this machine does).
+    compiled = fresh_bytecode()
     ten = write_corpus(tmp, 10)
     runs = 3 if args.quick else 5
     cli = {"ten_kernel_file": cli_cold(ten, runs)}
@@ -249,10 +264,11 @@ def run(args, report: dict) -> None:
     base = process_baselines(3)
     cli["baselines_s"] = base
     cli["imports"] = import_profile(ten)
+    cli["bytecode_fresh"] = compiled
     report["cli_cold"] = cli
     rows = []
     for key, v in cli.items():
-        if key in ("baselines_s", "imports"):
+        if key in ("baselines_s", "imports", "bytecode_fresh"):
             continue
         goal = GOAL_CLI_S if key == "ten_kernel_file" else GOAL_CLI_EXAMPLE_S
         verdict = "" if v["error"] else (f"< {goal:g}: " + ("ok" if v["median_s"] < goal else "over"))
@@ -266,3 +282,5 @@ def run(args, report: dict) -> None:
               ["file", "wall median", "wall min", "CPU median", "goal / error"], rows))
     slow = ", ".join(f"{r['module']} {r['cumulative_us'] / 1e3:.0f} ms" for r in cli["imports"][:6])
     say(f"  slowest top-level imports on that path: {slow}")
+    if not compiled:
+        say("  (the package's bytecode could not be brought up to date: these include compiling its modules)")

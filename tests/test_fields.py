@@ -238,7 +238,7 @@ def test_grouped_loops_over_0d_fields_and_ndarrays(executor, rng):
 @pytest.mark.slow
 @pytest.mark.parametrize("target", qd.TARGETS)
 def test_field_programs_compile(target):
-    for kernel in (life_step, wave_step, p2g, histogram, fill_cube, singletons):
+    for kernel in (life_step, wave_step, p2g, histogram, fill_cube, singletons, diffuse_centred):
         tr = qd.translate(kernel, target, warn=False)
         for v in check_sources(target, tr.sources, tr.manifest):
             assert v.ok, f"{kernel.__name__}: {v.tool} rejected {v.file}:\n{v.message}"
@@ -461,3 +461,66 @@ def test_a_field_named_like_a_later_scalar_parameter(executor):
     y.fill(1.0)
     combine(y, 2.0, b, 0.5)
     np.testing.assert_array_equal(y.to_numpy(), 2.0 * np.arange(4) + 0.5)
+
+
+# Fields indexed from an offset (qd.field(..., offset=...), place(x, offset=...)), as Taichi's
+# examples centre a grid on 0: kernels, struct-for loops and Python scope all use the
+# offset indices; the storage (to_numpy) holds the elements in order from the first.
+heat = qd.field(qd.f32, shape=(12, 10), offset=(-6, 3))
+heat_next = qd.field(qd.f32, shape=(12, 10), offset=(-6, 3))
+tracer = qd.Vector.field(2, qd.f32, shape=7, offset=-3)
+placed = qd.field(qd.i32)
+qd.root.dense(qd.ij, (5, 4)).place(placed, offset=(100, -50))
+
+
+@qd.kernel
+def diffuse_centred(k: qd.f32):
+    for i, j in heat:
+        left = heat[max(i - 1, -6), j]
+        right = heat[min(i + 1, 5), j]
+        heat_next[i, j] = heat[i, j] + k * (left + right - 2.0 * heat[i, j]) + qd.f32(j)
+    for I in qd.grouped(tracer):
+        tracer[I] = [qd.f32(I[0]), heat[I[0], 3 + I[0] + 3]]
+    for i, j in placed:
+        placed[i, j] = i * 1000 + j
+    heat_next[-6, 3] = -1.0
+
+
+def test_fields_with_an_index_offset(executor, rng):
+    h = rng.random((12, 10), dtype=np.float32)
+    heat.from_numpy(h)
+    diffuse_centred(0.25)
+    left = np.concatenate([h[:1], h[:-1]])
+    right = np.concatenate([h[1:], h[-1:]])
+    want = h + np.float32(0.25) * (left + right - 2 * h) + np.arange(3, 13, dtype=np.float32)
+    want[0, 0] = -1.0
+    np.testing.assert_allclose(heat_next.to_numpy(), want, rtol=1e-6)
+    assert heat_next[-6, 3] == -1.0 and heat_next[5, 12] == pytest.approx(want[11, 9])
+    assert heat.offset == (-6, 3) and heat.shape == (12, 10)
+    t = tracer.to_numpy()
+    np.testing.assert_array_equal(t[:, 0], np.arange(-3, 4))
+    np.testing.assert_allclose(t[:, 1], [h[k + 6, k + 3] for k in range(-3, 4)])
+    ii, jj = np.meshgrid(np.arange(100, 105), np.arange(-50, -46), indexing="ij")
+    np.testing.assert_array_equal(placed.to_numpy(), ii * 1000 + jj)
+    assert placed[104, -47] == 104 * 1000 - 47
+    with pytest.raises(IndexError, match=r"index 4 is out of range for dimension 0 of the field \(from -3 to 3\)"):
+        tracer[4]
+    text = next(iter(qd.translate(diffuse_centred, "cuda").sources.values()))
+    assert "(i + 6) * 10" in text  # the offset taken off where the element is addressed
+
+
+@qd.kernel
+def offset_out_of_range():
+    for i in range(4):
+        heat[6, 3] = 1.0
+
+
+def test_field_offset_mistakes():
+    with pytest.raises(qd.TranspileError, match=r"index 6 is out of range for dimension 0 of `heat` \(from -6 to 5\)"):
+        qd.translate(offset_out_of_range, "cuda")
+    with pytest.raises(qd.TranspileError, match=r"The dimensionality of shape and offset must be the same \(1 != 2\)"):
+        qd.field(qd.f32, shape=3, offset=(3, 4))
+    with pytest.raises(qd.TranspileError, match="shape cannot be None when offset is set"):
+        qd.Vector.field(3, qd.f32, shape=None, offset=(3,))
+    with pytest.raises(ValueError, match="under a pointer, bitmasked or dynamic level is not supported yet"):
+        qd.root.pointer(qd.i, 4).place(qd.field(qd.f32), offset=2)

@@ -328,8 +328,7 @@ class ExpressionLowering:
                 raise self.error(i, f"an index must be an integer, not {e.type.name}",
                                  hint="convert it with qd.cast(x, qd.i32) or int(x)")
             indices.append(self.coerce(e, T.i32, i) if e.type.bits < 32 or e.type is T.bool_ else e)
-        self.check_field_index(array, indices, node)
-        return array, indices
+        return array, self.field_indices(array, indices, node)
 
     def expr_NamedExpr(self, node: ast.NamedExpr):
         """``(p0 := v)``: assigned as ``p0 = v`` would be, then read back as the value."""

@@ -118,15 +118,26 @@ class FieldLowering:
         f = self.field_of(p)
         return f.shape if f is not None else None
 
-    def check_field_index(self, array, indices: list[ir.Expr], node) -> None:
-        """A constant index into a field is checked against its shape here."""
-        shape = self.field_shape(array) if isinstance(array, ir.Param) else None
-        if shape is None:
-            return
-        for d, (e, n) in enumerate(zip(indices, shape)):
-            if isinstance(e, ir.Const) and not 0 <= int(e.value) < n:
+    def field_offset(self, p: ir.Param) -> tuple[int, ...] | None:
+        """The index of a field's first element per dimension (None: every one 0)."""
+        return getattr(self.field_of(p), "_offset", None)  # (a qd.ndarray bound like a field has none)
+
+    def field_indices(self, array, indices: list[ir.Expr], node) -> list[ir.Expr]:
+        """The storage indices of a field element: a constant index is checked against the
+        field's shape here, and a field with an offset has it taken off."""
+        field = self.field_of(array) if isinstance(array, ir.Param) else None
+        if field is None:
+            return indices
+        offset = self.field_offset(array)
+        for d, (e, n, o) in enumerate(zip(indices, field.shape, offset or (0,) * len(indices))):
+            if isinstance(e, ir.Const) and not o <= int(e.value) < o + n:
+                where = f"shape {field.shape}" if offset is None else f"from {o} to {o + n - 1}"
                 raise self.error(node, f"index {e.value} is out of range for dimension {d} of `{array.name}` "
-                                       f"(shape {shape})")
+                                       f"({where})")
+        if offset is None:
+            return indices
+        return [e if not o else self.binop("sub", e, CT(o), node) if o > 0 else self.binop("add", e, CT(-o), node)
+                for e, o in zip(indices, offset)]
 
     # ------------------------------------------------------------------ fields of structs
 

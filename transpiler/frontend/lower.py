@@ -688,8 +688,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.singleton_loop = True
             return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, 1))]
         shape = self.field_shape(array)
-        if shape is not None:  # a field: its shape is known now
-            return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, n)) for n in shape]
+        if shape is not None:  # a field: its shape (and the index of its first element) is known now
+            offset = self.field_offset(array) or (0,) * len(shape)
+            return [(ir.Const(T.i32, loc, o), ir.Const(T.i32, loc, o + n)) for n, o in zip(shape, offset)]
         return [(ir.Const(T.i32, loc, 0), ir.Shape(T.i32, loc, array, d)) for d in range(array.type.ndim)]
 
     def loop_targets(self, target: ast.expr, n: int) -> list[str]:

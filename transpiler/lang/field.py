@@ -15,6 +15,7 @@ import enum
 import weakref
 from typing import Any
 
+from ..errors import TranspileError
 from ..ir.types import DType, python_type
 from .kernel import comptime
 from .snode import Axes, SNode, activate_all_host, activate_host, active_elements, root
@@ -104,7 +105,7 @@ class Field(ElementDims):
     grad, dual = companion("grad"), companion("dual")
 
     def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None,
-                 needs_grad: bool = False, needs_dual: bool = False):
+                 needs_grad: bool = False, needs_dual: bool = False, offset=None):
         _all_fields.add(self)
         self._program = _program[0]
         scalar = python_type(dtype) or dtype
@@ -114,18 +115,23 @@ class Field(ElementDims):
         self.element_shape = tuple(element_shape)
         self.name = name
         self._shape: tuple[int, ...] | None = None
+        self._offset: tuple[int, ...] | None = None  # the index of its first element (None: all 0)
         self._data = None
         self._snode: SNode | None = None  # where qd.root...place(x) put it; None: given a shape
         for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
             if wanted and scalar.is_float:  # (an integer field has none, as in Quadrants)
                 self.__dict__["_" + kind] = Field(scalar, None, self.element_shape, f"{name}_{kind}" if name else None)
         if shape is not None:
-            self._place(shape)
+            self._place(shape, offset)
+        elif offset is not None:
+            raise TranspileError("shape cannot be None when offset is set",
+                                 hint="give the shape too, or place the field with qd.root.dense(...).place(x, "
+                                      "offset=...)")
 
     def _companions(self) -> list:
         return [f for f in (self.__dict__.get("_grad"), self.__dict__.get("_dual")) if f is not None]
 
-    def _place(self, shape) -> None:
+    def _place(self, shape, offset=None) -> None:
         scalar = isinstance(shape, int) or (hasattr(shape, "__index__") and not hasattr(shape, "__len__"))
         shape = (shape,) if scalar else tuple(shape)
         # NumPy integers are extents too (Genesis sizes its grids with them).
@@ -134,9 +140,10 @@ class Field(ElementDims):
             raise ValueError(f"a field's shape is positive ints, not {shape!r}")
         if self._shape is not None:
             raise ValueError(f"field {self.name or ''} is already placed with shape {self._shape}")
+        self._offset = index_offset(offset, len(shape))
         self._shape = shape
-        for c in self._companions():  # its .grad / .dual have its shape
-            c._place(shape)
+        for c in self._companions():  # its .grad / .dual have its shape and offset
+            c._place(shape, offset)
 
     @property
     def placed(self) -> bool:
@@ -152,6 +159,28 @@ class Field(ElementDims):
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def offset(self) -> tuple[int, ...]:
+        """The index of its first element per dimension (``offset=`` of qd.field or place):
+        index d runs from offset[d] to offset[d] + shape[d] - 1, in kernels and in Python."""
+        return self._offset or (0,) * len(self.shape)
+
+    def _storage_index(self, index):
+        """A Python-scope index as the storage's (NumPy's) index: the offset taken off."""
+        index = _index(index)
+        if self._offset is None:
+            return index
+        items = index if isinstance(index, tuple) else (index,)
+        if len(items) != len(self._offset) or not all(hasattr(i, "__index__") for i in items):
+            raise IndexError(f"a field with an offset takes one integer index per dimension ({len(self._offset)}), "
+                             f"not {index!r}")
+        out = []
+        for d, (i, o, n) in enumerate(zip(items, self._offset, self._shape)):
+            if not o <= i.__index__() < o + n:
+                raise IndexError(f"index {i} is out of range for dimension {d} of the field (from {o} to {o + n - 1})")
+            out.append(i.__index__() - o)
+        return tuple(out)
 
 
     def storage(self):
@@ -186,10 +215,10 @@ class Field(ElementDims):
     def __getitem__(self, index):
         """A scalar element's value; a vector or matrix element's components as a view
         that writes through (``x[i][0] = 5``, ``x[i].x``, ``x[i].to_numpy()``)."""
-        return host_value(self.storage()[_index(index)], self.element_shape)
+        return host_value(self.storage()[self._storage_index(index)], self.element_shape)
 
     def __setitem__(self, index, value) -> None:
-        index = _index(index)
+        index = self._storage_index(index)
         self.storage()[index] = value
         activate_host(self, index)
 
@@ -250,7 +279,7 @@ class StructField:
     grad, dual = companion("grad"), companion("dual")
 
     def __init__(self, struct_type, shape=None, name: str | None = None, needs_grad: bool = False,
-                 needs_dual: bool = False, _members: dict | None = None):
+                 needs_dual: bool = False, _members: dict | None = None, offset=None):
         from .matrix import MatrixType, StructType
 
         self.type = struct_type
@@ -259,7 +288,7 @@ class StructField:
         for member, t in struct_type.members.items():
             t = python_type(t) or t
             sub = f"{name}_{member}" if name else None
-            flags = dict(needs_grad=needs_grad, needs_dual=needs_dual)
+            flags = dict(needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
             if _members is not None:  # a .grad / .dual view: the members' own companions
                 self.members[member] = _members[member]
             elif isinstance(t, StructType):
@@ -276,9 +305,9 @@ class StructField:
                                                             _members={k: p if p is not None else _NoCompanion(
                                                                 k, kind) for k, p in parts.items()})
 
-    def _place(self, shape) -> None:
+    def _place(self, shape, offset=None) -> None:
         for m in self.members.values():
-            m._place(shape)
+            m._place(shape, offset)
 
     @property
     def placed(self) -> bool:
@@ -356,6 +385,20 @@ def host_value(value, element_shape: tuple[int, ...]):
     return value
 
 
+def index_offset(offset, ndim: int) -> tuple[int, ...] | None:
+    """``offset=`` as a tuple of one int per dimension (None when every one is 0), checked
+    as Quadrants checks it."""
+    if offset is None:
+        return None
+    items = tuple(offset) if isinstance(offset, (tuple, list)) else (offset,)
+    if not all(hasattr(o, "__index__") and not isinstance(o, bool) for o in items):
+        raise TranspileError(f"a field's offset is one int per dimension, not {offset!r}")
+    if len(items) != ndim:
+        raise TranspileError(f"The dimensionality of shape and offset must be the same ({ndim} != {len(items)})")
+    items = tuple(o.__index__() for o in items)
+    return items if any(items) else None
+
+
 def _index(index):
     if index is None:
         return ()
@@ -396,11 +439,12 @@ def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, nee
 
 
 def field(dtype, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
-          **_options) -> Field:
-    """``qd.field(dtype, shape=(n, m))``: without a shape, place it with ``qd.root``."""
+          offset=None, **_options) -> Field:
+    """``qd.field(dtype, shape=(n, m))``: without a shape, place it with ``qd.root``;
+    ``offset=(a, b)``: indices run from a and b (``x[a, b]`` is the first element)."""
     from .matrix import MatrixType, StructType
 
-    flags = dict(needs_grad=needs_grad, needs_dual=needs_dual)
+    flags = dict(needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     if isinstance(dtype, StructType):
         return StructField(dtype, shape, name, **flags)
     if isinstance(dtype, MatrixType):

@@ -61,11 +61,12 @@ class MatrixType:
         return out
 
     def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
-              **_options):
+              offset=None, **_options):
         """A field of this vector / matrix type."""
         from .field import Field
 
-        return Field(self.dtype or float, shape, self.shape, name, needs_grad=needs_grad, needs_dual=needs_dual)
+        return Field(self.dtype or float, shape, self.shape, name, needs_grad=needs_grad, needs_dual=needs_dual,
+                     offset=offset)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, MatrixType) and (self.shape, self.dtype) == (other.shape, other.dtype)
@@ -161,11 +162,11 @@ class Vector:
 
     @staticmethod
     def field(n: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
-              needs_dual: bool = False, **_options):
+              needs_dual: bool = False, offset=None, **_options):
         """``qd.Vector.field(n, dtype, shape)``: a field of n-vectors."""
         from .field import Field
 
-        return Field(dtype, shape, (n,), name, needs_grad=needs_grad, needs_dual=needs_dual)
+        return Field(dtype, shape, (n,), name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     one = staticmethod(builtin("Vector.one")(lambda dt, n: None))
     unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
 
@@ -200,11 +201,11 @@ class Matrix:
 
     @staticmethod
     def field(n: int, m: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
-              needs_dual: bool = False, **_options):
+              needs_dual: bool = False, offset=None, **_options):
         """``qd.Matrix.field(n, m, dtype, shape)``: a field of n x m matrices."""
         from .field import Field
 
-        return Field(dtype, shape, (n, m), name, needs_grad=needs_grad, needs_dual=needs_dual)
+        return Field(dtype, shape, (n, m), name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     @staticmethod
     def tensor(n: int, m: int, dtype, shape, **options):
         """``qd.Matrix.tensor(n, m, dtype, shape, backend=...)``: qd.tensor of n x m matrices."""
@@ -260,11 +261,11 @@ class StructType:
         return HostStruct(values, self)
 
     def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
-              **_options):
+              offset=None, **_options):
         """A field of this struct (one field per member)."""
         from .field import StructField
 
-        return StructField(self, shape, name, needs_grad=needs_grad, needs_dual=needs_dual)
+        return StructField(self, shape, name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
 
     def __repr__(self) -> str:
         return f"qd.types.struct({self.name})"

@@ -98,12 +98,13 @@ class SNode:
         return self._child("dynamic", axis, shape)
 
     def place(self, *fields, offset=None, **_options) -> SNode:
-        if offset is not None and any(offset if isinstance(offset, (tuple, list)) else (offset,)):
-            raise ValueError("place(offset=...): fields with an index offset are not supported; index from 0")
+        if offset is not None and self.sparse and any(offset if isinstance(offset, (tuple, list)) else (offset,)):
+            raise ValueError("place(offset=...) under a pointer, bitmasked or dynamic level is not supported yet; "
+                             "index it from 0 (a dense level takes an offset)")
         for f in fields:
             if f.placed and f.shape == tuple(self.shape) and any(f is c for c in _companions_of(fields)):
                 continue  # `place(x, x.grad)`: x placed its .grad with it
-            f._place(self.shape)
+            f._place(self.shape, offset)
             for g in _leaves(f):
                 g._snode = self
                 self.fields.append(g)
