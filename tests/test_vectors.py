@@ -619,3 +619,37 @@ def test_an_element_component_stored_through_an_index_vector(executor):
     func()
     i, j, r, c = np.indices((4, 2, 2, 3))
     np.testing.assert_array_equal(x.to_numpy(), r + c * 10 + i + j * 4)
+
+
+@qd.kernel
+def rotate_cells(a: qd.types.ndarray(dtype=qd.math.mat2, ndim=1), k: qd.i32):
+    for i in range(a.shape[0]):
+        for j, l in qd.ndrange(2, 2):
+            a[i][j, l] = a[i][l, j] * k + i
+
+
+def test_a_matrix_element_type_takes_its_scalars_type_from_the_array(executor, rng):
+    """As in Quadrants: `qd.math.mat2` elements of an i32 (or f64) array are i32 (f64) matrices."""
+    for dtype in (np.int32, np.float64, np.float32):
+        a = rng.integers(-50, 50, (7, 2, 2)).astype(dtype)
+        want = a.copy()
+        for j, l in ((0, 0), (0, 1), (1, 0), (1, 1)):  # in order: a later element reads an updated one
+            want[:, j, l] = want[:, l, j] * 3 + np.arange(7)
+        rotate_cells(a, 3)
+        np.testing.assert_array_equal(a, want)
+    with pytest.raises(TypeError, match=r"`a` holds elements of shape \(2, 2\)"):
+        rotate_cells(np.zeros((7, 2, 3), np.float32), 1)
+
+
+def test_python_scope_vectors_and_matrices_are_qd_matrix_values():
+    v, w = qd.Vector([3, 4]), qd.Vector([5, -12])
+    m = qd.Matrix([[1.0, 2.0], [3.0, 4.0]])
+    assert isinstance(v, qd.Matrix) and isinstance(v, qd.Vector) and isinstance(np.cos(0) + v, qd.Matrix)
+    assert isinstance(m, qd.Matrix) and not isinstance(m, qd.Vector) and not isinstance(np.ones(2), qd.Matrix)
+    assert v.cross(w) == 3 * -12 - 4 * 5 and list(qd.Vector([1, 0, 0]).cross(qd.Vector([0, 1, 0]))) == [0, 0, 1]
+    assert m.trace() == 5.0 and m.determinant() == pytest.approx(-2.0) and (m.n, m.m, v.n, v.m) == (2, 2, 2, 1)
+    np.testing.assert_allclose(m.inverse() @ m, np.eye(2), atol=1e-12)
+    np.testing.assert_array_equal(v.outer_product(w), np.outer([3, 4], [5, -12]))
+    assert v.normalized().tolist() == [0.6, 0.8] and v.norm_inv() == 0.2 and m.frobenius_inner(m) == 30.0
+    c = qd.Vector([1.5, 2.5]).cast(qd.i32)
+    assert c.to_list() == [1, 2] and c.entries.dtype == np.int32 and c.get_shape() == (2,)

@@ -257,7 +257,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         them open."""
         dtype, ndim = ann.dtype, ann.ndim
         if isinstance(given, lang.NdarrayAnnotation):
-            dtype, ndim = dtype or given.dtype, ndim if ndim is not None else given.ndim
+            # (a vector / matrix element type takes its scalars' type from the argument's array)
+            from_array = isinstance(given.dtype, MatrixType) and isinstance(dtype, MatrixType)
+            dtype, ndim = given.dtype if from_array else dtype or given.dtype, ndim if ndim is not None else given.ndim
         dtype = T.python_type(dtype) or dtype
         element_shape = ann.element_shape or ()
         if isinstance(dtype, MatrixType):  # qd.types.ndarray(dtype=qd.math.vec3): vec3 elements

@@ -117,17 +117,68 @@ def host_matrix_class() -> type:
                 # choose; Quadrants' Python-scope Matrix is always true, whatever it holds).
                 return bool(np.asarray(self).all())
 
-            def norm(self):
-                return np.sqrt((self * self).sum())
+            # Quadrants' Python-scope Matrix methods, on the values.
+            def norm(self, eps=0):
+                return np.sqrt((self * self).sum() + eps)
 
             def norm_sqr(self):
                 return (self * self).sum()
 
-            def normalized(self):
-                return self / self.norm()
+            def norm_inv(self, eps=0):
+                return 1 / self.norm(eps)
+
+            def normalized(self, eps=0):
+                return self / self.norm(eps)
 
             def dot(self, other):
                 return np.dot(self, other)
+
+            def cross(self, other):
+                a, b = np.asarray(self), np.asarray(other)
+                if a.shape == b.shape == (2,):  # 2-d vectors: the scalar
+                    return (a[0] * b[1] - a[1] * b[0]).item()
+                return np.cross(a, b).view(type(self))
+
+            def outer_product(self, other):
+                return np.outer(np.asarray(self), np.asarray(other)).view(type(self))
+
+            def trace(self):
+                return np.asarray(self).trace().item()
+
+            def determinant(self):
+                return np.linalg.det(np.asarray(self)).item()
+
+            def inverse(self):
+                return np.linalg.inv(np.asarray(self)).view(type(self))
+
+            def frobenius_inner(self, other):
+                return (np.asarray(self) * np.asarray(other)).sum().item()
+
+            def cast(self, dtype):
+                from ..ir.types import python_type
+
+                t = python_type(dtype) or dtype
+                out = np.asarray(self).astype(t.np_dtype).view(type(self))
+                out.qd_dtype = t
+                return out
+
+            def get_shape(self) -> tuple[int, ...]:
+                return self.shape
+
+            @property
+            def n(self) -> int:
+                return self.shape[0]
+
+            @property
+            def m(self) -> int:
+                return self.shape[1] if self.ndim == 2 else 1
+
+            @property
+            def entries(self) -> np.ndarray:
+                return np.asarray(self)
+
+            def to_list(self) -> list:
+                return np.asarray(self).tolist()
 
             def to_numpy(self) -> np.ndarray:
                 return np.asarray(self).copy()
@@ -149,8 +200,18 @@ def matrix(n: int, m: int, dtype: Any = None) -> MatrixType:
     return MatrixType((n, m), dtype)
 
 
+class _HostMatrixCheck(type):
+    """``isinstance(v, qd.Matrix)`` (and ``qd.Vector`` for a 1-d one) holds for a vector or
+    matrix built in Python scope, as for Quadrants' Matrix objects."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        if getattr(type(obj), "_qd_host_matrix", False):
+            return cls.__name__ == "Matrix" or obj.ndim == 1
+        return type.__instancecheck__(cls, obj)
+
+
 # The constructors and factories of qd.Vector / qd.Matrix, lowered by the frontend.
-class Vector:
+class Vector(metaclass=_HostMatrixCheck):
     """``qd.Vector([x, y, z], dt=None)``; ``qd.Vector.zero(dt, n)``, ``.one``, ``.unit(n, i, dt)``."""
 
     _qd_builtin = "Vector"
@@ -185,7 +246,7 @@ class Vector:
         return ndarray(vector(n, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
-class Matrix:
+class Matrix(metaclass=_HostMatrixCheck):
     """``qd.Matrix([[a, b], [c, d]], dt=None)``; ``qd.Matrix.zero(dt, n, m)``, ``.one``,
     ``.identity(dt, n)``, ``.diag(n, value)``, ``.rows([...])``, ``.cols([...])``."""
 

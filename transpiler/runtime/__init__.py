@@ -331,15 +331,21 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                 want = lang.NdarrayAnnotation(value.element_type, want.ndim if kind == "ndarray" else None)
             want_dtype = T.python_type(want.dtype) or want.dtype
             element_shape = tuple(want.element_shape or ())
-            if isinstance(want_dtype, MatrixType):  # vec3 elements: the array's last dimension is 3
+            element_type = want_dtype if isinstance(want_dtype, MatrixType) else None
+            if element_type is not None:  # vec3 elements: the array's last dimension is 3
                 element_shape = want_dtype.shape + element_shape
                 want_dtype = T.python_type(want_dtype.dtype) or want_dtype.dtype or T.defaults().fp
             outer = arr.ndim - len(element_shape)
             if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
                 raise TypeError(f"{kernel.__name__}(): `{name}` holds elements of shape {element_shape}: its last "
                                 f"dimension(s) must be {element_shape}, got an array of shape {arr.shape}")
+            retyped = None
             if want_dtype is not None and want_dtype != dtype:
-                raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
+                if element_type is None or not (dtype.is_int or dtype.is_float):
+                    raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
+                # A vector / matrix element type takes its scalars' type from the array, as in
+                # Quadrants (an i32 array for a `qd.math.mat2` parameter holds i32 matrices).
+                retyped = MatrixType(element_type.shape, dtype)
             if want.ndim is not None and want.ndim != outer:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s)"
                                 + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
@@ -348,7 +354,9 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                     raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
                 arr = np.ascontiguousarray(arr)
                 copies.append((value, arr))
-            if want_dtype is None or want.ndim is None or declared.dtype is None:
+            if retyped is not None:
+                arg_types[name] = lang.NdarrayAnnotation(retyped, outer, element_shape=want.element_shape)
+            elif want_dtype is None or want.ndim is None or declared.dtype is None:
                 arg_types[name] = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
                                                          element_shape=want.element_shape)
             values[name] = arr
