@@ -400,8 +400,15 @@ def bad_axes(a: qd.types.ndarray(dtype=qd.i32, ndim=2)) -> None:
 
 
 def test_ndrange_axes_must_be_a_permutation():
-    with pytest.raises(qd.TranspileError, match=r"axes=\(0, 0\) must be a permutation of range\(2\)"):
+    with pytest.raises(qd.TranspileError, match=r"qd.ndrange\(axes=\(0, 0\)\) is not a permutation of range\(2\)") \
+            as info:
         qd.translate(bad_axes, "cuda")
+    assert info.value.loc.line == bad_axes.fn.__code__.co_firstlineno + 2
+    for axes, message in (((0, 1, 2), r"has 3 entries but ndrange was called with 2 dimension"),
+                          ((0, "1"), r"entries must be Python ints; got str"), ((True, False), "must be Python ints"),
+                          ((0, 2), "is not a permutation")):
+        with pytest.raises(qd.TranspileError, match=message):
+            qd.ndrange(4, 5, axes=axes)  # the same checks in Python scope
 
 
 @qd.kernel

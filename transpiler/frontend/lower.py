@@ -18,6 +18,7 @@ from ..ir import types as T
 from ..ir.evaluate import host_computable
 from ..ir.walk import iter_expr
 from ..lang.matrix import MatrixType
+from ..lang.ops import ndrange_axes_problem
 from ..lang.snode import SNode
 from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
@@ -654,9 +655,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             axes = self.static_value(kw.value, what="qd.ndrange(axes=...)")
             if axes is None:  # Quadrants' default: the written order
                 continue
-            if not isinstance(axes, (tuple, list)) or sorted(axes) != list(range(n)):
-                raise self.error(kw.value, f"axes={axes!r} must be a permutation of range({n}), outermost first")
-            axes = list(axes)
+            problem = ndrange_axes_problem(axes, n)
+            if problem is not None:
+                raise self.error(kw.value, problem)
+            axes = [a.__index__() for a in axes]
         return axes
 
     def loop_order(self, it: ast.expr, loop_vars: list[ir.Local], ranges: list) -> tuple[list, list]:

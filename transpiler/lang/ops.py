@@ -196,6 +196,24 @@ def _host_rsqrt(x):
     return 1.0 / np.sqrt(x)
 
 
+def ndrange_axes_problem(axes, n: int) -> str | None:
+    """What is wrong with ``qd.ndrange(..., axes=axes)`` over ``n`` dimensions (None: nothing;
+    ``axes=None`` is the written order), in Quadrants' terms."""
+    if axes is None:
+        return None
+    if not isinstance(axes, (tuple, list)):
+        return f"qd.ndrange(axes={axes!r}) is a tuple of dimensions, outermost first"
+    axes = tuple(axes)
+    if len(axes) != n:
+        return f"qd.ndrange(axes={axes!r}) has {len(axes)} entries but ndrange was called with {n} dimension(s)"
+    bad = next((a for a in axes if isinstance(a, bool) or not hasattr(a, "__index__")), None)
+    if bad is not None:
+        return f"qd.ndrange(axes={axes!r}) entries must be Python ints; got {type(bad).__name__} ({bad!r})"
+    if sorted(a.__index__() for a in axes) != list(range(n)):
+        return f"qd.ndrange(axes={axes!r}) is not a permutation of range({n}) (outermost dimension first)"
+    return None
+
+
 class HostNdrange:
     """``qd.ndrange(...)`` in Python scope: every index tuple, the last dimension fastest
     (``axes=``: the given order, outermost first), as Quadrants iterates it."""
@@ -207,9 +225,12 @@ class HostNdrange:
             if not all(isinstance(b, int) or hasattr(b, "__index__") for b in (begin, end)):
                 raise TypeError(f"every argument of qd.ndrange is an int or a (begin, end) pair of ints, not {e!r}")
             self.bounds.append((int(begin), max(int(begin), int(end))))
+        problem = ndrange_axes_problem(axes, len(self.bounds))
+        if problem is not None:
+            from ..errors import TranspileError
+
+            raise TranspileError(problem)
         self.axes = list(axes) if axes is not None else list(range(len(self.bounds)))
-        if sorted(self.axes) != list(range(len(self.bounds))):
-            raise ValueError(f"axes={axes!r} must be a permutation of range({len(self.bounds)})")
 
     def __iter__(self):
         import itertools
