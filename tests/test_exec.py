@@ -244,6 +244,13 @@ def test_wrong_argument_dtype_is_a_clear_error(executor, n):
     saxpy = load_module(E / "saxpy.py").saxpy
     with pytest.raises(TypeError, match="must hold f32, got f64"):
         saxpy(1.0, np.zeros(n), np.zeros(n, np.float32))
+    x = np.zeros(n, np.float32)
+    for args, kwargs, says in (((1.0, x), {}, "Missing argument 'y'"), ((1.0, x, x, x), {}, "Too many arguments"),
+                               ((1.0, x, x), {"z": x}, "Unexpected argument 'z'"),
+                               ((1.0, x), {"a": 1.0}, "Multiple values for argument 'a'")):
+        with pytest.raises(TypeError, match=rf"saxpy\(\): {says}") as info:  # Python's class, Quadrants' words
+            saxpy(*args, **kwargs)
+        assert isinstance(info.value, qd.QuadrantsSyntaxError)
 
 
 @qd.kernel

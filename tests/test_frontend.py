@@ -190,9 +190,10 @@ def test_a_local_named_like_a_builtin_is_not_it():
 
 
 @pytest.mark.parametrize("call, says", [
-    ("scale(f[i])", "missing a required argument: 'k'"),            # too few: Python's own message
-    ("scale(f[i], 2.0, 3.0)", "too many positional arguments"),
-    ("scale(f[i], kk=2.0)", "missing a required argument: 'k'"),   # a misspelt keyword leaves k unbound
+    ("scale(f[i])", "Missing argument 'k'"),            # too few (Quadrants' words for Python's messages)
+    ("scale(f[i], 2.0, 3.0)", "Too many arguments"),
+    ("scale(f[i], kk=2.0)", "Missing argument 'k'"),   # a misspelt keyword leaves k unbound
+    ("scale(f[i], 2.0, x=1.0)", "Multiple values for argument 'x'"),
 ])
 def test_a_func_called_with_the_wrong_arguments_is_located(tmp_path, call, says):
     src = tmp_path / "bad_call.py"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 from dataclasses import dataclass
 
 from .ir.nodes import Loc
@@ -53,6 +54,27 @@ class TranspileError(Exception):
         self.loc = loc
         self.hint = hint
         super().__init__(format_diagnostic("error", message, loc, hint))
+
+
+class KernelArgumentError(TranspileError, TypeError):
+    """A kernel called with arguments its parameters do not take: a TypeError, as Python's
+    own, and Quadrants' syntax error class (which is TranspileError here)."""
+
+
+_CALL_MISMATCH = ((re.compile(r"missing a required argument: '(\w+)'"), "Missing argument '{}'"),
+                  (re.compile(r"too many positional arguments"), "Too many arguments"),
+                  (re.compile(r"multiple values for argument '(\w+)'"), "Multiple values for argument '{}'"),
+                  (re.compile(r"got an unexpected keyword argument '(\w+)'"), "Unexpected argument '{}'"))
+
+
+def call_mismatch(exc: TypeError) -> str:
+    """What ``inspect.Signature.bind`` said about a call, in Quadrants' words."""
+    text = str(exc)
+    for pattern, words in _CALL_MISMATCH:
+        m = pattern.search(text)
+        if m:
+            return words.format(*m.groups())
+    return text
 
 
 class ToolchainMissing(Exception):

@@ -14,7 +14,7 @@ import weakref
 from functools import lru_cache
 
 from .. import lang
-from ..errors import TranspileError
+from ..errors import TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
@@ -393,7 +393,7 @@ class CallLowering:
         try:
             arguments = bind_arguments(func.fn, args, kwargs or {})
         except TypeError as exc:
-            raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
+            raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
         assigned = store_counts(fdef)
         written = component_stores(fdef)
         body = fdef.body

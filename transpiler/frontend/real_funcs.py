@@ -14,6 +14,7 @@ import ast
 import inspect
 
 from .. import lang
+from ..errors import call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import Identity
@@ -67,7 +68,7 @@ class RealFuncLowering:
         try:
             bound = signature(func.fn).bind(*args, **kwargs)
         except TypeError as exc:
-            raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
+            raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
         bound.apply_defaults()
         arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args)))
         key: list = [func.fn]

@@ -17,7 +17,7 @@ import builtins
 import inspect
 
 from .. import lang
-from ..errors import TranspileError
+from ..errors import TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
@@ -121,7 +121,7 @@ class TopLevelCallLowering:
         try:
             arguments = bind_arguments(func.fn, args, kwargs)
         except TypeError as exc:
-            raise self.error(node, f"bad arguments to `{func.__name__}`: {exc}") from None
+            raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):

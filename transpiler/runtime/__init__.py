@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import lang
-from ..errors import ToolchainMissing, TranspileError
+from ..errors import KernelArgumentError, ToolchainMissing, TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
@@ -305,7 +305,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
-        raise TypeError(f"{kernel.__name__}(): {exc}") from None
+        raise KernelArgumentError(f"{kernel.__name__}(): {call_mismatch(exc)}") from None
     template_args, arg_types, values, copies = {}, {}, {}, []
     todo = [(name, lang.self_annotation(kernel.fn, name, annotations.get(name)), value)
             for name, value in bound.arguments.items()]
