@@ -239,7 +239,7 @@ def translations(args, keep_going: bool = False) -> list:
     options = {"template_args": template_args,
                "line_directives": getattr(args, "line_directives", False), "wave32": args.wave32,
                "subgroup_size": args.subgroup_size,
-               "no_hazards": args.no_hazards, "warn": False}
+               "no_hazards": args.no_hazards, "debug": args.debug, "warn": False}
     out, shown = [], set()
     for k in picked:
         assumed = assumed_arrays(k, arg_types, template_args)
@@ -458,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "Vulkan device's (default 32), HIP 64 or 32 (= --wave32); CUDA and Metal are 32")
         sp.add_argument("--no-hazards", action="store_true",
                         help="skip the SIMT hazard checker (a `# qd: ignore-hazard` comment silences one line)")
+        sp.add_argument("--debug", action="store_true",
+                        help="keep the kernels' asserts, as qd.init(debug=True): a failed one is reported in the "
+                             "buffer the manifest's `asserts` entry describes")
 
     e = sub.add_parser("emit", help="write the generated sources and manifests")
     common(e)

@@ -77,7 +77,9 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
 
     Options: ``template_args`` (values of qd.template() parameters), ``arg_types``
     (annotations for parameters that have none, or dtypes for untyped ndarrays),
-    ``default_ip`` / ``default_fp`` (what Python's int and float stand for), ``subgroup_size`` (GLSL: the device's;
+    ``default_ip`` / ``default_fp`` (what Python's int and float stand for), ``debug`` (keep the
+    kernel's asserts: a failed one is reported in the manifest's ``asserts`` buffer, as
+    qd.init(debug=True) does), ``subgroup_size`` (GLSL: the device's;
     HIP: 64 or 32), ``wave32`` (HIP on RDNA), ``fast_math`` (GLSL), ``lavapipe`` (GLSL: work around
     Mesa's lavapipe, as qd.init(arch="vulkan") does on it), ``line_directives``
     (emit #line), ``no_hazards`` (skip the SIMT hazard checker), ``warn`` (False: return
@@ -97,7 +99,8 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
     opts = t.options(options)
     t0 = time.perf_counter()
     kir = lower(kernel, options.get("template_args"), options.get("arg_types"), opts.subgroup_size,
-                T.Defaults(options.get("default_ip") or T.i32, options.get("default_fp") or T.f32))
+                T.Defaults(options.get("default_ip") or T.i32, options.get("default_fp") or T.f32,
+                           bool(options.get("debug"))))
     t1 = time.perf_counter()
     seconds = {"frontend": t1 - t0}
     hazards = []

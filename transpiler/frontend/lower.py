@@ -26,6 +26,7 @@ from .common import (
 from .source import parse_function
 from .values import CT, PRIVATE, ArrayHandle, KernelVar, MatrixValue, component_locals
 from .calls import CallLowering
+from .debug_checks import DebugCheckLowering
 from .expressions import ExpressionLowering
 from .kernel_scope import KernelScopeLowering
 from .fields import FieldLowering, StructArray, struct_leaves
@@ -42,7 +43,7 @@ from .top_level_calls import TopLevelCallLowering
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
                      MatrixLowering, StructLowering, FieldLowering, SparseLowering, GraphLowering, TileLowering,
-                     TopLevelCallLowering):
+                     TopLevelCallLowering, DebugCheckLowering):
     """Lowers one kernel instantiation (template values fixed) to ``ir.Kernel``."""
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
@@ -55,6 +56,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.returned_statically = False    # a `return` under one of them ended this instantiation
         self.width_consulted = False        # whether a decision looked at it, known or not
         self.task_shared: list[ir.SharedArray] = []
+        self.assert_param: ir.Param | None = None  # debug mode's report buffer, once a check needs it
+        self.asserts: list[dict] = []
         self.template_args = dict(template_args or {})
         self.arg_types = dict(arg_types or {})
         self.parsed = parse_function(kernel.fn)
@@ -191,7 +194,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,
                          self.subgroup_size if self.subgroup_size_used else None,
                          self.subgroup_size_used or self.width_consulted, self.functions, self.bindings,
-                         self.task_loops, self.diagnostics, self.result_paths)
+                         self.task_loops, self.diagnostics, self.result_paths, self.asserts)
 
     def bind_params(self, fdef: ast.FunctionDef) -> None:
         args = fdef.args

@@ -748,9 +748,12 @@ class StatementLowering:
             self.emit(ir.Assign(loc, var, self.coerce(self.to_expr(value, node), var.type, node)))
 
     def stmt_Assert(self, s: ast.Assert) -> None:
+        if self.debug_checks():
+            self.debug_assert(s)
+            return
         # Quadrants checks `assert` only under qd.init(debug=True) and compiles it away
-        # otherwise; so does this translation (no target has a portable way to fail a
-        # launch). Its names must still exist: a typo in one is reported.
+        # otherwise; so does this translation. Its names must still exist: a typo in one is
+        # reported.
         for n in ast.walk(s.test):
             if isinstance(n, ast.Name) and self.scope.lookup(n.id)[0] is None and self.global_lookup(n.id) is None:
                 raise self.error(n, f"undefined name `{n.id}`")

@@ -661,6 +661,9 @@ class Kernel:
     diagnostics: list = field(default_factory=list)
     # A struct or tuple result: each result buffer's place in it ("a", "b.a", "1"), by param name.
     result_paths: dict = field(default_factory=dict)
+    # Debug mode's checks, by number (frontend/debug_checks.py): where each is and how its
+    # message is formatted from the values the `role == "assert"` buffer holds.
+    asserts: list = field(default_factory=list)
 
     def function(self, name: str) -> Function:
         return next(f for f in self.functions if f.name == name)

@@ -7,6 +7,7 @@ Python literals adapt to the other operand (``x_u8 + 1`` stays ``u8``).
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
 
 
@@ -74,32 +75,40 @@ class Defaults:
 
     ip: DType = i32
     fp: DType = f32
+    # qd.init(debug=True): kernels check their asserts (frontend/debug_checks.py)
+    debug: bool = False
 
 
-_defaults = Defaults()
+class _ThreadDefaults(threading.local):
+    # Per thread: a backend translates a warm-up kernel in the background while the caller's
+    # thread lowers its first kernel, each under its own defaults (qd.init(default_fp=qd.f64,
+    # debug=True) must not read the warm-up's f32 halfway through).
+    current = Defaults()
+
+
+_state = _ThreadDefaults()
 
 
 def defaults() -> Defaults:
-    return _defaults
+    return _state.current
 
 
 @contextlib.contextmanager
 def using_defaults(d: Defaults):
-    """Lower with ``d`` as the default int and float types."""
-    global _defaults
-    saved, _defaults = _defaults, d
+    """Lower with ``d`` as the default int and float types (in this thread)."""
+    saved, _state.current = _state.current, d
     try:
         yield
     finally:
-        _defaults = saved
+        _state.current = saved
 
 
 def python_type(t) -> DType | None:
     """The dtype Python's ``int``, ``float`` or ``bool`` stands for (None for anything else)."""
     if t is int:
-        return _defaults.ip
+        return _state.current.ip
     if t is float:
-        return _defaults.fp
+        return _state.current.fp
     if t is bool:
         return bool_
     return None
@@ -193,8 +202,9 @@ def literal_type(value) -> DType:
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
-        return _defaults.ip if fits(value, _defaults.ip) else i64
-    return _defaults.fp
+        d = _state.current
+        return d.ip if fits(value, d.ip) else i64
+    return _state.current.fp
 
 
 def unsigned(t: DType) -> DType:

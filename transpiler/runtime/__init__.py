@@ -217,7 +217,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
         if t is not None and not (isinstance(t, T.DType) and (t.is_float if kind == "float" else t.is_int)):
             raise ValueError(f"qd.init({what}=...) takes a {kind} dtype such as "
                              f"qd.{'f64' if kind == 'float' else 'i64'}, got {t!r}")
-    _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32)
+    _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32, bool(options.get("debug", False)))
     _random_seed, _launches = int(random_seed), 0
     _no_hazards = no_hazards
     own = ARCHS[arch]
@@ -558,7 +558,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         first = profile.FirstCall(kernel.__name__, backend.name) if profile.enabled else None
         t0 = time.perf_counter()
         tr = translate(kernel, backend.target, template_args=template_args, arg_types=arg_types,
-                       no_hazards=_no_hazards, default_ip=_defaults.ip, default_fp=_defaults.fp,
+                       no_hazards=_no_hazards, default_ip=_defaults.ip, default_fp=_defaults.fp, debug=_defaults.debug,
                        **backend.translate_options())
         t1 = time.perf_counter()
         hit = cache[key] = (tr.ir, backend.load(tr))
@@ -582,6 +582,10 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         backend.run(program, kir, values, plan_launches(kir, values))
     for original, contiguous in copies:  # a non-contiguous NumPy argument: what the kernel wrote
         original[...] = contiguous
+    if kir.asserts:
+        from .asserts import raise_failed_assert
+
+        raise_failed_assert(kir, values)
     if first is not None:
         first.done()
     # A kernel with no arguments of its own (scratch buffers zeroed per call, a seed, a

@@ -194,6 +194,9 @@ class Target:
         if ctx.kernel.loops:  # qd.graph.do_while: the host repeats these entry points while the flag is nonzero
             manifest["loops"] = [{"first": loop.first, "stop": loop.stop, "flag": loop.flag.name, "parent": loop.parent}
                                  for loop in ctx.kernel.loops]
+        if ctx.kernel.asserts:  # debug mode: what a nonzero word 0 of the `assert` buffer reports
+            manifest["asserts"] = {"param": next(p.name for p in ctx.kernel.params if p.role == "assert"),
+                                   "checks": ctx.kernel.asserts}
         results = [p for p in ctx.kernel.params if p.role == "result"]
         paths = ctx.kernel.result_paths
         if results and not paths:
