@@ -343,3 +343,29 @@ def test_definitions_are_read_whatever_their_shape(tmp_path):
     with pytest.raises(qd.TranspileError) as err:
         qd.translate(module.one_line, "cuda")
     assert "shapes.py:25:53: error: undefined name `missing`" in str(err.value)
+
+
+def test_the_default_types_are_per_thread():
+    """A backend translates a warm-up kernel in a background thread while the caller lowers
+    its first kernel: qd.init(default_fp=qd.f64) must hold in the caller's thread whatever
+    the other thread lowers under (before, a first call could get f32 locals)."""
+    import threading
+
+    from transpiler.ir import types as T
+
+    entered, release, seen = threading.Event(), threading.Event(), []
+
+    def other():
+        with T.using_defaults(T.Defaults(T.i32, T.f32)):
+            entered.set()
+            release.wait(5)
+            seen.append(T.defaults().fp)
+
+    with T.using_defaults(T.Defaults(T.i64, T.f64, debug=True)):
+        t = threading.Thread(target=other)
+        t.start()
+        entered.wait(5)
+        assert T.defaults() == T.Defaults(T.i64, T.f64, debug=True) and T.python_type(float) is T.f64
+        release.set()
+        t.join()
+    assert seen == [T.f32] and T.defaults() == T.Defaults()
