@@ -88,13 +88,86 @@ def test_the_manifest_describes_each_check():
     report = tr.manifest["asserts"]
     assert report["param"] == "qd_assert"
     checks = report["checks"]
-    assert [c["id"] for c in checks] == [1, 2, 3, 4, 5]
-    assert checks[0]["args"] == ["i32", "f32", "f32"] and checks[1]["args"] == ["i32", "i64"]
-    assert checks[0]["parts"][0] == {"text": "x["} and checks[0]["parts"][1] == {"arg": 0, "spec": "%d",
-                                                                               "style": "percent"}
-    assert checks[4]["what"] == "assert out.shape[0] > 0" and checks[4]["parts"] == []
+    assert [c["id"] for c in checks] == list(range(1, len(checks) + 1))
+    asserts = [c for c in checks if c["what"].startswith("assert ")]
+    assert [c["what"] for c in asserts] == ["assert x[i] <= limit", "assert big[i] >= 0", "assert b != 0.0",
+                                            "assert grid[i, j] < 100", "assert out.shape[0] > 0"]
+    assert asserts[0]["args"] == ["i32", "f32", "f32"] and asserts[1]["args"] == ["i32", "i64"]
+    assert asserts[0]["parts"][0] == {"text": "x["} and asserts[0]["parts"][1] == {"arg": 0, "spec": "%d",
+                                                                                 "style": "percent"}
+    assert asserts[4]["parts"] == []
+    # and the index checks: big[i] and out[i] against their shapes, once each; x[i] runs over x's
+    # own range and grid[i, j] over grid's, which needs none
+    assert sorted(c["what"] for c in checks if not c["what"].startswith("assert ")) == [
+        "index into `big`", "index into `out`"]
     param = next(p for p in tr.manifest["params"] if p["name"] == "qd_assert")
     assert param["role"] == "assert"
+
+
+@qd.kernel
+def gather(src: qd.types.ndarray(dtype=qd.f32, ndim=1), idx: qd.types.ndarray(dtype=qd.i32, ndim=1),
+           dst: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(dst.shape[0]):
+        if idx[i] >= 0 and src[idx[i]] > 0.0:  # src[idx[i]] only read when idx[i] >= 0: checked then
+            dst[i] = src[idx[i]] * 2.0
+
+
+@qd.kernel
+def shift_columns(k: qd.i32):
+    for i, j in grid:
+        grid[i, j + k] += 1
+
+
+def test_out_of_bound_accesses_raise_instead_of_touching_other_memory(executor, rng):
+    init_executor(executor, debug=True)
+    src = rng.uniform(-1.0, 1.0, 8).astype(np.float32)
+    idx = rng.integers(-3, 8, 50).astype(np.int32)
+    dst = np.zeros(50, np.float32)
+    gather(src, idx, dst)  # negative indices skipped by the condition: nothing out of bounds
+    safe = np.clip(idx, 0, 7)
+    np.testing.assert_array_equal(dst, np.where((idx >= 0) & (src[safe] > 0), src[safe] * 2, 0))
+    idx[31] = 9
+    src[:] = np.abs(src) + 0.5
+    with pytest.raises(AssertionError, match=r"^Out of bound access to `src` with indices \[9\] \(shape \[8\]\) "
+                                             r"\(.*test_debug_mode.py:\d+: index into `src`\)$"):
+        gather(src, idx, dst)
+    grid.fill(0)
+    shift_columns(0)
+    shift_columns(-1 + 1)
+    assert (grid.to_numpy() == 2).all()
+    with pytest.raises(AssertionError, match=r"Out of bound access to `grid` with indices \[\d, 5\] \(shape \[6, 5\]\)"):
+        shift_columns(1)
+    with pytest.raises(AssertionError, match=r"Out of bound access to `grid` with indices \[\d, -2\]"):
+        shift_columns(-2)
+    text = next(iter(qd.translate(gather, "cuda").sources.values()))
+    assert "qd_assert" not in text  # no checks without debug mode
+
+
+@qd.kernel
+def pick_component(k: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(k.shape[0]):
+        v = qd.Vector([1.5, 2.5, 3.5])
+        v[k[i]] += 10.0
+        out[i] = v[k[i]] + v[(k[i] + 1) % 3]
+
+
+def test_run_time_indices_into_local_vectors_are_checked(executor, rng):
+    init_executor(executor, debug=True)
+    k = rng.integers(0, 3, 40).astype(np.int32)
+    out = np.zeros(40, np.float32)
+    pick_component(k, out)
+    base = np.array([1.5, 2.5, 3.5], np.float32)
+    np.testing.assert_allclose(out, base[k] + 10 + base[(k + 1) % 3])
+    k[17] = 3
+    with pytest.raises(AssertionError, match=r"^Out of bound access to `v` with index \[3\] \(it has 3\)"):
+        pick_component(k, out)
+
+
+def test_python_scope_field_indices_are_checked():
+    with pytest.raises(IndexError, match=r"index 6 is out of range for dimension 0 of the field \(shape \(6, 5\)\)"):
+        grid[6, 0] = 1
+    with pytest.raises(AssertionError, match=r"index -1 is out of range for dimension 1"):  # not NumPy's last one
+        grid[0, -1]
 
 
 @qd.kernel

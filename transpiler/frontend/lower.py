@@ -58,6 +58,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         self.task_shared: list[ir.SharedArray] = []
         self.assert_param: ir.Param | None = None  # debug mode's report buffer, once a check needs it
         self.asserts: list[dict] = []
+        self.reports: set[int] = set()             # ids of the statements that report a failed check
         self.template_args = dict(template_args or {})
         self.arg_types = dict(arg_types or {})
         self.parsed = parse_function(kernel.fn)
@@ -189,6 +190,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             if len(self.tasks) > 1 else [self.kernel.__name__]
         for task, name in zip(self.tasks, names):
             task.name = name
+        if self.debug_checks():
+            for task in self.tasks:
+                self.add_task_bounds_checks(task)
         for k, p in enumerate(self.hidden_params, start=len(self.params)):
             p.index = k
         return ir.Kernel(self.kernel.__name__, self.parsed.file, loc, self.params + self.hidden_params, self.tasks,

@@ -360,6 +360,7 @@ class MatrixLowering:
             return
         # A run-time index: one branch per component (a vector written in a loop).
         k = self.once(self.coerce(self.to_expr(index, node), T.i32, node), node, "k")
+        self.check_component_index(k, n, node, f"`{ast.unparse(target.value)}`")
         value = self.materialize(value, target, "tmp") if isinstance(value, MatrixValue) else \
             self.once(self.to_expr(value, target), target, "tmp")
         loc = self.loc(target)
@@ -564,6 +565,7 @@ class MatrixLowering:
         bounds known at translation time); a run-time index selects among the components (the
         value of a vector indexed in a loop)."""
         sl = node.slice
+        named = f"`{ast.unparse(node.value)}`"
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         if len(parts) > len(v.shape):
             raise self.error(node, f"{describe(v.shape)} takes at most {len(v.shape)} index(es)")
@@ -578,7 +580,7 @@ class MatrixLowering:
                     fixed[k] = ast.copy_location(ast.Constant(j), parts[k])
                     positions, shape = self.sliced(v.shape, fixed, node)
                     choices.append(MatrixValue(shape, [v.items[q] for q in positions]))
-                return self.select_static_or_dynamic(choices, values[k], parts[k], v.shape[k])
+                return self.select_static_or_dynamic(choices, values[k], parts[k], v.shape[k], named)
             positions, shape = self.sliced(v.shape, parts, node)
             return MatrixValue(shape, [v.items[k] for k in positions])
         idx = [self.expr(p) for p in parts]
@@ -587,15 +589,15 @@ class MatrixLowering:
             parts = parts * len(idx)
         if len(v.shape) == 2 and len(idx) == 1:
             rows = [MatrixValue((v.shape[1],), v.items[r * v.shape[1]:(r + 1) * v.shape[1]]) for r in range(v.shape[0])]
-            return self.select_static_or_dynamic(rows, idx[0], parts[0], v.shape[0])
+            return self.select_static_or_dynamic(rows, idx[0], parts[0], v.shape[0], named)
         if len(idx) == 2 and all(isinstance(i, CT) for i in idx):
             i, j = (self.static_index(i.value, n, p) for i, n, p in zip(idx, v.shape, parts))
             return v.at(i, j)
         if len(idx) == 2:  # one or both at run time: one flat index, row-major
             row = self.binop("mul", idx[0], CT(v.shape[1]), node)
             return self.select_static_or_dynamic(list(v.items), self.binop("add", row, idx[1], node), node,
-                                                 len(v.items))
-        return self.select_static_or_dynamic(list(v.items), idx[0], parts[0], v.shape[0])
+                                                 len(v.items), named)
+        return self.select_static_or_dynamic(list(v.items), idx[0], parts[0], v.shape[0], named)
 
     def sliced(self, shape: tuple[int, ...], parts: list[ast.expr], node) -> tuple[list[int], tuple] | None:
         """The components (flat, row-major) and the shape a subscript with a slice picks, as
@@ -625,13 +627,14 @@ class MatrixLowering:
             raise self.error(node, f"index {k} is out of range for a dimension of {n}")
         return k % n
 
-    def select_static_or_dynamic(self, choices: list, index, node, n: int):
+    def select_static_or_dynamic(self, choices: list, index, node, n: int, what: str | None = None):
         if isinstance(index, CT):
             return choices[self.static_index(index.value, n, node)]
         e = self.to_expr(index, node)
         if not e.type.is_int:
             raise self.error(node, f"an index must be an integer, not {e.type.name}")
         k = self.once(self.coerce(e, T.i32, node), node, "k")
+        self.check_component_index(k, n, node, what or f"a vector of {n}")
         loc = self.loc(node) if isinstance(node, ast.AST) else node
 
         def pick(items: list) -> ir.Expr:

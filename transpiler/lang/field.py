@@ -167,18 +167,24 @@ class Field(ElementDims):
         return self._offset or (0,) * len(self.shape)
 
     def _storage_index(self, index):
-        """A Python-scope index as the storage's (NumPy's) index: the offset taken off."""
+        """A Python-scope index as the storage's (NumPy's) index: checked against the shape
+        (a negative index is out of range, not NumPy's count from the end), the offset
+        taken off."""
         index = _index(index)
-        if self._offset is None:
-            return index
         items = index if isinstance(index, tuple) else (index,)
-        if len(items) != len(self._offset) or not all(hasattr(i, "__index__") for i in items):
-            raise IndexError(f"a field with an offset takes one integer index per dimension ({len(self._offset)}), "
-                             f"not {index!r}")
+        if not all(hasattr(i, "__index__") and not isinstance(i, bool) for i in items):
+            return index  # a slice or a mask: NumPy's, as before
+        shape = self.shape
+        if len(items) != len(shape):
+            if self._offset is not None:
+                raise IndexError(f"a field with an offset takes one integer index per dimension ({len(shape)}), "
+                                 f"not {index!r}")
+            return index
         out = []
-        for d, (i, o, n) in enumerate(zip(items, self._offset, self._shape)):
+        for d, (i, o, n) in enumerate(zip(items, self.offset, shape)):
             if not o <= i.__index__() < o + n:
-                raise IndexError(f"index {i} is out of range for dimension {d} of the field (from {o} to {o + n - 1})")
+                where = f"shape {shape}" if self._offset is None else f"from {o} to {o + n - 1}"
+                raise FieldIndexError(f"index {i} is out of range for dimension {d} of the field ({where})")
             out.append(i.__index__() - o)
         return tuple(out)
 
@@ -383,6 +389,11 @@ def host_value(value, element_shape: tuple[int, ...]):
 
         return value.view(host_matrix_class())
     return value
+
+
+class FieldIndexError(IndexError, AssertionError):
+    """A Python-scope index out of a field's range: an IndexError, and the AssertionError
+    Quadrants' debug mode raises for it."""
 
 
 def index_offset(offset, ndim: int) -> tuple[int, ...] | None:
