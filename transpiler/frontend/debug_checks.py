@@ -72,10 +72,11 @@ class DebugCheckLowering:
     def add_bounds_checks(self, stmts: list[ir.Stmt], known: dict) -> list[ir.Stmt]:
         """``stmts`` with a check before each statement of every index it is sure to use (as
         Quadrants' debug mode checks them): an ndarray's against its shape, a field's, a
-        shared array's and a vector element's against theirs. An index the statement may
-        not evaluate (the unchosen side of ``a if c else b``, the right of ``and`` / ``or``,
-        a while loop's condition) is not checked there, nor one whose computation has side
-        effects (computing it twice would repeat them)."""
+        shared array's and a vector element's against theirs. An index evaluated under a
+        condition (a side of ``a if c else b``, the right of ``and`` / ``or``) is checked
+        under it; a while loop's condition is not checked, nor an index whose computation
+        has side effects (computing it twice would repeat them). ``known``: the ranges of
+        the loop variables in scope, which prove ``a[i]`` in ``for i in range(a.shape[0])``."""
         out = []
         for st in stmts:
             inner = known
@@ -120,7 +121,7 @@ class DebugCheckLowering:
             return []
         bad = None
         for k in tests:
-            outside = _outside(_copy(indices[k]), extents[k], loc)
+            outside = _outside(_copy(indices[k]), _copy(extents[k]), loc)
             bad = outside if bad is None else ir.Logical(T.bool_, loc, "or", bad, outside)
         parts, values = [f"Out of bound access to `{array.name}` with indices ["], []
         for k, i in enumerate(indices):
@@ -137,7 +138,7 @@ class DebugCheckLowering:
                 parts.append(str(n.value))
             else:
                 parts.append({"arg": len(values), "spec": "", "style": "format"})
-                values.append(n)
+                values.append(_copy(n))
         parts.append("])")
         return self.failure_report(loc, bad, parts, values, f"index into `{array.name}`")
 
