@@ -645,3 +645,30 @@ def test_return_under_translation_time_control_flow(executor, rng):
     assert [pick_by_template(1), pick_by_template(2), pick_by_template(7)] == [10, 20, 30]
     x = rng.integers(-9, 9, 10).astype(np.int32)
     assert sum_of_squares_to(x) == int(np.dot(np.arange(7), x[:7]))
+
+
+@qd.kernel
+def chained_assignments(out: qd.types.ndarray(dtype=qd.i32, ndim=1), v: qd.types.ndarray(dtype=qd.math.vec2, ndim=1)):
+    a = 1
+    b = 1
+    a = b = a + b  # one value, computed before `a` changes
+    out[0] = a * 10 + b
+    for i in range(1, out.shape[0]):
+        c = i
+        d = 2 * i
+        c = d = c + d
+        out[i] = c * 10 + d
+        p = v[i]
+        q = p
+        p = q = p + q
+        v[i] = p + q
+
+
+def test_a_chained_assignment_computes_its_value_once(executor, rng):
+    out = np.zeros(6, np.int32)
+    v = rng.uniform(-2, 2, (6, 2)).astype(np.float32)
+    want_v = v.copy()
+    want_v[1:] = v[1:] * 4
+    chained_assignments(out, v)
+    np.testing.assert_array_equal(out, [22] + [33 * i for i in range(1, 6)])  # (before: a = 2, b = 3)
+    np.testing.assert_allclose(v, want_v, rtol=1e-6)

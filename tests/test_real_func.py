@@ -353,6 +353,18 @@ def by_reference(out: qd.types.ndarray(dtype=qd.f32, ndim=1), iout: qd.types.nda
         iout[i] = n // 3
 
 
+@qd.kernel
+def by_reference_at_top_level(out: qd.types.ndarray(dtype=qd.f32, ndim=1), k: qd.f32) -> qd.f32:
+    a = 5.0          # a top-level local, recomputed in each task's prelude ...
+    set_seven(a)     # ... until serial code writes it by reference: then it is shared, written back
+    out[0] = a
+    total = k
+    for i in range(out.shape[0]):
+        out[i] += total
+    doubled(total)
+    return total + a
+
+
 def test_ref_parameters_write_the_callers_variable(executor, rng):
     out = rng.uniform(-5, 5, 40).astype(np.float32)
     want = 700 + out * 2
@@ -360,6 +372,11 @@ def test_ref_parameters_write_the_callers_variable(executor, rng):
     by_reference(out, iout)
     np.testing.assert_allclose(out, want, rtol=1e-6)
     np.testing.assert_array_equal(iout, (-5 - np.arange(40)) // 3)
+    out = rng.uniform(-5, 5, 9).astype(np.float32)
+    want = out + np.float32(1.5)
+    want[0] = 7 + 1.5
+    assert by_reference_at_top_level(out, 1.5) == 3.0 + 7.0  # (before: 5 read back where 7 was written)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
 
 
 @pytest.mark.toolchain

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild
+from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild, stmt_exprs
 from ..lang.matrix import MatrixType
 from .common import ast_nodes
 from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue
@@ -104,7 +104,16 @@ class KernelScopeLowering:
                     if value is not None:
                         out.append(ir.Store(st.loc, param, [], expr(value)))
                     continue
+                calls = [e for root in stmt_exprs(st) for e in iter_expr(root)
+                         if isinstance(e, ir.Call) and any(v is var for v in e.outs)]
+                if calls:  # a @qd.real_func takes it by reference: a local of its value, stored back after
+                    tmp = ir.Local(var.name, var.type, st.loc)
+                    out.append(ir.Declare(st.loc, tmp, ir.Load(var.type, st.loc, param, [])))
+                    for call in calls:
+                        call.outs = [tmp if v is var else v for v in call.outs]
                 out.append(rebuild(st, lambda _, e: expr(e), lambda _, b: stmts(b)))
+                if calls:
+                    out.append(ir.Store(st.loc, param, [], ir.LocalRef(var.type, st.loc, tmp)))
             return out
 
         for task in self.tasks:

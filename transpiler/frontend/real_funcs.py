@@ -76,6 +76,7 @@ class RealFuncLowering:
         compound: dict[str, object] = {}       # name -> vector / matrix / struct type
         scalars: list[tuple[str, T.DType, ir.Expr]] = []
         refs: list[tuple[str, ir.Local]] = []  # qd.ref parameters: the caller's variables
+        writebacks: list = []                  # (kernel-scope variable, the local passed for it)
         for pname, value in bound.arguments.items():
             at = arg_nodes.get(pname, node)
             ann = lang.self_annotation(func.fn, pname, annotations.get(pname))
@@ -92,7 +93,8 @@ class RealFuncLowering:
                 key.append((pname, repr(ann), id(ann)))
                 compound[pname] = ann
             elif kind == "ref":
-                refs.append((pname, self.ref_argument(func, pname, T.python_type(ann.dtype) or ann.dtype, at)))
+                refs.append((pname, self.ref_argument(func, pname, T.python_type(ann.dtype) or ann.dtype, at,
+                                                      writebacks)))
                 key.append((pname, "ref", refs[-1][1].type.name))
             elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
                 key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
@@ -129,16 +131,27 @@ class RealFuncLowering:
             outs = [self.new_temp(f"{fn.name}_{flat}", ir.Const(dtype, loc, 0), node)
                     for flat, dtype, _ in _result_leaves(result, "r")]
             self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, [e for _, _, e in scalars], outs + inouts)))
+            self.store_back(writebacks, loc)
             return _value_of(result, [ir.LocalRef(v.type, loc, v) for v in outs])
         call = ir.Call(result or ir.VOID, loc, fn.name, [e for _, _, e in scalars], inouts)
         if result is None:
             self.emit(ir.ExprStmt(loc, call))
+            self.store_back(writebacks, loc)
             return CT(None)
+        if writebacks:
+            tmp = self.new_temp(f"{fn.name}_result", call, node)
+            self.store_back(writebacks, loc)
+            return ir.LocalRef(tmp.type, loc, tmp)
         if fn in self.function_stack or fn.inouts or not _pure(fn, self.functions):
             # Its effects happen where Python has them: before the rest of the expression.
             tmp = self.new_temp(f"{fn.name}_result", call, node)
             return ir.LocalRef(tmp.type, loc, tmp)
         return call
+
+    def store_back(self, writebacks: list, loc: ir.Loc) -> None:
+        """What a call wrote into the locals passed for kernel-scope variables, stored into them."""
+        for kv, local in writebacks:
+            self.emit(ir.Store(loc, kv.param, [], ir.LocalRef(local.type, loc, local)))
 
     def fixed_argument(self, func: lang.RealFunc, pname: str, ann, kind: str | None, value, at: ast.AST):
         """What an array or qd.template() argument contributes to the instantiation's key."""
@@ -217,11 +230,25 @@ class RealFuncLowering:
             found = frame.ref_names = frozenset(found)
         return found
 
-    def ref_argument(self, func: lang.RealFunc, pname: str, dtype: T.DType, at: ast.AST) -> ir.Local:
+    def ref_argument(self, func: lang.RealFunc, pname: str, dtype: T.DType, at: ast.AST,
+                     writebacks: list) -> ir.Local:
         """The caller's variable a ``qd.ref`` parameter takes: a scalar local of that dtype,
-        which the call may write."""
+        which the call may write. A kernel-scope variable that lives in a scratch buffer here
+        (a top-level local that serial code shares between tasks, or a parallel loop updates)
+        goes through a local of its value, stored back after the call (into ``writebacks``)."""
         what = f"argument `{pname}` of @qd.real_func `{func.__name__}`"
         bound, scope = self.scope.lookup(at.id) if isinstance(at, ast.Name) else (None, None)
+        shared = self.shared_for_update(bound, scope) if self.in_parallel and scope is self.kernel_scope else \
+            self.shared_for_read(bound, scope)
+        if shared is not None:
+            if shared.type != dtype:
+                raise self.error(at, f"{what} is a qd.ref({dtype.name}) parameter; `{at.id}` is {shared.type.name}",
+                                 hint=f"declare it as {dtype.name}, e.g. `{at.id} = qd.{dtype.name}(0)`")
+            if self.in_parallel:
+                self.warn_shared_store(ir.Const(dtype, self.loc(at), 0), at, at.id)
+            local = self.new_temp(at.id, self.load_var(shared, self.loc(at)), at)
+            writebacks.append((shared, local))
+            return local
         if not isinstance(bound, ir.Local):
             raise self.error(at, f"{what} is a qd.ref parameter: pass a scalar local variable, which the call may "
                                  "change", hint=f"assign the value to a local first: `v = ...`, then "

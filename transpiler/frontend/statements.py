@@ -97,9 +97,14 @@ class StatementLowering:
                 self.scope.names[t.id] = value
             return
         value = self.expr(s.value)
-        if len(s.targets) > 1 and isinstance(value, ir.Expr) and has_side_effects(value):
-            tmp = self.new_temp("tmp", value, s)
-            value = ir.LocalRef(tmp.type, tmp.loc, tmp)
+        if len(s.targets) > 1:
+            # `a = b = a + b`: the value is computed once, before the first target changes
+            # what it reads (and a side effect happens once)
+            if isinstance(value, ir.Expr) and not isinstance(value, ir.Const):
+                tmp = self.new_temp("tmp", value, s)
+                value = ir.LocalRef(tmp.type, tmp.loc, tmp)
+            elif isinstance(value, MatrixValue):
+                value = self.materialize(value, s, "tmp")
         for target in s.targets:
             self.assign(target, value, s)
 
