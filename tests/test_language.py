@@ -74,6 +74,38 @@ def test_default_fp_from_init_reaches_kernels(rng):
         qd.init(arch="cpu")
 
 
+@qd.dataclass
+class Ray:
+    pos: qd.math.vec3
+    id: qd.math.uvec2
+
+
+@qd.kernel
+def math_types_follow_init(out: qd.types.ndarray(dtype=qd.f64, ndim=1)):
+    pi = 3.14159265358979
+    ray = Ray(qd.math.vec3(pi), qd.math.uvec2(2**40 + 3))
+    m = qd.math.mat2(pi)
+    out[0] = (ray.pos.x - pi) * 1e12
+    out[1] = ray.id.y
+    out[2] = (m[1, 1] - pi) * 1e12
+
+
+def test_qd_math_vector_types_follow_init_defaults(executor):
+    from conftest import init_executor
+
+    vec3 = qd.math.vec3  # (the same object before and after, as in Quadrants)
+    init_executor(executor, default_fp=qd.f64, default_ip=qd.i64)
+    try:
+        assert (vec3.dtype, qd.math.ivec2.dtype, qd.math.uvec4.dtype, qd.math.mat3.dtype) == (qd.f64, qd.i64, qd.u64,
+                                                                                              qd.f64)
+        out = np.ones(3)
+        math_types_follow_init(out)
+        np.testing.assert_array_equal(out, [0.0, 2**40 + 3, 0.0])  # f32 components: 87.4, and 3
+    finally:
+        init_executor(executor)
+    assert (vec3.dtype, qd.math.uvec4.dtype) == (qd.f32, qd.u32)
+
+
 def test_archs_exist_and_fall_back_with_a_warning():
     for name in ("gpu", "cuda", "amdgpu", "vulkan", "metal", "cpu", "x64", "arm64"):
         assert getattr(qd, name) == name

@@ -11,11 +11,24 @@ from .ops import (  # noqa: F401
     popcnt, pow, round, rsqrt, sin, sinh, sqrt, tan, tanh, trunc,
 )
 
-# Quadrants fixes these at import from its default types: f32, i32, u32.
+# Of qd.init's default types, as in Quadrants: f32, i32 and u32 until a qd.init says otherwise
+# (follow_defaults), and the same objects after it (a module that imported vec3 sees it too).
 vec2, vec3, vec4 = (MatrixType((n,), f32, f"vec{n}") for n in (2, 3, 4))
 ivec2, ivec3, ivec4 = (MatrixType((n,), i32, f"ivec{n}") for n in (2, 3, 4))
 uvec2, uvec3, uvec4 = (MatrixType((n,), u32, f"uvec{n}") for n in (2, 3, 4))
 mat2, mat3, mat4 = (MatrixType((n, n), f32, f"mat{n}") for n in (2, 3, 4))
+
+
+def follow_defaults(fp, ip) -> None:
+    """``qd.init(default_fp=..., default_ip=...)``: vecN / matN hold the float type, ivecN the
+    int type and uvecN its unsigned twin."""
+    from ..ir.types import SCALARS
+
+    unsigned = SCALARS[f"u{ip.bits}"]
+    for types, dtype in (((vec2, vec3, vec4, mat2, mat3, mat4), fp), ((ivec2, ivec3, ivec4), ip),
+                         ((uvec2, uvec3, uvec4), unsigned)):
+        for t in types:
+            t.dtype = dtype
 
 pi = 3.141592653589793
 e = 2.718281828459045

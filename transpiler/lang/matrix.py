@@ -72,7 +72,8 @@ class MatrixType:
         return isinstance(other, MatrixType) and (self.shape, self.dtype) == (other.shape, other.dtype)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype))
+        # (not the dtype: qd.init changes qd.math.vec3's, an object cache keys may hold)
+        return hash(self.shape)
 
     def __repr__(self) -> str:
         if self.name:

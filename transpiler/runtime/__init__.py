@@ -218,6 +218,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
             raise ValueError(f"qd.init({what}=...) takes a {kind} dtype such as "
                              f"qd.{'f64' if kind == 'float' else 'i64'}, got {t!r}")
     _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32, bool(options.get("debug", False)))
+    lang.math.follow_defaults(_defaults.fp, _defaults.ip)
     _random_seed, _launches = int(random_seed), 0
     _no_hazards = no_hazards
     own = ARCHS[arch]
