@@ -704,3 +704,52 @@ def test_a_chained_assignment_computes_its_value_once(executor, rng):
     chained_assignments(out, v)
     np.testing.assert_array_equal(out, [22] + [33 * i for i in range(1, 6)])  # (before: a = 2, b = 3)
     np.testing.assert_allclose(v, want_v, rtol=1e-6)
+
+
+@qd.func
+def set_one(x: qd.template()):
+    x = 1
+
+
+@qd.func
+def add_one(x: qd.template()):
+    x += 1
+
+
+@qd.func
+def set_one_by_value(x):
+    x = 1
+
+
+@qd.func
+def scale_vector(v: qd.template(), k):
+    v *= k
+
+
+@qd.kernel
+def template_locals(out: qd.types.ndarray(dtype=qd.i32, ndim=1), vs: qd.types.ndarray(dtype=qd.math.vec3, ndim=1)):
+    for i in range(out.shape[0]):
+        a = i
+        set_one(a)
+        b = i
+        add_one(b)
+        c = i
+        set_one_by_value(c)
+        out[i] = a * 10000 + b * 100 + c
+        w = vs[i]
+        scale_vector(w, 2.0)
+        ok = 0
+        if all(w == (2.0 * vs[i][0], 2.0 * vs[i][1], 2.0 * vs[i][2])) and any([1, 2, 3] != w):
+            ok = 1  # (a vector compared with a tuple or list, component by component)
+        vs[i] = w * ok
+
+
+def test_a_local_passed_to_a_template_parameter_is_the_variable_itself(executor, rng):
+    """As in Quadrants: `x: qd.template()` names the caller's variable (its assignments are the
+    caller's); an unannotated parameter is a copy."""
+    out = np.zeros(7, np.int32)
+    vs = rng.uniform(-3, 3, (7, 3)).astype(np.float32)
+    want = vs * 2
+    template_locals(out, vs)
+    np.testing.assert_array_equal(out, [10000 + (i + 1) * 100 + i for i in range(7)])
+    np.testing.assert_allclose(vs, want, rtol=1e-6)

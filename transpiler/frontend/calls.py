@@ -370,11 +370,18 @@ class CallLowering:
         return self.inline_values(func, node, args, kwargs)
 
     def argument(self, by_reference: bool, node: ast.expr):
-        """An argument's value; a struct variable (a tile) given to a qd.template() parameter
-        is the variable itself, as in Quadrants: the callee's updates of it are the caller's."""
+        """An argument's value; a variable given to a qd.template() parameter (a scalar, a
+        vector or a struct, such as a tile) is the variable itself, as in Quadrants: the
+        callee's assignments to it are the caller's. (A top-level variable of the kernel
+        passes its value: it may live in a buffer the tasks share.)"""
+        if by_reference and isinstance(node, ast.Name):
+            bound, scope = self.scope.lookup(node.id)
+            if type(bound) is ir.Local and scope is not self.kernel_scope and not bound.loop_var:
+                return bound
         if by_reference and isinstance(node, (ast.Name, ast.Attribute)):
             found = self.resolve_var(node)
-            if found is not None and isinstance(found[0], StructVar):
+            if found is not None and isinstance(found[0], StructVar) or \
+                    found is not None and isinstance(found[0], MatrixVar) and found[1] is not self.kernel_scope:
                 return found[0]
         return self.expr(node)
 
@@ -429,8 +436,8 @@ class CallLowering:
                         func, pname, value, annotations.get(pname),
                         pname in assigned or pname in written or uses.get(pname, 0) > 1, call_site)
                     continue
-                if isinstance(value, StructVar):  # a method's self: the caller's variable itself
-                    callee_root.names[pname] = value
+                if isinstance(value, (StructVar, MatrixVar, ir.Local)):  # a template's or a method's self:
+                    callee_root.names[pname] = value                    # the caller's variable itself
                     continue
                 if isinstance(value, StructValue):
                     # A tile's methods update it in place: the user's function gets its own copy

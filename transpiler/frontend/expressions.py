@@ -513,6 +513,7 @@ class ExpressionLowering:
                 raise self.error(node, f"the comparison `{type(op_node).__name__}` is not supported in kernels")
             right = self.expr(right_node)
             if isinstance(left, MatrixValue) or isinstance(right, MatrixValue):
+                left, right = self.as_matrix(left, node), self.as_matrix(right, node)  # `v == (1, 1, 1)`
                 if isinstance(right, MatrixValue) and right_node is not node.comparators[-1]:
                     right = self.materialize(right, right_node, "cmp")  # read by the next comparison too
                 part = self.elementwise(lambda x, y: self.compare(op, x, y, node, right_node), [left, right], node)
