@@ -753,3 +753,19 @@ def test_a_local_passed_to_a_template_parameter_is_the_variable_itself(executor,
     template_locals(out, vs)
     np.testing.assert_array_equal(out, [10000 + (i + 1) * 100 + i for i in range(7)])
     np.testing.assert_allclose(vs, want, rtol=1e-6)
+
+
+@qd.kernel
+def vector_redefined_after_a_read(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    v = qd.Vector([1.0, 2.0])
+    out[0] = v[0] + v[1]
+    v = qd.Vector([5.0, 6.0])  # (was hoisted above the read: out[0] was 11)
+    out[1] = v[0] + v[1]
+    for i in range(2, out.shape[0]):
+        out[i] = v[1] * i
+
+
+def test_a_top_level_vector_redefined_after_serial_code_reads_it(executor):
+    out = np.zeros(5, np.float32)
+    vector_redefined_after_a_read(out)
+    np.testing.assert_array_equal(out, [3.0, 11.0, 12.0, 18.0, 24.0])

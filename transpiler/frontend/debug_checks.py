@@ -97,7 +97,7 @@ class DebugCheckLowering:
                     continue
                 seen.add(key)
                 check = self.bounds_check(array, indices, st.loc, known)
-                for g in reversed(guards):  # checked where it is evaluated: `i < n and a[i] > 0`
+                for g in reversed(guards) if check else ():  # checked where it is evaluated: `i < n and a[i] > 0`
                     check = [ir.If(st.loc, _copy(g), check, [])]
                 out += check
             out.append(st)

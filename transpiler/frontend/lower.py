@@ -400,9 +400,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         # A new value for a name code already read is no definition to hoist into the
         # tasks' preludes: that code must see the old value (r = 1; s[2] = r; r *= 0).
         # Nor for a name serial code declared or assigned: the tasks after it must see that value.
-        if any(isinstance(bound, ir.Local) and (bound not in self.top_level_locals or bound in self.serial_locals
-                                                or self.read_so_far(bound))
-               for bound in (self.scope.lookup(t.id)[0] for t in names)):
+        # (A vector's, matrix's or struct's: each of its components' locals.)
+        if any(var not in self.top_level_locals or var in self.serial_locals or self.read_so_far(var)
+               for t in names for var in component_locals(self.scope.lookup(t.id)[0])):
             return False
         return self.is_pure(value)
 
