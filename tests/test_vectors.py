@@ -653,3 +653,12 @@ def test_python_scope_vectors_and_matrices_are_qd_matrix_values():
     assert v.normalized().tolist() == [0.6, 0.8] and v.norm_inv() == 0.2 and m.frobenius_inner(m) == 30.0
     c = qd.Vector([1.5, 2.5]).cast(qd.i32)
     assert c.to_list() == [1, 2] and c.entries.dtype == np.int32 and c.get_shape() == (2,)
+    s = qd.math.vec3(0, 1, 2)  # swizzles, read and written, in xyzw, rgba and stpq
+    s.rgb += 1
+    s.zyx += qd.math.vec3(10, 20, 30)
+    assert s.tolist() == [31.0, 22.0, 13.0] and s.stp.tolist() == [31.0, 22.0, 13.0]
+    assert qd.math.vec4(s.xy, s.zz).tolist() == [31.0, 22.0, 13.0, 13.0] and s.b == 13.0
+    with pytest.raises(qd.TranspileError, match=r"vec2 only has attributes=\('x', 'y'\), got=\('x', 'y', 'z'\)"):
+        qd.math.vec2(1, 2).xyz = [1, 2, 3]
+    with pytest.raises(RuntimeError, match="value len does not match the swizzle pattern=xy"):
+        qd.math.vec2(1, 2).xy = [1, 2, 3]

@@ -18,12 +18,11 @@ import math
 
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..lang.matrix import MatrixType
+from ..lang.matrix import SWIZZLE_SETS, MatrixType
 from .common import has_side_effects, is_py_scalar
 from .scopes import Scope
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, TupleValue
 
-SWIZZLE_SETS = ("xyzw", "rgba")
 METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
            "max", "min", "any", "all", "trace", "determinant", "inverse", "cast", "to_list"}
 
@@ -554,7 +553,8 @@ class MatrixLowering:
                     raise self.error(node, f"`.{attr}` is for vectors; index a matrix as m[i, j]")
                 picked = [letters.index(c) for c in attr]
                 if max(picked) >= shape[0]:
-                    raise self.error(node, f"`.{attr}` is out of range for {describe(shape)}")
+                    raise self.error(node, f"`.{attr}` is out of range for {describe(shape)}: vec{shape[0]} only has "
+                                           f"attributes={tuple(letters[:shape[0]])}, got={tuple(attr)}")
                 if len(picked) > 4:
                     raise self.error(node, f"`.{attr}`: a swizzle has at most 4 components")
                 return picked

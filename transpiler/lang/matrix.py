@@ -85,6 +85,7 @@ class MatrixType:
 
 
 _HOST_MATRIX = None
+SWIZZLE_SETS = ("xyzw", "rgba", "stpq")  # a vector's components, by position, in each spelling
 
 
 def host_matrix_class() -> type:
@@ -96,19 +97,37 @@ def host_matrix_class() -> type:
     if _HOST_MATRIX is None:
         import numpy as np
 
-        def component(k: int) -> property:
-            def get(self):
-                return self[k]
-
-            def put(self, value) -> None:
-                self[k] = value
-
-            return property(get, put)
-
         class HostMatrix(np.ndarray):
             _qd_host_matrix = True
             qd_dtype = None  # the dtype it was declared with; None: its values' (as literals in a kernel)
-            x, y, z, w = (component(k) for k in range(4))  # as Quadrants' Python-scope vectors have them
+
+            # Swizzles, as Quadrants' Python-scope vectors have them: v.x, v.xy = ..., v.zyx += w
+            def __getattr__(self, name: str):
+                picked = self._swizzle(name)
+                if picked is None:
+                    raise AttributeError(f"a vector or matrix has no attribute `{name}`")
+                return self[picked[0]] if len(picked) == 1 else self[picked]
+
+            def __setattr__(self, name: str, value) -> None:
+                picked = self._swizzle(name)
+                if picked is None:
+                    object.__setattr__(self, name, value)
+                    return
+                if len(picked) > 1 and np.size(value) not in (1, len(picked)):
+                    raise RuntimeError(f"value len does not match the swizzle pattern={name}")
+                self[picked[0] if len(picked) == 1 else picked] = value
+
+            def _swizzle(self, name: str) -> list[int] | None:
+                """The components a swizzle names (None: ``name`` is no swizzle)."""
+                letters = next((s for s in SWIZZLE_SETS if name and all(c in s for c in name)), None)
+                if letters is None or self.ndim != 1:
+                    return None
+                if any(letters.index(c) >= self.shape[0] for c in name):
+                    from ..errors import TranspileError
+
+                    have = tuple(letters[:self.shape[0]])
+                    raise TranspileError(f"vec{self.shape[0]} only has attributes={have}, got={tuple(name)}")
+                return [letters.index(c) for c in name]
 
             def __array_finalize__(self, obj) -> None:
                 self.qd_dtype = getattr(obj, "qd_dtype", None)
