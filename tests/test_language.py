@@ -769,3 +769,31 @@ def test_a_top_level_vector_redefined_after_serial_code_reads_it(executor):
     out = np.zeros(5, np.float32)
     vector_redefined_after_a_read(out)
     np.testing.assert_array_equal(out, [3.0, 11.0, 12.0, 18.0, 24.0])
+
+
+@qd.kernel
+def python_and_or(x: qd.types.ndarray(dtype=qd.i32, ndim=1), y: qd.types.ndarray(dtype=qd.f32, ndim=1),
+                  out: qd.types.ndarray(dtype=qd.f32, ndim=2), hits: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        out[i, 0] = x[i] and y[i]  # Python's value: y when x is true, else x
+        out[i, 1] = x[i] or y[i]
+        a = qd.Vector([x[i], 0, 2])
+        b = qd.Vector([1, x[i], 0])
+        v = (a and b) + 10 * (a or b)  # component by component, each 0 or 1
+        out[i, 2] = v[0] * 100 + v[1] * 10 + v[2]
+        if x[i] and y[i] > 0.5 or hits[i] and i > 3:
+            hits[i] += 1
+
+
+def test_and_or_of_numbers_give_pythons_value(executor, rng):
+    x = rng.integers(-1, 2, 40).astype(np.int32)
+    y = rng.uniform(0, 1, 40).astype(np.float32)
+    hits = rng.integers(0, 2, 40).astype(np.int32)
+    out = np.zeros((40, 3), np.float32)
+    want_hits = hits + ((x != 0) & (y > 0.5) | (hits != 0) & (np.arange(40) > 3))
+    python_and_or(x, y, out, hits)
+    np.testing.assert_array_equal(out[:, 0], [float(a and b) for a, b in zip(x.tolist(), y.tolist())])
+    np.testing.assert_array_equal(out[:, 1], [float(a or b) for a, b in zip(x.tolist(), y.tolist())])
+    nz = (x != 0).astype(np.float32)
+    np.testing.assert_array_equal(out[:, 2], 100 * (nz + 10) + 10 * (0 + 10 * nz) + (0 + 10))
+    np.testing.assert_array_equal(hits, want_hits)

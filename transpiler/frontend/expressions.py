@@ -557,8 +557,23 @@ class ExpressionLowering:
                 self.emit(ir.If(loc, test, pre, []))
                 result = ir.LocalRef(T.bool_, loc, tmp)
             else:
-                result = self.logical(op, result, rhs, node)
+                result = self.bool_op(op, result, rhs, node)
         return result
+
+    def bool_op(self, op: str, a, b, node: ast.AST):
+        """``a and b`` / ``a or b`` as Quadrants computes it: of booleans, a boolean; of other
+        scalars, the value Python gives (``x and y``: y when x is true, else x); of vectors,
+        component by component, each a boolean."""
+        if isinstance(a, MatrixValue) or isinstance(b, MatrixValue):
+            a, b = self.as_matrix(a, node), self.as_matrix(b, node)
+            return self.elementwise(lambda x, y: self.logical(op, x, y, node), [a, b], node)
+        ea, eb = self.to_expr(a, node), self.to_expr(b, node)
+        if ea.type is T.bool_ and eb.type is T.bool_:
+            return self.logical(op, ea, eb, node)
+        first = self.once(ea, node, op)
+        test = self.truth(first, node)
+        # (only the chosen side is evaluated: b still runs only when Python would run it)
+        return self.select_values(test, b, first, node) if op == "and" else self.select_values(test, first, b, node)
 
     def logical(self, op: str, a, b, node: ast.AST):
         if isinstance(a, CT) and isinstance(b, CT):
