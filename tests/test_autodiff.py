@@ -124,6 +124,33 @@ def test_grad_of_ndarray_arguments_atomics_and_selects(executor, rng):
     np.testing.assert_array_equal(out.grad.to_numpy(), go)  # an atomic add leaves its adjoint
 
 
+def test_abs_at_zero_and_arrays_annotated_without_grad(executor, rng):
+    """d|x|/dx is sign(x), 0 at 0 (as Quadrants has it); an ndarray annotated needs_grad=False
+    is a constant of the derivative even when the argument has a .grad."""
+    x = qd.ndarray(qd.f32, shape=(N,), needs_grad=True)
+    w = qd.ndarray(qd.f32, shape=(N,), needs_grad=True)
+    y = qd.ndarray(qd.f32, shape=(N,), needs_grad=True)
+
+    @qd.kernel
+    def weighted_abs(x: qd.types.ndarray(dtype=qd.f32, ndim=1),
+                     w: qd.types.ndarray(dtype=qd.f32, ndim=1, needs_grad=False),
+                     y: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            y[i] = abs(x[i]) * w[i]
+
+    xv = rng.integers(-3, 4, N).astype(np.float32)  # zeros among them
+    wv = rng.uniform(0.5, 2.0, N).astype(np.float32)
+    x.from_numpy(xv)
+    w.from_numpy(wv)
+    w.grad.fill(7.0)
+    weighted_abs(x, w, y)
+    y.grad.fill(1.0)
+    weighted_abs.grad(x, w, y)
+    assert (xv == 0).any()
+    np.testing.assert_allclose(x.grad.to_numpy(), np.sign(xv) * wv, rtol=1e-6)
+    assert (w.grad.to_numpy() == 7.0).all()  # untouched
+
+
 def test_forward_mode_gives_the_directional_derivative(executor, rng):
     x = qd.field(qd.f32, shape=N, needs_dual=True)
     y = qd.field(qd.f32, shape=N, needs_dual=True)

@@ -67,8 +67,10 @@ def test_failed_asserts_raise_with_the_failing_threads_values(executor, rng):
     with pytest.raises(AssertionError, match=r"grid\[4, 3\] = 250"):
         run_validate(x, big)
     grid[4, 3] = 0
-    with pytest.raises(AssertionError, match=r"^Assertion failure: .*test_debug_mode.py:\d+: assert 0$"):
+    with pytest.raises(AssertionError, match=r"^Assertion failure: .*test_debug_mode.py:\d+: assert 0$") as info:
         always_fails()
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, qd.QuadrantsAssertionError)  # as Quadrants'
+
     many = np.full(300, 50.0, np.float32)  # every thread fails: one report, one of theirs
     with pytest.raises(AssertionError, match=r"x\[\d+\] = 50\.000 exceeds 10"):
         run_validate(many, big)

@@ -77,6 +77,11 @@ def call_mismatch(exc: TypeError) -> str:
     return text
 
 
+class KernelAssertionError(RuntimeError, AssertionError):
+    """A check a kernel makes in debug mode failed (an assert, an index out of bounds): an
+    AssertionError, and the RuntimeError Quadrants' QuadrantsAssertionError also is."""
+
+
 class ToolchainMissing(Exception):
     """A vendor toolchain needed for a check or a run is not installed."""
 

@@ -33,7 +33,7 @@ def derive(kernel: ir.Kernel, mode: str) -> ir.Kernel:
             if other is not None and other.placed:
                 c = ir.Param(name(f"{p.name}_{kind}"), p.type, -1, p.loc, role="field")
                 bindings[c.name] = other
-        elif p.role == "arg" and p.is_array:
+        elif p.role == "arg" and p.is_array and p.differentiable:
             c = ir.Param(name(f"{p.name}_{kind}"), p.type, -1, p.loc, role=kind, of=p.name)
         elif p.role == "scratch":
             c = ir.Param(name(f"{p.name}_{kind}"), p.type, -1, p.loc, role="scratch")

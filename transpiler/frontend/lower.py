@@ -243,7 +243,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.scope.names[a.arg] = p
             elif kind == "ndarray":
                 p = ir.Param(a.arg, self.ndarray_type(a, lang.ndarray_annotation(ann), given), index, loc,
-                             symmetric=getattr(ann, "symmetric", False))
+                             symmetric=getattr(ann, "symmetric", False),
+                             differentiable=getattr(ann, "needs_grad", None) is not False)
                 self.scope.names[a.arg] = ArrayHandle(p)
             elif kind in ("compound", "dataclass"):
                 value, params = self.bind_compound(a, a.arg, ann, index)

@@ -53,6 +53,8 @@ class Param:
     # named by ``of`` (a qd.ndarray made with needs_grad=True / needs_dual=True).
     role: str = "arg"
     of: str = ""
+    # An ndarray annotated needs_grad=False: no adjoint or tangent in the kernel's derivative.
+    differentiable: bool = True
 
     @property
     def is_array(self) -> bool:

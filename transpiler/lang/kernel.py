@@ -264,6 +264,7 @@ class NdarrayAnnotation:
     ndim: int | None = None
     symmetric: bool = False  # on NVSHMEM's symmetric heap: see qd.shmem.symmetric
     element_shape: tuple[int, ...] | None = None  # with a scalar dtype: the vector/matrix element's shape
+    needs_grad: bool | None = None  # False: a constant of the kernel's derivative, whatever is passed
 
 
 class _NdarrayFactory:
@@ -271,8 +272,10 @@ class _NdarrayFactory:
     as an annotation, an ndarray whose dtype and ndim come from the argument."""
 
     def __call__(self, dtype: Any = None, ndim: int | None = None, symmetric: bool = False,
-                 element_shape: tuple[int, ...] | None = None, **_ignored) -> NdarrayAnnotation:
-        return NdarrayAnnotation(dtype, ndim, bool(symmetric), tuple(element_shape) if element_shape else None)
+                 element_shape: tuple[int, ...] | None = None, needs_grad: bool | None = None,
+                 **_ignored) -> NdarrayAnnotation:
+        return NdarrayAnnotation(dtype, ndim, bool(symmetric), tuple(element_shape) if element_shape else None,
+                                 needs_grad)
 
     def __getitem__(self, item) -> NdarrayAnnotation:
         if isinstance(item, tuple):

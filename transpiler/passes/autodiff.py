@@ -140,8 +140,9 @@ def _math_partials(e: ir.Math):
         "sinh": lambda: _math("cosh", a),
         "cosh": lambda: _math("sinh", a),
         "tanh": lambda: _bin("sub", one, _bin("mul", e, e)),
-        "abs": lambda: ir.Select(t, loc, ir.Compare(T.bool_, loc, "ge", a, _const(0, t, loc)), one,
-                                 _const(-1, t, loc)),
+        "abs": lambda: ir.Select(t, loc, ir.Compare(T.bool_, loc, "gt", a, _const(0, t, loc)), one,  # sign(a):
+                                 ir.Select(t, loc, ir.Compare(T.bool_, loc, "lt", a, _const(0, t, loc)),  # 0 at 0,
+                                           _const(-1, t, loc), _const(0, t, loc))),               # as Quadrants
     }
     rule = table.get(fn)
     if rule is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import KernelAssertionError
 from ..ir import nodes as ir
 
 
@@ -13,7 +14,7 @@ def raise_failed_assert(kir: ir.Kernel, values: dict) -> None:
     if words[0] == 0:
         return
     check = kir.asserts[int(words[0]) - 1]
-    raise AssertionError(failed_assert_message(check, words[1:]))
+    raise KernelAssertionError(failed_assert_message(check, words[1:]))
 
 
 def failed_assert_message(check: dict, words: np.ndarray) -> str:
