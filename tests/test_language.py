@@ -345,12 +345,25 @@ def test_print_formats_f_strings_and_format_calls(executor, capfd):
     assert "one of d, i (e.g. {n:08d})" in str(info.value)
 
 
+@qd.kernel
+def say_lists(x: qd.types.ndarray(dtype=qd.math.vec2, ndim=1), k: qd.i32) -> None:
+    for i in range(1):
+        w = [k, x.shape]
+        print(w + [x[0]], (1,), [])  # lists and tuples, nested, as Quadrants shows them
+
+
+def test_print_shows_lists_and_tuples(executor, capfd):
+    say_lists(np.array([[1.5, -2.0], [0, 0]], np.float32), 7)
+    assert "[7, [2], [1.500000, -2.000000]] [1] []\n" in capfd.readouterr().out
+
+
 @pytest.mark.toolchain
 @pytest.mark.parametrize("target", ["cuda", "hip", "glsl"])
 def test_formatted_prints_compile(target):
     from conftest import assert_compiles
 
     assert_compiles(target, qd.translate(say_formatted, target))
+    assert_compiles(target, qd.translate(say_lists, target))
 
 
 def test_print_is_a_located_error_on_metal():

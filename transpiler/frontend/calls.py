@@ -360,6 +360,15 @@ class CallLowering:
             for k, (name, m) in enumerate(v.members.items()):
                 out += [(", " if k else "", "", node), (f"{name}: ", "", node)] + self.value_parts(m, spec, node)
             return out + [("}", "", node)]
+        items = v.items if isinstance(v, TupleValue) else [CT(x) for x in v.value] \
+            if isinstance(v, CT) and isinstance(v.value, (tuple, list)) else [
+                ir.Shape(T.i32, self.loc(node), v.array, d) for d in range(v.array.type.ndim)] \
+            if isinstance(v, ShapeHandle) else None
+        if items is not None:  # a list or tuple (`print([k, x.shape])`): as Quadrants shows it, [a, [b, c]]
+            out = [("[", "", node)]
+            for k, item in enumerate(items):
+                out += ([(", ", "", node)] if k else []) + self.value_parts(item, spec, node)
+            return out + [("]", "", node)]
         return [(v, spec, node)]
 
     def inline(self, func: lang.Func, node: ast.Call):
