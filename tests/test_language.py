@@ -757,6 +757,19 @@ def template_locals(out: qd.types.ndarray(dtype=qd.i32, ndim=1), vs: qd.types.nd
         vs[i] = w * ok
 
 
+@qd.kernel
+def template_kernel_scope(out: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    a = 0           # kernel-scope variables too: written by the functions in serial code
+    set_one(a)
+    b = 5
+    add_one(b)
+    w = qd.math.vec2(0.5, 1.5)
+    scale_vector(w, 3.0)
+    for i in range(out.shape[0]):  # and read by the tasks after it
+        out[i] = a * 100 + b + i
+    return w.x + w.y
+
+
 def test_a_local_passed_to_a_template_parameter_is_the_variable_itself(executor, rng):
     """As in Quadrants: `x: qd.template()` names the caller's variable (its assignments are the
     caller's); an unannotated parameter is a copy."""
@@ -766,6 +779,9 @@ def test_a_local_passed_to_a_template_parameter_is_the_variable_itself(executor,
     template_locals(out, vs)
     np.testing.assert_array_equal(out, [10000 + (i + 1) * 100 + i for i in range(7)])
     np.testing.assert_allclose(vs, want, rtol=1e-6)
+    f = np.zeros(5, np.float32)
+    assert template_kernel_scope(f) == 6.0
+    np.testing.assert_array_equal(f, 106 + np.arange(5))
 
 
 @qd.kernel

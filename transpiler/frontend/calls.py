@@ -26,10 +26,10 @@ from ..lang.matrix import MatrixType
 from .tiles import is_tile
 from .fields import StructArray
 from .values import (
-    CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar, TupleValue,
-    bound_method,
+    CT, ArrayHandle, BoundMethod, KernelVar, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar,
+    TupleValue, bound_method,
 )
-from .scopes import Scope, _FuncFrame
+from .scopes import NameAlias, Scope, _FuncFrame
 
 # Plain Python functions a kernel calls, each as the @qd.func it is translated as.
 _IMPLICIT_FUNCS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -381,16 +381,14 @@ class CallLowering:
     def argument(self, by_reference: bool, node: ast.expr):
         """An argument's value; a variable given to a qd.template() parameter (a scalar, a
         vector or a struct, such as a tile) is the variable itself, as in Quadrants: the
-        callee's assignments to it are the caller's. (A top-level variable of the kernel
-        passes its value: it may live in a buffer the tasks share.)"""
+        callee's assignments to it are the caller's."""
         if by_reference and isinstance(node, ast.Name):
             bound, scope = self.scope.lookup(node.id)
-            if type(bound) is ir.Local and scope is not self.kernel_scope and not bound.loop_var:
-                return bound
+            if isinstance(bound, (ir.Local, MatrixVar, KernelVar)) and not getattr(bound, "loop_var", False):
+                return NameAlias(node.id, self.scope)
         if by_reference and isinstance(node, (ast.Name, ast.Attribute)):
             found = self.resolve_var(node)
-            if found is not None and isinstance(found[0], StructVar) or \
-                    found is not None and isinstance(found[0], MatrixVar) and found[1] is not self.kernel_scope:
+            if found is not None and isinstance(found[0], StructVar):
                 return found[0]
         return self.expr(node)
 
@@ -445,8 +443,8 @@ class CallLowering:
                         func, pname, value, annotations.get(pname),
                         pname in assigned or pname in written or uses.get(pname, 0) > 1, call_site)
                     continue
-                if isinstance(value, (StructVar, MatrixVar, ir.Local)):  # a template's or a method's self:
-                    callee_root.names[pname] = value                    # the caller's variable itself
+                if isinstance(value, (StructVar, NameAlias)):  # a template's or a method's self:
+                    callee_root.names[pname] = value          # the caller's variable itself
                     continue
                 if isinstance(value, StructValue):
                     # A tile's methods update it in place: the user's function gets its own copy

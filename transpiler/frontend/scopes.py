@@ -21,11 +21,25 @@ class Scope:
         scope = self
         while scope is not None:
             if name in scope.names:
-                return scope.names[name], scope
+                found = scope.names[name]
+                if type(found) is NameAlias:  # the caller's variable, where the caller sees it
+                    return found.scope.lookup(found.name)
+                return found, scope
             if scope.isolated:
                 break
             scope = scope.parent
         return None, None
+
+
+class NameAlias:
+    """A @qd.func's qd.template() parameter given a variable: the caller's name in the
+    caller's scope, so reading and assigning it are the caller's own (a top-level variable
+    shared between tasks included)."""
+
+    __slots__ = ("name", "scope")
+
+    def __init__(self, name: str, scope: Scope):
+        self.name, self.scope = name, scope
 
 
 class _FuncFrame:
