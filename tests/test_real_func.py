@@ -377,6 +377,26 @@ def test_ref_parameters_write_the_callers_variable(executor, rng):
     want[0] = 7 + 1.5
     assert by_reference_at_top_level(out, 1.5) == 3.0 + 7.0  # (before: 5 read back where 7 was written)
     np.testing.assert_allclose(out, want, rtol=1e-6)
+    x = rng.uniform(1, 2, 6).astype(np.float32)
+    want = x.copy()
+    want[1:] += x[0] * 3
+    with pytest.warns(qd.TranslationWarning, match=r"passes `s`, a variable defined outside it, to a qd.ref"):
+        assert by_reference_shared(x) == x[0] * 2
+    np.testing.assert_allclose(x, want, rtol=1e-6)
+
+
+@qd.kernel
+def by_reference_shared(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    a = x[0]           # serial code's value, read by the loop: a buffer the tasks share
+    for i in range(1, x.shape[0]):
+        x[i] += a
+    doubled(a)         # passed through a local, stored back
+    for i in range(1, x.shape[0]):
+        x[i] += a
+    s = 0.0
+    for i in range(3):
+        doubled(s)     # every thread: a race, warned of
+    return a
 
 
 @pytest.mark.toolchain

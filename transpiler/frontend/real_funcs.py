@@ -245,7 +245,10 @@ class RealFuncLowering:
                 raise self.error(at, f"{what} is a qd.ref({dtype.name}) parameter; `{at.id}` is {shared.type.name}",
                                  hint=f"declare it as {dtype.name}, e.g. `{at.id} = qd.{dtype.name}(0)`")
             if self.in_parallel:
-                self.warn_shared_store(ir.Const(dtype, self.loc(at), 0), at, at.id)
+                self.warn(at, "shared-store", f"every thread of this parallel loop passes `{at.id}`, a variable "
+                                              f"defined outside it, to a qd.ref parameter of `{func.__name__}`: "
+                                              "after the loop it holds one thread's value (a race, as in Quadrants)",
+                          hint=f"update it with `{at.id} += v` (a reduction) instead")
             local = self.new_temp(at.id, self.load_var(shared, self.loc(at)), at)
             writebacks.append((shared, local))
             return local
