@@ -107,6 +107,21 @@ def test_the_manifest_describes_each_check():
 
 
 @qd.kernel
+def typed_message(h: qd.types.ndarray(dtype=qd.u32, ndim=1), small: qd.types.ndarray(dtype=qd.i8, ndim=1)):
+    for i in range(h.shape[0]):
+        flag = small[i] < 0
+        assert h[i] < 4000000000, f"h[{i}]={h[i]} small={small[i]} flag={flag} half={qd.f16(0.5)}"
+
+
+def test_each_scalar_type_comes_back_in_a_message(executor):
+    """u32 above 2**31, a negative i8, a bool and an f16, decoded from the report's words."""
+    init_executor(executor, debug=True)
+    h = np.array([5, 4_100_000_000], np.uint32)
+    with pytest.raises(AssertionError, match=r"^h\[1\]=4100000000 small=-7 flag=True half=0.5 "):
+        typed_message(h, np.array([3, -7], np.int8))
+
+
+@qd.kernel
 def gather(src: qd.types.ndarray(dtype=qd.f32, ndim=1), idx: qd.types.ndarray(dtype=qd.i32, ndim=1),
            dst: qd.types.ndarray(dtype=qd.f32, ndim=1)):
     for i in range(dst.shape[0]):
@@ -178,10 +193,26 @@ def too_many(x: qd.types.ndarray(dtype=qd.f64, ndim=1)):
         assert x[i] > 0, "%f %f %f %f %f %f %f %f %f" % (x[i], x[i], x[i], x[i], x[i], x[i], x[i], x[i], x[i])
 
 
+@qd.kernel
+def fields_without_values(x: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        assert x[i] > 0, "x[%d] = %f" % (i,)
+
+
+@qd.kernel
+def values_without_fields(x: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        assert x[i] > 0, "x = %f" % (x[i], i)
+
+
 def test_an_assert_message_with_too_many_values_is_located():
     with pytest.raises(qd.TranspileError, match=r"test_debug_mode.py:\d+:\d+: error: an assert message in a kernel "
                                                 r"formats at most 16 32-bit values \(this one 18\)"):
         qd.translate(too_many, "cuda", debug=True)
+    for kernel, says in ((fields_without_values, "more % fields than values"),
+                         (values_without_fields, "fewer % fields than values")):
+        with pytest.raises(qd.TranspileError, match=rf"test_debug_mode.py:\d+:\d+: error: the assert message has {says}"):
+            qd.translate(kernel, "cuda", debug=True)
 
 
 @pytest.mark.toolchain

@@ -1,6 +1,7 @@
 """``qd.math``: the math functions, the integer bit helpers (all return i32), the GLSL-style
 vector types and functions (``vec3``, ``mat3``, ``dot``, ``clamp``, ``smoothstep``, ...)."""
 from ..ir.types import f32, i32, u32
+from ..ir.types import unsigned as _unsigned
 from .mathlib import (  # noqa: F401
     clamp, cross, degrees, determinant, distance, dot, eye, fns, fract, inverse, length, log2, mix, mod, normalize,
     radians, reflect, refract, rotation2d, sign, smoothstep, step, vdir,
@@ -22,11 +23,8 @@ mat2, mat3, mat4 = (MatrixType((n, n), f32, f"mat{n}") for n in (2, 3, 4))
 def follow_defaults(fp, ip) -> None:
     """``qd.init(default_fp=..., default_ip=...)``: vecN / matN hold the float type, ivecN the
     int type and uvecN its unsigned twin."""
-    from ..ir.types import SCALARS
-
-    unsigned = SCALARS[f"u{ip.bits}"]
     for types, dtype in (((vec2, vec3, vec4, mat2, mat3, mat4), fp), ((ivec2, ivec3, ivec4), ip),
-                         ((uvec2, uvec3, uvec4), unsigned)):
+                         ((uvec2, uvec3, uvec4), _unsigned(ip))):
         for t in types:
             t.dtype = dtype
 

@@ -226,7 +226,7 @@ class _HostMatrixCheck(type):
 
     def __instancecheck__(cls, obj) -> bool:
         if getattr(type(obj), "_qd_host_matrix", False):
-            return cls.__name__ == "Matrix" or obj.ndim == 1
+            return cls is Matrix or obj.ndim == 1
         return type.__instancecheck__(cls, obj)
 
 
