@@ -4,7 +4,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
-from dataclasses import dataclass
+from .ir.records import record
 
 from .ir.nodes import Loc
 
@@ -31,7 +31,7 @@ def format_diagnostic(severity: str, message: str, loc: Loc | None, hint: str | 
     return text
 
 
-@dataclass
+@record
 class Diagnostic:
     """A located finding that does not stop translation (a warning), or one a pass reports
     before raising: the hazard checker's, and the frontend's lossy conversions."""

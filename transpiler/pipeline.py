@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from .ir.records import record, field
 
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ class HazardWarning(TranslationWarning):
     """A SIMT hazard the checker found (see transpiler/passes/hazards.py)."""
 
 
-@dataclass
+@record
 class Translation:
     """The generated files (name -> text, in launch order), the binding manifest, and the
     located warnings: the frontend's, then the hazard checker's (errors raise instead)."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from dataclasses import dataclass
+from ..ir.records import record
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -54,7 +54,7 @@ _CALL_REDUCTIONS = {"max": "max", "min": "min", "atomic_max": "max", "atomic_min
                     "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor"}
 
 
-@dataclass
+@record
 class Reduction:
     array: ir.Param       # the kernel-scope variable's scratch buffer, or the user's array
     indices: list         # the element (loop-invariant), [] for a 0-d buffer

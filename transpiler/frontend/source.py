@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import ast
 import inspect
-from dataclasses import dataclass, field
+from ..ir.records import record, field
 from typing import Callable
 
 from ..errors import TranspileError
 from ..ir.nodes import Loc
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ParsedFunction:
     node: ast.FunctionDef  # parsed with the file's own lines and columns
     file: str

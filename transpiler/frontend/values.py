@@ -6,29 +6,29 @@ globals, template arguments, ``qd.static`` results, modules, functions) is a
 only become IR when subscripted."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..ir.records import record
 
 from ..ir import nodes as ir
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CT:
     """A value known at translation time."""
 
     value: object
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ArrayHandle:
     array: ir.Array
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ShapeHandle:
     array: ir.Param
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class KernelVar:
     """A kernel-scope variable that several tasks share (a reduction's total, a value a
     serial part computes for later tasks): it lives in the scratch buffer ``param``."""
@@ -49,7 +49,7 @@ class Private:
 PRIVATE = Private()
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class MatrixValue:
     """A vector (``shape == (n,)``) or matrix (``(n, m)``) value: its scalars, row-major,
     all of one dtype. Every operation on it is lowered component by component."""
@@ -70,7 +70,7 @@ class MatrixValue:
         return self.items[index[0] if len(index) == 1 else index[0] * self.shape[1] + index[1]]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class MatrixVar:
     """A vector or matrix variable: one local per component (``v_x``, ``m_0_1``)."""
 
@@ -78,7 +78,7 @@ class MatrixVar:
     locals: list  # of ir.Local, row-major
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class StructValue:
     """A struct value: its members by name, each a scalar expression, a MatrixValue or a
     StructValue."""
@@ -87,7 +87,7 @@ class StructValue:
     members: dict
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class StructVar:
     """A struct variable: its members by name, each an ir.Local, a MatrixVar or a StructVar."""
 
@@ -107,7 +107,7 @@ def component_locals(bound) -> list:
     return []
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class MethodValue:
     """``v.norm`` before the call: the value and the method's name."""
 
@@ -115,7 +115,7 @@ class MethodValue:
     name: str
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class BoundMethod:
     """A @qd.func method ready to be called with its ``self``: a struct value's, or a
     @qd.data_oriented instance's (``self.val(i)`` in a kernel method)."""
@@ -132,14 +132,14 @@ def bound_method(value):
     return BoundMethod(value.func, CT(value.instance)) if isinstance(value, BoundFunc) else value
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class TupleValue:
     """A tuple of runtime values (``a, b = b, a``; several return values)."""
 
     items: list
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ArraySlice:
     """``arr[r0:r1, c0:c1]`` or ``arr[b, r0:r1, c0:c1]`` (a block: a tile's source or
     destination) and ``arr[r0:r1, col]`` / ``arr[b, r0:r1, col]`` (a column: one element per
@@ -154,7 +154,7 @@ class ArraySlice:
     text: str               # as written, for messages
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class OuterProduct:
     """``qd.outer(a, b)``: only the right-hand side of ``tile -= ...``."""
 

@@ -6,13 +6,13 @@ primitives are their own nodes with explicit kinds, never strings of target code
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from .records import record, field
 from typing import Union
 
 from .types import DType, NdarrayType, SharedArrayType
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Loc:
     file: str   # the path as the user gave it
     line: int
@@ -24,7 +24,7 @@ class Loc:
 
 # ----------------------------------------------------------------------------- values
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Local:
     """A kernel-local variable. ``name`` is the user's name; targets may rename it."""
 
@@ -35,7 +35,7 @@ class Local:
     nonneg: bool = False    # known >= 0 (loop variables over non-negative ranges)
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Param:
     """A kernel parameter: a scalar, or an ndarray with its shape."""
 
@@ -65,7 +65,7 @@ class Param:
         return self.role != "arg"
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class SharedArray:
     """A block-shared array declared in a task (``qd.simt.block.SharedArray``)."""
 
@@ -84,28 +84,28 @@ def space_of(array: Array) -> str:
 
 # ----------------------------------------------------------------------------- expressions
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Expr:
     type: DType
     loc: Loc
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Const(Expr):
     value: Union[int, float, bool]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class LocalRef(Expr):
     var: Local
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ParamRef(Expr):
     param: Param
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Shape(Expr):
     """``a.shape[dim]`` of an ndarray parameter (always i32)."""
 
@@ -113,7 +113,7 @@ class Shape(Expr):
     dim: int
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Load(Expr):
     array: Array
     indices: list[Expr]
@@ -125,7 +125,7 @@ BINARY_OPS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class BinOp(Expr):
     """Arithmetic on two operands already converted to ``type`` (Python semantics)."""
 
@@ -134,7 +134,7 @@ class BinOp(Expr):
     b: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Compare(Expr):
     """A comparison of two operands of one type; the result is ``bool``."""
 
@@ -143,7 +143,7 @@ class Compare(Expr):
     b: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Logical(Expr):
     """Short-circuit ``and`` / ``or`` on booleans."""
 
@@ -152,18 +152,18 @@ class Logical(Expr):
     b: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Unary(Expr):
     op: str  # "neg" | "not" | "invert"
     a: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Cast(Expr):
     a: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Select(Expr):
     """``a if cond else b``: only the chosen side is evaluated."""
 
@@ -185,7 +185,7 @@ MATH_FUNCS = {
 }
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Math(Expr):
     fn: str
     args: list[Expr]
@@ -194,7 +194,7 @@ class Math(Expr):
 THREAD_INDICES = ("thread_idx", "block_idx", "block_dim", "grid_dim", "global_thread_idx", "grid_stride")
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ThreadIndex(Expr):
     """A hardware index along x: the thread in its block, the block, sizes; always i32."""
 
@@ -204,7 +204,7 @@ class ThreadIndex(Expr):
 ATOMIC_OPS = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "exchange", "cas")
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Atomic(Expr):
     """An atomic read-modify-write on a memory element; evaluates to the old value.
 
@@ -235,7 +235,7 @@ SUBGROUP_OPS = {
 }
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class SubgroupOp(Expr):
     """A collective over the lanes of a subgroup (warp / wavefront / SIMD-group). Every lane
     of the subgroup must execute it (uniform control flow). Reductions broadcast to all
@@ -245,7 +245,7 @@ class SubgroupOp(Expr):
     args: list[Expr]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class WarpOp(Expr):
     """CUDA's legacy warp intrinsics (``qd.simt.warp``): a vote, shuffle or match over the
     lanes named by a mask (args[0]), a ballot of the whole warp, the active mask, or
@@ -260,7 +260,7 @@ class WarpOp(Expr):
 BLOCK_VOTES = ("all", "any", "count")
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class BlockVote(Expr):
     """``block.sync_{all,any,count}_nonzero(p)``: a block barrier that also folds a
     predicate over the block (i32 result, the same in every thread)."""
@@ -269,14 +269,14 @@ class BlockVote(Expr):
     pred: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class BitCast(Expr):
     """The bits of ``a`` read as ``type`` (same width)."""
 
     a: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class VolatileLoad(Expr):
     """``qd.volatile_load(a[i])``: a load the compiler may not cache, hoist or merge."""
 
@@ -286,7 +286,7 @@ class VolatileLoad(Expr):
 
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Call(Expr):
     """A call of the kernel's function ``function`` (a ``@qd.real_func`` instantiation, by
     name, so a pass that rewrites the function leaves every call valid). Type VOID when
@@ -301,43 +301,43 @@ class Call(Expr):
 
 # ----------------------------------------------------------------------------- statements
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Stmt:
     loc: Loc
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Declare(Stmt):
     var: Local
     init: Expr | None
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Assign(Stmt):
     var: Local
     value: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Store(Stmt):
     array: Array
     indices: list[Expr]
     value: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ExprStmt(Stmt):
     expr: Expr
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class If(Stmt):
     cond: Expr
     then: list[Stmt]
     orelse: list[Stmt] = field(default_factory=list)
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class For(Stmt):
     """``for var in range(start, stop, step)``; ``step_sign`` is +1 / -1 when known, else 0."""
 
@@ -349,7 +349,7 @@ class For(Stmt):
     body: list[Stmt]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class While(Stmt):
     cond: Expr
     body: list[Stmt]
@@ -358,7 +358,7 @@ class While(Stmt):
 FENCE_SCOPES = ("subgroup", "block", "device", "system")
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Fence(Stmt):
     """A memory fence ordering this thread's accesses as seen by threads in ``scope``."""
 
@@ -368,7 +368,7 @@ class Fence(Stmt):
 BARRIER_SCOPES = ("subgroup", "block")
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Barrier(Stmt):
     """``block.sync()`` / ``subgroup.sync()``: every thread of the scope waits for the others;
     memory written before it is visible to the scope after it."""
@@ -376,17 +376,17 @@ class Barrier(Stmt):
     scope: str
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Break(Stmt):
     pass
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Continue(Stmt):
     pass
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Print(Stmt):
     """``print(...)`` in a kernel: the text ``chunks[0] args[0] chunks[1] ... chunks[-1]``
     (Python's formatting of each argument's value: the device's printf)."""
@@ -399,14 +399,14 @@ class Print(Stmt):
     specs: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Return(Stmt):
     """``return`` from a function (``value`` None in one that returns nothing)."""
 
     value: Expr | None
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class DeclareShared(Stmt):
     array: SharedArray
 
@@ -428,17 +428,17 @@ SHMEM_ATOMICS = {"fetch_add": True, "add": False, "compare_swap": True, "swap": 
                  "set": False}
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemMyPe(Expr):
     """``qd.shmem.my_pe()``: the calling PE's index in the job (i32, uniform)."""
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemNPes(Expr):
     """``qd.shmem.n_pes()``: how many PEs the job has (i32, uniform)."""
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemElement(Expr):
     """The address of ``array[indices]`` as an NVSHMEM routine takes it (the first element of
     a range for put/get); ``type`` is the element dtype."""
@@ -447,7 +447,7 @@ class ShmemElement(Expr):
     indices: list[Expr]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemOp(Expr):
     """An NVSHMEM routine that reads or writes memory, here or on another PE: never dropped,
     merged or hoisted. ``args`` holds every operand, ShmemElement addresses first."""
@@ -455,7 +455,7 @@ class ShmemOp(Expr):
     args: list[Expr]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemPut(ShmemOp):
     """``put`` / ``put_nbi``: args = [dest (remote, symmetric), source (local), count, pe]."""
 
@@ -474,7 +474,7 @@ class ShmemPut(ShmemOp):
         return self.args[3]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemGet(ShmemOp):
     """``get`` / ``get_nbi``: args = [dest (local), source (remote, symmetric), count, pe]."""
 
@@ -493,7 +493,7 @@ class ShmemGet(ShmemOp):
         return self.args[3]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemP(ShmemOp):
     """``p``: one element stored on another PE; args = [dest (symmetric), value, pe]."""
 
@@ -506,7 +506,7 @@ class ShmemP(ShmemOp):
         return self.args[2]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemG(ShmemOp):
     """``g``: one element read from another PE; args = [source (symmetric), pe]."""
 
@@ -519,7 +519,7 @@ class ShmemG(ShmemOp):
         return self.args[1]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemAtomic(ShmemOp):
     """An atomic on a symmetric element of another PE (``op`` in SHMEM_ATOMICS); args =
     [target, *operands, pe]. Fetching ones evaluate to the old value, the others are VOID."""
@@ -539,7 +539,7 @@ class ShmemAtomic(ShmemOp):
         return self.args[-1]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemWaitUntil(ShmemOp):
     """``wait_until(ivar, cmp, value)``: this thread waits until its own PE's symmetric
     ``ivar`` compares true (``cmp`` in SHMEM_CMPS); args = [ivar, value]."""
@@ -551,18 +551,18 @@ class ShmemWaitUntil(ShmemOp):
         return self.args[0]
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemFence(Stmt):
     """``qd.shmem.fence()``: this thread's operations to each PE are delivered in order
     (ordering of delivery, not completion)."""
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemQuiet(Stmt):
     """``qd.shmem.quiet()``: every operation this thread issued is complete (visible)."""
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class ShmemBarrierAll(Stmt):
     """``qd.shmem.barrier_all()``: all PEs wait for each other, after completing their
     outstanding operations; one calling thread per PE, in a collectively launched kernel."""
@@ -570,7 +570,7 @@ class ShmemBarrierAll(Stmt):
 
 # ----------------------------------------------------------------------------- kernel
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Task:
     """One GPU entry point. A parallel task runs ``body`` once per index of ``ranges``
     (row-major over the dimensions) through a grid-stride loop; a serial task runs it
@@ -601,7 +601,7 @@ class Task:
         return self.prelude + self.body + self.epilogue
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Function:
     """A ``@qd.real_func`` instantiation: a function of the target source, with scalar
     parameters and, where it returns a value, a scalar result. The ndarrays it reads and
@@ -625,7 +625,7 @@ class Function:
     inouts: list[Local] = field(default_factory=list)
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class TaskLoop:
     """``while qd.graph.do_while(flag):`` at a kernel's top level: tasks ``first`` to
     ``stop - 1`` run, then run again while the 0-d i32 ndarray ``flag`` holds a nonzero value
@@ -638,7 +638,7 @@ class TaskLoop:
     parent: int | None = None
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Kernel:
     name: str
     file: str

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from dataclasses import dataclass
+from .records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DType:
     """A scalar type. Also usable as a value constructor inside kernels: ``qd.u32(x)``."""
 
@@ -68,7 +68,7 @@ f16, f32, f64 = (DType(f"f{b}", "float", b) for b in (16, 32, 64))
 SCALARS: dict[str, DType] = {t.name: t for t in (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64)}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Defaults:
     """The types Python's ``int`` and ``float`` stand for (literals, annotations, ``int(x)``):
     ``qd.init(default_ip=..., default_fp=...)``, i32 and f32 unless asked otherwise."""
@@ -125,7 +125,7 @@ def from_numpy(dt) -> DType:
     raise TypeError(f"numpy dtype {name} has no kernel equivalent")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class NdarrayType:
     """A global-memory array parameter: ``qd.types.ndarray(dtype=..., ndim=...)``. Its
     elements are scalars, or vectors / matrices of ``element_shape`` stored as NumPy stores
@@ -158,7 +158,7 @@ class NdarrayType:
         return f"ndarray({'u1' if self.bool_elements else self.dtype.name}, {self.ndim}d{es})"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SharedArrayType:
     """A block-shared array with a shape fixed at compile time."""
 

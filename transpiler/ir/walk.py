@@ -5,14 +5,14 @@ keyed and rebuilt without touching this file or any pass."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from .records import record
 from typing import Callable, Iterator
 
 from . import nodes as ir
 from .memo import per_kernel
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NodeFields:
     exprs: tuple[str, ...]       # one sub-expression (or None)
     expr_lists: tuple[str, ...]  # a list of sub-expressions

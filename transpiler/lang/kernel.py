@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-from dataclasses import dataclass
+from ..ir.records import record
 from typing import Any, Callable
 
 from ..ir.types import DType
@@ -246,7 +246,7 @@ def real_func(fn: Callable | None = None, **_options) -> RealFunc:
     return RealFunc(fn)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Template:
     """``qd.template()``: a compile-time parameter, one instantiation per value."""
 
@@ -258,7 +258,7 @@ def template(element_type=object, ndim=None) -> Template:
     return Template(element_type, ndim)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NdarrayAnnotation:
     dtype: Any = None        # a scalar dtype, a vector/matrix type (qd.math.vec3), or None: from the call
     ndim: int | None = None
@@ -286,7 +286,7 @@ class _NdarrayFactory:
         return "qd.types.ndarray"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RefAnnotation:
     """``qd.ref(qd.f32)``: a @qd.real_func parameter the caller passes a local variable to,
     by reference: what the function assigns to it, the caller's variable holds after."""

@@ -28,7 +28,7 @@ Warnings can be silenced on their line with a `# qd: ignore-hazard` comment.
 from __future__ import annotations
 
 import linecache
-from dataclasses import dataclass
+from ..ir.records import record
 from typing import TYPE_CHECKING
 
 from ..errors import Diagnostic, TranspileError
@@ -441,7 +441,7 @@ def _op_name(e: ir.ShmemOp) -> str:
     return "p" if isinstance(e, ir.ShmemP) else "g"
 
 
-@dataclass
+@record
 class _Pending:
     op: ir.ShmemOp
     element: ir.ShmemElement

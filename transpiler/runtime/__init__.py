@@ -19,7 +19,7 @@ import inspect
 import itertools
 import time
 import weakref
-from dataclasses import dataclass
+from ..ir.records import record
 
 import numpy as np
 
@@ -40,7 +40,7 @@ BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend
 MAX_BLOCKS = 65535
 
 
-@dataclass
+@record
 class Launch:
     """One entry point to run: its task and its grid (``blocks`` = 0 means skip)."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from dataclasses import dataclass, field
+from ..ir.records import record, field
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..ir import nodes as ir
 from . import Backend, Launch, Translation, entries_by_task, memory_key, warm_up, written_arrays
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class _Mirror:
     """A qd.ndarray's device memory, and which side holds its newest contents."""
 
@@ -27,7 +27,7 @@ class _Mirror:
     device_stale: bool = False      # the host wrote it since a kernel last read it
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class CudaProgram:
     functions: dict[str, object]    # task name -> CuPy RawKernel
     written: frozenset[str]         # the array parameters some task writes

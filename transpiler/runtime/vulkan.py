@@ -28,7 +28,7 @@ import os
 import struct
 import threading
 import weakref
-from dataclasses import dataclass, field
+from ..ir.records import record, field
 
 import numpy as np
 
@@ -388,7 +388,7 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
 
 # ----------------------------------------------------------------------------- programs
 
-@dataclass
+@record
 class _Buffer:
     buffer: object
     memory: object
@@ -396,7 +396,7 @@ class _Buffer:
     view: np.ndarray  # the persistently mapped memory, as bytes
 
 
-@dataclass
+@record
 class VulkanProgram:
     """One kernel instantiation on one device: pipelines, layouts and its buffers."""
 
@@ -423,7 +423,7 @@ class VulkanProgram:
     staged: bool = True            # whether the last run copied arrays in or out
 
 
-@dataclass
+@record
 class _Printing:
     """A program loaded on the printing twin of the device."""
 

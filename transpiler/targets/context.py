@@ -5,7 +5,7 @@ fill it; they keep nothing of their own between calls."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from ..ir.records import record, field
 from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as ir
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .target import Target
 
 
-@dataclass
+@record
 class Needs:
     """The requirements rendering discovers (a Vulkan feature, a Metal version, ...). Each
     target subclasses it with typed fields; ``merge`` folds an entry point's into the
@@ -32,7 +32,7 @@ class Needs:
                 setattr(self, f.name, theirs)
 
 
-@dataclass
+@record
 class Usage:
     """What one entry point (or, merged, a whole module) uses: helper functions by
     (name, dtype), dtypes spelled anywhere, and the target's typed ``needs``."""
@@ -54,7 +54,7 @@ class Usage:
         return [self.helpers[k] for k in sorted(self.helpers)]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Options:
     """The translation options a target reads (validated by ``Target.options``)."""
 
@@ -65,7 +65,7 @@ class Options:
     lavapipe: bool = False            # GLSL: work around Mesa's lavapipe (see GlslRenderer.stmt_Fence)
 
 
-@dataclass
+@record
 class ParamNames:
     """Every parameter's and ndarray extent's name as the target spells it, chosen once per
     translation so every entry point (and every layout) agrees."""
@@ -115,7 +115,7 @@ class ParamNames:
         return self.shapes[(id(p), dim)]
 
 
-@dataclass
+@record
 class RenderedFunction:
     """A @qd.real_func's definition as one entry point rendered it (the same text in every
     entry point that calls it)."""
@@ -128,7 +128,7 @@ class RenderedFunction:
     forward: bool        # declared before the definitions (a recursion cycle calls it early)
 
 
-@dataclass
+@record
 class EntryPoint:
     name: str
     kind: str
@@ -143,7 +143,7 @@ class EntryPoint:
     functions: list[RenderedFunction] = field(default_factory=list)  # the real functions it calls
 
 
-@dataclass
+@record
 class TranslationContext:
     target: Target
     kernel: ir.Kernel        # after the target's passes (block-vote emulation, atomics legalization)

@@ -9,7 +9,7 @@ into the renderer's ``Usage``.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from ..ir.records import record, field
 from typing import TYPE_CHECKING
 
 from ..errors import TranspileError
@@ -51,7 +51,7 @@ def float_text(text: str) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-@dataclass
+@record
 class Helper:
     """A helper function a module needs, rendered by the template macro ``name``."""
 

@@ -9,7 +9,7 @@ one pipeline layout serve all of a kernel's tasks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from ..ir.records import record, field
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -172,7 +172,7 @@ EVIDENCE = (
 )
 
 
-@dataclass
+@record
 class GlslNeeds(Needs):
     features: set[str] = field(default_factory=set)          # Vulkan features (VkPhysicalDevice*Features members)
     subgroup_classes: set[str] = field(default_factory=set)  # GL_KHR_shader_subgroup_<class> used
@@ -642,14 +642,14 @@ class GlslRenderer(Renderer):
 
 # ----------------------------------------------------------------------------- resource layout
 
-@dataclass
+@record
 class PushMember:
     name: str      # the parameter's (or shape's) name
     dtype: str     # as the host writes it
     offset: int
 
 
-@dataclass
+@record
 class Layout:
     """The resources every task file declares alike: ndarray k at binding k of set 0, every
     scalar and extent in one push-constant block (std430 offsets, parameter order)."""

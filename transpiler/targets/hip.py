@@ -8,7 +8,7 @@ and every call whose overload depends on that difference spells its argument typ
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..ir.records import record
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -64,7 +64,7 @@ EVIDENCE = (
 )
 
 
-@dataclass
+@record
 class HipNeeds(Needs):
     # Native float atomics on global memory (gfx90a / gfx94x), which do not work on
     # fine-grained (host-coherent) memory: such arrays must come from hipMalloc.

@@ -9,7 +9,7 @@ atomics: both are located errors.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from ..ir.records import record
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -86,7 +86,7 @@ EVIDENCE = (
 )
 
 
-@dataclass
+@record
 class MslNeeds(Needs):
     fence: bool = False         # atomic_thread_fence: MSL 3.2
     atomic_float: bool = False  # atomic_float: MSL 3.0
@@ -244,7 +244,7 @@ class MslDialect(CxxDialect):
         return f"{fn}({pointer}, {value}, memory_order_relaxed)"
 
 
-@dataclass
+@record
 class Member:
     """One member of the params struct: a scalar parameter or one extent of an ndarray."""
 
@@ -263,7 +263,7 @@ class MslRenderer(Renderer):
         super().stmt_Fence(st, depth)
 
 
-@dataclass
+@record
 class Layout:
     """Every scalar and extent in one params struct (C++ rules: each member at its natural
     alignment, in parameter order), bound after the ndarrays' buffers."""

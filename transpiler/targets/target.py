@@ -8,7 +8,7 @@ context and fills it; the next call gets a fresh one.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from ..ir.records import record
 from typing import Any
 
 from ..errors import TranspileError
@@ -27,7 +27,7 @@ MAX_BLOCKS = 65535  # grid-stride loops cover larger ranges; every API accepts t
 DYNAMIC_BLOCKS = 1024
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Capabilities:
     """What a target can express. The pipeline rejects a kernel that needs more (at its
     line, with the target's ``why_not`` reason), the passes emulate what has an emulation,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from ..ir.records import record, field
 from typing import Callable
 
 from ..errors import ToolchainMissing  # noqa: F401 - re-exported for callers
 
 
-@dataclass
+@record
 class Verdict:
     """One toolchain's answer for one generated file."""
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from ..ir.records import record
 from functools import lru_cache
 
 from ..errors import ToolchainMissing
@@ -66,7 +66,7 @@ json.dump({"version": version, "results": results}, open(sys.argv[2], "w"))
 """
 
 
-@dataclass
+@record
 class Compile:
     tool: str
     arch: str

@@ -7,7 +7,7 @@ import glob
 import os
 import re
 import sys
-from dataclasses import dataclass
+from ..ir.records import record
 from functools import lru_cache
 
 from ..errors import ToolchainMissing
@@ -15,7 +15,7 @@ from ..errors import ToolchainMissing
 INSTALL_HINT = "pip install nvidia-cuda-nvrtc"
 
 
-@dataclass
+@record
 class NvrtcResult:
     ok: bool
     log: str

@@ -32,7 +32,7 @@ import struct
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from ...ir.records import record, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -243,7 +243,7 @@ _ENTRY_RE = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*
 
 # ----------------------------------------------------------------------------- a compiled module
 
-@dataclass
+@record
 class CpuModule:
     """One generated source compiled for the emulator; ``launch`` runs an entry point."""
 
@@ -548,7 +548,7 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
 
 # ----------------------------------------------------------------------------- the backend
 
-@dataclass
+@record
 class CpuProgram:
     module: CpuModule
     manifest: dict
