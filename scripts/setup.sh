@@ -26,6 +26,7 @@ PIP_TOOLCHAINS=(
   nvidia-cuda-runtime                              # cuda.h, cuda_runtime_api.h: the C++ headers' launch helpers
   nvidia-nvshmem-cu13                              # qd.shmem: NVSHMEM headers + libraries (brings nvidia-cuda-cccl)
   vulkan                                           # Vulkan from Python (cffi)
+  torch==2.13.0                                    # tensors as kernel arguments (the CPU wheel on this machine's disk)
 )
 
 if [ ! -x "$VENV/bin/python" ]; then

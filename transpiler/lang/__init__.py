@@ -10,7 +10,7 @@ from .kernel import (  # noqa: F401
 
 
 def __getattr__(name: str):
-    if name in ("impl", "exception"):  # qd.lang.impl.current_cfg(), qd.lang.exception: imported when asked for
+    if name in ("impl", "exception", "util"):  # qd.lang.impl.current_cfg(), ...: imported when asked for
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 
+from .external import is_tensor
 
 
 class _State:
@@ -64,12 +65,29 @@ class Tape:
         if self.entered:
             raise RuntimeError("Tape can be entered only once.")
         self.entered = True
-        if self.loss is not None:
+        if is_tensor(self.loss):  # a torch tensor: its .grad is the loss's gradient
+            import torch
+
+            if self.loss.numel() != 1:
+                raise RuntimeError("The loss of `Tape` must be a tensor only contains one element")
+            if not self.loss.requires_grad:
+                raise RuntimeError("Gradients of loss are not allocated, please set requires_grad=True for all "
+                                   "tensors that are required by autodiff.")
+            with torch.no_grad():
+                self.loss.fill_(0.0)
+        elif self.loss is not None:
+            from .field import Field
+
+            ndarray = not isinstance(self.loss, Field)
             if not _is_loss_scalar(self.loss):
-                raise RuntimeError("The loss of `Tape` must be a 0-D field, i.e. scalar")
+                raise RuntimeError("The loss of `Tape` must be an ndarray with only one element" if ndarray else
+                                   "The loss of `Tape` must be a 0-D field, i.e. scalar")
             if self.loss.__dict__.get("_grad") is None:
-                raise RuntimeError("Gradients of loss are not allocated, please use qd.field(..., needs_grad=True) "
-                                   "for all fields that are required by autodiff.")
+                raise RuntimeError(
+                    "Gradients of loss are not allocated, please set needs_grad=True for all ndarrays that are "
+                    "required by autodiff." if ndarray else
+                    "Gradients of loss are not allocated, please use qd.field(..., needs_grad=True) "
+                    "for all fields that are required by autodiff.")
             if self.clear_gradients:
                 clear_all_gradients()
             self.loss.fill(0.0)
@@ -89,7 +107,14 @@ class Tape:
             raise RuntimeError("Before evaluating gradients tape must be entered.")
         if self.evaluated:
             raise RuntimeError("Gradients of grad can be evaluated only once.")
-        self.loss.grad.fill(1.0)
+        if not is_tensor(self.loss):
+            self.loss.grad.fill(1.0)
+        elif self.loss.grad is None:
+            import torch
+
+            self.loss.grad = torch.ones_like(self.loss)
+        else:
+            self.loss.grad.data.fill_(1.0)
         for func, args in reversed(self.calls):
             grad = getattr(func, "grad", None)
             if grad is not None:

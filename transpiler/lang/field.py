@@ -228,23 +228,59 @@ class Field(ElementDims):
         self.storage()[index] = value
         activate_host(self, index)
 
-    def to_numpy(self, keep_dims: bool = False, dtype=None, *, copy: bool = True):
+    def to_numpy(self, keep_dims: bool = False, dtype=None, *, copy: bool | None = True):
         """The elements; an inactive one of a sparse field reads 0, as in Quadrants. As
         Quadrants shapes them: an n x 1 matrix element as n values, unless ``keep_dims``,
-        which gives a vector element as n x 1 too; ``dtype`` converts. (``copy``: taken as
-        Quadrants takes it; the result is always a copy.)"""
-        out = self.storage().copy()
+        which gives a vector element as n x 1 too; ``dtype`` converts. ``copy=False``: the
+        field's own memory (refused for a sparse field or a ``dtype``), ``None``: that memory
+        where it can be, else a copy."""
         active = self._active()
+        if copy is not True and active is None and dtype is None:
+            return self._host_shaped(self.storage(), keep_dims)
+        if copy is False:
+            raise ValueError("qd.field.to_numpy(copy=False): a sparse field or a dtype conversion needs a copy; "
+                             "use copy=True (the default) or copy=None")
+        out = self.storage().copy()
         if active is not None:
             out[~active] = 0
-        if self.element_shape:
-            rows = self.element_shape[0]
-            cols = self.element_shape[1] if len(self.element_shape) == 2 else 1
-            out = out.reshape(self.shape + ((rows, cols) if keep_dims or cols != 1 else (rows,)))
+        out = self._host_shaped(out, keep_dims)
         if dtype is not None:
             t = python_type(dtype) or dtype
             out = out.astype(t.np_dtype if isinstance(t, DType) else t)
         return out
+
+    def _host_shaped(self, array, keep_dims: bool):
+        """``array`` (the storage's shape) shaped as Python scope sees the field."""
+        if not self.element_shape:
+            return array
+        rows = self.element_shape[0]
+        cols = self.element_shape[1] if len(self.element_shape) == 2 else 1
+        return array.reshape(self.shape + ((rows, cols) if keep_dims or cols != 1 else (rows,)))
+
+    def to_torch(self, device=None, keep_dims: bool = False, *, copy: bool | None = True):
+        """The elements as a torch tensor, shaped as ``to_numpy``: ``copy=True`` an independent
+        copy, ``False`` the field's own memory (a CPU tensor), ``None`` that where it can be."""
+        from .external import to_torch
+
+        shared = self._active() is None
+        array = self._host_shaped(self.storage(), keep_dims) if shared else self.to_numpy(keep_dims)
+        return to_torch(array, device, copy, shared, "qd.field")
+
+    def from_torch(self, tensor) -> None:
+        """Every element from a torch tensor of the field's shape (as ``from_numpy``)."""
+        from .external import from_torch
+
+        self.from_numpy(from_torch(tensor))
+
+    def to_dlpack(self, versioned: bool = False):
+        """A DLPack capsule of the field's memory (``torch.utils.dlpack.from_dlpack`` takes the
+        default v0 one), shaped as ``to_numpy``."""
+        from .external import to_dlpack
+
+        if self._active() is not None:
+            raise ValueError("qd.field.to_dlpack(): a sparse field's inactive elements have no memory to share; "
+                             "use to_numpy() or to_torch()")
+        return to_dlpack(self._host_shaped(self.storage(), False), versioned)
 
     def from_numpy(self, array) -> None:
         import numpy as np
@@ -360,6 +396,13 @@ class StructField:
     def from_numpy(self, arrays: dict) -> None:
         for k, a in arrays.items():
             self.members[k].from_numpy(a)
+
+    def to_torch(self, device=None) -> dict:
+        return {k: m.to_torch(device) for k, m in self._held().items()}
+
+    def from_torch(self, tensors: dict) -> None:
+        for k, t in tensors.items():
+            self.members[k].from_torch(t)
 
     def fill(self, value) -> None:
         for m in self._held().values():

@@ -31,6 +31,7 @@ from ..ir.evaluate import evaluate, uniform_env
 from ..ir.memo import freeze
 from ..pipeline import Translation, translate
 from ..lang.buffer_view import BufferView
+from ..lang.external import is_tensor, tensor_argument
 from ..lang.matrix import MatrixType
 from . import profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
@@ -295,8 +296,8 @@ def _as_array(value):
 def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Split the call's arguments into template values, the types of ndarrays whose
     annotation leaves dtype or ndim open, the run-time values (arrays as contiguous
-    numpy arrays, scalars as numpy scalars of the parameter's dtype), and the (argument,
-    contiguous copy) pairs to write back after the launch. A parameter whose annotation is
+    numpy arrays, scalars as numpy scalars of the parameter's dtype), and the write backs
+    to run after the launch (an argument the kernel runs on a copy of). A parameter whose annotation is
     not supported is left out: translating reports it at the ``def``."""
     cached = kernel.__dict__.get("_binding")
     if cached is None:  # once per kernel: both cost more than a warm launch's Vulkan calls
@@ -316,12 +317,18 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         if kind in ("compound", "dataclass"):
             todo[0:0] = _members(kernel, name, ann, value)  # one parameter per member, in order
             continue
-        if kind == "template" and _as_array(value) is None:
+        tensor = is_tensor(value)
+        if kind == "template" and not tensor and _as_array(value) is None:
             template_args[name] = value
         elif kind == "ndarray" and (value is None or isinstance(value, (lang.field.Field, lang.field.StructField))):
             template_args[name] = value  # a field for a qd.Tensor parameter: the module storage it names
         elif kind in ("template", "ndarray"):
-            arr = _as_array(value)
+            grad = None
+            if tensor:  # a torch tensor: its own memory on the CPU (else a copy written back after)
+                arr, grad, after = tensor_argument(value, f"{kernel.__name__}(): `{name}`")
+                copies += after
+            else:
+                arr = _as_array(value)
             if arr is None:
                 raise TypeError(f"{kernel.__name__}(): `{name}` must be a numpy array or qd.ndarray, "
                                 f"got {type(value).__name__}")
@@ -354,13 +361,15 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                 if not isinstance(value, np.ndarray):
                     raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
                 arr = np.ascontiguousarray(arr)
-                copies.append((value, arr))
+                copies.append(functools.partial(np.copyto, value, arr))
             if retyped is not None:
                 arg_types[name] = lang.NdarrayAnnotation(retyped, outer, element_shape=want.element_shape)
             elif want_dtype is None or want.ndim is None or declared.dtype is None:
                 arg_types[name] = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
                                                          element_shape=want.element_shape)
             values[name] = arr
+            if grad is not None:  # a tensor that requires grad: its .grad is x.grad in the kernel
+                values[(name, "grad")] = grad
             for kind in ("grad", "dual"):  # a qd.ndarray made with needs_grad=True: what x.grad binds to
                 companion = getattr(value, "__dict__", {}).get("_" + kind)
                 if companion is not None:
@@ -581,8 +590,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         run_with_loops(backend, program, kir, values, plan_launches(kir, values))
     else:
         backend.run(program, kir, values, plan_launches(kir, values))
-    for original, contiguous in copies:  # a non-contiguous NumPy argument: what the kernel wrote
-        original[...] = contiguous
+    for write_back in copies:  # an argument the kernel ran on a copy of: what the kernel wrote
+        write_back()
     if kir.asserts:
         from .asserts import raise_failed_assert
 

@@ -75,10 +75,40 @@ class Ndarray(ElementDims):
         self.data[...] = arr.astype(self.data.dtype, copy=False)
         self._written()
 
-    def to_numpy(self, dtype=None, *, copy: bool = True) -> np.ndarray:
-        """A copy of the elements (``dtype``: converted; ``copy``: taken as Quadrants takes it)."""
-        out = self._read().copy()
+    def to_numpy(self, dtype=None, *, copy: bool | None = True) -> np.ndarray:
+        """The elements (``dtype``: converted): a copy; with ``copy=False`` the ndarray's own
+        memory, which an executor that keeps it on its device (Vulkan) refuses; ``None``: that
+        memory where it can be, else a copy."""
+        data = self._read()
+        if copy is not True and self._owner is None and dtype is None:
+            return data
+        if copy is False:
+            raise ValueError("qd.ndarray.to_numpy(copy=False): this executor keeps the ndarray on its device "
+                             "(or a dtype conversion was asked for): use copy=True (the default) or copy=None")
+        out = data.copy()
         return out if dtype is None else out.astype(getattr(dtype, "np_dtype", dtype))
+
+    def to_torch(self, device=None, *, copy: bool | None = True):
+        """The elements as a torch tensor: ``copy=True`` an independent copy, ``False`` the
+        ndarray's own memory (a CPU tensor; not where the executor keeps it on its device),
+        ``None`` that where it can be."""
+        from ..lang.external import to_torch
+
+        return to_torch(self._read(), device, copy, self._owner is None, "qd.ndarray")
+
+    def from_torch(self, tensor) -> None:
+        from ..lang.external import from_torch
+
+        self.from_numpy(from_torch(tensor))
+
+    def to_dlpack(self, versioned: bool = False):
+        """A DLPack capsule of the ndarray's memory (v0 unless ``versioned``)."""
+        from ..lang.external import to_dlpack
+
+        if self._owner is not None:
+            raise ValueError("qd.ndarray.to_dlpack(): this executor keeps the ndarray on its device, where DLPack "
+                             "cannot reach it: use to_numpy() or to_torch()")
+        return to_dlpack(self.data, versioned)
 
     def fill(self, value) -> None:
         self.data.fill(value)
