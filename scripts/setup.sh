@@ -27,6 +27,7 @@ PIP_TOOLCHAINS=(
   nvidia-nvshmem-cu13                              # qd.shmem: NVSHMEM headers + libraries (brings nvidia-cuda-cccl)
   vulkan                                           # Vulkan from Python (cffi)
   torch==2.13.0                                    # tensors as kernel arguments (the CPU wheel on this machine's disk)
+  scipy                                            # qd.linalg.SparseSolver's sparse LU
 )
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -352,7 +352,7 @@ class StatementLowering:
     def stmt_AugAssign(self, s: ast.AugAssign) -> None:
         if isinstance(s.op, ast.MatMult):
             raise self.error(s, "`@=` is not supported; write `m = m @ x`")
-        if self.update_tile(s):
+        if self.update_tile(s) or self.add_entry(s):
             return
         op = BINOPS[type(s.op)]
         if isinstance(s.target, ast.Name):

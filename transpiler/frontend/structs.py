@@ -218,6 +218,23 @@ class StructLowering:
         return self.inline_values(method, node, [var, *args], kwargs)
 
 
+    def add_entry(self, s: ast.AugAssign) -> bool:
+        """``A[i, j] += v`` / ``-= v`` on a value whose type says how to add an entry (a
+        ``qd.types.sparse_matrix_builder()`` parameter): its ``_qd_add_entry`` @qd.func inlined."""
+        target = s.target
+        if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
+            return False
+        value, _ = self.scope.lookup(target.value.id)
+        add = getattr(getattr(value, "type", None), "_qd_add_entry", None) if isinstance(value, StructValue) else None
+        if add is None:
+            return False
+        index = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        if len(index) != 2 or not isinstance(s.op, (ast.Add, ast.Sub)):
+            raise self.error(s, f"a sparse matrix builder takes `{target.value.id}[i, j] += value` (or `-=`)")
+        self.inline_values(add, s, [value, self.expr(index[0]), self.expr(index[1]), self.expr(s.value),
+                                    CT(-1 if isinstance(s.op, ast.Sub) else 1)])
+        return True
+
     # ------------------------------------------------------------------ kernel parameters
 
     def bind_compound(self, a: ast.arg, name: str, ann, index: int):

@@ -144,8 +144,10 @@ def MatrixFreeBICGSTAB(A: LinearOperator, b: Field, x: Field, tol: float = 1e-6,
 
 
 def namespace():
-    """``qd.linalg``: the solvers, and what it lacks named as such."""
+    """``qd.linalg``: the matrix-free solvers, and the sparse matrices (lang/sparse.py) once asked for."""
     from .names import Namespace
 
-    return Namespace("qd.linalg", LinearOperator=LinearOperator, MatrixFreeCG=MatrixFreeCG,
+    sparse = {name: "transpiler.lang.sparse" for name in
+              ("SparseMatrix", "SparseMatrixBuilder", "SparseSolver", "SparseCG", "sparse_matrix_builder")}
+    return Namespace("qd.linalg", lazy=sparse, LinearOperator=LinearOperator, MatrixFreeCG=MatrixFreeCG,
                      MatrixFreeBICGSTAB=MatrixFreeBICGSTAB)

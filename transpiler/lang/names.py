@@ -13,8 +13,6 @@ _LATER = {
         "MatrixTensor FieldsBuilder BitpackedFields",
     "is not supported yet: use the method or qd.math's function (v.dot(w), qd.math.cross(a, b), v.norm())":
         "dot cross",
-    "is not supported yet: use qd.linalg.LinearOperator with MatrixFreeCG or MatrixFreeBICGSTAB":
-        "SparseMatrix SparseMatrixBuilder SparseSolver SparseCG sparse_matrix_builder",
 }
 _NEVER = ("is not supported by this transpiler (it has no equivalent in the CUDA, HIP, GLSL and Metal "
           "source it writes)")
@@ -50,14 +48,20 @@ def missing(owner: str, name: str, candidates: Iterable[str]) -> str:
 class Namespace:
     """``qd.simt.block`` and its kind: attributes set once; a missing one says why."""
 
-    def __init__(self, owner: str, **members):
+    def __init__(self, owner: str, lazy: dict[str, str] | None = None, **members):
         self.__dict__["_owner"] = owner
+        self.__dict__["_lazy"] = lazy or {}  # name -> the module that defines it, imported on first use
         self.__dict__.update(members)
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        raise AttributeError(missing(self._owner, name, self.__dict__))
+        if name in self._lazy:
+            import importlib
+
+            value = self.__dict__[name] = getattr(importlib.import_module(self._lazy[name]), name)
+            return value
+        raise AttributeError(missing(self._owner, name, [*self.__dict__, *self._lazy]))
 
     def __repr__(self) -> str:
         return f"<{self._owner}>"

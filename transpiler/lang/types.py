@@ -52,22 +52,11 @@ uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64
 
 
-class Unsupported:
-    """An annotation this package cannot pass, such as ``qd.types.sparse_matrix_builder()``:
-    accepted where a kernel is defined, so the module (a class full of other kernels) still
-    imports; the kernel that takes one is refused when it is translated, with this reason."""
+def sparse_matrix_builder(*_args, **_kwargs) -> type:
+    """``qd.types.sparse_matrix_builder()``: a ``qd.linalg.SparseMatrixBuilder`` parameter."""
+    from .sparse import builder_annotation
 
-    def __init__(self, spelled: str, why: str):
-        self.spelled = spelled
-        self.why = why
-
-    def __repr__(self) -> str:
-        return f"{self.spelled}, which this transpiler does not support: {self.why}"
-
-
-def sparse_matrix_builder(*_args, **_kwargs) -> Unsupported:
-    return Unsupported("qd.types.sparse_matrix_builder()", "sparse matrices have no equivalent in the CUDA, HIP, "
-                                                           "GLSL and Metal source it writes")
+    return builder_annotation()
 
 
 class primitive_types:  # noqa: N801 - Quadrants' spelling: qd.types.primitive_types.all_types
