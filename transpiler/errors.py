@@ -4,9 +4,9 @@ from __future__ import annotations
 import linecache
 import os
 import re
-from .ir.records import record
 
 from .ir.nodes import Loc
+from .ir.records import record
 
 
 def display_path(path: str) -> str:

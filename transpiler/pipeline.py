@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 import warnings
-from .ir.records import record, field
 
 from typing import TYPE_CHECKING
 
 from .ir import nodes as ir
 from .ir import types as T
 from .ir.memo import freeze
+from .ir.records import record, field
 from .lang.kernel import Kernel
 
 if TYPE_CHECKING:

@@ -30,11 +30,11 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from ..ir.records import record
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.records import record
 from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild, stmt_exprs
 from ..lang.matrix import MatrixType
 from .common import ast_nodes

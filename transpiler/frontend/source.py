@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import ast
 import inspect
-from ..ir.records import record, field
 from typing import Callable
 
 from ..errors import TranspileError
 from ..ir.nodes import Loc
+from ..ir.records import record, field
 
 
 @record(frozen=True, slots=True)

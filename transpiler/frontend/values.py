@@ -6,9 +6,8 @@ globals, template arguments, ``qd.static`` results, modules, functions) is a
 only become IR when subscripted."""
 from __future__ import annotations
 
-from ..ir.records import record
-
 from ..ir import nodes as ir
+from ..ir.records import record
 
 
 @record(slots=True)

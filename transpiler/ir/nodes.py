@@ -6,9 +6,9 @@ primitives are their own nodes with explicit kinds, never strings of target code
 """
 from __future__ import annotations
 
-from .records import record, field
 from typing import Union
 
+from .records import record, field
 from .types import DType, NdarrayType, SharedArrayType
 
 

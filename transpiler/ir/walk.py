@@ -5,11 +5,11 @@ keyed and rebuilt without touching this file or any pass."""
 from __future__ import annotations
 
 import dataclasses
-from .records import record
 from typing import Callable, Iterator
 
 from . import nodes as ir
 from .memo import per_kernel
+from .records import record
 
 
 @record(frozen=True)

@@ -7,9 +7,9 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-from ..ir.records import record
 from typing import Any, Callable
 
+from ..ir.records import record
 from ..ir.types import DType
 from . import ad  # (the Tape a call records into; ad imports nothing of this module)
 

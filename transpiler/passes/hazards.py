@@ -28,11 +28,11 @@ Warnings can be silenced on their line with a `# qd: ignore-hazard` comment.
 from __future__ import annotations
 
 import linecache
-from ..ir.records import record
 from typing import TYPE_CHECKING
 
 from ..errors import Diagnostic, TranspileError
 from ..ir import nodes as ir
+from ..ir.records import record
 from ..ir.walk import (
     all_stmts, attributes, children, contains, iter_expr, node_kinds, references, stmt_exprs, task_node_kinds,
 )

@@ -19,7 +19,6 @@ import inspect
 import itertools
 import time
 import weakref
-from ..ir.records import record
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
 from ..ir.memo import freeze
+from ..ir.records import record
 from ..pipeline import Translation, translate
 from ..lang.buffer_view import BufferView
 from ..lang.external import is_tensor, tensor_argument

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 import weakref
-from ..ir.records import record, field
 
 import numpy as np
 
 from ..ir import nodes as ir
+from ..ir.records import record, field
 from . import Backend, Launch, Translation, entries_by_task, memory_key, warm_up, written_arrays
 
 

@@ -28,12 +28,12 @@ import os
 import struct
 import threading
 import weakref
-from ..ir.records import record, field
 
 import numpy as np
 
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
+from ..ir.records import record, field
 from . import Backend, Launch, Translation, entries_by_task, memory_key, profile, warm_up, written_arrays
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"

@@ -5,10 +5,10 @@ fill it; they keep nothing of their own between calls."""
 from __future__ import annotations
 
 import dataclasses
-from ..ir.records import record, field
 from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as ir
+from ..ir.records import record, field
 from .dialect import Dialect, Helper
 
 if TYPE_CHECKING:

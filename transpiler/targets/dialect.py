@@ -9,12 +9,12 @@ into the renderer's ``Usage``.
 from __future__ import annotations
 
 import struct
-from ..ir.records import record, field
 from typing import TYPE_CHECKING
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.records import record, field
 
 if TYPE_CHECKING:
     from .renderer import Renderer

@@ -9,11 +9,11 @@ one pipeline layout serve all of a kernel's tasks.
 from __future__ import annotations
 
 import re
-from ..ir.records import record, field
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.records import record, field
 from ..ir.walk import all_exprs, iter_expr
 from ..passes.legalize import UINT_OF_WIDTH
 from .context import EntryPoint, Needs, TranslationContext, Usage

@@ -8,11 +8,10 @@ and every call whose overload depends on that difference spells its argument typ
 """
 from __future__ import annotations
 
-from ..ir.records import record
-
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.records import record
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cuda import CudaDialect, CudaTarget
 from .cxx import FIXED_WIDTH

@@ -9,11 +9,11 @@ atomics: both are located errors.
 from __future__ import annotations
 
 import struct
-from ..ir.records import record
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.records import record
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cxx import CXX_KEYWORDS, CxxDialect
 from .dialect import f32_repr, float_text

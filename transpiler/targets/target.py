@@ -8,12 +8,12 @@ context and fills it; the next call gets a fresh one.
 from __future__ import annotations
 
 import os
-from ..ir.records import record
 from typing import Any
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.evaluate import uniform_env
+from ..ir.records import record
 from ..passes.tasks import task_loop
 from .context import EntryPoint, Needs, Options, TranslationContext, Usage
 from .dialect import Dialect

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 import time
-from ..ir.records import record, field
 from typing import Callable
 
 from ..errors import ToolchainMissing  # noqa: F401 - re-exported for callers
+from ..ir.records import record, field
 
 
 @record

@@ -14,10 +14,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from ..ir.records import record
 from functools import lru_cache
 
 from ..errors import ToolchainMissing
+from ..ir.records import record
 from . import Checker, Verdict, map_log
 
 INSTALL_HINT = "apt-get install -y --no-install-recommends hipcc libamdhip64-dev rocm-device-libs"

@@ -7,10 +7,10 @@ import glob
 import os
 import re
 import sys
-from ..ir.records import record
 from functools import lru_cache
 
 from ..errors import ToolchainMissing
+from ..ir.records import record
 
 INSTALL_HINT = "pip install nvidia-cuda-nvrtc"
 

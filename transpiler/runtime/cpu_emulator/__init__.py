@@ -32,7 +32,6 @@ import struct
 import subprocess
 import tempfile
 import threading
-from ...ir.records import record, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -40,6 +39,7 @@ import numpy as np
 
 from ...errors import ToolchainMissing
 from ...ir import nodes as ir
+from ...ir.records import record, field
 from ...ir.walk import all_exprs, all_stmts
 from ...targets import get_target, names
 from .. import Backend, Launch, Translation, entries_by_task, profile, warm_up
