@@ -208,6 +208,32 @@ def test_what_folds_and_what_stays_an_atomic():
     assert "total_partial" not in text  # it folds by block itself: its one atomic per block is kept as written
 
 
+ATOMICS = {"add": qd.atomic_add, "max": qd.atomic_max}
+add_into = ATOMICS["add"]
+
+
+@qd.kernel
+def aliased_sums(x: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
+    s = 0.0
+    for i in range(x.shape[0]):
+        add_into(out[0], x[i])                   # an atomic under another name (Quadrants' tests spell
+        ATOMICS["max"](out[1], x[i])             # their reductions through such tables)
+        add_into(s, x[i] * 2.0)
+    return s
+
+
+def test_an_atomic_under_another_name_folds_too(executor):
+    n = 1 << 20
+    x = np.arange(n, dtype=np.float32) + 0.5
+    out = np.array([0.0, -np.inf], np.float32)
+    doubled = aliased_sums(x, out)
+    exact = x.astype(np.float64).sum()
+    assert abs(out[0] - exact) <= 3e-4 * exact / 64 and out[1] == x.max()
+    assert abs(doubled - 2 * exact) <= 3e-4 * 2 * exact / 64
+    text = next(iter(qd.translate(aliased_sums, "cuda").sources.values()))
+    assert "out_partial" in text and "out_partial_1" in text
+
+
 center = qd.Vector.field(3, qd.f32, shape=())
 
 

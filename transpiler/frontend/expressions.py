@@ -707,6 +707,14 @@ class ExpressionLowering:
                 return getattr(base, node.attr, None)
             except Exception:  # noqa: BLE001 - a property that raises names nothing
                 return None
+        if isinstance(node, ast.Subscript) and isinstance(base := self.named_value(node.value), (dict, list, tuple)):
+            key = node.slice.value if isinstance(node.slice, ast.Constant) else self.named_value(node.slice)
+            if key is None and not isinstance(node.slice, ast.Constant):
+                return None  # a run-time index
+            try:  # a table of functions: OPS[k], ops["add"]
+                return base[key]
+            except (KeyError, IndexError, TypeError):
+                return None
         return None
 
     def make_atomic(self, op: str, array: ir.Array, indices: list[ir.Expr], value: ir.Expr, node: ast.AST,

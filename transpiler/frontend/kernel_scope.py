@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from typing import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -226,12 +227,19 @@ class KernelScopeLowering:
                         named.setdefault(n.id if isinstance(n, ast.Name) else n.attr, []).append(n)
                     target = n.target if isinstance(n, ast.AugAssign) else n.value.args[0] if (
                         isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and n.value.args and
-                        getattr(n.value.func, "attr", getattr(n.value.func, "id", "")).startswith("atomic_")) else None
+                        self.is_atomic_call(n.value.func)) else None
                     if isinstance(target, ast.Subscript):
                         updated.add(id(target.value))
             self.names_of_loop = (body, updated, named)
         _, updated, named = self.names_of_loop
         return not any(id(n) not in updated and ast.unparse(n) == base for n in named.get(base.rsplit(".", 1)[-1], ()))
+
+    def is_atomic_call(self, func: ast.expr) -> bool:
+        """Whether a call of ``func`` is a call of a ``qd.atomic_*``, however it is spelled
+        (``qd.atomic_add``, or ``op`` / ``OPS[k]`` naming one)."""
+        if getattr(func, "attr", getattr(func, "id", "")).startswith("atomic_"):
+            return True
+        return str(getattr(self.named_value(func), "_qd_builtin", "")).startswith("atomic_")
 
     def invariant(self, e: ir.Expr) -> bool:
         """Whether ``e`` is the same in every iteration of the parallel loop: constants,
@@ -380,7 +388,7 @@ class KernelScopeLowering:
         """Whether this loop may fold ``kv`` privately: a dtype the block library folds at
         this block size, and no other read in the loop (it would see the buffer while
         threads still hold their parts)."""
-        return self.foldable_dtype(kv.type) and not _reads(self.parallel_ast, kv.name)
+        return self.foldable_dtype(kv.type) and not _reads(self.parallel_ast, kv.name, self.is_atomic_call)
 
     def foldable_dtype(self, dtype: T.DType) -> bool:
         """A dtype the block library folds, with a subgroup width known here that divides
@@ -593,16 +601,15 @@ def _touches(stmts: list[ir.Stmt], param: ir.Param) -> bool:
         any(isinstance(e, (ir.Load, ir.Atomic)) and e.array is param for e in all_exprs(stmts))
 
 
-def _reads(body: list[ast.stmt] | None, name: str) -> bool:
+def _reads(body: list[ast.stmt] | None, name: str, is_atomic_call: Callable[[ast.expr], bool]) -> bool:
     """Whether ``name`` is read in ``body`` other than as the target of an update
     (``name += v``, ``qd.atomic_*(name, v)``)."""
     skip = set()
     for st in body or []:
         for n in ast.walk(st):
-            if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
-                fname = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-                if fname.startswith("atomic_"):
-                    skip.add(id(n.args[0]))
+            if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name \
+                    and is_atomic_call(n.func):
+                skip.add(id(n.args[0]))
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                 # `n = max(n, v)`, `n = n + v`: the update's own operand
                 operands = n.value.args if isinstance(n.value, ast.Call) else \
