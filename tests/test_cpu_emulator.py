@@ -376,6 +376,38 @@ def test_grid_free_launches_split_among_os_threads(dialect, monkeypatch):
     np.testing.assert_array_equal(y, y1)
 
 
+@qd.kernel
+def int_total(x: qd.types.ndarray(dtype=qd.i32, ndim=1), total: qd.types.ndarray(dtype=qd.i32, ndim=1)) -> qd.i32:
+    squares = 0
+    for i in range(x.shape[0]):
+        total[0] += x[i]                          # both fold per block, after the loop
+        squares += x[i] * x[i]
+    return squares
+
+
+def test_a_reduction_runs_on_few_blocks_of_one_os_thread(dialect, monkeypatch):
+    """A grid-stride loop whose only block-level work is the reductions' fold after it: few
+    blocks (each pays for its fold), all on the calling thread (the fold's shared array is one
+    buffer of the module), the sums exact."""
+    from transpiler.runtime import cpu_emulator as C
+
+    launched = []
+    real = C.CpuModule.launch_many
+
+    def launch_many(self, launches, *args, **kwargs):
+        launched.extend(launches)
+        return real(self, launches, *args, **kwargs)
+
+    monkeypatch.setattr(C.CpuModule, "launch_many", launch_many)
+    qd.init(arch="cpu", dialect=dialect, workers=3)
+    x = np.random.default_rng(3).integers(-50, 50, 1 << 20).astype(np.int32)
+    total = np.zeros(1, np.int32)
+    squares = int_total(x, total)
+    assert total[0] == x.sum() and squares == (x.astype(np.int64) ** 2).sum()
+    parallel = [launch for launch in launched if launch[2] > 1]
+    assert [(blocks, workers) for _, blocks, _, workers in parallel] == [(C.FOLDING_BLOCKS, 1)]
+
+
 def test_a_fault_in_a_parallel_launch_is_reported_as_a_serial_run_would(dialect, monkeypatch):
     """Every thread of a parallel launch stops at its own first fault, and the one reported is
     in the lowest block: the same message, block and thread as a run in index order."""

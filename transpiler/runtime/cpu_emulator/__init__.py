@@ -554,6 +554,7 @@ class CpuProgram:
     manifest: dict
     entries: dict[str, dict]          # entry name -> its manifest entry
     cappable: dict[str, bool]         # entry name -> grid may shrink without changing results
+    splittable: dict[str, bool]       # entry name -> and its blocks may run on several OS threads at once
     runs: int = 0                     # launches so far: what a replay token names
     again: Callable[[], None] | None = None  # runs the last launches again (see replay)
 
@@ -568,11 +569,23 @@ _GRID_FREE_EXPRS = (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape, ir.Load, ir.Bi
 
 def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
     """Thread and block indices, shared arrays and collectives make the grid show (in the
-    task's body or a function it calls)."""
+    task's body or a function it calls). The epilogue does not: it is a reduction's block fold
+    and one atomic per block (frontend/kernel_scope.py), the same total on any grid."""
     code = task.body + [st for f in kernel.called_by(task.body) for st in f.body]
-    return not task.shared and all(isinstance(st, _GRID_FREE_STMTS) for st in all_stmts(code)) \
-        and all(isinstance(e, _GRID_FREE_EXPRS) for e in all_exprs(code))
+    return all(isinstance(st, _GRID_FREE_STMTS) and not _in_shared(st) for st in all_stmts(code)) \
+        and all(isinstance(e, _GRID_FREE_EXPRS) and not _in_shared(e) for e in all_exprs(code))
 
+
+def _in_shared(node) -> bool:
+    return isinstance(node, (ir.Store, ir.Load, ir.Atomic)) and isinstance(node.array, ir.SharedArray)
+
+
+# A grid-free task whose epilogue folds a reduction per block runs on one OS thread (see load),
+# its blocks one after another, each paying for its fold (a barrier and shuffles across 128
+# fibers, about 80 us here) whatever its share of the loop: so on few blocks, an odd number
+# (see thread_iterations). `s[None] += x[i]`, ms per call here, 1M / 4M elements: 511 blocks
+# 42 / -, 65 blocks 9.6 / -, 9 blocks 4.9 / 24.7, 5 blocks 5.0 / -, 1 block 5.2 / 19.5.
+FOLDING_BLOCKS = 5
 
 # A grid-free task is split among OS threads, each taking at least this many iterations:
 # handing a share to a helper thread (kept between launches, see qd_simt_rt.cpp) costs 15-20
@@ -667,7 +680,10 @@ class CpuBackend(Backend):
                                   opt=self.opt, python_files=pyfiles, race_check=self.race_check)
             note.append("cached" if module.was_cached else "compiled")
         cappable = {t.name: t.kind == "parallel" and _grid_free(kernel, t) for t in kernel.tasks}
-        return CpuProgram(module, manifest, entries, cappable)
+        # A reduction's epilogue keeps a grid-free task's blocks in one OS thread: its shared
+        # array is one buffer of the module, which blocks on two threads would both write.
+        splittable = {t.name: cappable[t.name] and not t.shared and not t.epilogue for t in kernel.tasks}
+        return CpuProgram(module, manifest, entries, cappable, splittable)
 
     def arguments(self, program: CpuProgram, values: dict[str, object]) -> tuple[list, list[str]]:
         """The entry points' argument list in manifest order (arrays, their shapes as i32,
@@ -694,12 +710,14 @@ class CpuBackend(Backend):
             blocks, workers = launch.blocks, 1
             if program.cappable.get(launch.task.name):
                 blocks = -(-blocks // self.thread_iterations)
+                if not program.splittable[launch.task.name]:
+                    blocks = min(blocks, FOLDING_BLOCKS)
                 if self.max_blocks > 0:
                     blocks = min(blocks, self.max_blocks)
                 if blocks % 2 == 0:  # see thread_iterations: an odd grid, whose stride is no power of two
                     blocks -= 1
                 iterations = launch.blocks * entry["block_dim"]
-                if iterations >= 2 * ITERATIONS_PER_THREAD:
+                if iterations >= 2 * ITERATIONS_PER_THREAD and program.splittable[launch.task.name]:
                     workers = min(self.workers, blocks, iterations // ITERATIONS_PER_THREAD)
             todo.append((entry["name"], blocks, entry["block_dim"], workers))
         program.again = None  # the last run's launches, replayable only once they completed
