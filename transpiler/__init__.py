@@ -26,7 +26,7 @@ from .lang.kernel import (  # noqa: F401
 from .lang.kernel import python_scope as _python_scope
 from .lang.field import Backend, Layout, data_oriented, field, tensor  # noqa: F401
 from .lang.snode import (  # noqa: F401
-    SNode, deactivate_all_snodes, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
+    SNode, axes, deactivate_all_snodes, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
 )
 from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
 from .lang.ops import (  # noqa: F401
@@ -112,6 +112,10 @@ def __getattr__(name: str):
         from .lang.impl import current_cfg
 
         return current_cfg()
+    if name == "profiler":  # qd.profiler: the kernel profiler qd.init(kernel_profiler=True) turns on
+        from .runtime import kernel_profiler
+
+        return kernel_profiler
     # A Quadrants name not provided (yet), or a near miss: say which, and what to use.
     from .lang.names import missing
 

@@ -233,6 +233,13 @@ def _axis_extents(axes: Axes, shape, kind: str = "dense") -> dict[str, int]:
 
 
 root = _Root()
+def axes(*dims: int) -> Axes:
+    """``qd.axes(0, 1)``: the axes by number, as ``qd.ij`` names them."""
+    if not dims or any(not isinstance(d, int) or not 0 <= d < 4 for d in dims) or len(set(dims)) != len(dims):
+        raise ValueError(f"qd.axes{dims}: give distinct axis numbers from 0 to 3 (qd.i to qd.l)")
+    return Axes("".join("ijkl"[d] for d in sorted(dims)))
+
+
 i, j, k, l = Axes("i"), Axes("j"), Axes("k"), Axes("l")  # noqa: E741 - Quadrants' names
 ij, ik, il, jk, jl, kl = Axes("ij"), Axes("ik"), Axes("il"), Axes("jk"), Axes("jl"), Axes("kl")
 ijk, ijl, ikl, jkl, ijkl = Axes("ijk"), Axes("ijl"), Axes("ikl"), Axes("jkl"), Axes("ijkl")

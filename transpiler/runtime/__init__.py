@@ -33,7 +33,7 @@ from ..pipeline import Translation, translate
 from ..lang.buffer_view import BufferView
 from ..lang.external import is_tensor, tensor_argument
 from ..lang.matrix import MatrixType
-from . import profile
+from . import kernel_profiler, profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
 BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"),
@@ -219,6 +219,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
             raise ValueError(f"qd.init({what}=...) takes a {kind} dtype such as "
                              f"qd.{'f64' if kind == 'float' else 'i64'}, got {t!r}")
     _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32, bool(options.get("debug", False)))
+    kernel_profiler.set_enabled(options.get("kernel_profiler", False))
     lang.math.follow_defaults(_defaults.fp, _defaults.ip)
     _random_seed, _launches = int(random_seed), 0
     _no_hazards = no_hazards
@@ -553,8 +554,11 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Run ``kernel`` on the current executor; returns what the kernel returns (or None)."""
     backend = current()
     last = kernel.__dict__.get("_last_call")
+    t0 = time.perf_counter()
     if last is not None and not kwargs and last[0] is backend and _same_call(last[1], args) \
             and backend.replay(last[2], last[3]):
+        if kernel_profiler.enabled:
+            kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
         return None
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
         template_args, arg_types, values, copies = bind_arguments(kernel, args, kwargs)
@@ -586,10 +590,13 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
                 raise TypeError(f"{kernel.__name__}(): the kernel uses `{p.of}.{p.role}`: pass a qd.ndarray made with "
                                 f"needs_{p.role}=True for `{p.of}`")
             values[p.name] = values[(p.of, p.role)]
+    t0 = time.perf_counter()
     if kir.loops:
         run_with_loops(backend, program, kir, values, plan_launches(kir, values))
     else:
         backend.run(program, kir, values, plan_launches(kir, values))
+    if kernel_profiler.enabled:  # (the run returns when the device is done)
+        kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
     for write_back in copies:  # an argument the kernel ran on a copy of: what the kernel wrote
         write_back()
     if kir.asserts:
