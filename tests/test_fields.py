@@ -348,9 +348,11 @@ def test_host_side_field_api_and_its_refusals():
         a.from_numpy(np.zeros(5, np.int32))
     nested, blocked, scalar = qd.field(qd.f32), qd.field(qd.f32), qd.field(qd.f32)
     qd.root.dense(qd.ij, (2, 3)).dense(qd.k, 4).place(nested)  # Quadrants' shape: each axis's extents multiplied
-    qd.root.dense(qd.ij, 2).dense(qd.ij, 4).place(blocked)
+    qd.root.dense(qd.ij, 2).dense(qd.axes(1, 0), 4).place(blocked)  # qd.axes: the axes by number
     qd.root.place(scalar)
     assert nested.shape == (2, 3, 4) and blocked.shape == (8, 8) and scalar.shape == ()
+    with pytest.raises(ValueError, match=r"qd.axes\(0, 4\): give distinct axis numbers from 0 to 3"):
+        qd.axes(0, 4)
     with pytest.raises(ValueError, match="one extent per axis"):
         qd.root.dense(qd.ij, (2, 3, 4))
     with pytest.raises(ValueError, match="must be a permutation of range\\(1\\)"):
