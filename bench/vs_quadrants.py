@@ -13,7 +13,7 @@ runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/
 
 A second table does the same for the CPU: our CPU executor (the CUDA text on the SIMT
 emulator; its first call includes the C++ build, cached on disk afterwards) against
-Quadrants' LLVM CPU backend, for saxpy, the 2-D stencil and the particles update at 1K (the
+Quadrants' LLVM CPU backend, for saxpy, a sum, the 2-D stencil and the particles update at 1K (the
 launch cost) and 1M elements (throughput; both frameworks use every core there);
 ``--cpu-sizes ''`` leaves it out.
 
@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-KERNELS = ["saxpy", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil", "particles"]
-CPU_KERNELS = ["saxpy", "stencil", "particles"]
+KERNELS = ["saxpy", "sum", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil",
+           "particles"]
+CPU_KERNELS = ["saxpy", "sum", "stencil", "particles"]
 OURS = sys.executable
 THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
 
@@ -107,11 +108,13 @@ def main() -> None:
     if not shutil.which(THEIRS):
         say(f"Quadrants not found at {THEIRS}: set QD_QUADRANTS_PYTHON (see this file's docstring)")
         return
-    sizes = [int(s) for s in a.sizes.split(",")]
-    results = {a.arch: measure(KERNELS, sizes, a.rounds, a.reps, a.timeout, arch=a.arch)}
-    device = "Vulkan device" if a.arch == "vulkan" else "NVIDIA GPU (CUDA)"
-    say(ratio_table(f"Same kernels on the same {device}: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
-                    f"{a.reps} warm calls each)", results[a.arch]))
+    results = {}
+    sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
+    if sizes:  # (--sizes '': the CPU table alone)
+        results[a.arch] = measure(KERNELS, sizes, a.rounds, a.reps, a.timeout, arch=a.arch)
+        device = "Vulkan device" if a.arch == "vulkan" else "NVIDIA GPU (CUDA)"
+        say(ratio_table(f"Same kernels on the same {device}: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
+                        f"{a.reps} warm calls each)", results[a.arch]))
     cpu_sizes = [int(s) for s in a.cpu_sizes.split(",") if s.strip()]
     if cpu_sizes:
         results["cpu"] = measure(CPU_KERNELS, cpu_sizes, a.rounds, a.reps, a.timeout, arch="cpu")

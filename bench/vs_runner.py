@@ -43,6 +43,10 @@ def case(name: str, n: int):
         x = rng.integers(0, 4 if 3 * n < 2**24 else 2, n).astype(np.float32)  # every partial sum exact in f32
         args = (device(x, qd.f32), device(np.zeros(1, np.float32), qd.f32))
         return K.block_reduce, args, lambda: args[1].to_numpy()[0] == x.sum()
+    if name == "sum":
+        x = rng.integers(0, 4 if 3 * n < 2**24 else 2, n).astype(np.float32)  # every partial sum exact in f32
+        args = (device(x, qd.f32), device(np.zeros(1, np.float32), qd.f32))
+        return K.field_sum, args, lambda: args[1].to_numpy()[0] == x.sum()
     if name == "histogram":
         x = rng.integers(0, 2**32, n, dtype=np.uint32)
         args = (device(x, qd.u32), device(np.zeros(64, np.int32), qd.i32))
