@@ -217,7 +217,6 @@ class StructLowering:
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         return self.inline_values(method, node, [var, *args], kwargs)
 
-
     def add_entry(self, s: ast.AugAssign) -> bool:
         """``A[i, j] += v`` / ``-= v`` on a value whose type says how to add an entry (a
         ``qd.types.sparse_matrix_builder()`` parameter): its ``_qd_add_entry`` @qd.func inlined."""

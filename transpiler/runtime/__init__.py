@@ -298,8 +298,8 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Split the call's arguments into template values, the types of ndarrays whose
     annotation leaves dtype or ndim open, the run-time values (arrays as contiguous
     numpy arrays, scalars as numpy scalars of the parameter's dtype), and the write backs
-    to run after the launch (an argument the kernel runs on a copy of). A parameter whose annotation is
-    not supported is left out: translating reports it at the ``def``."""
+    to run after the launch (for an argument the kernel runs on a copy of). A parameter whose
+    annotation is not supported is left out: translating reports it at the ``def``."""
     cached = kernel.__dict__.get("_binding")
     if cached is None:  # once per kernel: both cost more than a warm launch's Vulkan calls
         cached = kernel.__dict__["_binding"] = (inspect.signature(kernel.fn),
@@ -309,7 +309,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
         raise KernelArgumentError(f"{kernel.__name__}(): {call_mismatch(exc)}") from None
-    template_args, arg_types, values, copies = {}, {}, {}, []
+    template_args, arg_types, values, write_backs = {}, {}, {}, []
     todo = [(name, lang.self_annotation(kernel.fn, name, annotations.get(name)), value)
             for name, value in bound.arguments.items()]
     while todo:
@@ -327,7 +327,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
             grad = None
             if tensor:  # a torch tensor: its own memory on the CPU (else a copy written back after)
                 arr, grad, after = tensor_argument(value, f"{kernel.__name__}(): `{name}`")
-                copies += after
+                write_backs += after
             else:
                 arr = _as_array(value)
             if arr is None:
@@ -362,7 +362,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
                 if not isinstance(value, np.ndarray):
                     raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
                 arr = np.ascontiguousarray(arr)
-                copies.append(functools.partial(np.copyto, value, arr))
+                write_backs.append(functools.partial(np.copyto, value, arr))
             if retyped is not None:
                 arg_types[name] = lang.NdarrayAnnotation(retyped, outer, element_shape=want.element_shape)
             elif want_dtype is None or want.ndim is None or declared.dtype is None:
@@ -378,7 +378,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         elif kind == "scalar":
             dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
             values[name] = dtype(value)
-    return template_args, arg_types, values, copies
+    return template_args, arg_types, values, write_backs
 
 
 def _members(kernel: lang.Kernel, name: str, ann, value) -> list[tuple[str, object, object]]:
@@ -561,7 +561,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
             kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
         return None
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
-        template_args, arg_types, values, copies = bind_arguments(kernel, args, kwargs)
+        template_args, arg_types, values, write_backs = bind_arguments(kernel, args, kwargs)
     cache = kernel.__dict__.setdefault("_program_cache", {})
     key = (backend.serial, freeze(template_args), freeze(arg_types), _defaults)
     hit = cache.get(key)
@@ -597,7 +597,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         backend.run(program, kir, values, plan_launches(kir, values))
     if kernel_profiler.enabled:  # (the run returns when the device is done)
         kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
-    for write_back in copies:  # an argument the kernel ran on a copy of: what the kernel wrote
+    for write_back in write_backs:  # an argument the kernel ran on a copy of: what the kernel wrote
         write_back()
     if kir.asserts:
         from .asserts import raise_failed_assert
