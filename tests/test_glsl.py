@@ -513,7 +513,7 @@ def test_vulkan_runs_without_the_in_process_compiler(monkeypatch, rng):
     from transpiler.runtime import spirv_compiler, vulkan
 
     monkeypatch.setattr(spirv_compiler, "_load", lambda: None)
-    monkeypatch.setattr(spirv_compiler, "_identity", None)
+    monkeypatch.setattr(spirv_compiler, "_key", lambda: None)
     monkeypatch.setattr(vulkan, "_spirv_cache", {})
     monkeypatch.setenv("QD_CACHE_DIR", "/nonexistent/qd-cache")
 

@@ -27,8 +27,9 @@ PARTS = ["libMachineIndependent.a", "libGenericCodeGen.a", "libOSDependent.a", "
 
 _load_lock = threading.Lock()     # building or opening the library
 _compile_lock = threading.Lock()  # glslang's process state is not thread-safe
+_key_lock = threading.Lock()      # computing the library's identity
 _library: ctypes.CDLL | None = None
-_identity: str | None = None
+_key_memo: tuple | None = None
 _tried = False
 
 
@@ -39,18 +40,36 @@ def _archives() -> list[Path] | None:
     return found
 
 
-def _load() -> ctypes.CDLL | None:
-    """The library, built on first use (None where it cannot be)."""
-    global _library, _identity, _tried
-    if _tried:
-        return _library
-    _tried = True
+def _key() -> tuple[str, list[Path], str] | None:
+    """(the library's identity, its archives, the C++ compiler), or None where it cannot be
+    built: what a SPIR-V cache key needs, without opening the library (a disk hit then never
+    waits for that, or for the warm-up thread holding the load lock)."""
+    global _key_memo
+    with _key_lock:
+        if _key_memo is None:
+            _key_memo = _identify()
+    return None if _key_memo[0] is None else _key_memo
+
+
+def _identify() -> tuple:
     archives = _archives()
     cxx = shutil.which(os.environ.get("CXX") or "g++") or shutil.which("clang++")
     if archives is None or cxx is None or not SOURCE.is_file():
-        return None
+        return (None,)
     stamps = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in archives]
-    key = digest("spirv", SOURCE.read_text(), compiler_id(cxx), *stamps)
+    return (digest("spirv", SOURCE.read_text(), compiler_id(cxx), *stamps), archives, cxx)
+
+
+def _load() -> ctypes.CDLL | None:
+    """The library, built on first use (None where it cannot be)."""
+    global _library, _tried
+    if _tried:
+        return _library
+    _tried = True
+    found = _key()
+    if found is None:
+        return None
+    key, archives, cxx = found
     final = cache_root() / f"glslang-{key}"
     lib = final / "libqd_glslang.so"
     if not lib.exists():
@@ -72,7 +91,7 @@ def _load() -> ctypes.CDLL | None:
     library.qd_glsl_to_spirv.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
                                          ctypes.POINTER(ctypes.c_char_p)]
     library.qd_glsl_free.argtypes = [ctypes.c_void_p]
-    _library, _identity = library, key
+    _library = library
     return library
 
 
@@ -88,9 +107,8 @@ def fill_builtins() -> None:
 
 def identity() -> str | None:
     """What SPIR-V this compiler makes depends on (None when there is none): a cache key part."""
-    with _load_lock:
-        _load()
-        return _identity
+    found = _key()
+    return None if found is None else found[0]
 
 
 def compile_in_process(text: str) -> bytes | None:
