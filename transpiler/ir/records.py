@@ -1,4 +1,4 @@
-"""``@record``: ``@dataclasses.dataclass`` for the package's own classes, at a tenth of its
+"""``@record``: ``@dataclasses.dataclass`` for the package's own classes, at a fifth of its
 import cost.
 
 The standard decorator compiles two to four small functions per class the moment the class
