@@ -325,6 +325,7 @@ def say_formatted(x: qd.types.ndarray(dtype=qd.f32, ndim=1), n: qd.i64, u: qd.u3
         print(f"x={x[0]:.3f} n={n:08d} hex={u:x} w={WIDTH:>{WIDTH}} v={v:.1f} {x[i]}")
         print("{} and {:.1e}; {name:+.2f}".format(n, x[1], name=x[0]), "{0}{0}".format(WIDTH), f"{WIDTH:03i}",
               f"{WIDTH:.3}", sep="|")
+        print("{:.5} {:.5} {:9}|{:9}".format(3.0, x[0], 2.5, x[1]))  # a known value as printf shows a run-time one
 
 
 @qd.kernel
@@ -339,6 +340,7 @@ def test_print_formats_f_strings_and_format_calls(executor, capfd):
     out = capfd.readouterr().out
     assert "x=1.500 n=00000255 hex=ff w=     6 v=[1.5, 0.2, 1.0] 1.500000\n" in out, out
     assert "255 and 2.5e-01; +1.50|66|006|006\n" in out, out
+    assert "3.00000 1.50000  2.500000| 0.250000\n" in out, out
     with pytest.raises(qd.TranspileError, match="'.2f' doesn't match 'i32'") as info:
         qd.translate(spec_mismatch, "cuda")
     assert info.value.loc.line == spec_mismatch.fn.__code__.co_firstlineno + 3

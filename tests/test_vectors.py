@@ -662,3 +662,18 @@ def test_python_scope_vectors_and_matrices_are_qd_matrix_values():
         qd.math.vec2(1, 2).xyz = [1, 2, 3]
     with pytest.raises(RuntimeError, match="value len does not match the swizzle pattern=xy"):
         qd.math.vec2(1, 2).xy = [1, 2, 3]
+
+
+@qd.kernel
+def sizes_of(a: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    x = qd.Vector([a[0], 0])
+    y = qd.Matrix([[1, 1, 1], [2, 2, 2], [3, 3, a[1]]])
+    w = (a[0], a[1], 3, 4)
+    for i in range(1):
+        a[0] = len(x) * 100 + len(y) * 10 + len(w)  # a vector's size, a matrix's rows, a tuple's length
+
+
+def test_len_of_vectors_matrices_and_tuples(executor):
+    a = np.array([5, 6], np.int32)
+    sizes_of(a)
+    assert a[0] == 234

@@ -197,6 +197,10 @@ class CallLowering:
             if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
                 shape = self.field_shape(arg.array)
                 return CT(shape[0]) if shape else ir.Shape(T.i32, self.loc(node), arg.array, 0)
+            if isinstance(arg, MatrixValue):  # a vector's size, a matrix's rows
+                return CT(arg.shape[0])
+            if isinstance(arg, TupleValue):
+                return CT(len(arg.items))
         if fn is builtins.pow and len(node.args) == 2 and not node.keywords:  # pow(x, 2): x ** 2
             return self.binop("pow", self.expr(node.args[0]), self.expr(node.args[1]), node)
         if fn in (builtins.all, builtins.any) and len(node.args) == 1 and not node.keywords:
@@ -334,15 +338,22 @@ class CallLowering:
         """What print() shows for a value: text known now, and run-time scalars between
         (a vector as [x, y, z], a matrix as rows of those, a struct as {a: ..., b: ...})."""
         if isinstance(v, CT) and isinstance(v.value, (str, bool, int, float)):
+            m = _SPEC.fullmatch(spec) if spec and type(v.value) in (int, float) else None
             try:
-                return [(format(v.value, spec) if spec else str(v.value), "", node)]
+                if m is None or m.group(5) and m.group(5) not in "iu":
+                    return [(format(v.value, spec) if spec else str(v.value), "", node)]
             except ValueError as exc:
-                m = _SPEC.fullmatch(spec)  # a printf spec Python's format does not know: `{n:i}`, `{n:.2}`
-                try:
-                    letter = m.group(5) or ("f" if isinstance(v.value, float) else "d")
-                    return [(("%" + m.group(1) + m.group(2) + (m.group(3) or "") + letter) % v.value, "", node)]
-                except (AttributeError, TypeError, ValueError):
+                if m is None:
                     raise self.error(node, f"'{spec}' cannot format {v.value!r}: {exc}") from None
+            # As printf prints a run-time value with this spec, which Quadrants gives known values
+            # too: no letter is f for a float, d for an integer (`{x:.5}` of 3.0: 3.00000, of 3:
+            # 00003), where Python's format would print 3.0 and refuse the integer.
+            letter = m.group(5) or ("f" if isinstance(v.value, float) else "d")
+            try:
+                return [(("%" + m.group(1) + m.group(2) + (m.group(3) or "") + letter.replace("u", "d"))
+                         % v.value, "", node)]
+            except (TypeError, ValueError) as exc:
+                raise self.error(node, f"'{spec}' cannot format {v.value!r}: {exc}") from None
         if isinstance(v, MatrixValue):
             if v.is_vector:
                 rows = [v.items]
