@@ -353,6 +353,10 @@ def test_host_side_field_api_and_its_refusals():
     assert nested.shape == (2, 3, 4) and blocked.shape == (8, 8) and scalar.shape == ()
     with pytest.raises(ValueError, match=r"qd.axes\(0, 4\): give distinct axis numbers from 0 to 3"):
         qd.axes(0, 4)
+    small, tiny, pair = qd.field(qd.u8, shape=2), qd.ndarray(qd.i8, (2,)), qd.Vector.field(2, qd.u16, shape=())
+    small[0], small[1], tiny[0], tiny[1], pair[None] = -128, 300, 200, -1, [-1, 70000]  # wrapped, as C stores them
+    assert small.to_numpy().tolist() == [128, 44] and tiny.to_numpy().tolist() == [-56, -1]
+    assert pair.to_numpy().tolist() == [65535, 4464]
     with pytest.raises(ValueError, match="one extent per axis"):
         qd.root.dense(qd.ij, (2, 3, 4))
     with pytest.raises(ValueError, match="must be a permutation of range\\(1\\)"):

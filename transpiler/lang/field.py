@@ -225,7 +225,8 @@ class Field(ElementDims):
 
     def __setitem__(self, index, value) -> None:
         index = self._storage_index(index)
-        self.storage()[index] = value
+        storage = self.storage()
+        storage[index] = wrapped(value, storage.dtype)
         activate_host(self, index)
 
     def to_numpy(self, keep_dims: bool = False, dtype=None, *, copy: bool | None = True):
@@ -432,6 +433,16 @@ def host_value(value, element_shape: tuple[int, ...]):
 
         return value.view(host_matrix_class())
     return value
+
+
+def wrapped(value, np_dtype):
+    """``value`` as an integer element stores it: wrapped to the dtype's width, as C and
+    Quadrants store it (-128 in a u8 is 128), where NumPy 2 refuses a Python int out of range."""
+    if np_dtype.kind not in "iu" or hasattr(value, "dtype"):
+        return value
+    import numpy as np
+
+    return np.asarray(value).astype(np_dtype)
 
 
 class FieldIndexError(IndexError, AssertionError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DType
-from ..lang.field import ElementDims, _index, companion, host_value
+from ..lang.field import ElementDims, _index, companion, host_value, wrapped
 
 
 class Ndarray(ElementDims):
@@ -125,7 +125,8 @@ class Ndarray(ElementDims):
         return host_value(self._read()[_index(idx)], self.element_shape)
 
     def __setitem__(self, idx, value):
-        self._read()[_index(idx)] = value  # the rest of the array stays as the device has it
+        data = self._read()
+        data[_index(idx)] = wrapped(value, data.dtype)  # the rest of the array stays as the device has it
         self._written()
 
     def __repr__(self) -> str:
