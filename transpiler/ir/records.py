@@ -3,7 +3,7 @@ import cost.
 
 The standard decorator compiles two to four small functions per class the moment the class
 is defined; over the package's hundred-odd IR nodes, types and tables that was 60 ms of
-every ``import transpiler`` and CLI run, a third of a cold ``emit``. A record compiles its
+every ``import transpiler`` and CLI run, a fifth of a cold ``emit``. A record compiles its
 methods together, once, the first time one of them runs: most classes a run defines are
 never built, printed or compared by that run. The generated ``__init__`` is the one
 dataclasses writes, so building nodes costs what it did.
