@@ -42,11 +42,11 @@ def dense_of(n, m, rows, cols, values):
     return out
 
 
-def random_builder(rng, n, m, count, dtype=qd.f64, spare=0):
+def random_builder(rng, n, m, count, dtype=qd.f64):
     rows = rng.integers(0, min(n, m), count).astype(np.int32)  # (square block: transposed entries stay inside)
     cols = rng.integers(0, min(n, m), count).astype(np.int32)
     values = rng.uniform(-2, 3, count).astype(dtype.np_dtype)
-    builder = qd.linalg.SparseMatrixBuilder(n, m, max_num_triplets=2 * count + spare, dtype=dtype)
+    builder = qd.linalg.SparseMatrixBuilder(n, m, max_num_triplets=2 * count, dtype=dtype)
     scatter(builder, rows, cols, values)
     return builder, dense_of(n, m, rows, cols, values.astype(np.float64))
 

@@ -149,11 +149,24 @@ def test_ndarrays_to_and_from_torch(executor, rng):
     if executor == "vulkan":  # the executor keeps the ndarray on its device: no memory to share
         with pytest.raises(ValueError, match=r"to_dlpack\(\): this executor keeps the ndarray on its device"):
             b.to_dlpack()
+        with pytest.raises(ValueError, match=r"to_numpy\(copy=False\): this executor keeps the ndarray on its"):
+            b.to_numpy(copy=False)
         assert b.to_torch(copy=None).data_ptr() != out.data_ptr()
     else:
         via_dlpack = torch.utils.dlpack.from_dlpack(b.to_dlpack())
         axpy(1.0, a, b)  # shared memory: the capsule's tensor sees the second launch
         np.testing.assert_allclose(via_dlpack.numpy(), 4.0 * xs + ys, rtol=1e-6)
+
+
+def test_a_sparse_field_has_no_memory_to_share():
+    sparse = qd.field(qd.f32)
+    qd.root.pointer(qd.i, 4).dense(qd.i, 2).place(sparse)
+    sparse[3] = 2.0
+    assert sparse.to_torch().tolist() == [0, 0, 0, 2.0, 0, 0, 0, 0] == sparse.to_numpy(copy=None).tolist()
+    with pytest.raises(ValueError, match=r"to_numpy\(copy=False\): a sparse field or a dtype conversion needs a copy"):
+        sparse.to_numpy(copy=False)
+    with pytest.raises(ValueError, match=r"to_dlpack\(\): a sparse field's inactive elements have no memory"):
+        sparse.to_dlpack()
 
 
 def test_tensors_numpy_cannot_hold_are_named():

@@ -27,7 +27,7 @@ from .tiles import is_tile
 from .fields import StructArray
 from .values import (
     CT, ArrayHandle, BoundMethod, KernelVar, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar,
-    TupleValue, bound_method,
+    TupleValue, bound_method, sequence_items,
 )
 from .scopes import NameAlias, Scope, _FuncFrame
 
@@ -371,10 +371,8 @@ class CallLowering:
             for k, (name, m) in enumerate(v.members.items()):
                 out += [(", " if k else "", "", node), (f"{name}: ", "", node)] + self.value_parts(m, spec, node)
             return out + [("}", "", node)]
-        items = v.items if isinstance(v, TupleValue) else [CT(x) for x in v.value] \
-            if isinstance(v, CT) and isinstance(v.value, (tuple, list)) else [
-                ir.Shape(T.i32, self.loc(node), v.array, d) for d in range(v.array.type.ndim)] \
-            if isinstance(v, ShapeHandle) else None
+        items = [ir.Shape(T.i32, self.loc(node), v.array, d) for d in range(v.array.type.ndim)] \
+            if isinstance(v, ShapeHandle) else sequence_items(v)
         if items is not None:  # a list or tuple (`print([k, x.shape])`): as Quadrants shows it, [a, [b, c]]
             out = [("[", "", node)]
             for k, item in enumerate(items):

@@ -24,7 +24,7 @@ from .scopes import Scope
 from .tiles import deferred_error, is_tile
 from .values import (
     CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
-    TupleValue,
+    TupleValue, sequence_items,
 )
 
 
@@ -391,10 +391,9 @@ class ExpressionLowering:
                 return CT(PY_BINOPS[op](a.value, b.value))
             except Exception as exc:  # noqa: BLE001
                 raise self.error(node, f"cannot evaluate `{SYMBOL[op]}` at translation time: {exc}") from None
-        seqs = [v.items if isinstance(v, TupleValue) else [CT(x) for x in v.value]
-                if isinstance(v, CT) and isinstance(v.value, (tuple, list)) else None for v in (a, b)]
+        seqs = [sequence_items(v) for v in (a, b)]
         if op == "add" and None not in seqs:  # `[k, n] + [m]`: Python's concatenation
-            return TupleValue(list(seqs[0]) + list(seqs[1]))
+            return TupleValue(seqs[0] + seqs[1])
         loc = self.loc(node)
         ea, eb = self.to_expr(a, node), self.to_expr(b, node)
         ta, tb = self.operand_types(a, ea, b, eb)

@@ -138,6 +138,15 @@ class TupleValue:
     items: list
 
 
+def sequence_items(v) -> list | None:
+    """The items of a tuple value or of a list / tuple known now (each a value), else None."""
+    if isinstance(v, TupleValue):
+        return v.items
+    if isinstance(v, CT) and isinstance(v.value, (tuple, list)):
+        return [CT(x) for x in v.value]
+    return None
+
+
 @record(slots=True)
 class ArraySlice:
     """``arr[r0:r1, c0:c1]`` or ``arr[b, r0:r1, c0:c1]`` (a block: a tile's source or
