@@ -358,6 +358,86 @@ def test_serial_and_parallel_tasks_run_in_order(vulkan):
     assert (b == 1).all() and c[0] == 300
 
 
+vec = qd.types.ndarray(dtype=qd.f32, ndim=1)
+
+
+def test_block_work_runs_on_quadrants_grid_cap_on_lavapipe(vulkan, rng, monkeypatch):
+    """On a CPU device a task with block-level work and nothing that tells blocks apart runs on
+    at most 131,072 invocations, its grid-stride loop covering the rest (the same results,
+    fewer coroutine set-ups); a task without barriers, or one that reads its block index or
+    loops, keeps a workgroup per block of its range: ``per_block`` is right only on that grid."""
+    if not vulkan.on_cpu:
+        pytest.skip("the cap applies to CPU Vulkan devices (lavapipe); this one is a GPU")
+
+    @qd.kernel
+    def block_sums(x: vec, total: vec):
+        qd.loop_config(block_dim=128)
+        for i in range(x.shape[0]):
+            s = qd.simt.block.reduce_add(x[i], 128, qd.f32)
+            if qd.simt.block.thread_idx() == 0:
+                qd.atomic_add(total[0], s)
+
+    @qd.kernel
+    def folded_sum(x: vec, total: vec):
+        for i in range(x.shape[0]):
+            total[0] += x[i]
+
+    @qd.kernel
+    def scans(x: qd.types.ndarray(dtype=qd.i32, ndim=1), y: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+        qd.loop_config(block_dim=128)
+        for i in range(x.shape[0]):
+            y[i] = qd.simt.block.inclusive_add(x[i], 128, qd.i32)
+
+    @qd.kernel
+    def per_block(x: vec, partials: vec):
+        qd.loop_config(block_dim=128)
+        for i in range(x.shape[0]):
+            s = qd.simt.block.reduce_add(x[i], 128, qd.f32)
+            if qd.simt.block.thread_idx() == 0:
+                partials[qd.simt.block.global_thread_idx() // 128] = s  # one block per 128 elements
+
+    @qd.kernel
+    def looping(x: vec, total: vec):
+        qd.loop_config(block_dim=128)
+        for i in range(x.shape[0]):
+            v = 0.0
+            for k in range(3):  # back-edges of its own: more iterations per invocation could pass llvmpipe's limit
+                v += x[i]
+            s = qd.simt.block.reduce_add(v, 128, qd.f32)
+            if qd.simt.block.thread_idx() == 0:
+                qd.atomic_add(total[0], s)
+
+    @qd.kernel
+    def doubled(x: vec):
+        for i in range(x.shape[0]):
+            x[i] = 2.0 * x[i]
+
+    dispatched = []
+    real = vulkan.device.vk.vkCmdDispatch
+    monkeypatch.setattr(vulkan.device.vk, "vkCmdDispatch", lambda cb, x, y, z: dispatched.append(x) or real(cb, x, y, z))
+    n = 3 * 131072 + 77 * 128  # 3,149 blocks of 128
+    blocks = -(-n // 128)
+    x = rng.integers(0, 4, n).astype(np.float32)  # every partial sum exact in f32
+    for kernel in (block_sums, folded_sum):
+        total = np.zeros(1, np.float32)
+        kernel(x, total)
+        assert total[0] == x.sum()
+    xi = rng.integers(-50, 50, n).astype(np.int32)
+    y = np.zeros(n, np.int32)
+    scans(xi, y)
+    np.testing.assert_array_equal(y, np.cumsum(xi.reshape(-1, 128), axis=1).reshape(-1))
+    partials = np.zeros(blocks, np.float32)
+    per_block(x, partials)
+    np.testing.assert_array_equal(partials, x.reshape(-1, 128).sum(axis=1))
+    total = np.zeros(1, np.float32)
+    looping(x, total)
+    assert total[0] == 3 * x.sum()
+    xs = x.copy()
+    doubled(xs)
+    np.testing.assert_array_equal(xs, 2 * x)
+    assert dispatched == [1024, 1024, 1024, blocks, blocks, blocks]
+
+
 def test_buffers_grow_and_shrink_between_calls(vulkan, rng):
     for n in (5, 100000, 3, 0, 64):
         x = rng.standard_normal(n).astype(np.float32)

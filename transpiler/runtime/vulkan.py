@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
 from ..ir.records import record, field
+from ..ir.walk import all_exprs, all_stmts, task_node_kinds
 from . import Backend, Launch, Translation, entries_by_task, memory_key, profile, warm_up, written_arrays
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
@@ -396,6 +397,39 @@ class _Buffer:
     view: np.ndarray  # the persistently mapped memory, as bytes
 
 
+# lavapipe runs a shader that has barriers as coroutines, one per SIMD row of invocations,
+# set up again for each workgroup: about 1.5 us a workgroup, which a block reduction over 4M
+# elements (32,768 workgroups of 128) paid 50 ms of, a third of its run. Such a task is
+# launched there with Quadrants' cap on a SPIR-V grid-stride launch, 131,072 invocations, its
+# loop covering the rest; at most MAX_STRIDES iterations per invocation, as llvmpipe ends an
+# invocation's loops after 65,535 back-edges in all. A task without barriers keeps a workgroup
+# per block of its range: lavapipe streams memory in order that way (saxpy 4M, capped: 1.4x).
+CAPPED_INVOCATIONS = 131072
+MAX_STRIDES = 64
+GRID_FREE_INDICES = ("thread_idx", "block_dim")
+
+
+def grid_stride_only(task: ir.Task) -> bool:
+    """Whether ``task`` computes the same on any grid that its grid-stride loop covers the range
+    with, and gains from a smaller one on lavapipe: block-level work (shared memory, barriers),
+    no loop or function call of its own (so a bounded number of back-edges per iteration, and
+    no spin-wait on another block), and nothing that tells blocks apart (block or grid
+    indices, device-scope fences)."""
+    if task.kind != "parallel" or task.dynamic:
+        return False
+    kinds = task_node_kinds(task)
+    if not (task.shared or ir.Barrier in kinds) or kinds & {ir.For, ir.While, ir.Call}:
+        return False
+    code = task.code()
+    return all(e.kind in GRID_FREE_INDICES for e in all_exprs(code) if type(e) is ir.ThreadIndex) and \
+        all(st.scope in ("subgroup", "block") for st in all_stmts(code) if type(st) is ir.Fence)
+
+
+def few_workgroups(task: ir.Task) -> int:
+    """The workgroups a ``grid_stride_only`` task is capped to on lavapipe."""
+    return max(1, CAPPED_INVOCATIONS // task.block_dim)
+
+
 @record
 class VulkanProgram:
     """One kernel instantiation on one device: pipelines, layouts and its buffers."""
@@ -421,6 +455,7 @@ class VulkanProgram:
     submit: object = None          # its VkSubmitInfo, made once
     runs: int = 0                  # launches so far; with `staged`, what a replay token names
     staged: bool = True            # whether the last run copied arrays in or out
+    grid_caps: dict[str, int] = field(default_factory=dict)  # task name -> most workgroups (see few_workgroups)
 
 
 @record
@@ -458,9 +493,8 @@ class VulkanBackend(Backend):
         self._subgroup_size = subgroup_size or dev.subgroup_size
         self.max_shared_memory = dev.max_shared_memory
         self.resident: dict[int, _Buffer] = {}  # the host address of a qd.ndarray's mapping -> its buffer
-        if dev.type == "VK_PHYSICAL_DEVICE_TYPE_CPU":  # lavapipe: a few workgroups per core do
-            import os
-
+        self.on_cpu = dev.type == "VK_PHYSICAL_DEVICE_TYPE_CPU"
+        if self.on_cpu:  # lavapipe: a few workgroups per core do
             self.dynamic_blocks = 8 * (os.cpu_count() or 1)
 
     @property
@@ -547,9 +581,10 @@ class VulkanBackend(Backend):
                 members += [(p["name"], d, "i32", off) for d, off in enumerate(p["shape_push_constant_offsets"])]
             else:
                 members.append((p["name"], None, p.get("push_constant_dtype", p["dtype"]), p["push_constant_offset"]))
+        caps = {t.name: few_workgroups(t) for t in kernel.tasks if self.on_cpu and grid_stride_only(t)}
         return VulkanProgram(kernel, sources, manifest, set_layout, pipeline_layout, modules, pipelines, pool, dset,
                              command_buffer, push_bytes, members, {p["name"]: p["binding"] for p in arrays},
-                             written_arrays(kernel))
+                             written_arrays(kernel), grid_caps=caps)
 
     def _subgroup_control(self, manifest: dict, entry: dict):
         """The pNext struct pinning a pipeline's subgroup width, and the stage flags, for code
@@ -785,7 +820,9 @@ class VulkanBackend(Backend):
                 vk.vkCmdPipelineBarrier(cb, stage, stage, 0, 1, [between], 0, None, 0, None)
             first = False
             vk.vkCmdBindPipeline(cb, compute, program.pipelines[launch.task.name])
-            vk.vkCmdDispatch(cb, launch.blocks, 1, 1)
+            cap = program.grid_caps.get(launch.task.name)
+            blocks = launch.blocks if cap is None else min(launch.blocks, max(cap, -(-launch.blocks // MAX_STRIDES)))
+            vk.vkCmdDispatch(cb, blocks, 1, 1)
         # Make the results visible to the host's reads after the fence.
         to_host = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
         vk.vkCmdPipelineBarrier(cb, stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [to_host], 0, None, 0, None)
