@@ -5,7 +5,9 @@ and first call, as ratios (ours / Quadrants; below 1.0 we are faster).
 Each (kernel, size, framework) runs in its own process (bench/vs_runner.py: one first call,
 then the median of REPS warm calls, each from launch to qd.sync() with the arguments
 already on the device as qd.ndarray, the result checked against NumPy), the two
-frameworks alternating, ROUNDS times; the table gives the median over rounds. Quadrants
+frameworks alternating, ROUNDS times; the table gives the median over rounds. A first call is
+each framework's as its users get it, offline caches on (both frameworks' default): any process
+but the first to run a kernel finds its translation, or Quadrants' compiled kernel, on disk. Quadrants
 runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/bin/python:
 `python3 -m venv /tmp/qvenv && /tmp/qvenv/bin/pip install quadrants==1.3.3 numpy`).
 

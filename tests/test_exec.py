@@ -482,8 +482,8 @@ def test_cuda_replays_task_by_task_where_no_graph_can_be_captured(rng):
 
 def test_qd_profile_accounts_for_each_first_call(executor, monkeypatch, capsys, rng):
     """QD_PROFILE=1 prints one line per instantiation's first call: the total and what the
-    translation (frontend, hazards, emit), the load and the launch each took; a warm call
-    prints nothing. The stages add up to no more than the total."""
+    translation (frontend, hazards, emit or the offline cache's hit), the load and the launch
+    each took; a warm call prints nothing. The stages add up to no more than the total."""
     import re
 
     from transpiler.runtime import profile
@@ -502,7 +502,7 @@ def test_qd_profile_accounts_for_each_first_call(executor, monkeypatch, capsys, 
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("qd profile:")]
     assert len(lines) == 1, lines
     m = re.fullmatch(r"qd profile: axpb \((\w+)\) first call ([\d.]+) ms = translate ([\d.]+) \(frontend ([\d.]+), "
-                     r"hazards ([\d.]+), emit ([\d.]+)\) \+ load ([\d.]+)(?: \((.*)\))? \+ launch ([\d.]+)", lines[0])
+                     r"hazards ([\d.]+), (?:emit|offline cache) ([\d.]+)\) \+ load ([\d.]+)(?: \((.*)\))? \+ launch ([\d.]+)", lines[0])
     assert m, lines[0]
     total, translate, frontend, hazards, emit, load = map(float, m.group(2, 3, 4, 5, 6, 7))
     assert frontend + hazards + emit <= translate + 0.3 and translate + load <= total + 0.2

@@ -83,7 +83,9 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
     HIP: 64 or 32), ``wave32`` (HIP on RDNA), ``fast_math`` (GLSL), ``lavapipe`` (GLSL: work around
     Mesa's lavapipe, as qd.init(arch="vulkan") does on it), ``line_directives``
     (emit #line), ``no_hazards`` (skip the SIMT hazard checker), ``warn`` (False: return
-    hazard warnings in ``.warnings`` without issuing Python warnings).
+    hazard warnings in ``.warnings`` without issuing Python warnings), ``offline_cache`` (a
+    directory: reuse the sources an earlier process made for the same IR, see offline_cache.py;
+    the executors pass it, ``qd.translate`` and the CLI always translate).
     Raises ``TranspileError`` with a located message when the kernel is not valid."""
     from .lang.kernel import BoundKernel
     from .targets import get_target, names
@@ -113,9 +115,22 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
         for h in hazards:
             warnings.warn(str(h), HazardWarning, stacklevel=2)
     t2 = time.perf_counter()
-    ctx = translate_ir(kir, t, opts)
-    seconds["emit"] = time.perf_counter() - t2
-    return Translation(target, ctx.sources, ctx.manifest, kir, kir.diagnostics + hazards, t.language(ctx), seconds)
+    folder, entry, hit = options.get("offline_cache"), None, None
+    if folder:
+        from . import offline_cache
+
+        entry = offline_cache.key(kir, t, opts)
+        hit = entry and offline_cache.load(folder, entry)
+    if hit:
+        sources, manifest, language = hit
+        seconds["offline cache"] = time.perf_counter() - t2
+    else:
+        ctx = translate_ir(kir, t, opts)
+        sources, manifest, language = ctx.sources, ctx.manifest, t.language(ctx)
+        if entry:
+            offline_cache.store(folder, entry, sources, manifest, language)
+        seconds["emit"] = time.perf_counter() - t2
+    return Translation(target, sources, manifest, kir, kir.diagnostics + hazards, language, seconds)
 
 
 def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options | None = None) -> TranslationContext:

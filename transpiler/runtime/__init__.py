@@ -139,6 +139,7 @@ def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
 _serials = itertools.count(1)
 _backend: Backend | None = None
 _no_hazards = False
+_offline_cache: str | None = None  # the offline cache's directory (see transpiler/offline_cache.py), or None
 _defaults = T.Defaults()
 
 # qd.init's arch names -> the executor that is that arch here (None: this package has no
@@ -210,7 +211,9 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     ``fast_math`` for Vulkan and CUDA; ``dialect="hip"``, ``race_check`` for the CPU)."""
     import warnings
 
-    global _backend, _no_hazards, _defaults, _random_seed, _launches
+    global _backend, _no_hazards, _defaults, _random_seed, _launches, _offline_cache
+    from .. import offline_cache
+
     lang.field.new_program()
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
@@ -223,6 +226,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     lang.math.follow_defaults(_defaults.fp, _defaults.ip)
     _random_seed, _launches = int(random_seed), 0
     _no_hazards = no_hazards
+    _offline_cache = offline_cache.directory(options.get("offline_cache"), options.get("offline_cache_file_path"))
     own = ARCHS[arch]
     candidates = ([own] if own else []) + ([b for b in BEST_FIRST if b != own] if enable_fallback or arch == "gpu"
                                            else [])
@@ -573,7 +577,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
         t0 = time.perf_counter()
         tr = translate(kernel, backend.target, template_args=template_args, arg_types=arg_types,
                        no_hazards=_no_hazards, default_ip=_defaults.ip, default_fp=_defaults.fp, debug=_defaults.debug,
-                       **backend.translate_options())
+                       offline_cache=_offline_cache, **backend.translate_options())
         t1 = time.perf_counter()
         hit = cache[key] = (tr.ir, backend.load(tr))
         if first is not None:

@@ -352,10 +352,12 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     on disk), and where it came from: "in memory", "from disk" or "compiled". Compiled in
     this process where glslang's libraries are installed (a few ms, see spirv_compiler),
     else by glslangValidator (~0.16 s a file)."""
-    from ..toolchains.glsl_check import TARGET_ENV, compile_glsl, glslang_version
+    from ..targets.glsl import TARGET_ENV
     from . import spirv_compiler
 
     in_process = spirv_compiler.identity()
+    if not in_process:
+        from ..toolchains.glsl_check import glslang_version
     compiler = f"in-process {in_process}" if in_process else glslang_version()
     key = hashlib.sha256(f"{compiler}\0{TARGET_ENV}\0{text}".encode()).hexdigest()
     hit = _spirv_cache.get(key)
@@ -373,7 +375,11 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
             hit = None
     if not hit:
         origin = "compiled"
-        hit = (spirv_compiler.compile_in_process(text) if in_process else None) or compile_glsl(text, name)
+        hit = spirv_compiler.compile_in_process(text) if in_process else None
+        if not hit:
+            from ..toolchains.glsl_check import compile_glsl
+
+            hit = compile_glsl(text, name)
         if path is not None:
             try:
                 os.makedirs(cache, exist_ok=True)
@@ -478,7 +484,9 @@ class VulkanBackend(Backend):
                  printf: bool = False, **_options):
         from . import spirv_compiler
 
-        warm_up.start("glsl", spirv_compiler.fill_builtins)  # beside the device's creation
+        # Beside the device's creation (which lets go of the GIL): the SPIR-V cache key's compiler
+        # identity first (its imports, a stat of the library), which a first call's disk hit asks for.
+        warm_up.start("glsl", spirv_compiler.fill_builtins, first=spirv_compiler.identity)
         self.device = get_device(device, printf)
         self.choice = device
         self.fast_math = fast_math

@@ -22,8 +22,11 @@ def translate_once(target: str = "glsl") -> None:
     from ..lang import blocklib, subgrouplib
     from ..lang.kernel import Func
     from ..pipeline import translate
+    from .. import runtime
 
-    translate(warm_up, target, warn=False)
+    # Through the offline cache, as a first call goes: on a warm disk neither imports Jinja2 or
+    # renders, and this thread leaves the caller's first call the interpreter to itself sooner.
+    translate(warm_up, target, warn=False, offline_cache=runtime._offline_cache)
     for library in (subgrouplib, blocklib):
         for value in vars(library).values():
             if isinstance(value, Func):
@@ -33,16 +36,18 @@ def translate_once(target: str = "glsl") -> None:
 _started: set[str] = set()
 
 
-def start(target: str, then: Callable[[], object] | None = None) -> None:
-    """``translate_once(target)`` and then ``then`` in a background thread, once per process
-    and target. Failures are ignored: this only gives the first call a head start, and that
-    call reports whatever is wrong."""
+def start(target: str, then: Callable[[], object] | None = None, first: Callable[[], object] | None = None) -> None:
+    """``first``, ``translate_once(target)`` and then ``then`` in a background thread, once per
+    process and target. Failures are ignored: this only gives the first call a head start, and
+    that call reports whatever is wrong."""
     if target in _started:
         return
     _started.add(target)
 
     def run() -> None:
         try:
+            if first is not None:
+                first()
             translate_once(target)
             if then is not None:
                 then()

@@ -26,6 +26,7 @@ from .target import Capabilities, Target, element_entry, param_role, shape_arg_n
 
 GLSL_VERSION = "450"
 VULKAN_VERSION = "1.2"
+TARGET_ENV = f"vulkan{VULKAN_VERSION}"  # glslang's and spirv-val's --target-env
 SPIRV_VERSION = "1.5"  # what glslang emits for --target-env vulkan1.2
 # The subgroup width shaders are specialized to when the caller names none: NVIDIA's, and
 # what Metal (through MoltenVK) and most desktop drivers report.

@@ -14,9 +14,9 @@ import time
 from functools import lru_cache
 
 from ..errors import ToolchainMissing, ToolchainRejected
+from ..targets.glsl import TARGET_ENV
 from . import Checker, Verdict, map_log
 
-TARGET_ENV = "vulkan1.2"
 INSTALL_HINT = "apt-get install glslang-tools spirv-tools (Debian/Ubuntu), or the Vulkan SDK"
 # glslang: "ERROR: saxpy.comp:9: 'x' : undeclared identifier"
 GLSLANG_LOCATION = r"(ERROR|WARNING): (?P<file>[^:\s]+):(?P<line>\d+):"

@@ -1,0 +1,196 @@
+"""The offline cache (transpiler/offline_cache.py): what an executor's first call of a kernel
+translates to, kept on disk for the next process, as Quadrants' offline_cache keeps its
+compiled kernels. A hit must give exactly what translating gives; anything that changes the
+translation must miss."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from conftest import ROOT, corpus, init_executor, load_module
+from transpiler import offline_cache
+from transpiler.pipeline import lower, translate
+from transpiler.targets import get_target
+
+SCALE = 2.0
+
+
+@qd.kernel
+def scaled(x: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * SCALE
+
+
+def fresh(kernel) -> None:
+    """What a new process has: no IR of ``kernel`` in memory."""
+    kernel.__dict__.pop("_ir_cache", None)
+    kernel.__dict__.pop("_program_cache", None)
+    kernel.__dict__.pop("_last_call", None)
+
+
+def entries(folder) -> list[str]:
+    return sorted(f for _, _, files in os.walk(folder) for f in files)
+
+
+def kernels() -> list[tuple[str, qd.Kernel, dict]]:
+    """The corpus, the examples and the user-guide kernels."""
+    out = list(corpus())
+    for path in [*sorted((ROOT / "examples").glob("*.py")), *sorted((ROOT / "tests" / "userguide").glob("*.py"))]:
+        module = load_module(path)
+        out += [(f"{path.stem}.{k.__name__}", k, {}) for k in vars(module).values() if isinstance(k, qd.Kernel)]
+    seen: set[int] = set()
+    return [c for c in out if id(c[1]) not in seen and not seen.add(id(c[1]))]  # a kernel one module imports from another
+
+
+def test_a_hit_gives_what_translating_gives_for_every_corpus_kernel_and_target(tmp_path):
+    compared = 0
+    for name, kernel, template_args in kernels():
+        for target in qd.TARGETS:
+            try:
+                want = translate(kernel, target, template_args=template_args, warn=False)
+            except Exception:  # noqa: BLE001 - a kernel this target refuses: nothing to cache
+                continue
+            first = translate(kernel, target, template_args=template_args, warn=False, offline_cache=str(tmp_path))
+            fresh(kernel)
+            again = translate(kernel, target, template_args=template_args, warn=False, offline_cache=str(tmp_path))
+            assert "emit" in first.seconds and "offline cache" in again.seconds, (name, target)
+            for got in (first, again):
+                assert (got.sources, got.manifest, got.language) == (want.sources, want.manifest, want.language), \
+                    (name, target)
+            assert [str(w) for w in again.warnings] == [str(w) for w in want.warnings]
+            compared += 1
+    assert compared > 150
+
+
+def test_a_changed_capture_misses(tmp_path):
+    global SCALE
+    folder = str(tmp_path)
+    first = translate(scaled, "cuda", offline_cache=folder)
+    try:
+        SCALE = 3.0
+        fresh(scaled)
+        changed = translate(scaled, "cuda", offline_cache=folder)
+    finally:
+        SCALE = 2.0
+        fresh(scaled)
+    assert "emit" in changed.seconds
+    (src,) = changed.sources.values()
+    assert "3.0f" in src and src != next(iter(first.sources.values()))
+    assert len(entries(tmp_path)) == 2
+
+
+def test_options_and_targets_are_in_the_key(tmp_path):
+    folder = str(tmp_path)
+    a = translate(scaled, "glsl", offline_cache=folder)
+    b = translate(scaled, "glsl", offline_cache=folder, fast_math=True)
+    c = translate(scaled, "msl", offline_cache=folder)
+    assert all("emit" in t.seconds for t in (a, b, c))
+    assert a.sources != b.sources and len(entries(tmp_path)) == 3
+
+
+def test_a_bound_fields_shape_is_in_the_key(tmp_path):
+    """The manifest names each field the kernel binds with its shape: another shape, another
+    entry."""
+    folder = str(tmp_path)
+    seen = []
+    for n in (8, 16):
+        grid = qd.field(qd.f32, shape=(n,))
+
+        @qd.kernel
+        def fill():
+            for i in grid:
+                grid[i] = 1.0
+
+        tr = translate(fill, "cuda", offline_cache=folder)
+        seen.append(tr.manifest["fields"][0]["shape"])
+        assert "emit" in tr.seconds
+    assert seen == [[8], [16]]
+
+
+def test_what_cannot_be_keyed_is_not_cached(tmp_path):
+    kir = lower(scaled)
+    glsl = get_target("glsl")
+    assert offline_cache.key(kir, glsl, glsl.options({})) is not None
+    odd = dataclasses.replace(kir, bindings={"x": object()})  # a Python object of the user's
+    assert offline_cache.key(odd, glsl, glsl.options({})) is None
+
+    class OwnTarget(type(glsl)):  # a target defined outside the package: its code is not in the key
+        pass
+
+    assert offline_cache.key(kir, OwnTarget(), glsl.options({})) is None
+
+
+def test_a_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
+    folder = str(tmp_path)
+    want = translate(scaled, "hip", offline_cache=folder)
+    (name,) = entries(tmp_path)
+    path = tmp_path / name[:2] / name
+    path.write_bytes(b"not a pickle")
+    fresh(scaled)
+    again = translate(scaled, "hip", offline_cache=folder)
+    assert "emit" in again.seconds and again.sources == want.sources
+    fresh(scaled)
+    assert "offline cache" in translate(scaled, "hip", offline_cache=folder).seconds
+
+
+def test_the_code_identity_follows_every_file(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.j2").write_text("{{ x }}\n")
+    (tmp_path / "notes.txt").write_text("not code\n")
+    before = offline_cache.files_identity([tmp_path])
+    (tmp_path / "notes.txt").write_text("changed, still not code\n")
+    assert offline_cache.files_identity([tmp_path]) == before
+    (tmp_path / "sub" / "t.j2").write_text("{{ x }} {{ y }}\n")
+    assert offline_cache.files_identity([tmp_path]) != before
+
+
+def test_where_the_cache_lives_and_how_it_is_turned_off(tmp_path, monkeypatch):
+    monkeypatch.delenv("QD_OFFLINE_CACHE", raising=False)
+    monkeypatch.setenv("QD_CACHE_DIR", str(tmp_path))
+    assert offline_cache.directory() == str(tmp_path / "offline")
+    assert offline_cache.directory(True, tmp_path / "mine") == str(tmp_path / "mine")
+    assert offline_cache.directory(False) is None
+    monkeypatch.setenv("QD_OFFLINE_CACHE", "0")  # as Quadrants reads it: wins over the argument
+    assert offline_cache.directory(True, tmp_path / "mine") is None
+    monkeypatch.setenv("QD_OFFLINE_CACHE", "1")
+    assert offline_cache.directory(False) == str(tmp_path / "offline")
+
+
+def test_an_executor_reuses_an_earlier_runs_translation(executor, tmp_path, rng, monkeypatch, capsys):
+    """qd.init(offline_cache_file_path=...): the first call of a new process (a new executor,
+    no IR in memory) is served from the disk and computes the same; offline_cache=False
+    neither reads nor writes it."""
+    from transpiler.runtime import profile
+
+    monkeypatch.delenv("QD_OFFLINE_CACHE", raising=False)
+    monkeypatch.setattr(profile, "enabled", True)
+    x = rng.standard_normal(300).astype(np.float32)
+    for run in range(2):
+        init_executor(executor, offline_cache_file_path=str(tmp_path))
+        fresh(scaled)
+        y = x.copy()
+        scaled(y)
+        np.testing.assert_array_equal(y, x * np.float32(2.0))
+        (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("qd profile: scaled")]
+        assert ("emit" if run == 0 else "offline cache") in line, line
+    assert len(entries(tmp_path)) == 1
+    init_executor(executor, offline_cache=False, offline_cache_file_path=str(tmp_path / "off"))
+    fresh(scaled)
+    scaled(x.copy())
+    assert "emit" in capsys.readouterr().err and not (tmp_path / "off").exists()
+
+
+def test_a_full_folder_loses_its_least_recently_used_half(tmp_path, monkeypatch):
+    monkeypatch.setattr(offline_cache, "MAX_PER_FOLDER", 4)
+    names = [f"ab{k:062x}" for k in range(5)]
+    for k, name in enumerate(names[:4]):
+        offline_cache.store(str(tmp_path), name, {"k.cu": str(k)}, {}, "CUDA")
+        os.utime(tmp_path / "ab" / name, ns=(k * 10**9, k * 10**9))
+    assert offline_cache.load(str(tmp_path), names[0]) == ({"k.cu": "0"}, {}, "CUDA")  # used: now the newest
+    offline_cache.store(str(tmp_path), names[4], {"k.cu": "4"}, {}, "CUDA")  # five: keep two
+    assert entries(tmp_path) == sorted([names[0], names[4]])
