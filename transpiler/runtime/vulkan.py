@@ -412,7 +412,7 @@ class _Buffer:
 # per block of its range: lavapipe streams memory in order that way (saxpy 4M, capped: 1.4x).
 CAPPED_INVOCATIONS = 131072
 MAX_STRIDES = 64
-GRID_FREE_INDICES = ("thread_idx", "block_dim")
+SAME_IN_EVERY_BLOCK = ("thread_idx", "block_dim")
 
 
 def grid_stride_only(task: ir.Task) -> bool:
@@ -427,7 +427,7 @@ def grid_stride_only(task: ir.Task) -> bool:
     if not (task.shared or ir.Barrier in kinds) or kinds & {ir.For, ir.While, ir.Call}:
         return False
     code = task.code()
-    return all(e.kind in GRID_FREE_INDICES for e in all_exprs(code) if type(e) is ir.ThreadIndex) and \
+    return all(e.kind in SAME_IN_EVERY_BLOCK for e in all_exprs(code) if type(e) is ir.ThreadIndex) and \
         all(st.scope in ("subgroup", "block") for st in all_stmts(code) if type(st) is ir.Fence)
 
 
