@@ -11,7 +11,7 @@ but the first to run a kernel finds its translation, or Quadrants' compiled kern
 runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/bin/python:
 `python3 -m venv /tmp/qvenv && /tmp/qvenv/bin/pip install quadrants==1.3.3 numpy`).
 
-    python bench/vs_quadrants.py [--quick] [--sizes 1024,4194304] [--rounds 3] [--reps 50]
+    python bench/vs_quadrants.py [--quick] [--sizes 1024,4194304] [--rounds 3] [--reps 50] [--kernels a,b]
 
 A second table does the same for the CPU: our CPU executor (the CUDA text on the SIMT
 emulator; its first call includes the C++ build, cached on disk afterwards) against
@@ -104,7 +104,12 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=180.0)
     p.add_argument("--quick", action="store_true", help="one round, 20 reps")
     p.add_argument("--json", help="also write the raw results here")
+    p.add_argument("--kernels", help="only these kernels, comma-separated (e.g. histogram,block_reduce)")
     a = p.parse_args()
+    only = {k.strip() for k in (a.kernels or "").split(",") if k.strip()}
+    unknown = only - set(KERNELS) - set(CPU_KERNELS)
+    if unknown:
+        p.error(f"unknown kernels {', '.join(sorted(unknown))}; choose from {', '.join(KERNELS)}")
     if a.quick:
         a.rounds, a.reps = 1, 20
     if not shutil.which(THEIRS):
@@ -113,13 +118,14 @@ def main() -> None:
     results = {}
     sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
     if sizes:  # (--sizes '': the CPU table alone)
-        results[a.arch] = measure(KERNELS, sizes, a.rounds, a.reps, a.timeout, arch=a.arch)
+        results[a.arch] = measure([k for k in KERNELS if not only or k in only], sizes, a.rounds, a.reps, a.timeout, arch=a.arch)
         device = "Vulkan device" if a.arch == "vulkan" else "NVIDIA GPU (CUDA)"
         say(ratio_table(f"Same kernels on the same {device}: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
                         f"{a.reps} warm calls each)", results[a.arch]))
     cpu_sizes = [int(s) for s in a.cpu_sizes.split(",") if s.strip()]
-    if cpu_sizes:
-        results["cpu"] = measure(CPU_KERNELS, cpu_sizes, a.rounds, a.reps, a.timeout, arch="cpu")
+    cpu_kernels = [k for k in CPU_KERNELS if not only or k in only]
+    if cpu_sizes and cpu_kernels:
+        results["cpu"] = measure(cpu_kernels, cpu_sizes, a.rounds, a.reps, a.timeout, arch="cpu")
         say(ratio_table(f"On the CPU: our CPU executor (the CUDA text on the SIMT emulator) / Quadrants' LLVM CPU "
                         f"backend ({a.rounds} rounds, median of {a.reps} warm calls each)", results["cpu"]))
     if a.json:
