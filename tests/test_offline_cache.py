@@ -194,3 +194,20 @@ def test_a_full_folder_loses_its_least_recently_used_half(tmp_path, monkeypatch)
     assert offline_cache.load(str(tmp_path), names[0]) == ({"k.cu": "0"}, {}, "CUDA")  # used: now the newest
     offline_cache.store(str(tmp_path), names[4], {"k.cu": "4"}, {}, "CUDA")  # five: keep two
     assert entries(tmp_path) == sorted([names[0], names[4]])
+
+
+def test_the_warm_up_kernels_translate_everywhere_through_the_cache(tmp_path, monkeypatch):
+    """The warm-up thread swallows its errors (it only gives a first call a head start): its two
+    kernels must translate on every target, and a later process's warm-up finds them on disk."""
+    from transpiler import runtime
+    from transpiler.runtime import warm_up
+
+    monkeypatch.setattr(runtime, "_offline_cache", str(tmp_path))
+    for target in qd.TARGETS:
+        for kernel in (warm_up.warm_up, warm_up.warm_up_block):
+            fresh(kernel)
+        warm_up.translate_once(target)
+    assert len(entries(tmp_path)) == 2 * len(qd.TARGETS)
+    for kernel in (warm_up.warm_up, warm_up.warm_up_block):
+        fresh(kernel)
+        assert "offline cache" in translate(kernel, "glsl", warn=False, offline_cache=str(tmp_path)).seconds

@@ -1,9 +1,10 @@
-"""A small kernel a backend translates in the background when it starts (Vulkan: while its
-device is created; the CPU executor: while the program goes on to its first call): it
-imports and builds, once per process, what a first kernel call would otherwise pay for in
+"""Two small kernels a backend translates in the background when it starts (Vulkan: while its
+device is created; the CPU executor: while the program goes on to its first call): they
+import and build, once per process, what a first kernel call would otherwise pay for in
 the caller's thread (the frontend, the hazard checker, the target's emitter, Jinja's
-compiled templates, Python's tokenizer), and the parsed source of the block and subgroup
-libraries' functions, which any kernel with a block collective inlines."""
+compiled templates, Python's tokenizer), the parsed source of the block and subgroup
+libraries' functions, which any kernel with a block collective inlines, and the IR classes
+of block-level work (a record compiles its methods on first use, see ir/records.py)."""
 import threading
 from typing import Callable
 
@@ -15,6 +16,16 @@ def warm_up(x: qd.types.ndarray(dtype=qd.f32, ndim=1), n: qd.i32):
     for i in range(x.shape[0]):
         if i < n:
             x[i] = x[i] * 2.0 + 1.0
+
+
+@qd.kernel
+def warm_up_block(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    qd.loop_config(block_dim=128)
+    for i in range(x.shape[0]):
+        s = qd.simt.block.reduce_add(x[i], 128, qd.f32)
+        if qd.simt.block.thread_idx() == 0:
+            total[1] += s
+        total[0] += x[i]  # a reduction's block fold
 
 
 def translate_once(target: str = "glsl") -> None:
@@ -31,6 +42,7 @@ def translate_once(target: str = "glsl") -> None:
         for value in vars(library).values():
             if isinstance(value, Func):
                 parse_function(value.fn)
+    translate(warm_up_block, target, warn=False, offline_cache=runtime._offline_cache)
 
 
 _started: set[str] = set()
