@@ -268,6 +268,38 @@ def test_flag_and_bit_reductions_starred_indices_and_vector_slice_updates(execut
     np.testing.assert_allclose(stacked, np.concatenate([pos, 2 * pos], 1), rtol=1e-6)
 
 
+@qd.kernel
+def run_time_rows(rows: qd.types.ndarray(dtype=qd.i32, ndim=1), v: V3, out: qd.types.ndarray(dtype=qd.f32, ndim=3),
+                  picked: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        m = qd.Matrix.zero(qd.f32, 3, 3)
+        m[r, :] = v[i]            # a row chosen at run time, written through a slice
+        m[:, (r + 1) % 3] += v[i]  # and a column, updated
+        m[r, 1:] = m[r, 1:] * 2.0  # a partial row, read and written
+        for a, b in qd.static(qd.ndrange(3, 3)):
+            out[i, a, b] = m[a, b]
+        w = m[:, r]
+        for a in qd.static(range(3)):
+            picked[i, a] = w[a]
+
+
+def test_a_slice_beside_an_index_known_at_run_time(executor, rng):
+    n = 40
+    rows = rng.integers(0, 3, n).astype(np.int32)
+    v = rng.standard_normal((n, 3)).astype(np.float32)
+    out = np.zeros((n, 3, 3), np.float32)
+    picked = np.zeros((n, 3), np.float32)
+    run_time_rows(rows, v, out, picked)
+    want = np.zeros((n, 3, 3), np.float32)
+    for i, r in enumerate(rows):
+        want[i, r, :] = v[i]
+        want[i, :, (r + 1) % 3] += v[i]
+        want[i, r, 1:] *= 2.0
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    np.testing.assert_allclose(picked, want[np.arange(n), :, rows], rtol=1e-6)
+
+
 @qd.func
 def add_at(field: qd.template(), I, value):
     field[I] = field[I] + value
@@ -506,7 +538,8 @@ def test_genesis_style_kernels_compile(target):
     state_types = {"state": ParticleState}
     for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {}),
                           (settle, {"links": LinkState}), (homogeneous, {}), (bit_reduction, {}),
-                          (all_finite, {}), (render_transforms, {}), (solver_step, {}), (box_lines, {})):
+                          (all_finite, {}), (render_transforms, {}), (solver_step, {}), (box_lines, {}),
+                          (run_time_rows, {})):
         tr = qd.translate(kernel, target, arg_types=types, warn=False)
         for verdict in check_sources(target, tr.sources, tr.manifest):
             assert verdict.ok, f"{verdict.tool} rejected {verdict.file}:\n{verdict.message}"

@@ -332,7 +332,8 @@ class MatrixLowering:
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         if len(parts) > len(var.shape):
             raise self.error(target, f"{describe(var.shape)} takes at most {len(var.shape)} index(es)")
-        sliced = self.sliced(var.shape, parts, target)
+        row_slice = self.slice_at_run_time(var.shape, parts, target)
+        sliced = None if row_slice else self.sliced(var.shape, parts, target)
         if sliced is not None:  # T[:3, 3] = t
             positions, shape = sliced
             value = self.as_matrix(value, target)
@@ -341,9 +342,17 @@ class MatrixLowering:
                                          f"{describe(value.shape)}")
             self.assign_places([var.locals[k] for k in positions], scope, value, target, stmt)
             return
-        idx = [self.expr(p) for p in parts]
+        idx = [] if row_slice else [self.expr(p) for p in parts]
         width = var.shape[1] if len(var.shape) == 2 else 1
-        if len(parts) == 1 and len(var.shape) == 2:  # a whole row
+        if row_slice:  # m[i, :] = v, i known at run time: the slice of each row (column), chosen
+            k, index, picks = row_slice
+            value = self.as_matrix(value, target)
+            if isinstance(value, MatrixValue) and len(value.items) != len(picks[0][0]):
+                raise self.error(target, f"{describe(picks[0][1])} of `{self.var_name(var)}` cannot hold "
+                                         f"{describe(value.shape)}")
+            choices = [[var.locals[q] for q in positions] for positions, _ in picks]
+            node, n = parts[k], var.shape[k]
+        elif len(parts) == 1 and len(var.shape) == 2:  # a whole row
             choices = [var.locals[r * width:(r + 1) * width] for r in range(var.shape[0])]
             index, node, n = idx[0], parts[0], var.shape[0]
         elif len(parts) == 2:
@@ -570,17 +579,11 @@ class MatrixLowering:
         if len(parts) > len(v.shape):
             raise self.error(node, f"{describe(v.shape)} takes at most {len(v.shape)} index(es)")
         if any(isinstance(p, ast.Slice) for p in parts):
-            values = {k: self.expr(p) for k, p in enumerate(parts) if not isinstance(p, ast.Slice)}
-            runtime = [k for k, value in values.items() if not isinstance(value, (CT, ir.Const))]
-            if len(runtime) == 1:  # m[:, k] with k known at run time: each column's slice, selected
-                k = runtime[0]
-                choices = []
-                for j in range(v.shape[k]):
-                    fixed = list(parts)
-                    fixed[k] = ast.copy_location(ast.Constant(j), parts[k])
-                    positions, shape = self.sliced(v.shape, fixed, node)
-                    choices.append(MatrixValue(shape, [v.items[q] for q in positions]))
-                return self.select_static_or_dynamic(choices, values[k], parts[k], v.shape[k], named)
+            row_slice = self.slice_at_run_time(v.shape, parts, node)
+            if row_slice:  # m[:, k] with k known at run time: each column's slice, selected
+                k, index, picks = row_slice
+                choices = [MatrixValue(shape, [v.items[q] for q in positions]) for positions, shape in picks]
+                return self.select_static_or_dynamic(choices, index, parts[k], v.shape[k], named)
             positions, shape = self.sliced(v.shape, parts, node)
             return MatrixValue(shape, [v.items[k] for k in positions])
         idx = [self.expr(p) for p in parts]
@@ -598,6 +601,24 @@ class MatrixLowering:
             return self.select_static_or_dynamic(list(v.items), self.binop("add", row, idx[1], node), node,
                                                  len(v.items), named)
         return self.select_static_or_dynamic(list(v.items), idx[0], parts[0], v.shape[0], named)
+
+    def slice_at_run_time(self, shape: tuple[int, ...], parts: list[ast.expr], node):
+        """For a subscript with a slice beside one index known only at run time (``m[i, :]``,
+        ``m[1:, j]``): (that index's position, its value, and for each value it may take the
+        components and shape the subscript picks); None for any other subscript."""
+        if not any(isinstance(p, ast.Slice) for p in parts):
+            return None
+        values = {k: self.expr(p) for k, p in enumerate(parts) if not isinstance(p, ast.Slice)}
+        runtime = [k for k, value in values.items() if not isinstance(value, (CT, ir.Const))]
+        if len(runtime) != 1:
+            return None
+        k = runtime[0]
+        picks = []
+        for j in range(shape[k]):
+            fixed = list(parts)
+            fixed[k] = ast.copy_location(ast.Constant(j), parts[k])
+            picks.append(self.sliced(shape, fixed, node))
+        return k, values[k], picks
 
     def sliced(self, shape: tuple[int, ...], parts: list[ast.expr], node) -> tuple[list[int], tuple] | None:
         """The components (flat, row-major) and the shape a subscript with a slice picks, as
