@@ -300,6 +300,21 @@ def test_a_slice_beside_an_index_known_at_run_time(executor, rng):
     np.testing.assert_allclose(picked, want[np.arange(n), :, rows], rtol=1e-6)
 
 
+def test_a_run_time_row_slice_of_the_wrong_size_is_a_located_error():
+    @qd.kernel
+    def short_row(rows: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+        for i in range(rows.shape[0]):
+            m = qd.Matrix.zero(qd.f32, 3, 3)
+            m[rows[i], :] = qd.Vector([1.0, 2.0])
+            rows[i] = qd.i32(m[0, 0])
+
+    line = short_row.fn.__code__.co_firstlineno + 4
+    with pytest.raises(qd.TranspileError) as err:
+        qd.translate(short_row, "cuda")
+    assert f"test_genesis_style.py:{line}:" in str(err.value)
+    assert "a vector of 3 of `m` cannot hold a vector of 2" in str(err.value)
+
+
 @qd.func
 def add_at(field: qd.template(), I, value):
     field[I] = field[I] + value

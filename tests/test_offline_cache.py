@@ -165,10 +165,11 @@ def test_an_executor_reuses_an_earlier_runs_translation(executor, tmp_path, rng,
     """qd.init(offline_cache_file_path=...): the first call of a new process (a new executor,
     no IR in memory) is served from the disk and computes the same; offline_cache=False
     neither reads nor writes it."""
-    from transpiler.runtime import profile
+    from transpiler.runtime import profile, warm_up
 
     monkeypatch.delenv("QD_OFFLINE_CACHE", raising=False)
     monkeypatch.setattr(profile, "enabled", True)
+    monkeypatch.setattr(warm_up, "_started", set(qd.TARGETS))  # its kernels would land in the folder too
     x = rng.standard_normal(300).astype(np.float32)
     for run in range(2):
         init_executor(executor, offline_cache_file_path=str(tmp_path))
@@ -211,3 +212,13 @@ def test_the_warm_up_kernels_translate_everywhere_through_the_cache(tmp_path, mo
     for kernel in (warm_up.warm_up, warm_up.warm_up_block):
         fresh(kernel)
         assert "offline cache" in translate(kernel, "glsl", warn=False, offline_cache=str(tmp_path)).seconds
+
+
+def test_an_unwritable_folder_only_costs_the_translation(tmp_path):
+    blocker = tmp_path / "a file, not a folder"
+    blocker.write_text("")
+    first = translate(scaled, "msl", offline_cache=str(blocker))
+    fresh(scaled)
+    again = translate(scaled, "msl", offline_cache=str(blocker))
+    assert "emit" in again.seconds and again.sources == first.sources
+    assert entries(tmp_path) == [blocker.name]

@@ -40,9 +40,9 @@ def directory(enabled: bool | None = None, path: str | None = None) -> str | Non
         return None
     if path:
         return os.fspath(path)
-    base = os.environ.get("QD_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "transpiler")
-    return os.path.join(base, "offline")
+    from .cache_dirs import cache_dir
+
+    return cache_dir("offline")
 
 
 @lru_cache(maxsize=None)

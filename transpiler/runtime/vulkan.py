@@ -31,6 +31,7 @@ import weakref
 
 import numpy as np
 
+from ..cache_dirs import cache_dir
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
 from ..ir.records import record, field
@@ -341,12 +342,6 @@ def _shutdown() -> None:
 _spirv_cache: dict[str, bytes] = {}
 
 
-def _cache_dir() -> str | None:
-    base = os.environ.get("QD_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "transpiler")
-    return os.path.join(base, "spirv")
-
-
 def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     """SPIR-V for one GLSL file, cached by the hash of its text and compiler (in memory and
     on disk), and where it came from: "in memory", "from disk" or "compiled". Compiled in
@@ -363,16 +358,14 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     hit = _spirv_cache.get(key)
     if hit is not None:
         return hit, "in memory"
-    path = None
     origin = "from disk"
-    cache = _cache_dir()
-    if cache is not None:
-        path = os.path.join(cache, key + ".spv")
-        try:
-            with open(path, "rb") as f:
-                hit = f.read()
-        except OSError:
-            hit = None
+    cache = cache_dir("spirv")
+    path = os.path.join(cache, key + ".spv")
+    try:
+        with open(path, "rb") as f:
+            hit = f.read()
+    except OSError:
+        hit = None
     if not hit:
         origin = "compiled"
         hit = spirv_compiler.compile_in_process(text) if in_process else None
@@ -380,15 +373,14 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
             from ..toolchains.glsl_check import compile_glsl
 
             hit = compile_glsl(text, name)
-        if path is not None:
-            try:
-                os.makedirs(cache, exist_ok=True)
-                tmp = f"{path}.{os.getpid()}.tmp"
-                with open(tmp, "wb") as f:
-                    f.write(hit)
-                os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
-            except OSError:
-                pass  # a read-only home only costs the recompilation
+        try:
+            os.makedirs(cache, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(hit)
+            os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
+        except OSError:
+            pass  # a read-only home only costs the recompilation
     _spirv_cache[key] = hit
     return hit, origin
 
