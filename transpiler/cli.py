@@ -15,7 +15,6 @@ import json
 import os
 import re
 import sys
-import traceback
 from pathlib import Path
 
 EXIT_OK, EXIT_KERNEL, EXIT_USAGE, EXIT_TOOLCHAIN = 0, 1, 2, 3
@@ -56,6 +55,8 @@ def load_kernels(path: str) -> tuple[dict, object]:
         raise TranspileError(f"invalid Python syntax: {exc.msg}",
                              Loc(str(file), exc.lineno or 1, max((exc.offset or 1) - 1, 0))) from None
     except Exception as exc:  # noqa: BLE001 - report where the user's module failed
+        import traceback
+
         from .ir.nodes import Loc
 
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == file.resolve()]

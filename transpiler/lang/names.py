@@ -3,7 +3,6 @@
 or simply unknown. Used by ``qd.<name>``, ``qd.simt.<scope>.<name>`` and the frontend."""
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 # Quadrants names this package does not provide yet, grouped by what to do instead.
@@ -30,6 +29,8 @@ _NO_EQUIVALENT = set("""
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """The closest existing name to a near miss (``sqrtt`` -> ``sqrt``), if one is close."""
+    import difflib  # only when a name is missing: its import is a cost every run would pay
+
     found = difflib.get_close_matches(name, [c for c in candidates if not c.startswith("_")], n=1, cutoff=0.75)
     return found[0] if found else None
 
@@ -41,6 +42,8 @@ def missing(owner: str, name: str, candidates: Iterable[str]) -> str:
         return f"{owner}.{name} {why}" if why.startswith("is ") else f"{owner}.{name}: {why}"
     if name in _NO_EQUIVALENT:
         return f"{owner}.{name} {_NEVER}"
+    if name.startswith("__"):  # Python's own probes (`from m import x` asks for __path__): no typo to mend
+        return f"{owner} has no `{name}`"
     close = did_you_mean(name, candidates)
     return f"{owner} has no `{name}`" + (f"; did you mean {owner}.{close}?" if close else "")
 
