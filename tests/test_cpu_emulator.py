@@ -84,6 +84,16 @@ def pydivmod(a: qd.types.ndarray(dtype=qd.i32, ndim=1), b: qd.types.ndarray(dtyp
 
 
 @qd.kernel
+def pydivmod_counted(a: qd.types.ndarray(dtype=qd.i32, ndim=1), b: qd.types.ndarray(dtype=qd.i32, ndim=1),
+                     q: qd.types.ndarray(dtype=qd.i32, ndim=1), r: qd.types.ndarray(dtype=qd.i32, ndim=1),
+                     parity: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(a.shape[0]):
+        q[i] = a[i] // b[i]  # DIV
+        r[i] = a[i] % b[i]
+        qd.atomic_add(parity[a[i] % 2], 1)  # an atomic: the threads run as fibers
+
+
+@qd.kernel
 def half_scale(x: qd.types.ndarray(dtype=qd.f16, ndim=1), y: qd.types.ndarray(dtype=qd.f16, ndim=1), s: qd.f32):
     for i in range(x.shape[0]):
         y[i] = x[i] * s
@@ -315,19 +325,25 @@ def block_reverse(x: qd.types.ndarray(dtype=qd.f32, ndim=1), y: qd.types.ndarray
         y[i] = tile[127 - tid]
 
 
-def _workers_asked(monkeypatch) -> list:
-    """The workers each launch asks the emulator for, in launch order."""
+def _launched(monkeypatch, what=lambda launch: launch) -> list:
+    """``what`` of every launch the emulator is asked for (as CpuModule.launch_many takes
+    them: entry, grid, block, and workers and direct when given), in launch order."""
     from transpiler.runtime import cpu_emulator as C
 
-    asked = []
+    launched = []
     real = C.CpuModule.launch_many
 
     def launch_many(self, launches, *args, **kwargs):
-        asked.extend(rest[0] if rest else 1 for _, _, _, *rest in launches)
+        launched.extend(what(launch) for launch in launches)
         return real(self, launches, *args, **kwargs)
 
     monkeypatch.setattr(C.CpuModule, "launch_many", launch_many)
-    return asked
+    return launched
+
+
+def _workers_asked(monkeypatch) -> list:
+    """The workers each launch asks the emulator for, in launch order."""
+    return _launched(monkeypatch, lambda launch: launch[3] if len(launch) > 3 else 1)
 
 
 def test_grid_free_launches_split_among_os_threads(dialect, monkeypatch):
@@ -391,46 +407,140 @@ def test_a_reduction_runs_on_few_blocks_of_one_os_thread(dialect, monkeypatch):
     buffer of the module), the sums exact."""
     from transpiler.runtime import cpu_emulator as C
 
-    launched = []
-    real = C.CpuModule.launch_many
-
-    def launch_many(self, launches, *args, **kwargs):
-        launched.extend(launches)
-        return real(self, launches, *args, **kwargs)
-
-    monkeypatch.setattr(C.CpuModule, "launch_many", launch_many)
+    launched = _launched(monkeypatch)
     qd.init(arch="cpu", dialect=dialect, workers=3)
     x = np.random.default_rng(3).integers(-50, 50, 1 << 20).astype(np.int32)
     total = np.zeros(1, np.int32)
     squares = int_total(x, total)
     assert total[0] == x.sum() and squares == (x.astype(np.int64) ** 2).sum()
     parallel = [launch for launch in launched if launch[2] > 1]
-    assert [(blocks, workers) for _, blocks, _, workers in parallel] == [(C.FOLDING_BLOCKS, 1)]
+    assert [(blocks, workers) for _, blocks, _, workers, *_ in parallel] == [(C.FOLDING_BLOCKS, 1)]
 
 
-def test_a_fault_in_a_parallel_launch_is_reported_as_a_serial_run_would(dialect, monkeypatch):
+@qd.kernel
+def collatz_steps(x: qd.types.ndarray(dtype=qd.i32, ndim=1), steps: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        n = x[i]
+        k = 0
+        while n != 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            k += 1
+        steps[i] = k
+
+
+@qd.real_func
+def cube(v: qd.f32) -> qd.f32:
+    return v * v * v
+
+
+@qd.kernel
+def cube_all(x: qd.types.ndarray(dtype=qd.f32, ndim=1), y: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        y[i] = cube(x[i])
+
+
+def test_threads_that_never_wait_run_directly(dialect, monkeypatch):
+    """A grid-free task without a `while`, an atomic or a real function's call runs its threads
+    by plain calls, one element each, in order (the whole grid); the others keep fibers and
+    their capped grid. Every result is NumPy's, at either setting."""
+    launched = _launched(monkeypatch)
+    rng = np.random.default_rng(11)
+    n = 100_003
+    x = rng.random(n, dtype=np.float32)
+    y0 = rng.random(n, dtype=np.float32)
+    src = rng.random((301, 257), dtype=np.float32)
+    keys = rng.integers(1, 1 << 16, n).astype(np.int32)
+    for workers in (1, 2):
+        qd.init(arch="cpu", dialect=dialect, workers=workers)
+        launched.clear()
+        y = y0.copy()
+        saxpy(np.float32(-1.25), x, y)
+        np.testing.assert_allclose(y, np.float32(-1.25) * x + y0, rtol=1e-6)
+        dst = np.zeros_like(src)
+        blur_rows(src, dst)
+        np.testing.assert_allclose(dst[:, 1:-1], (src[:, :-2] + src[:, 1:-1] + src[:, 2:]) / np.float32(3.0), rtol=1e-6)
+        hist = np.zeros(61, np.int32)
+        histogram_mod(keys, hist)
+        np.testing.assert_array_equal(hist, np.bincount(keys % 61, minlength=61))
+        steps = np.zeros(1000, np.int32)
+        collatz_steps(keys[:1000], steps)
+        want = []
+        for v in keys[:1000].tolist():
+            k = 0
+            while v != 1:
+                v, k = (v // 2 if v % 2 == 0 else 3 * v + 1), k + 1
+            want.append(k)
+        np.testing.assert_array_equal(steps, want)
+        cubes = np.zeros_like(x)
+        cube_all(x, cubes)
+        np.testing.assert_allclose(cubes, x * x * x, rtol=1e-6)
+        (saxpy_l, blur_l, hist_l, collatz_l, cube_l) = launched
+        assert saxpy_l[1:] == (-(-n // 128), 128, workers, True)             # the whole grid, directly
+        assert blur_l[1] == -(-301 * 255 // 128) and blur_l[4] is True
+        for fibers in (hist_l, collatz_l, cube_l):  # an atomic, a while, a call: fibers, a capped grid
+            assert fibers[4] is False and fibers[1] < -(-n // 128)
+
+
+def test_a_hang_in_a_direct_task_is_reported(dialect):
+    """A thread run directly that loops with no other thread starting is reported by the
+    watchdog as a fiber's would be, and the emulator goes on."""
+    qd.init(arch="cpu", dialect=dialect, watchdog_s=0.3, workers=1)
+    try:
+        n = np.full(256, 5, np.int32)
+        n[200] = 1 << 30  # a counted loop of a billion iterations in one thread
+        out = np.zeros(256, np.int32)
+        with pytest.raises(DeadlockError, match=r"no progress for 0\.3 s in block 1 of 2: thread 72 is looping at "
+                                                r"test_cpu_emulator\.py:\d+"):
+            count_to(n, out)
+        count_to(np.full(256, 7, np.int32), out)
+        assert (out == 7).all()
+    finally:
+        qd.init(arch="cpu")
+
+
+@qd.kernel
+def count_to(n: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(n.shape[0]):
+        c = 0
+        for k in range(n[i]):
+            c += 1
+        out[i] = c
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["fibers", "direct"])
+def test_a_fault_in_a_parallel_launch_is_reported_as_a_serial_run_would(dialect, monkeypatch, direct):
     """Every thread of a parallel launch stops at its own first fault, and the one reported is
-    in the lowest block: the same message, block and thread as a run in index order."""
+    in the lowest block: the same message, block and thread as a run in index order. As
+    fibers (an atomic in the task), 147 blocks of 128 threads, a grid stride of 18,816
+    elements; run directly, the whole grid, one element per thread."""
     asked = _workers_asked(monkeypatch)
-    n = 300_000  # 147 blocks of 128 threads, a grid stride of 18,816 elements
+    n = 300_000
     a = np.arange(n, dtype=np.int32)
     b = np.ones(n, np.int32)
-    # Two faults in different threads' blocks: the earlier element in block 140 (the last
-    # thread's share), the later one in block 5 (the first's), which a serial run reaches first.
+    # Two faults in different threads' blocks. As fibers, the earlier element is in block 140
+    # (the last thread's share), the later one in block 5 (the first's), which a serial run
+    # reaches first; run directly, the earlier element's block (140) is the lower one.
     b[[140 * 128, 15 * 18_816 + 5 * 128]] = 0
     messages = {}
+
+    def divmod_(b, q, r):
+        if direct:
+            pydivmod(a, b, q, r)
+        else:
+            pydivmod_counted(a, b, q, r, np.zeros(2, np.int32))
+
     for workers in (1, 4):
         qd.init(arch="cpu", dialect=dialect, workers=workers)
         with pytest.raises(KernelError, match="integer division by zero") as info:
-            pydivmod(a, b, np.zeros_like(a), np.zeros_like(a))
+            divmod_(b, np.zeros_like(a), np.zeros_like(a))
         messages[workers] = str(info.value)
     assert asked == [1, 4]
     assert messages[4] == messages[1]
-    assert "in thread 0 of block 5 of 147 at" in messages[4]
-    assert f"test_cpu_emulator.py:{line_of(pydivmod, '# DIV')}" in messages[4]
+    assert ("in thread 0 of block 140 of 2344 at" if direct else "in thread 0 of block 5 of 147 at") in messages[4]
+    assert f"test_cpu_emulator.py:{line_of(pydivmod if direct else pydivmod_counted, '# DIV')}" in messages[4]
     qd.init(arch="cpu", dialect=dialect, workers=4)
     q, r = np.zeros_like(a), np.zeros_like(a)
-    pydivmod(a, np.full(n, 7, np.int32), q, r)  # and the next launch runs
+    divmod_(np.full(n, 7, np.int32), q, r)  # and the next launch runs
     np.testing.assert_array_equal(q, a // 7)
     np.testing.assert_array_equal(r, a % 7)
 
@@ -889,6 +999,30 @@ def test_grid_and_block_in_three_dimensions(mod):
     np.testing.assert_array_equal(o[::24, 1], b % 3 + 10 * (b // 3 % 2) + 100 * (b // 6))
     assert (o[:, 2] == mod.warp_size).all()
     np.testing.assert_array_equal(o[:, 3], np.repeat(b, 24))
+
+
+def test_a_direct_launch_runs_every_thread_as_fibers_do(mod):
+    """QD_EMU_DIRECT (CpuModule.launch_many's fifth item): the same indices, in three
+    dimensions, as a launch with fibers; a trap, a fault and the watchdog name the same
+    thread; a barrier, which a direct launch must never meet, is an internal error."""
+    grid, block = (3, 2, 2), (4, 2, 3)
+    want, got = np.zeros(4 * 288, np.int32), np.zeros(4 * 288, np.int32)
+    mod.launch("dims", grid, block, [want])
+    mod.launch_many([("dims", grid, block, 1, True)], [got])
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(KernelError, match=r"thread 3 of block 0 of 1 executed __trap\(\) at emu.py:91"):
+        mod.launch_many([("trap_at", 1, 8, 1, True)], [np.zeros(8, np.int32)])
+    with pytest.raises(KernelError, match=r"invalid memory access \(SIGSEGV\) in thread 2 of block 0 of 1, "
+                                          r"address 0x10 at emu.py:97"):
+        mod.launch_many([("faults", 1, 4, 1, True)], [np.zeros(4, np.int32), np.int32(0)])
+    with pytest.raises(DeadlockError, match=r"no progress for 0\.3 s in block 0 of 2: thread 0 is looping at emu\.py:41"):
+        mod.launch_many([("wait_for_later_block", 2, 32, 1, True)], [np.zeros(2, np.int32)], watchdog_s=0.3)
+    with pytest.raises(KernelError, match=r"internal error: thread 0 of block 0 of 2 reached __syncthreads\(\) at "
+                                          r"emu.py:11 in a task run without fibers"):
+        mod.launch_many([("divergent_barrier", 2, 128, 1, True)], [np.zeros(128, np.int32)])
+    got[:] = 0
+    mod.launch_many([("dims", grid, block, 2, True)], [got])  # and again, on two OS threads
+    np.testing.assert_array_equal(got, want)
 
 
 def test_bit_and_math_builtins(prims, rng):

@@ -4,8 +4,9 @@ The generated ``.cu``/``.hip`` file is compiled by the host C++ compiler after
 ``qd_simt.h`` (beside this file), which supplies the GPU built-ins: every GPU thread of a
 block is a fiber, blocks run in index order (a long grid-free task's blocks are split among
 OS threads, see ``CpuBackend``), ``__shared__`` is per block, barriers and warp collectives
-really wait. The scheduler lives in ``qd_simt_rt.cpp``, built once into a
-shared library that each kernel library links to. A target says whether the emulator runs
+really wait. A task none of whose threads can wait for another runs them directly instead,
+one after another, one element each (see ``_runs_direct``). The scheduler lives in
+``qd_simt_rt.cpp``, built once into a shared library that each kernel library links to. A target says whether the emulator runs
 its text, and with which defines (``Target.emulator_defines``). Both are cached by content hash under
 ``$XDG_CACHE_HOME/transpiler/cpu`` (``~/.cache/...``), or ``$QD_CPU_CACHE``.
 
@@ -51,7 +52,7 @@ DRIVER_SRC = HERE / "qd_race_driver.cpp"
 
 # Status codes of qd_emu_run (qd_simt.h).
 _OK, _DEADLOCK, _HANG, _TRAP, _SIGNAL, _BAD_LAUNCH = range(6)
-_POISON_SHARED = 1
+_POISON_SHARED, _DIRECT = 1, 2  # qd_emu_config.flags
 _ERRLEN = 1 << 16
 
 # Compiler flags: signed overflow traps (SIGILL, reported at its Python line) rather than
@@ -284,11 +285,13 @@ class CpuModule:
                     watchdog_s: float = 10.0, poison_shared: bool = True,
                     arg_names: Sequence[str] | None = None) -> Callable[[], None] | None:
         """Several launches in order over one argument list (a kernel's tasks), each
-        ``(entry, grid, block)`` or ``(entry, grid, block, workers)``: workers > 1 splits the
-        blocks among that many OS threads, for a task whose blocks are independent and do
-        nothing in order (no barrier, collective, shared array, fence or print). Returns a
-        function that runs the same launches again over the same memory (None for a race
-        check, which runs in a child process)."""
+        ``(entry, grid, block)``, ``(entry, grid, block, workers)`` or ``(entry, grid, block,
+        workers, direct)``: workers > 1 splits the blocks among that many OS threads, for a
+        task whose blocks are independent and do nothing in order (no barrier, collective,
+        shared array, fence or print); ``direct`` runs each thread to its end in turn, without
+        fibers, for a task none of whose threads ever waits for another (see CpuBackend.load).
+        Returns a function that runs the same launches again over the same memory (None for a
+        race check, which runs in a child process)."""
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray):
                 if not a.flags.c_contiguous:
@@ -296,7 +299,8 @@ class CpuModule:
             elif not isinstance(a, np.generic):
                 raise TypeError(f"argument {i}: pass a numpy array or numpy scalar, got {type(a).__name__}")
         flags = _POISON_SHARED if poison_shared else 0
-        cfgs = [(entry, np.array([*_dim3(grid), *_dim3(block), int(watchdog_s * 1000), flags, 0, -1,
+        cfgs = [(entry, np.array([*_dim3(grid), *_dim3(block), int(watchdog_s * 1000),
+                                  flags | (_DIRECT if rest[1:] and rest[1] else 0), 0, -1,
                                   max(1, int(rest[0])) if rest else 1], dtype=np.int64))
                 for entry, grid, block, *rest in launches]
         if self.race_check:
@@ -555,6 +559,7 @@ class CpuProgram:
     entries: dict[str, dict]          # entry name -> its manifest entry
     cappable: dict[str, bool]         # entry name -> grid may shrink without changing results
     splittable: dict[str, bool]       # entry name -> and its blocks may run on several OS threads at once
+    direct: dict[str, bool]           # entry name -> and its threads one after another, without fibers
     runs: int = 0                     # launches so far: what a replay token names
     again: Callable[[], None] | None = None  # runs the last launches again (see replay)
 
@@ -578,6 +583,17 @@ def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
 
 def _in_shared(node) -> bool:
     return isinstance(node, (ir.Store, ir.Load, ir.Atomic)) and isinstance(node.array, ir.SharedArray)
+
+
+def _runs_direct(task: ir.Task) -> bool:
+    """A grid-free task none of whose threads can wait for another, so its threads may run to
+    their ends one after another, without fibers: no `while` (a spin on a value another
+    thread writes; a counted loop ends whatever the others do), no atomic (the emulator runs
+    a warp's atomics in lockstep, a collective of its lanes, as a GPU's converged warp does)
+    and no call of a real function (a fiber's stack is a GPU thread's, small; a recursion
+    deep enough to overflow it is reported, which the OS thread's own stack would hide)."""
+    return not any(isinstance(st, ir.While) for st in all_stmts(task.body)) and \
+        not any(isinstance(e, (ir.Atomic, ir.Call)) for e in all_exprs(task.body))
 
 
 # A grid-free task whose epilogue folds a reduction per block runs on one OS thread (see load),
@@ -617,13 +633,15 @@ class CpuBackend(Backend):
     is reported as a hang), ``race_check`` (ThreadSanitizer in a child process),
     ``compiler`` (host C++ compiler), ``opt`` (optimization flag), ``poison_shared`` (fill
     shared memory with NaN/INT_MAX patterns at block start), ``thread_iterations`` (a task
-    whose result cannot depend on the grid runs on fewer blocks, each thread looping about
-    this many times, on an odd number of blocks: a fiber per element costs more than the
-    element; a thread's elements lie a grid stride apart, and its strided lines stay in
-    cache for the next threads, which read the same lines, only while a thread has few of
-    them and the stride is no power of two (those all fall in the same cache sets). saxpy
-    on 1M elements, ms per call here: 8192 blocks (one iteration each) 6.7, 2048 (4) 2.6,
-    1024 (8) 3.4, 512 (16) 5.3, 511 (16) 1.7, 64 (128) 6.6; 4M: 512 blocks 23.9, 511 6.9),
+    whose result cannot depend on the grid but whose threads run as fibers runs on fewer
+    blocks, each thread looping about this many times, on an odd number of blocks: a fiber
+    per element costs more than the element (a task whose threads run directly keeps its
+    grid, one element per thread, in order); a thread's elements lie a grid stride apart,
+    and its strided lines stay in cache for the next threads, which read the same lines,
+    only while a thread has few of them and the stride is no power of two (those all fall
+    in the same cache sets). saxpy on 1M elements as fibers, ms per call here: 8192 blocks
+    (one iteration each) 6.7, 2048 (4) 2.6, 1024 (8) 3.4, 512 (16) 5.3, 511 (16) 1.7, 64
+    (128) 6.6; 4M: 512 blocks 23.9, 511 6.9),
     ``max_blocks`` (and at most this many blocks for such a task; 0: no cap), ``workers``
     (OS threads that split the blocks of such a task, each taking at least
     ``ITERATIONS_PER_THREAD`` iterations; default: the CPUs this process may use; 1: every
@@ -683,7 +701,8 @@ class CpuBackend(Backend):
         # A reduction's epilogue keeps a grid-free task's blocks in one OS thread: its shared
         # array is one buffer of the module, which blocks on two threads would both write.
         splittable = {t.name: cappable[t.name] and not t.shared and not t.epilogue for t in kernel.tasks}
-        return CpuProgram(module, manifest, entries, cappable, splittable)
+        direct = {t.name: splittable[t.name] and not self.race_check and _runs_direct(t) for t in kernel.tasks}
+        return CpuProgram(module, manifest, entries, cappable, splittable, direct)
 
     def arguments(self, program: CpuProgram, values: dict[str, object]) -> tuple[list, list[str]]:
         """The entry points' argument list in manifest order (arrays, their shapes as i32,
@@ -708,18 +727,20 @@ class CpuBackend(Backend):
                 continue
             entry = program.entries[launch.task.name]
             blocks, workers = launch.blocks, 1
+            direct = program.direct.get(launch.task.name, False)
             if program.cappable.get(launch.task.name):
-                blocks = -(-blocks // self.thread_iterations)
+                if not direct:  # a fiber per thread costs more than an element: fewer, longer threads
+                    blocks = -(-blocks // self.thread_iterations)
                 if not program.splittable[launch.task.name]:
                     blocks = min(blocks, FOLDING_BLOCKS)
                 if self.max_blocks > 0:
                     blocks = min(blocks, self.max_blocks)
-                if blocks % 2 == 0:  # see thread_iterations: an odd grid, whose stride is no power of two
-                    blocks -= 1
+                if blocks % 2 == 0 and not direct:  # see thread_iterations: an odd grid, whose stride
+                    blocks -= 1                       # is no power of two
                 iterations = launch.blocks * entry["block_dim"]
                 if iterations >= 2 * ITERATIONS_PER_THREAD and program.splittable[launch.task.name]:
                     workers = min(self.workers, blocks, iterations // ITERATIONS_PER_THREAD)
-            todo.append((entry["name"], blocks, entry["block_dim"], workers))
+            todo.append((entry["name"], blocks, entry["block_dim"], workers, direct))
         program.again = None  # the last run's launches, replayable only once they completed
         try:
             again = program.module.launch_many(todo, args, watchdog_s=self.watchdog_s,

@@ -13,7 +13,10 @@
 //   - a spin that never ends is caught by a watchdog polled from the loop hook: no barrier
 //     completed, no thread finished and no block started for `watchdog_ms`.
 // A thread that finishes hands its stack straight to the next thread that has not started,
-// so a block without barriers runs on one stack with no scheduler round trips.
+// so a block without barriers runs on one stack with no scheduler round trips. A direct
+// launch (QD_EMU_DIRECT) has no fibers at all: the kernel TU's run_direct calls each thread
+// of a block in turn on this OS thread's stack; an abort (trap, watchdog) jumps back to
+// run_share as a signal does.
 #define QD_EMU_BUILDING_RUNTIME 1
 #include "qd_simt.h"
 
@@ -295,6 +298,9 @@ struct Sched {
     char launch_done;  // sync object: every fiber's end happens before the launch returns
 #endif
     qd_emu_call_fn g_call;
+    qd_emu_block_fn g_direct;
+    bool direct = false;       // QD_EMU_DIRECT: no fibers; `cur` stays null
+    unsigned seen_tid;         // direct: the thread the last watchdog poll saw running
     void* g_ctx;
     int abort_code;
     std::string msg;
@@ -355,6 +361,11 @@ struct Sched {
         threadIdx = f->idx;
     }
 
+    // The running thread's index in its block (a direct launch keeps no fiber for it).
+    unsigned running_tid() const {
+        return cur ? cur->tid : threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    }
+
     inline void push(Fiber* f) {
         unsigned slot = qhead + qcount++;
         if (slot >= nthreads) slot -= nthreads;
@@ -379,6 +390,7 @@ struct Sched {
 
     [[noreturn]] void abort_fiber(int code) {
         abort_code = code;
+        if (direct) siglongjmp(sig_jmp, 2);  // back to run_share, down this OS thread's own stack
 #ifdef QD_EMU_TSAN
         __tsan_release(&launch_done);  // the scheduler reads `msg`, which this fiber wrote
 #endif
@@ -475,6 +487,10 @@ struct Sched {
     }
 
     void check_watchdog(int line) {
+        if (direct && running_tid() != seen_tid) {  // a thread has finished since the last poll
+            seen_tid = running_tid();
+            ++progress;
+        }
         if (progress != seen_progress) {
             seen_progress = progress;
             seen_time = now();
@@ -483,8 +499,8 @@ struct Sched {
         if (now() - seen_time <= watchdog_s) return;
         msg.clear();
         appendf(msg, "no progress for %.1f s in %s: thread %u is looping at @L%d@", watchdog_s, block_text().c_str(),
-                cur->tid, line);
-        describe_block(msg);
+                running_tid(), line);
+        if (!direct) describe_block(msg);
         appendf(msg, ". Blocks run one at a time in index order here, so a block that waits for a later "
                      "block (or a spin on a value nothing writes) never finishes");
         abort_fiber(QD_EMU_HANG);
@@ -495,6 +511,11 @@ struct Sched {
         blockIdx.x = (unsigned)(b % gridDim.x);
         blockIdx.y = (unsigned)((b / gridDim.x) % gridDim.y);
         blockIdx.z = (unsigned)(b / ((unsigned long long)gridDim.x * gridDim.y));
+        ++progress;
+        if (direct) {
+            g_direct(g_ctx);
+            return;
+        }
         for (unsigned i = 0; i < nthreads; ++i) {
             fibers[i].state = NEW;
             fibers[i].wait = W_NONE;
@@ -506,7 +527,6 @@ struct Sched {
         bar_arrived = 0;
         bar_waiters.clear();
         for (auto& w : warps) w.n = w.ndynamic = 0;
-        ++progress;
 #ifdef QD_EMU_TSAN
         block_sync = (char*)malloc(warps.size() + 1);
         // Shared memory is a new allocation for every block: forget the last block's accesses.
@@ -571,7 +591,7 @@ struct Sched {
         // code must never have (C++ leaves it undefined; GPU compilers optimize on that).
         else if (sig_no == SIGILL) what = "signed integer overflow in the generated code, undefined in C++ (SIGILL)";
         appendf(msg, "%s", what);
-        if (cur) appendf(msg, " in thread %u of %s", cur->tid, block_text().c_str());
+        if (cur || direct) appendf(msg, " in thread %u of %s", running_tid(), block_text().c_str());
         if (sig_no == SIGSEGV && !overflow) appendf(msg, ", address %p", sig_addr);
         Dl_info pc_info, kernel_info;
         if (sig_pc && dladdr(sig_pc, &pc_info) && dladdr((void*)g_call, &kernel_info) &&
@@ -583,9 +603,16 @@ struct Sched {
 
     // The blocks [first, last) of a launch, on this thread. Returns the status; on an error `msg`
     // explains and `cur_block` is the block that failed.
-    int run_share(qd_emu_call_fn call, void* ctx, const qd_emu_config* cfg, unsigned wsize, unsigned nt,
-                  char* shared_begin, char* shared_end, unsigned long long first, unsigned long long last) {
+    int run_share(qd_emu_call_fn call, qd_emu_block_fn direct_fn, void* ctx, const qd_emu_config* cfg, unsigned wsize,
+                  unsigned nt, char* shared_begin, char* shared_end, unsigned long long first, unsigned long long last) {
         g_call = call;
+        g_direct = direct_fn;
+#ifdef QD_EMU_TSAN
+        direct = false;  // a race check runs every thread as a TSan fiber: the threads it tells apart
+#else
+        direct = (cfg->flags & QD_EMU_DIRECT) != 0 && direct_fn;
+#endif
+        seen_tid = ~0u;
         g_ctx = ctx;
         warp_size = wsize;
         nthreads = nt;
@@ -638,9 +665,10 @@ struct Sched {
         launch_thread = pthread_self();
         in_kernel = 1;
 
-        if (sigsetjmp(sig_jmp, 1) == 0) {
+        int jumped = sigsetjmp(sig_jmp, 1);
+        if (jumped == 0) {
             for (unsigned long long b = first; b < last && !abort_code; ++b) run_block(b);
-        } else {
+        } else if (jumped == 1) {  // a signal (2: a direct thread's abort_fiber, which set msg)
             in_kernel = 0;
             describe_signal();
             abort_code = QD_EMU_SIGNAL;
@@ -749,7 +777,17 @@ struct Sched {
         abort_fiber(QD_EMU_DEADLOCK);
     }
 
+    // A direct launch's threads never meet (CpuBackend.load checks the task): one that would is
+    // the backend's mistake, told as such rather than run wrong.
+    [[noreturn]] void not_direct(int line, const char* what) {
+        msg.clear();
+        appendf(msg, "internal error: thread %u of %s reached %s at @L%d@ in a task run without fibers", running_tid(),
+                block_text().c_str(), what, line);
+        abort_fiber(QD_EMU_TRAP);
+    }
+
     int block_barrier(int line, const char* what, int pred) {
+        if (direct) not_direct(line, what);
         Fiber* f = cur;
         f->line = line;
         f->what = what;
@@ -799,6 +837,7 @@ struct Sched {
 
     unsigned long long warp_op(int line, const char* what, unsigned long long mask, int converge,
                                unsigned long long value, long long arg, int width, qd_emu_compute_fn fn) {
+        if (direct) not_direct(line, what);
         Fiber* f = cur;
         unsigned w = f->tid / warp_size, lane = f->tid % warp_size;
         Warp& W = warps[w];
@@ -855,9 +894,10 @@ struct Sched {
     }
 
     void tick_slow(int line) {
+        check_watchdog(line);
+        if (direct) return;  // nobody else to run: the thread goes on
         Fiber* f = cur;
         f->line = line;
-        check_watchdog(line);
         if (qcount) {  // let the rest of the block run: it may be what this loop waits for
             f->state = READY;
             f->wait = W_SPIN;
@@ -870,7 +910,7 @@ struct Sched {
 
     [[noreturn]] void trap(int line, const char* what) {
         msg.clear();
-        appendf(msg, "thread %u of %s executed %s at @L%d@", cur->tid, block_text().c_str(), what, line);
+        appendf(msg, "thread %u of %s executed %s at @L%d@", running_tid(), block_text().c_str(), what, line);
         abort_fiber(QD_EMU_TRAP);
     }
 
@@ -967,8 +1007,8 @@ void on_signal(int sig, siginfo_t* si, void* ucv) {
 
 // ----------------------------------------------------------------------------- the ABI
 
-QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cfg, int wsize, char* shared_begin,
-                         char* shared_end, char* err, int errlen) {
+QD_EXPORT int qd_emu_run(qd_emu_call_fn call, qd_emu_block_fn direct, void* ctx, const qd_emu_config* cfg, int wsize,
+                         char* shared_begin, char* shared_end, char* err, int errlen) {
     for (int i = 0; i < 3; ++i) {
         if (cfg->grid[i] < 1 || cfg->block[i] < 1 || cfg->grid[i] > 0x7fffffff) {
             snprintf(err, errlen, "bad launch: grid (%lld, %lld, %lld), block (%lld, %lld, %lld)", cfg->grid[0],
@@ -1012,7 +1052,7 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
     S = &main_sched;
     int rc;
     if (workers == 1) {
-        rc = main_sched.run_share(call, ctx, cfg, w, threads, shared_begin, shared_end, first, last);
+        rc = main_sched.run_share(call, direct, ctx, cfg, w, threads, shared_begin, shared_end, first, last);
         if (rc) snprintf(err, errlen, "%s", main_sched.msg.c_str());
     } else {
         // A grid-free task (no barrier, collective, shared array, fence or print): its blocks
@@ -1032,7 +1072,8 @@ QD_EXPORT int qd_emu_run(qd_emu_call_fn call, void* ctx, const qd_emu_config* cf
             shares[k].ran = false;
         }
         auto run = [&](Share* share, Sched* sched) {
-            share->rc = sched->run_share(call, ctx, cfg, w, threads, shared_begin, shared_end, share->first, share->last);
+            share->rc = sched->run_share(call, direct, ctx, cfg, w, threads, shared_begin, shared_end, share->first,
+                                         share->last);
             share->failed = sched->cur_block;
             if (share->rc) share->text = sched->msg;
             share->ran = true;
