@@ -81,6 +81,26 @@ def particles(pos: v3v, vel: v3v, dt: qd.f32):
 
 
 
+def field_particles(n: int):
+    """The particles update in Taichi's everyday spelling: vector fields as module state (made
+    after qd.init, per size) and a struct-for over one of them. Returns (pos, vel, step)."""
+    pos = qd.Vector.field(3, dtype=qd.f32, shape=n)
+    vel = qd.Vector.field(3, dtype=qd.f32, shape=n)
+
+    @qd.kernel
+    def step(dt: qd.f32):
+        for i in pos:
+            v = vel[i] + dt * qd.math.vec3(0.0, -9.8, 0.0)
+            p = pos[i] + dt * v
+            if p[1] < 0.0:
+                p[1] = -p[1]
+                v[1] = -v[1]
+            pos[i] = p
+            vel[i] = v * 0.999
+
+    return pos, vel, step
+
+
 def lookback_scan_module():
     """examples/lookback_scan.py (the decoupled look-back scan), importing this framework:
     a copy in a temporary folder when that is not the transpiler (the frameworks read a

@@ -3,7 +3,7 @@ same Vulkan device (lavapipe on a machine without a GPU), in one run: warm time 
 and first call, as ratios (ours / Quadrants; below 1.0 we are faster).
 
 Each (kernel, size, framework) runs in its own process (bench/vs_runner.py: one first call,
-then the median of REPS warm calls, each from launch to qd.sync() with the arguments
+0.2 s of untimed calls, then the median of REPS warm calls, each from launch to qd.sync() with the arguments
 already on the device as qd.ndarray, the result checked against NumPy), the two
 frameworks alternating, ROUNDS times; the table gives the median over rounds. A first call is
 each framework's as its users get it, offline caches on (both frameworks' default): any process
@@ -15,7 +15,8 @@ runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/
 
 A second table does the same for the CPU: our CPU executor (the CUDA text on the SIMT
 emulator; its first call includes the C++ build, cached on disk afterwards) against
-Quadrants' LLVM CPU backend, for saxpy, a sum, the 2-D stencil and the particles update at 1K (the
+Quadrants' LLVM CPU backend, for saxpy, a sum, the 2-D stencil and the particles update (on
+ndarrays, and on vector fields with a struct-for: Taichi's everyday spelling) at 1K (the
 launch cost) and 1M elements (throughput; both frameworks use every core there);
 ``--cpu-sizes ''`` leaves it out.
 
@@ -39,8 +40,8 @@ from common import median, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KERNELS = ["saxpy", "sum", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil",
-           "particles"]
-CPU_KERNELS = ["saxpy", "sum", "stencil", "particles"]
+           "particles", "field_particles"]
+CPU_KERNELS = ["saxpy", "sum", "stencil", "particles", "field_particles"]
 OURS = sys.executable
 THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
 

@@ -84,3 +84,18 @@ def test_radix_expected_is_a_stable_digit_sort():
     out = gpu.radix_expected(keys)
     blocks = out.reshape(-1, gpu.RADIX_BLOCK)
     assert all(np.all(np.diff(b & 0xFF) >= 0) for b in blocks)
+
+
+@pytest.mark.toolchain
+def test_vs_quadrants_kernels_compute_what_numpy_does(executor):
+    """Every kernel bench/vs_quadrants.py times, at a small size, checked against NumPy the
+    way vs_runner checks it, on each executor: a table of ratios over a wrong result would
+    measure nothing (Quadrants' block scan at 4M is one)."""
+    import vs_quadrants
+    import vs_runner
+
+    for name in vs_quadrants.KERNELS:
+        kernel, args, check = vs_runner.case(name, 4096)
+        kernel(*args)
+        qd.sync()
+        assert check(), name

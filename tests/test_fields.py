@@ -530,3 +530,47 @@ def test_field_offset_mistakes():
         qd.Vector.field(3, qd.f32, shape=None, offset=(3,))
     with pytest.raises(ValueError, match="under a pointer, bitmasked or dynamic level is not supported yet"):
         qd.root.pointer(qd.i, 4).place(qd.field(qd.f32), offset=2)
+
+
+def test_a_field_kernel_works_in_place_and_replays(executor, rng, monkeypatch):
+    """A field's storage is the executor's memory where the host sees it (Vulkan's mapped
+    memory: bound in place, nothing copied around a launch), and a kernel whose only own
+    arguments are fields replays its last launch while each field keeps the storage that
+    launch bound: Python-scope writes between calls are seen; storage made anew is not
+    replayed over (the old one is gone)."""
+    from transpiler.lang.field import reset_fields
+    from transpiler.runtime import current
+
+    backend = current()
+    counts = {"replay": 0, "run": 0}
+    for name in counts:
+        def spy(*args, _name=name, _real=getattr(backend, name)):
+            counts[_name] += 1
+            return _real(*args)
+        monkeypatch.setattr(backend, name, spy)
+    n = 1000
+    x = qd.field(qd.f32, shape=n)
+    y = qd.Vector.field(2, qd.f32, shape=n)
+
+    @qd.kernel
+    def axpy(a: qd.f32):
+        for i in x:
+            y[i] += a * qd.math.vec2(x[i], 1.0)
+
+    x0 = rng.random(n, dtype=np.float32)
+    x.from_numpy(x0)
+    for _ in range(3):
+        axpy(np.float32(2.0))
+    np.testing.assert_allclose(y.to_numpy(), np.stack([6 * x0, np.full(n, 6.0, np.float32)], 1), rtol=1e-6)
+    assert counts == {"run": 1, "replay": 2}
+    x[5] = 100.0  # written between calls, straight into the memory the replay binds
+    axpy(np.float32(2.0))
+    assert counts == {"run": 1, "replay": 3}
+    assert y[5][0] == pytest.approx(8 * x0[5] + 200 - 2 * x0[5])
+    axpy(np.float32(0.5))  # another scalar: a new launch
+    assert counts["run"] == 2
+    reset_fields()  # (what qd.reset() does to fields) new storage, zeros: not the old recording's
+    x.from_numpy(x0)
+    axpy(np.float32(0.5))
+    assert counts["run"] == 3
+    np.testing.assert_allclose(y.to_numpy(), np.stack([0.5 * x0, np.full(n, 0.5, np.float32)], 1), rtol=1e-6)

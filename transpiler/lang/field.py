@@ -190,11 +190,12 @@ class Field(ElementDims):
 
 
     def storage(self):
-        """The NumPy array holding the field (zeros on first use), shape + element shape."""
+        """The NumPy array holding the field (zeros on first use, in the executor's memory
+        where the host sees it: see runtime.field_storage), shape + element shape."""
         if self._data is None:
-            import numpy as np
+            from ..runtime import field_storage
 
-            self._data = np.zeros(self.shape + self.element_shape, dtype=self.dtype.np_dtype)
+            self._data = field_storage(self.shape + self.element_shape, self.dtype.np_dtype)
         return self._data
 
     @property

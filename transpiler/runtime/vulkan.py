@@ -471,6 +471,7 @@ class VulkanBackend(Backend):
 
     name = "vulkan"
     target = "glsl"
+    resident_is_host = True  # mapped, coherent memory (see resident_array)
 
     def __init__(self, device: str | int | None = None, fast_math: bool = False, subgroup_size: int | None = None,
                  printf: bool = False, **_options):
