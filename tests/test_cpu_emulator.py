@@ -458,7 +458,8 @@ def test_threads_that_never_wait_run_directly(dialect, monkeypatch):
         np.testing.assert_allclose(y, np.float32(-1.25) * x + y0, rtol=1e-6)
         dst = np.zeros_like(src)
         blur_rows(src, dst)
-        np.testing.assert_allclose(dst[:, 1:-1], (src[:, :-2] + src[:, 1:-1] + src[:, 2:]) / np.float32(3.0), rtol=1e-6)
+        want = (src[:, :-2] + src[:, 1:-1] + src[:, 2:]) / np.float32(3.0)
+        np.testing.assert_allclose(dst[:, 1:-1], want, rtol=1e-6)
         hist = np.zeros(61, np.int32)
         histogram_mod(keys, hist)
         np.testing.assert_array_equal(hist, np.bincount(keys % 61, minlength=61))
@@ -481,6 +482,15 @@ def test_threads_that_never_wait_run_directly(dialect, monkeypatch):
             assert fibers[4] is False and fibers[1] < -(-n // 128)
 
 
+@qd.kernel
+def count_to(n: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(n.shape[0]):
+        c = 0
+        for k in range(n[i]):
+            c += 1
+        out[i] = c
+
+
 def test_a_hang_in_a_direct_task_is_reported(dialect):
     """A thread run directly that loops with no other thread starting is reported by the
     watchdog as a fiber's would be, and the emulator goes on."""
@@ -496,15 +506,6 @@ def test_a_hang_in_a_direct_task_is_reported(dialect):
         assert (out == 7).all()
     finally:
         qd.init(arch="cpu")
-
-
-@qd.kernel
-def count_to(n: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
-    for i in range(n.shape[0]):
-        c = 0
-        for k in range(n[i]):
-            c += 1
-        out[i] = c
 
 
 @pytest.mark.parametrize("direct", [False, True], ids=["fibers", "direct"])

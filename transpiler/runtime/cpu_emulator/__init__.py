@@ -298,11 +298,12 @@ class CpuModule:
                     raise TypeError(f"argument {i}: arrays must be C-contiguous")
             elif not isinstance(a, np.generic):
                 raise TypeError(f"argument {i}: pass a numpy array or numpy scalar, got {type(a).__name__}")
-        flags = _POISON_SHARED if poison_shared else 0
-        cfgs = [(entry, np.array([*_dim3(grid), *_dim3(block), int(watchdog_s * 1000),
-                                  flags | (_DIRECT if rest[1:] and rest[1] else 0), 0, -1,
-                                  max(1, int(rest[0])) if rest else 1], dtype=np.int64))
-                for entry, grid, block, *rest in launches]
+        cfgs = []
+        for entry, grid, block, *rest in launches:
+            workers = max(1, int(rest[0])) if rest else 1
+            flags = (_POISON_SHARED if poison_shared else 0) | (_DIRECT if len(rest) > 1 and rest[1] else 0)
+            cfgs.append((entry, np.array([*_dim3(grid), *_dim3(block), int(watchdog_s * 1000), flags, 0, -1, workers],
+                                         dtype=np.int64)))
         if self.race_check:
             self._run_child(cfgs, args, arg_names)
             return None
