@@ -574,3 +574,25 @@ def test_a_field_kernel_works_in_place_and_replays(executor, rng, monkeypatch):
     axpy(np.float32(0.5))
     assert counts["run"] == 3
     np.testing.assert_allclose(y.to_numpy(), np.stack([0.5 * x0, np.full(n, 0.5, np.float32)], 1), rtol=1e-6)
+
+
+def test_a_field_too_large_to_allocate_says_which_and_why(executor):
+    """A dynamic level holds its whole capacity here (Quadrants allocates chunks as they fill):
+    one too large for the executor's memory is a MemoryError naming the field and the level,
+    not the driver's bare out-of-memory code."""
+    too_big = qd.field(qd.f32)
+    qd.root.dense(qd.ij, (1 << 16, 1 << 16)).dynamic(qd.k, 1 << 16, chunk_size=64).place(too_big)  # 1 PiB
+
+    @qd.kernel
+    def first(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+        for i in range(1):
+            out[i] = too_big[i, i, i]
+
+    with pytest.raises(MemoryError) as err:
+        first(np.zeros(1, np.float32))
+    text = str(err.value)
+    assert "allocate 1.00 PiB for an array" in text  # Vulkan's, or NumPy's on the CPU
+    assert f"the field of shape {(1 << 16, 1 << 16, 1 << 16)} under qd.root.dynamic reserves its whole capacity" in text
+    small = qd.field(qd.i32, shape=5)  # the executor keeps working
+    small.from_numpy(np.arange(5, dtype=np.int32))
+    assert small.to_numpy().tolist() == [0, 1, 2, 3, 4]

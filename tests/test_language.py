@@ -828,3 +828,98 @@ def test_and_or_of_numbers_give_pythons_value(executor, rng):
     nz = (x != 0).astype(np.float32)
     np.testing.assert_array_equal(out[:, 2], 100 * (nz + 10) + 10 * (0 + 10 * nz) + (0 + 10))
     np.testing.assert_array_equal(hits, want_hits)
+
+
+@qd.func
+def by_mode(x, mode: qd.template()):
+    if qd.static(mode == 0):
+        return x * 2.0  # an early return Quadrants takes at translation time: the rest is not built
+    y = x + 1.0
+    if qd.static(mode == 1):
+        return y * y
+    return -y
+
+
+@qd.func
+def by_flags(x, a: qd.template(), b: qd.template()):
+    if qd.static(a):
+        if qd.static(b):
+            return x + 100.0
+        return x + 10.0
+    return x
+
+
+@qd.func
+def by_element(arr: qd.template(), i):
+    if qd.static(arr.element_shape() == [2]):  # Taichi's stable-fluid spelling
+        return arr[i].x + arr[i].y
+    qd.static_assert(arr.element_shape() == [])
+    return arr[i]
+
+
+@qd.kernel
+def static_early_returns(a: qd.types.ndarray(dtype=qd.f32, ndim=1), v: qd.types.ndarray(dtype=qd.math.vec2, ndim=1),
+                         out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(a.shape[0]):
+        out[i, 0] = by_mode(a[i], 0)
+        out[i, 1] = by_mode(a[i], 1)
+        out[i, 2] = by_mode(a[i], 2)
+        out[i, 3] = by_flags(a[i], True, True)
+        out[i, 4] = by_flags(a[i], True, False)
+        out[i, 5] = by_flags(a[i], False, True)
+        out[i, 6] = by_element(v, i) + by_element(a, i)
+
+
+def test_a_return_under_a_static_if_ends_the_function_there(executor, rng):
+    a = rng.uniform(-2, 2, 37).astype(np.float32)
+    v = rng.uniform(-2, 2, (37, 2)).astype(np.float32)
+    out = np.zeros((37, 7), np.float32)
+    static_early_returns(a, v, out)
+    want = np.stack([a * 2, (a + 1) ** 2, -(a + 1), a + 100, a + 10, a, v.sum(1) + a], 1)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_static_early_returns_compile(target):
+    from conftest import assert_compiles
+
+    assert_compiles(target, qd.translate(static_early_returns, target), "static_early_returns")
+
+
+@qd.kernel
+def scalar_as_vector(a: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = a[i].norm()
+
+
+def test_a_vector_method_on_a_scalar_says_what_the_value_is():
+    with pytest.raises(qd.TranspileError) as err:
+        qd.translate(scalar_as_vector, "cuda")
+    text = str(err.value)
+    line = scalar_as_vector.fn.__code__.co_firstlineno + 3
+    assert f"test_language.py:{line}:" in text and "`a[i]` is a f32 scalar here: it has no attribute `norm`" in text
+    assert "hint: vectors come from vector fields and ndarrays" in text
+
+
+@qd.func
+def by_local(x, k: qd.template()):
+    m = qd.static(k * 2)
+    if qd.static(m > 3):  # decided after `m` is bound, in order
+        return x + m
+    else:
+        return x - m
+
+
+@qd.kernel
+def static_if_on_a_local(a: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(a.shape[0]):
+        out[i, 0] = by_local(a[i], 1)
+        out[i, 1] = by_local(a[i], 5)
+
+
+def test_a_static_if_on_a_local_of_the_function_is_decided_in_order(executor, rng):
+    a = rng.uniform(-2, 2, 21).astype(np.float32)
+    out = np.zeros((21, 2), np.float32)
+    static_if_on_a_local(a, out)
+    np.testing.assert_allclose(out, np.stack([a - 2, a + 10], 1), rtol=1e-6)

@@ -473,8 +473,6 @@ class CallLowering:
                     callee_root.names[pname] = value
                 else:
                     runtime_params.append((pname, value))
-            # `if qd.static(...)` chains that make up the whole body pick their branch first,
-            # so a function like `if static(op == "add"): return a + b ...` inlines as an expression.
             body = self.static_select(body)
             self.check_returns(body, parsed, func)
             single = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
@@ -542,9 +540,26 @@ class CallLowering:
         return value
 
     def static_select(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        while len(body) == 1 and isinstance(body[0], ast.If) and self.is_static_call(body[0].test):
-            body = body[0].body if self.static_value(body[0].test) else body[0].orelse
-        return body
+        """A function body with each `if qd.static(...)` that holds a `return` replaced by its
+        chosen branch, and what follows a chosen branch that returns dropped: Quadrants stops
+        building a function at a return it reaches at translation time, so
+        `if qd.static(c): return a` before more code is an early return, not a misplaced one.
+        A condition that reads a name the body assigns before it is left to be decided in
+        order. `if qd.static(...)` chains that make up the whole body pick their branch too, so
+        a function like `if static(op == "add"): return a + b ...` inlines as an expression."""
+        out: list[ast.stmt] = []
+        for st in body:
+            if isinstance(st, ast.If) and self.is_static_call(st.test) and return_count((st,)) and \
+                    not _names(st.test, ast.Load) & {n for s in out for n in _names(s, ast.Store)}:
+                chosen = self.static_select(st.body if self.static_value(st.test) else st.orelse)
+                out += chosen
+                if chosen and _returns_always(chosen[-1]):
+                    break  # the rest of the body is never reached
+            else:
+                out.append(st)
+        while len(out) == 1 and isinstance(out[0], ast.If) and self.is_static_call(out[0].test):
+            out = out[0].body if self.static_value(out[0].test) else out[0].orelse
+        return out
 
     def check_returns(self, body: list[ast.stmt], parsed: ParsedFunction, func: lang.Func) -> None:
         """``return`` may only end the function (possibly in both arms of a final if)."""
@@ -560,6 +575,18 @@ def _plain_data(value: StructValue) -> bool:
     and writing through them is the point (``s.x[i] += 1``)."""
     return all(isinstance(m, (ir.Expr, MatrixValue)) or (isinstance(m, StructValue) and _plain_data(m))
                for m in value.members.values())
+
+
+def _names(node: ast.AST, ctx: type) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _returns_always(st: ast.stmt) -> bool:
+    """A `return`, or an `if` each of whose arms ends in one."""
+    if isinstance(st, ast.Return):
+        return True
+    return isinstance(st, ast.If) and bool(st.body) and bool(st.orelse) and \
+        _returns_always(st.body[-1]) and _returns_always(st.orelse[-1])
 
 
 @lru_cache(maxsize=1024)

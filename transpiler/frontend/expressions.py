@@ -28,6 +28,20 @@ from .values import (
 )
 
 
+class ElementShape:
+    """``arr.element_shape()`` in a kernel, as Quadrants' ndarray answers it: the element's
+    extents, empty for scalars. A tuple, as a list literal is in a kernel, so that
+    ``if qd.static(vf.element_shape() == [2]):`` compares as Quadrants' list does."""
+
+    _qd_comptime = True
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+    def __call__(self) -> tuple[int, ...]:
+        return tuple(self.shape)
+
+
 class ExpressionLowering:
     """Expression methods of KernelLowering."""
 
@@ -200,13 +214,24 @@ class ExpressionLowering:
                 and base.array.type.element_shape:  # a field of vectors or matrices: their extents
             es = base.array.type.element_shape
             return CT(es[0] if node.attr == "n" else (es[1] if len(es) == 2 else 1))
+        if isinstance(base, ArrayHandle) and node.attr == "element_shape" and isinstance(base.array, ir.Param):
+            return CT(ElementShape(base.array.type.element_shape))
         if isinstance(base, ArrayHandle) and node.attr == "fill":
             from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
 
             return CT(BoundMethod(fill, base))
         if isinstance(base, ArrayHandle):
             raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
-                             hint="they have `.shape`, `.size`, `.dtype` and `.fill(value)`")
+                             hint="they have `.shape`, `.size`, `.dtype`, `.element_shape()` and `.fill(value)`")
+        if isinstance(base, ir.Expr) and isinstance(base.type, T.DType):
+            from .matrices import METHODS, SWIZZLE_SETS
+
+            vector_like = node.attr in METHODS or any(set(node.attr) <= set(s) for s in SWIZZLE_SETS)
+            raise self.error(node, f"`{ast.unparse(node.value)}` is a {base.type.name} scalar here: it has no "
+                                   f"attribute `{node.attr}`",
+                             hint="vectors come from vector fields and ndarrays (qd.Vector.field, "
+                                  "qd.types.ndarray(dtype=qd.math.vec3, ...)); an ndarray typed by the call takes "
+                                  "the element type of the array it is given" if vector_like else None)
         raise self.error(node, f"runtime values have no attribute `{node.attr}`")
 
     def expr_Subscript(self, node: ast.Subscript):

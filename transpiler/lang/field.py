@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import TranspileError
 from ..ir.types import DType, python_type
 from .kernel import comptime
-from .snode import Axes, SNode, activate_all_host, activate_host, active_elements, root
+from .snode import SPARSE, Axes, SNode, activate_all_host, activate_host, active_elements, root
 
 
 _all_fields = weakref.WeakSet()  # every field made, for qd.reset()
@@ -195,7 +195,17 @@ class Field(ElementDims):
         if self._data is None:
             from ..runtime import field_storage
 
-            self._data = field_storage(self.shape + self.element_shape, self.dtype.np_dtype)
+            try:
+                self._data = field_storage(self.shape + self.element_shape, self.dtype.np_dtype)
+            except MemoryError as exc:
+                kinds, node = set(), self.snode
+                while node is not None:
+                    kinds.add(node.kind)
+                    node = node.parent()
+                sparse = [k for k in SPARSE if k in kinds]
+                raise MemoryError(f"{exc}: the field of shape {self.shape}" + (
+                    f" under qd.root.{'/'.join(sparse)} reserves its whole capacity here (Quadrants allocates "
+                    f"such levels as they fill); give the level a capacity the data needs" if sparse else "")) from None
         return self._data
 
     @property

@@ -737,8 +737,18 @@ class VulkanBackend(Backend):
         host memory; a GPU's host-visible heap otherwise), bound by kernels in place, with no
         copy in or out around a launch. Freed when the last view of it goes."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        with self.device.lock:
-            buf = self._allocate(max(16, -(-nbytes // 16) * 16))
+        vk = self.device.vk
+        try:
+            with self.device.lock:
+                buf = self._allocate(max(16, -(-nbytes // 16) * 16))
+        except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory):
+            size = float(nbytes)
+            for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):  # as NumPy's message writes it
+                if size < 1024 or unit == "PiB":
+                    break
+                size /= 1024
+            raise MemoryError(f"Vulkan could not allocate {size:.2f} {unit} for an array of shape {shape} "
+                              f"({np.dtype(dtype).name})") from None
         mapped, buf.view = buf.view, None  # the _Buffer must not keep its own array alive
         mapped[:] = 0
         array = mapped[:nbytes].view(dtype).reshape(shape)

@@ -53,12 +53,10 @@ extern "C" __global__ void __launch_bounds__(128) mean_and_noise_1(
         uint32_t rng = (word_2 >> 22u) ^ word_2;  // kernel_scope.py:11
         total_partial += x[i];  // kernel_scope.py:10
         rng += 2654435769u;  // kernel_scope.py:11
-        float draw_result;  // kernel_scope.py:11
         uint32_t state_3 = rng * 747796405u + 2891336453u;  // kernel_scope.py:11
         uint32_t word_3 = ((state_3 >> ((state_3 >> 28u) + 4u)) ^ state_3) * 277803737u;  // kernel_scope.py:11
         uint32_t r = (word_3 >> 22u) ^ word_3;  // kernel_scope.py:11
-        draw_result = float(r >> 8u) * 5.9604645e-08f;  // kernel_scope.py:11
-        noise[i] = draw_result;  // kernel_scope.py:11
+        noise[i] = float(r >> 8u) * 5.9604645e-08f;  // kernel_scope.py:11
     }
     __syncthreads();  // kernel_scope.py:10
     float v = qd_subgroup_reduce_add(total_partial);  // kernel_scope.py:10

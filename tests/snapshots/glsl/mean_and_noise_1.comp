@@ -36,12 +36,10 @@ void main()
         uint rng = (word_2 >> 22u) ^ word_2;  // kernel_scope.py:11
         total_partial += x[i];  // kernel_scope.py:10
         rng += 2654435769u;  // kernel_scope.py:11
-        precise float draw_result;  // kernel_scope.py:11
         uint state_3 = rng * 747796405u + 2891336453u;  // kernel_scope.py:11
         uint word_3 = ((state_3 >> ((state_3 >> 28u) + 4u)) ^ state_3) * 277803737u;  // kernel_scope.py:11
         uint r = (word_3 >> 22u) ^ word_3;  // kernel_scope.py:11
-        draw_result = float(r >> 8u) * 5.9604645e-08;  // kernel_scope.py:11
-        noise[i] = draw_result;  // kernel_scope.py:11
+        noise[i] = float(r >> 8u) * 5.9604645e-08;  // kernel_scope.py:11
     }
     groupMemoryBarrier();  // kernel_scope.py:10
     barrier();  // kernel_scope.py:10

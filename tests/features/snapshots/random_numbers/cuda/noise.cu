@@ -23,18 +23,14 @@ extern "C" __global__ void __launch_bounds__(128) noise(
         uint32_t word_2 = ((state_2 >> ((state_2 >> 28u) + 4u)) ^ state_2) * 277803737u;  // random_numbers.py:9
         uint32_t rng = (word_2 >> 22u) ^ word_2;  // random_numbers.py:9
         rng += 2654435769u;  // random_numbers.py:9
-        float draw_result;  // random_numbers.py:9
         uint32_t state_3 = rng * 747796405u + 2891336453u;  // random_numbers.py:9
         uint32_t word_3 = ((state_3 >> ((state_3 >> 28u) + 4u)) ^ state_3) * 277803737u;  // random_numbers.py:9
         uint32_t r = (word_3 >> 22u) ^ word_3;  // random_numbers.py:9
-        draw_result = float(r >> 8u) * 5.9604645e-08f;  // random_numbers.py:9
-        out[i] = draw_result;  // random_numbers.py:9
+        out[i] = float(r >> 8u) * 5.9604645e-08f;  // random_numbers.py:9
         rng += 2654435769u;  // random_numbers.py:10
-        float draw_result_1;  // random_numbers.py:10
         uint32_t state_4 = rng * 747796405u + 2891336453u;  // random_numbers.py:10
         uint32_t word_4 = ((state_4 >> ((state_4 >> 28u) + 4u)) ^ state_4) * 277803737u;  // random_numbers.py:10
         uint32_t r_1 = (word_4 >> 22u) ^ word_4;  // random_numbers.py:10
-        draw_result_1 = float(r_1 >> 8u) * 5.9604645e-08f;  // random_numbers.py:10
-        dice[i] = int32_t(uint32_t(int32_t(draw_result_1 * 6.0f)) + 1u);  // random_numbers.py:10
+        dice[i] = int32_t(uint32_t(int32_t(float(r_1 >> 8u) * 5.9604645e-08f * 6.0f)) + 1u);  // random_numbers.py:10
     }
 }
