@@ -677,3 +677,61 @@ def test_len_of_vectors_matrices_and_tuples(executor):
     a = np.array([5, 6], np.int32)
     sizes_of(a)
     assert a[0] == 234
+
+
+@qd.kernel
+def reassign_from_own_components(a: qd.types.ndarray(dtype=qd.f32, ndim=2), out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(a.shape[0]):
+        uv = qd.math.vec2(a[i, 0], a[i, 1])
+        uv = qd.math.vec2(-uv[1], uv[0])  # a rotation, as Taichi's laplace_equation writes it
+        w = vec3(a[i, 0], a[i, 1], a[i, 2])
+        w = w.zxy
+        p = qd.math.vec2(a[i, 0], a[i, 1])
+        p.xy = p.yx
+        m = qd.Matrix([[a[i, 0], a[i, 1]], [a[i, 2], a[i, 3]]])
+        m = m.transpose()
+        r = vec3(a[i, 0], a[i, 1], a[i, 2])
+        r = vec3(r[1], r[2], r[0])
+        q = qd.math.vec2(a[i, 0], a[i, 1])
+        q[0], q[1] = q[1], q[0]
+        row = [uv[0], uv[1], w[0], w[1], w[2], p[0], p[1], m[0, 1], m[1, 0], r[0], r[1], r[2], q[0], q[1]]
+        for k in qd.static(range(14)):
+            out[i, k] = row[k]
+
+
+def test_a_vector_assigned_from_its_own_components_reads_the_old_ones(executor, rng):
+    """Components are assigned in order: one that reads a component assigned before it must
+    read the old value, a plain `uv[0]` as much as `-uv[1]` (was: the new one)."""
+    a = rng.uniform(-1, 1, (23, 4)).astype(np.float32)
+    out = np.zeros((23, 14), np.float32)
+    reassign_from_own_components(a, out)
+    x, y, z, t = a.T
+    np.testing.assert_array_equal(out, np.stack([-y, x, z, x, y, y, x, z, y, y, z, x, y, x], 1))
+
+
+@qd.kernel
+def reassign_a_kernel_scope_vector(a: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    v = qd.math.vec2(a[0], a[1])
+    for i in range(1000):
+        v[0] += 1.0  # updated by a parallel loop: atomic, as Quadrants makes it (was a racing load and store)
+        v.y -= 0.5
+    v = qd.math.vec2(-v[1], v[0])  # serial code, reading the buffer
+    for i in range(1):
+        out[0] = v[0]
+        out[1] = v[1]
+
+
+def test_a_kernel_scope_vector_assigned_from_its_own_components_reads_the_old_ones(executor, rng):
+    a = rng.uniform(-1, 1, 2).astype(np.float32)
+    out = np.zeros(2, np.float32)
+    reassign_a_kernel_scope_vector(a, out)
+    np.testing.assert_allclose(out, [-(a[1] - 500), a[0] + 1000], rtol=1e-5)
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", qd.TARGETS)
+def test_reassignment_from_own_components_compiles(target):
+    from conftest import assert_compiles
+
+    for kernel in (reassign_from_own_components, reassign_a_kernel_scope_vector):
+        assert_compiles(target, qd.translate(kernel, target), kernel.__name__)

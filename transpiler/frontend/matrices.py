@@ -21,7 +21,7 @@ from ..ir import types as T
 from ..lang.matrix import SWIZZLE_SETS, MatrixType
 from .common import has_side_effects, is_py_scalar
 from .scopes import Scope
-from .values import CT, ArrayHandle, MatrixValue, MatrixVar, MethodValue, TupleValue
+from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, MethodValue, TupleValue
 
 METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
            "max", "min", "any", "all", "trace", "determinant", "inverse", "cast", "to_list"}
@@ -291,12 +291,24 @@ class MatrixLowering:
             self.assign_local(local, scope, e, node, stmt, self.var_name(var))
 
     def materialize_if_reads(self, value: MatrixValue, var: MatrixVar, node) -> MatrixValue:
-        """``v = v.yzx``: every component computed before any is assigned, where a component
-        reads another that is assigned before it (``v += w`` reads only its own: no copy)."""
-        position = {id(local): k for k, local in enumerate(var.locals)}
-        crossed = any(isinstance(n, ir.LocalRef) and position.get(id(n.var), k) < k
-                      for k, e in enumerate(value.items) for n in _walk(e))
-        return self.materialize(value, node, "tmp") if crossed else value
+        """``v = v.yzx``, ``uv = vec2(-uv[1], uv[0])``: the components are assigned in order, so
+        each that reads one assigned before it is computed first, into a temporary (a plain
+        ``uv[0]`` too: it must be the old value). ``v += w`` reads only its own: no copy."""
+        position = {}
+        for k, local in enumerate(var.locals):
+            position[id(local)] = k
+            shared = local if isinstance(local, KernelVar) else self.promoted.get(id(local), (None, None))[1]
+            if shared is not None:  # a kernel-scope variable's component: read as a load of its buffer
+                position[id(shared.param)] = k
+        crossed = [any(position.get(id(n.var if isinstance(n, ir.LocalRef) else n.array), k) < k
+                       for n in _walk(e) if isinstance(n, (ir.LocalRef, ir.Load)))
+                   for k, e in enumerate(value.items)]
+        if not any(crossed):
+            return value
+        loc = self.loc(node) if isinstance(node, ast.AST) else node
+        return MatrixValue(value.shape, [
+            ir.LocalRef(e.type, loc, self.new_temp(f"tmp_{suffix}", e, loc)) if cross else e
+            for suffix, e, cross in zip(component_suffixes(value.shape), value.items, crossed)])
 
     def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt, shown: str | None = None) -> None:
         """One component of a variable: a local, or a kernel-scope variable's buffer.
@@ -315,6 +327,21 @@ class MatrixLowering:
         None for any other target."""
         found = self.resolve_var(target.value)
         return found if found is not None and isinstance(found[0], MatrixVar) else None
+
+    def named_components(self, target: ast.expr, var: MatrixVar) -> list | None:
+        """The locals of ``v.xy``, ``v[0]`` or ``m[i, j]`` with indices known without lowering
+        anything (numbers, names of translation-time values); None for any other target."""
+        if isinstance(target, ast.Attribute):
+            picked = None if target.attr in METHODS else self.swizzle(var.shape, target.attr, target)
+            return [var.locals[k] for k in picked] if picked and len(set(picked)) == len(picked) else None
+        parts = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        idx = [p.value if isinstance(p, ast.Constant) else self.named_value(p) for p in parts]
+        if len(idx) != len(var.shape) or not all(type(i) is int for i in idx):
+            return None
+        flat = 0
+        for i, n, p in zip(idx, var.shape, parts):
+            flat = flat * n + self.static_index(i, n, p)
+        return [var.locals[flat]]
 
     def assign_component(self, target: ast.expr, value, stmt) -> None:
         var, scope = self.component_target(target)

@@ -377,7 +377,16 @@ class StatementLowering:
                 and not isinstance(member[0], StructVar):
             self.assign_var(*member, self.binop(op, self.expr(s.target), self.expr(s.value), s), s.target, s)
             return
-        if isinstance(s.target, (ast.Subscript, ast.Attribute)) and self.component_target(s.target) is not None:
+        if isinstance(s.target, (ast.Subscript, ast.Attribute)) and (found := self.component_target(s.target)):
+            places = self.named_components(s.target, found[0])
+            if places is not None:  # `v[0] += x`: each component as a local (atomic where tasks share it)
+                value = self.expr(s.value)
+                if isinstance(value, MatrixValue) and len(value.items) != len(places):
+                    raise self.error(s, f"{len(places)} components cannot be updated by {len(value.items)}")
+                for k, local in enumerate(places):
+                    self.update_local(local, found[1], op, value.items[k] if isinstance(value, MatrixValue) else value,
+                                      s, s.target)
+                return
             self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
             return
         sp = self.struct_places(s.target)
