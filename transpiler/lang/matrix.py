@@ -163,6 +163,8 @@ def host_matrix_class() -> type:
                 return np.outer(np.asarray(self), np.asarray(other)).view(type(self))
 
             def trace(self):
+                if self.ndim != 2 or self.shape[0] != self.shape[1]:  # (NumPy would sum the diagonal it has)
+                    raise ValueError(f"`.trace()` needs a square matrix; got shape {self.shape}")
                 return np.asarray(self).trace().item()
 
             def determinant(self):
