@@ -711,6 +711,49 @@ def test_a_vector_assigned_from_its_own_components_reads_the_old_ones(executor, 
     np.testing.assert_array_equal(out, np.stack([-y, x, z, x, y, y, x, z, y, y, z, x, y, x], 1))
 
 
+Swap = qd.types.struct(a=qd.f32, b=qd.f32, v=qd.math.vec2)
+
+
+@qd.kernel
+def reassign_a_struct_from_its_members(a: qd.types.ndarray(dtype=qd.f32, ndim=2),
+                                       out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(a.shape[0]):
+        s = Swap(a=a[i, 0], b=a[i, 1], v=qd.math.vec2(a[i, 2], a[i, 3]))
+        s = Swap(a=s.b, b=s.a, v=qd.math.vec2(-s.v[1], s.v[0] + s.a))
+        out[i, 0] = s.a
+        out[i, 1] = s.b
+        out[i, 2] = s.v[0]
+        out[i, 3] = s.v[1]
+
+
+def test_a_struct_assigned_from_its_own_members_reads_the_old_ones(executor, rng):
+    a = rng.uniform(-1, 1, (19, 4)).astype(np.float32)
+    out = np.zeros((19, 4), np.float32)
+    reassign_a_struct_from_its_members(a, out)
+    x, y, z, t = a.T
+    np.testing.assert_allclose(out, np.stack([y, x, -t, z + x], 1), rtol=1e-6)
+
+
+swaps = Swap.field(shape=16)
+
+
+@qd.kernel
+def swap_struct_field_members():
+    for i in swaps:
+        swaps[i] = Swap(a=swaps[i].b, b=swaps[i].a, v=qd.math.vec2(-swaps[i].v[1], swaps[i].v[0]))
+
+
+def test_a_struct_field_element_assigned_from_itself_reads_the_old_members(executor, rng):
+    d = {"a": rng.uniform(-1, 1, 16).astype(np.float32), "b": rng.uniform(-1, 1, 16).astype(np.float32),
+         "v": rng.uniform(-1, 1, (16, 2)).astype(np.float32)}
+    swaps.from_numpy(d)
+    swap_struct_field_members()
+    got = swaps.to_numpy()
+    np.testing.assert_array_equal(got["a"], d["b"])
+    np.testing.assert_array_equal(got["b"], d["a"])  # (was the new a: d["b"])
+    np.testing.assert_array_equal(got["v"], np.stack([-d["v"][:, 1], d["v"][:, 0]], 1))
+
+
 @qd.kernel
 def reassign_a_kernel_scope_vector(a: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
     v = qd.math.vec2(a[0], a[1])
@@ -735,5 +778,6 @@ def test_a_kernel_scope_vector_assigned_from_its_own_components_reads_the_old_on
 def test_reassignment_from_own_components_compiles(target):
     from conftest import assert_compiles
 
-    for kernel in (reassign_from_own_components, reassign_a_kernel_scope_vector):
+    for kernel in (reassign_from_own_components, reassign_a_struct_from_its_members, swap_struct_field_members,
+                   reassign_a_kernel_scope_vector):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)

@@ -294,21 +294,27 @@ class MatrixLowering:
         """``v = v.yzx``, ``uv = vec2(-uv[1], uv[0])``: the components are assigned in order, so
         each that reads one assigned before it is computed first, into a temporary (a plain
         ``uv[0]`` too: it must be the old value). ``v += w`` reads only its own: no copy."""
+        copied = self.copied_where_read_early(var.locals, value.items, node, component_suffixes(value.shape))
+        return value if copied is value.items else MatrixValue(value.shape, copied)
+
+    def copied_where_read_early(self, targets: list, items: list, node, suffixes) -> list:
+        """``items``, to be assigned to ``targets`` (locals or kernel-scope variables) in order,
+        with each that reads a target assigned before its own copied into a temporary first;
+        ``items`` itself when none does."""
         position = {}
-        for k, local in enumerate(var.locals):
+        for k, local in enumerate(targets):
             position[id(local)] = k
             shared = local if isinstance(local, KernelVar) else self.promoted.get(id(local), (None, None))[1]
-            if shared is not None:  # a kernel-scope variable's component: read as a load of its buffer
+            if shared is not None:  # a kernel-scope variable: read as a load of its buffer
                 position[id(shared.param)] = k
-        crossed = [any(position.get(id(n.var if isinstance(n, ir.LocalRef) else n.array), k) < k
-                       for n in _walk(e) if isinstance(n, (ir.LocalRef, ir.Load)))
-                   for k, e in enumerate(value.items)]
+        crossed = [isinstance(e, ir.Expr) and any(
+            position.get(id(n.var if isinstance(n, ir.LocalRef) else n.array), k) < k
+            for n in _walk(e) if isinstance(n, (ir.LocalRef, ir.Load))) for k, e in enumerate(items)]
         if not any(crossed):
-            return value
+            return items
         loc = self.loc(node) if isinstance(node, ast.AST) else node
-        return MatrixValue(value.shape, [
-            ir.LocalRef(e.type, loc, self.new_temp(f"tmp_{suffix}", e, loc)) if cross else e
-            for suffix, e, cross in zip(component_suffixes(value.shape), value.items, crossed)])
+        return [ir.LocalRef(e.type, loc, self.new_temp(f"tmp_{suffix}", e, loc)) if cross else e
+                for suffix, e, cross in zip(suffixes, items, crossed)]
 
     def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt, shown: str | None = None) -> None:
         """One component of a variable: a local, or a kernel-scope variable's buffer.

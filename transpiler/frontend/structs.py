@@ -161,12 +161,50 @@ class StructLowering:
         elif isinstance(var, StructVar):
             if not isinstance(value, StructValue) or value.type is not var.type:
                 raise self.error(node, f"a {var.type.name} variable needs a {var.type.name} value")
+            value = self.struct_copied_where_read_early(var, value, node)
             for k, m in var.members.items():
                 self.assign_var(m, scope, value.members[k], node, stmt)
         else:
             if isinstance(value, (MatrixValue, StructValue)):
                 raise self.error(node, f"`{var.name}` is a {var.type.name} scalar; it cannot hold this value")
             self.assign_local(var, scope, self.to_expr(value, node), node, stmt)
+
+    def struct_copied_where_read_early(self, var: StructVar, value: StructValue, node) -> StructValue:
+        """``s = S(a=s.b, b=s.a)``: the members are assigned one by one, so each scalar of the
+        value that reads one of ``s`` assigned before it is computed first (as a vector's
+        components are, see ``copied_where_read_early``)."""
+        targets, items, names = [], [], []
+
+        def flatten(v, val, name: str) -> None:
+            if isinstance(v, StructVar) and isinstance(val, StructValue):
+                for k, m in v.members.items():
+                    flatten(m, val.members[k], f"{name}_{k}" if name else k)
+                return
+            if isinstance(v, MatrixVar):
+                targets.extend(v.locals)
+                # (a list or scalar given to a vector member is read as that member is assigned)
+                items.extend(val.items if isinstance(val, MatrixValue) else [None] * len(v.locals))
+                names.extend(f"{name}_{c}" for c in component_suffixes(v.shape))
+                return
+            targets.append(v)
+            items.append(val)
+            names.append(name)
+
+        flatten(var, value, "")
+        copied = iter(self.copied_where_read_early(targets, items, node, names))
+
+        def rebuild(v, val):
+            if isinstance(v, StructVar) and isinstance(val, StructValue):
+                return StructValue(val.type, {k: rebuild(m, val.members[k]) for k, m in v.members.items()})
+            if isinstance(v, MatrixVar) and isinstance(val, MatrixValue):
+                return MatrixValue(val.shape, [next(copied) for _ in v.locals])
+            if isinstance(v, MatrixVar):
+                for _ in v.locals:
+                    next(copied)
+                return val
+            return next(copied)
+
+        return rebuild(var, value)
 
     def resolve_var(self, node: ast.expr):
         """The variable a name or a member chain (``p``, ``p.pos``, ``s.inner.v``) denotes:
