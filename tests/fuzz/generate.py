@@ -402,7 +402,7 @@ class Generator:
         if "structs" in self.features:
             choices += [("sassign", 0.6)]
         if ("vectors" in self.features or "structs" in self.features) and self.composite_vars(ctx, True):
-            choices += [("vset", 1)]
+            choices += [("vset", 1), ("vreassign", 0.8)]
         kind = r.choices([c for c, _ in choices], [w for _, w in choices])[0]
         return getattr(self, "st_" + kind)(ctx)
 
@@ -1170,6 +1170,49 @@ class Generator:
         if v.exact:
             return e.exact and e.mag <= v.mag and e.frac <= v.frac
         return e.mag <= v.mag
+
+    def st_vreassign(self, ctx: Ctx) -> list[Stmt]:
+        """``v = vec3(v[2], v[0], v[1])``, ``v = v.yx``, ``s = S(a=s.b, b=s.a)``: a whole vector,
+        matrix or struct given a value read from its own components, which are assigned one at a
+        time in the generated code (each must read the old value)."""
+        r = self.r
+        name, v = r.choice(self.composite_vars(ctx, True))
+        var = Expr("var", v.dt, [], name, v.exact, v.mag, v.frac)
+        meta = self.meta_of(var)
+        if isinstance(v.dt, ST):
+            parts = []
+            for k, mt in v.dt.members:
+                same = [k2 for k2, mt2 in v.dt.members if mt2 == mt]
+                if self.chance(0.7):  # another member of the same type (the old value)
+                    parts.append(Expr("comp", mt, [var], ("mem", r.choice(same)), **meta))
+                else:
+                    parts.append(self.vec_expr(ctx, mt, 1, v.exact) if isinstance(mt, VT)
+                                 else self.expr_of(ctx, mt, 1))
+            e = Expr("struct", v.dt, parts, None, all(p.exact for p in parts), max(p.mag for p in parts),
+                     max(p.frac for p in parts))
+        elif not v.dt.m and self.chance(0.6):
+            order = list(range(v.dt.n))
+            r.shuffle(order)
+            if self.chance(0.5):
+                e = Expr("comp", v.dt, [var], ("swz", "".join("xyzw"[k] for k in order)), **meta)
+            else:
+                e = Expr("vec", v.dt, [Expr("comp", v.dt.elem, [var], ("idx", k), **meta) for k in order], None, **meta)
+        else:
+            e = self.vec_expr(ctx, v.dt, 2, v.exact)
+        floats = [p for p in ([e] if not isinstance(v.dt, ST) else e.args)
+                  if (p.t.elem if isinstance(p.t, VT) else p.t).is_float]
+        if any(not self.fits_bounds(p, v) for p in floats):
+            return self.st_assign(ctx)
+        out = [Stmt("assign", name, [e])]
+        if ctx.where != "helper" and isinstance(v.dt, VT):  # stored at once: what it now holds is seen
+            if ctx.where == "serial":
+                a, idx = self.out_array(v.dt.elem, "serial", 8, v.dt), lit(0)
+            else:
+                a, idx = self.out_array(v.dt.elem, elem=v.dt), Expr("var", I32, [], "i")
+            ctx.task.writes.add(a.name)
+            self.note_store(a, var)
+            out.append(Stmt("store", a.name, [idx, var]))
+        return out
 
     def st_vset(self, ctx: Ctx) -> list[Stmt]:
         """``v.x = e``, ``m[1, 0] = e``, ``s.a = e``, ``s.c.y = e``, ``s.c = vector``."""
