@@ -711,6 +711,43 @@ def test_a_vector_assigned_from_its_own_components_reads_the_old_ones(executor, 
     np.testing.assert_array_equal(out, np.stack([-y, x, z, x, y, y, x, z, y, y, z, x, y, x], 1))
 
 
+pairs = qd.Vector.field(2, qd.f32, shape=11)
+
+
+@qd.kernel
+def update_from_own_components(a: qd.types.ndarray(dtype=qd.f32, ndim=2), e: qd.types.ndarray(dtype=qd.math.vec2, ndim=1),
+                               out: qd.types.ndarray(dtype=qd.f32, ndim=2)):
+    for i in range(a.shape[0]):
+        v = qd.math.vec2(a[i, 0], a[i, 1])
+        v += v.yx
+        m = qd.Matrix([[a[i, 0], a[i, 1]], [a[i, 2], a[i, 3]]])
+        m += m.transpose()
+        w = vec3(a[i, 0], a[i, 1], a[i, 2])
+        w *= w.x  # a scalar read from the vector itself, for every component
+        p = qd.math.vec2(a[i, 0], a[i, 1])
+        p.xy -= p.yx
+        e[i] += e[i].yx  # an ndarray element: atomics per component, each of the old values
+        pairs[i] += pairs[i].yx
+        row = [v[0], v[1], m[0, 1], m[1, 0], w[0], w[1], w[2], p[0], p[1]]
+        for k in qd.static(range(9)):
+            out[i, k] = row[k]
+
+
+def test_a_vector_updated_by_its_own_components_reads_the_old_ones(executor, rng):
+    a = rng.uniform(-1, 1, (11, 4)).astype(np.float32)
+    e = rng.uniform(-1, 1, (11, 2)).astype(np.float32)
+    f = rng.uniform(-1, 1, (11, 2)).astype(np.float32)
+    e0 = e.copy()
+    pairs.from_numpy(f)
+    out = np.zeros((11, 9), np.float32)
+    update_from_own_components(a, e, out)
+    x, y, z, _ = a.T
+    np.testing.assert_allclose(out, np.stack([x + y, y + x, y + z, z + y, x * x, y * x, z * x, x - y, y - x], 1),
+                               rtol=1e-6)
+    np.testing.assert_allclose(e, e0 + e0[:, ::-1], rtol=1e-6)
+    np.testing.assert_allclose(pairs.to_numpy(), f + f[:, ::-1], rtol=1e-6)
+
+
 Swap = qd.types.struct(a=qd.f32, b=qd.f32, v=qd.math.vec2)
 
 
@@ -778,6 +815,6 @@ def test_a_kernel_scope_vector_assigned_from_its_own_components_reads_the_old_on
 def test_reassignment_from_own_components_compiles(target):
     from conftest import assert_compiles
 
-    for kernel in (reassign_from_own_components, reassign_a_struct_from_its_members, swap_struct_field_members,
-                   reassign_a_kernel_scope_vector):
+    for kernel in (reassign_from_own_components, update_from_own_components, reassign_a_struct_from_its_members,
+                   swap_struct_field_members, reassign_a_kernel_scope_vector):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)

@@ -558,6 +558,9 @@ class MatrixLowering:
                                      f"{describe(value.shape)}")
         if not isinstance(value, MatrixValue) and len(places) > 1:
             values = [self.once(self.to_expr(value, target), target, "tmp")] * len(places)
+        elif isinstance(value, MatrixValue) and any(isinstance(n, ir.Load) and n.array is array
+                                                    for e in values if isinstance(e, ir.Expr) for n in _walk(e)):
+            values = self.materialize(value, target, "tmp").items  # `a[i] += a[i].yx`: read before any update
         for idx, v in zip(places, values):
             if op in ATOMIC_AUGASSIGN and isinstance(target, ast.Subscript):  # folded per block where it can be
                 self.update_element(ATOMIC_AUGASSIGN[op], array, idx, self.to_expr(v, target), target, stmt,

@@ -363,8 +363,12 @@ class StatementLowering:
                     from .matrices import describe
 
                     raise self.error(s, f"shape mismatch: {describe(bound.shape)} and {describe(value.shape)}")
-                for k, local in enumerate(bound.locals):
-                    part = value.items[k] if isinstance(value, MatrixValue) else value
+                from .matrices import component_suffixes
+
+                parts = value.items if isinstance(value, MatrixValue) else [value] * len(bound.locals)
+                # `v += v.yx`: a component that reads one updated before it reads the old value
+                parts = self.copied_where_read_early(bound.locals, parts, s, component_suffixes(bound.shape))
+                for local, part in zip(bound.locals, parts):
                     self.update_local(local, scope, op, part, s, s.target)
                 return
             if isinstance(bound, ir.Local) or self.shared_for_read(bound, scope) is not None:
@@ -383,9 +387,10 @@ class StatementLowering:
                 value = self.expr(s.value)
                 if isinstance(value, MatrixValue) and len(value.items) != len(places):
                     raise self.error(s, f"{len(places)} components cannot be updated by {len(value.items)}")
-                for k, local in enumerate(places):
-                    self.update_local(local, found[1], op, value.items[k] if isinstance(value, MatrixValue) else value,
-                                      s, s.target)
+                parts = value.items if isinstance(value, MatrixValue) else [value] * len(places)
+                parts = self.copied_where_read_early(places, parts, s, [p.name for p in places])
+                for local, part in zip(places, parts):
+                    self.update_local(local, found[1], op, part, s, s.target)
                 return
             self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
             return
