@@ -1204,6 +1204,8 @@ class Generator:
         if any(not self.fits_bounds(p, v) for p in floats):
             return self.st_assign(ctx)
         out = [Stmt("assign", name, [e])]
+        if isinstance(v.dt, VT) and not v.dt.m and v.dt.elem.is_int and e.op in ("vec", "comp") and self.chance(0.4):
+            out = [Stmt("aug", (name, r.choice(["add", "sub"])), [e])]  # v += v.yx (integers wrap: no bound to keep)
         if ctx.where != "helper" and isinstance(v.dt, VT):  # stored at once: what it now holds is seen
             if ctx.where == "serial":
                 a, idx = self.out_array(v.dt.elem, "serial", 8, v.dt), lit(0)

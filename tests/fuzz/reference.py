@@ -243,8 +243,10 @@ class Interpreter:
         elif k == "aug":
             name, op = s.attr
             cur, ct = self.lookup(name, scopes)
-            v, t = self.binop(op, (cur, ct, False), self.ev_lit(s.exprs[0], scopes))
-            if t.is_float and ct.is_int:
+            rhs = self.ev_lit(s.exprs[0], scopes)
+            # (a vector: `v += v.yx`, every component of the right side read before any is updated)
+            v, t = self.vbinop(op, (cur, ct, False), rhs) if isinstance(ct, VT) else self.binop(op, (cur, ct, False), rhs)
+            if (t.elem if isinstance(t, VT) else t).is_float and (ct.elem if isinstance(ct, VT) else ct).is_int:
                 raise Invalid("a float into an integer variable")
             self.assign(name, v, t, scopes)
         elif k == "reduce_minmax":
