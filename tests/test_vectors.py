@@ -728,8 +728,11 @@ def update_from_own_components(a: qd.types.ndarray(dtype=qd.f32, ndim=2), e: qd.
         p.xy -= p.yx
         e[i] += e[i].yx  # an ndarray element: atomics per component, each of the old values
         pairs[i] += pairs[i].yx
-        row = [v[0], v[1], m[0, 1], m[1, 0], w[0], w[1], w[2], p[0], p[1]]
-        for k in qd.static(range(9)):
+        q = vec3(a[i, 0], a[i, 1], a[i, 2])
+        q.xy += [10.0, 20.0]  # lists, as vectors
+        q += [100.0, 200.0, 300.0]
+        row = [v[0], v[1], m[0, 1], m[1, 0], w[0], w[1], w[2], p[0], p[1], q[0], q[1], q[2]]
+        for k in qd.static(range(12)):
             out[i, k] = row[k]
 
 
@@ -739,11 +742,11 @@ def test_a_vector_updated_by_its_own_components_reads_the_old_ones(executor, rng
     f = rng.uniform(-1, 1, (11, 2)).astype(np.float32)
     e0 = e.copy()
     pairs.from_numpy(f)
-    out = np.zeros((11, 9), np.float32)
+    out = np.zeros((11, 12), np.float32)
     update_from_own_components(a, e, out)
     x, y, z, _ = a.T
-    np.testing.assert_allclose(out, np.stack([x + y, y + x, y + z, z + y, x * x, y * x, z * x, x - y, y - x], 1),
-                               rtol=1e-6)
+    np.testing.assert_allclose(out, np.stack([x + y, y + x, y + z, z + y, x * x, y * x, z * x, x - y, y - x,
+                                              x + 110, y + 220, z + 300], 1), rtol=1e-6)
     np.testing.assert_allclose(e, e0 + e0[:, ::-1], rtol=1e-6)
     np.testing.assert_allclose(pairs.to_numpy(), f + f[:, ::-1], rtol=1e-6)
 

@@ -358,7 +358,7 @@ class StatementLowering:
         if isinstance(s.target, ast.Name):
             bound, scope = self.scope.lookup(s.target.id)
             if isinstance(bound, MatrixVar):
-                value = self.expr(s.value)
+                value = self.as_matrix(self.expr(s.value), s.value)  # `v += [1, 0]`
                 if isinstance(value, MatrixValue) and value.shape != bound.shape:
                     from .matrices import describe
 
@@ -384,7 +384,7 @@ class StatementLowering:
         if isinstance(s.target, (ast.Subscript, ast.Attribute)) and (found := self.component_target(s.target)):
             places = self.named_components(s.target, found[0])
             if places is not None:  # `v[0] += x`: each component as a local (atomic where tasks share it)
-                value = self.expr(s.value)
+                value = self.expr(s.value) if len(places) == 1 else self.as_matrix(self.expr(s.value), s.value)
                 if isinstance(value, MatrixValue) and len(value.items) != len(places):
                     raise self.error(s, f"{len(places)} components cannot be updated by {len(value.items)}")
                 parts = value.items if isinstance(value, MatrixValue) else [value] * len(places)
