@@ -270,6 +270,19 @@ def grouped_fill(img: qd.Template, scale: qd.template()) -> None:
 @qd.kernel
 def zero_d(c: qd.Template) -> None:
     c[()] += 1
+
+
+@qd.func
+def sample(qf, u, v):  # Taichi's stable-fluid spelling: the index vector built in the helper
+    I = qd.Vector([int(u), int(v)])
+    I = qd.max(0, qd.min(7, I))
+    return qf[I]
+
+
+@qd.kernel
+def resample(qf: qd.template(), out: qd.template()) -> None:
+    for i in range(8):
+        out[i] = sample(qf, i + 0.5, i * 0.5)
 '''
 
 
@@ -286,6 +299,9 @@ def test_template_parameters_used_as_arrays_default_to_f32_and_say_so(tmp_path):
     assert "ndarray `img` of grouped_fill is typed by the call; translated as f32, 3-d" in r.stderr
     r = cli("emit", src, "--target", "cuda", "--kernel", "grouped_fill")
     assert r.returncode == 1 and "template parameter `scale` needs a value" in r.stderr
+    r = cli("emit", src, "--target", "cuda", "--kernel", "resample")
+    assert r.returncode == 0, r.stderr
+    assert "ndarray `qf` of resample is typed by the call; translated as f32, 2-d" in r.stderr  # (was 1-d: an error)
 
 
 DATA_ORIENTED = '''

@@ -190,6 +190,10 @@ def _array_ndim(fn, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | N
                 grouped[n.target.id] = len(inner.args)
             elif isinstance(inner, ast.Name) and inner.id != name:
                 grouped[n.target.id] = _array_ndim(fn, fdef, inner.id, depth) or 1
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            size = _index_vector_size(n.value)  # I = qd.Vector([i, j]): a[I] takes 2 indices
+            if size is not None:
+                grouped.setdefault(n.targets[0].id, size)
     ndim = None
 
     def use(k: int | None) -> None:
@@ -221,6 +225,21 @@ def _array_ndim(fn, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | N
             for p in passed:
                 use(_array_ndim(callee.fn, cdef, p, depth + 1))
     return ndim
+
+
+def _index_vector_size(value: ast.expr) -> int | None:
+    """The length of an index vector built in place: ``[i, j]``, ``(i, j)``,
+    ``qd.Vector([i, j])``, ``qd.math.ivec2(i, j)``; None for anything else."""
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return len(value.elts)
+    if isinstance(value, ast.Call):
+        name = getattr(value.func, "attr", getattr(value.func, "id", ""))
+        if name == "Vector" and value.args and isinstance(value.args[0], (ast.List, ast.Tuple)):
+            return len(value.args[0].elts)
+        m = re.fullmatch(r"[iu]?vec([234])", name)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def translations(args, keep_going: bool = False) -> list:
