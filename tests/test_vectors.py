@@ -821,3 +821,18 @@ def test_reassignment_from_own_components_compiles(target):
     for kernel in (reassign_from_own_components, update_from_own_components, reassign_a_struct_from_its_members,
                    swap_struct_field_members, reassign_a_kernel_scope_vector):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)
+
+
+@qd.kernel
+def update_two_components_by_three(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+    for i in range(out.shape[0]):
+        v = vec3(1.0, 2.0, 3.0)
+        v.xy += vec3(1.0, 1.0, 1.0)
+        out[i] = v[0]
+
+
+def test_components_updated_by_a_vector_of_another_length_is_a_located_error():
+    with pytest.raises(qd.TranspileError) as err:
+        qd.translate(update_two_components_by_three, "cuda")
+    line = update_two_components_by_three.fn.__code__.co_firstlineno + 4
+    assert f"test_vectors.py:{line}:" in str(err.value) and "2 components cannot be updated by 3" in str(err.value)

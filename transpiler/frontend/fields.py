@@ -13,7 +13,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
 from ..lang.field import Field, StructField
-from .values import CT, ArrayHandle, MatrixValue, StructValue
+from .values import CT, ArrayHandle, MatrixValue, StructValue, map_scalars
 
 
 class StructArray:
@@ -197,7 +197,7 @@ class FieldLowering:
                                          f"element's ({', '.join(place.members)})")
             if op is None:  # `p[i] = S(a=p[i].b, b=p[i].a)`: what reads the element is read before any store
                 arrays = {id(leaf.array) for leaf in struct_leaves(place)}
-                value = _scalars_mapped(value, lambda e: self.once(e, target, "tmp") if any(
+                value = map_scalars(value, lambda e: self.once(e, target, "tmp") if any(
                     isinstance(n, ir.Load) and id(n.array) in arrays for n in iter_expr(e)) else e)
             for k, m in place.members.items():
                 self.store_struct_place(m, indices, value.members[k], target, stmt, op)
@@ -215,15 +215,6 @@ class FieldLowering:
             self.emit(ir.Store(self.loc(stmt), array, indices, e))
         else:
             self.update_places(array, [indices], (), op, value, target, stmt)
-
-
-def _scalars_mapped(value, fn):
-    """``value`` (a struct, vector or scalar value) with ``fn`` applied to each scalar expression."""
-    if isinstance(value, StructValue):
-        return StructValue(value.type, {k: _scalars_mapped(m, fn) for k, m in value.members.items()})
-    if isinstance(value, MatrixValue):
-        return MatrixValue(value.shape, [fn(e) if isinstance(e, ir.Expr) else e for e in value.items])
-    return fn(value) if isinstance(value, ir.Expr) else value
 
 
 def _is_ndarray_object(obj) -> bool:

@@ -20,7 +20,9 @@ from ..lang.matrix import MatrixType, StructType, dataclass_members
 from ..lang.tile import TileType
 from .common import is_py_scalar
 from .matrices import component_suffixes
-from .values import CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue
+from .values import (
+    CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue, map_scalars,
+)
 
 
 def member_type(t):
@@ -191,20 +193,12 @@ class StructLowering:
             names.append(name)
 
         flatten(var, value, "")
-        copied = iter(self.copied_where_read_early(targets, items, node, names))
-
-        def rebuild(v, val):
-            if isinstance(v, StructVar) and isinstance(val, StructValue):
-                return StructValue(val.type, {k: rebuild(m, val.members[k]) for k, m in v.members.items()})
-            if isinstance(v, MatrixVar) and isinstance(val, MatrixValue):
-                return MatrixValue(val.shape, [next(copied) for _ in v.locals])
-            if isinstance(v, MatrixVar):
-                for _ in v.locals:
-                    next(copied)
-                return val
-            return next(copied)
-
-        return rebuild(var, value)
+        copied = self.copied_where_read_early(targets, items, node, names)
+        if copied is items:
+            return value
+        # (the same expression in two places is copied in both: the copy holds its old value)
+        new = {id(old): e for old, e in zip(items, copied) if e is not old}
+        return map_scalars(value, lambda e: new.get(id(e), e))
 
     def resolve_var(self, node: ast.expr):
         """The variable a name or a member chain (``p``, ``p.pos``, ``s.inner.v``) denotes:

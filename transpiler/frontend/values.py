@@ -94,6 +94,15 @@ class StructVar:
     members: dict
 
 
+def map_scalars(value, fn):
+    """``value`` (a struct, vector or scalar value) with ``fn`` applied to each scalar expression."""
+    if isinstance(value, StructValue):
+        return StructValue(value.type, {k: map_scalars(m, fn) for k, m in value.members.items()})
+    if isinstance(value, MatrixValue):
+        return MatrixValue(value.shape, [fn(e) if isinstance(e, ir.Expr) else e for e in value.items])
+    return fn(value) if isinstance(value, ir.Expr) else value
+
+
 def component_locals(bound) -> list:
     """The ir.Locals a name's binding holds: itself for a scalar local, every component of a
     vector, matrix or struct variable, none for anything else."""
