@@ -483,12 +483,21 @@ def test_threads_that_never_wait_run_directly(dialect, monkeypatch):
 
 
 @qd.kernel
-def count_to(n: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+def count_to(n: qd.types.ndarray(dtype=qd.u32, ndim=1), out: qd.types.ndarray(dtype=qd.u32, ndim=1)):
     for i in range(n.shape[0]):
-        c = 0
+        # A linear congruential step, not `c += 1`: clang turns a counted sum into its closed
+        # form, which made a billion iterations take 0.3 s, as long as the watchdog's limit.
+        c = qd.u32(1)
         for k in range(n[i]):
-            c += 1
+            c = c * qd.u32(1664525) + qd.u32(1013904223)
         out[i] = c
+
+
+def lcg(steps: int) -> int:
+    c = 1
+    for _ in range(steps):
+        c = (c * 1664525 + 1013904223) % 2**32
+    return c
 
 
 def test_a_hang_in_a_direct_task_is_reported(dialect):
@@ -496,14 +505,14 @@ def test_a_hang_in_a_direct_task_is_reported(dialect):
     watchdog as a fiber's would be, and the emulator goes on."""
     qd.init(arch="cpu", dialect=dialect, watchdog_s=0.3, workers=1)
     try:
-        n = np.full(256, 5, np.int32)
-        n[200] = 1 << 30  # a counted loop of a billion iterations in one thread
-        out = np.zeros(256, np.int32)
+        n = np.full(256, 5, np.uint32)
+        n[200] = 1 << 31  # a counted loop of two billion dependent steps in one thread: seconds
+        out = np.zeros(256, np.uint32)
         with pytest.raises(DeadlockError, match=r"no progress for 0\.3 s in block 1 of 2: thread 72 is looping at "
                                                 r"test_cpu_emulator\.py:\d+"):
             count_to(n, out)
-        count_to(np.full(256, 7, np.int32), out)
-        assert (out == 7).all()
+        count_to(np.full(256, 7, np.uint32), out)
+        assert (out == lcg(7)).all()
     finally:
         qd.init(arch="cpu")
 
