@@ -39,6 +39,7 @@ GOAL_CLI_EXAMPLE_S = 0.2   # each example file (issue 19)
 
 def _forget(kernel, parsed: bool) -> None:
     kernel.__dict__.pop("_ir_cache", None)
+    kernel.__dict__.pop("_hazard_cache", None)  # the checker's verdicts on that IR
     if parsed:
         try:  # an implementation detail: the frontend's parse cache, keyed by code object and file
             from transpiler.frontend import source

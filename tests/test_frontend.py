@@ -369,3 +369,34 @@ def test_the_default_types_are_per_thread():
         release.set()
         t.join()
     assert seen == [T.f32] and T.defaults() == T.Defaults()
+
+
+def test_a_translation_leaves_the_cycle_collector_as_it_found_it():
+    """The pipeline pauses Python's cycle collector while it translates (pipeline.py): it is
+    on again afterwards, after an error too, and stays off for a caller who turned it off."""
+    import gc
+
+    from transpiler.errors import TranspileError
+
+    @qd.kernel
+    def scale(x: f32v):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 2.0
+
+    @qd.kernel
+    def broken(x: f32v):
+        for i in range(x.shape[0]):
+            x[i] = undefined_name  # noqa: F821
+
+    assert gc.isenabled()
+    qd.translate(scale, "cuda")
+    assert gc.isenabled()
+    with pytest.raises(TranspileError, match="undefined name `undefined_name`"):
+        qd.translate(broken, "glsl")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        qd.translate(scale, "msl")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
