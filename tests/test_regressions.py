@@ -1009,3 +1009,76 @@ def test_a_load_after_a_loop_left_on_a_loaded_value(executor, rng):
             hops = parent[hops]
         want[i, 2] = weight[hops]
     np.testing.assert_array_equal(out, want)
+
+
+# ----------------------------------------------------------------------------- value ranges
+
+@qd.func
+def lower_by(x: qd.template(), k: qd.i32):
+    x -= k  # the caller's variable itself (a qd.template() parameter)
+
+
+@qd.kernel
+def changed_through_a_template(out: qd.types.ndarray(qd.i32, ndim=2), by: qd.types.ndarray(qd.i32, ndim=1)):
+    for i in range(out.shape[0]):
+        c = 5           # non-negative where it is declared ...
+        lower_by(c, by[i])  # ... not after: Python's % and // of a negative number
+        out[i, 0] = c % 3
+        out[i, 1] = c // 4
+
+
+def test_a_local_a_function_changes_through_a_template_keeps_pythons_division(executor, rng):
+    """A local assigned once is not known non-negative when a @qd.func takes it as a
+    qd.template() and assigns it: `c % 3` was C's remainder of -5 (-2; Python's is 1)."""
+    by = rng.integers(0, 20, 64).astype(np.int32)
+    out = np.zeros((64, 2), np.int32)
+    changed_through_a_template(out, by)
+    np.testing.assert_array_equal(out[:, 0], (5 - by) % 3)
+    np.testing.assert_array_equal(out[:, 1], (5 - by) // 4)
+
+
+N_RING = 16
+ring = qd.field(qd.f32, shape=(N_RING, N_RING))
+ring_out = qd.field(qd.f32, shape=(N_RING, N_RING))
+
+
+@qd.kernel
+def ring_neighbours(bins: qd.types.ndarray(qd.i32, ndim=1), out: qd.types.ndarray(qd.i32, ndim=2)):
+    for i, j in ring:  # periodic neighbours, Taichi's way: (i + 1) % N of a field's index
+        ring_out[i, j] = ring[(i + 1) % N_RING, j] + ring[i, (j + N_RING - 1) % N_RING] * 2.0
+    for i in range(out.shape[0]):
+        bins[i % bins.shape[0]] += 1   # an extent as the divisor
+        out[i, 0] = (i + 1) // bins.shape[0]
+        out[i, 1] = i * 3 + 1   # may wrap: the extents are not known here
+
+
+def test_loop_variables_carry_their_ranges(executor, rng):
+    """A loop variable holds its range's values, and a local assigned once its value's range:
+    `(i + 1) % 16` over a 16-wide field is `(i + 1) & 15`, `i % n` of an extent C's `%`, and
+    `i + 1` below an extent plain arithmetic, where Python's results are C's."""
+    r = rng.standard_normal((N_RING, N_RING)).astype(np.float32)
+    ring.from_numpy(r)
+    bins = np.zeros(7, np.int32)
+    out = np.zeros((100, 2), np.int32)
+    ring_neighbours(bins, out)
+    np.testing.assert_allclose(ring_out.to_numpy(), np.roll(r, -1, 0) + 2 * np.roll(r, 1, 1), rtol=1e-6)
+    np.testing.assert_array_equal(bins, np.bincount(np.arange(100) % 7, minlength=7))
+    np.testing.assert_array_equal(out[:, 0], (np.arange(100) + 1) // 7)
+    np.testing.assert_array_equal(out[:, 1], np.arange(100) * 3 + 1)
+
+
+def test_loop_variable_ranges_in_the_spelling():
+    cuda = "\n".join(qd.translate(ring_neighbours, "cuda").sources.values())
+    assert "ring[((i + 1) & 15) * 16 + j]" in cuda and "ring[i * 16 + ((j + 15) & 15)]" in cuda
+    assert "bins[i % bins_shape_0]" in cuda and "(i + 1) / bins_shape_0" in cuda
+    assert "int32_t(uint32_t(i) * 3u + 1u)" in cuda  # (i up to 2**31 - 2: i * 3 may overflow)
+    assert "qd_mod" not in cuda and "qd_floordiv" not in cuda
+    plain = "\n".join(qd.translate(changed_through_a_template, "cuda").sources.values())
+    assert "qd_mod(c, 3)" in plain and "qd_floordiv(c, 4)" in plain
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("target", ["cuda", "hip", "glsl", "msl"])
+def test_range_kernels_compile(target):
+    for kernel in (changed_through_a_template, ring_neighbours):
+        assert_compiles(target, qd.translate(kernel, target), kernel.__name__)

@@ -356,6 +356,8 @@ class Generator:
     def helper(self) -> None:
         r = self.r
         name = f"h{len(self.helpers)}"
+        if self.chance(0.35):
+            return self.mutator(name)
         params = [(self.fresh("a"), r.choice(ALL if "floats" in self.features else INTS))
                   for _ in range(r.randint(1, 3))]
         ret = r.choice(ALL if "floats" in self.features else INTS)
@@ -367,6 +369,55 @@ class Generator:
         body.append(Stmt("return", None, [e]))
         self.helpers.append(Helper(name, params, ret, body))
         self.ret_meta[name] = (e.exact, e.mag, e.frac) if e.t.is_float else (e.t.bits < ret.mantissa, e.t.bits, 0)
+
+    def mutator(self, name: str) -> None:
+        """A helper whose first parameter is a qd.template(): the caller's integer variable
+        itself, which the body updates (so that what the caller knew of its value, such as its
+        sign where it was assigned, no longer holds), called as a statement."""
+        r = self.r
+        t = I32 if self.chance(0.6) else r.choice(INTS)  # the type most variables have
+        x = self.fresh("a")
+        params = [(x, t)] + [(self.fresh("a"), r.choice(INTS)) for _ in range(r.randint(0, 2))]
+        scope = {x: Var(t, True)}
+        scope.update({p: Var(pt, False, mag=HELPER_MAG, frac=HELPER_FRAC) for p, pt in params[1:]})
+        ctx = Ctx("helper", [scope], None, helpers=len(self.helpers))
+        body = self.body(ctx, r.randint(0, 2))
+        for _ in range(r.randint(1, 2)):  # the parameter is the only mutable integer here
+            body += self.st_aug(ctx) if self.chance(0.6) else self.st_reassign(ctx)
+        if self.chance(0.4):  # often below zero, where Python's // and % differ from C's
+            body.append(Stmt("aug", (x, "sub"), [Expr("cast", t, [lit(r.randint(1, 200))], "ctor")]))
+        self.helpers.append(Helper(name, params, t, body, mutates=True))
+
+    def mutators(self, ctx: Ctx) -> list[Helper]:
+        """The helpers that assign their first argument, which this code may call."""
+        if ctx.where == "helper":
+            return []
+        # (called at a kernel's top level, a function's own loops would be parallel tasks)
+        no_loops = ctx.loops or (ctx.where == "serial" and ctx.depth == 0)
+        return [h for h in self.helpers[:ctx.helpers] if h.mutates and not (no_loops and has_loops(h.body))]
+
+    def st_mutate(self, ctx: Ctx) -> list[Stmt]:
+        """A call of such a helper on a variable of its type: one in scope, or one assigned
+        just before (once, so the frontend may think it knows the value's sign and range)."""
+        h = self.r.choice(self.mutators(ctx))
+        t = h.params[0][1]
+        vs = [n for n, v in self.mutable_ints(ctx) if v.dt == t]
+        out = []
+        if vs and self.chance(0.5):
+            name = self.r.choice(vs)
+        else:
+            top = ctx.where == "serial" and ctx.depth == 0  # kernel scope, as st_assign's
+            name = self.fresh("k" if top else "v")
+            # (a literal, half the time: then the frontend knows it non-negative where assigned)
+            first = lit(self.r.randint(0, 100)) if self.chance(0.5) else self.int_expr(ctx, t, 2)
+            out.append(Stmt("assign", name, [Expr("cast", t, [first], "ctor")]))
+            ctx.scopes[-1][name] = Var(t, True, top)
+        args = [self.helper_arg(ctx, pt, 2) for _, pt in h.params[1:]]
+        out.append(Stmt("mutate", (h.name, name), args))
+        if self.chance(0.6):  # what the call left, floor-divided: Python's // and % of its sign
+            op = self.r.choice(["mod", "floordiv"])
+            out.append(self.store(ctx, Expr("bin", t, [Expr("var", t, [], name), lit(self.r.randint(2, 9))], op)))
+        return out
 
     # ------------------------------------------------------------------ statements
 
@@ -395,6 +446,8 @@ class Generator:
             choices += [("shared", 1.5)]
         if ctx.where == "parallel" and "reductions" in self.features:
             choices += [("reduce", 1)]
+        if self.mutators(ctx):
+            choices += [("mutate", 3)]
         if "vectors" in self.features:
             choices += [("vassign", 1.5)]
             if ctx.where != "helper":
@@ -459,22 +512,26 @@ class Generator:
     def st_store(self, ctx: Ctx) -> list[Stmt]:
         return [self.store(ctx)]
 
-    def store(self, ctx: Ctx) -> Stmt:
+    def store(self, ctx: Ctx, value: Expr | None = None) -> Stmt:
+        """A store of a new expression, or of ``value`` (into an array of its type)."""
         r = self.r
+        fits = (lambda a: a.dt == value.t) if value is not None else (lambda a: True)
+        new_type = value.t if value is not None else r.choice(self.types())
         if ctx.where == "serial":
-            cands = [a for a in self.arrays if a.role == "serial" and a.elem is None]
-            a = r.choice(cands) if cands and self.chance(0.7) else self.out_array(r.choice(self.types()), "serial", 8)
+            cands = [a for a in self.arrays if a.role == "serial" and a.elem is None and fits(a)]
+            a = r.choice(cands) if cands and self.chance(0.7) else self.out_array(new_type, "serial", 8)
             idx = lit(r.randint(0, a.size - 1))
         else:
-            cands = [a for a in self.arrays if a.role == "out" and a.name in ctx.task.writes and a.elem is None]
+            cands = [a for a in self.arrays if a.role == "out" and a.name in ctx.task.writes and a.elem is None
+                     and fits(a)]
             if not cands or self.chance(0.3):
                 cands = [a for a in self.arrays if a.role == "out" and a.name not in self.written
-                         and a.name not in ctx.task.writes and a.elem is None] or \
-                        [self.out_array(r.choice(self.types()))]
+                         and a.name not in ctx.task.writes and a.elem is None and fits(a)] or \
+                        [self.out_array(new_type)]
             a = r.choice(cands)
             idx = Expr("var", I32, [], "i")
         ctx.task.writes.add(a.name)
-        e = self.expr_of(ctx, a.dt, 3, convertible=True)
+        e = value if value is not None else self.expr_of(ctx, a.dt, 3, convertible=True)
         self.note_store(a, e)
         if ctx.where == "parallel" and self.chance(0.15) and a.dt.is_int and a.dt.bits >= 32:
             return Stmt("augstore", (a.name, "add"), [idx, e])  # an atomic add only this thread does
@@ -772,7 +829,7 @@ class Generator:
         return Expr("bin", s, [self.int_expr(ctx, s, 1), lit(t.bits - 1)], "bitand")
 
     def call(self, ctx: Ctx, t: DT, d: int) -> Expr | None:
-        hs = [h for h in self.helpers[:ctx.helpers] if h.ret == t]
+        hs = [h for h in self.helpers[:ctx.helpers] if h.ret == t and not h.mutates]
         if ctx.loops and self.features - BASE_FEATURES:
             # the newer features make bigger kernels: a helper with loops is not called in a
             # loop, so that the reference's work (and the emulators') stays small

@@ -78,6 +78,9 @@ class Helper:
     params: list[tuple[str, DT]]
     ret: DT
     body: list[Stmt]
+    # Its first parameter is a qd.template(): the caller's variable itself, which the body
+    # assigns; called as a statement, it returns nothing.
+    mutates: bool = False
 
 
 @dataclass
@@ -224,6 +227,9 @@ def render_stmt(s: Stmt, ind: int, out: list[str]) -> None:
     elif k == "katomic":  # qd.atomic_max(m, v) on a kernel-scope variable
         fn, name = s.attr
         out.append(f"{p}qd.{fn}({name}, {e[0]})")
+    elif k == "mutate":  # h(v, ...): a helper that assigns the variable it is given
+        helper, name = s.attr
+        out.append(f"{p}{helper}({', '.join([name, *e])})")
     elif k == "if":
         out.append(f"{p}if {e[0]}:")
         render_body(s.bodies[0], ind + 1, out)
@@ -278,8 +284,9 @@ def render(prog: Program) -> str:
             else:
                 out.append(f"{a.name} = qd.Vector.field({a.elem.n}, qd.{a.dt.name}, shape={a.size})")
     for h in prog.helpers:
-        params = ", ".join(f"{n}: qd.{t.name}" for n, t in h.params)
-        out += ["", "@qd.func", f"def {h.name}({params}) -> qd.{h.ret.name}:"]
+        params = ", ".join(f"{n}: qd.template()" if h.mutates and k == 0 else f"{n}: qd.{t.name}"
+                           for k, (n, t) in enumerate(h.params))
+        out += ["", "@qd.func", f"def {h.name}({params}) -> {'None' if h.mutates else 'qd.' + h.ret.name}:"]
         render_body(h.body, 1, out)
     params = [f"{a.name}: qd.types.ndarray(qd.{a.dt.name}, ndim=1)" if a.elem is None else
               f"{a.name}: qd.types.ndarray(dtype={a.elem.name}, ndim=1)" for a in prog.arrays if not a.field]

@@ -249,6 +249,22 @@ class Interpreter:
             if (t.elem if isinstance(t, VT) else t).is_float and (ct.elem if isinstance(ct, VT) else ct).is_int:
                 raise Invalid("a float into an integer variable")
             self.assign(name, v, t, scopes)
+        elif k == "mutate":
+            hname, name = s.attr
+            h = self.helpers.get(hname)
+            if h is None or not h.mutates:
+                raise Invalid(f"no helper {hname} that assigns its first argument")
+            cur, ct = self.lookup(name, scopes)
+            if ct != h.params[0][1]:
+                raise Invalid(f"{name} is {ct}, {hname} takes {h.params[0][1]}")
+            frame: dict = {h.params[0][0]: (cur, ct)}  # the caller's variable itself
+            for (pname, pt), a in zip(h.params[1:], s.exprs):
+                v, t = self.ev(a, scopes)
+                if t.is_float and pt.is_int:
+                    raise Invalid("a float argument for an integer parameter")
+                frame[pname] = (convert(v, t, pt), pt)
+            self.block(h.body, [frame])
+            self.assign(name, *frame[h.params[0][0]], scopes)
         elif k == "reduce_minmax":
             name, op = s.attr
             cur, ct = self.lookup(name, scopes)

@@ -13,6 +13,7 @@ from typing import Callable
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, iter_expr
+from ..passes.ranges import value_range
 
 
 BINOPS = {
@@ -234,14 +235,17 @@ def nonneg(e: ir.Expr) -> bool:
     if isinstance(e, (ir.Shape, ir.ThreadIndex)):
         return True
     if isinstance(e, ir.LocalRef):
-        return e.var.nonneg
+        return e.var.nonneg or (e.var.bounds is not None and e.var.bounds[0] >= 0)
     if isinstance(e, ir.BinOp):
-        # Not add or mul: a sum or product of non-negative values wraps negative past the
-        # type's max ((i * 1000003) % n, a hash), where C's % is not Python's.
         if e.op in ("truncdiv", "truncmod", "floordiv", "mod", "rshift"):
             return nonneg(e.a) and nonneg(e.b)
         if e.op == "bitand":
             return nonneg(e.a) or nonneg(e.b)
+        # A sum or product of non-negative values may wrap negative past the type's max
+        # ((i * 1000003) % n, a hash), where C's % is not Python's: only its range says ((i + 1)
+        # % 16 of a loop variable over range(16)).
+        r = value_range(e)
+        return r is not None and r[0] >= 0
     if isinstance(e, ir.Cast):
         # Widening only: a narrowing cast of a large non-negative value may come out negative.
         return e.a.type.is_int and (e.a.type.kind == "uint" and e.type.bits > e.a.type.bits or

@@ -442,11 +442,11 @@ class ExpressionLowering:
                 from ..lang.mathlib import int_pow  # by squaring, in a loop (the exponent is known at run time)
 
                 return self.inline_values(int_pow, node, [self.coerce(ea, t, node), self.coerce(eb, t, node)])
-        if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and \
-                isinstance(eb, ir.Const) and eb.value > 0:
-            # Both sides non-negative: Python's floor division is C's truncating one.
-            k = eb.value
-            if k & (k - 1) == 0:
+        if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and nonneg(eb):
+            # Both sides non-negative: Python's floor division is C's truncating one (by 0,
+            # both divide by zero).
+            k = eb.value if isinstance(eb, ir.Const) else 0
+            if k > 0 and k & (k - 1) == 0:
                 # By a power of two, a shift and a mask: C's / and % on a signed value the
                 # compiler cannot see is non-negative cost three SASS instructions each.
                 ec = self.coerce(ea, t, node)

@@ -20,6 +20,7 @@ from ..ir.walk import iter_expr
 from ..lang.matrix import MatrixType
 from ..lang.ops import ndrange_axes_problem
 from ..lang.snode import SNode
+from ..passes.ranges import loop_bounds
 from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
 )
@@ -582,8 +583,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             names = self.loop_targets(target, len(ranges))
             tnodes = target_nodes(target)
         loop_vars = []
-        for name, tnode, (begin, _) in zip(names, tnodes, ranges):
-            var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True)
+        for name, tnode, (begin, end) in zip(names, tnodes, ranges):
+            var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True, bounds=loop_bounds(begin, end, 1, T.i32))
             var.nonneg = nonneg(begin)
             self.scope.names[name] = var
             loop_vars.append(var)

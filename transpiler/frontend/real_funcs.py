@@ -21,6 +21,7 @@ from ..ir.memo import Identity
 from ..ir.walk import all_exprs, all_stmts
 from ..lang.kernel import RefAnnotation
 from ..lang.matrix import MatrixType
+from .calls import template_params
 from .common import ast_nodes, is_py_scalar, signature
 from .kernel_scope import result_type
 from .scopes import Scope, _FuncFrame
@@ -212,21 +213,38 @@ class RealFuncLowering:
         return name
 
     def ref_names(self) -> frozenset[str]:
-        """The names the function being lowered passes to qd.ref parameters: assignments
-        are then not all its stores (once per function; none where no qd.ref exists)."""
+        """The names the function being lowered hands to a callee that may assign them: to a
+        @qd.real_func's qd.ref parameters, to a @qd.func's qd.template() ones (the callee's
+        variable is the caller's), and to any call whose function is not known here.
+        Assignments are then not all their stores (read once per function)."""
         frame = self.frame
         found = getattr(frame, "ref_names", None)
         if found is None:
             found = set()
-            if getattr(RefAnnotation, "used", False):
-                for call in ast_nodes(frame.parsed.node):
-                    callee = self.named_value(call.func) if isinstance(call, ast.Call) else None
-                    if isinstance(callee, lang.RealFunc):
-                        hints = inspect.get_annotations(callee.fn, eval_str=True)
-                        names = list(signature(callee.fn).parameters)
-                        passed = list(zip(names, call.args)) + [(k.arg, k.value) for k in call.keywords]
-                        found |= {a.id for p, a in passed if isinstance(a, ast.Name) and
-                                  isinstance(hints.get(p), RefAnnotation)}
+            refs = getattr(RefAnnotation, "used", False)
+            for call in ast_nodes(frame.parsed.node):
+                names = [a.id for a in (*call.args, *(k.value for k in call.keywords)) if isinstance(a, ast.Name)] \
+                    if isinstance(call, ast.Call) else None
+                if not names:
+                    continue
+                callee = self.named_value(call.func)
+                if isinstance(callee, lang.RealFunc):
+                    if not refs:
+                        continue
+                    hints = inspect.get_annotations(callee.fn, eval_str=True)
+                    by_ref = {p for p in signature(callee.fn).parameters if isinstance(hints.get(p), RefAnnotation)}
+                    params = list(signature(callee.fn).parameters)
+                elif isinstance(callee, (lang.Func, lang.BoundFunc)):
+                    fn = callee.fn if isinstance(callee, lang.Func) else callee.func.fn
+                    by_ref = template_params(fn)
+                    params = list(signature(fn).parameters)[0 if isinstance(callee, lang.Func) else 1:]
+                elif callee is None:  # (a method of a run-time value; a name bound later)
+                    found.update(names)
+                    continue
+                else:
+                    continue
+                passed = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]
+                found |= {a.id for p, a in passed if isinstance(a, ast.Name) and p in by_ref}
             found = frame.ref_names = frozenset(found)
         return found
 

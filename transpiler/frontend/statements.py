@@ -9,6 +9,7 @@ from .. import lang
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
+from ..passes.ranges import loop_bounds, value_range
 from .common import (
     ATOMIC_AUGASSIGN, BINOPS, SYMBOL, UNSUPPORTED_STMT, ast_nodes, has_side_effects,
     is_loop_invariant, is_py_scalar, nonneg,
@@ -285,8 +286,9 @@ class StatementLowering:
                              hint=f"copy it into a local first: `{name}_local = {name}`")
         v = self.to_expr(value, target)
         var = ir.Local(name, v.type, self.loc(target))
-        var.nonneg = v.type.is_int and self.frame.stores.get(name, 0) == 1 and nonneg(v) and \
-            name not in self.ref_names()  # (a call that takes it by reference may make it negative)
+        if v.type.is_int and self.frame.stores.get(name, 0) == 1 and name not in self.ref_names():
+            # Its one value, for good (a call that takes it by reference may change it)
+            var.nonneg, var.bounds = nonneg(v), value_range(v)
         self.scope.names[name] = var
         self.emit(ir.Declare(self.loc(stmt), var, v))
 
@@ -562,7 +564,7 @@ class StatementLowering:
         if not isinstance(s.target, ast.Name):
             raise self.error(s.target, "a loop variable must be a plain name")
         self.push_scope()
-        var = ir.Local(s.target.id, t, self.loc(s.target), loop_var=True)
+        var = ir.Local(s.target.id, t, self.loc(s.target), loop_var=True, bounds=loop_bounds(start, stop, sign, t))
         var.nonneg = nonneg(start) and sign > 0
         self.scope.names[s.target.id] = var
         saved, self.block = self.block, []

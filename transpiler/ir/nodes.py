@@ -33,6 +33,9 @@ class Local:
     loc: Loc
     loop_var: bool = False  # Python ignores assignments to it between iterations; C would not
     nonneg: bool = False    # known >= 0 (loop variables over non-negative ranges)
+    # (lowest, highest) value it can hold, where its one definition says (a loop variable: its
+    # range; a local assigned once: its value's range, passes/ranges.py), else None
+    bounds: tuple[int, int] | None = None
 
 
 @record(eq=False, slots=True)

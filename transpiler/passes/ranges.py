@@ -33,6 +33,8 @@ def value_range(e: ir.Expr) -> Range | None:
         return _THREAD_KINDS.get(e.kind, _I32)
     if isinstance(e, ir.Shape):
         return _I32
+    if isinstance(e, ir.LocalRef) and e.var.bounds is not None:
+        return e.var.bounds
     if isinstance(e, ir.LocalRef) and e.var.nonneg:
         return (0, type_range(e.type)[1])
     if isinstance(e, ir.Compare | ir.Logical):
@@ -50,6 +52,17 @@ def value_range(e: ir.Expr) -> Range | None:
         r = value_range(e.a) or type_range(e.a.type)
         return _within((-r[1], -r[0]), e.type)
     return _within(type_range(e.type), e.type) if e.type.bits < 32 else None
+
+
+def loop_bounds(start: ir.Expr, stop: ir.Expr, sign: int, t: T.DType) -> Range | None:
+    """The values a loop variable of type ``t`` takes over ``range(start, stop, step)`` with a
+    step of ``sign`` (1, -1; 0: unknown), where the bounds' ranges say; None when a range is
+    unknown, leaves ``t``, or is empty (the body sees no value then)."""
+    a, b = value_range(start), value_range(stop)
+    if a is None or b is None or sign == 0:
+        return None
+    r = (a[0], b[1] - 1) if sign > 0 else (b[0] + 1, a[1])
+    return _within(r, t) if r[0] <= r[1] else None
 
 
 def in_range(e: ir.Expr) -> bool:

@@ -189,7 +189,8 @@ ARITHMETIC_NOTES = (
     "results from it), so signed `+`, `-`, `*`, negation, `abs`, `**` and subgroup sums that may "
     "overflow are written in the unsigned type: `int32_t(uint32_t(a) * 3u + 7u)`. Where the operands' "
     "ranges prove the result fits (thread indices, small constants, widened 8/16-bit values, loop "
-    "variables minus a constant) and in index arithmetic (array subscripts and loop bounds, where "
+    "variables, whose range is their loop's: `i + 1` below an extent, `i * 100` over a field's 16 "
+    "rows) and in index arithmetic (array subscripts and loop bounds, where "
     "overflow is out of bounds whatever the spelling) the plain spelling stays. GLSL needs neither: "
     "SPIR-V's integer arithmetic wraps. The CPU executors compile with signed-overflow traps, so an "
     "overflow the emitted text failed to avoid stops with its Python line instead of wrapping quietly. "
@@ -212,6 +213,13 @@ ARITHMETIC_NOTES = (
     "Floats: `a * b + c` is not fused into an fma unless `fast_math` is asked for: GLSL marks values "
     "`precise`, CUDA's manifest lists `--fmad=false` among its NVRTC options and HIP's "
     "`-ffp-contract=off`, Metal's says `fast_math: false`; so every target rounds as NumPy does.",
+    "Python's `//` and `%` floor, C's `/` and `%` truncate: integer `//` and `%` are helpers "
+    "(`qd_floordiv`, `qd_mod`) unless both sides are known non-negative, when C's operators compute the "
+    "same (by a power of two: a shift and a mask). Known non-negative: constants, extents, thread "
+    "indices, loop variables over non-negative ranges, sums and products whose range stays non-negative "
+    "(`(i + 1) % 16` of a field's index is `(i + 1) & 15`), and a local assigned once from such a value, "
+    "unless the function passes it to a `@qd.func`'s `qd.template()` parameter, a `@qd.real_func`'s "
+    "`qd.ref` one, or a call the frontend cannot see into: those may assign it.",
 )
 
 

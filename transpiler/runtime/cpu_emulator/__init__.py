@@ -209,6 +209,14 @@ def runtime_library(cxx: str) -> Path:
                        "the SIMT runtime")
 
 
+def link_flags(cxx: str) -> list[str]:
+    """LLVM's linker where clang brings its own: GNU ld took 0.12 s of a small kernel's 0.29 s
+    build here, lld 0.06 (what it writes loads and traps the same)."""
+    if _clang_major(cxx) and os.path.exists(os.path.join(os.path.dirname(os.path.realpath(cxx)), "ld.lld")):
+        return ["-fuse-ld=lld"]
+    return []
+
+
 def precompiled_header(cxx: str, flags: list[str]) -> Path | None:
     """qd_simt.h precompiled with exactly ``flags`` (clang refuses a PCH built with others),
     once per compiler, flags and header version: parsing it and the standard headers it
@@ -544,8 +552,9 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
                        str(tmp / out_name), "-ldl"]
             else:
                 pch = precompiled_header(cxx, flags)
-                cmd = [cxx, *flags, *(["-include-pch", str(pch)] if pch else []), "-shared", f"-I{HERE}",
-                       str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name), str(rt), f"-Wl,-rpath,{rt.parent}"]
+                cmd = [cxx, *flags, *(["-include-pch", str(pch)] if pch else []), "-shared", *link_flags(cxx),
+                       f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name), str(rt),
+                       f"-Wl,-rpath,{rt.parent}"]
             _run_compiler(cmd, source_name)
     return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}), race_check,
                      cached)

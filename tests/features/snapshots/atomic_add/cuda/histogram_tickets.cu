@@ -4,13 +4,6 @@
 typedef int int32_t;
 typedef unsigned int uint32_t;
 
-// Python's % on i32: the result takes the sign of the divisor
-__device__ __forceinline__ int32_t qd_mod(int32_t a, int32_t b)
-{
-    int32_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
 // Subgroup add of f32: an xor butterfly, every lane gets the result
 __device__ __forceinline__ float qd_subgroup_reduce_add(float v)
 {
@@ -36,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) histogram_tickets(
     __shared__ float partials[4];  // atomic_add.py:10
     float total_partial = 0.0f;  // atomic_add.py:10
     for (int32_t i = (int32_t)(blockIdx.x * 128u + threadIdx.x); i < x_shape_0; i += (int32_t)(128u * gridDim.x)) {  // atomic_add.py:8
-        atomicAdd(&bins[qd_mod(i, bins_shape_0)], 1);  // atomic_add.py:9
+        atomicAdd(&bins[i % bins_shape_0], 1);  // atomic_add.py:9
         total_partial += x[i];  // atomic_add.py:10
         tickets[i] = atomicAdd(&bins[0], 0);  // atomic_add.py:11
     }

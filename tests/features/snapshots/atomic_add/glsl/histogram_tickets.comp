@@ -22,19 +22,11 @@ layout(push_constant) uniform qd_params {
 
 shared float partials[4];  // atomic_add.py:10
 
-// Python's % on i32: the result takes the sign of the divisor. GLSL leaves % undefined
-// for negative operands, so the remainder comes from the truncating division.
-int qd_mod(int a, int b)
-{
-    int r = a - a / b * b;
-    return (r != 0 && (r ^ b) < 0) ? r + b : r;  // (r ^ b) < 0: see qd_floordiv
-}
-
 void main()
 {
     precise float total_partial = 0.0;  // atomic_add.py:10
     for (int i = int(gl_GlobalInvocationID.x); i < x_shape_0; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // atomic_add.py:8
-        atomicAdd(bins[qd_mod(i, bins_shape_0)], 1);  // atomic_add.py:9
+        atomicAdd(bins[i % bins_shape_0], 1);  // atomic_add.py:9
         total_partial += x[i];  // atomic_add.py:10
         tickets[i] = atomicAdd(bins[0], 0);  // atomic_add.py:11
     }

@@ -10,13 +10,6 @@ struct Params {
     int tickets_shape_0;  // offset 12
 };
 
-// Python's % on i32: the result takes the sign of the divisor
-inline int qd_mod(int a, int b)
-{
-    int r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-
 // histogram_tickets: parallel task from atomic_add.py:8, 128 threads per threadgroup
 [[max_total_threads_per_threadgroup(128)]]
 kernel void histogram_tickets(
@@ -35,7 +28,7 @@ kernel void histogram_tickets(
     threadgroup float partials[4];  // atomic_add.py:10
     float total_partial = 0.0f;  // atomic_add.py:10
     for (int i = int(threadgroup_position_in_grid * threads_per_threadgroup + thread_position_in_threadgroup); i < x_shape_0; i += int(threads_per_threadgroup * threadgroups_per_grid)) {  // atomic_add.py:8
-        atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&bins[qd_mod(i, bins_shape_0)]), 1, memory_order_relaxed);  // atomic_add.py:9
+        atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&bins[i % bins_shape_0]), 1, memory_order_relaxed);  // atomic_add.py:9
         total_partial += x[i];  // atomic_add.py:10
         tickets[i] = atomic_fetch_add_explicit(reinterpret_cast<device atomic_int*>(&bins[0]), 0, memory_order_relaxed);  // atomic_add.py:11
     }
