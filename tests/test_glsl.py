@@ -364,8 +364,9 @@ vec = qd.types.ndarray(dtype=qd.f32, ndim=1)
 def test_block_work_runs_on_quadrants_grid_cap_on_lavapipe(vulkan, rng, monkeypatch):
     """On a CPU device a task with block-level work and nothing that tells blocks apart runs on
     at most 131,072 invocations, its grid-stride loop covering the rest (the same results,
-    fewer coroutine set-ups); a task without barriers, or one that reads its block index or
-    loops, keeps a workgroup per block of its range: ``per_block`` is right only on that grid."""
+    fewer coroutine set-ups), a task without barriers on at most 524,288; one that reads its
+    block index or loops keeps a workgroup per block of its range: ``per_block`` is right only
+    on that grid."""
     if not vulkan.on_cpu:
         pytest.skip("the cap applies to CPU Vulkan devices (lavapipe); this one is a GPU")
 
@@ -435,7 +436,11 @@ def test_block_work_runs_on_quadrants_grid_cap_on_lavapipe(vulkan, rng, monkeypa
     xs = x.copy()
     doubled(xs)
     np.testing.assert_array_equal(xs, 2 * x)
-    assert dispatched == [1024, 1024, 1024, blocks, blocks, blocks]
+    long = rng.standard_normal(5 * 131072 + 77 * 128).astype(np.float32)  # 5,197 blocks
+    twice = long.copy()
+    doubled(twice)
+    np.testing.assert_array_equal(twice, 2 * long)
+    assert dispatched == [1024, 1024, 1024, blocks, blocks, blocks, 4096]
 
 
 def test_buffers_grow_and_shrink_between_calls(vulkan, rng):

@@ -395,28 +395,31 @@ class _Buffer:
     view: np.ndarray  # the persistently mapped memory, as bytes
 
 
-# lavapipe runs a shader that has barriers as coroutines, one per SIMD row of invocations,
-# set up again for each workgroup: about 1.5 us a workgroup, which a block reduction over 4M
-# elements (32,768 workgroups of 128) paid 50 ms of, a third of its run. Such a task is
-# launched there with Quadrants' cap on a SPIR-V grid-stride launch, 131,072 invocations, its
-# loop covering the rest; at most MAX_STRIDES iterations per invocation, as llvmpipe ends an
-# invocation's loops after 65,535 back-edges in all. A task without barriers keeps a workgroup
-# per block of its range: lavapipe streams memory in order that way (saxpy 4M, capped: 1.4x).
+# lavapipe sets up every workgroup anew: a shader that has barriers runs as coroutines, one per
+# SIMD row of invocations, about 1.5 us a workgroup, which a block reduction over 4M elements
+# (32,768 workgroups of 128) paid 50 ms of, a third of its run. Such a task is launched there
+# with Quadrants' cap on a SPIR-V grid-stride launch, 131,072 invocations, its loop covering
+# the rest. One without barriers pays less a workgroup, and more for each stride across memory:
+# over 4M elements, saxpy and the 2-D stencil took 12 and 35 ms on a workgroup per block, 7 and
+# 21 capped at 131,072 invocations, while the particles update (vec3 elements) took 36 ms, 46
+# capped there, 27-31 at 524,288: that cap, for all of them (min of 30 calls, AMD EPYC, 2
+# cores). At most MAX_STRIDES iterations per invocation either way, as llvmpipe ends an
+# invocation's loops after 65,535 back-edges in all.
 CAPPED_INVOCATIONS = 131072
+STREAMING_INVOCATIONS = 524288
 MAX_STRIDES = 64
 SAME_IN_EVERY_BLOCK = ("thread_idx", "block_dim")
 
 
 def grid_stride_only(task: ir.Task) -> bool:
     """Whether ``task`` computes the same on any grid that its grid-stride loop covers the range
-    with, and gains from a smaller one on lavapipe: block-level work (shared memory, barriers),
-    no loop or function call of its own (so a bounded number of back-edges per iteration, and
-    no spin-wait on another block), and nothing that tells blocks apart (block or grid
-    indices, device-scope fences)."""
+    with, which on lavapipe runs faster on a smaller one: no loop or function call of its own
+    (so a bounded number of back-edges per iteration, and no spin-wait on another block), and
+    nothing that tells blocks apart (block or grid indices, device-scope fences)."""
     if task.kind != "parallel" or task.dynamic:
         return False
     kinds = task_node_kinds(task)
-    if not (task.shared or ir.Barrier in kinds) or kinds & {ir.For, ir.While, ir.Call}:
+    if kinds & {ir.For, ir.While, ir.Call}:
         return False
     code = task.code()
     return all(e.kind in SAME_IN_EVERY_BLOCK for e in all_exprs(code) if type(e) is ir.ThreadIndex) and \
@@ -425,7 +428,8 @@ def grid_stride_only(task: ir.Task) -> bool:
 
 def few_workgroups(task: ir.Task) -> int:
     """The workgroups a ``grid_stride_only`` task is capped to on lavapipe."""
-    return max(1, CAPPED_INVOCATIONS // task.block_dim)
+    block_level = bool(task.shared) or ir.Barrier in task_node_kinds(task)
+    return max(1, (CAPPED_INVOCATIONS if block_level else STREAMING_INVOCATIONS) // task.block_dim)
 
 
 @record
