@@ -1077,8 +1077,33 @@ def test_loop_variable_ranges_in_the_spelling():
     assert "qd_mod(c, 3)" in plain and "qd_floordiv(c, 4)" in plain
 
 
+@qd.kernel
+def non_negative_division(a: qd.types.ndarray(qd.i32, ndim=1), b: qd.types.ndarray(qd.i32, ndim=1),
+                          out: qd.types.ndarray(qd.i32, ndim=2)):
+    for i in range(a.shape[0]):
+        x = a[i] & 0x7FFFFFFF        # known non-negative: // and % are C's (on lavapipe, through
+        y = (b[i] & 0x3FFFFFFF) + 1  # doubles: qd_index_div)
+        out[i, 0] = x // y
+        out[i, 1] = x % y
+
+
+def test_non_negative_division_by_a_run_time_value(executor, rng):
+    """C's / and % where both sides are known non-negative, at every size of quotient: the
+    largest ints by 1, 2 and 3, by each other, and random ones by small and large divisors."""
+    big = np.iinfo(np.int32).max
+    a = np.concatenate([[big, big - 1, big, big, 0, 1, big, 16777217, 16777215, 4194305],
+                        rng.integers(0, big, 500), rng.integers(0, 1 << 24, 500)]).astype(np.int32)
+    b = np.concatenate([[0, 1, 2, 3, 5, 7, 1 << 30, 3, 16777215, 2047],
+                        rng.integers(0, 40, 500), rng.integers(0, 1 << 30, 500)]).astype(np.int32)
+    out = np.zeros((a.size, 2), np.int32)
+    non_negative_division(a, b, out)
+    y = (b & 0x3FFFFFFF) + 1
+    np.testing.assert_array_equal(out[:, 0], a // y)
+    np.testing.assert_array_equal(out[:, 1], a % y)
+
+
 @pytest.mark.toolchain
 @pytest.mark.parametrize("target", ["cuda", "hip", "glsl", "msl"])
 def test_range_kernels_compile(target):
-    for kernel in (changed_through_a_template, ring_neighbours):
+    for kernel in (changed_through_a_template, ring_neighbours, non_negative_division):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)
