@@ -143,6 +143,19 @@ def ast_nodes(node: ast.AST) -> tuple[ast.AST, ...]:
 
 
 @lru_cache(maxsize=1024)
+def calls_with_names(fdef: ast.AST) -> tuple[tuple[ast.Call, tuple[str, ...]], ...]:
+    """The calls in ``fdef`` that take a plain name as an argument, each with those names (what
+    a callee might assign through a reference; read once per function)."""
+    out = []
+    for call in ast_nodes(fdef):
+        if isinstance(call, ast.Call):
+            names = tuple(a.id for a in (*call.args, *(k.value for k in call.keywords)) if isinstance(a, ast.Name))
+            if names:
+                out.append((call, names))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1024)
 def store_counts(fdef: ast.AST) -> dict[str, int]:
     """How often each name is assigned in ``fdef``; shared between callers, read only."""
     counts: dict[str, int] = {}

@@ -22,7 +22,7 @@ from ..ir.walk import all_exprs, all_stmts
 from ..lang.kernel import RefAnnotation
 from ..lang.matrix import MatrixType
 from .calls import template_params
-from .common import ast_nodes, is_py_scalar, signature
+from .common import ast_nodes, calls_with_names, is_py_scalar, signature
 from .kernel_scope import result_type
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
@@ -222,11 +222,7 @@ class RealFuncLowering:
         if found is None:
             found = set()
             refs = getattr(RefAnnotation, "used", False)
-            for call in ast_nodes(frame.parsed.node):
-                names = [a.id for a in (*call.args, *(k.value for k in call.keywords)) if isinstance(a, ast.Name)] \
-                    if isinstance(call, ast.Call) else None
-                if not names:
-                    continue
+            for call, names in calls_with_names(frame.parsed.node):
                 callee = self.named_value(call.func)
                 if isinstance(callee, lang.RealFunc):
                     if not refs:
