@@ -214,6 +214,32 @@ def test_the_warm_up_kernels_translate_everywhere_through_the_cache(tmp_path, mo
         assert "offline cache" in translate(kernel, "glsl", warn=False, offline_cache=str(tmp_path)).seconds
 
 
+def test_the_warm_up_loads_the_emitter_that_its_cache_hits_skipped(tmp_path):
+    """A process whose warm-up kernels come from the disk has not imported Jinja2 by then; the
+    warm-up thread's last step loads it and renders once, so that a kernel new to the cache
+    does not pay for that in its first call. In fresh interpreters: the first fills the cache."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from transpiler import runtime\n"
+        "from transpiler.runtime import warm_up\n"
+        f"runtime._offline_cache = {str(tmp_path)!r}\n"
+        "warm_up.translate_once('glsl')\n"
+        "before = 'jinja2' in sys.modules\n"
+        "warm_up.emitter_once('glsl')\n"
+        "from transpiler.targets import templates\n"
+        "print(before, 'jinja2' in sys.modules, templates.template.cache_info().currsize > 0)\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+            for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[0].stdout.split() == ["True", "True", "True"]   # the cache was empty: it rendered
+    assert runs[1].stdout.split() == ["False", "True", "True"]  # served from the disk, then loaded
+
+
 def test_an_unwritable_folder_only_costs_the_translation(tmp_path):
     blocker = tmp_path / "a file, not a folder"
     blocker.write_text("")

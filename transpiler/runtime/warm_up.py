@@ -45,13 +45,24 @@ def translate_once(target: str = "glsl") -> None:
     translate(warm_up_block, target, warn=False, offline_cache=runtime._offline_cache)
 
 
+def emitter_once(target: str) -> None:
+    """The target's emitter (Jinja2, the target's templates and helpers), which the offline
+    cache's hits left unloaded: a kernel new to the cache renders, and paid 18-20 ms of its
+    first call for them here (a new saxpy's first call 1 s after qd.init: 27-41 ms, 8-10 with
+    them loaded). Last in the thread, after what a cached first call waits for; where a
+    translation has rendered already, a millisecond."""
+    from ..pipeline import translate
+
+    translate(warm_up, target, warn=False)
+
+
 _started: set[str] = set()
 
 
 def start(target: str, then: Callable[[], object] | None = None, first: Callable[[], object] | None = None) -> None:
-    """``first``, ``translate_once(target)`` and then ``then`` in a background thread, once per
-    process and target. Failures are ignored: this only gives the first call a head start, and
-    that call reports whatever is wrong."""
+    """``first``, ``translate_once(target)``, ``then`` and ``emitter_once(target)`` in a
+    background thread, once per process and target. Failures are ignored: this only gives the
+    first call a head start, and that call reports whatever is wrong."""
     if target in _started:
         return
     _started.add(target)
@@ -63,6 +74,7 @@ def start(target: str, then: Callable[[], object] | None = None, first: Callable
             translate_once(target)
             if then is not None:
                 then()
+            emitter_once(target)
         except Exception:  # noqa: BLE001
             pass
 
