@@ -1102,8 +1102,46 @@ def test_non_negative_division_by_a_run_time_value(executor, rng):
     np.testing.assert_array_equal(out[:, 1], a % y)
 
 
+@qd.kernel
+def numbered_3d(out: qd.types.ndarray(qd.i32, ndim=3), low: qd.i32):
+    for i, j, k in qd.ndrange((1, out.shape[0]), (2, out.shape[1]), (low, out.shape[2])):
+        if (i + j + k) % 5 == 0:
+            continue  # (the next iteration's indices must still be right)
+        out[i, j, k] = i * 1000000 + j * 1000 + k
+
+
+@qd.kernel
+def numbered_wide(out: qd.types.ndarray(qd.i32, ndim=2)):
+    for i, j in qd.ndrange(out.shape[0], (1, out.shape[1])):
+        out[i, j] = i * 1000003 + j
+
+
+def test_a_multi_dimensional_range_visits_each_index_once_however_often_a_thread_loops(executor):
+    """Every index of an ndrange, with offsets and a `continue`, over more elements than a
+    capped grid has threads (lavapipe's: 524,288), so each thread loops several times; there
+    the indices are stepped from one iteration to the next, carries across two dimensions
+    included, and an inner extent wider than the grid's stride."""
+    out = np.full((131, 127, 123), -1, np.int32)  # 2.05M elements
+    numbered_3d(out, 3)
+    i, j, k = np.meshgrid(*(np.arange(n) for n in out.shape), indexing="ij")
+    want = np.where((i >= 1) & (j >= 2) & (k >= 3) & ((i + j + k) % 5 != 0), i * 1000000 + j * 1000 + k, -1)
+    np.testing.assert_array_equal(out, want)
+    wide = np.full((3, 700_001), -1, np.int32)
+    numbered_wide(wide)
+    i, j = np.meshgrid(np.arange(3), np.arange(700_001), indexing="ij")
+    np.testing.assert_array_equal(wide, np.where(j >= 1, i * 1000003 + j, -1))
+
+
+def test_lavapipe_steps_a_multi_dimensional_range_and_other_devices_divide():
+    lavapipe = qd.translate(numbered_3d, "glsl", lavapipe=True).sources
+    (text,) = lavapipe.values()
+    assert "k_at += k_step;" in text and "bool j_wraps = j_at >= out_shape_1 - 2;" in text
+    (plain,) = qd.translate(numbered_3d, "glsl").sources.values()
+    assert "_step" not in plain and "linear / " in plain
+
+
 @pytest.mark.toolchain
 @pytest.mark.parametrize("target", ["cuda", "hip", "glsl", "msl"])
 def test_range_kernels_compile(target):
-    for kernel in (changed_through_a_template, ring_neighbours, non_negative_division):
+    for kernel in (changed_through_a_template, ring_neighbours, non_negative_division, numbered_3d, numbered_wide):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)

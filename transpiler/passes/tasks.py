@@ -28,12 +28,14 @@ def _rem(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     return ir.BinOp(T.i32, a.loc, "truncmod", a, b)
 
 
-def task_loop(task: ir.Task) -> list[ir.Stmt]:
-    """The statements of a task's entry point (the body of the generated function)."""
-    return task.prelude + _loop(task) + task.epilogue
+def task_loop(task: ir.Task, stepped: bool = False) -> list[ir.Stmt]:
+    """The statements of a task's entry point (the body of the generated function).
+    ``stepped``: a multi-dimensional task's indices are stepped from one iteration to the next
+    instead of divided out of the linear index in each (see ``_stepped``)."""
+    return task.prelude + _loop(task, stepped) + task.epilogue
 
 
-def _loop(task: ir.Task) -> list[ir.Stmt]:
+def _loop(task: ir.Task, stepped: bool) -> list[ir.Stmt]:
     if task.kind == "serial":
         return task.body
     loc = task.loc
@@ -47,6 +49,8 @@ def _loop(task: ir.Task) -> list[ir.Stmt]:
     for e in extents[1:]:
         total = _mul(total, e)
     linear = ir.Local("linear", T.i32, loc, loop_var=True)
+    if stepped:
+        return _stepped(task, extents, linear, total)
     lin = ir.LocalRef(T.i32, loc, linear)
     decls: list[ir.Stmt] = []
     inner = None
@@ -58,3 +62,48 @@ def _loop(task: ir.Task) -> list[ir.Stmt]:
         decls.insert(0, ir.Declare(task.loop_vars[k].loc, task.loop_vars[k], _add(begin, value)))
         inner = extents[k] if inner is None else _mul(extents[k], inner)
     return [ir.For(loc, linear, gtid, total, stride, 1, decls + task.body)]
+
+
+def _stepped(task: ir.Task, extents: list[ir.Expr], linear: ir.Local, total: ir.Expr) -> list[ir.Stmt]:
+    """The grid-stride loop with each index a digit of the linear index in the extents' mixed
+    radix, advanced by the stride's digits with a carry (each digit plus its step stays below
+    twice its extent, so one conditional subtraction): a thread divides before its loop, not
+    in every iteration. For a device that runs a thread's loop many times (lavapipe's grid is
+    capped) and divides slowly. The advance opens each iteration, from digits set one stride
+    back, so that a `continue` in the body leaves nothing undone."""
+    loc = task.loc
+    ref = lambda v: ir.LocalRef(T.i32, loc, v)  # noqa: E731
+    gtid = ir.ThreadIndex(T.i32, loc, "global_thread_idx")
+    stride = ir.ThreadIndex(T.i32, loc, "grid_stride")
+    names = [v.name for v in task.loop_vars]
+    before: list[ir.Stmt] = []
+    digits: list[ir.Local] = []
+    steps: list[ir.Local] = []
+    inner = None
+    for k in range(len(extents) - 1, -1, -1):
+        at = gtid if inner is None else _div(gtid, inner)
+        step = stride if inner is None else _div(stride, inner)
+        if k > 0:
+            at, step = _rem(at, extents[k]), _rem(step, extents[k])
+        sv = ir.Local(f"{names[k]}_step", T.i32, loc, nonneg=True)
+        dv = ir.Local(f"{names[k]}_at", T.i32, loc)
+        before += [ir.Declare(loc, sv, step), ir.Declare(loc, dv, _sub(at, ref(sv)))]
+        digits.insert(0, dv)
+        steps.insert(0, sv)
+        inner = extents[k] if inner is None else _mul(extents[k], inner)
+    advance: list[ir.Stmt] = []
+    carry = None
+    for k in range(len(extents) - 1, -1, -1):
+        value = _add(ref(digits[k]), ref(steps[k]))
+        if carry is not None:
+            value = _add(value, ir.Select(T.i32, loc, ir.LocalRef(T.bool_, loc, carry), ir.Const(T.i32, loc, 1),
+                                          ir.Const(T.i32, loc, 0)))
+        advance.append(ir.Assign(loc, digits[k], value))
+        if k > 0:
+            carry = ir.Local(f"{names[k]}_wraps", T.bool_, loc)
+            advance.append(ir.Declare(loc, carry, ir.Compare(T.bool_, loc, "ge", ref(digits[k]), extents[k])))
+            advance.append(ir.Assign(loc, digits[k], ir.Select(T.i32, loc, ir.LocalRef(T.bool_, loc, carry),
+                                                               _sub(ref(digits[k]), extents[k]), ref(digits[k]))))
+    decls = [ir.Declare(var.loc, var, _add(begin, ref(d)))
+             for var, (begin, _), d in zip(task.loop_vars, task.ranges, digits)]
+    return before + [ir.For(loc, linear, gtid, total, stride, 1, advance + decls + task.body)]

@@ -87,6 +87,12 @@ class Target:
 
     # ---------------------------------------------------------------- per target
 
+    def stepped_indices(self, ctx: TranslationContext) -> bool:
+        """Whether a multi-dimensional task's indices are stepped from one grid-stride iteration
+        to the next (passes/tasks.py) rather than divided out of the linear index in each: where
+        a thread runs its loop many times and division is slow."""
+        return False
+
     def language(self, ctx: TranslationContext) -> str:
         """The header line's language and version."""
         raise NotImplementedError
@@ -133,7 +139,7 @@ class Target:
         r = self.renderer_class(ctx, Usage(self.needs_class()), task.block_dim if parallel else None)
         params = self.signature(r, ctx, task)
         self.declare_shared(r, task)
-        r.block(task_loop(task), 0)
+        r.block(task_loop(task, self.stepped_indices(ctx)), 0)
         functions = [r.function(f) for f in ctx.kernel.called_by(task.code())]
         origin = f"{os.path.basename(task.loc.file)}:{task.loc.line}"
         shared = sum(s.type.nbytes for s in task.shared)
