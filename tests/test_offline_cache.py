@@ -197,21 +197,36 @@ def test_a_full_folder_loses_its_least_recently_used_half(tmp_path, monkeypatch)
     assert entries(tmp_path) == sorted([names[0], names[4]])
 
 
-def test_the_warm_up_kernels_translate_everywhere_through_the_cache(tmp_path, monkeypatch):
+def test_the_warm_up_kernels_translate_everywhere_through_the_cache(tmp_path):
     """The warm-up thread swallows its errors (it only gives a first call a head start): its two
     kernels must translate on every target, and a later process's warm-up finds them on disk."""
-    from transpiler import runtime
     from transpiler.runtime import warm_up
 
-    monkeypatch.setattr(runtime, "_offline_cache", str(tmp_path))
     for target in qd.TARGETS:
         for kernel in (warm_up.warm_up, warm_up.warm_up_block):
             fresh(kernel)
-        warm_up.translate_once(target)
+        warm_up.translate_once(target, str(tmp_path))
     assert len(entries(tmp_path)) == 2 * len(qd.TARGETS)
     for kernel in (warm_up.warm_up, warm_up.warm_up_block):
         fresh(kernel)
         assert "offline cache" in translate(kernel, "glsl", warn=False, offline_cache=str(tmp_path)).seconds
+
+
+def test_the_warm_up_writes_to_the_folder_of_the_init_that_started_it(tmp_path, monkeypatch):
+    """A qd.init that comes while an earlier one's warm-up runs (the executor fixture's, then a
+    test's own with offline_cache_file_path=...) does not get the warm-up's entries."""
+    import threading
+
+    from transpiler import runtime
+    from transpiler.runtime import warm_up
+
+    monkeypatch.setattr(warm_up, "_started", set())
+    monkeypatch.setattr(runtime, "_offline_cache", str(tmp_path / "first"))
+    for kernel in (warm_up.warm_up, warm_up.warm_up_block):
+        fresh(kernel)
+    warm_up.start("msl", first=lambda: setattr(runtime, "_offline_cache", str(tmp_path / "later")))
+    next(t for t in threading.enumerate() if t.name == "qd-warm-up-msl").join(120)
+    assert len(entries(tmp_path / "first")) == 2 and not (tmp_path / "later").exists()
 
 
 def test_the_warm_up_loads_the_emitter_that_its_cache_hits_skipped(tmp_path):
@@ -223,10 +238,8 @@ def test_the_warm_up_loads_the_emitter_that_its_cache_hits_skipped(tmp_path):
 
     script = (
         "import sys\n"
-        "from transpiler import runtime\n"
         "from transpiler.runtime import warm_up\n"
-        f"runtime._offline_cache = {str(tmp_path)!r}\n"
-        "warm_up.translate_once('glsl')\n"
+        f"warm_up.translate_once('glsl', {str(tmp_path)!r})\n"
         "before = 'jinja2' in sys.modules\n"
         "warm_up.emitter_once('glsl')\n"
         "from transpiler.targets import templates\n"

@@ -28,21 +28,23 @@ def warm_up_block(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.nda
         total[0] += x[i]  # a reduction's block fold
 
 
-def translate_once(target: str = "glsl") -> None:
+def translate_once(target: str, folder: str | None) -> None:
+    """The two kernels, through the offline cache in ``folder``: the qd.init's that started the
+    thread (read from the runtime here instead, it was another qd.init's when one came in
+    meanwhile, which then found these entries in its own folder)."""
     from ..frontend.source import parse_function
     from ..lang import blocklib, subgrouplib
     from ..lang.kernel import Func
     from ..pipeline import translate
-    from .. import runtime
 
     # Through the offline cache, as a first call goes: on a warm disk neither imports Jinja2 or
     # renders, and this thread leaves the caller's first call the interpreter to itself sooner.
-    translate(warm_up, target, warn=False, offline_cache=runtime._offline_cache)
+    translate(warm_up, target, warn=False, offline_cache=folder)
     for library in (subgrouplib, blocklib):
         for value in vars(library).values():
             if isinstance(value, Func):
                 parse_function(value.fn)
-    translate(warm_up_block, target, warn=False, offline_cache=runtime._offline_cache)
+    translate(warm_up_block, target, warn=False, offline_cache=folder)
 
 
 def emitter_once(target: str) -> None:
@@ -59,23 +61,40 @@ def emitter_once(target: str) -> None:
 _started: set[str] = set()
 
 
-def start(target: str, then: Callable[[], object] | None = None, first: Callable[[], object] | None = None) -> None:
-    """``first``, ``translate_once(target)``, ``then`` and ``emitter_once(target)`` in a
-    background thread, once per process and target. Failures are ignored: this only gives the
-    first call a head start, and that call reports whatever is wrong."""
+def start(target: str, then: Callable[[], object] | None = None, first: Callable[[], object] | None = None,
+          beside: Callable[[], object] | None = None) -> None:
+    """``first``, ``translate_once``, ``then`` and ``emitter_once`` for ``target`` in a
+    background thread, once per process and target; ``beside`` in a second thread from the
+    start, which the first waits for before the emitter. Failures are ignored: this only gives
+    the first call a head start, and that call reports whatever is wrong."""
     if target in _started:
         return
     _started.add(target)
+    from .. import runtime
+
+    folder = runtime._offline_cache  # this qd.init's
+    helper = None
+    if beside is not None:
+        helper = threading.Thread(target=_quietly, args=(beside,), daemon=True, name=f"qd-warm-up-{target}-beside")
+        helper.start()
 
     def run() -> None:
-        try:
-            if first is not None:
-                first()
-            translate_once(target)
-            if then is not None:
-                then()
-            emitter_once(target)
-        except Exception:  # noqa: BLE001
-            pass
+        if first is not None:
+            _quietly(first)
+        _quietly(translate_once, target, folder)
+        if then is not None:
+            _quietly(then)
+        if helper is not None:
+            # Jinja's import holds the interpreter: not while a cached first call may be running,
+            # that is, not before what runs beside is done (as when it ran in this thread).
+            helper.join()
+        _quietly(emitter_once, target)
 
     threading.Thread(target=run, daemon=True, name=f"qd-warm-up-{target}").start()
+
+
+def _quietly(fn: Callable, *args) -> None:
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001
+        pass
