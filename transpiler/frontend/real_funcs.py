@@ -228,8 +228,8 @@ class RealFuncLowering:
                     if not refs:
                         continue
                     hints = inspect.get_annotations(callee.fn, eval_str=True)
-                    by_ref = {p for p in signature(callee.fn).parameters if isinstance(hints.get(p), RefAnnotation)}
                     params = list(signature(callee.fn).parameters)
+                    by_ref = {p for p in params if isinstance(hints.get(p), RefAnnotation)}
                 elif isinstance(callee, (lang.Func, lang.BoundFunc)):
                     fn = callee.fn if isinstance(callee, lang.Func) else callee.func.fn
                     by_ref = template_params(fn)

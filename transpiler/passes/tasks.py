@@ -49,9 +49,13 @@ def _loop(task: ir.Task, stepped: bool) -> list[ir.Stmt]:
     for e in extents[1:]:
         total = _mul(total, e)
     linear = ir.Local("linear", T.i32, loc, loop_var=True)
-    if stepped:
-        return _stepped(task, extents, linear, total)
-    lin = ir.LocalRef(T.i32, loc, linear)
+    before, heads = _stepped(task, extents, gtid, stride) if stepped else ([], _divided(task, extents, linear))
+    return before + [ir.For(loc, linear, gtid, total, stride, 1, heads + task.body)]
+
+
+def _divided(task: ir.Task, extents: list[ir.Expr], linear: ir.Local) -> list[ir.Stmt]:
+    """Each loop variable recovered row-major from the linear index, in every iteration."""
+    lin = ir.LocalRef(T.i32, task.loc, linear)
     decls: list[ir.Stmt] = []
     inner = None
     for k in range(len(extents) - 1, -1, -1):
@@ -61,20 +65,20 @@ def _loop(task: ir.Task, stepped: bool) -> list[ir.Stmt]:
         begin = task.ranges[k][0]
         decls.insert(0, ir.Declare(task.loop_vars[k].loc, task.loop_vars[k], _add(begin, value)))
         inner = extents[k] if inner is None else _mul(extents[k], inner)
-    return [ir.For(loc, linear, gtid, total, stride, 1, decls + task.body)]
+    return decls
 
 
-def _stepped(task: ir.Task, extents: list[ir.Expr], linear: ir.Local, total: ir.Expr) -> list[ir.Stmt]:
-    """The grid-stride loop with each index a digit of the linear index in the extents' mixed
-    radix, advanced by the stride's digits with a carry (each digit plus its step stays below
-    twice its extent, so one conditional subtraction): a thread divides before its loop, not
-    in every iteration. For a device that runs a thread's loop many times (lavapipe's grid is
-    capped) and divides slowly. The advance opens each iteration, from digits set one stride
-    back, so that a `continue` in the body leaves nothing undone."""
+def _stepped(task: ir.Task, extents: list[ir.Expr], gtid: ir.Expr,
+             stride: ir.Expr) -> tuple[list[ir.Stmt], list[ir.Stmt]]:
+    """What comes before the grid-stride loop and what opens each iteration, with each index a
+    digit of the linear index in the extents' mixed radix, advanced by the stride's digits with
+    a carry (each digit plus its step stays below twice its extent, so one conditional
+    subtraction): a thread divides before its loop, not in every iteration. For a device that
+    runs a thread's loop many times (lavapipe's grid is capped) and divides slowly. The advance
+    opens each iteration, from digits set one stride back, so that a `continue` in the body
+    leaves nothing undone."""
     loc = task.loc
-    ref = lambda v: ir.LocalRef(T.i32, loc, v)  # noqa: E731
-    gtid = ir.ThreadIndex(T.i32, loc, "global_thread_idx")
-    stride = ir.ThreadIndex(T.i32, loc, "grid_stride")
+    ref = lambda v: ir.LocalRef(v.type, loc, v)  # noqa: E731
     names = [v.name for v in task.loop_vars]
     before: list[ir.Stmt] = []
     digits: list[ir.Local] = []
@@ -96,14 +100,13 @@ def _stepped(task: ir.Task, extents: list[ir.Expr], linear: ir.Local, total: ir.
     for k in range(len(extents) - 1, -1, -1):
         value = _add(ref(digits[k]), ref(steps[k]))
         if carry is not None:
-            value = _add(value, ir.Select(T.i32, loc, ir.LocalRef(T.bool_, loc, carry), ir.Const(T.i32, loc, 1),
-                                          ir.Const(T.i32, loc, 0)))
+            value = _add(value, ir.Select(T.i32, loc, ref(carry), ir.Const(T.i32, loc, 1), ir.Const(T.i32, loc, 0)))
         advance.append(ir.Assign(loc, digits[k], value))
         if k > 0:
             carry = ir.Local(f"{names[k]}_wraps", T.bool_, loc)
             advance.append(ir.Declare(loc, carry, ir.Compare(T.bool_, loc, "ge", ref(digits[k]), extents[k])))
-            advance.append(ir.Assign(loc, digits[k], ir.Select(T.i32, loc, ir.LocalRef(T.bool_, loc, carry),
-                                                               _sub(ref(digits[k]), extents[k]), ref(digits[k]))))
+            advance.append(ir.Assign(loc, digits[k], ir.Select(T.i32, loc, ref(carry), _sub(ref(digits[k]), extents[k]),
+                                                               ref(digits[k]))))
     decls = [ir.Declare(var.loc, var, _add(begin, ref(d)))
              for var, (begin, _), d in zip(task.loop_vars, task.ranges, digits)]
-    return before + [ir.For(loc, linear, gtid, total, stride, 1, advance + decls + task.body)]
+    return before, advance + decls

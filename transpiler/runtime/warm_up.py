@@ -29,9 +29,8 @@ def warm_up_block(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.nda
 
 
 def translate_once(target: str, folder: str | None) -> None:
-    """The two kernels, through the offline cache in ``folder``: the qd.init's that started the
-    thread (read from the runtime here instead, it was another qd.init's when one came in
-    meanwhile, which then found these entries in its own folder)."""
+    """The two kernels, through the offline cache in ``folder``: that of the qd.init which
+    started the thread (a later qd.init may have changed the runtime's by now)."""
     from ..frontend.source import parse_function
     from ..lang import blocklib, subgrouplib
     from ..lang.kernel import Func
