@@ -22,8 +22,18 @@ import os
 import pickle
 import sys
 import threading
-from functools import lru_cache
+from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .cache_dirs import cache_dir
+from .targets.templates import templates_dir
+
+if TYPE_CHECKING:
+    from .ir import nodes as ir
+    from .targets.context import Options
+    from .targets.target import Target
 
 FORMAT = 1  # bumped when what an entry holds changes
 # Entries are spread over 256 folders by their name's first two hex digits; a folder holding
@@ -40,19 +50,13 @@ def directory(enabled: bool | None = None, path: str | None = None) -> str | Non
         return None
     if path:
         return os.fspath(path)
-    from .cache_dirs import cache_dir
-
     return cache_dir("offline")
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_identity() -> bytes:
     """This package's code as the translation depends on it: every module, template and
     header by size and modification time, Jinja2's too, and the Python version."""
-    from importlib.util import find_spec
-
-    from .targets.templates import templates_dir
-
     jinja = find_spec("jinja2")
     roots = [Path(__file__).resolve().parent, templates_dir()]
     if jinja is not None and jinja.origin:
@@ -92,7 +96,7 @@ class _KeyPickler(pickle.Pickler):
     """Pickles IR as it is and a bound field as its shape (all the renderer reads of it);
     refuses anything else that is not plain data."""
 
-    def reducer_override(self, obj):
+    def reducer_override(self, obj: object) -> object:
         cls = type(obj)
         if cls in (list, dict, tuple, set, frozenset) or isinstance(obj, type) or obj is _bound:
             return NotImplemented
@@ -104,7 +108,7 @@ class _KeyPickler(pickle.Pickler):
         raise _Uncacheable(cls)
 
 
-def key(kir, target, options) -> str | None:
+def key(kir: ir.Kernel, target: Target, options: Options) -> str | None:
     """The entry's name for translating ``kir`` with ``target`` and its ``options``, or None
     when it cannot be cached."""
     if not type(target).__module__.startswith("transpiler.targets."):

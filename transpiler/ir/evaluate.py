@@ -15,7 +15,7 @@ class NotHostComputable(Exception):
 
 
 def evaluate(e: ir.Expr, scalars: dict[str, object], shapes: dict[str, tuple[int, ...]],
-             env: dict[int, ir.Expr] | None = None):
+             env: dict[int, ir.Expr] | None = None) -> int | float | bool:
     """``scalars``: parameter name -> value; ``shapes``: ndarray name -> shape;
     ``env``: values of the top-level locals the expression may read (see ``uniform_env``)."""
     env = env or {}
@@ -70,7 +70,7 @@ def host_computable(e: ir.Expr, env: dict[int, ir.Expr]) -> bool:
 class _AnyValue(dict):
     """Stands for every parameter value and shape when only computability matters."""
 
-    def __missing__(self, key):
+    def __missing__(self, key: str) -> _One:
         return _One()
 
 
@@ -78,7 +78,7 @@ class _One(int):
     def __new__(cls):
         return int.__new__(cls, 1)
 
-    def __getitem__(self, _):
+    def __getitem__(self, _: int) -> int:
         return 1
 
 

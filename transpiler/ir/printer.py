@@ -15,7 +15,7 @@ class _Names:
         self.ids: dict[int, str] = {}
         self.objs: list = []  # keep the objects alive so ids stay unique
 
-    def __call__(self, var) -> str:
+    def __call__(self, var: ir.Local) -> str:
         key = id(var)
         if key not in self.ids:
             self.ids[key] = f"{var.name}.{len(self.ids)}"

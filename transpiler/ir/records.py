@@ -17,6 +17,7 @@ A record is a dataclass to the rest of Python: ``dataclasses.fields``, ``replace
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import MISSING, Field, FrozenInstanceError, field
 
 __all__ = ["record", "field"]
@@ -24,7 +25,8 @@ __all__ = ["record", "field"]
 _FIELDS = "__dataclass_fields__"
 
 
-def record(cls: type | None = None, /, *, eq: bool = True, frozen: bool = False, slots: bool = False):
+def record(cls: type | None = None, /, *, eq: bool = True, frozen: bool = False,
+           slots: bool = False) -> type | Callable[[type], type]:
     """``@record`` / ``@record(eq=False, frozen=True, slots=True)``, as ``@dataclass``."""
     def wrap(c: type) -> type:
         return _make(c, eq, frozen, slots)
@@ -79,16 +81,16 @@ def _make(cls: type, eq: bool, frozen: bool, slots: bool) -> type:
     return cls
 
 
-def _frozen_getstate(self) -> list:
+def _frozen_getstate(self: object) -> list:
     return [getattr(self, name) for name in getattr(self, _FIELDS)]
 
 
-def _frozen_setstate(self, state: list) -> None:
+def _frozen_setstate(self: object, state: list) -> None:
     for name, value in zip(getattr(self, _FIELDS), state):
         object.__setattr__(self, name, value)
 
 
-def _field(cls: type, name: str, annotation) -> Field:
+def _field(cls: type, name: str, annotation: str | object) -> Field:
     default = cls.__dict__.get(name, MISSING)
     f = default if isinstance(default, Field) else field(default=default)
     if isinstance(annotation, str) and annotation.startswith(("ClassVar", "InitVar", "KW_ONLY", "dataclasses.")):
@@ -110,19 +112,19 @@ def _check_order(cls: type, fields: dict[str, Field]) -> None:
         seen_default = seen_default or has_default
 
 
-def _repr(self) -> str:
+def _repr(self: object) -> str:
     shown = ", ".join(f"{n}={getattr(self, n)!r}" for n, f in getattr(self, _FIELDS).items() if f.repr)
     return f"{type(self).__qualname__}({shown})"
 
 
 def _freeze(cls: type, names: frozenset) -> None:
     """Frozen: assigning or deleting a field raises, as dataclasses' generated methods do."""
-    def __setattr__(self, name, value):
+    def __setattr__(self: object, name: str, value: object) -> None:
         if type(self) is cls or name in names:
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
-    def __delattr__(self, name):
+    def __delattr__(self: object, name: str) -> None:
         if type(self) is cls or name in names:
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
@@ -133,11 +135,11 @@ def _freeze(cls: type, names: frozenset) -> None:
             setattr(cls, fn.__name__, fn)
 
 
-def _stub(cls: type, name: str, frozen: bool):
+def _stub(cls: type, name: str, frozen: bool) -> Callable:
     """A method that compiles the real one on its first call, installs it and runs it in its
     place. Each method on its own: a run builds many classes it never compares or hashes,
     and compiling costs by the line (a class's four methods together took 0.3 ms here)."""
-    def first_call(self, *args, **kwargs):
+    def first_call(self: object, *args: object, **kwargs: object) -> object:
         if getattr(cls.__dict__.get(name), "__code__", None) is _stub_code:  # not installed by another thread
             fn = _compile(cls, name, frozen)
             fn.__qualname__ = f"{cls.__qualname__}.{name}"
@@ -147,7 +149,7 @@ def _stub(cls: type, name: str, frozen: bool):
     return first_call
 
 
-def _compile(cls: type, method: str, frozen: bool):
+def _compile(cls: type, method: str, frozen: bool) -> Callable:
     """The generated ``__init__``, ``__eq__`` or ``__hash__`` of ``cls``, as dataclasses writes it."""
     fields = getattr(cls, _FIELDS)
     env: dict = {"MISSING": MISSING, "_object_setattr": object.__setattr__}

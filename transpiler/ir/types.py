@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from .records import record
+
+if TYPE_CHECKING:  # for annotations only: emitting text must not pay for numpy
+    import numpy as np
 
 
 @record(frozen=True, slots=True)
@@ -23,7 +28,7 @@ class DType:
     def __repr__(self) -> str:
         return f"qd.{self.name}"
 
-    def __call__(self, value):
+    def __call__(self, value: float) -> np.generic:
         """Host-side use (a kernel argument, ``qd.i16(x)`` in Python scope): a NumPy scalar of
         this type, converted as C converts, as Quadrants passes arguments: an integer wraps
         (65537 as i16 is 1), a float truncates toward zero."""
@@ -45,8 +50,8 @@ class DType:
         return self.kind == "int"
 
     @property
-    def np_dtype(self):
-        import numpy as np  # lazily: emitting text must not pay for numpy
+    def np_dtype(self) -> np.dtype:
+        import numpy as np  # noqa: PLC0415 - emitting text must not pay for numpy
 
         return np.dtype(_NP_NAMES[self.name])
 
@@ -95,7 +100,7 @@ def defaults() -> Defaults:
 
 
 @contextlib.contextmanager
-def using_defaults(d: Defaults):
+def using_defaults(d: Defaults) -> Iterator[None]:
     """Lower with ``d`` as the default int and float types (in this thread)."""
     saved, _state.current = _state.current, d
     try:
@@ -104,7 +109,7 @@ def using_defaults(d: Defaults):
         _state.current = saved
 
 
-def python_type(t) -> DType | None:
+def python_type(t: object) -> DType | None:
     """The dtype Python's ``int``, ``float`` or ``bool`` stands for (None for anything else)."""
     if t is int:
         return _state.current.ip
@@ -115,9 +120,9 @@ def python_type(t) -> DType | None:
     return None
 
 
-def from_numpy(dt) -> DType:
+def from_numpy(dt: np.dtype | type) -> DType:
     """The DType of a numpy dtype (or numpy scalar type)."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - emitting text must not pay for numpy
 
     name = np.dtype(dt).name
     for key, np_name in _NP_NAMES.items():
@@ -198,7 +203,7 @@ def promote(a: DType, b: DType) -> DType:
     return a if a.kind == "uint" else b
 
 
-def literal_type(value) -> DType:
+def literal_type(value: bool | int | float) -> DType:
     """The type an untyped Python literal gets when nothing else decides it."""
     if isinstance(value, bool):
         return bool_
@@ -220,7 +225,7 @@ def fits(value: int, t: DType) -> bool:
     return -(2 ** (t.bits - 1)) <= value < 2 ** (t.bits - 1)
 
 
-def identity(op: str, t: DType):
+def identity(op: str, t: DType) -> int | float:
     """The identity of ``op`` ("add", "mul", "min", "max", "and", "or", "xor") on ``t``: what
     an exclusive scan gives its first lane."""
     if op in ("add", "or", "xor"):

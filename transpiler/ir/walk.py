@@ -5,7 +5,7 @@ keyed and rebuilt without touching this file or any pass."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from . import nodes as ir
 from .memo import per_kernel
@@ -184,19 +184,19 @@ def contains(kernel: ir.Kernel, *classes: type) -> bool:
     return any(issubclass(k, classes) for k in kernel_node_kinds(kernel))
 
 
-def attributes(node) -> tuple:
+def attributes(node: ir.Expr | ir.Stmt) -> tuple:
     """A node's plain data (op, fn, kind, dim, ...): with its class and references, what
     tells two nodes with the same children apart."""
     return tuple(getattr(node, f) for f in fields_of(type(node)).attrs)
 
 
-def references(node) -> tuple:
+def references(node: ir.Expr | ir.Stmt) -> tuple:
     """The locals, parameters and arrays a node names itself."""
     return tuple(getattr(node, f) for f in fields_of(type(node)).refs)
 
 
-def rebuild(node, expr: Callable[[str, ir.Expr], ir.Expr],
-            body: Callable[[str, list[ir.Stmt]], list[ir.Stmt]] | None = None):
+def rebuild(node: ir.Expr | ir.Stmt, expr: Callable[[str, ir.Expr], ir.Expr],
+            body: Callable[[str, list[ir.Stmt]], list[ir.Stmt]] | None = None) -> ir.Expr | ir.Stmt:
     """``node`` with every sub-expression replaced by ``expr(field name, child)`` (in field
     order) and, for a statement, every nested body by ``body(field name, stmts)``. The node
     itself is returned when nothing changed."""

@@ -26,7 +26,7 @@ Arrays with no adjoint (integer ones, fields made without ``needs_grad``) are co
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable, Iterable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -40,7 +40,7 @@ _DROPPED = (ir.Print, ir.Fence)  # nothing to differentiate, and not repeated by
 _ZERO_DERIVATIVE = ("floor", "ceil", "round", "trunc")
 
 
-def _is_float(t) -> bool:
+def _is_float(t: object) -> bool:
     return isinstance(t, T.DType) and t.is_float
 
 
@@ -98,7 +98,7 @@ def partials(e: ir.Expr) -> list[tuple[ir.Expr, ir.Expr | None]]:
     return []
 
 
-def _pow_partials(e, a, b):
+def _pow_partials(e: ir.Expr, a: ir.Expr, b: ir.Expr) -> list[tuple[ir.Expr, ir.Expr | None]]:
     t, loc = e.type, e.loc
     if isinstance(b, ir.Const):  # the common x ** 2: 2 * x, not 2 * pow(x, 1)
         less = b.value - 1
@@ -171,7 +171,7 @@ def _assigned(stmts: list[ir.Stmt]) -> dict[int, int]:
     """How often each local is assigned (an assignment inside a loop counts twice)."""
     counts: dict[int, int] = {}
 
-    def walk(block, weight):
+    def walk(block: list[ir.Stmt], weight: int) -> None:
         for st in block:
             if isinstance(st, (ir.Declare, ir.Assign)) and (not isinstance(st, ir.Declare) or st.init is not None):
                 counts[id(st.var)] = counts.get(id(st.var), 0) + weight
@@ -182,7 +182,7 @@ def _assigned(stmts: list[ir.Stmt]) -> dict[int, int]:
     return counts
 
 
-def _locals_read(exprs) -> list[ir.Local]:
+def _locals_read(exprs: Iterable[ir.Expr]) -> list[ir.Local]:
     seen, out = set(), []
     for e in exprs:
         for n in iter_expr(e):
@@ -346,7 +346,7 @@ class _TaskAdjoint:
                 out += self.backward_loop(st, extra)
         return out
 
-    def backward_atomic(self, st: ir.ExprStmt, snaps, out: list[ir.Stmt]) -> None:
+    def backward_atomic(self, st: ir.ExprStmt, snaps: dict[int, ir.Local], out: list[ir.Stmt]) -> None:
         a = st.expr
         if not isinstance(a, ir.Atomic) or not _is_float(a.array.type.dtype):
             return
@@ -363,7 +363,7 @@ class _TaskAdjoint:
         ref = ir.LocalRef(g.type, st.loc, g)
         self.flow(self.fix(a.value, snaps), ref if a.op == "add" else _neg(ref), out)
 
-    def backward_loop(self, st: ir.For, extra) -> list[ir.Stmt]:
+    def backward_loop(self, st: ir.For, extra: tuple[list[ir.Expr], list[tuple[ir.Local, ir.Local]]]) -> list[ir.Stmt]:
         """The loop run backwards: iteration ``k`` of ``count`` is the primal's
         ``count - 1 - k``, its primal values replayed first. Where a backward step needs a
         value an earlier iteration carried in (``v = v * x[j]``), the iterations before it
@@ -464,7 +464,7 @@ def _without_unread(body: list[ir.Stmt], snapshots: set[int]) -> list[ir.Stmt]:
     read = {id(v) for v in _locals_read(_all_exprs(body))}
     unread = snapshots - read
 
-    def keep(block):
+    def keep(block: list[ir.Stmt]) -> list[ir.Stmt]:
         out = []
         for st in block:
             if isinstance(st, (ir.Declare, ir.Assign)) and id(st.var) in unread:
@@ -539,7 +539,7 @@ def _writes_scratch(task: ir.Task) -> bool:
                isinstance(st.expr, ir.Atomic) and _is_scratch(st.expr.array) for st in all_stmts(task.body))
 
 
-def _is_scratch(array) -> bool:
+def _is_scratch(array: ir.Array) -> bool:
     return isinstance(array, ir.Param) and array.role == "scratch"
 
 

@@ -22,7 +22,8 @@ def _direct(body: list[ir.Stmt]) -> dict[tuple[int, int | None], Input]:
                 found[(id(ref), None)] = (ref, None)
                 # A multi-dimensional element's row-major offset uses the inner extents
                 # (those of a vector or matrix element are constants).
-                for dim in range(1, min(len(getattr(node, "indices", ())), ref.type.passed_extents if ref.is_array else 0)):
+                dims = min(len(getattr(node, "indices", ())), ref.type.passed_extents if ref.is_array else 0)
+                for dim in range(1, dims):
                     found[(id(ref), dim)] = (ref, dim)
     return found
 

@@ -10,6 +10,7 @@ located ``TranspileError`` naming op, dtype and target.
 from __future__ import annotations
 
 import dataclasses
+from typing import Protocol
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -18,16 +19,26 @@ from ..ir.memo import per_kernel
 from ..ir.walk import all_exprs, contains
 from .rewrite import HoistingRewriter
 
+
+class AtomicsTable(Protocol):
+    """What legalizing reads of a target's dialect: passes sit below targets, so the dialect
+    is passed in and only its shape is named here."""
+
+    name: str
+    shared_views: bool  # shared memory can be viewed as another type of the same width
+
+    def atomic_support(self, op: str, t: T.DType, space: str, loc: ir.Loc | None) -> str: ...
+
 UINT_OF_WIDTH = {16: T.u16, 32: T.u32, 64: T.u64}
 
 
-def legalize_atomics(kernel: ir.Kernel, dialect) -> ir.Kernel:
+def legalize_atomics(kernel: ir.Kernel, dialect: AtomicsTable) -> ir.Kernel:
     """A copy of ``kernel`` whose atomics the dialect can all spell directly."""
     return _legalize(kernel, dialect)
 
 
 @per_kernel(key=lambda dialect: type(dialect))
-def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
+def _legalize(kernel: ir.Kernel, dialect: AtomicsTable) -> ir.Kernel:
     if not contains(kernel, ir.Atomic):
         return kernel
     needs = False
@@ -49,7 +60,7 @@ def _legalize(kernel: ir.Kernel, dialect) -> ir.Kernel:
 
 
 class _Rewriter(HoistingRewriter):
-    def __init__(self, dialect, bits_shared: set[int]):
+    def __init__(self, dialect: AtomicsTable, bits_shared: set[int]) -> None:
         self.dialect = dialect
         # Shared arrays that must hold their bits (the dialect cannot view shared memory as
         # another type, and some atomic on them works on the bits): every float atomic on
@@ -141,7 +152,7 @@ class _Rewriter(HoistingRewriter):
         t, loc = a.type, a.loc
         u32, i32 = T.u32, T.i32
 
-        def c(v, ty=u32) -> ir.Expr:
+        def c(v: int, ty: T.DType = u32) -> ir.Expr:
             return ir.Const(ty, loc, v)
 
         def ref(var: ir.Local) -> ir.Expr:

@@ -132,7 +132,7 @@ def _extent(e: ir.Expr) -> bool:
     return isinstance(e, ir.Shape) or (isinstance(e, ir.Cast) and isinstance(e.a, ir.Shape))
 
 
-def index_roots(node) -> list[tuple[ir.Expr, bool]]:
+def index_roots(node: ir.Expr | ir.Stmt) -> list[tuple[ir.Expr, bool]]:
     """(sub-expression, whether it is index space) for each direct sub-expression of a node:
     array subscripts, a loop's bounds, and the side of a comparison with an array extent (a
     bounds check) are; the sum of products above them stays so (see ``_reads``)."""

@@ -2,13 +2,18 @@
 with every compiler message mapped back to the Python line it came from."""
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..errors import ToolchainMissing  # noqa: F401 - re-exported for callers
 from ..ir.records import record, field
+from ..targets import get_target
+
+R = TypeVar("R")
 
 
 @record
@@ -67,10 +72,6 @@ Checker = Callable[[str, str, dict, dict], Verdict]
 def check_sources(target: str, sources: dict[str, str], manifest: dict, options: dict | None = None) -> list[Verdict]:
     """Compile every generated file of one translation with the target's checker (its
     ``Target.checker`` module's ``make_checker()``); raises ToolchainMissing."""
-    import importlib
-
-    from ..targets import get_target
-
     module = get_target(target).checker
     if module is None:
         raise ToolchainMissing(f"a {target} checker", "no compile check is known for this target")
@@ -78,7 +79,7 @@ def check_sources(target: str, sources: dict[str, str], manifest: dict, options:
     return [check(name, text, manifest, options or {}) for name, text in sources.items()]
 
 
-def timed(fn: Callable, *args, **kwargs):
+def timed(fn: Callable[..., R], *args: object, **kwargs: object) -> tuple[R, float]:
     t0 = time.perf_counter()
     result = fn(*args, **kwargs)
     return result, time.perf_counter() - t0

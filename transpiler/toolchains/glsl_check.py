@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from functools import lru_cache
+from functools import cache
 
 from ..errors import ToolchainMissing, ToolchainRejected
 from ..targets.glsl import TARGET_ENV
@@ -22,7 +22,7 @@ INSTALL_HINT = "apt-get install glslang-tools spirv-tools (Debian/Ubuntu), or th
 GLSLANG_LOCATION = r"(ERROR|WARNING): (?P<file>[^:\s]+):(?P<line>\d+):"
 
 
-@lru_cache(maxsize=None)
+@cache
 def tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
@@ -30,7 +30,7 @@ def tool(name: str) -> str:
     return path
 
 
-@lru_cache(maxsize=None)
+@cache
 def glslang_version() -> str:
     out = subprocess.run([tool("glslangValidator"), "--version"], capture_output=True, text=True).stdout
     for line in out.splitlines():  # "Glslang Version: 11:12.0.0"

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from functools import lru_cache
+from functools import cache
 
 from ..errors import ToolchainMissing
 from ..ir.records import record
@@ -84,7 +84,7 @@ def hip_env(workdir: str | None = None) -> dict[str, str]:
     return env
 
 
-@lru_cache(maxsize=None)
+@cache
 def hipcc_version() -> str:
     hipcc = shutil.which("hipcc")
     if hipcc is None:
@@ -94,7 +94,7 @@ def hipcc_version() -> str:
     return m.group(1) if m else "?"
 
 
-@lru_cache(maxsize=None)
+@cache
 def hiprtc_library() -> str:
     name = ctypes.util.find_library("amdhip64")
     if name is None:

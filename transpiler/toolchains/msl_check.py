@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..errors import ToolchainMissing
@@ -40,7 +40,7 @@ DIAGNOSTIC = re.compile(r"^\S+:\d+:\d+: (?:fatal )?(?:error|warning|note):")
 UNKNOWN_ATTRIBUTE = re.compile(r"^(?P<where>\S+): warning: unknown attribute '(?P<name>\w+)' ignored")
 
 
-@lru_cache(maxsize=None)
+@cache
 def find_clang() -> str:
     for name in CLANG_NAMES:
         path = shutil.which(name)
@@ -49,7 +49,7 @@ def find_clang() -> str:
     raise ToolchainMissing("clang++ (for the Metal shim check)", INSTALL_HINT)
 
 
-@lru_cache(maxsize=None)
+@cache
 def clang_version(clang: str) -> str:
     out = subprocess.run([clang, "--version"], capture_output=True, text=True).stdout
     m = re.search(r"clang version (\d+\.\d+)", out)

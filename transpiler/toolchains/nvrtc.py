@@ -6,8 +6,10 @@ import ctypes
 import glob
 import os
 import re
+import subprocess
 import sys
-from functools import lru_cache
+import tempfile
+from functools import cache
 
 from ..errors import ToolchainMissing
 from ..ir.records import record
@@ -33,7 +35,7 @@ def _candidates() -> list[str]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def library() -> ctypes.CDLL:
     for path in _candidates():
         try:
@@ -52,7 +54,7 @@ def version() -> str:
     return f"{major.value}.{minor.value}"
 
 
-def _get(lib, prog, size_fn: str, get_fn: str) -> bytes:
+def _get(lib: ctypes.CDLL, prog: ctypes.c_void_p, size_fn: str, get_fn: str) -> bytes:
     n = ctypes.c_size_t()
     if getattr(lib, size_fn)(prog, ctypes.byref(n)) != 0:
         return b""
@@ -97,7 +99,8 @@ def resource_usage(log: str) -> dict[str, dict]:
         if current is None:
             continue
         for key, pattern in (("registers", r"Used (\d+) registers"), ("shared_bytes", r"(\d+) bytes smem"),
-                             ("spill_stores", r"(\d+) bytes spill stores"), ("spill_loads", r"(\d+) bytes spill loads")):
+                             ("spill_stores", r"(\d+) bytes spill stores"),
+                             ("spill_loads", r"(\d+) bytes spill loads")):
             m = re.search(pattern, line)
             if m:
                 usage[current][key] = int(m.group(1))
@@ -113,7 +116,7 @@ def _wheel_dirs(*parts: str) -> list[str]:
     return [os.path.join(base, "nvidia", *parts) for base in sys.path]
 
 
-@lru_cache(maxsize=None)
+@cache
 def nvshmem_home() -> str:
     """The NVSHMEM wheel's root (include/, lib/), or $NVSHMEM_HOME."""
     for root in [os.environ.get("NVSHMEM_HOME", "")] + _wheel_dirs("nvshmem"):
@@ -122,7 +125,7 @@ def nvshmem_home() -> str:
     raise ToolchainMissing("the NVSHMEM headers and device library", NVSHMEM_INSTALL_HINT)
 
 
-@lru_cache(maxsize=None)
+@cache
 def cuda_include_dirs() -> list[str]:
     """The CUDA headers NVSHMEM's include (cuda_runtime.h) and CCCL's <cuda/std/...>: NVRTC
     builds in neither. From the pip wheels (nvidia-cuda-runtime, nvidia-cuda-cccl) or a toolkit."""
@@ -158,9 +161,6 @@ def nvlink() -> str | None:
 def link_nvshmem(cubin: bytes, arch: str = "sm_90") -> NvrtcResult:
     """Device-link a relocatable (-rdc=true) cubin with NVSHMEM's device library, as a host
     does before loading it: every NVSHMEM routine the code calls must resolve."""
-    import subprocess
-    import tempfile
-
     tool = nvlink()
     if tool is None:
         raise ToolchainMissing("nvlink (the CUDA device linker)", "pip install nvidia-cuda-nvcc")

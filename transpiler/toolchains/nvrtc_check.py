@@ -1,15 +1,13 @@
 """The CUDA compile check: NVRTC to an sm_XX cubin."""
 from __future__ import annotations
 
-from . import Checker, Verdict, map_log, timed
+from . import Checker, Verdict, map_log, nvrtc, timed
 
 NVRTC_LOCATION = r"(?P<file>[\w.\-]+)\((?P<line>\d+)\): (error|warning)"
 
 
 def make_checker() -> Checker:
     """The compile check for this target's files (raises ToolchainMissing)."""
-    from . import nvrtc
-
     nvrtc.library()  # raises ToolchainMissing before any file is tried
     tool = f"NVRTC {nvrtc.version()}"
 
