@@ -102,7 +102,7 @@ def load(path: Path) -> list[tuple[str, object]]:
 
 def warm_up() -> None:
     """Imports, Jinja template compilation and first-use caches, outside every measurement."""
-    for name, k in load(ROOT / "examples" / "saxpy.py"):
+    for _, k in load(ROOT / "examples" / "saxpy.py"):
         for t in qd.TARGETS:
             _translate(k, t, {})
 
@@ -140,7 +140,7 @@ def cli_cold(path: Path, runs: int) -> dict:
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         if p.returncode != 0:
-            err = (p.stderr.strip().splitlines() or ["exit status %d" % p.returncode])[0][:160]
+            err = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[0][:160]
     return {"median_s": median(samples), "min_s": min(samples), "cpu_median_s": median(cpu), "runs": runs,
             "error": err}
 

@@ -115,7 +115,8 @@ def nvidia(args, report: dict, cases: list[dict], workdir: Path) -> None:
                             "sass_delta_vs_best": delta, "note": case.get("note")})
     if isinstance(controls, str):
         say(f"  grid-stride controls failed: {controls}")
-    say(table("sm_90 SASS (sass_stats.py): ours vs the references; goal: no more SASS than the best reference, no spills",
+    say(table("sm_90 SASS (sass_stats.py): ours vs the references; "
+              "goal: no more SASS than the best reference, no spills",
               ["kernel", "regs", "smem", "spill", "SASS", *CLASSES, "vs best"], rows,
               note="  control: the hand reference in the same grid-stride task loop our entry points run "
                    "(bench/refs_cuda/gridstride_controls.cu)"))
@@ -181,8 +182,8 @@ def amdgpu_isa(co: Path) -> dict[str, dict]:
             "insts": len(body),
             "s_barrier": sum(op == "s_barrier" for op, _ in body),
             "ds_ops": sum(op.startswith("ds_") and op not in xlane for op, _ in body),
-            "xlane": sum(op in xlane or "_dpp" in op or "row_" in rest or op.startswith(("v_readlane", "v_readfirstlane"))
-                         for op, rest in body),
+            "xlane": sum(op in xlane or "_dpp" in op or "row_" in rest
+                         or op.startswith(("v_readlane", "v_readfirstlane")) for op, rest in body),
             "global": sum(op.startswith(("global_", "flat_", "buffer_")) for op, _ in body),
             "branch": sum(op.startswith("s_cbranch") or op == "s_branch" for op, _ in body),
         }

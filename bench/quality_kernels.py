@@ -88,9 +88,11 @@ def cases(workdir: Path) -> tuple[list[dict], list[str]]:
          "hand": ["hand_radix_rank_match_u32"], "cub": ["cub_radix_rank_match_u32"],
          "note": "ours ranks 1 key per thread, the references 4"},
         {"name": "last-block reduce f32", "ours": lb["sum_last_block"], "ref": "e_last_block_reduce.cu",
-         "hand": ["hand_last_block_reduce_f32", "hand_last_block_reduce_acqrel_f32"], "cub": ["cub_last_block_reduce_f32"],
+         "hand": ["hand_last_block_reduce_f32", "hand_last_block_reduce_acqrel_f32"],
+         "cub": ["cub_last_block_reduce_f32"],
          "hand_nvrtc": ["hand_last_block_reduce_f32"]},
         {"name": "look-back scan i32", "ours": sc["prefix_sum"], "ref": "c_decoupled_lookback.cu",
-         "hand": ["hand_lookback_init", "hand_lookback_scan_i32"], "cub": ["cub_lookback_init", "cub_lookback_scan_i32"],
+         "hand": ["hand_lookback_init", "hand_lookback_scan_i32"],
+         "cub": ["cub_lookback_init", "cub_lookback_scan_i32"],
          "note": "ours: 8 items per thread, scalar loads"},
     ], notes

@@ -119,7 +119,8 @@ def main() -> None:
     results = {}
     sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
     if sizes:  # (--sizes '': the CPU table alone)
-        results[a.arch] = measure([k for k in KERNELS if not only or k in only], sizes, a.rounds, a.reps, a.timeout, arch=a.arch)
+        chosen = [k for k in KERNELS if not only or k in only]
+        results[a.arch] = measure(chosen, sizes, a.rounds, a.reps, a.timeout, arch=a.arch)
         device = "Vulkan device" if a.arch == "vulkan" else "NVIDIA GPU (CUDA)"
         say(ratio_table(f"Same kernels on the same {device}: ours / Quadrants 1.3.3 ({a.rounds} rounds, median of "
                         f"{a.reps} warm calls each)", results[a.arch]))
