@@ -96,7 +96,7 @@ class _KeyPickler(pickle.Pickler):
     """Pickles IR as it is and a bound field as its shape (all the renderer reads of it);
     refuses anything else that is not plain data."""
 
-    def reducer_override(self, obj: object) -> object:
+    def reducer_override(self, obj: object) -> tuple:
         cls = type(obj)
         if cls in (list, dict, tuple, set, frozenset) or isinstance(obj, type) or obj is _bound:
             return NotImplemented

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from . import nodes as ir
 from .memo import per_kernel
 from .records import record
+
+Node = TypeVar("Node", ir.Expr, ir.Stmt)
 
 
 @record(frozen=True)
@@ -195,8 +198,8 @@ def references(node: ir.Expr | ir.Stmt) -> tuple:
     return tuple(getattr(node, f) for f in fields_of(type(node)).refs)
 
 
-def rebuild(node: ir.Expr | ir.Stmt, expr: Callable[[str, ir.Expr], ir.Expr],
-            body: Callable[[str, list[ir.Stmt]], list[ir.Stmt]] | None = None) -> ir.Expr | ir.Stmt:
+def rebuild(node: Node, expr: Callable[[str, ir.Expr], ir.Expr],
+            body: Callable[[str, list[ir.Stmt]], list[ir.Stmt]] | None = None) -> Node:
     """``node`` with every sub-expression replaced by ``expr(field name, child)`` (in field
     order) and, for a statement, every nested body by ``body(field name, stmts)``. The node
     itself is returned when nothing changed."""
