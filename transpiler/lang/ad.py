@@ -11,6 +11,16 @@ import math
 
 from .external import is_tensor
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from types import TracebackType
+
+    import torch
+
+    from .types import Tensor
+
 
 class _State:
     tape: "Tape | None" = None
@@ -30,7 +40,7 @@ def _companions(kind: str):
             yield c
 
 
-def clear_all_gradients(gradient_type=None) -> None:
+def clear_all_gradients(gradient_type: str | None = None) -> None:
     """Every field's ``.grad`` (``gradient_type="dual"``: ``.dual``) set to zero (the fields
     made since the last qd.init, as Quadrants' program holds them)."""
     kind = "dual" if str(gradient_type).lower().endswith("dual") else "grad"
@@ -38,7 +48,7 @@ def clear_all_gradients(gradient_type=None) -> None:
         c.storage()[...] = 0
 
 
-def _is_loss_scalar(loss) -> bool:
+def _is_loss_scalar(loss: Tensor) -> bool:
     return math.prod(loss.shape) == 1
 
 
@@ -48,7 +58,8 @@ class Tape:
     derivative of ``y``. Entering clears every gradient (``clear_gradients=False`` keeps
     them) and zeroes ``y``."""
 
-    def __init__(self, loss=None, clear_gradients: bool = True, validation: bool = False, grad_check=None):
+    def __init__(self, loss: Tensor | torch.Tensor | None = None, clear_gradients: bool = True,
+                 validation: bool = False, grad_check: object = None):
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.calls: list = []
@@ -94,10 +105,10 @@ class Tape:
         state.tape = self
         return self
 
-    def insert(self, func, args: tuple) -> None:
+    def insert(self, func: Callable, args: tuple) -> None:
         self.calls.append((func, args))
 
-    def __exit__(self, kind, value, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         state.tape = None
         if kind is None and self.loss is not None:
             self.grad()
@@ -127,7 +138,8 @@ class FwdMode:
     their forward-mode derivative: ``y.dual`` gets the derivative of ``y`` along ``seed``
     (a flat list of ``x``'s size; ``[1.0]`` for a 0-d ``x``)."""
 
-    def __init__(self, loss, param, seed=None, clear_gradients: bool = True):
+    def __init__(self, loss: Tensor | Sequence[Tensor], param: Tensor, seed: Sequence[float] | None = None,
+                 clear_gradients: bool = True):
         self.loss = loss if isinstance(loss, (list, tuple)) else [loss]
         self.param = param
         self.seed = seed
@@ -157,12 +169,12 @@ class FwdMode:
         state.fwd = self
         return self
 
-    def __exit__(self, kind, value, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         state.fwd = None
         self.param.dual.storage()[...] = 0
 
 
-def grad_replaced(func):
+def grad_replaced(func: Callable) -> Callable:
     """A Python function whose gradient is the one ``@qd.ad.grad_for(func)`` gives: a Tape
     records a call of it (not the kernels it calls) and runs that gradient."""
 
@@ -180,10 +192,10 @@ def grad_replaced(func):
     return decorated
 
 
-def grad_for(primal):
+def grad_for(primal: Callable) -> Callable[[Callable], Callable]:
     """``@qd.ad.grad_for(f)``: this function is the gradient of ``f`` (``@grad_replaced``)."""
 
-    def decorator(func):
+    def decorator(func: Callable) -> Callable:
         if not hasattr(primal, "grad"):
             raise RuntimeError(f"Primal function `{primal.__name__}` must be decorated by qd.ad.grad_replaced")
         if primal.grad is not None:
@@ -200,14 +212,14 @@ def grad_for(primal):
     return decorator
 
 
-def no_grad(func):
+def no_grad(func: Callable) -> Callable:
     """A Python function with no gradient: a Tape records it, and does nothing for it."""
     decorated = grad_replaced(func)
     decorated.grad = lambda *args, **kwargs: None
     return decorated
 
 
-def record(kernel, args: tuple) -> None:
+def record(kernel: Callable, args: tuple) -> None:
     """A kernel call in a Tape's block (kernels a grad_replaced function calls aside)."""
     if state.tape is not None and not state.replaced:
         state.tape.insert(kernel, args)

@@ -7,13 +7,23 @@ A kernel gets the view as the 1-d array it is (the runtime binds the range of th
 storage), so every target sees a plain ndarray parameter."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+    from ..ir.types import DType
+    from .matrix import MatrixType
+    from .types import Tensor
+
 
 class BufferView:
     """``size`` elements of the 1-d ndarray ``ndarray`` from ``offset`` on, sharing its memory."""
 
     _qd_view_annotation = True  # bare, as a kernel parameter's annotation: a 1-d ndarray
 
-    def __init__(self, ndarray, offset: int = 0, size: int | None = None):
+    def __init__(self, ndarray: Tensor | BufferView, offset: int = 0, size: int | None = None):
         from ..runtime.ndarray import Ndarray
 
         if isinstance(ndarray, BufferView):  # a view of a view: offsets add up
@@ -36,40 +46,40 @@ class BufferView:
         return (self.size,)
 
     @property
-    def dtype(self):
+    def dtype(self) -> DType | MatrixType:
         return self.ndarray.dtype
 
     def subview(self, offset: int, size: int | None = None) -> BufferView:
         return BufferView(self, offset, size)
 
-    def data(self):
+    def data(self) -> np.ndarray:
         """The viewed range of the backing storage (a NumPy view, up to date on the host)."""
         whole = self.ndarray._read()
         return whole[self.offset:self.offset + self.size]
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice):
         if isinstance(index, slice):
             return BufferView(self, *_range(index, self.size))
         from .field import host_value
 
         return host_value(self.data()[index], self.ndarray.element_shape)
 
-    def __setitem__(self, index, value) -> None:
+    def __setitem__(self, index: int | slice, value: object) -> None:
         self.data()[index] = value
         self.ndarray._written()
 
-    def to_numpy(self):
+    def to_numpy(self) -> np.ndarray:
         return self.data().copy()
 
-    def from_numpy(self, array) -> None:
+    def from_numpy(self, array: ArrayLike) -> None:
         self.data()[...] = array
         self.ndarray._written()
 
-    def fill(self, value) -> None:
+    def fill(self, value: object) -> None:
         self.data()[...] = value
         self.ndarray._written()
 
-    def __class_getitem__(cls, dtype):
+    def __class_getitem__(cls, dtype: DType | MatrixType | type):
         """``qd.BufferView[qd.f32]``: the parameter annotation with its element type."""
         from .kernel import NdarrayAnnotation
 

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     import numpy as np
+    import torch
+
+    from ..ir.types import DType
 
 
 def has_pytorch() -> bool:
@@ -25,12 +28,12 @@ def has_pytorch() -> bool:
     return True
 
 
-def is_tensor(value) -> bool:
+def is_tensor(value: object) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def _host_view(t, what: str) -> tuple[np.ndarray, Callable[[], None] | None]:
+def _host_view(t: torch.Tensor, what: str) -> tuple[np.ndarray, Callable[[], None] | None]:
     """The NumPy array a kernel runs on for tensor ``t``: ``t``'s own memory when it is a
     contiguous CPU tensor; else a contiguous CPU copy, and the write back to ``t`` to run
     after the launch (a CUDA tensor too: this runtime's CUDA executor takes host arrays)."""
@@ -49,7 +52,7 @@ def _host_view(t, what: str) -> tuple[np.ndarray, Callable[[], None] | None]:
     return copy, write_back
 
 
-def tensor_argument(t, what: str) -> tuple[np.ndarray, np.ndarray | None, list[Callable[[], None]]]:
+def tensor_argument(t: torch.Tensor, what: str) -> tuple[np.ndarray, np.ndarray | None, list[Callable[[], None]]]:
     """(the array for ``t``, the array for its ``.grad`` or None, the write backs after the
     launch). A tensor that requires grad gets a zeroed ``.grad`` if it has none, as in
     Quadrants, so ``kernel.grad()`` has somewhere to accumulate."""
@@ -69,7 +72,7 @@ def tensor_argument(t, what: str) -> tuple[np.ndarray, np.ndarray | None, list[C
     return array, grad, after
 
 
-def as_tensor(array: np.ndarray, device=None):
+def as_tensor(array: np.ndarray, device: str | torch.device | None = None) -> torch.Tensor:
     """A tensor with ``array``'s elements: its memory on the CPU, a copy on another device."""
     import torch
 
@@ -77,7 +80,8 @@ def as_tensor(array: np.ndarray, device=None):
     return t if device is None or torch.device(device).type == "cpu" else t.to(device)
 
 
-def to_torch(array: np.ndarray, device, copy: bool | None, shared: bool, what: str):
+def to_torch(array: np.ndarray, device: str | torch.device | None, copy: bool | None, shared: bool,
+             what: str) -> torch.Tensor:
     """``to_torch(device, copy=)`` of host memory ``array``: ``copy=True`` an independent copy;
     ``copy=False`` the memory itself (an error where it cannot be shared: a device tensor, or an
     ndarray the executor keeps on its device); ``copy=None`` shared where it can be."""
@@ -93,12 +97,12 @@ def to_torch(array: np.ndarray, device, copy: bool | None, shared: bool, what: s
     return as_tensor(array.copy(), device)
 
 
-def from_torch(t) -> np.ndarray:
+def from_torch(t: torch.Tensor) -> np.ndarray:
     """A tensor's elements as a NumPy array (a copy where it is not a contiguous CPU tensor)."""
     return t.detach().cpu().contiguous().numpy()
 
 
-def to_dlpack(array: np.ndarray, versioned: bool = False):
+def to_dlpack(array: np.ndarray, versioned: bool = False) -> object:
     """A DLPack capsule of ``array``'s memory: v0 (``"dltensor"``, what
     ``torch.utils.dlpack.from_dlpack`` takes) unless ``versioned``."""
     if versioned:
@@ -106,7 +110,7 @@ def to_dlpack(array: np.ndarray, versioned: bool = False):
     return array.__dlpack__()
 
 
-def to_pytorch_type(dtype):
+def to_pytorch_type(dtype: DType | type) -> torch.dtype:
     """The torch dtype of a qd dtype (Quadrants' ``qd.lang.util.to_pytorch_type``)."""
     import torch
 
@@ -118,7 +122,7 @@ def to_pytorch_type(dtype):
     return getattr(torch, name[t.name])
 
 
-def to_numpy_type(dtype):
+def to_numpy_type(dtype: DType | type) -> type[np.generic]:
     """The NumPy dtype of a qd dtype (Quadrants' ``qd.lang.util.to_numpy_type``)."""
     from ..ir.types import python_type
 

@@ -20,6 +20,18 @@ from ..ir.types import DType, python_type
 from .kernel import comptime
 from .snode import SPARSE, Axes, SNode, activate_all_host, activate_host, active_elements, root
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import numpy as np
+    import torch
+    from numpy.typing import ArrayLike
+
+    from .matrix import MatrixType, StructType
+    from .types import Tensor
+
 
 _all_fields = weakref.WeakSet()  # every field made, for qd.reset()
 # The program fields belong to: each qd.init after the first starts a new one (the fields a
@@ -53,7 +65,7 @@ def companion(kind: str, owner: str = "qd.field") -> property:
     kernel's derivative (``kernel.grad()``, ``qd.ad``) adds its gradients."""
     flag = "needs_grad" if kind == "grad" else "needs_dual"
 
-    def get(self):
+    def get(self: Field | StructField) -> Field | StructField:
         found = self.__dict__.get("_" + kind)
         if found is None and isinstance(self, Field) and not self.placed and self.dtype.is_float:
             # `qd.root.dense(qd.i, n).place(x, x.grad)`: made here, placed with x
@@ -104,8 +116,9 @@ class Field(ElementDims):
 
     grad, dual = companion("grad"), companion("dual")
 
-    def __init__(self, dtype: Any, shape=None, element_shape: tuple[int, ...] = (), name: str | None = None,
-                 needs_grad: bool = False, needs_dual: bool = False, offset=None):
+    def __init__(self, dtype: Any, shape: int | tuple[int, ...] | None = None, element_shape: tuple[int, ...] = (),
+                 name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
+                 offset: int | Sequence[int] | None = None):
         _all_fields.add(self)
         self._program = _program[0]
         scalar = python_type(dtype) or dtype
@@ -131,7 +144,7 @@ class Field(ElementDims):
     def _companions(self) -> list:
         return [f for f in (self.__dict__.get("_grad"), self.__dict__.get("_dual")) if f is not None]
 
-    def _place(self, shape, offset=None) -> None:
+    def _place(self, shape: int | tuple[int, ...] | None, offset: int | Sequence[int] | None = None) -> None:
         scalar = isinstance(shape, int) or (hasattr(shape, "__index__") and not hasattr(shape, "__len__"))
         shape = (shape,) if scalar else tuple(shape)
         # NumPy integers are extents too (Genesis sizes its grids with them).
@@ -166,7 +179,7 @@ class Field(ElementDims):
         index d runs from offset[d] to offset[d] + shape[d] - 1, in kernels and in Python."""
         return self._offset or (0,) * len(self.shape)
 
-    def _storage_index(self, index):
+    def _storage_index(self, index: object):
         """A Python-scope index as the storage's (NumPy's) index: checked against the shape
         (a negative index is out of range, not NumPy's count from the end), the offset
         taken off."""
@@ -189,7 +202,7 @@ class Field(ElementDims):
         return tuple(out)
 
 
-    def storage(self):
+    def storage(self) -> np.ndarray:
         """The NumPy array holding the field (zeros on first use, in the executor's memory
         where the host sees it: see runtime.field_storage), shape + element shape."""
         if self._data is None:
@@ -229,18 +242,19 @@ class Field(ElementDims):
         return active_elements(snode) if snode is not None and snode.sparse else None
 
     # Python scope, as Quadrants has it.
-    def __getitem__(self, index):
+    def __getitem__(self, index: object):
         """A scalar element's value; a vector or matrix element's components as a view
         that writes through (``x[i][0] = 5``, ``x[i].x``, ``x[i].to_numpy()``)."""
         return host_value(self.storage()[self._storage_index(index)], self.element_shape)
 
-    def __setitem__(self, index, value) -> None:
+    def __setitem__(self, index: object, value: object) -> None:
         index = self._storage_index(index)
         storage = self.storage()
         storage[index] = wrapped(value, storage.dtype)
         activate_host(self, index)
 
-    def to_numpy(self, keep_dims: bool = False, dtype=None, *, copy: bool | None = True):
+    def to_numpy(self, keep_dims: bool = False, dtype: DType | type | None = None, *,
+                 copy: bool | None = True) -> np.ndarray:
         """The elements; an inactive one of a sparse field reads 0, as in Quadrants. As
         Quadrants shapes them: an n x 1 matrix element as n values, unless ``keep_dims``,
         which gives a vector element as n x 1 too; ``dtype`` converts. ``copy=False``: the
@@ -261,7 +275,7 @@ class Field(ElementDims):
             out = out.astype(t.np_dtype if isinstance(t, DType) else t)
         return out
 
-    def _host_shaped(self, array, keep_dims: bool):
+    def _host_shaped(self, array: np.ndarray, keep_dims: bool):
         """``array`` (the storage's shape) shaped as Python scope sees the field."""
         if not self.element_shape:
             return array
@@ -269,7 +283,7 @@ class Field(ElementDims):
         cols = self.element_shape[1] if len(self.element_shape) == 2 else 1
         return array.reshape(self.shape + ((rows, cols) if keep_dims or cols != 1 else (rows,)))
 
-    def to_torch(self, device=None, keep_dims: bool = False, *, copy: bool | None = True):
+    def to_torch(self, device: str | None = None, keep_dims: bool = False, *, copy: bool | None = True) -> torch.Tensor:
         """The elements as a torch tensor, shaped as ``to_numpy``: ``copy=True`` an independent
         copy, ``False`` the field's own memory (a CPU tensor), ``None`` that where it can be."""
         from .external import to_torch
@@ -278,13 +292,13 @@ class Field(ElementDims):
         array = self._host_shaped(self.storage(), keep_dims) if shared else self.to_numpy(keep_dims)
         return to_torch(array, device, copy, shared, "qd.field")
 
-    def from_torch(self, tensor) -> None:
+    def from_torch(self, tensor: torch.Tensor) -> None:
         """Every element from a torch tensor of the field's shape (as ``from_numpy``)."""
         from .external import from_torch
 
         self.from_numpy(from_torch(tensor))
 
-    def to_dlpack(self, versioned: bool = False):
+    def to_dlpack(self, versioned: bool = False) -> object:
         """A DLPack capsule of the field's memory (``torch.utils.dlpack.from_dlpack`` takes the
         default v0 one), shaped as ``to_numpy``."""
         from .external import to_dlpack
@@ -294,7 +308,7 @@ class Field(ElementDims):
                              "use to_numpy() or to_torch()")
         return to_dlpack(self._host_shaped(self.storage(), False), versioned)
 
-    def from_numpy(self, array) -> None:
+    def from_numpy(self, array: ArrayLike) -> None:
         import numpy as np
 
         array = np.asarray(array)
@@ -307,7 +321,7 @@ class Field(ElementDims):
         self.storage()[...] = array
         activate_all_host(self)
 
-    def fill(self, value) -> None:
+    def fill(self, value: object) -> None:
         """Every element; of a sparse field, every active one (Quadrants fills with a struct-for)."""
         active = self._active()
         if active is None:
@@ -332,8 +346,9 @@ class StructField:
 
     grad, dual = companion("grad"), companion("dual")
 
-    def __init__(self, struct_type, shape=None, name: str | None = None, needs_grad: bool = False,
-                 needs_dual: bool = False, _members: dict | None = None, offset=None):
+    def __init__(self, struct_type: StructType, shape: int | tuple[int, ...] | None = None, name: str | None = None,
+                 needs_grad: bool = False, needs_dual: bool = False, _members: dict | None = None,
+                 offset: int | Sequence[int] | None = None):
         from .matrix import MatrixType, StructType
 
         self.type = struct_type
@@ -359,7 +374,7 @@ class StructField:
                                                             _members={k: p if p is not None else _NoCompanion(
                                                                 k, kind) for k, p in parts.items()})
 
-    def _place(self, shape, offset=None) -> None:
+    def _place(self, shape: int | tuple[int, ...] | None, offset: int | Sequence[int] | None = None) -> None:
         for m in self.members.values():
             m._place(shape, offset)
 
@@ -372,11 +387,11 @@ class StructField:
         return next(iter(self.members.values())).shape
 
     @comptime
-    def parent(self, n: int = 1):
+    def parent(self, n: int = 1) -> SNode | None:
         return next(iter(self.members.values())).parent(n)
 
     @property
-    def snode(self):
+    def snode(self) -> SNode:
         return next(iter(self.members.values())).snode
 
     def __getattr__(self, name: str):
@@ -391,14 +406,14 @@ class StructField:
         """The members that hold data (a .grad view has none for integer members)."""
         return {k: m for k, m in self.members.items() if not isinstance(m, _NoCompanion)}
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: object):
         """The element as a struct that writes through: its members as attributes
         (``x[i].pos``) or keys."""
         from .matrix import HostStruct
 
         return HostStruct({k: m[index] for k, m in self._held().items()}, self.type, (self, index))
 
-    def __setitem__(self, index, value: dict) -> None:
+    def __setitem__(self, index: object, value: dict) -> None:
         for k, v in value.items():
             self.members[k][index] = v
 
@@ -409,14 +424,14 @@ class StructField:
         for k, a in arrays.items():
             self.members[k].from_numpy(a)
 
-    def to_torch(self, device=None) -> dict:
+    def to_torch(self, device: str | None = None) -> dict:
         return {k: m.to_torch(device) for k, m in self._held().items()}
 
     def from_torch(self, tensors: dict) -> None:
         for k, t in tensors.items():
             self.members[k].from_torch(t)
 
-    def fill(self, value) -> None:
+    def fill(self, value: object) -> None:
         for m in self._held().values():
             m.fill(value)
 
@@ -433,7 +448,7 @@ class _NoCompanion:
         raise AttributeError(f"member `{self.member}` is an integer: it has no {self.kind}")
 
 
-def host_value(value, element_shape: tuple[int, ...]):
+def host_value(value: np.ndarray, element_shape: tuple[int, ...]) -> object:
     """What indexing a field or ndarray gives in Python scope, as in Quadrants: an element's
     value as a Python scalar, a vector or matrix element as a view that writes through
     (``x[i][0] = 5``, ``x[i].x``), anything else (a slice) as NumPy has it."""
@@ -446,7 +461,7 @@ def host_value(value, element_shape: tuple[int, ...]):
     return value
 
 
-def wrapped(value, np_dtype):
+def wrapped(value: object, np_dtype: np.dtype) -> object:
     """``value`` as an integer element stores it: wrapped to the dtype's width, as C and
     Quadrants store it (-128 in a u8 is 128), where NumPy 2 refuses a Python int out of range."""
     if np_dtype.kind not in "iu" or hasattr(value, "dtype"):
@@ -461,7 +476,7 @@ class FieldIndexError(IndexError, AssertionError):
     Quadrants' debug mode raises for it."""
 
 
-def index_offset(offset, ndim: int) -> tuple[int, ...] | None:
+def index_offset(offset: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:
     """``offset=`` as a tuple of one int per dimension (None when every one is 0), checked
     as Quadrants checks it."""
     if offset is None:
@@ -475,7 +490,7 @@ def index_offset(offset, ndim: int) -> tuple[int, ...] | None:
     return items if any(items) else None
 
 
-def _index(index):
+def _index(index: object):
     if index is None:
         return ()
     if getattr(index, "_qd_host_matrix", False) or isinstance(index, list):  # x[I], I a grouped index vector
@@ -490,8 +505,9 @@ class Backend(enum.IntEnum):
     NDARRAY = 1
 
 
-def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, needs_grad: bool = False,
-           needs_dual: bool = False, **options):
+def tensor(dtype: DType | MatrixType | type, shape: int | tuple[int, ...], *, backend: Backend = Backend.NDARRAY,
+           layout: Sequence[int] | None = None, needs_grad: bool = False,
+           needs_dual: bool = False, **options: object) -> Tensor:
     """``qd.tensor(dtype, shape, backend=qd.Backend.NDARRAY)``: a qd.ndarray, or a qd.field with
     ``backend=qd.Backend.FIELD``; ``dtype`` a vector or matrix type too. ``layout=`` (a
     permutation of the axes) is, as Quadrants documents it, a hint for the physical order
@@ -514,8 +530,9 @@ def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, nee
     return made
 
 
-def field(dtype, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
-          offset=None, **_options) -> Field:
+def field(dtype: DType | MatrixType | StructType | type, shape: int | tuple[int, ...] | None = None,
+          name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
+          offset: int | Sequence[int] | None = None, **_options: object) -> Field:
     """``qd.field(dtype, shape=(n, m))``: without a shape, place it with ``qd.root``;
     ``offset=(a, b)``: indices run from a and b (``x[a, b]`` is the first element)."""
     from .matrix import MatrixType, StructType
@@ -540,7 +557,7 @@ class Layout:
 
 # ----------------------------------------------------------------------------- data-oriented classes
 
-def data_oriented(cls=None, **_options):
+def data_oriented(cls: type | None = None, **_options: object) -> type | Callable[[type], type]:
     """``@qd.data_oriented``: its ``@qd.kernel`` methods take the instance as ``self`` (a
     translation-time value: each instance its own instantiation), whose fields, ndarrays and
     Python constants the kernel uses."""
@@ -551,11 +568,11 @@ def data_oriented(cls=None, **_options):
     return cls
 
 
-def _plain(v) -> bool:
+def _plain(v: object) -> bool:
     return type(v) in (int, float, bool, str, type(None)) or (type(v) is tuple and all(map(_plain, v)))
 
 
-def _instance_key(obj, seen: frozenset = frozenset()) -> tuple:
+def _instance_key(obj: object, seen: frozenset = frozenset()) -> tuple:
     """What of a data-oriented instance (or a Python dataclass) its kernels' translations
     depend on. A data-oriented instance: itself, the Python scalars it holds (``self.n``),
     which a kernel reads as constants, which ndarray or field each member is, as a kernel

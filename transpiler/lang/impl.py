@@ -3,7 +3,7 @@ for (Genesis: ``impl.current_cfg().debug``, ``get_max_shared_memory_bytes``)."""
 from __future__ import annotations
 
 
-def current_cfg():
+def current_cfg() -> object:
     """What the last qd.init chose (``qd.cfg``; before any, its defaults: no executor is
     started by asking, so a module the command line imports can read it)."""
     from ..runtime import cfg

@@ -13,6 +13,11 @@ from ..ir.records import record
 from ..ir.types import DType
 from . import ad  # (the Tape a call records into; ad imports nothing of this module)
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 # How a kernel call runs: installed by the package (``transpiler/__init__.py``), so the language
 # surface does not import the runtime.
@@ -30,7 +35,7 @@ _not_running: Callable[[str], None] | None = None
 
 
 @contextlib.contextmanager
-def translating_only(note: Callable[[str], None]):
+def translating_only(note: Callable[[str], None]) -> Iterator[None]:
     """Import a module without running its kernels (``note`` hears of the first call)."""
     global _not_running
     told = []
@@ -97,7 +102,7 @@ class Kernel(_Decorated):
             ad.record(self, args)
         return _launcher(self, args, kwargs)
 
-    def __get__(self, instance, owner=None):
+    def __get__(self, instance: object, owner: type | None = None):
         # A kernel method of a @qd.data_oriented class: `self` is the instance (a
         # translation-time value: one instantiation per instance).
         return self if instance is None else BoundKernel(self, instance)
@@ -124,7 +129,7 @@ class DerivativeKernel(Kernel):
 class BoundKernel:
     """``instance.kernel_method``: calling it runs the kernel with ``self`` bound."""
 
-    def __init__(self, kernel: Kernel, instance, name: str | None = None):
+    def __init__(self, kernel: Kernel, instance: object, name: str | None = None):
         self.kernel = kernel
         self.instance = instance
         self.fn = kernel.fn
@@ -141,7 +146,7 @@ class BoundKernel:
         return f"<qd.kernel {self.__name__} of {type(self.instance).__name__}>"
 
 
-def self_annotation(fn: Callable, name: str, ann):
+def self_annotation(fn: Callable, name: str, ann: object) -> object:
     """A kernel's or function's unannotated first parameter named ``self`` (a method of a
     data-oriented class or a struct) is a translation-time value."""
     if ann is None and name == "self" and next(iter(inspect.signature(fn).parameters), None) == "self":
@@ -160,7 +165,7 @@ class Func(_Decorated):
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"@qd.func {self.__name__} can only be called from inside a @qd.kernel")
 
-    def __get__(self, instance, owner=None):
+    def __get__(self, instance: object, owner: type | None = None):
         # A method read through an instance is bound to it, as Python binds methods: in a
         # kernel (`self.val(i)`) and in Python scope (`self.update = self._update_linear`,
         # called later from a kernel). A @staticmethod's never reaches here.
@@ -171,7 +176,7 @@ class BoundFunc:
     """``instance.func_method``: a ``@qd.func`` method with its ``self`` (a translation-time
     value in the kernels that call it)."""
 
-    def __init__(self, func: Func, instance):
+    def __init__(self, func: Func, instance: object):
         self.func = func
         self.instance = instance
         self.__name__ = func.__name__
@@ -209,7 +214,7 @@ class RealFunc(Func):
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"@qd.real_func {self.__name__} can only be called from inside a @qd.kernel")
 
-    def __get__(self, instance, owner=None):
+    def __get__(self, instance: object, owner: type | None = None):
         return self  # a real function takes its arguments as values: no translation-time self
 
     def __repr__(self) -> str:
@@ -254,7 +259,7 @@ class Template:
     ndim: int | None = None
 
 
-def template(element_type=object, ndim=None) -> Template:
+def template(element_type: object = object, ndim: int | None = None) -> Template:
     return Template(element_type, ndim)
 
 
@@ -277,7 +282,7 @@ class _NdarrayFactory:
         return NdarrayAnnotation(dtype, ndim, bool(symmetric), tuple(element_shape) if element_shape else None,
                                  needs_grad)
 
-    def __getitem__(self, item) -> NdarrayAnnotation:
+    def __getitem__(self, item: Any) -> NdarrayAnnotation:
         if isinstance(item, tuple):
             return NdarrayAnnotation(*item)
         return NdarrayAnnotation(item)
@@ -294,12 +299,12 @@ class RefAnnotation:
     dtype: Any
 
 
-def ref(dtype) -> RefAnnotation:
+def ref(dtype: Any) -> RefAnnotation:
     RefAnnotation.used = True  # (the frontend looks for reference arguments only once one exists)
     return RefAnnotation(dtype)
 
 
-def param_kind(ann) -> str | None:
+def param_kind(ann: object) -> str | None:
     """What a kernel parameter's annotation asks for: "template", "scalar" (a DType, or
     Python's int / float / bool), "ndarray" (possibly untyped), "compound" (a vector, matrix
     or struct type, by value), "dataclass" (a Python dataclass), or None (not supported)."""
@@ -321,7 +326,7 @@ def param_kind(ann) -> str | None:
     return None
 
 
-def ndarray_annotation(ann) -> NdarrayAnnotation:
+def ndarray_annotation(ann: object) -> NdarrayAnnotation:
     """An ndarray parameter's annotation, the bare factory read as the untyped one."""
     if getattr(ann, "_qd_view_annotation", False):  # qd.BufferView, bare: 1-d, the element type the call's
         return NdarrayAnnotation(None, 1)
@@ -347,7 +352,7 @@ class Arch(str):
         return str(self)
 
 
-def builtin(name: str):
+def builtin(name: str) -> Callable[[Callable], Callable]:
     """Mark a stub as the built-in ``name``; the frontend lowers calls to it."""
 
     def wrap(stub: Callable) -> Callable:
@@ -370,7 +375,7 @@ def comptime(fn: Callable) -> Callable:
     return fn
 
 
-def static(x, *xs):
+def static(x: object, *xs: object) -> object:
     """Evaluate at translation time: ``if qd.static(c):`` and ``for i in qd.static(range(n)):``."""
     return (x, *xs) if xs else x
 

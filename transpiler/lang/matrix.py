@@ -15,6 +15,13 @@ from typing import Any
 from ..ir.types import DType
 from .kernel import Func, builtin, comptime
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .field import Field, StructField
+
 
 class MatrixType:
     """``qd.types.vector(n, dtype)`` (shape ``(n,)``) or ``qd.types.matrix(n, m, dtype)``
@@ -60,15 +67,15 @@ class MatrixType:
         out.qd_dtype = dt if isinstance(dt, DType) else None
         return out
 
-    def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
-              offset=None, **_options):
+    def field(self, shape: int | tuple[int, ...] | None = None, name: str | None = None, needs_grad: bool = False,
+              needs_dual: bool = False, offset: int | Sequence[int] | None = None, **_options: object) -> Field:
         """A field of this vector / matrix type."""
         from .field import Field
 
         return Field(self.dtype or float, shape, self.shape, name, needs_grad=needs_grad, needs_dual=needs_dual,
                      offset=offset)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, MatrixType) and (self.shape, self.dtype) == (other.shape, other.dtype)
 
     def __hash__(self) -> int:
@@ -226,7 +233,7 @@ class _HostMatrixCheck(type):
     """``isinstance(v, qd.Matrix)`` (and ``qd.Vector`` for a 1-d one) holds for a vector or
     matrix built in Python scope, as for Quadrants' Matrix objects."""
 
-    def __instancecheck__(cls, obj) -> bool:
+    def __instancecheck__(cls, obj: object) -> bool:
         if getattr(type(obj), "_qd_host_matrix", False):
             return cls is Matrix or obj.ndim == 1
         return type.__instancecheck__(cls, obj)
@@ -238,14 +245,15 @@ class Vector(metaclass=_HostMatrixCheck):
 
     _qd_builtin = "Vector"
 
-    def __new__(cls, values, dt=None):  # Python scope
+    def __new__(cls, values: Sequence[object], dt: DType | None = None):  # Python scope
         return vector(len(values), dt)(list(values))
 
     zero = staticmethod(builtin("Vector.zero")(lambda dt, n: None))
 
     @staticmethod
-    def field(n: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
-              needs_dual: bool = False, offset=None, **_options):
+    def field(n: int, dtype: DType | type, shape: int | tuple[int, ...] | None = None, name: str | None = None,
+              needs_grad: bool = False, needs_dual: bool = False, offset: int | Sequence[int] | None = None,
+              **_options: object) -> Field:
         """``qd.Vector.field(n, dtype, shape)``: a field of n-vectors."""
         from .field import Field
 
@@ -254,14 +262,15 @@ class Vector(metaclass=_HostMatrixCheck):
     unit = staticmethod(builtin("Vector.unit")(lambda n, i, dt=None: None))
 
     @staticmethod
-    def tensor(n: int, dtype, shape, **options):
+    def tensor(n: int, dtype: DType | type, shape: int | tuple[int, ...], **options: object):
         """``qd.Vector.tensor(n, dtype, shape, backend=...)``: qd.tensor of n-vectors."""
         from .field import tensor
 
         return tensor(vector(n, dtype), shape, **options)
 
     @staticmethod
-    def ndarray(n: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
+    def ndarray(n: int, dtype: DType | type, shape: int | tuple[int, ...], needs_grad: bool = False,
+                needs_dual: bool = False, **_options: object):
         """``qd.Vector.ndarray(n, dtype, shape)``: a qd.ndarray of n-vectors."""
         from .. import ndarray
 
@@ -274,7 +283,7 @@ class Matrix(metaclass=_HostMatrixCheck):
 
     _qd_builtin = "Matrix"
 
-    def __new__(cls, rows, dt=None):  # Python scope
+    def __new__(cls, rows: Sequence[object], dt: DType | None = None):  # Python scope
         import numpy as np
 
         data = np.array(rows)
@@ -283,14 +292,15 @@ class Matrix(metaclass=_HostMatrixCheck):
     zero = staticmethod(builtin("Matrix.zero")(lambda dt, n, m=None: None))
 
     @staticmethod
-    def field(n: int, m: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
-              needs_dual: bool = False, offset=None, **_options):
+    def field(n: int, m: int, dtype: DType | type, shape: int | tuple[int, ...] | None = None, name: str | None = None,
+              needs_grad: bool = False, needs_dual: bool = False, offset: int | Sequence[int] | None = None,
+              **_options: object) -> Field:
         """``qd.Matrix.field(n, m, dtype, shape)``: a field of n x m matrices."""
         from .field import Field
 
         return Field(dtype, shape, (n, m), name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     @staticmethod
-    def tensor(n: int, m: int, dtype, shape, **options):
+    def tensor(n: int, m: int, dtype: DType | type, shape: int | tuple[int, ...], **options: object):
         """``qd.Matrix.tensor(n, m, dtype, shape, backend=...)``: qd.tensor of n x m matrices."""
         from .field import tensor
 
@@ -303,7 +313,8 @@ class Matrix(metaclass=_HostMatrixCheck):
     cols = staticmethod(builtin("Matrix.cols")(lambda cols: None))
 
     @staticmethod
-    def ndarray(n: int, m: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
+    def ndarray(n: int, m: int, dtype: DType | type, shape: int | tuple[int, ...], needs_grad: bool = False,
+                needs_dual: bool = False, **_options: object):
         """``qd.Matrix.ndarray(n, m, dtype, shape)``: a qd.ndarray of n x m matrices."""
         from .. import ndarray
 
@@ -343,8 +354,8 @@ class StructType:
             values[name] = member_value(t, args[k] if k < len(args) else kwargs.get(name, 0))
         return HostStruct(values, self)
 
-    def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
-              offset=None, **_options):
+    def field(self, shape: int | tuple[int, ...] | None = None, name: str | None = None, needs_grad: bool = False,
+              needs_dual: bool = False, offset: int | Sequence[int] | None = None, **_options: object) -> StructField:
         """A field of this struct (one field per member)."""
         from .field import StructField
 
@@ -354,7 +365,7 @@ class StructType:
         return f"qd.types.struct({self.name})"
 
 
-def member_value(t, value):
+def member_value(t: object, value: object) -> object:
     """``value`` as a Python-scope member of type ``t`` (None: a member of an anonymous
     ``qd.Struct``, which takes its value's type)."""
     if t is None:
@@ -393,12 +404,12 @@ class HostStruct(dict):
             return method.__get__(self)
         raise AttributeError(f"the struct has no member `{name}`")
 
-    def __setattr__(self, name: str, value) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name not in self:
             raise AttributeError(f"the struct has no member `{name}`; its members: {', '.join(self)}")
         self[name] = value
 
-    def __setitem__(self, name: str, value) -> None:
+    def __setitem__(self, name: str, value: object) -> None:
         source, t = self.__dict__.get("_qd_source"), self.__dict__.get("_qd_type")
         if source is not None:
             field, index = source
@@ -435,11 +446,12 @@ class Struct:
         return member_value(None, members)
 
     @staticmethod
-    def field(members: dict, shape=None, name: str | None = None, **options):
+    def field(members: dict, shape: int | tuple[int, ...] | None = None, name: str | None = None,
+              **options: object) -> StructField:
         return StructType(members).field(shape, name, **options)
 
 
-def dataclass_members(cls) -> list[tuple[str, Any]]:
+def dataclass_members(cls: type) -> list[tuple[str, Any]]:
     """A Python ``@dataclasses.dataclass`` kernel parameter's members: (name, annotation)."""
     import dataclasses as _dc
 
@@ -447,7 +459,7 @@ def dataclass_members(cls) -> list[tuple[str, Any]]:
     return [(f.name, hints.get(f.name, f.type)) for f in _dc.fields(cls)]
 
 
-def dataclass(cls) -> StructType:
+def dataclass(cls: type) -> StructType:
     """``@qd.dataclass``: the class's annotated members make a struct type; its ``@qd.func``
     methods take the struct as ``self``."""
     members = inspect.get_annotations(cls, eval_str=True)

@@ -10,6 +10,14 @@ from . import ops
 from .field import Field, field
 from .kernel import kernel, template
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..ir.types import DType
+    from .names import Namespace
+
 # The work fields of a solve, by (shape, dtype): kept so that the kernels over them are
 # translated once, not at every solve.
 _work: dict = {}
@@ -19,16 +27,16 @@ _kernels: dict = {}
 class LinearOperator:
     """``A = LinearOperator(matvec)``: ``matvec(x, Ax)`` writes ``A @ x`` into ``Ax``."""
 
-    def __init__(self, matvec_kernel):
+    def __init__(self, matvec_kernel: "Callable[[Field, Field], None]"):
         self._matvec = matvec_kernel
 
-    def matvec(self, x, Ax) -> None:
+    def matvec(self, x: Field, Ax: Field) -> None:
         if x.shape != Ax.shape:
             raise RuntimeError(f"Dimension mismatch x.shape{x.shape} != Ax.shape{Ax.shape}.")
         self._matvec(x, Ax)
 
 
-def _vector_kernels(dtype):
+def _vector_kernels(dtype: "DType"):
     """The solvers' vector operations over fields of ``dtype``: dot, y = a x + b y, y = x."""
     found = _kernels.get(dtype)
     if found is not None:
@@ -143,7 +151,7 @@ def MatrixFreeBICGSTAB(A: LinearOperator, b: Field, x: Field, tol: float = 1e-6,
     return False
 
 
-def namespace():
+def namespace() -> "Namespace":
     """``qd.linalg``: the matrix-free solvers, and the sparse matrices (lang/sparse.py) once asked for."""
     from .names import Namespace
 

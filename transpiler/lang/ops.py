@@ -6,73 +6,83 @@ from __future__ import annotations
 
 from .kernel import builtin, python_scope
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from contextlib import AbstractContextManager
+
+    from ..ir.types import DType
+    from .matrix import Matrix
+    from .snode import SNode
+
 
 @builtin("ndrange")
-def ndrange(*extents): ...
+def ndrange(*extents: int | tuple[int, int]) -> Iterable[tuple[int, ...]]: ...
 
 
 @builtin("grouped")
-def grouped(x):
+def grouped(x: object) -> Iterable[Matrix]:
     """``for I in qd.grouped(a)`` / ``qd.grouped(qd.ndrange(...))``: one loop variable holding
     every index (``I[0]``, ``a[I]``)."""
 
 
 @builtin("random")
-def random(dtype=float):
+def random(dtype: DType | type = float) -> float | int:
     """A random number of ``dtype`` (f32 in [0, 1) by default; integers over their whole
     range): the same on every target and executor (see transpiler/lang/random.py)."""
 
 
 @builtin("randn")
-def randn(dt=None):
+def randn(dt: DType | None = None) -> float:
     """A random float from the standard normal distribution (mean 0, variance 1); ``dt``:
     f32 (the default float) or f64."""
 
 
 @builtin("svd")
-def svd(A, dt=None):
+def svd(A: Matrix, dt: DType | None = None) -> tuple[Matrix, Matrix, Matrix]:
     """``U, sigma, V = qd.svd(A)`` of a 2x2 or 3x3 matrix: A = U @ sigma @ V.transpose(), the
     singular values on sigma's diagonal, largest first (see transpiler/lang/linalg.py)."""
 
 
 @builtin("polar_decompose")
-def polar_decompose(A, dt=None):
+def polar_decompose(A: Matrix, dt: DType | None = None) -> tuple[Matrix, Matrix]:
     """``U, P = qd.polar_decompose(A)`` of a 2x2 or 3x3 matrix: A = U @ P, U orthogonal, P symmetric."""
 
 
 @builtin("eig")
-def eig(A, dt=None):
+def eig(A: Matrix, dt: DType | None = None) -> tuple[Matrix, Matrix]:
     """(eigenvalues as rows (re, im), eigenvectors as columns (re0, im0, re1, im1)) of a real 2x2 matrix."""
 
 
 @builtin("sym_eig")
-def sym_eig(A, dt=None):
+def sym_eig(A: Matrix, dt: DType | None = None) -> tuple[Matrix, Matrix]:
     """(eigenvalues ascending, eigenvectors as columns) of a symmetric 2x2 to 6x6 matrix."""
 
 
 @builtin("make_spd")
-def make_spd(A, dt=None):
+def make_spd(A: Matrix, dt: DType | None = None) -> Matrix:
     """The nearest positive semi-definite matrix to a symmetric 2x2 to 6x6 matrix."""
 
 
 @builtin("solve")
-def solve(A, b, dt=None):
+def solve(A: Matrix, b: Matrix, dt: DType | None = None) -> Matrix:
     """``x = qd.solve(A, b)``: the solution of A @ x = b for a 2x2 or 3x3 matrix A (Gaussian
     elimination with partial pivoting; see transpiler/lang/linalg.py)."""
 
 
 @builtin("raw_div")
-def raw_div(a, b):
+def raw_div(a: int, b: int) -> int:
     """C's integer division (truncated toward zero), where ``//`` is Python's (floored)."""
 
 
 @builtin("raw_mod")
-def raw_mod(a, b):
+def raw_mod(a: int, b: int) -> int:
     """C's integer remainder (the dividend's sign), where ``%`` is Python's (the divisor's)."""
 
 
 @builtin("stream_parallel")
-def stream_parallel():
+def stream_parallel() -> AbstractContextManager[None]:
     """``with qd.stream_parallel():`` at the top level of a kernel: the loops inside may run
     concurrently (Quadrants puts them on separate streams). Here they run one after another,
     which is one of the orders that allows: the same results for any program that does not
@@ -80,58 +90,58 @@ def stream_parallel():
 
 
 @builtin("block_local")
-def block_local(*fields):
+def block_local(*fields: object) -> None:
     """A hint (cache these fields in shared memory) that changes no result: the targets' own
     caches serve, and the call emits nothing."""
 
 
 @builtin("cache_read_only")
-def cache_read_only(*fields):
+def cache_read_only(*fields: object) -> None:
     """A hint (these fields are read only in the loop) that changes no result: emits nothing."""
 
 
 @builtin("loop_config")
-def loop_config(*, block_dim: int | None = None, serialize: bool = False): ...
+def loop_config(*, block_dim: int | None = None, serialize: bool = False) -> None: ...
 
 
 @builtin("cast")
-def cast(x, dtype): ...
+def cast(x: object, dtype: DType | type) -> object: ...
 
 
 @builtin("bit_cast")
-def bit_cast(x, dtype):
+def bit_cast(x: object, dtype: DType) -> object:
     """The bits of ``x`` read as ``dtype`` (a scalar type of the same width)."""
 
 
 @builtin("select")
-def select(cond, a, b): ...
+def select(cond: object, a: object, b: object) -> object: ...
 
 
 @builtin("min")
-def min(*args): ...  # noqa: A001 - the Quadrants spelling
+def min(*args: object) -> object: ...  # noqa: A001 - the Quadrants spelling
 
 
 @builtin("max")
-def max(*args): ...  # noqa: A001
+def max(*args: object) -> object: ...  # noqa: A001
 
 
 @builtin("typeof")
-def typeof(x):
+def typeof(x: object) -> DType:
     """The dtype of a run-time value, as a translation-time value (for typed constants)."""
 
 
 @builtin("static_assert")
-def static_assert(cond, msg=None): ...
+def static_assert(cond: object, msg: str | None = None) -> None: ...
 
 
 @builtin("static_print")
-def static_print(*args, sep=" ", end="\n"):
+def static_print(*args: object, sep: str = " ", end: str = "\n") -> None:
     """Prints its arguments when the kernel is translated (values known then as they are, run-time
     ones as their type), as Quadrants prints them when it compiles; nothing runs on the device."""
 
 
 @builtin("assume_in_range")
-def assume_in_range(val, base, low, high):
+def assume_in_range(val: int, base: int, low: int, high: int) -> int:
     """``val``, untouched: Quadrants' hint that it lies in ``[base + low, base + high)``."""
 
 
@@ -154,7 +164,7 @@ zero, one = _math("zero"), _math("one")  # of the argument's type and shape: qd.
 
 
 @builtin("volatile_load")
-def volatile_load(x):
+def volatile_load(x: object) -> object:
     """Read the ndarray element ``x`` from memory every time: never cached, hoisted or merged."""
 
 
@@ -190,13 +200,13 @@ def _host(np_name: str):
     return run
 
 
-def _host_rsqrt(x):
+def _host_rsqrt(x: float):
     import numpy as np
 
     return 1.0 / np.sqrt(x)
 
 
-def ndrange_axes_problem(axes, n: int) -> str | None:
+def ndrange_axes_problem(axes: object, n: int) -> str | None:
     """What is wrong with ``qd.ndrange(..., axes=axes)`` over ``n`` dimensions (None: nothing;
     ``axes=None`` is the written order), in Quadrants' terms."""
     if axes is None:
@@ -218,7 +228,7 @@ class HostNdrange:
     """``qd.ndrange(...)`` in Python scope: every index tuple, the last dimension fastest
     (``axes=``: the given order, outermost first), as Quadrants iterates it."""
 
-    def __init__(self, *extents, axes=None):
+    def __init__(self, *extents: int | tuple[int, int], axes: Sequence[int] | None = None):
         self.bounds = []
         for e in extents:
             begin, end = (e if isinstance(e, (tuple, list)) else (0, e))
@@ -241,14 +251,14 @@ class HostNdrange:
                 index[a] = v
             yield tuple(index)
 
-    def grouped(self):
+    def grouped(self) -> Iterator[Matrix]:
         """Each index as an integer vector (Quadrants' ``qd.ndrange(...).grouped()``)."""
         from .matrix import Vector
 
         return (Vector(list(i)) for i in self)
 
 
-def _host_grouped(x):
+def _host_grouped(x: Any):
     """``qd.grouped(...)`` in Python scope: each index of an ndrange, a field or an ndarray
     as an integer vector."""
     return (x if isinstance(x, HostNdrange) else HostNdrange(*x.shape)).grouped()
@@ -261,38 +271,38 @@ python_scope.update({name: _host(np_name) for name, np_name in _NUMPY_NAMES.item
 # ----------------------------------------------------------------------------- sparse SNodes (lang/snode.py)
 
 @builtin("is_active")
-def is_active(node, indices):
+def is_active(node: SNode, indices: object) -> int:
     """1 when cell ``indices`` of a pointer or bitmasked SNode is active, else 0."""
 
 
 @builtin("activate")
-def activate(node, indices):
+def activate(node: SNode, indices: object) -> None:
     """Activate cell ``indices`` of a pointer or bitmasked SNode (and the cells above it)."""
 
 
 @builtin("deactivate")
-def deactivate(node, indices):
+def deactivate(node: SNode, indices: object) -> None:
     """Deactivate a cell of a pointer, bitmasked or dynamic SNode; a pointer's or a dynamic
     list's contents are zero-filled, as Quadrants recycles them."""
 
 
 @builtin("append")
-def append(node, indices, val):
+def append(node: SNode, indices: object, val: object) -> int:
     """Append ``val`` to the dynamic SNode's list at ``indices``; the index it went to."""
 
 
 @builtin("length")
-def length(node, indices):
+def length(node: SNode, indices: object) -> int:
     """The length of the dynamic SNode's list at ``indices``."""
 
 
 @builtin("rescale_index")
-def rescale_index(a, b, I):  # noqa: E741 - Quadrants' name
+def rescale_index(a: object, b: SNode, I: object) -> Matrix:  # noqa: E741 - Quadrants' name
     """Index ``I`` of field or SNode ``a`` as an index of SNode ``b``."""
 
 
 @builtin("no_activate")
-def no_activate(*fields):
+def no_activate(*fields: object) -> None:
     """A promise that this kernel writes only active cells of ``fields`` (accepted: writes
     here activate all the same)."""
 
@@ -300,17 +310,17 @@ def no_activate(*fields):
 # ----------------------------------------------------------------------------- qd.graph
 
 @builtin("graph.do_while")
-def do_while(condition):
+def do_while(condition: object) -> bool:
     """``while qd.graph.do_while(flag):`` at a kernel's top level: its body (loops and
     statements) runs, then runs again while ``flag``, a 0-d qd.i32 ndarray, is nonzero."""
 
 
 @builtin("graph.parallel_context")
-def parallel_context():
+def parallel_context() -> AbstractContextManager[None]:
     """``with qd.graph.parallel_context():``: a fork / join of independent ``qd.graph.parallel``
     sections. Run here in order, one of the schedules the sections' independence allows."""
 
 
 @builtin("graph.parallel")
-def parallel():
+def parallel() -> AbstractContextManager[None]:
     """``with qd.graph.parallel():``: one section of a ``qd.graph.parallel_context``."""

@@ -15,7 +15,7 @@ class PerformanceDispatcher:
         self.get_geometry_hash = get_geometry_hash
         self._implementations: list[tuple[Callable, Callable | None]] = []
 
-    def register(self, implementation: Callable | None = None, *, is_compatible: Callable | None = None):
+    def register(self, implementation: Callable | None = None, *, is_compatible: Callable | None = None) -> Callable:
         """``@f.register`` or ``@f.register(is_compatible=...)`` on an implementation."""
         def add(impl: Callable) -> Callable:
             self._implementations.append((impl, is_compatible))

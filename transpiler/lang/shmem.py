@@ -32,6 +32,8 @@ from enum import IntEnum
 from ..ir import nodes as ir
 from .kernel import NdarrayAnnotation, builtin
 
+from typing import Any
+
 
 class Cmp(IntEnum):
     """The comparison of ``wait_until``; the values are NVSHMEM's NVSHMEM_CMP_*."""
@@ -51,7 +53,7 @@ class Cmp(IntEnum):
 CMP_EQ, CMP_NE, CMP_GT, CMP_LE, CMP_LT, CMP_GE = Cmp.EQ, Cmp.NE, Cmp.GT, Cmp.LE, Cmp.LT, Cmp.GE
 
 
-def symmetric(dtype=None, ndim=None) -> NdarrayAnnotation:
+def symmetric(dtype: Any = None, ndim: int | None = None) -> NdarrayAnnotation:
     """The annotation of a symmetric ndarray parameter: allocated by the host with
     ``nvshmem_malloc`` (the same size on every PE), addressable from every PE."""
     return NdarrayAnnotation(dtype, ndim, True)

@@ -16,6 +16,15 @@ import itertools
 
 from .kernel import comptime
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    import numpy as np
+
+    from .field import Field, StructField
+
 SPARSE = ("pointer", "bitmasked", "dynamic")
 _serials = itertools.count()
 
@@ -68,7 +77,7 @@ class SNode:
         """Where a dynamic level's axis sits among its indices."""
         return self.axes.index(next(iter(self.own)))
 
-    def _child(self, kind: str, axes: Axes, shape) -> SNode:
+    def _child(self, kind: str, axes: Axes, shape: int | Sequence[int]) -> SNode:
         if self.kind == "dynamic":
             raise ValueError("a dynamic SNode holds fields only: place them with .place(...)")
         own = _axis_extents(axes, shape, kind)
@@ -79,13 +88,13 @@ class SNode:
         self.children.append(child)
         return child
 
-    def dense(self, axes: Axes, shape) -> SNode:
+    def dense(self, axes: Axes, shape: int | Sequence[int]) -> SNode:
         return self._child("dense", axes, shape)
 
-    def pointer(self, axes: Axes, shape) -> SNode:
+    def pointer(self, axes: Axes, shape: int | Sequence[int]) -> SNode:
         return self._child("pointer", axes, shape)
 
-    def bitmasked(self, axes: Axes, shape) -> SNode:
+    def bitmasked(self, axes: Axes, shape: int | Sequence[int]) -> SNode:
         return self._child("bitmasked", axes, shape)
 
     def dynamic(self, axis: Axes, shape: int, chunk_size: int | None = None) -> SNode:
@@ -97,7 +106,8 @@ class SNode:
             raise ValueError(f"dynamic({axis!r}, ...): axis {axis.letters} is already used above it")
         return self._child("dynamic", axis, shape)
 
-    def place(self, *fields, offset=None, **_options) -> SNode:
+    def place(self, *fields: Field | StructField, offset: int | Sequence[int] | None = None,
+              **_options: object) -> SNode:
         if offset is not None and self.sparse and any(offset if isinstance(offset, (tuple, list)) else (offset,)):
             raise ValueError("place(offset=...) under a pointer, bitmasked or dynamic level is not supported yet; "
                              "index it from 0 (a dense level takes an offset)")
@@ -196,12 +206,12 @@ class _Root(SNode):
         deactivate_all_snodes()
 
 
-def _companions_of(fields) -> list:
+def _companions_of(fields: Iterable[Field | StructField]) -> list:
     """The .grad / .dual fields of ``fields`` (of their members, for fields of structs)."""
     return [c for f in fields for g in _leaves(f) for c in g._companions()]
 
 
-def _leaves(f):
+def _leaves(f: Field | StructField):
     from .field import StructField
 
     if isinstance(f, StructField):
@@ -220,7 +230,7 @@ def _mask_field(shape: tuple[int, ...]):
     return f
 
 
-def _axis_extents(axes: Axes, shape, kind: str = "dense") -> dict[str, int]:
+def _axis_extents(axes: Axes, shape: int | Sequence[int], kind: str = "dense") -> dict[str, int]:
     shape = tuple(n.__index__() if hasattr(n, "__index__") and not isinstance(n, bool) else n
                   for n in ((shape,) if isinstance(shape, int) or hasattr(shape, "__index__") else tuple(shape)))
     if len(shape) == 1 and isinstance(axes, Axes):  # one extent for every axis: pointer(qd.ijk, [n])
@@ -253,7 +263,7 @@ def deactivate_all_snodes() -> None:
 
 # ----------------------------------------------------------------------------- activity on the host
 
-def activate_host(field, index) -> None:
+def activate_host(field: Field, index: object) -> None:
     """A host write ``x[I] = v``: activate the cells above element ``I``."""
     snode = getattr(field, "_snode", None)
     if snode is None or not snode.sparse:
@@ -278,7 +288,7 @@ def activate_host(field, index) -> None:
             level.mask.storage()[tuple(leaf[b] // (snode.extents[b] // level.extents[b]) for b in level.axes)] = 1
 
 
-def activate_all_host(field) -> None:
+def activate_all_host(field: Field) -> None:
     """``from_numpy``: every element written, every cell above them active."""
     snode = getattr(field, "_snode", None)
     if snode is None:
@@ -290,7 +300,7 @@ def activate_all_host(field) -> None:
             level.mask.storage()[...] = 1
 
 
-def active_elements(snode: SNode):
+def active_elements(snode: SNode) -> np.ndarray | None:
     """A bool array of ``snode``'s shape: which of its cells are active (None: all)."""
     import numpy as np
 

@@ -11,12 +11,23 @@ import dataclasses
 
 import transpiler as qd
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import os
+
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+    from ..ir.types import DType
+    from .types import Tensor
+
 __all__ = ["SparseMatrix", "SparseMatrixBuilder", "SparseSolver", "SparseCG", "builder_annotation",
            "sparse_matrix_builder"]
 
 
 @qd.func
-def _add_entry(b: qd.template(), i, j, value, sign: qd.template()):
+def _add_entry(b: qd.template(), i, j, value, sign: qd.template()):  # noqa: ANN001 - kernel parameters
     """One triplet into the builder ``b``: the slot an atomic add hands out, if there is one
     (the host counts every claim, so an overflow is an error at build(), never a lost entry)."""
     k = qd.atomic_add(b.count[0], 1)
@@ -49,7 +60,7 @@ def builder_annotation(*_args, **_kwargs) -> type:
 sparse_matrix_builder = builder_annotation  # Quadrants' older spelling, in qd.linalg
 
 
-def _dtype(dtype):
+def _dtype(dtype: "DType | type"):
     from ..ir.types import python_type
 
     t = python_type(dtype) or dtype
@@ -68,7 +79,8 @@ class SparseMatrixBuilder:
     room for ``max_num_triplets`` entries that kernels add with ``A[i, j] += v``; ``build()``
     makes the matrix, summing the entries at the same place."""
 
-    def __init__(self, num_rows=None, num_cols=None, max_num_triplets: int = 0, dtype=qd.f32,
+    def __init__(self, num_rows: int | None = None, num_cols: int | None = None, max_num_triplets: int = 0,
+                 dtype: "DType | type" = qd.f32,
                  storage_format: str = "col_major"):
         from ..runtime.ndarray import Ndarray
 
@@ -100,7 +112,7 @@ class SparseMatrixBuilder:
                              f"{self.num_rows} x {self.num_cols} matrix")
         return rows, cols, self.values.to_numpy()[:n]
 
-    def build(self, dtype=None, _format: str = "CSR") -> "SparseMatrix":
+    def build(self, dtype: "DType | type | None" = None, _format: str = "CSR") -> "SparseMatrix":
         """The matrix of the entries added so far (the builder keeps them)."""
         m = SparseMatrix(self.num_rows, self.num_cols, dtype=self.dtype, storage_format=self.storage_format)
         m._set_triplets(*self._triplets())
@@ -117,7 +129,8 @@ class SparseMatrix:
     """``qd.linalg.SparseMatrix(n, m, dtype=qd.f32)``: an n x m matrix of which only the
     entries set are stored (CSR)."""
 
-    def __init__(self, n=None, m=None, sm=None, dtype=qd.f32, storage_format: str = "col_major"):
+    def __init__(self, n: int | None = None, m: int | None = None, sm: "SparseMatrix | None" = None,
+                 dtype: "DType | type" = qd.f32, storage_format: str = "col_major"):
         import numpy as np
 
         _check_format(storage_format)
@@ -137,7 +150,7 @@ class SparseMatrix:
 
     # ------------------------------------------------------------------ storage
 
-    def _set_triplets(self, rows, cols, values) -> None:
+    def _set_triplets(self, rows: "ArrayLike", cols: "ArrayLike", values: "ArrayLike") -> None:
         """CSR of (rows, cols, values), entries at the same place summed, in row-major order."""
         import numpy as np
 
@@ -160,7 +173,8 @@ class SparseMatrix:
         rows = np.repeat(np.arange(self.n), np.diff(self._indptr))
         return rows, self._indices, self._data
 
-    def _new(self, rows, cols, values, n=None, m=None, dtype=None) -> "SparseMatrix":
+    def _new(self, rows: "ArrayLike", cols: "ArrayLike", values: "ArrayLike", n: int | None = None,
+             m: int | None = None, dtype: "DType | None" = None) -> "SparseMatrix":
         out = SparseMatrix(n if n is not None else self.n, m if m is not None else self.m,
                            dtype=dtype or self.dtype, storage_format=self.storage_format)
         out._set_triplets(rows, cols, values)
@@ -203,7 +217,7 @@ class SparseMatrix:
         self._indptr, self._indices, self._data = diff._indptr, diff._indices, diff._data.astype(self.dtype.np_dtype)
         return self
 
-    def __mul__(self, other):
+    def __mul__(self, other: object):
         """``A * 2.5``: every entry scaled; ``A * B``: the entrywise (Hadamard) product."""
         import numpy as np
 
@@ -219,7 +233,7 @@ class SparseMatrix:
             return self._new(r, c, v * other)
         return NotImplemented
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: object):
         return self.__mul__(other) if not isinstance(other, SparseMatrix) else NotImplemented
 
     def transpose(self) -> "SparseMatrix":
@@ -230,7 +244,7 @@ class SparseMatrix:
     def T(self) -> "SparseMatrix":  # noqa: N802 - NumPy's spelling
         return self.transpose()
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: "SparseMatrix | Tensor | np.ndarray"):
         """``A @ B`` (a SparseMatrix), ``A @ x``: x a NumPy vector or a field (a NumPy vector
         back, as in Quadrants), or a qd.ndarray (a qd.ndarray back)."""
         import numpy as np
@@ -266,7 +280,7 @@ class SparseMatrix:
         raise TypeError(f"Sparse matrix-matrix/vector multiplication does not support {type(other).__name__}: "
                         f"use a SparseMatrix, a qd.field, a qd.ndarray or a NumPy array")
 
-    def _spmv(self, x):
+    def _spmv(self, x: "np.ndarray"):
         import numpy as np
 
         rows, cols, values = self._triplets()
@@ -283,12 +297,12 @@ class SparseMatrix:
         k = lo + int(np.searchsorted(self._indices[lo:hi], j))
         return k if k < hi and self._indices[k] == j else -1
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: tuple[int, int]):
         i, j = index
         k = self._find(i, j)
         return self._data[k].item() if k >= 0 else 0.0
 
-    def __setitem__(self, index, value) -> None:
+    def __setitem__(self, index: tuple[int, int], value: float) -> None:
         import numpy as np
 
         i, j = index
@@ -305,7 +319,7 @@ class SparseMatrix:
     def shape(self) -> tuple[int, int]:
         return (self.n, self.m)
 
-    def to_numpy(self):
+    def to_numpy(self) -> "np.ndarray":
         """The matrix as a dense NumPy array."""
         import numpy as np
 
@@ -315,13 +329,13 @@ class SparseMatrix:
         return out
 
     def __str__(self) -> str:
-        def text(v) -> str:
+        def text(v: float) -> str:
             return f"{v:g}"
         return "\n".join("[" + ", ".join(text(v) for v in row) + "]" for row in self.to_numpy()) + "\n"
 
     __repr__ = __str__
 
-    def build_from_ndarray(self, ndarray) -> None:
+    def build_from_ndarray(self, ndarray: "Tensor") -> None:
         """The matrix of the (row, column, value) triplets a qd.ndarray holds, in order."""
         from ..runtime.ndarray import Ndarray
 
@@ -334,7 +348,7 @@ class SparseMatrix:
         t = flat.reshape(-1, 3)
         self._set_triplets(t[:, 0].astype(int), t[:, 1].astype(int), t[:, 2])
 
-    def mmwrite(self, filename) -> None:
+    def mmwrite(self, filename: "str | os.PathLike[str]") -> None:
         """The matrix in Matrix Market coordinate format (1-based indices)."""
         r, c, v = self._triplets()
         with open(filename, "w") as out:
@@ -353,7 +367,7 @@ class SparseSolver:
     _TYPES = ("LLT", "LDLT", "LU")
     _ORDERINGS = {"AMD": "MMD_AT_PLUS_A", "COLAMD": "COLAMD"}
 
-    def __init__(self, dtype=qd.f32, solver_type: str = "LLT", ordering: str = "AMD"):
+    def __init__(self, dtype: "DType | type" = qd.f32, solver_type: str = "LLT", ordering: str = "AMD"):
         if solver_type not in self._TYPES or ordering not in self._ORDERINGS:
             raise ValueError(f"The solver type {solver_type} with {ordering} is not supported for now. Only "
                              f"{list(self._TYPES)} with {list(self._ORDERINGS)} are supported.")
@@ -396,7 +410,7 @@ class SparseSolver:
         self.analyze_pattern(sparse_matrix)
         self.factorize(sparse_matrix)
 
-    def solve(self, b):
+    def solve(self, b: "Tensor | ArrayLike") -> "Tensor | np.ndarray":
         """x with A x = b: a NumPy vector for a NumPy vector or a field, a qd.ndarray for one."""
         import numpy as np
 
@@ -424,7 +438,7 @@ class SparseSolver:
         return self._ok
 
     @staticmethod
-    def _check(sparse_matrix) -> None:
+    def _check(sparse_matrix: object) -> None:
         if not isinstance(sparse_matrix, SparseMatrix):
             raise TypeError(f"The parameter type: {type(sparse_matrix).__name__} is not supported in linear solvers "
                             f"for now.")
@@ -434,7 +448,8 @@ class SparseCG:
     """``qd.linalg.SparseCG(A, b, x0=None, max_iter=50, atol=1e-6)``: conjugate gradients for a
     symmetric positive definite ``A``; ``solve()`` gives ``(x, converged)``."""
 
-    def __init__(self, A: SparseMatrix, b, x0=None, max_iter: int = 50, atol: float = 1e-6):
+    def __init__(self, A: SparseMatrix, b: "Tensor | ArrayLike", x0: "Tensor | ArrayLike | None" = None,
+                 max_iter: int = 50, atol: float = 1e-6):
         import numpy as np
 
         from ..runtime.ndarray import Ndarray
@@ -445,7 +460,7 @@ class SparseCG:
         self._rhs = (b.to_numpy() if isinstance(b, Ndarray) else np.asarray(b)).astype(self.dtype.np_dtype)
         self._x0 = None if x0 is None else (x0.to_numpy() if isinstance(x0, Ndarray) else np.asarray(x0))
 
-    def solve(self):
+    def solve(self) -> "tuple[Tensor | np.ndarray, bool]":
         import numpy as np
 
         from ..runtime.ndarray import Ndarray

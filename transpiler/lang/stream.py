@@ -76,7 +76,7 @@ def create_event() -> Event:
     return Event()
 
 
-def _check_stream(stream) -> None:
+def _check_stream(stream: object) -> None:
     if stream is not None and not isinstance(stream, Stream):
         raise TypeError(f"qd_stream= takes a stream made by qd.create_stream(), not {stream!r}")
     if stream is not None and stream.destroyed:

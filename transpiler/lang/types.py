@@ -1,9 +1,18 @@
 """``qd.types``: parameter annotations and the primitive dtypes, as Quadrants' ``qd.types`` has them."""
+from __future__ import annotations
+
 from ..ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
 from .kernel import Template, _NdarrayFactory, template  # noqa: F401
 from .matrix import matrix, struct, vector  # noqa: F401
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ..ir.types import DType
+
+_T = TypeVar("_T")
 
 ndarray = _NdarrayFactory()
 NDArray = ndarray
@@ -16,7 +25,7 @@ class _TensorType(type):
 
     _factory = _NdarrayFactory()
 
-    def __instancecheck__(cls, obj) -> bool:
+    def __instancecheck__(cls, obj: object) -> bool:
         return hasattr(type(obj), "_unwrap")
 
     def __call__(cls, *args, **kwargs):
@@ -24,7 +33,7 @@ class _TensorType(type):
             return args[0]  # Quadrants' qd.Tensor(x) wrapper of a field or an ndarray: here x itself
         return cls._factory(*args, **kwargs)
 
-    def __getitem__(cls, item):
+    def __getitem__(cls, item: Any):
         return cls._factory[item]
 
     def __repr__(cls) -> str:
@@ -37,12 +46,12 @@ class Tensor(metaclass=_TensorType):
     _qd_tensor_annotation = True
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj: object) -> bool:
     """``qd.is_tensor(x)``: whether ``x`` is a field or an ndarray."""
     return isinstance(obj, Tensor)
 
 
-def wrap(impl):
+def wrap(impl: _T) -> _T:
     """``qd.wrap(x)``: Quadrants' Tensor wrapper of a field or an ndarray, which is ``x`` here."""
     if not hasattr(type(impl), "_unwrap"):
         raise TypeError(f"qd.wrap() takes a field or an ndarray, got {type(impl).__name__}")
@@ -72,15 +81,15 @@ class primitive_types:  # noqa: N801 - Quadrants' spelling: qd.types.primitive_t
     type_ids = {id(t) for t in all_types}
 
 
-def is_signed(dtype) -> bool:
+def is_signed(dtype: DType) -> bool:
     return dtype.is_signed or dtype.is_float
 
 
-def is_integral(dtype) -> bool:
+def is_integral(dtype: DType) -> bool:
     return dtype.is_int
 
 
-def is_real(dtype) -> bool:
+def is_real(dtype: DType) -> bool:
     return dtype.is_float
 
 
