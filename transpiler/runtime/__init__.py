@@ -36,6 +36,14 @@ from ..lang.matrix import MatrixType
 from . import kernel_profiler, profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    import cupy
+    from numpy.typing import DTypeLike
+
 BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"),
             "cpu": ("cpu_emulator", "CpuBackend")}
 MAX_BLOCKS = 65535
@@ -76,22 +84,22 @@ class Backend:
     # grid-stride loop covers the range): the manifest's suggestion, for a large GPU.
     dynamic_blocks = 1024
 
-    def load(self, tr: Translation):
+    def load(self, tr: Translation) -> object:
         """Make the translation runnable (compile, create pipelines); returns the program."""
         raise NotImplementedError
 
-    def run(self, program, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
+    def run(self, program: object, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
         """``values``: parameter name -> numpy array (written back in place) or numpy scalar."""
         raise NotImplementedError
 
-    def replay(self, program, token: object) -> bool:
+    def replay(self, program: object, token: object) -> bool:
         """Run ``program`` again exactly as its last run (same buffers, scalars and grid) if
         that run is the one ``token`` (from ``replay_token``) names and needed nothing from
         the host; True if it did. The warm launch of a kernel called again with the same
         device arrays and scalars then skips binding, planning and recording."""
         return False
 
-    def replay_token(self, program) -> object | None:
+    def replay_token(self, program: object) -> object | None:
         """After ``run``: a token naming that run, if it can be replayed (else None)."""
         return None
 
@@ -99,7 +107,7 @@ class Backend:
     # executor keeps too; a device's own where it says (Vulkan).
     max_shared_memory = 48 * 1024
 
-    def resident_array(self, shape: tuple[int, ...], dtype) -> np.ndarray | None:
+    def resident_array(self, shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray | None:
         """Zeroed memory for a qd.ndarray that kernels use in place (no copies around a
         launch), or None where this executor has none: the array lives on the host."""
         return None
@@ -117,7 +125,7 @@ class Backend:
         """The host has written all of resident ``arr``: the device's copy is out of date."""
 
 
-def array_storage(shape: tuple[int, ...], dtype) -> tuple[np.ndarray, Backend | None]:
+def array_storage(shape: tuple[int, ...], dtype: DTypeLike) -> tuple[np.ndarray, Backend | None]:
     """A qd.ndarray's storage: the current executor's resident memory and that executor,
     else host memory and None."""
     if _backend is not None:
@@ -127,7 +135,7 @@ def array_storage(shape: tuple[int, ...], dtype) -> tuple[np.ndarray, Backend | 
     return np.zeros(shape, dtype), None
 
 
-def field_storage(shape: tuple[int, ...], dtype) -> np.ndarray:
+def field_storage(shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
     """A field's storage: the current executor's resident memory where that is the host's own
     (Vulkan's mapped memory: its kernels bind it in place, with no copy in or out around a
     launch, and Python scope reads and writes it directly), else zeroed host memory."""
@@ -294,7 +302,7 @@ def current() -> Backend:
     return _backend
 
 
-def _as_array(value):
+def _as_array(value: object):
     """The numpy array behind a kernel argument, or None when it is not an array (a
     BufferView: its range of the backing array's host memory, which the kernel then writes)."""
     if isinstance(value, BufferView):
@@ -400,7 +408,7 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     return template_args, arg_types, values, write_backs
 
 
-def _members(kernel: lang.Kernel, name: str, ann, value) -> list[tuple[str, object, object]]:
+def _members(kernel: lang.Kernel, name: str, ann: object, value: object) -> list[tuple[str, object, object]]:
     """A struct / vector / matrix argument's scalars, or a Python dataclass argument's
     members: (parameter name, annotation, value), as the frontend flattens the parameter."""
     from ..frontend.structs import leaves
@@ -428,7 +436,7 @@ def _result_value(p: ir.Param, value: np.ndarray):
     return bool(value.item()) if p.type.bool_elements else value.item()
 
 
-def _assembled(t, parts):
+def _assembled(t: object, parts: Iterator[object]):
     """A struct or tuple result built from its parts' values, in the order the frontend stored
     them: a struct as a Python-scope struct value, a vector as one, a tuple as a tuple."""
     if isinstance(t, tuple):
@@ -451,7 +459,7 @@ def entries_by_task(kernel: ir.Kernel, manifest: dict) -> dict[str, dict]:
     return {t.name: e for t, e in zip(kernel.tasks, entries)}
 
 
-def python_dtype(dtype):
+def python_dtype(dtype: T.DType | type) -> T.DType:
     """``dtype``, or the one Python's int / float / bool stands for under qd.init's defaults."""
     with T.using_defaults(_defaults):
         return T.python_type(dtype) or dtype
@@ -477,7 +485,7 @@ def plan_launches(kernel: ir.Kernel, values: dict[str, object]) -> list[Launch]:
     return launches
 
 
-def run_with_loops(backend: Backend, program, kir: ir.Kernel, values: dict, launches: list[Launch]) -> None:
+def run_with_loops(backend: Backend, program: object, kir: ir.Kernel, values: dict, launches: list[Launch]) -> None:
     """Launch the tasks in order, each ``qd.graph.do_while`` loop's again while its flag is
     nonzero: the tasks between two reads of a flag go in one run, after which the flag (a
     0-d ndarray the run copied back, or device memory the host maps) is read on the host,
@@ -510,14 +518,14 @@ def run_with_loops(backend: Backend, program, kir: ir.Kernel, values: dict, laun
     run_range(0, len(launches), None)
 
 
-def flag_value(value) -> int:
+def flag_value(value: np.ndarray | cupy.ndarray) -> int:
     """A 0-d i32 array's value on the host (the call's arrays are numpy's, or CuPy's on CUDA)."""
     if not isinstance(value, np.ndarray):
         value = value.get()
     return int(np.asarray(value).reshape(-1)[0])
 
 
-def hidden_values(kir: ir.Kernel, zeros=np.zeros) -> dict[str, object]:
+def hidden_values(kir: ir.Kernel, zeros: Callable[..., object] = np.zeros) -> dict[str, object]:
     """The kernel's own arguments: a zeroed buffer per kernel-scope variable and the result
     (made by ``zeros``: numpy's, or a device array module's), its fields' storage, its seed."""
     out: dict[str, object] = {}
@@ -553,7 +561,7 @@ def _replay_key(args: tuple) -> tuple | None:
     return tuple(key)
 
 
-def _scalar_key(a) -> tuple:
+def _scalar_key(a: object) -> tuple:
     return (type(a), a, np.signbit(a) if isinstance(a, (float, np.floating)) else None)
 
 
@@ -562,7 +570,7 @@ class _FieldStorage:
 
     __slots__ = ("field", "storage")
 
-    def __init__(self, field, storage: np.ndarray):
+    def __init__(self, field: lang.field.Field | Ndarray, storage: np.ndarray):
         self.field, self.storage = field, weakref.ref(storage)
 
     def same(self) -> bool:
@@ -583,7 +591,7 @@ def _same_call(key: tuple, args: tuple) -> bool:
     return True
 
 
-def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
+def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     """Run ``kernel`` on the current executor; returns what the kernel returns (or None)."""
     backend = current()
     last = kernel.__dict__.get("_last_call")

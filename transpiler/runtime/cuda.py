@@ -16,6 +16,12 @@ from ..ir import nodes as ir
 from ..ir.records import record, field
 from . import Backend, Launch, Translation, entries_by_task, memory_key, warm_up, written_arrays
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import cupy
+    from numpy.typing import DTypeLike
+
 
 @record(eq=False)
 class _Mirror:
@@ -112,7 +118,7 @@ class CudaBackend(Backend):
         program.again = None if staged else (calls, arguments, used, written)
         program.graph = None
 
-    def _launch(self, calls: list, args: tuple, written: set[_Mirror], graph=None) -> None:
+    def _launch(self, calls: list, args: tuple, written: set[_Mirror], graph: object = None) -> None:
         """Run ``calls`` (or ``graph``, the same captured) and wait for them."""
         if graph:
             graph.launch(self.stream)
@@ -139,7 +145,7 @@ class CudaBackend(Backend):
         return True
 
     @functools.cached_property
-    def stream(self):
+    def stream(self) -> cupy.cuda.Stream:
         """The stream graphs are captured and replayed on: a blocking one, so it stays in order
         with the copies and launches on the default stream."""
         return self.cupy.cuda.Stream()
@@ -157,7 +163,7 @@ class CudaBackend(Backend):
         except Exception:  # noqa: BLE001 - CuPy and the driver raise several types: launch them one by one
             return False
 
-    def resident_array(self, shape: tuple[int, ...], dtype) -> np.ndarray | None:
+    def resident_array(self, shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray | None:
         """A qd.ndarray's storage: zeroed device memory, and the host array that mirrors it
         (what the runtime passes around; the device copy is found by its address)."""
         host = np.zeros(shape, dtype)

@@ -9,6 +9,16 @@ import numpy as np
 from ..ir.types import DType
 from ..lang.field import ElementDims, _index, companion, host_value, wrapped
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import torch
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from ..lang.matrix import MatrixType
+
 
 class Ndarray(ElementDims):
     """``qd.ndarray(dtype, shape)``: ``dtype`` a scalar type or a vector/matrix type (then the
@@ -16,7 +26,8 @@ class Ndarray(ElementDims):
     Quadrants, ``.dtype`` is the scalar type, ``.element_type`` what it was made with, and a
     vector / matrix ndarray has ``.n`` / ``.m``."""
 
-    def __init__(self, dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
+    def __init__(self, dtype: DType | MatrixType, shape: int | Sequence[int], needs_grad: bool = False,
+                 needs_dual: bool = False):
         from ..ir.types import python_type
         from ..lang.matrix import MatrixType
 
@@ -51,7 +62,7 @@ class Ndarray(ElementDims):
     placed = True
     name = None
 
-    def storage(self):
+    def storage(self) -> np.ndarray:
         return self.data
 
     def _read(self) -> np.ndarray:
@@ -68,14 +79,14 @@ class Ndarray(ElementDims):
         return len(self.shape)
 
 
-    def from_numpy(self, arr) -> None:
+    def from_numpy(self, arr: ArrayLike) -> None:
         arr = np.asarray(arr)
         if arr.shape != self.data.shape:
             raise ValueError(f"shape {arr.shape} does not match the ndarray's {self.data.shape}")
         self.data[...] = arr.astype(self.data.dtype, copy=False)
         self._written()
 
-    def to_numpy(self, dtype=None, *, copy: bool | None = True) -> np.ndarray:
+    def to_numpy(self, dtype: DType | DTypeLike = None, *, copy: bool | None = True) -> np.ndarray:
         """The elements (``dtype``: converted): a copy; with ``copy=False`` the ndarray's own
         memory, which an executor that keeps it on its device (Vulkan) refuses; ``None``: that
         memory where it can be, else a copy."""
@@ -88,7 +99,7 @@ class Ndarray(ElementDims):
         out = data.copy()
         return out if dtype is None else out.astype(getattr(dtype, "np_dtype", dtype))
 
-    def to_torch(self, device=None, *, copy: bool | None = True):
+    def to_torch(self, device: str | torch.device | None = None, *, copy: bool | None = True) -> torch.Tensor:
         """The elements as a torch tensor: ``copy=True`` an independent copy, ``False`` the
         ndarray's own memory (a CPU tensor; not where the executor keeps it on its device),
         ``None`` that where it can be."""
@@ -96,12 +107,12 @@ class Ndarray(ElementDims):
 
         return to_torch(self._read(), device, copy, self._owner is None, "qd.ndarray")
 
-    def from_torch(self, tensor) -> None:
+    def from_torch(self, tensor: torch.Tensor) -> None:
         from ..lang.external import from_torch
 
         self.from_numpy(from_torch(tensor))
 
-    def to_dlpack(self, versioned: bool = False):
+    def to_dlpack(self, versioned: bool = False) -> object:
         """A DLPack capsule of the ndarray's memory (v0 unless ``versioned``)."""
         from ..lang.external import to_dlpack
 
@@ -110,11 +121,11 @@ class Ndarray(ElementDims):
                              "cannot reach it: use to_numpy() or to_torch()")
         return to_dlpack(self.data, versioned)
 
-    def fill(self, value) -> None:
+    def fill(self, value: object) -> None:
         self.data.fill(value)
         self._written()
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: object):
         """An element (``x[i, j]``, ``x[None]`` of a 0-d one, ``x[I]`` with an index vector) as
         a Python scalar, or a vector / matrix view that writes through; a range of a 1-d one
         (``x[16:48]``) a qd.BufferView a kernel can take, as in Quadrants; another slice NumPy's."""
@@ -124,7 +135,7 @@ class Ndarray(ElementDims):
             return BufferView(self)[idx]
         return host_value(self._read()[_index(idx)], self.element_shape)
 
-    def __setitem__(self, idx, value):
+    def __setitem__(self, idx: object, value: object):
         data = self._read()
         data[_index(idx)] = wrapped(value, data.dtype)  # the rest of the array stays as the device has it
         self._written()
@@ -133,5 +144,5 @@ class Ndarray(ElementDims):
         return f"qd.ndarray({self.element_type!r}, {self.shape})"
 
 
-def ndarray(dtype: DType, shape) -> Ndarray:
+def ndarray(dtype: DType | MatrixType, shape: int | Sequence[int]) -> Ndarray:
     return Ndarray(dtype, shape)

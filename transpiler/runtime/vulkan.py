@@ -38,6 +38,11 @@ from ..ir.records import record, field
 from ..ir.walk import all_exprs, all_stmts, task_node_kinds
 from . import Backend, Launch, Translation, entries_by_task, memory_key, profile, warm_up, written_arrays
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
 VULKAN_API = (1, 2)
 
@@ -83,7 +88,7 @@ VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 PRINTF_HINT = "apt-get install vulkan-validationlayers"
 
 
-def _loader_version(vk) -> tuple[int, int]:
+def _loader_version(vk: ModuleType) -> tuple[int, int]:
     try:
         v = vk.vkEnumerateInstanceVersion()
     except Exception:  # noqa: BLE001 - a Vulkan 1.0 loader has no such call
@@ -91,7 +96,7 @@ def _loader_version(vk) -> tuple[int, int]:
     return vk.VK_VERSION_MAJOR(v), vk.VK_VERSION_MINOR(v)
 
 
-def validation_layer_present(vk) -> bool:
+def validation_layer_present(vk: ModuleType) -> bool:
     return any(_text(layer.layerName) == VALIDATION_LAYER for layer in vk.vkEnumerateInstanceLayerProperties())
 
 
@@ -103,7 +108,7 @@ def _vulkan():
     return vulkan
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     """A char array from the `vulkan` package: it hands some out as str, some as cdata."""
     if isinstance(value, str):
         return value
@@ -172,7 +177,7 @@ class Device:
         self.fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
         self._fences = self.ffi.new("VkFence[1]", [self.fence])
 
-    def submit_and_wait(self, submit) -> None:
+    def submit_and_wait(self, submit: object) -> None:
         """Run one recorded submission (a VkSubmitInfo) to completion. The loader's functions
         are called directly: the binding's argument conversion cost more than the three calls."""
         vk, lib = self.vk, self.vk.lib
@@ -191,7 +196,7 @@ class Device:
         """Collect what shaders print (the layer's DEBUG-PRINTF messages) into ``printed``."""
         vk = self.vk
 
-        def callback(severity, types, data, user):
+        def callback(severity: int, types: int, data: object, user: object):
             text = self.ffi.string(data.pMessage).decode(errors="replace")
             if "DEBUG-PRINTF" in text:
                 self.printed.append(text.rsplit(" | ", 1)[-1])
@@ -213,7 +218,7 @@ class Device:
             sys.stdout.flush()
             self.printed.clear()
 
-    def _pick(self, choice):
+    def _pick(self, choice: str | int | None):
         vk = self.vk
         candidates = []
         for k, pd in enumerate(vk.vkEnumeratePhysicalDevices(self.instance)):
@@ -516,7 +521,7 @@ class VulkanBackend(Backend):
         # lavapipe needs other fences and slower spin-waits (see GlslRenderer.stmt_Fence, stmt_While).
         return {"fast_math": self.fast_math, "subgroup_size": self.subgroup_size, "lavapipe": self.device.lavapipe}
 
-    def load(self, tr: Translation):
+    def load(self, tr: Translation) -> VulkanProgram | _Printing:
         """A kernel that prints runs on the device's twin with the validation layer's debug
         printf on (what it prints goes to stdout after each launch); without the layer it
         runs silently, and says so once."""
@@ -678,12 +683,12 @@ class VulkanBackend(Backend):
             program.runs += 1
             program.staged = bool(staged)
 
-    def replay_token(self, program) -> object | None:
+    def replay_token(self, program: VulkanProgram | _Printing) -> object | None:
         if isinstance(program, _Printing) or program.staged:
             return None
         return program.runs
 
-    def replay(self, program, token: object) -> bool:
+    def replay(self, program: VulkanProgram, token: object) -> bool:
         dev = self.device
         with dev.lock:
             if program.runs != token:  # run since with other arguments: its recording is another's

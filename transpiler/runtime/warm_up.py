@@ -12,14 +12,14 @@ import transpiler as qd
 
 
 @qd.kernel
-def warm_up(x: qd.types.ndarray(dtype=qd.f32, ndim=1), n: qd.i32):
+def warm_up(x: qd.types.ndarray(dtype=qd.f32, ndim=1), n: qd.i32):  # noqa: ANN201 - a kernel's return annotation is its kernel return type
     for i in range(x.shape[0]):
         if i < n:
             x[i] = x[i] * 2.0 + 1.0
 
 
 @qd.kernel
-def warm_up_block(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.ndarray(dtype=qd.f32, ndim=1)):
+def warm_up_block(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.ndarray(dtype=qd.f32, ndim=1)):  # noqa: ANN201 - a kernel: no return annotation
     qd.loop_config(block_dim=128)
     for i in range(x.shape[0]):
         s = qd.simt.block.reduce_add(x[i], 128, qd.f32)

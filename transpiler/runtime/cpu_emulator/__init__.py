@@ -45,6 +45,13 @@ from ...ir.walk import all_exprs, all_stmts
 from ...targets import get_target, names
 from .. import Backend, Launch, Translation, entries_by_task, profile, warm_up
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ...targets.target import Target
+
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "qd_simt.h"
 RUNTIME_SRC = HERE / "qd_simt_rt.cpp"
@@ -168,7 +175,7 @@ def _run_compiler(cmd: list[str], what: str) -> None:
 
 
 @contextlib.contextmanager
-def building(final: Path, prefix: str):
+def building(final: Path, prefix: str) -> Iterator[Path]:
     """A scratch folder in the cache to build into, moved into place as ``final`` atomically
     when the build succeeds (another process may race us to it), removed when it fails."""
     cache_root().mkdir(parents=True, exist_ok=True)
@@ -280,7 +287,8 @@ class CpuModule:
             self._fns[entry] = fn
         return fn
 
-    def launch(self, entry: str, grid, block, args: Sequence, *, watchdog_s: float = 10.0,
+    def launch(self, entry: str, grid: int | Sequence[int], block: int | Sequence[int], args: Sequence, *,
+               watchdog_s: float = 10.0,
                poison_shared: bool = True, arg_names: Sequence[str] | None = None) -> None:
         """Run ``entry`` over ``grid`` blocks of ``block`` threads (ints or 1-3 tuples).
 
@@ -328,7 +336,7 @@ class CpuModule:
         err = ctypes.create_string_buffer(_ERRLEN)
         calls = [(entry, self._fn(entry), cfg) for entry, cfg in cfgs]
 
-        def again(slots=slots) -> None:  # holds `slots`, which `ptrs` points into
+        def again(slots: np.ndarray = slots) -> None:  # holds `slots`, which `ptrs` points into
             for entry, fn, cfg in calls:
                 rc = fn(ptrs.ctypes.data, cfg.ctypes.data, err, _ERRLEN)
                 if rc != _OK:
@@ -337,7 +345,7 @@ class CpuModule:
         again()
         return again
 
-    def _run_child(self, cfgs, args: Sequence, arg_names: Sequence[str] | None) -> None:
+    def _run_child(self, cfgs: list[tuple[str, np.ndarray]], args: Sequence, arg_names: Sequence[str] | None) -> None:
         with tempfile.TemporaryDirectory(prefix="qd-race-") as tmp:
             inp, outp = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
             with open(inp, "wb") as f:
@@ -446,7 +454,7 @@ class CpuModule:
                 locs.append(loc)
             return loc
 
-        def at_pc(m) -> str:
+        def at_pc(m: re.Match[str]) -> str:
             line = self._pc_line(int(m.group(1), 16))
             return f"{self.lib_path.name}+0x{m.group(1)}" if line is None else at_line(line)
 
@@ -465,7 +473,7 @@ class CpuModule:
         return cls(f"{entry}: {self.localize(message)}")
 
 
-def _dim3(v) -> tuple[int, int, int]:
+def _dim3(v: int | Sequence[int]) -> tuple[int, int, int]:
     t = (int(v),) if isinstance(v, (int, np.integer)) else tuple(int(x) for x in v)
     if not 1 <= len(t) <= 3:
         raise ValueError(f"a grid or block size has 1 to 3 dimensions, got {v!r}")
@@ -489,7 +497,7 @@ def emulated_targets() -> list[str]:
     return [name for name in names() if get_target(name).emulator_defines is not None]
 
 
-def emulated(dialect: str):
+def emulated(dialect: str) -> Target:
     """The target called ``dialect``, which the emulator must be able to run."""
     if dialect not in emulated_targets():
         raise ValueError(f"dialect must be one of {', '.join(map(repr, emulated_targets()))}, got {dialect!r}")
@@ -591,7 +599,7 @@ def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
         and all(isinstance(e, _GRID_FREE_EXPRS) and not _in_shared(e) for e in all_exprs(code))
 
 
-def _in_shared(node) -> bool:
+def _in_shared(node: ir.Expr | ir.Stmt) -> bool:
     return isinstance(node, (ir.Store, ir.Load, ir.Atomic)) and isinstance(node.array, ir.SharedArray)
 
 
