@@ -60,32 +60,32 @@ class ShmemRenderer(Renderer):
         if not self.ctx.target.caps.nvshmem:
             raise TranspileError(f"internal error: qd.shmem reached the {self.ctx.target.name} target", loc)
 
-    def typename(self, table: dict, what: str, t: T.DType, loc: ir.Loc):
+    def typename(self, table: dict, what: str, t: T.DType, loc: ir.Loc) -> str:
         name = table.get(t.name)
         if name is None:
             raise TranspileError(f"qd.shmem.{what} on {t.name} is not supported on the cuda target: NVSHMEM's "
                                  f"{what} takes {_supported(table)}", loc)
         return name
 
-    def expr_ShmemMyPe(self, e: ir.ShmemMyPe):
+    def expr_ShmemMyPe(self, e: ir.ShmemMyPe) -> tuple[str, int]:
         self.shmem_dialect(e.loc)
         return "nvshmem_my_pe()", PREC_PRIMARY
 
-    def expr_ShmemNPes(self, e: ir.ShmemNPes):
+    def expr_ShmemNPes(self, e: ir.ShmemNPes) -> tuple[str, int]:
         self.shmem_dialect(e.loc)
         return "nvshmem_n_pes()", PREC_PRIMARY
 
-    def expr_ShmemElement(self, e: ir.ShmemElement):
+    def expr_ShmemElement(self, e: ir.ShmemElement) -> tuple[str, int]:
         return "&" + self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices)), PREC_UNARY
 
     def address(self, e: ir.ShmemElement, as_type: str | None = None, const: bool = False) -> str:
         text = self.text(e, PREC_UNARY)
         return f"({'const ' if const else ''}{as_type}*){text}" if as_type else text
 
-    def expr_ShmemPut(self, e: ir.ShmemPut):
+    def expr_ShmemPut(self, e: ir.ShmemPut) -> tuple[str, int]:
         return self.range_copy(e, "put"), PREC_PRIMARY
 
-    def expr_ShmemGet(self, e: ir.ShmemGet):
+    def expr_ShmemGet(self, e: ir.ShmemGet) -> tuple[str, int]:
         return self.range_copy(e, "get"), PREC_PRIMARY
 
     def range_copy(self, e: ir.ShmemPut | ir.ShmemGet, op: str) -> str:
@@ -97,7 +97,7 @@ class ShmemRenderer(Renderer):
         name = self.typename(RMA_TYPES, op + suffix, e.dest.type, e.loc)
         return f"nvshmem_{name}_{op}{suffix}({self.address(e.dest)}, {self.address(e.source)}, {count}, {pe})"
 
-    def expr_ShmemP(self, e: ir.ShmemP):
+    def expr_ShmemP(self, e: ir.ShmemP) -> tuple[str, int]:
         self.shmem_dialect(e.loc)
         value, pe = self.text(e.args[1]), self.text(e.pe)
         if e.dest.type is T.f16:
@@ -108,7 +108,7 @@ class ShmemRenderer(Renderer):
             return f"nvshmem_{name}_p({self.address(e.dest, ctype)}, ({ctype})({value}), {pe})", PREC_PRIMARY
         return f"nvshmem_{name}_p({self.address(e.dest)}, {value}, {pe})", PREC_PRIMARY
 
-    def expr_ShmemG(self, e: ir.ShmemG):
+    def expr_ShmemG(self, e: ir.ShmemG) -> tuple[str, int]:
         self.shmem_dialect(e.loc)
         pe = self.text(e.pe)
         if e.type is T.f16:
@@ -121,7 +121,7 @@ class ShmemRenderer(Renderer):
             return self.dialect.cast(call, e.type), PREC_PRIMARY
         return f"nvshmem_{name}_g({self.address(e.source)}, {pe})", PREC_PRIMARY
 
-    def expr_ShmemAtomic(self, e: ir.ShmemAtomic):
+    def expr_ShmemAtomic(self, e: ir.ShmemAtomic) -> tuple[str, int]:
         self.shmem_dialect(e.loc)
         t = e.target.type
         name = self.typename(ATOMIC_TYPES[e.op], f"atomic_{e.op}", t, e.loc)
@@ -137,7 +137,7 @@ class ShmemRenderer(Renderer):
         args = [self.address(e.target), *operands, self.text(e.pe)]
         return f"nvshmem_{name}_atomic_{e.op}({', '.join(args)})", PREC_PRIMARY
 
-    def expr_ShmemWaitUntil(self, e: ir.ShmemWaitUntil):
+    def expr_ShmemWaitUntil(self, e: ir.ShmemWaitUntil) -> tuple[str, int]:
         self.shmem_dialect(e.loc)
         name = self.typename(WAIT_TYPES, "wait_until", e.ivar.type, e.loc)
         return f"nvshmem_{name}_wait_until({self.address(e.ivar)}, {CMP_NAMES[e.cmp]}, {self.text(e.args[1])})", \

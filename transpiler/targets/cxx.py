@@ -41,7 +41,7 @@ class CxxDialect(Dialect):
             return T.i32
         return t
 
-    def literal(self, value, t: T.DType) -> str:
+    def literal(self, value: int | float, t: T.DType) -> str:
         if t is T.bool_:
             return "true" if value else "false"
         if t.is_float:

@@ -118,7 +118,7 @@ class Dialect:
         """What the target's helper templates read besides the helper itself."""
         return {}
 
-    def __setattr__(self, name: str, value) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "
                              "belongs in the TranslationContext or the renderer's Usage")
 
@@ -147,7 +147,7 @@ class Dialect:
 
     # ---------------------------------------------------------------- values
 
-    def literal(self, value, t: T.DType) -> str:
+    def literal(self, value: int | float, t: T.DType) -> str:
         raise NotImplementedError
 
     def cast(self, text: str, t: T.DType) -> str:

@@ -22,6 +22,11 @@ from .dialect import (
     PREC_UNARY, Dialect, Helper,
 )
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .context import Needs
+
 
 # Every output line's comment names its Python file: one basename per file, not per line.
 file_name = lru_cache(maxsize=256)(os.path.basename)
@@ -65,7 +70,7 @@ class Renderer:
     def taken(self, name: str) -> bool:
         return any(name in s for s in self.scopes)
 
-    def declare_name(self, obj, base: str) -> str:
+    def declare_name(self, obj: object, base: str) -> str:
         base = self.dialect.identifier(base)
         name, k = base, 1
         while self.taken(name):
@@ -121,7 +126,7 @@ class Renderer:
         return self.type(t, loc)
 
     @property
-    def needs(self):
+    def needs(self) -> Needs:
         """The target's typed requirements this entry point has found so far."""
         return self.usage.needs
 
@@ -146,19 +151,19 @@ class Renderer:
         s, p = self.expr(e)
         return f"({s})" if p < min_prec else s
 
-    def expr_Const(self, e: ir.Const):
+    def expr_Const(self, e: ir.Const) -> tuple[str, int]:
         self.usage.types.add(e.type.name)
         s = self.dialect.literal(e.value, e.type)
         return s, (PREC_UNARY if s.startswith("-") else PREC_PRIMARY)
 
-    def expr_LocalRef(self, e: ir.LocalRef):
+    def expr_LocalRef(self, e: ir.LocalRef) -> tuple[str, int]:
         return self.local_name(e.var), PREC_PRIMARY
 
-    def expr_ParamRef(self, e: ir.ParamRef):
+    def expr_ParamRef(self, e: ir.ParamRef) -> tuple[str, int]:
         self.referenced.add((id(e.param), None))
         return self.param_name(e.param), PREC_PRIMARY
 
-    def expr_Shape(self, e: ir.Shape):
+    def expr_Shape(self, e: ir.Shape) -> tuple[str, int]:
         self.referenced.add((id(e.array), e.dim))
         return self.shape_names[(id(e.array), e.dim)], PREC_PRIMARY
 
@@ -212,7 +217,7 @@ class Renderer:
         text = f"{base} * {array.type.element_size}"
         return text if offset == 0 else f"{text} + {offset}"
 
-    def expr_Load(self, e: ir.Load):
+    def expr_Load(self, e: ir.Load) -> tuple[str, int]:
         return self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices)), PREC_PRIMARY
 
     def narrow(self, text: str, prec: int, t: T.DType) -> tuple[str, int]:
@@ -275,7 +280,7 @@ class Renderer:
         self.type(e.type)
         return self.dialect.cast(self.unsigned_expr(e)[0], e.type), PREC_PRIMARY
 
-    def expr_BinOp(self, e: ir.BinOp):
+    def expr_BinOp(self, e: ir.BinOp) -> tuple[str, int]:
         t = e.type
         special = self.dialect.binop_special(self, e)
         if special is not None:
@@ -291,19 +296,19 @@ class Renderer:
             left, right = self.text(e.a, prec), self.text(e.b, prec + 1)
         return self.narrow(f"{left} {op} {right}", prec, t)
 
-    def expr_Compare(self, e: ir.Compare):
+    def expr_Compare(self, e: ir.Compare) -> tuple[str, int]:
         op, prec = COMPARE[e.op]
         # A comparison with an array extent is a bounds check: its other side is index space.
         render = self.index_text if any(root for _, root in index_roots(e)) else self.text
         return f"{render(e.a, prec + 1)} {op} {render(e.b, prec + 1)}", prec
 
-    def expr_Logical(self, e: ir.Logical):
+    def expr_Logical(self, e: ir.Logical) -> tuple[str, int]:
         if e.op == "and":
             return f"{self.text(e.a, PREC_AND)} && {self.text(e.b, PREC_AND + 1)}", PREC_AND
         # Parenthesize && inside || even where C would not need it: it reads better.
         return f"{self.text(e.a, PREC_AND + 1)} || {self.text(e.b, PREC_AND + 1)}", PREC_OR
 
-    def expr_Unary(self, e: ir.Unary):
+    def expr_Unary(self, e: ir.Unary) -> tuple[str, int]:
         if e.op == "neg" and e.type.name in self.dialect.negated_by_helper:
             return f"{self.helper('neg', e.type)}({self.text(e.a)})", PREC_PRIMARY
         if self.wraps(e):
@@ -314,44 +319,44 @@ class Renderer:
             inner = f"({inner})"
         return self.narrow(f"{sym}{inner}", PREC_UNARY, e.type)
 
-    def expr_Cast(self, e: ir.Cast):
+    def expr_Cast(self, e: ir.Cast) -> tuple[str, int]:
         self.usage.types.add(e.type.name)
         return self.dialect.cast(self.text(e.a), e.type), PREC_PRIMARY
 
-    def expr_Select(self, e: ir.Select):
+    def expr_Select(self, e: ir.Select) -> tuple[str, int]:
         s = f"{self.text(e.cond, PREC_OR)} ? {self.text(e.a, PREC_COND)} : {self.text(e.b, PREC_COND)}"
         return s, PREC_COND
 
-    def expr_Math(self, e: ir.Math):
+    def expr_Math(self, e: ir.Math) -> tuple[str, int]:
         args = [self.text(a) for a in e.args]
         return self.narrow(self.dialect.math(self, e, args), PREC_PRIMARY, e.type)
 
-    def expr_ThreadIndex(self, e: ir.ThreadIndex):
+    def expr_ThreadIndex(self, e: ir.ThreadIndex) -> tuple[str, int]:
         fixed = self.dialect.thread_index_fixed_block
         if fixed and self.block_dim and e.kind in fixed:
             return fixed[e.kind].format(block_dim=self.block_dim), PREC_PRIMARY
         return self.dialect.thread_index[e.kind], PREC_PRIMARY
 
-    def expr_BitCast(self, e: ir.BitCast):
+    def expr_BitCast(self, e: ir.BitCast) -> tuple[str, int]:
         self.usage.types.add(e.type.name)
         return self.dialect.bitcast(self.text(e.a), e.a.type, e.type), PREC_PRIMARY
 
-    def expr_VolatileLoad(self, e: ir.VolatileLoad):
+    def expr_VolatileLoad(self, e: ir.VolatileLoad) -> tuple[str, int]:
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
         return self.dialect.volatile_load(self, e, ref), PREC_PRIMARY
 
-    def expr_BlockVote(self, e: ir.BlockVote):
+    def expr_BlockVote(self, e: ir.BlockVote) -> tuple[str, int]:
         return self.dialect.block_vote(self, e, self.text(e.pred)), PREC_PRIMARY
 
-    def expr_SubgroupOp(self, e: ir.SubgroupOp):
+    def expr_SubgroupOp(self, e: ir.SubgroupOp) -> tuple[str, int]:
         self.usage.types.add(e.type.name)  # a ballot's u64 may appear in no declaration
         args = [self.text(a) for a in e.args]
         return self.narrow(self.dialect.subgroup(self, e, args), PREC_PRIMARY, e.type)
 
-    def expr_WarpOp(self, e: ir.WarpOp):
+    def expr_WarpOp(self, e: ir.WarpOp) -> tuple[str, int]:
         return self.dialect.warp(self, e, [self.text(a) for a in e.args]), PREC_PRIMARY
 
-    def expr_Call(self, e: ir.Call):
+    def expr_Call(self, e: ir.Call) -> tuple[str, int]:
         args = [self.text(a) for a in e.args] + [self.local_name(o) for o in e.outs] + \
             [name for name, _ in self.function_inputs(e.function)]
         return f"{self.ctx.names.functions[e.function]}({', '.join(args)})", PREC_PRIMARY
@@ -376,7 +381,7 @@ class Renderer:
                 out.append((name, f"{self.type(p.type, p.loc)} {name}"))
         return out
 
-    def expr_Atomic(self, e: ir.Atomic):
+    def expr_Atomic(self, e: ir.Atomic) -> tuple[str, int]:
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
         value = self.text(e.value)
         expected = self.text(e.expected) if e.expected is not None else None

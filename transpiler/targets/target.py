@@ -66,7 +66,7 @@ class Target:
     # The CPU SIMT emulator's preprocessor defines for this dialect; None: it cannot run it.
     emulator_defines: tuple[str, ...] | None = None
 
-    def __setattr__(self, name: str, value) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "
                              "belongs in the TranslationContext")
 
@@ -212,7 +212,7 @@ class Target:
         return sources, self.finish_manifest(ctx, manifest)
 
 
-def result_entry(p) -> dict:
+def result_entry(p: ir.Param) -> dict:
     return {"param": p.name, "dtype": p.type.dtype.name,
             **({"element_shape": list(p.type.element_shape)} if p.type.element_shape else {})}
 

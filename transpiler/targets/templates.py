@@ -9,6 +9,13 @@ from pathlib import Path
 from ..errors import TranspileError
 from ..ir.memo import freeze
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import jinja2
+
 
 def templates_dir() -> Path:
     """``templates/`` beside the package in a checkout, ``transpiler/templates`` once installed."""
@@ -20,7 +27,7 @@ def templates_dir() -> Path:
 
 
 @lru_cache(maxsize=None)
-def jinja_env(extra_dirs: tuple[str, ...] = ()):
+def jinja_env(extra_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
     """One environment per search path: a target's own folders first, then the package's."""
     import jinja2
 
@@ -34,7 +41,7 @@ def jinja_env(extra_dirs: tuple[str, ...] = ()):
     return env
 
 
-def _bytecode_cache(jinja2, syntax: dict):
+def _bytecode_cache(jinja2: ModuleType, syntax: dict):
     """Jinja's on-disk cache of compiled templates (its per-user temp directory, which it
     checks is private): parsing and compiling the templates was a third of a cold
     `emit --target all`. Entries are checked against the template source; the syntax
@@ -63,7 +70,7 @@ def body(lines: list[str]) -> str:
 
 
 @lru_cache(maxsize=None)
-def template(name: str, extra_dirs: tuple[str, ...] = ()):
+def template(name: str, extra_dirs: tuple[str, ...] = ()) -> jinja2.Template:
     return jinja_env(extra_dirs).get_template(name)
 
 
