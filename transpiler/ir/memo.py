@@ -19,7 +19,7 @@ def per_kernel(fn: Callable | None = None, *, key: Callable | None = None) -> Ca
     name = fn.__qualname__
 
     @functools.wraps(fn)
-    def cached(kernel, *args, **kwargs):
+    def cached(kernel: object, *args: object, **kwargs: object):
         if key is not None:
             slot = (name, id(kernel), key(*args, **kwargs))
         else:
@@ -40,13 +40,13 @@ class Identity:
 
     __slots__ = ("value",)
 
-    def __init__(self, value) -> None:
+    def __init__(self, value: object) -> None:
         self.value = value
 
     def __hash__(self) -> int:
         return id(self.value)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Identity) and other.value is self.value
 
 

@@ -579,7 +579,7 @@ class _ShmemChecker:
                                "before the signal is issued")
                 return
 
-    def read_during_get(self, array, loc: ir.Loc, nbi_gets: list[ir.ShmemGet]) -> None:
+    def read_during_get(self, array: ir.Array, loc: ir.Loc, nbi_gets: list[ir.ShmemGet]) -> None:
         for g in nbi_gets:
             if g.dest.array is array:
                 self.warn("shmem-nbi-get",
@@ -589,7 +589,7 @@ class _ShmemChecker:
                 nbi_gets.remove(g)
                 return
 
-    def write_during_put(self, array, loc: ir.Loc, nbi_puts: list[ir.ShmemPut]) -> None:
+    def write_during_put(self, array: ir.Array, loc: ir.Loc, nbi_puts: list[ir.ShmemPut]) -> None:
         for p in nbi_puts:
             if p.source.array is array:
                 self.warn("shmem-nbi-put",
