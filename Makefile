@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 OUT ?= out
 export HIP_PLATFORM := amd
 
-.PHONY: emit test bench check fuzz screenshot clean
+.PHONY: emit test bench check fuzz screenshot docs clean
 
 # Main job: install what emitting needs, then transpile every example to all four targets.
 emit:
@@ -41,5 +41,11 @@ screenshot:
 	scripts/setup.sh toolchains
 	INSPECT_SCREENSHOT=docs/inspect.png $(PY) -m pytest -q tests/test_inspect_html.py -k browser
 
+# The documentation site (MkDocs Material, API pages by mkdocstrings) into site/; strict: a broken
+# link, a page missing from the nav or an unresolved reference fails the build.
+docs:
+	scripts/setup.sh docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(OUT) build .pytest_cache fuzz-failures
+	rm -rf $(OUT) build .pytest_cache fuzz-failures site

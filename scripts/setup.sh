@@ -2,6 +2,7 @@
 # Set up a Debian 12 machine for the transpiler.
 #   scripts/setup.sh base        the Python environment the main job needs (.venv)
 #   scripts/setup.sh toolchains  that, plus every vendor toolchain the tests drive
+#   scripts/setup.sh docs        that of base, plus what `make docs` needs
 # Idempotent: packages already present are not installed again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,11 @@ PIP_TOOLCHAINS=(
   torch==2.13.0                                    # tensors as kernel arguments (the CPU wheel on this machine's disk)
   scipy                                            # qd.linalg.SparseSolver's sparse LU
 )
+# The documentation site (make docs); with the toolchains, since tests/test_docs.py builds it strictly.
+PIP_DOCS=(
+  mkdocs-material                                  # the site's generator and theme
+  "mkdocstrings[python]"                           # the API pages, from the package's docstrings
+)
 
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
@@ -48,5 +54,7 @@ if [ "$what" = "toolchains" ]; then
     $SUDO apt-get update -q
     $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
-  pip_install "${PIP_TOOLCHAINS[@]}"
+  pip_install "${PIP_TOOLCHAINS[@]}" "${PIP_DOCS[@]}"
+elif [ "$what" = "docs" ]; then
+  pip_install "${PIP_DOCS[@]}"
 fi
