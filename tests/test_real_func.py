@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from conftest import RECURSIVE_EXECUTORS
+from conftest import RECURSIVE_EXECUTORS, target_names
 
 
 @qd.real_func
@@ -314,7 +314,7 @@ def fib_pairs(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
 
 @pytest.mark.toolchain
 @pytest.mark.slow
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_compound_results_compile(target):
     from transpiler.toolchains import check_sources
 
@@ -400,7 +400,7 @@ def by_reference_shared(x: qd.types.ndarray(dtype=qd.f32, ndim=1)) -> qd.f32:
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_ref_parameters_compile(target):
     from conftest import assert_compiles
 

@@ -12,6 +12,8 @@ import transpiler as qd
 from features.corpus import features
 from transpiler.targets import TARGETS, all_targets, get_target, names
 
+from conftest import target_names
+
 PACKAGE = Path(qd.__file__).resolve().parent
 
 
@@ -67,7 +69,7 @@ def test_cuda_and_hip_float_contraction_follows_fast_math():
     assert "-ffp-contract=off" in options("hip") and "-ffp-contract=off" not in options("hip", fast_math=True)
 
 
-@pytest.mark.parametrize("name", TARGETS)
+@pytest.mark.parametrize("name", target_names())
 def test_targets_and_dialects_refuse_state(name):
     target = get_target(name)
     with pytest.raises(AttributeError, match="immutable"):
@@ -78,7 +80,7 @@ def test_targets_and_dialects_refuse_state(name):
 
 def test_translating_everything_leaves_no_state_on_any_target():
     for feature in features():
-        for target in TARGETS:
+        for target in names():
             try:
                 qd.translate(feature.kernel, target, warn=False, **feature.options_for(target))
             except qd.TranspileError:

@@ -17,7 +17,7 @@ from transpiler.targets.context import TranslationContext
 from transpiler.targets.cxx import CXX_KEYWORDS, CxxDialect
 from transpiler.targets.dialect import printf_text
 from transpiler.targets.renderer import Renderer
-from transpiler.targets.target import Capabilities, Target, element_entry
+from transpiler.targets.target import Capabilities, Target, element_entry, param_role
 
 HERE = Path(__file__).resolve().parent
 TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
@@ -122,7 +122,7 @@ class OpenclTarget(Target):
     name = "opencl"
     title = "OpenCL C"
     dialect = OpenclDialect()
-    caps = Capabilities(f64=False)
+    caps = Capabilities(f64=False, subgroups=False)
     why_not = {"f64": "this dialect leaves out cl_khr_fp64",
                "system_scope": "OpenCL C has no memory scope beyond the device",
                "recursion": "OpenCL C forbids recursion"}
@@ -152,11 +152,11 @@ class OpenclTarget(Target):
         for p in ctx.kernel.params:
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            **element_entry(p), "arg_index": arg,
+                            **element_entry(p), **param_role(p), "arg_index": arg,
                             "shape_arg_indices": list(range(arg + 1, arg + 1 + p.type.passed_extents))})
                 arg += 1 + p.type.passed_extents
             else:
-                out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})
+                out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, **param_role(p), "arg_index": arg})
                 arg += 1
         return out
 

@@ -42,6 +42,9 @@ class Capabilities:
     fence_orders_plain_stores: bool = True
     recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
     warp_api: bool = False          # CUDA's masked warp intrinsics (qd.simt.warp)
+    # qd.simt.subgroup and what is built on it (the block library, register tiles): the dialect
+    # spells its operations (``Dialect.subgroup``); without them each use is a located error.
+    subgroups: bool = True
 
 
 class Target:
@@ -72,6 +75,11 @@ class Target:
 
     def __repr__(self) -> str:
         return f"<target {self.name}>"
+
+    @property
+    def has_header(self) -> bool:
+        """Whether the target has a C++ embedding header (``header_template``; ``qd embed``)."""
+        return bool(self.header_template)
 
     # ---------------------------------------------------------------- options
 
