@@ -3,8 +3,8 @@ says a new target needs: a dialect (spelling tables), a target description (capa
 signature, manifest), templates in its own folder, and a compile check, all registered with
 ``transpiler.targets.register`` - no file of the package is edited.
 
-It is deliberately small: no subgroups, f16 or f64 (each a located error), 32-bit atomics
-only; barriers, block votes (emulated by the shared pass), shared memory, atomics with CAS
+It is deliberately small: no subgroups, f16 or f64, no real function parameters passed by
+reference (each a located error), 32-bit atomics only; barriers, block votes (emulated by the shared pass), shared memory, atomics with CAS
 loops and the C++ family's helpers work as on the built-in targets."""
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ ALL_MEMORY = "CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE"
 OPENCL_WORDS = frozenset("""
     kernel __kernel global __global local __local constant __constant private __private generic __generic
     read_only write_only read_write half uchar ushort uint ulong image1d_t image2d_t image3d_t sampler_t event_t
-    get_global_id get_local_id get_group_id get_local_size get_num_groups barrier mem_fence
+    get_global_id get_local_id get_group_id get_local_size get_num_groups barrier mem_fence restrict
 """.split()) | frozenset(f"{b}{n}" for b in "char uchar short ushort int uint long ulong float double".split()
                          for n in (2, 3, 4, 8, 16))
 
@@ -118,12 +118,23 @@ class OpenclDialect(CxxDialect):
         return f"{fn}({pointer}, {', '.join(args)})"
 
 
+class OpenclRenderer(Renderer):
+    def function(self, fn: ir.Function):
+        by_reference = [*fn.outputs, *fn.inouts]
+        if by_reference:
+            raise TranspileError(f"a @qd.real_func with parameters passed by reference (a vector or struct result, "
+                                 f"qd.ref, random numbers) is not supported on the opencl target: "
+                                 f"{OpenclTarget.why_not['references']}", fn.loc)
+        return super().function(fn)
+
+
 class OpenclTarget(Target):
     name = "opencl"
     title = "OpenCL C"
     dialect = OpenclDialect()
-    caps = Capabilities(f64=False, subgroups=False)
+    caps = Capabilities(f64=False, subgroups=False, references=False)
     why_not = {"f64": "this dialect leaves out cl_khr_fp64",
+               "references": "C has no references (this dialect does not pass pointers instead)",
                "system_scope": "OpenCL C has no memory scope beyond the device",
                "recursion": "OpenCL C forbids recursion"}
     file_ext = ".cl"
@@ -131,6 +142,7 @@ class OpenclTarget(Target):
     helper_templates = ("opencl/helpers.j2", "cxx/helpers.j2")  # the C++ family's integer helpers are C too
     template_dirs = (str(HERE / "templates"),)
     checker = "opencl_check"
+    renderer_class = OpenclRenderer
 
     def language(self, ctx: TranslationContext) -> str:
         return "OpenCL C 2.0 (clang -cl-std=CL2.0)"

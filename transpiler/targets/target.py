@@ -45,6 +45,9 @@ class Capabilities:
     # qd.simt.subgroup and what is built on it (the block library, register tiles): the dialect
     # spells its operations (``Dialect.subgroup``); without them each use is a located error.
     subgroups: bool = True
+    # A @qd.real_func's parameters passed by reference: its vector, matrix or struct result
+    # parts, qd.ref parameters, the caller's random stream (C has no references).
+    references: bool = True
 
 
 class Target:
