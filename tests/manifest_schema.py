@@ -16,16 +16,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script too
+
+from transpiler.targets import TARGETS, get_target  # noqa: E402 - after sys.path names the checkout
+
 SCHEMA = ROOT / "docs" / "manifest.schema.json"
 _TARGET = re.compile(r'^(    "target": )\{"enum": \[[^\]]*\]\},$', re.M)
-_FILE = re.compile(r'^(    "file": \{"type": "string", "pattern": "\^\[A-Za-z0-9_\]\[A-Za-z0-9_.-\]\*\\\\\.)\([^)]*\)(\$"\},)$',
-                   re.M)
+_FILE = re.compile(r'^(    "file": \{"type": "string", "pattern": "[^"]*\\\\\.)\([^)]*\)(\$"\},)$', re.M)
 
 
 def schema_text(targets: list[str]) -> str:
     """The schema file's text with its target list and file extensions those of ``targets``."""
-    from transpiler.targets import get_target
-
     text = SCHEMA.read_text()
     extensions = "|".join(dict.fromkeys(get_target(t).file_ext.lstrip(".") for t in targets))
     text, n_target = _TARGET.subn(lambda m: m.group(1) + '{"enum": ' + json.dumps(list(targets)) + "},", text)
@@ -39,7 +40,4 @@ def schema(targets: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
-    from transpiler.targets import TARGETS
-
     SCHEMA.write_text(schema_text(list(TARGETS)))

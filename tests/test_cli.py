@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 import transpiler as qd
+from transpiler.cli import UsageError, build_parser, parse_targets
+from transpiler.targets import names, register, unregister
+from transpiler.targets.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = Path(__file__).resolve().parent / "bad_kernels.py"
@@ -84,10 +87,6 @@ def test_usage_errors_exit_2(args):
 
 def test_the_help_and_target_choices_come_from_the_registry(capsys):
     """No list of targets is written in the CLI: a registered one is in its help and accepted."""
-    from transpiler.cli import UsageError, build_parser, parse_targets
-    from transpiler.targets import names, register, unregister
-    from transpiler.targets.target import Target
-
     class Other(Target):
         name = "other"
 

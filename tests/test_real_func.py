@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import transpiler as qd
+from transpiler.targets import get_target
+
 from conftest import RECURSIVE_EXECUTORS, target_names
 
 
@@ -316,7 +318,6 @@ def fib_pairs(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
 @pytest.mark.slow
 @pytest.mark.parametrize("target", target_names("references"))
 def test_compound_results_compile(target):
-    from transpiler.targets import get_target
     from transpiler.toolchains import check_sources
 
     kernels = [compound_results] + ([fib_pairs] if get_target(target).caps.recursion else [])

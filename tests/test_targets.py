@@ -99,7 +99,7 @@ def with_shuffle(x: qd.types.ndarray(dtype=qd.i32, ndim=1)):
 
 @qd.real_func
 def set_two(a: qd.ref(qd.i32)):
-    a = 2
+    a += 2
 
 
 @qd.kernel

@@ -463,7 +463,8 @@ def subgroup_size_arg(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    p = argparse.ArgumentParser(prog="transpiler", description=f"Python GPU kernels to GPU source ({', '.join(names())}).")
+    p = argparse.ArgumentParser(prog="transpiler",
+                                description=f"Python GPU kernels to GPU source ({', '.join(names())}).")
     p.add_argument("--version", action="version", version=f"transpiler {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 

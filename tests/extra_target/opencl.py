@@ -3,9 +3,10 @@ says a new target needs: a dialect (spelling tables), a target description (capa
 signature, manifest), templates in its own folder, and a compile check, all registered with
 ``transpiler.targets.register`` - no file of the package is edited.
 
-It is deliberately small: no subgroups, f16 or f64, no real function parameters passed by
-reference (each a located error), 32-bit atomics only; barriers, block votes (emulated by the shared pass), shared memory, atomics with CAS
-loops and the C++ family's helpers work as on the built-in targets."""
+It is deliberately small: no subgroups, f16 or f64, no real function parameters passed
+by reference (each a located error), 32-bit atomics only; barriers, block votes (emulated
+by the shared pass), shared memory, atomics with CAS loops and the C++ family's helpers
+work as on the built-in targets."""
 from __future__ import annotations
 
 from pathlib import Path
