@@ -155,3 +155,42 @@ def tool_available(name: str) -> bool:
 
 
 _ = os
+
+
+# ----------------------------------------------------------------------------- target selection
+# Tests choose their targets from the registry by what the targets can do, never by name, so a
+# new target runs in every test its capabilities admit. QD_EXTRA_TARGETS="PATH.py:Class,..."
+# (paths from the repository root) registers targets defined outside the package first: the
+# suite's target-parametrized tests then run on them too (tests/test_extra_target.py does so).
+from transpiler.targets import get_target, names, register  # noqa: E402 - after sys.path names the checkout
+
+EXTRA_TARGETS = "QD_EXTRA_TARGETS"
+
+
+def register_extra_targets(spec: str) -> list[str]:
+    """Register each ``PATH.py:Class`` target of ``spec``; its folder joins sys.path, where its
+    compile check (``Target.checker``) is imported from. Returns their names."""
+    out = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        path, _, cls = item.partition(":")
+        file = ROOT / path
+        if str(file.parent) not in sys.path:
+            sys.path.insert(0, str(file.parent))
+        module = importlib.import_module(file.stem)
+        out.append(register(getattr(module, cls)()).name)
+    return out
+
+
+register_extra_targets(os.environ.get(EXTRA_TARGETS, ""))
+
+
+def target_names(*needs: str, lacking: tuple[str, ...] = ()) -> list[str]:
+    """The registered targets (built-in first) that have every capability in ``needs`` and
+    none in ``lacking``: a ``Capabilities`` field (``subgroups``, ``f64``, ``recursion``, ...)
+    or ``header`` (a C++ embedding header)."""
+    def has(target, need: str) -> bool:
+        return target.has_header if need == "header" else getattr(target.caps, need)
+
+    return [name for name in names() if all(has(get_target(name), need) for need in needs)
+            and not any(has(get_target(name), need) for need in lacking)]
+# ----------------------------------------------------------------------------- end target selection

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from conftest import load_module
+from conftest import load_module, target_names
 from transpiler.pipeline import translate_ir
 from transpiler.targets.lowering_tables import all_atomics_kernel, markdown
 from transpiler.toolchains import check_sources
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.toolchain
 @pytest.mark.parametrize("space", ["global", "shared"])
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_every_accepted_atomic_compiles(target, space):
     kernel = all_atomics_kernel(target, space)
     ctx = translate_ir(kernel, target)

@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 import transpiler as qd
+from transpiler.cli import UsageError, build_parser, parse_targets
+from transpiler.targets import names, register, unregister
+from transpiler.targets.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = Path(__file__).resolve().parent / "bad_kernels.py"
@@ -80,6 +83,27 @@ def test_usage_errors_exit_2(args):
     r = cli(*args)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_the_help_and_target_choices_come_from_the_registry(capsys):
+    """No list of targets is written in the CLI: a registered one is in its help and accepted."""
+    class Other(Target):
+        name = "other"
+
+    def emit_help() -> str:
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["emit", "--help"])
+        return " ".join(capsys.readouterr().out.split())
+
+    assert f"--target TARGET {', '.join(names())}, a comma-separated list, or all" in emit_help()
+    with pytest.raises(UsageError, match="unknown target other"):
+        parse_targets("other")
+    register(Other())
+    try:
+        assert f"{', '.join(names())}, a comma-separated list" in emit_help() and "other, a comma" in emit_help()
+        assert parse_targets("cuda,other") == ["cuda", "other"] and "other" not in parse_targets("all")
+    finally:
+        unregister("other")
 
 
 @pytest.mark.toolchain

@@ -12,10 +12,10 @@ SCRIPT = r"""
 import hashlib, json, sys
 sys.path.insert(0, "tests")
 import transpiler as qd
-from conftest import corpus
+from conftest import corpus, target_names
 h = hashlib.sha256()
 for _, kernel, targs in corpus():
-    for target in qd.TARGETS:
+    for target in target_names():
         try:
             tr = qd.translate(kernel, target, template_args=targs)
         except qd.TranspileError as exc:

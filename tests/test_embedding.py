@@ -21,9 +21,10 @@ import transpiler as qd
 from transpiler.cli import load_kernels
 from transpiler.header import common_context, header_name, render_header
 
-from conftest import ROOT, corpus, toolchain_test
+from conftest import ROOT, corpus, target_names, toolchain_test
+from manifest_schema import SCHEMA, schema, schema_text
+from transpiler.targets import get_target
 
-SCHEMA = ROOT / "docs" / "manifest.schema.json"
 SNAPSHOTS = sorted((ROOT / "tests" / "snapshots").glob("*/*.json"))
 EXAMPLE_FILES = sorted(ROOT.glob("examples/*.py")) + sorted(ROOT.glob("examples/*/kernels.py"))
 CXX_FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
@@ -34,13 +35,13 @@ needs_cmake = toolchain_test("needs cmake and g++ (scripts/setup.sh toolchains)"
 needs_gxx = toolchain_test("needs g++", shutil.which("g++") is None)
 
 
-def translations(kernels_with_templates):
+def translations(kernels_with_templates, targets: list[str]):
     """Every (kernel, target) translation that the target accepts."""
     out = []
     with warnings.catch_warnings():  # hazard warnings are test_diagnostics' business
         warnings.simplefilter("ignore")
         for kernel, template_args in kernels_with_templates:
-            for target in qd.TARGETS:
+            for target in targets:
                 try:
                     out.append(qd.translate(kernel, target, template_args=template_args))
                 except qd.TranspileError:
@@ -48,22 +49,41 @@ def translations(kernels_with_templates):
     return out
 
 
-def corpus_translations():
-    return translations([(k, t) for _, k, t in corpus()])
+def corpus_translations(targets: list[str]):
+    return translations([(k, t) for _, k, t in corpus()], targets)
 
 
-def example_translations():
-    return translations([(k, {}) for f in EXAMPLE_FILES for k in load_kernels(str(f))[0].values()])
+def example_translations(targets: list[str]):
+    return translations([(k, {}) for f in EXAMPLE_FILES for k in load_kernels(str(f))[0].values()], targets)
 
 
 # ----------------------------------------------------------------------------- manifest schema
 
 @pytest.fixture(scope="module")
 def validator():
+    """The schema of every registered target's manifest (one registered from outside too)."""
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads(SCHEMA.read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    every = schema(target_names())
+    jsonschema.Draft202012Validator.check_schema(every)
+    return jsonschema.Draft202012Validator(every)
+
+
+def test_the_committed_schema_lists_the_built_in_targets():
+    """Its target enum and file extensions are generated from the registry."""
+    assert SCHEMA.read_text() == schema_text(list(qd.TARGETS)), "run python tests/manifest_schema.py"
+    listed = json.loads(SCHEMA.read_text())
+    assert listed["properties"]["target"]["enum"] == list(qd.TARGETS)
+    for target in qd.TARGETS:
+        assert f"|{get_target(target).file_ext[1:]}" in listed["$defs"]["file"]["pattern"].replace("(", "|")
+
+
+def test_the_schema_admits_registered_targets_only(validator):
+    manifest = json.loads(next(p for p in SNAPSHOTS if p.stem == "normalize").read_text())
+    manifest["target"] = "spirv"
+    assert errors(validator, manifest)
+    manifest = json.loads(next(p for p in SNAPSHOTS if p.stem == "normalize" and p.parent.name == "cuda").read_text())
+    manifest["files"] = ["normalize.spv"]
+    assert errors(validator, manifest)
 
 
 def errors(validator, manifest) -> list[str]:
@@ -77,8 +97,8 @@ def test_golden_manifests_follow_the_schema(validator):
 
 
 def test_example_manifests_follow_the_schema(validator):
-    trs = example_translations()
-    assert {tr.target for tr in trs} == set(qd.TARGETS)
+    trs = example_translations(target_names())
+    assert {tr.target for tr in trs} == set(target_names())
     for tr in trs:
         assert not errors(validator, tr.manifest), (tr.manifest["kernel"], tr.target)
 
@@ -102,7 +122,7 @@ def test_schema_rejects_one_targets_fields_in_another(validator):
 def corpus_headers(tmp_path_factory):
     """Every corpus kernel's header for every target that accepts it, in one folder."""
     out = tmp_path_factory.mktemp("headers")
-    trs = corpus_translations()
+    trs = corpus_translations(target_names("header"))
     for tr in trs:
         (out / header_name(tr.manifest)).write_text(render_header(tr))
     return out, trs
@@ -122,9 +142,9 @@ def test_every_corpus_header_compiles(corpus_headers, compiler):
         pytest.skip(f"needs {compiler}")
     folder, trs = corpus_headers
     names = [header_name(tr.manifest) for tr in trs]
-    assert {tr.target for tr in trs} == set(qd.TARGETS) and len(names) == len(set(names))
+    assert {tr.target for tr in trs} == set(target_names("header")) and len(names) == len(set(names))
     compile_headers(compiler, folder, names)                      # all together: no clashes
-    for target in qd.TARGETS:                                     # each on its own: self-contained
+    for target in target_names("header"):                         # each on its own: self-contained
         compile_headers(compiler, folder, [next(n for n in names if n.endswith(f".{target}.h"))])
 
 
@@ -200,8 +220,8 @@ def test_grid_helpers_agree_with_the_python_runtime(tmp_path, kernels):
 
     from transpiler.runtime import plan_launches
 
-    trs = corpus_translations() if kernels == "corpus" else example_translations()
-    cases = [(tr, shape_scale) for tr in trs if tr.target == "cuda" for shape_scale in (1, 0, 1000000)]
+    trs = corpus_translations(["cuda"]) if kernels == "corpus" else example_translations(["cuda"])
+    cases = [(tr, shape_scale) for tr in trs for shape_scale in (1, 0, 1000000)]
     body, expected = [], []
     for n, (tr, scale) in enumerate(cases):
         members = common_context(tr.sources, tr.manifest, tr.language)["members"]
@@ -468,7 +488,8 @@ def test_struct_and_tuple_results_follow_the_schema(validator):
     from test_language import returns_struct, returns_tuple
 
     for kernel in (returns_struct, returns_tuple):
-        for target in qd.TARGETS:
+        for target in target_names():
             tr = qd.translate(kernel, target)
             assert "result" not in tr.manifest and not errors(validator, tr.manifest), (kernel.__name__, target)
-            assert "read_result" not in render_header(tr)  # each part's buffer is read as the manifest lists it
+            if get_target(target).has_header:
+                assert "read_result" not in render_header(tr)  # each part's buffer is read as the manifest lists it

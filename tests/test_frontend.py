@@ -249,7 +249,7 @@ def test_translate_argument_errors():
             a[i] = 0.0
 
     with pytest.raises(ValueError, match="unknown target"):
-        qd.translate(k, "opencl")
+        qd.translate(k, "spirv")
 
 
 def test_folding_keeps_unrolled_indices_readable():

@@ -16,6 +16,8 @@ import pytest
 import transpiler as qd
 from transpiler.toolchains import check_sources
 
+from conftest import target_names
+
 V3 = qd.types.ndarray(dtype=qd.math.vec3, ndim=1)
 F1 = qd.types.ndarray(dtype=qd.f32, ndim=1)
 I2 = qd.types.ndarray(dtype=qd.i32, ndim=2)
@@ -548,7 +550,7 @@ def test_the_grad_of_ndarrays_and_tensors(executor, rng):
 
 @pytest.mark.toolchain
 @pytest.mark.slow
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_genesis_style_kernels_compile(target):
     state_types = {"state": ParticleState}
     for kernel, types in ((step, state_types), (clear_and_accumulate, {}), (transforms, {}),

@@ -9,6 +9,8 @@ import pytest
 
 import transpiler as qd
 
+from conftest import target_names
+
 F1 = qd.types.ndarray(qd.f32, ndim=1)
 I0 = qd.types.ndarray(qd.i32, ndim=0)
 
@@ -161,7 +163,7 @@ def test_the_flat_spelling_warns_and_loops_the_same():
 
 @pytest.mark.toolchain
 @pytest.mark.slow
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_graph_kernels_compile(target):
     from transpiler.toolchains import check_sources
 

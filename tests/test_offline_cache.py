@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from conftest import ROOT, corpus, init_executor, load_module
+from conftest import ROOT, corpus, init_executor, load_module, target_names
 from transpiler import offline_cache
 from transpiler.pipeline import lower, translate
 from transpiler.targets import get_target
@@ -49,7 +49,7 @@ def kernels() -> list[tuple[str, qd.Kernel, dict]]:
 def test_a_hit_gives_what_translating_gives_for_every_corpus_kernel_and_target(tmp_path):
     compared = 0
     for name, kernel, template_args in kernels():
-        for target in qd.TARGETS:
+        for target in target_names():
             try:
                 want = translate(kernel, target, template_args=template_args, warn=False)
             except Exception:  # noqa: BLE001 - a kernel this target refuses: nothing to cache
@@ -57,7 +57,10 @@ def test_a_hit_gives_what_translating_gives_for_every_corpus_kernel_and_target(t
             first = translate(kernel, target, template_args=template_args, warn=False, offline_cache=str(tmp_path))
             fresh(kernel)
             again = translate(kernel, target, template_args=template_args, warn=False, offline_cache=str(tmp_path))
-            assert "emit" in first.seconds and "offline cache" in again.seconds, (name, target)
+            # a target defined outside the package is not cached: its code is not in the key
+            built_in = type(get_target(target)).__module__.startswith("transpiler.targets.")
+            assert "emit" in first.seconds, (name, target)
+            assert ("offline cache" if built_in else "emit") in again.seconds, (name, target)
             for got in (first, again):
                 assert (got.sources, got.manifest, got.language) == (want.sources, want.manifest, want.language), \
                     (name, target)

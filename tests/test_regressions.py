@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from conftest import assert_compiles
+from conftest import assert_compiles, target_names
 
 
 @qd.kernel
@@ -186,7 +186,7 @@ def test_reserved_names_run(executor):
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("target", ["cuda", "hip", "glsl", "msl"])
+@pytest.mark.parametrize("target", target_names())
 def test_reserved_names_compile_and_the_manifest_names_the_entry(target):
     tr = qd.translate(kernel, target)
     assert_compiles(target, tr)
@@ -232,7 +232,7 @@ def test_float_min_max_and_f64_atomics_on_shared_arrays(executor, rng):
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("target", ["cuda", "hip", "glsl"])
+@pytest.mark.parametrize("target", target_names("f64"))
 def test_shared_float_atomics_compile(target):
     assert_compiles(target, qd.translate(shared_float_atomics, target))
 
@@ -1141,7 +1141,7 @@ def test_lavapipe_steps_a_multi_dimensional_range_and_other_devices_divide():
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("target", ["cuda", "hip", "glsl", "msl"])
+@pytest.mark.parametrize("target", target_names())
 def test_range_kernels_compile(target):
     for kernel in (changed_through_a_template, ring_neighbours, non_negative_division, numbered_3d, numbered_wide):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)

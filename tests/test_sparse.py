@@ -11,6 +11,8 @@ import pytest
 import transpiler as qd
 from transpiler.toolchains import check_sources
 
+from conftest import target_names
+
 # ----------------------------------------------------------------------------- pointer over dense
 
 N = 32
@@ -309,7 +311,7 @@ def test_sparse_layout_mistakes():
 
 @pytest.mark.toolchain
 @pytest.mark.slow
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_sparse_kernels_compile(target):
     for kernel in (splat, double_active, active_block_ids, drop_rows, paint_rect, sum_active, clear_diagonal,
                    read_back, bucket, lengths, list_sums, drop_list, march, edge_sum, disk, depth_map, drift):

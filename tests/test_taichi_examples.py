@@ -15,6 +15,8 @@ import transpiler.math as tm
 from transpiler.math import vec2
 from transpiler.toolchains import check_sources
 
+from conftest import target_names
+
 # ----------------------------------------------------------------------------- an MPM transfer
 
 G = 16                                # grid cells per side
@@ -663,7 +665,7 @@ def test_eigenpairs_of_general_2x2_matrices_real_and_complex(executor, rng):
 
 @pytest.mark.toolchain
 @pytest.mark.slow
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_taichi_style_kernels_compile(target):
     for kernel, targs in ((particles_to_grid, {}), (literals_as_vectors, {}), (complex_ops, {}),
                           (weighted_stencil, {}), (Smoother(8).smooth, {}), (grid_programs, {}), (powers, {}),

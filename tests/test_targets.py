@@ -10,7 +10,11 @@ import pytest
 
 import transpiler as qd
 from features.corpus import features
+from transpiler.header import render_header
 from transpiler.targets import TARGETS, all_targets, get_target, names
+from transpiler.targets.dialect import Dialect
+
+from conftest import target_names
 
 PACKAGE = Path(qd.__file__).resolve().parent
 
@@ -67,7 +71,7 @@ def test_cuda_and_hip_float_contraction_follows_fast_math():
     assert "-ffp-contract=off" in options("hip") and "-ffp-contract=off" not in options("hip", fast_math=True)
 
 
-@pytest.mark.parametrize("name", TARGETS)
+@pytest.mark.parametrize("name", target_names())
 def test_targets_and_dialects_refuse_state(name):
     target = get_target(name)
     with pytest.raises(AttributeError, match="immutable"):
@@ -78,13 +82,60 @@ def test_targets_and_dialects_refuse_state(name):
 
 def test_translating_everything_leaves_no_state_on_any_target():
     for feature in features():
-        for target in TARGETS:
+        for target in names():
             try:
                 qd.translate(feature.kernel, target, warn=False, **feature.options_for(target))
             except qd.TranspileError:
                 pass
     for target in all_targets():
         assert vars(target) == {} and vars(target.dialect) == {}, target.name
+
+
+@qd.kernel
+def with_shuffle(x: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        x[i] = qd.simt.subgroup.shuffle(x[i], qd.u32(0))
+
+
+@qd.real_func
+def set_two(a: qd.ref(qd.i32)):
+    a += 2
+
+
+@qd.kernel
+def with_reference(x: qd.types.ndarray(dtype=qd.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        v = 0
+        set_two(v)
+        x[i] = v
+
+
+@pytest.mark.parametrize("name", target_names())
+def test_the_capabilities_tests_select_by_are_what_the_target_does(name):
+    """``subgroups``, ``references`` and ``has_header`` (what conftest's target_names selects on)
+    agree with the dialect, the renderer and the templates: a target that claims one has it, one
+    that does not says so."""
+    target = get_target(name)
+    assert target.caps.subgroups == (type(target.dialect).subgroup is not Dialect.subgroup), \
+        "set Capabilities(subgroups=...) to whether the dialect spells subgroup operations"
+    if target.caps.subgroups:
+        tr = qd.translate(with_shuffle, name)
+        assert tr.sources
+    else:
+        with pytest.raises(qd.TranspileError, match=f"subgroup.shuffle is not supported on the {name} target") as info:
+            qd.translate(with_shuffle, name)
+        assert info.value.loc.line == with_shuffle.fn.__code__.co_firstlineno + 3
+    if target.caps.references:
+        assert qd.translate(with_reference, name).sources
+    else:
+        with pytest.raises(qd.TranspileError, match=f"not supported on the {name} target") as info:
+            qd.translate(with_reference, name)
+        assert info.value.loc.line == set_two.fn.__code__.co_firstlineno + 1  # its def line
+    if target.has_header:
+        assert f"namespace qd::plain::{name}" in render_header(qd.translate(plain, name))
+    else:
+        with pytest.raises(ValueError, match="has no C\\+\\+ embedding header"):
+            render_header(qd.translate(plain, name))
 
 
 def test_registry_lists_every_target_once():

@@ -9,6 +9,8 @@ import pytest
 
 from transpiler.toolchains import check_sources
 
+from conftest import target_names
+
 pytestmark = [pytest.mark.toolchain, pytest.mark.slow]
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
@@ -46,7 +48,7 @@ def test_checks_and_the_emulator_leave_nothing_in_the_temp_folder(tmp_path, monk
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     monkeypatch.setenv("QD_CPU_CACHE", str(tmp_path / "cache"))
     saxpy = load_module(ROOT / "examples" / "saxpy.py").saxpy
-    for target in qd.TARGETS:
+    for target in target_names():
         tr = qd.translate(saxpy, target)
         assert all(v.ok for v in check_sources(target, tr.sources, tr.manifest))
     (name, text), = qd.translate(saxpy, "hip").sources.items()

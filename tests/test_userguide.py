@@ -16,9 +16,13 @@ from transpiler.runtime import bind_arguments
 from transpiler.toolchains import check_sources
 from userguide.cases import CASES
 
+from conftest import target_names
+
 for _info in pkgutil.iter_modules(userguide.__path__):
     importlib.import_module(f"userguide.{_info.name}")
 IDS = [c.id for c in CASES]
+# Every case on every target that has what it needs.
+ON_TARGETS = [pytest.param(c, t, id=f"{c.id}-{t}") for c in CASES for t in target_names(*c.needs)]
 
 
 def translate(c, target: str):
@@ -31,8 +35,7 @@ def test_the_corpus_is_at_least_thirty_kernels():
     assert len(CASES) >= 30 and len(set(IDS)) == len(IDS)
 
 
-@pytest.mark.parametrize("target", qd.TARGETS)
-@pytest.mark.parametrize("c", CASES, ids=IDS)
+@pytest.mark.parametrize("c,target", ON_TARGETS)
 def test_translates_unchanged(c, target):
     tr = translate(c, target)
     assert tr.sources and tr.manifest["entry_points"]
@@ -40,8 +43,7 @@ def test_translates_unchanged(c, target):
 
 @pytest.mark.toolchain
 @pytest.mark.slow
-@pytest.mark.parametrize("target", qd.TARGETS)
-@pytest.mark.parametrize("c", CASES, ids=IDS)
+@pytest.mark.parametrize("c,target", ON_TARGETS)
 def test_compiles(c, target):
     tr = translate(c, target)
     for v in check_sources(target, tr.sources, tr.manifest):

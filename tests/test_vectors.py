@@ -10,6 +10,8 @@ import pytest
 
 import transpiler as qd
 
+from conftest import target_names
+
 vec3 = qd.math.vec3
 DTYPES = {"f32": (qd.f32, np.float32), "f64": (qd.f64, np.float64), "i32": (qd.i32, np.int32),
           "u32": (qd.u32, np.uint32)}
@@ -814,7 +816,7 @@ def test_a_kernel_scope_vector_assigned_from_its_own_components_reads_the_old_on
 
 
 @pytest.mark.toolchain
-@pytest.mark.parametrize("target", qd.TARGETS)
+@pytest.mark.parametrize("target", target_names())
 def test_reassignment_from_own_components_compiles(target):
     from conftest import assert_compiles
 

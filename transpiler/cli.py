@@ -17,6 +17,8 @@ import re
 import sys
 from pathlib import Path
 
+from .targets import names
+
 EXIT_OK, EXIT_KERNEL, EXIT_USAGE, EXIT_TOOLCHAIN = 0, 1, 2, 3
 
 
@@ -461,13 +463,14 @@ def subgroup_size_arg(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    p = argparse.ArgumentParser(prog="transpiler", description="Python GPU kernels to CUDA, HIP, GLSL and Metal source.")
+    p = argparse.ArgumentParser(prog="transpiler",
+                                description=f"Python GPU kernels to GPU source ({', '.join(names())}).")
     p.add_argument("--version", action="version", version=f"transpiler {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp):
         sp.add_argument("file", help="a Python file that defines @qd.kernel functions")
-        sp.add_argument("--target", default="cuda", help="cuda, hip, glsl, msl, a comma-separated list, or all")
+        sp.add_argument("--target", default="cuda", help=f"{', '.join(names())}, a comma-separated list, or all")
         sp.add_argument("--kernel", action="append",
                         help="a kernel to translate (repeatable; default: every kernel in the file)")
         sp.add_argument("--template", action="append", metavar="NAME=VALUE",

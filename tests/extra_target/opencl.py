@@ -3,9 +3,10 @@ says a new target needs: a dialect (spelling tables), a target description (capa
 signature, manifest), templates in its own folder, and a compile check, all registered with
 ``transpiler.targets.register`` - no file of the package is edited.
 
-It is deliberately small: no subgroups, f16 or f64 (each a located error), 32-bit atomics
-only; barriers, block votes (emulated by the shared pass), shared memory, atomics with CAS
-loops and the C++ family's helpers work as on the built-in targets."""
+It is deliberately small: no subgroups, f16 or f64, no real function parameters passed
+by reference (each a located error), 32-bit atomics only; barriers, block votes (emulated
+by the shared pass), shared memory, atomics with CAS loops and the C++ family's helpers
+work as on the built-in targets."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,7 +18,7 @@ from transpiler.targets.context import TranslationContext
 from transpiler.targets.cxx import CXX_KEYWORDS, CxxDialect
 from transpiler.targets.dialect import printf_text
 from transpiler.targets.renderer import Renderer
-from transpiler.targets.target import Capabilities, Target, element_entry
+from transpiler.targets.target import Capabilities, Target, element_entry, param_role
 
 HERE = Path(__file__).resolve().parent
 TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
@@ -35,7 +36,7 @@ ALL_MEMORY = "CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE"
 OPENCL_WORDS = frozenset("""
     kernel __kernel global __global local __local constant __constant private __private generic __generic
     read_only write_only read_write half uchar ushort uint ulong image1d_t image2d_t image3d_t sampler_t event_t
-    get_global_id get_local_id get_group_id get_local_size get_num_groups barrier mem_fence
+    get_global_id get_local_id get_group_id get_local_size get_num_groups barrier mem_fence restrict
 """.split()) | frozenset(f"{b}{n}" for b in "char uchar short ushort int uint long ulong float double".split()
                          for n in (2, 3, 4, 8, 16))
 
@@ -118,12 +119,23 @@ class OpenclDialect(CxxDialect):
         return f"{fn}({pointer}, {', '.join(args)})"
 
 
+class OpenclRenderer(Renderer):
+    def function(self, fn: ir.Function):
+        by_reference = [*fn.outputs, *fn.inouts]
+        if by_reference:
+            raise TranspileError(f"a @qd.real_func with parameters passed by reference (a vector or struct result, "
+                                 f"qd.ref, random numbers) is not supported on the opencl target: "
+                                 f"{OpenclTarget.why_not['references']}", fn.loc)
+        return super().function(fn)
+
+
 class OpenclTarget(Target):
     name = "opencl"
     title = "OpenCL C"
     dialect = OpenclDialect()
-    caps = Capabilities(f64=False)
+    caps = Capabilities(f64=False, subgroups=False, references=False)
     why_not = {"f64": "this dialect leaves out cl_khr_fp64",
+               "references": "C has no references (this dialect does not pass pointers instead)",
                "system_scope": "OpenCL C has no memory scope beyond the device",
                "recursion": "OpenCL C forbids recursion"}
     file_ext = ".cl"
@@ -131,6 +143,7 @@ class OpenclTarget(Target):
     helper_templates = ("opencl/helpers.j2", "cxx/helpers.j2")  # the C++ family's integer helpers are C too
     template_dirs = (str(HERE / "templates"),)
     checker = "opencl_check"
+    renderer_class = OpenclRenderer
 
     def language(self, ctx: TranslationContext) -> str:
         return "OpenCL C 2.0 (clang -cl-std=CL2.0)"
@@ -152,11 +165,11 @@ class OpenclTarget(Target):
         for p in ctx.kernel.params:
             if p.is_array:
                 out.append({"name": p.name, "kind": "ndarray", "dtype": p.type.dtype.name, "ndim": p.type.ndim,
-                            **element_entry(p), "arg_index": arg,
+                            **element_entry(p), **param_role(p), "arg_index": arg,
                             "shape_arg_indices": list(range(arg + 1, arg + 1 + p.type.passed_extents))})
                 arg += 1 + p.type.passed_extents
             else:
-                out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, "arg_index": arg})
+                out.append({"name": p.name, "kind": "scalar", "dtype": p.type.name, **param_role(p), "arg_index": arg})
                 arg += 1
         return out
 

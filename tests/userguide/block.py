@@ -16,7 +16,7 @@ def block_sums(src: qd.types.ndarray(ndim=1), out: qd.types.ndarray(ndim=1)):
             out[i // 128] = agg
 
 
-@case(block_sums)
+@case(block_sums, needs=("subgroups",))
 def _(rng):
     src = rng.random(BLOCK * 20).astype(np.float32)
     out = np.zeros(20, np.float32)
@@ -33,7 +33,7 @@ def block_prefix(src: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.ndar
         out[i] = qd.simt.block.inclusive_add(src[i], 128, qd.i32)
 
 
-@case(block_prefix)
+@case(block_prefix, needs=("subgroups",))
 def _(rng):
     src = rng.integers(-50, 50, BLOCK * 8).astype(np.int32)
     out = np.zeros_like(src)
@@ -50,7 +50,7 @@ def running_max(src: qd.types.ndarray(dtype=qd.f32, ndim=1), out: qd.types.ndarr
         out[i] = qd.simt.block.exclusive_max(src[i], 64, qd.f32)
 
 
-@case(running_max)
+@case(running_max, needs=("subgroups",))
 def _(rng):
     src = rng.standard_normal(64 * 6).astype(np.float32)
     out = np.zeros_like(src)

@@ -5,7 +5,9 @@ every target, compiles each with its real toolchain and runs it on every executo
 
 A case is registered with ``@case(kernel)`` on a function that takes a NumPy random
 generator and returns ``(args, check)``: the kernel's arguments, and a function called with
-the kernel's return value that asserts on the arrays the kernel wrote."""
+the kernel's return value that asserts on the arrays the kernel wrote. ``needs`` names the
+target capabilities the kernel uses (``Capabilities`` fields): it is translated for the
+targets that have them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,15 +21,16 @@ class Case:
     kernel: object
     setup: Callable   # rng -> (args tuple, check(returned))
     module: str
+    needs: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
         return f"{self.module}.{self.kernel.__name__}"
 
 
-def case(kernel):
+def case(kernel, needs: tuple[str, ...] = ()):
     def register(setup: Callable) -> Callable:
-        CASES.append(Case(kernel, setup, setup.__module__.rsplit(".", 1)[-1]))
+        CASES.append(Case(kernel, setup, setup.__module__.rsplit(".", 1)[-1], needs))
         return setup
 
     return register

@@ -19,7 +19,7 @@ def broadcast_lane0(a: qd.types.ndarray(dtype=qd.f32, ndim=1)):
         a[i] = subgroup.shuffle(a[i], qd.u32(0))
 
 
-@case(broadcast_lane0)
+@case(broadcast_lane0, needs=("subgroups",))
 def _(rng):
     a = rng.random(256).astype(np.float32)
     before = a.copy()
@@ -38,7 +38,7 @@ def swap_pairs(src: qd.types.ndarray(dtype=qd.f32, ndim=1), dst: qd.types.ndarra
         dst[i] = subgroup.shuffle(src[i], qd.cast(lane ^ 1, qd.u32))
 
 
-@case(swap_pairs)
+@case(swap_pairs, needs=("subgroups",))
 def _(rng):
     src = rng.random(256).astype(np.float32)
     dst = np.zeros_like(src)
@@ -58,7 +58,7 @@ def reduce4(src: qd.types.ndarray(dtype=qd.f32, ndim=1), dst: qd.types.ndarray(d
         dst[i] = val
 
 
-@case(reduce4)
+@case(reduce4, needs=("subgroups",))
 def _(rng):
     src = rng.integers(0, 100, 256).astype(np.float32)
     dst = np.zeros_like(src)
@@ -77,7 +77,7 @@ def subgroup_totals(x: qd.types.ndarray(dtype=qd.i32, ndim=1), out: qd.types.nda
             out[i // subgroup.group_size()] = total
 
 
-@case(subgroup_totals)
+@case(subgroup_totals, needs=("subgroups",))
 def _(rng):
     x = rng.integers(-9, 9, 512).astype(np.int32)
     out = np.zeros(512, np.int32)
@@ -97,7 +97,7 @@ def count_positive_lanes(a: qd.types.ndarray(dtype=qd.f32, ndim=1), counts: qd.t
             counts[i // subgroup.group_size()] = qd.math.popcnt(mask)
 
 
-@case(count_positive_lanes)
+@case(count_positive_lanes, needs=("subgroups",))
 def _(rng):
     a = rng.standard_normal(512).astype(np.float32)
     counts = np.zeros(512, np.int32)

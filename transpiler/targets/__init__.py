@@ -7,7 +7,8 @@ outside the package joins with ``register`` (see docs/adding-a-target.md).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .target import Target

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.evaluate import uniform_env
 from ..ir.records import record
@@ -42,6 +41,12 @@ class Capabilities:
     fence_orders_plain_stores: bool = True
     recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
     warp_api: bool = False          # CUDA's masked warp intrinsics (qd.simt.warp)
+    # qd.simt.subgroup and what is built on it (the block library, register tiles): the dialect
+    # spells its operations (``Dialect.subgroup``); without them each use is a located error.
+    subgroups: bool = True
+    # A @qd.real_func's parameters passed by reference: its vector, matrix or struct result
+    # parts, qd.ref parameters, the caller's random stream (C has no references).
+    references: bool = True
 
 
 class Target:
@@ -72,6 +77,11 @@ class Target:
 
     def __repr__(self) -> str:
         return f"<target {self.name}>"
+
+    @property
+    def has_header(self) -> bool:
+        """Whether the target has a C++ embedding header (``header_template``; ``qd embed``)."""
+        return bool(self.header_template)
 
     # ---------------------------------------------------------------- options
 
@@ -143,8 +153,8 @@ class Target:
         functions = [r.function(f) for f in ctx.kernel.called_by(task.code())]
         origin = f"{os.path.basename(task.loc.file)}:{task.loc.line}"
         shared = sum(s.type.nbytes for s in task.shared)
-        entry = EntryPoint(ctx.names.entries[task.name], task.kind, task.block_dim if parallel else 1, origin, params, r.lines, task,
-                           r.usage, shared, functions=functions)
+        entry = EntryPoint(ctx.names.entries[task.name], task.kind, task.block_dim if parallel else 1, origin, params,
+                           r.lines, task, r.usage, shared, functions=functions)
         self.finish_entry(r, ctx, entry)
         return entry
 
@@ -158,7 +168,8 @@ class Target:
 
     def render_file(self, ctx: TranslationContext, base: dict, entries: list[EntryPoint], usage: Usage) -> str:
         called = {f.name: f for e in entries for f in e.functions}
-        values = dict(base, entries=entries, functions=[called[f.name] for f in ctx.kernel.functions if f.name in called],
+        values = dict(base, entries=entries,
+                      functions=[called[f.name] for f in ctx.kernel.functions if f.name in called],
                       **self.module_context(ctx, entries, usage))
         if self.one_file_per_task:
             values["entry"] = entries[0]
