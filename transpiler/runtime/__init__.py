@@ -33,12 +33,12 @@ from ..pipeline import Translation, translate
 from ..lang.buffer_view import BufferView
 from ..lang.external import is_tensor, tensor_argument
 from ..lang.matrix import MatrixType
+from ..targets.target import MAX_BLOCKS
 from . import kernel_profiler, profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
 BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"),
             "cpu": ("cpu_emulator", "CpuBackend")}
-MAX_BLOCKS = 65535
 
 
 @record

@@ -11,17 +11,10 @@ from ..ir import types as T
 from .context import EntryPoint, TranslationContext, Usage
 from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
-from .dialect import printf_spec, printf_text
+from .dialect import MATH_FUNCS, printf_spec, printf_text
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
-# IR math function -> the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf).
-FLOAT_FUNCS = {
-    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
-    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
-    "abs": "fabs", "atan2": "atan2", "pow": "pow", "min": "fmin", "max": "fmax",
-}
 # (fn, bits) -> spelling, for integer arguments.
 INT_FUNCS = {
     ("min", 32): "min", ("min", 64): "min", ("max", 32): "max", ("max", 64): "max",
@@ -111,7 +104,7 @@ class CudaDialect(CxxDialect):
     reserved = CXX_KEYWORDS | frozenset("""
         threadIdx blockIdx blockDim gridDim warpSize half kernel device shared
         __global__ __device__ __shared__ __host__ __restrict__
-    """.split()) | frozenset(FLOAT_FUNCS.values()) | frozenset(v + "f" for v in FLOAT_FUNCS.values())
+    """.split()) | frozenset(MATH_FUNCS.values()) | frozenset(v + "f" for v in MATH_FUNCS.values())
     thread_index = {
         "thread_idx": "(int32_t)threadIdx.x",
         "block_idx": "(int32_t)blockIdx.x",
@@ -237,7 +230,7 @@ class CudaDialect(CxxDialect):
         if t.is_float:
             if e.fn == "rsqrt" and t.name == "f64":
                 return f"rsqrt({args[0]})"
-            base = FLOAT_FUNCS[e.fn]
+            base = MATH_FUNCS[e.fn]  # the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf)
             return f"{base}{'' if t.name == 'f64' else 'f'}({', '.join(args)})"
         if e.fn == "abs" and r.helper_wraps(t):
             return f"{r.helper('abs', t)}({args[0]})"

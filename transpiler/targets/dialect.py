@@ -30,6 +30,14 @@ BINARY = {  # IR op -> (C operator, precedence)
     "lshift": ("<<", PREC_SHIFT), "rshift": (">>", PREC_SHIFT),
     "bitand": ("&", PREC_BITAND), "bitxor": ("^", PREC_BITXOR), "bitor": ("|", PREC_BITOR),
 }
+# IR math function -> its name in C's math library (the double overload), as the C++ family
+# (CUDA, HIP, MSL) spells it; a dialect with other names keeps only those (GLSL).
+MATH_FUNCS = {
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
+    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
+    "abs": "fabs", "atan2": "atan2", "pow": "pow", "min": "fmin", "max": "fmax",
+}
 BITWISE = ("lshift", "rshift", "bitand", "bitxor", "bitor")
 COMPOUND = ("add", "sub", "mul", "truediv", "lshift", "rshift", "bitand", "bitxor", "bitor")
 COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),

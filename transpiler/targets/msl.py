@@ -16,19 +16,12 @@ from ..ir import types as T
 from ..ir.records import record
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cxx import CXX_KEYWORDS, CxxDialect
-from .dialect import f32_repr, float_text
+from .dialect import MATH_FUNCS, f32_repr, float_text
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
 TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
          "u16": "ushort", "u32": "uint", "u64": "ulong", "f16": "half", "f32": "float"}
-# IR math function -> Metal's name; the same overloads serve float and half.
-FLOAT_FUNCS = {
-    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
-    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
-    "abs": "fabs", "atan2": "atan2", "pow": "pow", "min": "fmin", "max": "fmax",
-}
 # Integer functions return their argument's type; popcnt and clz are i32 in the IR.
 INT_FUNCS = {"min": "min", "max": "max", "abs": "abs", "popcnt": "popcount", "clz": "clz"}
 ATOMIC_FUNCS = {"add": "atomic_fetch_add_explicit", "min": "atomic_fetch_min_explicit",
@@ -117,7 +110,7 @@ class MslDialect(CxxDialect):
     copysign = {"f16": "copysign", "f32": "copysign"}
     int_suffix = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
     reserved = CXX_KEYWORDS | METAL_WORDS | frozenset(THREAD_ATTRIBUTES + (LANE_ATTRIBUTE,)) \
-        | frozenset(FLOAT_FUNCS.values())
+        | frozenset(MATH_FUNCS.values())
     thread_index = {
         "thread_idx": "int(thread_position_in_threadgroup)",
         "block_idx": "int(threadgroup_position_in_grid)",
@@ -149,8 +142,8 @@ class MslDialect(CxxDialect):
         t = e.args[0].type
         if e.fn == "isnan":
             return f"isnan({args[0]})"
-        if t.is_float:
-            return f"{FLOAT_FUNCS[e.fn]}({', '.join(args)})"
+        if t.is_float:  # (the same overloads serve float and half)
+            return f"{MATH_FUNCS[e.fn]}({', '.join(args)})"
         if e.fn == "ffs" or (e.fn == "abs" and r.helper_wraps(t)):
             return f"{r.helper(e.fn, t)}({args[0]})"
         text = f"{INT_FUNCS[e.fn]}({', '.join(args)})"
