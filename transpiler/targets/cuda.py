@@ -145,7 +145,8 @@ class CudaDialect(CxxDialect):
         return self.lane.format(mask=(subgroup_size or 32) - 1)
 
     def helper_values(self, subgroup_size: int | None) -> dict:
-        return {**super().helper_values(subgroup_size), "warp_size": subgroup_size, "lane_id": f"(int){self.lane_of(subgroup_size)}",
+        return {**super().helper_values(subgroup_size), "warp_size": subgroup_size,
+                "lane_id": f"(int){self.lane_of(subgroup_size)}",
                 "shuffles": self.shuffles, "native_warp_reduce": self.native_subgroup_reduce,
                 "ptx_shfl_up_pred": self.ptx_scans}
 
@@ -190,22 +191,17 @@ class CudaDialect(CxxDialect):
         if e.op == "invocation_id":
             return f"(int32_t){self.lane_of(r.ctx.options.subgroup_size)}"
         # Reductions and scans: helper functions (native __reduce_*_sync where the hardware has it).
-        kind, op = e.op.split("_")
         t = self.compute_type(e.type)
         if t != e.type:  # e.g. f16: the helper is the float one, and qd_half converts to several types
             args = [self.cast(args[0], t)]
-        extra = {}
-        if kind == "exclusive":
-            r.helper(f"subgroup_inclusive_{op}", t)
-            extra["identity"] = self.literal(T.identity(op, t), t)
-        return f"{r.helper('subgroup_' + e.op, t, **extra)}({args[0]})"
+        return self.subgroup_helper(r, e.op, t, args[0])
 
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"{r.helper('volatile_load', e.type)}(&{ref})"
 
     def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
         specs, values = [], []
-        for k, (e, text) in enumerate(zip(st.args, args)):
+        for k, (e, text) in enumerate(zip(st.args, args, strict=True)):
             spec, passed_as = PRINTF[e.type.name]
             specs.append(printf_spec(spec, st.specs[k] if st.specs else None))
             values.append(f"({passed_as})({text})" if passed_as else text)
@@ -278,7 +274,8 @@ class CudaTarget(Target):
         if size is None:
             return self.default_subgroup_size
         if size not in (4, 8, 16, 32):
-            raise TranspileError(f"emulated_subgroup_size={size!r}: the emulator runs CUDA text at 4, 8, 16 or 32 lanes")
+            raise TranspileError(f"emulated_subgroup_size={size!r}: the emulator runs CUDA text at 4, 8, 16 or 32 "
+                                 "lanes")
         return size
 
     def language(self, ctx: TranslationContext) -> str:
@@ -339,7 +336,7 @@ class CudaTarget(Target):
                     f"one {p['dtype']}, the kernel's {p['role']} buffer: device memory you allocate"
                 args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]] + "*", "index": p["arg_index"],
                              "note": note})
-                for name, index in zip(p["shapes"], p["shape_arg_indices"]):
+                for name, index in zip(p["shapes"], p["shape_arg_indices"], strict=True):
                     args.append({"name": name, "ctype": HOST_TYPES["i32"], "index": index, "note": ""})
             else:
                 note = "IEEE binary16 bits" if p["dtype"] == "f16" else ""

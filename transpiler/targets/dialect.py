@@ -44,14 +44,24 @@ COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),
            "ge": (">=", PREC_REL), "eq": ("==", PREC_EQ), "ne": ("!=", PREC_EQ)}
 
 
+def shortest_repr(value: float, fmt: str, max_digits: int) -> str:
+    """The shortest decimal that reads back as the same value of the ``struct`` format ``fmt``
+    ("<f": float32, "<e": half), of at most ``max_digits`` digits (enough for any value of it);
+    OverflowError beyond the format's range."""
+    bits = struct.pack(fmt, value)
+    for digits in range(1, max_digits + 1):
+        text = f"{value:.{digits}g}"
+        try:
+            if struct.pack(fmt, float(text)) == bits:
+                return text
+        except OverflowError:  # rounded past the largest value (65504 -> 7e+04 in half)
+            continue
+    return repr(value)
+
+
 def f32_repr(value: float) -> str:
     """The shortest decimal that reads back as the same float32."""
-    bits = struct.pack("<f", value)
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == bits:
-            return text
-    return repr(value)
+    return shortest_repr(value, "<f", 9)
 
 
 def float_text(text: str) -> str:
@@ -126,7 +136,7 @@ class Dialect:
         """What the target's helper templates read besides the helper itself."""
         return {}
 
-    def __setattr__(self, name: str, value) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "
                              "belongs in the TranslationContext or the renderer's Usage")
 
@@ -155,7 +165,7 @@ class Dialect:
 
     # ---------------------------------------------------------------- values
 
-    def literal(self, value, t: T.DType) -> str:
+    def literal(self, value: bool | int | float, t: T.DType) -> str:
         raise NotImplementedError
 
     def cast(self, text: str, t: T.DType) -> str:

@@ -8,15 +8,13 @@ atomics: both are located errors.
 """
 from __future__ import annotations
 
-import struct
-
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.records import record
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cxx import CXX_KEYWORDS, CxxDialect
-from .dialect import MATH_FUNCS, f32_repr, float_text
+from .dialect import MATH_FUNCS, f32_repr, float_text, shortest_repr
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
@@ -89,14 +87,9 @@ class MslNeeds(Needs):
 def f16_repr(value: float) -> str | None:
     """The shortest decimal that reads back as the same half, or None beyond half's range."""
     try:
-        bits = struct.pack("<e", value)
+        return shortest_repr(value, "<e", 7)
     except OverflowError:
         return None
-    for digits in range(1, 8):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<e", float(text)) == bits:
-            return text
-    return repr(value)
 
 
 class MslDialect(CxxDialect):
@@ -121,7 +114,7 @@ class MslDialect(CxxDialect):
         "grid_stride": "int(threads_per_threadgroup * threadgroups_per_grid)",
     }
 
-    def literal(self, value, t: T.DType) -> str:
+    def literal(self, value: bool | int | float, t: T.DType) -> str:
         if t.name == "i64" and value == -(2**63):
             return "(-9223372036854775807l - 1)"
         return super().literal(value, t)
@@ -191,12 +184,7 @@ class MslDialect(CxxDialect):
         if e.op in SIMD_FUNCS:
             return f"{SIMD_FUNCS[e.op]}({value})"
         # Metal has prefix sums only: min and max scans are helpers over shuffles.
-        kind, op = e.op.split("_")
-        extra = {}
-        if kind == "exclusive":
-            r.helper(f"subgroup_inclusive_{op}", ct)
-            extra["identity"] = self.literal(T.identity(op, ct), ct)
-        return f"{r.helper('subgroup_' + e.op, ct, **extra)}({value})"
+        return self.subgroup_helper(r, e.op, ct, value)
 
     def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
         if t.bits != 32:
@@ -393,7 +381,7 @@ class MslTarget(Target):
         fields = []
         for p in common["params"]:
             if p["kind"] == "ndarray":
-                for name, off in zip(p["shapes"], p["shape_params_offsets"]):
+                for name, off in zip(p["shapes"], p["shape_params_offsets"], strict=True):
                     fields.append((name, HOST_TYPES["i32"], 4, off))
             else:
                 fields.append((p["cxx"], HOST_TYPES[p["dtype"]], HOST_SIZES[p["dtype"]], p["params_offset"]))
