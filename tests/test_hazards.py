@@ -1,5 +1,5 @@
 """The SIMT hazard checker: each hazard class at its exact line, no false alarms on the
-seeds' correct patterns (the examples), warnings that print and go on, and the ways to
+correct patterns of Quadrants' guides and the CUDA inter-block idioms (the examples), warnings that print and go on, and the ways to
 silence them."""
 from __future__ import annotations
 

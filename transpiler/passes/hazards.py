@@ -8,7 +8,8 @@ per thread: thread and lane indices, the loop index, atomics' old values, volati
 loads from thread-dependent addresses). Locals take the join of everything assigned to
 them, including the level of the control flow they are assigned under.
 
-Diagnostics (each located, explained, with the fix the seeds give):
+Diagnostics (each located, explained, with the fix that Quadrants' guides to block and grid
+primitives and atomics, or NVSHMEM's memory-ordering rules, give):
 - error: a block barrier, block vote or block collective under control flow that differs
   within a block (the threads that skip it deadlock the others);
 - error: a subgroup collective under control flow that differs between lanes;
@@ -17,7 +18,8 @@ Diagnostics (each located, explained, with the fix the seeds give):
 - warning (Metal): a plain store published to other blocks through a grid.mem_fence()
   handshake (Metal's device fence orders only atomics);
 - warning: block.mem_fence() ordering a publication that other blocks read.
-- NVSHMEM (qd.shmem, seed 004: fence orders delivery to one PE, quiet completes): warnings
+- NVSHMEM (qd.shmem; its memory-ordering rules: nvshmem_fence orders delivery to one PE,
+  nvshmem_quiet completes): warnings
   where a signal (a put / p / atomic to an array some thread waits on) can overtake the data
   put before it, where a thread's puts are left incomplete at the end of a task, where a
   non-blocking get's destination is read or a non-blocking put's source written before
@@ -358,8 +360,8 @@ class _Checker:
             before = [s for s in seq[:k] if isinstance(s, ir.Store) and isinstance(s.array, ir.Param)]
             after_atomic = any(isinstance(e, ir.Atomic) and isinstance(e.array, ir.Param)
                                for s in seq[k + 1:] for x in stmt_exprs(s) for e in iter_expr(x))
-            # The seed's own idiom raises its flag with a plain store after the fence, for a
-            # reader that spins on it.
+            # The look-back scan in Quadrants' grid.mem_fence guide raises its flag with a plain
+            # store after the fence, for a reader that spins on it.
             after_plain = any(isinstance(s, ir.Store) and id(s.array) in spun for s in seq[k + 1:])
             if not before or not (after_atomic or after_plain):
                 continue
@@ -471,8 +473,8 @@ _WRITE_DURING_PUT = _NbiRule(
 
 
 class _ShmemChecker:
-    """The seed's rules over one task, in program order (a thread's view: NVSHMEM's fence and
-    quiet order and complete only the calling thread's operations)."""
+    """NVSHMEM's ordering rules over one task, in program order (a thread's view: NVSHMEM's
+    fence and quiet order and complete only the calling thread's operations)."""
 
     def __init__(self, task: ir.Task, signals: set[int], subgroup_size: int | None):
         self.task = task

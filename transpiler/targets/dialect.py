@@ -214,8 +214,9 @@ class Dialect:
         return "native"
 
     def atomic_support(self, op: str, t: T.DType, space: str, loc: ir.Loc | None) -> str:
-        """How ``qd.atomic_<op>`` on a ``t`` element in ``space`` memory lowers here; the
-        seed's rejections first, then this target's table."""
+        """How ``qd.atomic_<op>`` on a ``t`` element in ``space`` memory lowers here; what no
+        target supports is refused first (elements under 32 bits but for a 16-bit CAS, float
+        exchange of f16 or in shared memory), then this target's table decides."""
         what = f"qd.atomic_{op} on {t.name}"
         if t is T.bool_ or t.bits < 16 or (t.is_int and t.bits == 16 and op != "cas"):
             raise TranspileError(f"{what} is not supported on the {self.name} target: atomics need 32- or "

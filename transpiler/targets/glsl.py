@@ -261,7 +261,7 @@ class GlslDialect(Dialect):
                 # In 32 bits, as C promotes: lavapipe's 16-bit abs(int16_t(-3)) gave -3.
                 wide = "int" if t.is_signed else "uint"
                 return f"{r.type(t)}({e.fn}({', '.join(f'{wide}({a})' for a in args)}))"
-            if e.fn == "abs" and t.name == "i64":  # glslang folds abs(-4l) to -4l (seed 2037)
+            if e.fn == "abs" and t.name == "i64":  # glslang folds abs(-4l) to -4l (fuzz seed 2037)
                 return f"{r.helper('abs', t)}({args[0]})"
             return f"{e.fn}({', '.join(args)})"
         if e.fn == "popcnt" and t.bits == 32:

@@ -83,7 +83,7 @@ class GlslRenderer(Renderer):
         op, prec = BINARY[e.op]
         a, b = (self.wide_text(x, wide) for x in (e.a, e.b))
         # self.type records the narrow type: with two literals nothing else would, and the
-        # shader would lack the 8- or 16-bit extension its conversion needs (seed 1566).
+        # shader would lack the 8- or 16-bit extension its conversion needs (fuzz seed 1566).
         return f"{self.type(e.type)}({a} {op} {b})", PREC_PRIMARY
 
     def wide_text(self, e: ir.Expr, wide: str) -> str:
@@ -97,7 +97,7 @@ class GlslRenderer(Renderer):
             return super().expr_Unary(e)
         sym = {"neg": "-", "invert": "~"}[e.op]
         inner = self.wide_text(e.a, wide)
-        if inner.startswith("-"):  # a negative literal: `--128` would be a decrement (seed 1646)
+        if inner.startswith("-"):  # a negative literal: `--128` would be a decrement (fuzz seed 1646)
             inner = f"({inner})"
         return f"{self.type(e.type)}({sym}{inner})", PREC_PRIMARY
 

@@ -71,7 +71,8 @@ METAL_WORDS = frozenset("""
 
 
 EVIDENCE = (
-    "Metal's device-scope fence orders only atomic accesses (seed 000): data another block reads after a "
+    "Metal's device-scope fence orders only atomic accesses (the Metal Shading Language's `atomic_thread_fence`, "
+    "as Quadrants' grid.mem_fence guide warns): data another block reads after a "
     "`grid.mem_fence()` handshake must itself be published with an atomic on Metal.",
     "64-bit integer atomics do not exist on Metal; f64 does not exist at all: both are located errors.",
 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir.evaluate import uniform_env
 from ..ir.records import record
@@ -38,7 +37,8 @@ class Capabilities:
     nvshmem: bool = False           # NVSHMEM's device API (qd.shmem)
     block_votes: bool = False       # a fused barrier-with-reduction for block.sync_*_nonzero
     # Whether a device-scope fence orders plain (non-atomic) stores for other blocks. Metal's
-    # orders atomic accesses only (seed 000), so a plain-store publication is not safe there.
+    # atomic_thread_fence orders atomic accesses only (the Metal Shading Language specification,
+    # as Quadrants' grid.mem_fence guide warns), so a plain-store publication is not safe there.
     fence_orders_plain_stores: bool = True
     recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
     warp_api: bool = False          # CUDA's masked warp intrinsics (qd.simt.warp)
@@ -66,7 +66,7 @@ class Target:
     # The CPU SIMT emulator's preprocessor defines for this dialect; None: it cannot run it.
     emulator_defines: tuple[str, ...] | None = None
 
-    def __setattr__(self, name: str, value) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is an immutable description; per-translation state "
                              "belongs in the TranslationContext")
 
@@ -143,8 +143,8 @@ class Target:
         functions = [r.function(f) for f in ctx.kernel.called_by(task.code())]
         origin = f"{os.path.basename(task.loc.file)}:{task.loc.line}"
         shared = sum(s.type.nbytes for s in task.shared)
-        entry = EntryPoint(ctx.names.entries[task.name], task.kind, task.block_dim if parallel else 1, origin, params, r.lines, task,
-                           r.usage, shared, functions=functions)
+        entry = EntryPoint(ctx.names.entries[task.name], task.kind, task.block_dim if parallel else 1, origin, params,
+                           r.lines, task, r.usage, shared, functions=functions)
         self.finish_entry(r, ctx, entry)
         return entry
 
@@ -158,8 +158,8 @@ class Target:
 
     def render_file(self, ctx: TranslationContext, base: dict, entries: list[EntryPoint], usage: Usage) -> str:
         called = {f.name: f for e in entries for f in e.functions}
-        values = dict(base, entries=entries, functions=[called[f.name] for f in ctx.kernel.functions if f.name in called],
-                      **self.module_context(ctx, entries, usage))
+        functions = [called[f.name] for f in ctx.kernel.functions if f.name in called]
+        values = dict(base, entries=entries, functions=functions, **self.module_context(ctx, entries, usage))
         if self.one_file_per_task:
             values["entry"] = entries[0]
         values["helpers"] = helper_texts(self.name, self.helper_templates, self.template_dirs, self.helper_context(ctx),
@@ -212,7 +212,7 @@ class Target:
         return sources, self.finish_manifest(ctx, manifest)
 
 
-def result_entry(p) -> dict:
+def result_entry(p: ir.Param) -> dict:
     return {"param": p.name, "dtype": p.type.dtype.name,
             **({"element_shape": list(p.type.element_shape)} if p.type.element_shape else {})}
 
