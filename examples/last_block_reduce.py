@@ -1,4 +1,4 @@
-"""One-launch sum with the last-block guard (seed 002): every block reduces its tile and
+"""One-launch sum with the last-block guard (the CUDA inter-block idiom): every block reduces its tile and
 publishes a partial sum; the block that finishes last (an atomic ticket, voted block-wide
 with sync_any_nonzero) adds the partials up. Portable to Metal: partials are published
 and read through atomics, the only accesses Metal's device fence orders."""

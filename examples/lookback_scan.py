@@ -1,7 +1,7 @@
-"""Single-pass inclusive prefix sum with decoupled look-back (seed 000) and dynamic tile
-ids: a block takes its tile id from an atomic counter, so it only ever waits on tiles that
-have already started. Each tile publishes its aggregate, then its inclusive prefix, each
-value before its flag, all through atomics so the publication is correct on Metal too
+"""Single-pass inclusive prefix sum with decoupled look-back (Quadrants' grid.mem_fence guide)
+and dynamic tile ids: a block takes its tile id from an atomic counter, so it only waits on
+tiles that have already started. Each tile publishes its aggregate, then its inclusive prefix,
+each value before its flag, all through atomics so the publication is correct on Metal too
 (its device fence orders only atomic accesses); readers use qd.volatile_load."""
 import transpiler as qd
 

@@ -1,4 +1,4 @@
-"""A global work queue (seed 002): thread 0 of each block takes the next chunk with an
+"""A global work queue (the CUDA inter-block idiom): thread 0 of each block takes the next chunk with an
 atomic add and shares its start with the block through a SharedArray slot between two
 barriers; blocks keep taking chunks until the queue is empty."""
 import transpiler as qd

@@ -63,7 +63,7 @@ def metal_plain_publication(data: vec, flag: ivec):
 
 @qd.kernel
 def metal_plain_flag(data: vec, flag: ivec, out: vec):
-    """Seed 000's look-back idiom: plain data, a grid fence, a plain flag, and a reader that
+    """The look-back idiom of Quadrants' grid.mem_fence guide: plain data, a grid fence, a plain flag, and a reader that
     spins on the flag. Fine on CUDA, HIP and Vulkan; not on Metal, whose fences order atomic
     accesses only."""
     for i in range(data.shape[0]):

@@ -1,6 +1,6 @@
 """The SIMT hazard checker: each hazard class at its exact line, no false alarms on the
-seeds' correct patterns (the examples), warnings that print and go on, and the ways to
-silence them."""
+correct patterns of Quadrants' guides and the CUDA inter-block idioms (the examples),
+warnings that print and go on, and the ways to silence them."""
 from __future__ import annotations
 
 import re
@@ -9,6 +9,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import transpiler as qd
@@ -110,8 +111,6 @@ def test_cli_errors_exit_1_and_no_hazards_skips_the_checker():
 
 
 def test_calling_a_kernel_checks_hazards_before_running(executor):
-    import numpy as np
-
     with pytest.raises(qd.TranspileError, match="reached only by some threads of the block"):
         MODULE.sync_in_thread_branch(np.zeros(64, np.float32))
 
@@ -119,8 +118,6 @@ def test_calling_a_kernel_checks_hazards_before_running(executor):
 def test_block_aligned_tiles_sync_under_their_own_condition(executor, rng):
     """`i // 32` with block_dim=32 over a multiple of 32 is one value per block: the barriers
     under a loop whose trip count depends on it are reached by every thread of the block."""
-    import numpy as np
-
     tiles, rows = 3, 2
     a = rng.standard_normal(rows * tiles * 32).astype(np.float32)
     n = rng.integers(0, 4, tiles).astype(np.int32)

@@ -98,6 +98,18 @@ def test_i64_values_are_allowed():
     assert "h[i] * 0.5h + 1.0h" in text
 
 
+@qd.kernel
+def half_extremes(out: qd.types.ndarray(dtype=qd.f16, ndim=1)):
+    out[0] = qd.f16(65504.0)
+    out[1] = qd.f16(-65504.0)
+
+
+def test_the_largest_half_is_a_literal():
+    # Its shortest decimal at one digit, 7e+04, is past half's range: that candidate is passed over.
+    _, text, _ = source(half_extremes)
+    assert "out[0] = 6.55e+04h;" in text and "out[1] = -6.55e+04h;" in text
+
+
 # ----------------------------------------------------------------------------- the contract
 
 def test_binding_contract_and_manifest():

@@ -1,5 +1,5 @@
-"""A ring exchange between the PEs (GPUs) of an NVSHMEM job, the seed's ordering rules
-(shared/seeds: fence vs quiet) in their correct form.
+"""A ring exchange between the PEs (GPUs) of an NVSHMEM job, NVSHMEM's memory-ordering rules
+(nvshmem_fence vs nvshmem_quiet) in their correct form.
 
 Every PE fills a block with values that name it, puts the block into the next PE's
 `recv` with one contiguous put, `fence()`s, and puts a flag there: the fence makes the

@@ -1,4 +1,4 @@
-"""Producer / consumer ordering: fences and volatile loads (seed 001's pairing)."""
+"""Producer / consumer ordering: fences and volatile loads (as Quadrants' atomics guide pairs them)."""
 import transpiler as qd
 
 

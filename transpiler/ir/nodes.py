@@ -6,7 +6,6 @@ primitives are their own nodes with explicit kinds, never strings of target code
 """
 from __future__ import annotations
 
-from typing import Union
 
 from .records import record, field
 from .types import DType, NdarrayType, SharedArrayType
@@ -43,7 +42,7 @@ class Param:
     """A kernel parameter: a scalar, or an ndarray with its shape."""
 
     name: str
-    type: Union[DType, NdarrayType]
+    type: DType | NdarrayType
     index: int
     loc: Loc
     # An ndarray on NVSHMEM's symmetric heap (``qd.shmem.symmetric``): the same object on
@@ -77,7 +76,7 @@ class SharedArray:
     loc: Loc
 
 
-Array = Union[Param, SharedArray]
+Array = Param | SharedArray
 
 
 def space_of(array: Array) -> str:
@@ -95,7 +94,7 @@ class Expr:
 
 @record(eq=False, slots=True)
 class Const(Expr):
-    value: Union[int, float, bool]
+    value: int | float | bool
 
 
 @record(eq=False, slots=True)
@@ -458,68 +457,46 @@ class ShmemOp(Expr):
     args: list[Expr]
 
 
-@record(eq=False, slots=True)
-class ShmemPut(ShmemOp):
-    """``put`` / ``put_nbi``: args = [dest (remote, symmetric), source (local), count, pe]."""
-
-    nbi: bool = False
-
-    @property
-    def dest(self) -> ShmemElement:
-        return self.args[0]
-
-    @property
-    def source(self) -> ShmemElement:
-        return self.args[1]
-
-    @property
-    def pe(self) -> Expr:
-        return self.args[3]
+def _operand(index: int) -> property:
+    """A ShmemOp's operand named by its place in ``args`` (negative: from the end)."""
+    return property(lambda self: self.args[index])
 
 
 @record(eq=False, slots=True)
-class ShmemGet(ShmemOp):
-    """``get`` / ``get_nbi``: args = [dest (local), source (remote, symmetric), count, pe]."""
+class ShmemTransfer(ShmemOp):
+    """A range copied between PEs: args = [dest, source, count, pe] (ShmemElement, ShmemElement,
+    Expr, Expr); ``nbi``: non-blocking, complete only at quiet."""
 
     nbi: bool = False
+    dest = _operand(0)
+    source = _operand(1)
+    pe = _operand(3)
 
-    @property
-    def dest(self) -> ShmemElement:
-        return self.args[0]
 
-    @property
-    def source(self) -> ShmemElement:
-        return self.args[1]
+@record(eq=False, slots=True)
+class ShmemPut(ShmemTransfer):
+    """``put`` / ``put_nbi``: dest remote (symmetric), source local."""
 
-    @property
-    def pe(self) -> Expr:
-        return self.args[3]
+
+@record(eq=False, slots=True)
+class ShmemGet(ShmemTransfer):
+    """``get`` / ``get_nbi``: dest local, source remote (symmetric)."""
 
 
 @record(eq=False, slots=True)
 class ShmemP(ShmemOp):
     """``p``: one element stored on another PE; args = [dest (symmetric), value, pe]."""
 
-    @property
-    def dest(self) -> ShmemElement:
-        return self.args[0]
-
-    @property
-    def pe(self) -> Expr:
-        return self.args[2]
+    dest = _operand(0)
+    pe = _operand(2)
 
 
 @record(eq=False, slots=True)
 class ShmemG(ShmemOp):
     """``g``: one element read from another PE; args = [source (symmetric), pe]."""
 
-    @property
-    def source(self) -> ShmemElement:
-        return self.args[0]
-
-    @property
-    def pe(self) -> Expr:
-        return self.args[1]
+    source = _operand(0)
+    pe = _operand(1)
 
 
 @record(eq=False, slots=True)
@@ -528,18 +505,12 @@ class ShmemAtomic(ShmemOp):
     [target, *operands, pe]. Fetching ones evaluate to the old value, the others are VOID."""
 
     op: str = ""
-
-    @property
-    def target(self) -> ShmemElement:
-        return self.args[0]
+    target = _operand(0)
+    pe = _operand(-1)
 
     @property
     def operands(self) -> list[Expr]:
         return self.args[1:-1]
-
-    @property
-    def pe(self) -> Expr:
-        return self.args[-1]
 
 
 @record(eq=False, slots=True)
@@ -548,10 +519,7 @@ class ShmemWaitUntil(ShmemOp):
     ``ivar`` compares true (``cmp`` in SHMEM_CMPS); args = [ivar, value]."""
 
     cmp: str = "eq"
-
-    @property
-    def ivar(self) -> ShmemElement:
-        return self.args[0]
+    ivar = _operand(0)
 
 
 @record(eq=False, slots=True)
@@ -675,7 +643,7 @@ class Kernel:
 
     def called_by(self, stmts: list[Stmt]) -> list[Function]:
         """The functions ``stmts`` call, directly or not, in definition order."""
-        from .walk import all_exprs
+        from .walk import all_exprs  # noqa: PLC0415 - walk imports these nodes
 
         if not self.functions:  # most kernels call no @qd.real_func: no walk
             return []

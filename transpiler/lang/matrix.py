@@ -91,129 +91,14 @@ class MatrixType:
         return f"qd.types.matrix({self.n}, {self.m}, {dt})"
 
 
-_HOST_MATRIX = None
 SWIZZLE_SETS = ("xyzw", "rgba", "stpq")  # a vector's components, by position, in each spelling
 
 
 def host_matrix_class() -> type:
-    """The NumPy array subclass a vector or matrix built in Python scope is (``V =
-    qd.math.vec2(1, 0)``, ``qd.Vector([0, -9.8])``): arithmetic on it stays NumPy's, and a
-    kernel that names it reads it as a constant vector or matrix, as Quadrants does. Made on
-    first use, as NumPy is only imported when a value is built."""
-    global _HOST_MATRIX
-    if _HOST_MATRIX is None:
-        import numpy as np
+    """The NumPy array subclass a vector or matrix built in Python scope is (``host_matrix``)."""
+    from .host_matrix import HostMatrix  # noqa: PLC0415 - NumPy is imported only when a value is built
 
-        class HostMatrix(np.ndarray):
-            _qd_host_matrix = True
-            qd_dtype = None  # the dtype it was declared with; None: its values' (as literals in a kernel)
-
-            # Swizzles, as Quadrants' Python-scope vectors have them: v.x, v.xy = ..., v.zyx += w
-            def __getattr__(self, name: str):
-                picked = self._swizzle(name)
-                if picked is None:
-                    raise AttributeError(f"a vector or matrix has no attribute `{name}`")
-                return self[picked[0]] if len(picked) == 1 else self[picked]
-
-            def __setattr__(self, name: str, value) -> None:
-                picked = self._swizzle(name)
-                if picked is None:
-                    object.__setattr__(self, name, value)
-                    return
-                if len(picked) > 1 and np.size(value) not in (1, len(picked)):
-                    raise RuntimeError(f"value len does not match the swizzle pattern={name}")
-                self[picked[0] if len(picked) == 1 else picked] = value
-
-            def _swizzle(self, name: str) -> list[int] | None:
-                """The components a swizzle names (None: ``name`` is no swizzle)."""
-                letters = next((s for s in SWIZZLE_SETS if name and all(c in s for c in name)), None)
-                if letters is None or self.ndim != 1:
-                    return None
-                if any(letters.index(c) >= self.shape[0] for c in name):
-                    from ..errors import TranspileError
-
-                    have = tuple(letters[:self.shape[0]])
-                    raise TranspileError(f"vec{self.shape[0]} only has attributes={have}, got={tuple(name)}")
-                return [letters.index(c) for c in name]
-
-            def __array_finalize__(self, obj) -> None:
-                self.qd_dtype = getattr(obj, "qd_dtype", None)
-
-            def __bool__(self) -> bool:
-                # `assert v == [1, 2]`, `list(m) == rows`: every component (NumPy refuses to
-                # choose; Quadrants' Python-scope Matrix is always true, whatever it holds).
-                return bool(np.asarray(self).all())
-
-            # Quadrants' Python-scope Matrix methods, on the values.
-            def norm(self, eps=0):
-                return np.sqrt((self * self).sum() + eps)
-
-            def norm_sqr(self):
-                return (self * self).sum()
-
-            def norm_inv(self, eps=0):
-                return 1 / self.norm(eps)
-
-            def normalized(self, eps=0):
-                return self / self.norm(eps)
-
-            def dot(self, other):
-                return np.dot(self, other)
-
-            def cross(self, other):
-                a, b = np.asarray(self), np.asarray(other)
-                if a.shape == b.shape == (2,):  # 2-d vectors: the scalar
-                    return (a[0] * b[1] - a[1] * b[0]).item()
-                return np.cross(a, b).view(type(self))
-
-            def outer_product(self, other):
-                return np.outer(np.asarray(self), np.asarray(other)).view(type(self))
-
-            def trace(self):
-                if self.ndim != 2 or self.shape[0] != self.shape[1]:  # (NumPy would sum the diagonal it has)
-                    raise ValueError(f"`.trace()` needs a square matrix; got shape {self.shape}")
-                return np.asarray(self).trace().item()
-
-            def determinant(self):
-                return np.linalg.det(np.asarray(self)).item()
-
-            def inverse(self):
-                return np.linalg.inv(np.asarray(self)).view(type(self))
-
-            def frobenius_inner(self, other):
-                return (np.asarray(self) * np.asarray(other)).sum().item()
-
-            def cast(self, dtype):
-                from ..ir.types import python_type
-
-                t = python_type(dtype) or dtype
-                out = np.asarray(self).astype(t.np_dtype).view(type(self))
-                out.qd_dtype = t
-                return out
-
-            def get_shape(self) -> tuple[int, ...]:
-                return self.shape
-
-            @property
-            def n(self) -> int:
-                return self.shape[0]
-
-            @property
-            def m(self) -> int:
-                return self.shape[1] if self.ndim == 2 else 1
-
-            @property
-            def entries(self) -> np.ndarray:
-                return np.asarray(self)
-
-            def to_list(self) -> list:
-                return np.asarray(self).tolist()
-
-            def to_numpy(self) -> np.ndarray:
-                return np.asarray(self).copy()
-
-        _HOST_MATRIX = HostMatrix
-    return _HOST_MATRIX
+    return HostMatrix
 
 
 @comptime

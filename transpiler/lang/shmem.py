@@ -20,7 +20,7 @@ An element reference such as ``recv[0]`` is the address the routine starts at (a
 source, atomic target, wait_until variable) must be a symmetric ndarray; the local side
 of put/get may be any ndarray. Each routine becomes the NVSHMEM device call typed for the
 element (``nvshmem_float_put``, ``nvshmem_int_atomic_fetch_add``, ...); the memory-ordering
-rules are NVSHMEM's (``shared/seeds``: fence orders delivery to one PE, quiet completes),
+rules are NVSHMEM's (its memory-ordering section: fence orders delivery to one PE, quiet completes),
 and the hazard checker warns where a signal can overtake its data.
 
 HIP, GLSL and Metal have no NVSHMEM: a kernel using ``qd.shmem`` is a located error there.

@@ -6,7 +6,8 @@
 lowers to IR nodes; the block-wide reductions, scans and the radix rank, the tiled subgroup
 operations and the register tiles ``qd.simt.Tile16x16`` / ``Tile32x32`` are written once in
 the kernel language itself on top of them (``transpiler/lang/blocklib.py``,
-``transpiler/lang/subgrouplib.py``, ``transpiler/lang/tile.py``). Semantics: ``shared/seeds``."""
+``transpiler/lang/subgrouplib.py``, ``transpiler/lang/tile.py``). Semantics: Quadrants' guides
+to block, subgroup and grid primitives and to atomics."""
 from __future__ import annotations
 
 from .kernel import builtin

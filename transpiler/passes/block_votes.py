@@ -19,7 +19,8 @@ the slot zeroed during vote k would be the one slow threads are still reading fo
 k - 1. The first vote's slot is zeroed in the task's prelude, behind one barrier.
 
 The counter goes through atomic_add, never atomic_or / atomic_and: OpAtomicOr on
-threadgroup memory silently does nothing through MoltenVK / SPIRV-Cross (seed 003).
+threadgroup memory silently does nothing through MoltenVK / SPIRV-Cross (Quadrants' guide to
+block primitives says so of its own emulation).
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def emulate_block_votes(kernel: ir.Kernel, slots: int = SLOTS) -> ir.Kernel:
     if not contains(kernel, ir.BlockVote):
         return kernel
     tasks = [_task(t, slots) if _has_vote(t.code()) else t for t in kernel.tasks]
-    if all(a is b for a, b in zip(tasks, kernel.tasks)):
+    if all(a is b for a, b in zip(tasks, kernel.tasks, strict=True)):
         return kernel
     return dataclasses.replace(kernel, tasks=tasks)
 

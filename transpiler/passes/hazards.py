@@ -8,7 +8,8 @@ per thread: thread and lane indices, the loop index, atomics' old values, volati
 loads from thread-dependent addresses). Locals take the join of everything assigned to
 them, including the level of the control flow they are assigned under.
 
-Diagnostics (each located, explained, with the fix the seeds give):
+Diagnostics (each located, explained, with the fix that Quadrants' guides to block and grid
+primitives and atomics, or NVSHMEM's memory-ordering rules, give):
 - error: a block barrier, block vote or block collective under control flow that differs
   within a block (the threads that skip it deadlock the others);
 - error: a subgroup collective under control flow that differs between lanes;
@@ -17,7 +18,8 @@ Diagnostics (each located, explained, with the fix the seeds give):
 - warning (Metal): a plain store published to other blocks through a grid.mem_fence()
   handshake (Metal's device fence orders only atomics);
 - warning: block.mem_fence() ordering a publication that other blocks read.
-- NVSHMEM (qd.shmem, seed 004: fence orders delivery to one PE, quiet completes): warnings
+- NVSHMEM (qd.shmem; its memory-ordering rules: nvshmem_fence orders delivery to one PE,
+  nvshmem_quiet completes): warnings
   where a signal (a put / p / atomic to an array some thread waits on) can overtake the data
   put before it, where a thread's puts are left incomplete at the end of a task, where a
   non-blocking get's destination is read or a non-blocking put's source written before
@@ -358,8 +360,8 @@ class _Checker:
             before = [s for s in seq[:k] if isinstance(s, ir.Store) and isinstance(s.array, ir.Param)]
             after_atomic = any(isinstance(e, ir.Atomic) and isinstance(e.array, ir.Param)
                                for s in seq[k + 1:] for x in stmt_exprs(s) for e in iter_expr(x))
-            # The seed's own idiom raises its flag with a plain store after the fence, for a
-            # reader that spins on it.
+            # The look-back scan in Quadrants' grid.mem_fence guide raises its flag with a plain
+            # store after the fence, for a reader that spins on it.
             after_plain = any(isinstance(s, ir.Store) and id(s.array) in spun for s in seq[k + 1:])
             if not before or not (after_atomic or after_plain):
                 continue
@@ -376,8 +378,9 @@ class _Checker:
                     f"on {self.target.title}, grid.mem_fence() orders only atomic accesses: the plain store to "
                     f"`{store.array.name}` may not be visible to the block that sees the flag (so on Vulkan on "
                     "macOS, which runs on Metal through MoltenVK)", store.loc,
-                    hint=f"publish the value itself with an atomic (e.g. qd.atomic_exchange({store.array.name}[...], v)),"
-                         " raise the flag with one too, or split the kernel into two launches"))
+                    hint="publish the value itself with an atomic (e.g. "
+                         f"qd.atomic_exchange({store.array.name}[...], v)), raise the flag with one too, or split "
+                         "the kernel into two launches"))
 
 
 def check_hazards(kernel: ir.Kernel, target: Target, subgroup_size: int | None = None) -> list[Hazard]:
@@ -434,7 +437,7 @@ def _remote_write(e: ir.Expr) -> ir.ShmemElement | None:
 
 
 def _op_name(e: ir.ShmemOp) -> str:
-    if isinstance(e, (ir.ShmemPut, ir.ShmemGet)):
+    if isinstance(e, ir.ShmemTransfer):
         return f"{'put' if isinstance(e, ir.ShmemPut) else 'get'}{'_nbi' if e.nbi else ''}"
     if isinstance(e, ir.ShmemAtomic):
         return f"atomic_{e.op}"
@@ -448,9 +451,30 @@ class _Pending:
     fenced: bool = False
 
 
+@record(frozen=True)
+class _NbiRule:
+    """A use of a local array that a non-blocking transfer still in flight makes a race."""
+
+    kind: str
+    local: str  # the transfer's local side: "dest" (a get fills it), "source" (a put reads it)
+    use: str
+    why: str
+    hint: str
+
+
+_READ_DURING_GET = _NbiRule(
+    "shmem-nbi-get", "dest", "reads",
+    "may still be filling it: a non-blocking get is complete only at qd.shmem.quiet()",
+    "call qd.shmem.quiet() before reading it (fence() does not order non-blocking gets)")
+_WRITE_DURING_PUT = _NbiRule(
+    "shmem-nbi-put", "source", "writes",
+    "may still be reading it: a non-blocking put is done with its source only at qd.shmem.quiet()",
+    "call qd.shmem.quiet() before changing the source of a non-blocking put")
+
+
 class _ShmemChecker:
-    """The seed's rules over one task, in program order (a thread's view: NVSHMEM's fence and
-    quiet order and complete only the calling thread's operations)."""
+    """NVSHMEM's ordering rules over one task, in program order (a thread's view: NVSHMEM's
+    fence and quiet order and complete only the calling thread's operations)."""
 
     def __init__(self, task: ir.Task, signals: set[int], subgroup_size: int | None):
         self.task = task
@@ -518,22 +542,17 @@ class _ShmemChecker:
             for x in stmt_exprs(st):
                 for e in iter_expr(x):
                     if isinstance(e, ir.Load):
-                        self.read_during_get(e.array, e.loc, nbi_gets)
+                        self.during_nbi(e.array, e.loc, nbi_gets, _READ_DURING_GET)
                     elif isinstance(e, ir.Atomic):
-                        self.write_during_put(e.array, e.loc, nbi_puts)
+                        self.during_nbi(e.array, e.loc, nbi_puts, _WRITE_DURING_PUT)
                     if not isinstance(e, ir.ShmemOp):
                         continue
-                    if isinstance(e, (ir.ShmemPut, ir.ShmemGet)):
-                        # the local side: a put reads it, a get fills it
-                        local = e.source if isinstance(e, ir.ShmemPut) else e.dest
-                        if isinstance(e, ir.ShmemPut):
-                            self.read_during_get(local.array, e.loc, nbi_gets)
-                        else:
-                            self.write_during_put(local.array, e.loc, nbi_puts)
-                    if isinstance(e, ir.ShmemGet) and e.nbi:
-                        nbi_gets.append(e)
-                    if isinstance(e, ir.ShmemPut) and e.nbi:
-                        nbi_puts.append(e)
+                    if isinstance(e, ir.ShmemPut):  # the local side: a put reads it, a get fills it
+                        self.during_nbi(e.source.array, e.loc, nbi_gets, _READ_DURING_GET)
+                    elif isinstance(e, ir.ShmemGet):
+                        self.during_nbi(e.dest.array, e.loc, nbi_puts, _WRITE_DURING_PUT)
+                    if isinstance(e, ir.ShmemTransfer) and e.nbi:
+                        (nbi_puts if isinstance(e, ir.ShmemPut) else nbi_gets).append(e)
                     element = _remote_write(e)
                     if element is None:
                         continue
@@ -542,7 +561,7 @@ class _ShmemChecker:
                     if not (isinstance(e, ir.ShmemAtomic) and ir.SHMEM_ATOMICS[e.op]):
                         pending.append(_Pending(e, element))  # a fetching atomic is complete on return
             if isinstance(st, ir.Store):
-                self.write_during_put(st.array, st.loc, nbi_puts)
+                self.during_nbi(st.array, st.loc, nbi_puts, _WRITE_DURING_PUT)
         incomplete = pending + [_Pending(g, g.dest) for g in nbi_gets]
         if incomplete:
             first = min(incomplete, key=lambda p: (p.op.loc.line, p.op.loc.col))
@@ -579,24 +598,14 @@ class _ShmemChecker:
                                "before the signal is issued")
                 return
 
-    def read_during_get(self, array: ir.Array, loc: ir.Loc, nbi_gets: list[ir.ShmemGet]) -> None:
-        for g in nbi_gets:
-            if g.dest.array is array:
-                self.warn("shmem-nbi-get",
-                          f"this reads `{array.name}` while the get_nbi at line {g.loc.line} may still be filling it: "
-                          "a non-blocking get is complete only at qd.shmem.quiet()", loc,
-                          hint="call qd.shmem.quiet() before reading it (fence() does not order non-blocking gets)")
-                nbi_gets.remove(g)
-                return
-
-    def write_during_put(self, array: ir.Array, loc: ir.Loc, nbi_puts: list[ir.ShmemPut]) -> None:
-        for p in nbi_puts:
-            if p.source.array is array:
-                self.warn("shmem-nbi-put",
-                          f"this writes `{array.name}` while the put_nbi at line {p.loc.line} may still be reading "
-                          "it: a non-blocking put is done with its source only at qd.shmem.quiet()", loc,
-                          hint="call qd.shmem.quiet() before changing the source of a non-blocking put")
-                nbi_puts.remove(p)
+    def during_nbi(self, array: ir.Array, loc: ir.Loc, in_flight: list[ir.ShmemTransfer], rule: _NbiRule) -> None:
+        """This thread uses ``array`` (``rule`` says how) while a non-blocking transfer still
+        in flight holds it as its local side."""
+        for t in in_flight:
+            if getattr(t, rule.local).array is array:
+                self.warn(rule.kind, f"this {rule.use} `{array.name}` while the {_op_name(t)} at line {t.loc.line} "
+                          f"{rule.why}", loc, hint=rule.hint)
+                in_flight.remove(t)
                 return
 
     # ---------------------------------------------------------------- barrier_all

@@ -33,6 +33,7 @@ from ..pipeline import Translation, translate
 from ..lang.buffer_view import BufferView
 from ..lang.external import is_tensor, tensor_argument
 from ..lang.matrix import MatrixType
+from ..targets.target import MAX_BLOCKS
 from . import kernel_profiler, profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 BACKENDS = {"vulkan": ("vulkan", "VulkanBackend"), "cuda": ("cuda", "CudaBackend"),
             "cpu": ("cpu_emulator", "CpuBackend")}
-MAX_BLOCKS = 65535
 
 
 @record
@@ -351,61 +351,76 @@ def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
         elif kind == "ndarray" and (value is None or isinstance(value, (lang.field.Field, lang.field.StructField))):
             template_args[name] = value  # a field for a qd.Tensor parameter: the module storage it names
         elif kind in ("template", "ndarray"):
-            grad = None
-            if tensor:  # a torch tensor: its own memory on the CPU (else a copy written back after)
-                arr, grad, after = tensor_argument(value, f"{kernel.__name__}(): `{name}`")
-                write_backs += after
-            else:
-                arr = _as_array(value)
-            if arr is None:
-                raise TypeError(f"{kernel.__name__}(): `{name}` must be a numpy array or qd.ndarray, "
-                                f"got {type(value).__name__}")
-            dtype = T.from_numpy(arr.dtype)
-            want = declared = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
-            if isinstance(value, Ndarray) and value.element_shape and (kind == "template" or want.dtype is None):
-                # a qd.ndarray of vectors keeps its element type (ndim counts the outer dimensions)
-                want = lang.NdarrayAnnotation(value.element_type, want.ndim if kind == "ndarray" else None)
-            want_dtype = T.python_type(want.dtype) or want.dtype
-            element_shape = tuple(want.element_shape or ())
-            element_type = want_dtype if isinstance(want_dtype, MatrixType) else None
-            if element_type is not None:  # vec3 elements: the array's last dimension is 3
-                element_shape = want_dtype.shape + element_shape
-                want_dtype = T.python_type(want_dtype.dtype) or want_dtype.dtype or T.defaults().fp
-            outer = arr.ndim - len(element_shape)
-            if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
-                raise TypeError(f"{kernel.__name__}(): `{name}` holds elements of shape {element_shape}: its last "
-                                f"dimension(s) must be {element_shape}, got an array of shape {arr.shape}")
-            retyped = None
-            if want_dtype is not None and want_dtype != dtype:
-                if element_type is None or not (dtype.is_int or dtype.is_float):
-                    raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
-                # A vector / matrix element type takes its scalars' type from the array, as in
-                # Quadrants (an i32 array for a `qd.math.mat2` parameter holds i32 matrices).
-                retyped = MatrixType(element_type.shape, dtype)
-            if want.ndim is not None and want.ndim != outer:
-                raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s)"
-                                + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
-            if not arr.flags.c_contiguous:  # (a transposed or strided view: run on a copy, written back after)
-                if not isinstance(value, np.ndarray):
-                    raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
-                arr = np.ascontiguousarray(arr)
-                write_backs.append(functools.partial(np.copyto, value, arr))
-            if retyped is not None:
-                arg_types[name] = lang.NdarrayAnnotation(retyped, outer, element_shape=want.element_shape)
-            elif want_dtype is None or want.ndim is None or declared.dtype is None:
-                arg_types[name] = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
-                                                         element_shape=want.element_shape)
-            values[name] = arr
-            if grad is not None:  # a tensor that requires grad: its .grad is x.grad in the kernel
-                values[(name, "grad")] = grad
-            for kind in ("grad", "dual"):  # a qd.ndarray made with needs_grad=True: what x.grad binds to
-                companion = getattr(value, "__dict__", {}).get("_" + kind)
-                if companion is not None:
-                    values[(name, kind)] = _as_array(companion)
+            arr_values, arg_type, after = _bind_array(kernel, name, kind, ann, value)
+            values.update(arr_values)
+            write_backs += after
+            if arg_type is not None:
+                arg_types[name] = arg_type
         elif kind == "scalar":
             dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
             values[name] = dtype(value)
     return template_args, arg_types, values, write_backs
+
+
+def _bind_array(kernel: lang.Kernel, name: str, kind: str, ann: object,
+                value: object) -> tuple[dict, lang.NdarrayAnnotation | None, list]:
+    """An array argument's run-time values (the contiguous array, and the grad and dual arrays
+    that go with it), the type it translates with when its annotation leaves dtype or ndim open
+    (None: the annotation's own), and the write backs to run after the launch."""
+    write_backs = []
+    grad = None
+    if is_tensor(value):  # a torch tensor: its own memory on the CPU (else a copy written back after)
+        arr, grad, after = tensor_argument(value, f"{kernel.__name__}(): `{name}`")
+        write_backs += after
+    else:
+        arr = _as_array(value)
+    if arr is None:
+        raise TypeError(f"{kernel.__name__}(): `{name}` must be a numpy array or qd.ndarray, "
+                        f"got {type(value).__name__}")
+    dtype = T.from_numpy(arr.dtype)
+    want = declared = lang.ndarray_annotation(ann) if kind == "ndarray" else lang.NdarrayAnnotation()
+    if isinstance(value, Ndarray) and value.element_shape and (kind == "template" or want.dtype is None):
+        # a qd.ndarray of vectors keeps its element type (ndim counts the outer dimensions)
+        want = lang.NdarrayAnnotation(value.element_type, want.ndim if kind == "ndarray" else None)
+    want_dtype = T.python_type(want.dtype) or want.dtype
+    element_shape = tuple(want.element_shape or ())
+    element_type = want_dtype if isinstance(want_dtype, MatrixType) else None
+    if element_type is not None:  # vec3 elements: the array's last dimension is 3
+        element_shape = want_dtype.shape + element_shape
+        want_dtype = T.python_type(want_dtype.dtype) or want_dtype.dtype or T.defaults().fp
+    outer = arr.ndim - len(element_shape)
+    if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
+        raise TypeError(f"{kernel.__name__}(): `{name}` holds elements of shape {element_shape}: its last "
+                        f"dimension(s) must be {element_shape}, got an array of shape {arr.shape}")
+    retyped = None
+    if want_dtype is not None and want_dtype != dtype:
+        if element_type is None or not (dtype.is_int or dtype.is_float):
+            raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
+        # A vector / matrix element type takes its scalars' type from the array, as in
+        # Quadrants (an i32 array for a `qd.math.mat2` parameter holds i32 matrices).
+        retyped = MatrixType(element_type.shape, dtype)
+    if want.ndim is not None and want.ndim != outer:
+        raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s)"
+                        + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
+    if not arr.flags.c_contiguous:  # (a transposed or strided view: run on a copy, written back after)
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
+        arr = np.ascontiguousarray(arr)
+        write_backs.append(functools.partial(np.copyto, value, arr))
+    arg_type = None
+    if retyped is not None:
+        arg_type = lang.NdarrayAnnotation(retyped, outer, element_shape=want.element_shape)
+    elif want_dtype is None or want.ndim is None or declared.dtype is None:
+        arg_type = lang.NdarrayAnnotation(want.dtype if element_shape else dtype, outer,
+                                          element_shape=want.element_shape)
+    values = {name: arr}
+    if grad is not None:  # a tensor that requires grad: its .grad is x.grad in the kernel
+        values[(name, "grad")] = grad
+    for companion_kind in ("grad", "dual"):  # a qd.ndarray made with needs_grad=True: what x.grad binds to
+        companion = getattr(value, "__dict__", {}).get("_" + companion_kind)
+        if companion is not None:
+            values[(name, companion_kind)] = _as_array(companion)
+    return values, arg_type, write_backs
 
 
 def _members(kernel: lang.Kernel, name: str, ann: object, value: object) -> list[tuple[str, object, object]]:

@@ -11,17 +11,10 @@ from ..ir import types as T
 from .context import EntryPoint, TranslationContext, Usage
 from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
-from .dialect import printf_spec, printf_text
+from .dialect import MATH_FUNCS, printf_spec, printf_text
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
-# IR math function -> the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf).
-FLOAT_FUNCS = {
-    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
-    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
-    "abs": "fabs", "atan2": "atan2", "pow": "pow", "min": "fmin", "max": "fmax",
-}
 # (fn, bits) -> spelling, for integer arguments.
 INT_FUNCS = {
     ("min", 32): "min", ("min", 64): "min", ("max", 32): "max", ("max", 64): "max",
@@ -111,7 +104,7 @@ class CudaDialect(CxxDialect):
     reserved = CXX_KEYWORDS | frozenset("""
         threadIdx blockIdx blockDim gridDim warpSize half kernel device shared
         __global__ __device__ __shared__ __host__ __restrict__
-    """.split()) | frozenset(FLOAT_FUNCS.values()) | frozenset(v + "f" for v in FLOAT_FUNCS.values())
+    """.split()) | frozenset(MATH_FUNCS.values()) | frozenset(v + "f" for v in MATH_FUNCS.values())
     thread_index = {
         "thread_idx": "(int32_t)threadIdx.x",
         "block_idx": "(int32_t)blockIdx.x",
@@ -152,7 +145,8 @@ class CudaDialect(CxxDialect):
         return self.lane.format(mask=(subgroup_size or 32) - 1)
 
     def helper_values(self, subgroup_size: int | None) -> dict:
-        return {**super().helper_values(subgroup_size), "warp_size": subgroup_size, "lane_id": f"(int){self.lane_of(subgroup_size)}",
+        return {**super().helper_values(subgroup_size), "warp_size": subgroup_size,
+                "lane_id": f"(int){self.lane_of(subgroup_size)}",
                 "shuffles": self.shuffles, "native_warp_reduce": self.native_subgroup_reduce,
                 "ptx_shfl_up_pred": self.ptx_scans}
 
@@ -197,22 +191,17 @@ class CudaDialect(CxxDialect):
         if e.op == "invocation_id":
             return f"(int32_t){self.lane_of(r.ctx.options.subgroup_size)}"
         # Reductions and scans: helper functions (native __reduce_*_sync where the hardware has it).
-        kind, op = e.op.split("_")
         t = self.compute_type(e.type)
         if t != e.type:  # e.g. f16: the helper is the float one, and qd_half converts to several types
             args = [self.cast(args[0], t)]
-        extra = {}
-        if kind == "exclusive":
-            r.helper(f"subgroup_inclusive_{op}", t)
-            extra["identity"] = self.literal(T.identity(op, t), t)
-        return f"{r.helper('subgroup_' + e.op, t, **extra)}({args[0]})"
+        return self.subgroup_helper(r, e.op, t, args[0])
 
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"{r.helper('volatile_load', e.type)}(&{ref})"
 
     def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
         specs, values = [], []
-        for k, (e, text) in enumerate(zip(st.args, args)):
+        for k, (e, text) in enumerate(zip(st.args, args, strict=True)):
             spec, passed_as = PRINTF[e.type.name]
             specs.append(printf_spec(spec, st.specs[k] if st.specs else None))
             values.append(f"({passed_as})({text})" if passed_as else text)
@@ -237,7 +226,7 @@ class CudaDialect(CxxDialect):
         if t.is_float:
             if e.fn == "rsqrt" and t.name == "f64":
                 return f"rsqrt({args[0]})"
-            base = FLOAT_FUNCS[e.fn]
+            base = MATH_FUNCS[e.fn]  # the f64 spelling; f32 adds an "f" suffix (sqrt -> sqrtf)
             return f"{base}{'' if t.name == 'f64' else 'f'}({', '.join(args)})"
         if e.fn == "abs" and r.helper_wraps(t):
             return f"{r.helper('abs', t)}({args[0]})"
@@ -285,7 +274,8 @@ class CudaTarget(Target):
         if size is None:
             return self.default_subgroup_size
         if size not in (4, 8, 16, 32):
-            raise TranspileError(f"emulated_subgroup_size={size!r}: the emulator runs CUDA text at 4, 8, 16 or 32 lanes")
+            raise TranspileError(f"emulated_subgroup_size={size!r}: the emulator runs CUDA text at 4, 8, 16 or 32 "
+                                 "lanes")
         return size
 
     def language(self, ctx: TranslationContext) -> str:
@@ -346,7 +336,7 @@ class CudaTarget(Target):
                     f"one {p['dtype']}, the kernel's {p['role']} buffer: device memory you allocate"
                 args.append({"name": p["cxx"], "ctype": HOST_TYPES[p["dtype"]] + "*", "index": p["arg_index"],
                              "note": note})
-                for name, index in zip(p["shapes"], p["shape_arg_indices"]):
+                for name, index in zip(p["shapes"], p["shape_arg_indices"], strict=True):
                     args.append({"name": name, "ctype": HOST_TYPES["i32"], "index": index, "note": ""})
             else:
                 note = "IEEE binary16 bits" if p["dtype"] == "f16" else ""

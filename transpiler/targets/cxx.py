@@ -3,9 +3,13 @@ and the values the shared C++ helper templates (``templates/cxx/helpers.j2``) re
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ..ir import types as T
 from .dialect import Dialect, f32_repr, float_text
+
+if TYPE_CHECKING:
+    from .renderer import Renderer
 
 CXX_KEYWORDS = frozenset("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
@@ -41,7 +45,7 @@ class CxxDialect(Dialect):
             return T.i32
         return t
 
-    def literal(self, value: int | float, t: T.DType) -> str:
+    def literal(self, value: bool | int | float, t: T.DType) -> str:
         if t is T.bool_:
             return "true" if value else "false"
         if t.is_float:
@@ -64,6 +68,16 @@ class CxxDialect(Dialect):
 
     def special_float(self, v: float, t: T.DType) -> str:
         raise NotImplementedError
+
+    def subgroup_helper(self, r: Renderer, fn: str, t: T.DType, value: str) -> str:
+        """A subgroup reduction or scan through its helper, ``subgroup_<fn>``: an exclusive
+        scan's is built on the inclusive one and takes the operator's identity."""
+        kind, op = fn.split("_")
+        extra = {}
+        if kind == "exclusive":
+            r.helper(f"subgroup_inclusive_{op}", t)
+            extra["identity"] = self.literal(T.identity(op, t), t)
+        return f"{r.helper('subgroup_' + fn, t, **extra)}({value})"
 
     def helper_values(self, subgroup_size: int | None) -> dict:
         """What ``templates/cxx/helpers.j2`` reads besides the helper itself."""

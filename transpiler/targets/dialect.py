@@ -30,20 +30,38 @@ BINARY = {  # IR op -> (C operator, precedence)
     "lshift": ("<<", PREC_SHIFT), "rshift": (">>", PREC_SHIFT),
     "bitand": ("&", PREC_BITAND), "bitxor": ("^", PREC_BITXOR), "bitor": ("|", PREC_BITOR),
 }
+# IR math function -> its name in C's math library (the double overload), as the C++ family
+# (CUDA, HIP, MSL) spells it; a dialect with other names keeps only those (GLSL).
+MATH_FUNCS = {
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
+    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
+    "abs": "fabs", "atan2": "atan2", "pow": "pow", "min": "fmin", "max": "fmax",
+}
 BITWISE = ("lshift", "rshift", "bitand", "bitxor", "bitor")
 COMPOUND = ("add", "sub", "mul", "truediv", "lshift", "rshift", "bitand", "bitxor", "bitor")
 COMPARE = {"lt": ("<", PREC_REL), "le": ("<=", PREC_REL), "gt": (">", PREC_REL),
            "ge": (">=", PREC_REL), "eq": ("==", PREC_EQ), "ne": ("!=", PREC_EQ)}
 
 
+def shortest_repr(value: float, fmt: str, max_digits: int) -> str:
+    """The shortest decimal that reads back as the same value of the ``struct`` format ``fmt``
+    ("<f": float32, "<e": half), of at most ``max_digits`` digits (enough for any value of it);
+    OverflowError beyond the format's range."""
+    bits = struct.pack(fmt, value)
+    for digits in range(1, max_digits + 1):
+        text = f"{value:.{digits}g}"
+        try:
+            if struct.pack(fmt, float(text)) == bits:
+                return text
+        except OverflowError:  # rounded past the largest value (65504 -> 7e+04 in half)
+            continue
+    return repr(value)
+
+
 def f32_repr(value: float) -> str:
     """The shortest decimal that reads back as the same float32."""
-    bits = struct.pack("<f", value)
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == bits:
-            return text
-    return repr(value)
+    return shortest_repr(value, "<f", 9)
 
 
 def float_text(text: str) -> str:
@@ -147,7 +165,7 @@ class Dialect:
 
     # ---------------------------------------------------------------- values
 
-    def literal(self, value: int | float, t: T.DType) -> str:
+    def literal(self, value: bool | int | float, t: T.DType) -> str:
         raise NotImplementedError
 
     def cast(self, text: str, t: T.DType) -> str:
@@ -196,8 +214,9 @@ class Dialect:
         return "native"
 
     def atomic_support(self, op: str, t: T.DType, space: str, loc: ir.Loc | None) -> str:
-        """How ``qd.atomic_<op>`` on a ``t`` element in ``space`` memory lowers here; the
-        seed's rejections first, then this target's table."""
+        """How ``qd.atomic_<op>`` on a ``t`` element in ``space`` memory lowers here; what no
+        target supports is refused first (elements under 32 bits but for a 16-bit CAS, float
+        exchange of f16 or in shared memory), then this target's table decides."""
         what = f"qd.atomic_{op} on {t.name}"
         if t is T.bool_ or t.bits < 16 or (t.is_int and t.bits == 16 and op != "cas"):
             raise TranspileError(f"{what} is not supported on the {self.name} target: atomics need 32- or "

@@ -89,7 +89,7 @@ class HipDialect(CudaDialect):
     bitcasts = {**CudaDialect.bitcasts, ("f16", "u16"): "__builtin_bit_cast(uint16_t, {})",
                 ("u16", "f16"): "__builtin_bit_cast(qd_half, (uint16_t)({}))"}
 
-    def literal(self, value, t: T.DType) -> str:
+    def literal(self, value: bool | int | float, t: T.DType) -> str:
         if t.name not in ("i64", "u64"):
             return super().literal(value, t)
         # hipcc's int64_t is `long` (hipRTC's `long long`): a suffixed literal would make a

@@ -8,27 +8,18 @@ atomics: both are located errors.
 """
 from __future__ import annotations
 
-import struct
-
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.records import record
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cxx import CXX_KEYWORDS, CxxDialect
-from .dialect import f32_repr, float_text
+from .dialect import MATH_FUNCS, f32_repr, float_text, shortest_repr
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
 TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
          "u16": "ushort", "u32": "uint", "u64": "ulong", "f16": "half", "f32": "float"}
-# IR math function -> Metal's name; the same overloads serve float and half.
-FLOAT_FUNCS = {
-    "sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
-    "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
-    "abs": "fabs", "atan2": "atan2", "pow": "pow", "min": "fmin", "max": "fmax",
-}
 # Integer functions return their argument's type; popcnt and clz are i32 in the IR.
 INT_FUNCS = {"min": "min", "max": "max", "abs": "abs", "popcnt": "popcount", "clz": "clz"}
 ATOMIC_FUNCS = {"add": "atomic_fetch_add_explicit", "min": "atomic_fetch_min_explicit",
@@ -80,7 +71,8 @@ METAL_WORDS = frozenset("""
 
 
 EVIDENCE = (
-    "Metal's device-scope fence orders only atomic accesses (seed 000): data another block reads after a "
+    "Metal's device-scope fence orders only atomic accesses (the Metal Shading Language's `atomic_thread_fence`, "
+    "as Quadrants' grid.mem_fence guide warns): data another block reads after a "
     "`grid.mem_fence()` handshake must itself be published with an atomic on Metal.",
     "64-bit integer atomics do not exist on Metal; f64 does not exist at all: both are located errors.",
 )
@@ -96,14 +88,9 @@ class MslNeeds(Needs):
 def f16_repr(value: float) -> str | None:
     """The shortest decimal that reads back as the same half, or None beyond half's range."""
     try:
-        bits = struct.pack("<e", value)
+        return shortest_repr(value, "<e", 7)
     except OverflowError:
         return None
-    for digits in range(1, 8):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<e", float(text)) == bits:
-            return text
-    return repr(value)
 
 
 class MslDialect(CxxDialect):
@@ -117,7 +104,7 @@ class MslDialect(CxxDialect):
     copysign = {"f16": "copysign", "f32": "copysign"}
     int_suffix = {"i32": "", "u32": "u", "i64": "l", "u64": "ul"}
     reserved = CXX_KEYWORDS | METAL_WORDS | frozenset(THREAD_ATTRIBUTES + (LANE_ATTRIBUTE,)) \
-        | frozenset(FLOAT_FUNCS.values())
+        | frozenset(MATH_FUNCS.values())
     thread_index = {
         "thread_idx": "int(thread_position_in_threadgroup)",
         "block_idx": "int(threadgroup_position_in_grid)",
@@ -128,7 +115,7 @@ class MslDialect(CxxDialect):
         "grid_stride": "int(threads_per_threadgroup * threadgroups_per_grid)",
     }
 
-    def literal(self, value, t: T.DType) -> str:
+    def literal(self, value: bool | int | float, t: T.DType) -> str:
         if t.name == "i64" and value == -(2**63):
             return "(-9223372036854775807l - 1)"
         return super().literal(value, t)
@@ -149,8 +136,8 @@ class MslDialect(CxxDialect):
         t = e.args[0].type
         if e.fn == "isnan":
             return f"isnan({args[0]})"
-        if t.is_float:
-            return f"{FLOAT_FUNCS[e.fn]}({', '.join(args)})"
+        if t.is_float:  # (the same overloads serve float and half)
+            return f"{MATH_FUNCS[e.fn]}({', '.join(args)})"
         if e.fn == "ffs" or (e.fn == "abs" and r.helper_wraps(t)):
             return f"{r.helper(e.fn, t)}({args[0]})"
         text = f"{INT_FUNCS[e.fn]}({', '.join(args)})"
@@ -198,12 +185,7 @@ class MslDialect(CxxDialect):
         if e.op in SIMD_FUNCS:
             return f"{SIMD_FUNCS[e.op]}({value})"
         # Metal has prefix sums only: min and max scans are helpers over shuffles.
-        kind, op = e.op.split("_")
-        extra = {}
-        if kind == "exclusive":
-            r.helper(f"subgroup_inclusive_{op}", ct)
-            extra["identity"] = self.literal(T.identity(op, ct), ct)
-        return f"{r.helper('subgroup_' + e.op, ct, **extra)}({value})"
+        return self.subgroup_helper(r, e.op, ct, value)
 
     def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
         if t.bits != 32:
@@ -400,7 +382,7 @@ class MslTarget(Target):
         fields = []
         for p in common["params"]:
             if p["kind"] == "ndarray":
-                for name, off in zip(p["shapes"], p["shape_params_offsets"]):
+                for name, off in zip(p["shapes"], p["shape_params_offsets"], strict=True):
                     fields.append((name, HOST_TYPES["i32"], 4, off))
             else:
                 fields.append((p["cxx"], HOST_TYPES[p["dtype"]], HOST_SIZES[p["dtype"]], p["params_offset"]))

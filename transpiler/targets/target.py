@@ -37,7 +37,8 @@ class Capabilities:
     nvshmem: bool = False           # NVSHMEM's device API (qd.shmem)
     block_votes: bool = False       # a fused barrier-with-reduction for block.sync_*_nonzero
     # Whether a device-scope fence orders plain (non-atomic) stores for other blocks. Metal's
-    # orders atomic accesses only (seed 000), so a plain-store publication is not safe there.
+    # atomic_thread_fence orders atomic accesses only (the Metal Shading Language specification,
+    # as Quadrants' grid.mem_fence guide warns), so a plain-store publication is not safe there.
     fence_orders_plain_stores: bool = True
     recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
     warp_api: bool = False          # CUDA's masked warp intrinsics (qd.simt.warp)
@@ -168,9 +169,8 @@ class Target:
 
     def render_file(self, ctx: TranslationContext, base: dict, entries: list[EntryPoint], usage: Usage) -> str:
         called = {f.name: f for e in entries for f in e.functions}
-        values = dict(base, entries=entries,
-                      functions=[called[f.name] for f in ctx.kernel.functions if f.name in called],
-                      **self.module_context(ctx, entries, usage))
+        functions = [called[f.name] for f in ctx.kernel.functions if f.name in called]
+        values = dict(base, entries=entries, functions=functions, **self.module_context(ctx, entries, usage))
         if self.one_file_per_task:
             values["entry"] = entries[0]
         values["helpers"] = helper_texts(self.name, self.helper_templates, self.template_dirs, self.helper_context(ctx),
