@@ -24,7 +24,7 @@ from .lang.kernel import (  # noqa: F401
     Func, Kernel, RealFunc, Template, func, kernel, real_func, ref, set_launcher, static, template,
 )
 from .lang.kernel import python_scope as _python_scope
-from .lang.field import Backend, Layout, data_oriented, field, tensor  # noqa: F401
+from .lang.field import Backend, Layout, data_oriented, field, ndarray, tensor  # noqa: F401
 from .lang.snode import (  # noqa: F401
     SNode, axes, deactivate_all_snodes, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
 )
@@ -39,15 +39,15 @@ from .lang.ops import (  # noqa: F401
 from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, hints
     activate, append, assume_in_range, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index, sym_eig,
 )
+from .lang import host as _host
 from .lang import ops as _ops
 from .lang.names import Namespace
 from .lang.buffer_view import BufferView  # noqa: F401
 from .lang.perf_dispatch import perf_dispatch  # noqa: F401
 from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
-from .lang.simt import _install_block_algorithms, _install_tiles
+from .lang import library as _library
 
-_install_block_algorithms()
-_install_tiles()
+_library.install()
 from .lang.tile import outer  # noqa: E402, F401
 from .lang import algorithms  # noqa: E402, F401  (written in the language: after the block collectives)
 from .pipeline import HazardWarning, Translation, TranslationWarning, translate  # noqa: E402, F401
@@ -90,6 +90,10 @@ _lib = Namespace("qd._lib", core=Namespace(
     with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False))
 
 
+def _load_runtime() -> None:
+    from . import runtime  # noqa: F401, PLC0415 - the runtime (and numpy) only when first needed; it installs lang's hooks
+
+
 def _launch(kernel_: Kernel, args: tuple, kwargs: dict):
     from .runtime import launch  # the runtime (and numpy) only when a kernel runs
 
@@ -103,6 +107,7 @@ def _subgroup_width() -> int | None:
 
 
 set_launcher(_launch)
+_host.set_loader(_load_runtime)
 _python_scope.update({"subgroup.group_size": _subgroup_width,
                       "subgroup.log2_group_size": lambda: _subgroup_width().bit_length() - 1})
 
@@ -131,17 +136,6 @@ def pure(fn):
                   "removed in v4.0.0", DeprecationWarning, stacklevel=2)
     fn.is_pure = True
     return fn
-
-
-def ndarray(dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
-    """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
-    ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32).
-    ``needs_grad=True`` gives it a ``.grad`` ndarray of its shape, which kernels read and write
-    as ``x.grad[i]``."""
-    from .runtime import python_dtype
-    from .runtime.ndarray import Ndarray
-
-    return Ndarray(python_dtype(dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
 def init(arch: str = "vulkan", **options) -> None:

@@ -21,6 +21,7 @@ from .ir import nodes as ir
 from .ir import types as T
 from .ir.memo import freeze
 from .ir.records import record, field
+from .lang.field import instance_key
 from .lang.kernel import Kernel
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | N
 
     defaults = defaults or T.Defaults()
     cache = kernel.__dict__.setdefault("_ir_cache", {})
-    base = (freeze(template_args), freeze(arg_types), defaults)
+    base = (freeze(template_args, instance_key), freeze(arg_types, instance_key), defaults)
     hit = cache.get(base + (subgroup_size,))
     if hit is None:
         hit = cache.get(base + ("any width",))
@@ -175,7 +176,7 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
     from .passes.block_votes import emulate_block_votes
     from .passes.capabilities import check_capabilities
     from .passes.legalize import legalize_atomics
-    from .targets import get_target
+    from .targets import all_targets, get_target
     from .targets.context import Options, ParamNames, TranslationContext
 
     if isinstance(target, str):
@@ -183,7 +184,7 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
     if not isinstance(options, Options):
         options = target.options(options or {})
 
-    check_capabilities(kir, target)
+    check_capabilities(kir, target, all_targets())
     if not target.caps.block_votes:
         kir = emulate_block_votes(kir)
     kir = legalize_atomics(kir, target.dialect)

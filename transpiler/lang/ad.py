@@ -10,6 +10,7 @@ import functools
 import math
 
 from .external import is_tensor
+from .kernel import Kernel, set_autodiff
 
 
 class _State:
@@ -211,6 +212,18 @@ def record(kernel, args: tuple) -> None:
     """A kernel call in a Tape's block (kernels a grad_replaced function calls aside)."""
     if state.tape is not None and not state.replaced:
         state.tape.insert(kernel, args)
+
+
+def _call(kernel: Kernel, args: tuple) -> Kernel:
+    """What a kernel call launches: in a qd.ad.FwdMode block, the primal with its tangents;
+    else the kernel, recorded on the open Tape."""
+    if state.fwd is not None:
+        return kernel._derivative("forward")
+    record(kernel, args)
+    return kernel
+
+
+set_autodiff(_call)
 
 
 __all__ = ["Tape", "FwdMode", "clear_all_gradients", "grad_replaced", "grad_for", "no_grad"]

@@ -7,6 +7,8 @@ A kernel gets the view as the 1-d array it is (the runtime binds the range of th
 storage), so every target sees a plain ndarray parameter."""
 from __future__ import annotations
 
+from . import host
+
 
 class BufferView:
     """``size`` elements of the 1-d ndarray ``ndarray`` from ``offset`` on, sharing its memory."""
@@ -14,14 +16,12 @@ class BufferView:
     _qd_view_annotation = True  # bare, as a kernel parameter's annotation: a 1-d ndarray
 
     def __init__(self, ndarray, offset: int = 0, size: int | None = None):
-        from ..runtime.ndarray import Ndarray
-
         if isinstance(ndarray, BufferView):  # a view of a view: offsets add up
             offset, base = ndarray.offset + offset, ndarray
             ndarray, limit = ndarray.ndarray, base.offset + base.size
         else:
             limit = None
-        if not isinstance(ndarray, Ndarray) or ndarray.ndim != 1:
+        if not host.is_ndarray(ndarray) or ndarray.ndim != 1:
             raise ValueError("a BufferView is a range of a 1-d qd.ndarray")
         if ndarray.__dict__.get("_grad") is not None:
             raise TypeError("a BufferView of an ndarray made with needs_grad=True is not supported")

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import TranspileError
 from ..ir.types import DType, python_type
+from . import host
 from .kernel import comptime
 from .snode import SPARSE, Axes, SNode, activate_all_host, activate_host, active_elements, root
 
@@ -193,10 +194,8 @@ class Field(ElementDims):
         """The NumPy array holding the field (zeros on first use, in the executor's memory
         where the host sees it: see runtime.field_storage), shape + element shape."""
         if self._data is None:
-            from ..runtime import field_storage
-
             try:
-                self._data = field_storage(self.shape + self.element_shape, self.dtype.np_dtype)
+                self._data = host.field_storage(self.shape + self.element_shape, self.dtype.np_dtype)
             except MemoryError as exc:
                 kinds, node = set(), self.snode
                 while node is not None:
@@ -506,12 +505,18 @@ def tensor(dtype, shape, *, backend: Backend = Backend.NDARRAY, layout=None, nee
     if backend == Backend.FIELD:
         made = field(dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
     else:
-        from ..runtime.ndarray import Ndarray
-
-        made = Ndarray(python_type(dtype) or dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
+        made = host.ndarray_class()(python_type(dtype) or dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
     if layout is not None and tuple(layout) != tuple(range(dims)):
         made.__dict__["_layout"] = tuple(layout)
     return made
+
+
+def ndarray(dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
+    """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
+    ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32).
+    ``needs_grad=True`` gives it a ``.grad`` ndarray of its shape, which kernels read and write
+    as ``x.grad[i]``."""
+    return host.ndarray_class()(host.python_dtype(dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
 def field(dtype, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
@@ -547,7 +552,7 @@ def data_oriented(cls=None, **_options):
     if cls is None:
         return lambda c: data_oriented(c)
     cls._qd_data_oriented = True
-    cls._qd_cache_key = _instance_key
+    cls._qd_cache_key = instance_key
     return cls
 
 
@@ -555,7 +560,7 @@ def _plain(v) -> bool:
     return type(v) in (int, float, bool, str, type(None)) or (type(v) is tuple and all(map(_plain, v)))
 
 
-def _instance_key(obj, seen: frozenset = frozenset()) -> tuple:
+def instance_key(obj, seen: frozenset = frozenset()) -> tuple:
     """What of a data-oriented instance (or a Python dataclass) its kernels' translations
     depend on. A data-oriented instance: itself, the Python scalars it holds (``self.n``),
     which a kernel reads as constants, which ndarray or field each member is, as a kernel
@@ -583,7 +588,7 @@ def _instance_key(obj, seen: frozenset = frozenset()) -> tuple:
             members.append((k, Identity(v)))
         elif id(v) not in seen and (getattr(v, "_qd_data_oriented", False) or
                                     dataclasses.is_dataclass(v) and not isinstance(v, type)):
-            members.append((k, _instance_key(v, seen)))
+            members.append((k, instance_key(v, seen)))
         elif not oriented:  # (an instance's other members do not change what its kernels compile to)
             try:
                 hash(v)

@@ -2,20 +2,18 @@
 for (Genesis: ``impl.current_cfg().debug``, ``get_max_shared_memory_bytes``)."""
 from __future__ import annotations
 
+from . import host
+
 
 def current_cfg():
     """What the last qd.init chose (``qd.cfg``; before any, its defaults: no executor is
     started by asking, so a module the command line imports can read it)."""
-    from ..runtime import cfg
-
-    return cfg
+    return host.config()
 
 
 def get_max_shared_memory_bytes(*, is_lowerbound_ok: bool = False) -> int:
     """Shared memory one block may use on the executor running kernels, in bytes."""
-    from ..runtime import current
-
-    return current().max_shared_memory
+    return host.executor().max_shared_memory
 
 
 def __getattr__(name: str):

@@ -11,7 +11,6 @@ from typing import Any, Callable
 
 from ..ir.records import record
 from ..ir.types import DType
-from . import ad  # (the Tape a call records into; ad imports nothing of this module)
 
 
 # How a kernel call runs: installed by the package (``transpiler/__init__.py``), so the language
@@ -22,6 +21,17 @@ _launcher: Callable | None = None
 def set_launcher(fn: Callable) -> None:
     global _launcher
     _launcher = fn
+
+
+# What a call of a kernel (not of a derivative) launches, and where it is recorded: installed by
+# qd.ad (lang/ad.py: a Tape records the call, a FwdMode runs it with its tangents), which
+# builds on kernels and fields; before it is imported no Tape can be open.
+_autodiff: Callable[[Kernel, tuple], Kernel] = lambda kernel, args: kernel  # noqa: E731
+
+
+def set_autodiff(fn: Callable[[Kernel, tuple], Kernel]) -> None:
+    global _autodiff
+    _autodiff = fn
 
 
 # While the command line imports a user's file to translate it, the program itself must not
@@ -91,11 +101,7 @@ class Kernel(_Decorated):
             from .stream import take_stream
 
             kwargs = take_stream(kwargs)
-        if self.autodiff is None:
-            if ad.state.fwd is not None:  # in a qd.ad.FwdMode block: the primal with its tangents
-                return _launcher(self._derivative("forward"), args, kwargs)
-            ad.record(self, args)
-        return _launcher(self, args, kwargs)
+        return _launcher(_autodiff(self, args) if self.autodiff is None else self, args, kwargs)
 
     def __get__(self, instance, owner=None):
         # A kernel method of a @qd.data_oriented class: `self` is the instance (a
@@ -312,9 +318,7 @@ def param_kind(ann) -> str | None:
     if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)) or getattr(ann, "_qd_view_annotation", False) or \
             getattr(ann, "_qd_tensor_annotation", False):
         return "ndarray"
-    from .matrix import MatrixType, StructType
-
-    if isinstance(ann, (MatrixType, StructType)):
+    if getattr(type(ann), "_qd_builtin", None) in ("matrix_type", "struct_type"):  # lang.matrix's, which imports this
         return "compound"  # passed by value, as its scalars
     if isinstance(ann, type) and dataclasses.is_dataclass(ann):
         return "dataclass"  # a Python dataclass of ndarrays and scalars: its members

@@ -263,7 +263,7 @@ class Vector(metaclass=_HostMatrixCheck):
     @staticmethod
     def ndarray(n: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
         """``qd.Vector.ndarray(n, dtype, shape)``: a qd.ndarray of n-vectors."""
-        from .. import ndarray
+        from .field import ndarray
 
         return ndarray(vector(n, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
@@ -305,7 +305,7 @@ class Matrix(metaclass=_HostMatrixCheck):
     @staticmethod
     def ndarray(n: int, m: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
         """``qd.Matrix.ndarray(n, m, dtype, shape)``: a qd.ndarray of n x m matrices."""
-        from .. import ndarray
+        from .field import ndarray
 
         return ndarray(matrix(n, m, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 

@@ -9,7 +9,7 @@ builders have it. On the host a matrix is CSR in NumPy; the direct solver factor
 SciPy's sparse LU (SuperLU), imported when a solver is made."""
 import dataclasses
 
-import transpiler as qd
+from . import host, qd
 
 __all__ = ["SparseMatrix", "SparseMatrixBuilder", "SparseSolver", "SparseCG", "builder_annotation",
            "sparse_matrix_builder"]
@@ -70,7 +70,7 @@ class SparseMatrixBuilder:
 
     def __init__(self, num_rows=None, num_cols=None, max_num_triplets: int = 0, dtype=qd.f32,
                  storage_format: str = "col_major"):
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         if num_rows is None:
             raise TypeError("SparseMatrixBuilder needs num_rows")
@@ -235,7 +235,7 @@ class SparseMatrix:
         back, as in Quadrants), or a qd.ndarray (a qd.ndarray back)."""
         import numpy as np
 
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
         from .field import Field
 
         if isinstance(other, SparseMatrix):
@@ -323,7 +323,7 @@ class SparseMatrix:
 
     def build_from_ndarray(self, ndarray) -> None:
         """The matrix of the (row, column, value) triplets a qd.ndarray holds, in order."""
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         if not isinstance(ndarray, Ndarray):
             raise TypeError("Sparse matrix only supports building from [qd.ndarray, qd.Vector.ndarray, "
@@ -400,7 +400,7 @@ class SparseSolver:
         """x with A x = b: a NumPy vector for a NumPy vector or a field, a qd.ndarray for one."""
         import numpy as np
 
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
         from .field import Field
 
         if self.matrix is None:
@@ -437,7 +437,7 @@ class SparseCG:
     def __init__(self, A: SparseMatrix, b, x0=None, max_iter: int = 50, atol: float = 1e-6):
         import numpy as np
 
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         self.matrix, self.dtype = A, A.dtype
         self.b = b
@@ -448,7 +448,7 @@ class SparseCG:
     def solve(self):
         import numpy as np
 
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         t = self.dtype.np_dtype
         x = np.zeros(self.matrix.m, t) if self._x0 is None else self._x0.astype(t)

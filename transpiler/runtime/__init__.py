@@ -32,6 +32,8 @@ from ..ir.records import record
 from ..pipeline import Translation, translate
 from ..lang.buffer_view import BufferView
 from ..lang.external import is_tensor, tensor_argument
+from ..lang.field import instance_key
+from ..lang.host import install as install_host_hooks
 from ..lang.matrix import MatrixType
 from . import kernel_profiler, profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
@@ -596,7 +598,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
         template_args, arg_types, values, write_backs = bind_arguments(kernel, args, kwargs)
     cache = kernel.__dict__.setdefault("_program_cache", {})
-    key = (backend.serial, freeze(template_args), freeze(arg_types), _defaults)
+    key = (backend.serial, freeze(template_args, instance_key), freeze(arg_types, instance_key), _defaults)
     hit = cache.get(key)
     first = None
     if hit is None:
@@ -656,6 +658,12 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict):
     from ..frontend.kernel_scope import result_type
 
     return _assembled(result_type(kernel.__dict__["_binding"][1]["return"]), parts)
+
+
+# What the language's host-side objects (fields, qd.ndarray, qd.cfg) ask of the runtime,
+# which lang cannot import: installed as this module is imported (see lang/host.py).
+install_host_hooks(ndarray=Ndarray, python_dtype=python_dtype, field_storage=field_storage, config=cfg,
+                   executor=current)
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]

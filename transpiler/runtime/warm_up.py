@@ -8,7 +8,7 @@ of block-level work (a record compiles its methods on first use, see ir/records.
 import threading
 from typing import Callable
 
-import transpiler as qd
+from ..lang import qd
 
 
 @qd.kernel

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import warnings
 
-import transpiler as qd
-from transpiler.ir.types import from_numpy
+from ...ir.types import from_numpy
+from .. import qd
 
 from .common import natural_depth
 from .radix_sort import sort, sort_scratch_slots
