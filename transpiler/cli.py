@@ -387,10 +387,19 @@ def target_verdicts(records: list[dict]) -> dict[str, dict]:
 
 def cmd_inspect(args) -> int:
     if args.html:  # only then: the page's module and template load
-        from .inspect_html import write_page
+        from .inspect_html import render_page  # noqa: PLC0415 - the page's module only for --html
 
         args.target = args.target or "all"
-        return write_page(args)
+        page = render_page(args, translations)
+        if args.html == "-":
+            sys.stdout.write(page)
+            return EXIT_OK
+        try:
+            Path(args.html).write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.html}: {exc.strerror}") from None
+        print(f"wrote {args.html}", file=sys.stderr)
+        return EXIT_OK
     if not args.kernel:
         raise UsageError("inspect needs --kernel NAME (or --html OUT.html, which shows every kernel)")
     if args.resources:
@@ -430,7 +439,7 @@ def side_by_side(text: str, py_lines: list[str]) -> str:
 
 def cmd_targets(args) -> int:
     """The lowering tables: what each atomic, fence and load becomes on every target."""
-    from .targets.lowering_tables import markdown
+    from .lowering_tables import markdown
 
     sys.stdout.write(markdown() + "\n")
     return EXIT_OK

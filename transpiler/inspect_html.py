@@ -16,7 +16,7 @@ import json
 import keyword
 import os
 import re
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 # ------------------------------------------------------------------ a small highlighter
@@ -197,12 +197,11 @@ def check_resources(target: str, tr) -> dict:
     return out
 
 
-def collect(args) -> list[dict]:
+def collect(args, translations: Callable) -> list[dict]:
     """The page's variants: every picked kernel, per --template instantiation, translated for
-    every target asked for. A target's refusal stays in its pane; a kernel every target
-    refuses is the user's error and raises it (the CLI prints it as file.py:LINE:COL)."""
-    from .cli import translations
-
+    every target asked for by the CLI's ``translations``. A target's refusal stays in its pane;
+    a kernel every target refuses is the user's error and raises it (the CLI prints it as
+    file.py:LINE:COL)."""
     combos = instantiations(args.template)
     variants, seen = [], set()
     for items in combos:
@@ -227,25 +226,11 @@ def collect(args) -> list[dict]:
     return variants
 
 
-def render_page(args) -> str:
+def render_page(args, translations: Callable) -> str:
+    """The ``inspect --html`` page; ``translations`` is the CLI's, which imports this module
+    (the page is the CLI's, and never imports it back)."""
     from .targets.templates import template
 
-    variants = collect(args)
+    variants = collect(args, translations)
     title = f"{os.path.basename(args.file)}: transpiler inspect"
     return template("html/inspect.html.j2").render(title=title, variants=variants)
-
-
-def write_page(args) -> int:
-    """The ``inspect --html`` command."""
-    from .cli import EXIT_OK, UsageError
-
-    page = render_page(args)
-    if args.html == "-":
-        sys.stdout.write(page)
-        return EXIT_OK
-    try:
-        Path(args.html).write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.html}: {exc.strerror}") from None
-    print(f"wrote {args.html}", file=sys.stderr)
-    return EXIT_OK

@@ -21,6 +21,7 @@ from .dialect import (
     BINARY, COMPARE, PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, PREC_REL, Dialect, f32_repr, float_text, printf_spec,
     printf_text,
 )
+from .host_abi import GLSL_PUSH_SIZES, GLSL_PUSH_TYPES, buffer_table, struct_layout
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role, shape_arg_names
 
@@ -852,8 +853,6 @@ class GlslTarget(Target):
         return self.dialect.literal(float(value) if isinstance(value, str) else value, T.SCALARS[dtype])
 
     def header_context(self, manifest: dict, common: dict) -> dict:
-        from ..header import GLSL_PUSH_SIZES, GLSL_PUSH_TYPES, buffer_table, struct_layout
-
         fields = []
         for p in common["params"]:
             if p["kind"] == "ndarray":
