@@ -32,7 +32,8 @@ NULL EOF offsetof assert errno stdin stdout stderr unix linux major minor
 GRID_FUNCTIONS = ("floordiv", "mod", "min", "max", "abs")
 # Namespaces the header itself puts under qd::.
 RESERVED_NAMESPACES = frozenset({"embed"})
-_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^(),<>?:!]))")
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
+                    r"|(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^(),<>?:!]))")
 
 
 def header_name(manifest: dict) -> str:

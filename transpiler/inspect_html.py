@@ -19,6 +19,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from .errors import ToolchainMissing
+from .targets.templates import template
+from .toolchains import check_sources, line_origins
+
 # ------------------------------------------------------------------ a small highlighter
 
 _NUMBER = r"(?<![\w.])(?:0[xXbBoO][0-9a-fA-F_]+|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)[uUlLfFhH]*"
@@ -56,7 +60,7 @@ def highlight(lines: list[str], language: str) -> list[list[tuple[str, str]]]:
     for line in lines:
         tokens: list[tuple[str, str]] = []
 
-        def add(cls: str, text: str) -> None:
+        def add(cls: str, text: str, tokens: list[tuple[str, str]] = tokens) -> None:
             if tokens and tokens[-1][0] == cls:
                 tokens[-1] = (cls, tokens[-1][1] + text)
             elif text:
@@ -116,8 +120,6 @@ def _diag(severity: str, targets: list[str], text: str) -> dict:
 def build_variant(vid: str, label: str, kernel, results: list, resources: bool) -> dict:
     """One kernel instantiation: its Python lines and one pane per target. ``results``:
     (target, Translation or TranspileError) in target order."""
-    from .toolchains import line_origins
-
     py_file = kernel.fn.__code__.co_filename
     base = os.path.basename(py_file)
     py_text = Path(py_file).read_text().splitlines()
@@ -154,7 +156,8 @@ def build_variant(vid: str, label: str, kernel, results: list, resources: bool) 
         for name, text in tr.sources.items():
             lines = text.splitlines()
             out = []
-            for n, tokens, origin in zip(range(1, len(lines) + 1), highlight(lines, "c"), line_origins(text)):
+            for n, tokens, origin in zip(range(1, len(lines) + 1), highlight(lines, "c"), line_origins(text),
+                                         strict=True):
                 py = origin[1] if origin and origin[0] == base and 0 < origin[1] <= len(python) else None
                 diags = []
                 if py is not None:
@@ -179,9 +182,6 @@ def build_variant(vid: str, label: str, kernel, results: list, resources: bool) 
 def check_resources(target: str, tr) -> dict:
     """(file, entry point) -> "registers 40, spill_stores 0, ..." from the target's compile
     check (``check --resources``), or {"note": why not} when its toolchain is missing."""
-    from .errors import ToolchainMissing
-    from .toolchains import check_sources
-
     try:
         verdicts = check_sources(target, tr.sources, tr.manifest, {"resources": True})
     except ToolchainMissing as exc:
@@ -229,8 +229,6 @@ def collect(args, translations: Callable) -> list[dict]:
 def render_page(args, translations: Callable) -> str:
     """The ``inspect --html`` page; ``translations`` is the CLI's, which imports this module
     (the page is the CLI's, and never imports it back)."""
-    from .targets.templates import template
-
     variants = collect(args, translations)
     title = f"{os.path.basename(args.file)}: transpiler inspect"
     return template("html/inspect.html.j2").render(title=title, variants=variants)

@@ -4,7 +4,7 @@ re-translation then skips every walk over the IR."""
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 _results: dict[tuple, tuple] = {}
 _LIMIT = 4096  # entries; each holds its kernel's IR alive

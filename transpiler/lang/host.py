@@ -8,7 +8,8 @@ so that ``import transpiler as qd`` still loads NumPy and the runtime only when 
 an ndarray or the config is first used."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _hooks: dict[str, Any] = {}
 _loader: list[Callable[[], object]] = []

@@ -6,22 +6,22 @@ them to the pipeline and the runtime above them.
 
 The frontend reads ``qd.<name>`` from a function's globals by attribute, whatever object
 ``qd`` is, and these are the package's own objects, so a library function translates as it
-did when it named the package."""
-from ..ir.types import bool_ as u1
-from ..ir.types import f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+did when it named the package. It holds what they use, no more: a name a library module
+needs is added here, and the package's namespace stays the one users see."""
+from ..ir.types import f16, f32, f64, i32, i64, u32, u64
 from . import math, simt, types
 from .kernel import func, kernel, static, template
-from .matrix import Matrix, Vector
+from .matrix import Vector
 from .ops import (
     atomic_add, atomic_exchange, bit_cast, cast, cos, log, loop_config, max, random, select, sqrt, static_assert,
     typeof, volatile_load,
 )
 
 __all__ = [
-    "u1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64",
+    "i32", "i64", "u32", "u64", "f16", "f32", "f64",
     "math", "simt", "types",
     "func", "kernel", "static", "template",
-    "Matrix", "Vector",
+    "Vector",
     "atomic_add", "atomic_exchange", "bit_cast", "cast", "cos", "log", "loop_config", "max", "random", "select",
     "sqrt", "static_assert", "typeof", "volatile_load",
 ]
