@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 from .external import is_tensor
+from .field import Field, current_program_fields
 from .kernel import Kernel, set_autodiff
 
 
 class _State:
-    tape: "Tape | None" = None
+    tape: Tape | None = None
     replaced = 0            # inside a grad_replaced function: its kernels are not recorded
-    fwd: "FwdMode | None" = None
+    fwd: FwdMode | None = None
 
 
 state = _State()
 
 
 def _companions(kind: str):
-    from .field import current_program_fields
-
     for f in current_program_fields():
         c = f.__dict__.get("_" + kind)
         if c is not None and c.placed:
@@ -56,18 +56,16 @@ class Tape:
         self.entered = False
         self.evaluated = False
         if validation or grad_check:
-            import warnings
-
             warnings.warn("qd.ad.Tape(validation=..., grad_check=...): this transpiler does not check the global data "
                           "access rule or gradients numerically; the tape records and differentiates as usual",
                           stacklevel=2)
 
-    def __enter__(self) -> "Tape":
+    def __enter__(self) -> Tape:
         if self.entered:
             raise RuntimeError("Tape can be entered only once.")
         self.entered = True
         if is_tensor(self.loss):  # a torch tensor: its .grad is the loss's gradient
-            import torch
+            import torch  # noqa: PLC0415 - torch only for a tensor loss, which means torch is loaded
 
             if self.loss.numel() != 1:
                 raise RuntimeError("The loss of `Tape` must be a tensor only contains one element")
@@ -77,8 +75,6 @@ class Tape:
             with torch.no_grad():
                 self.loss.fill_(0.0)
         elif self.loss is not None:
-            from .field import Field
-
             ndarray = not isinstance(self.loss, Field)
             if not _is_loss_scalar(self.loss):
                 raise RuntimeError("The loss of `Tape` must be an ndarray with only one element" if ndarray else
@@ -111,7 +107,7 @@ class Tape:
         if not is_tensor(self.loss):
             self.loss.grad.fill(1.0)
         elif self.loss.grad is None:
-            import torch
+            import torch  # noqa: PLC0415 - torch only for a tensor loss, which means torch is loaded
 
             self.loss.grad = torch.ones_like(self.loss)
         else:
@@ -135,7 +131,7 @@ class FwdMode:
         self.clear_gradients = clear_gradients
         self.entered = False
 
-    def __enter__(self) -> "FwdMode":
+    def __enter__(self) -> FwdMode:
         if self.entered:
             raise RuntimeError("Forward mode manager can be entered only once.")
         self.entered = True

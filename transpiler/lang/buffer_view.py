@@ -8,6 +8,8 @@ storage), so every target sees a plain ndarray parameter."""
 from __future__ import annotations
 
 from . import host
+from .field import host_value
+from .kernel import NdarrayAnnotation
 
 
 class BufferView:
@@ -50,8 +52,6 @@ class BufferView:
     def __getitem__(self, index):
         if isinstance(index, slice):
             return BufferView(self, *_range(index, self.size))
-        from .field import host_value
-
         return host_value(self.data()[index], self.ndarray.element_shape)
 
     def __setitem__(self, index, value) -> None:
@@ -71,8 +71,6 @@ class BufferView:
 
     def __class_getitem__(cls, dtype):
         """``qd.BufferView[qd.f32]``: the parameter annotation with its element type."""
-        from .kernel import NdarrayAnnotation
-
         return NdarrayAnnotation(dtype, 1)
 
     def __repr__(self) -> str:

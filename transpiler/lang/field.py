@@ -11,14 +11,18 @@ it between them. Nothing here imports NumPy until a field is touched.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import weakref
 from typing import Any
 
 from ..errors import TranspileError
+from ..ir.memo import Identity
 from ..ir.types import DType, python_type
 from . import host
+from .external import from_torch, to_dlpack, to_torch
 from .kernel import comptime
+from .matrix import HostStruct, MatrixType, StructType, dataclass_members, host_matrix_class
 from .snode import SPARSE, Axes, SNode, activate_all_host, activate_host, active_elements, root
 
 
@@ -182,7 +186,7 @@ class Field(ElementDims):
                                  f"not {index!r}")
             return index
         out = []
-        for d, (i, o, n) in enumerate(zip(items, self.offset, shape)):
+        for d, (i, o, n) in enumerate(zip(items, self.offset, shape, strict=True)):
             if not o <= i.__index__() < o + n:
                 where = f"shape {shape}" if self._offset is None else f"from {o} to {o + n - 1}"
                 raise FieldIndexError(f"index {i} is out of range for dimension {d} of the field ({where})")
@@ -271,30 +275,24 @@ class Field(ElementDims):
     def to_torch(self, device=None, keep_dims: bool = False, *, copy: bool | None = True):
         """The elements as a torch tensor, shaped as ``to_numpy``: ``copy=True`` an independent
         copy, ``False`` the field's own memory (a CPU tensor), ``None`` that where it can be."""
-        from .external import to_torch
-
         shared = self._active() is None
         array = self._host_shaped(self.storage(), keep_dims) if shared else self.to_numpy(keep_dims)
         return to_torch(array, device, copy, shared, "qd.field")
 
     def from_torch(self, tensor) -> None:
         """Every element from a torch tensor of the field's shape (as ``from_numpy``)."""
-        from .external import from_torch
-
         self.from_numpy(from_torch(tensor))
 
     def to_dlpack(self, versioned: bool = False):
         """A DLPack capsule of the field's memory (``torch.utils.dlpack.from_dlpack`` takes the
         default v0 one), shaped as ``to_numpy``."""
-        from .external import to_dlpack
-
         if self._active() is not None:
             raise ValueError("qd.field.to_dlpack(): a sparse field's inactive elements have no memory to share; "
                              "use to_numpy() or to_torch()")
         return to_dlpack(self._host_shaped(self.storage(), False), versioned)
 
     def from_numpy(self, array) -> None:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a field is touched (above)
 
         array = np.asarray(array)
         want = self.storage().shape
@@ -333,8 +331,6 @@ class StructField:
 
     def __init__(self, struct_type, shape=None, name: str | None = None, needs_grad: bool = False,
                  needs_dual: bool = False, _members: dict | None = None, offset=None):
-        from .matrix import MatrixType, StructType
-
         self.type = struct_type
         self.name = name
         self.members: dict[str, Field | StructField] = {}
@@ -382,7 +378,7 @@ class StructField:
         members = self.__dict__.get("members", {})
         if name in members:
             if isinstance(members[name], _NoCompanion):
-                getattr(members[name], "field")  # says why
+                members[name].field  # noqa: B018 - raises, saying why
             return members[name]
         raise AttributeError(f"struct field has no member `{name}`")
 
@@ -393,8 +389,6 @@ class StructField:
     def __getitem__(self, index):
         """The element as a struct that writes through: its members as attributes
         (``x[i].pos``) or keys."""
-        from .matrix import HostStruct
-
         return HostStruct({k: m[index] for k, m in self._held().items()}, self.type, (self, index))
 
     def __setitem__(self, index, value: dict) -> None:
@@ -439,8 +433,6 @@ def host_value(value, element_shape: tuple[int, ...]):
     if getattr(value, "ndim", 1) == 0:
         return value.item()
     if value.shape == element_shape:
-        from .matrix import host_matrix_class
-
         return value.view(host_matrix_class())
     return value
 
@@ -450,7 +442,7 @@ def wrapped(value, np_dtype):
     Quadrants store it (-128 in a u8 is 128), where NumPy 2 refuses a Python int out of range."""
     if np_dtype.kind not in "iu" or hasattr(value, "dtype"):
         return value
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - NumPy only when a field is touched (above)
 
     return np.asarray(value).astype(np_dtype)
 
@@ -523,8 +515,6 @@ def field(dtype, shape=None, name: str | None = None, needs_grad: bool = False, 
           offset=None, **_options) -> Field:
     """``qd.field(dtype, shape=(n, m))``: without a shape, place it with ``qd.root``;
     ``offset=(a, b)``: indices run from a and b (``x[a, b]`` is the first element)."""
-    from .matrix import MatrixType, StructType
-
     flags = dict(needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     if isinstance(dtype, StructType):
         return StructField(dtype, shape, name, **flags)
@@ -570,11 +560,6 @@ def instance_key(obj, seen: frozenset = frozenset()) -> tuple:
     translate again with them, as Quadrants' docs describe (Quadrants 1.3.3 itself keeps
     running what it compiled for that instance with an old primitive value; with
     ``template_primitives=False`` it passes the new one)."""
-    import dataclasses
-
-    from ..ir.memo import Identity
-    from .matrix import dataclass_members
-
     oriented = getattr(obj, "_qd_data_oriented", False)
     state = getattr(obj, "__dict__", None)
     if state is None or not oriented:  # a dataclass: its fields (with slots, no __dict__)

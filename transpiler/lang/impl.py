@@ -2,7 +2,8 @@
 for (Genesis: ``impl.current_cfg().debug``, ``get_max_shared_memory_bytes``)."""
 from __future__ import annotations
 
-from . import host
+from . import exception, host
+from .kernel import Kernel
 
 
 def current_cfg():
@@ -19,12 +20,8 @@ def get_max_shared_memory_bytes(*, is_lowerbound_ok: bool = False) -> int:
 def __getattr__(name: str):
     # Quadrants' exception classes and Kernel, as `from quadrants.lang.impl import ...` finds them
     if name.startswith("Quadrants"):
-        from . import exception
-
         return getattr(exception, name)
     if name == "Kernel":
-        from .kernel import Kernel
-
         return Kernel
     raise AttributeError(f"qd.lang.impl has no `{name}`: of Quadrants' internal module this package provides "
                          "current_cfg(), get_max_shared_memory_bytes(), Kernel and the exception classes")

@@ -7,10 +7,12 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..ir.records import record
 from ..ir.types import DType
+from .stream import take_stream
 
 
 # How a kernel call runs: installed by the package (``transpiler/__init__.py``), so the language
@@ -80,12 +82,12 @@ class Kernel(_Decorated):
     autodiff: str | None = None  # "reverse" / "forward" for a kernel's derivative (DerivativeKernel)
 
     @property
-    def grad(self) -> "DerivativeKernel":
+    def grad(self) -> DerivativeKernel:
         """The kernel's reverse-mode derivative: ``kernel.grad(*args)`` adds the derivative of
         what it writes into the ``.grad`` of what it reads (Quadrants' ``kernel.grad()``)."""
         return self._derivative("reverse")
 
-    def _derivative(self, mode: str) -> "DerivativeKernel":
+    def _derivative(self, mode: str) -> DerivativeKernel:
         found = self.__dict__.get("_" + mode)
         if found is None:
             found = self.__dict__["_" + mode] = DerivativeKernel(self, mode)
@@ -98,8 +100,6 @@ class Kernel(_Decorated):
         if _launcher is None:
             raise RuntimeError(f"{self.__name__}: no runtime is installed to run kernels")
         if kwargs:
-            from .stream import take_stream
-
             kwargs = take_stream(kwargs)
         return _launcher(_autodiff(self, args) if self.autodiff is None else self, args, kwargs)
 
@@ -140,7 +140,7 @@ class BoundKernel:
         return self.kernel(self.instance, *args, **kwargs)
 
     @property
-    def grad(self) -> "BoundKernel":
+    def grad(self) -> BoundKernel:
         return BoundKernel(self.kernel.grad, self.instance, self.kernel.grad.__name__)
 
     def __repr__(self) -> str:

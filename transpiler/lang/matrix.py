@@ -9,10 +9,11 @@ scope the types build NumPy arrays, so a value can be handed to a kernel.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
-from ..ir.types import DType
+from ..ir.types import DType, python_type
 from .kernel import Func, builtin, comptime
 
 
@@ -44,9 +45,7 @@ class MatrixType:
         return len(self.shape)
 
     def __call__(self, *args):  # Python scope: a NumPy value of this type
-        import numpy as np
-
-        from ..ir.types import python_type
+        import numpy as np  # noqa: PLC0415 - NumPy only for a value made in Python scope
 
         dt = python_type(self.dtype) or self.dtype
         np_dtype = dt.np_dtype if isinstance(dt, DType) else None
@@ -63,7 +62,7 @@ class MatrixType:
     def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
               offset=None, **_options):
         """A field of this vector / matrix type."""
-        from .field import Field
+        from .field import Field  # noqa: PLC0415 - lang.field imports this module
 
         return Field(self.dtype or float, shape, self.shape, name, needs_grad=needs_grad, needs_dual=needs_dual,
                      offset=offset)
@@ -247,7 +246,7 @@ class Vector(metaclass=_HostMatrixCheck):
     def field(n: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
               needs_dual: bool = False, offset=None, **_options):
         """``qd.Vector.field(n, dtype, shape)``: a field of n-vectors."""
-        from .field import Field
+        from .field import Field  # noqa: PLC0415 - lang.field imports this module
 
         return Field(dtype, shape, (n,), name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     one = staticmethod(builtin("Vector.one")(lambda dt, n: None))
@@ -256,14 +255,14 @@ class Vector(metaclass=_HostMatrixCheck):
     @staticmethod
     def tensor(n: int, dtype, shape, **options):
         """``qd.Vector.tensor(n, dtype, shape, backend=...)``: qd.tensor of n-vectors."""
-        from .field import tensor
+        from .field import tensor  # noqa: PLC0415 - lang.field imports this module
 
         return tensor(vector(n, dtype), shape, **options)
 
     @staticmethod
     def ndarray(n: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
         """``qd.Vector.ndarray(n, dtype, shape)``: a qd.ndarray of n-vectors."""
-        from .field import ndarray
+        from .field import ndarray  # noqa: PLC0415 - lang.field imports this module
 
         return ndarray(vector(n, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
@@ -275,7 +274,7 @@ class Matrix(metaclass=_HostMatrixCheck):
     _qd_builtin = "Matrix"
 
     def __new__(cls, rows, dt=None):  # Python scope
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only for a value made in Python scope
 
         data = np.array(rows)
         return (vector(data.shape[0], dt) if data.ndim == 1 else matrix(*data.shape, dt))(rows)
@@ -286,13 +285,13 @@ class Matrix(metaclass=_HostMatrixCheck):
     def field(n: int, m: int, dtype, shape=None, name: str | None = None, needs_grad: bool = False,
               needs_dual: bool = False, offset=None, **_options):
         """``qd.Matrix.field(n, m, dtype, shape)``: a field of n x m matrices."""
-        from .field import Field
+        from .field import Field  # noqa: PLC0415 - lang.field imports this module
 
         return Field(dtype, shape, (n, m), name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     @staticmethod
     def tensor(n: int, m: int, dtype, shape, **options):
         """``qd.Matrix.tensor(n, m, dtype, shape, backend=...)``: qd.tensor of n x m matrices."""
-        from .field import tensor
+        from .field import tensor  # noqa: PLC0415 - lang.field imports this module
 
         return tensor(matrix(n, m, dtype), shape, **options)
 
@@ -305,7 +304,7 @@ class Matrix(metaclass=_HostMatrixCheck):
     @staticmethod
     def ndarray(n: int, m: int, dtype, shape, needs_grad: bool = False, needs_dual: bool = False, **_options):
         """``qd.Matrix.ndarray(n, m, dtype, shape)``: a qd.ndarray of n x m matrices."""
-        from .field import ndarray
+        from .field import ndarray  # noqa: PLC0415 - lang.field imports this module
 
         return ndarray(matrix(n, m, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
@@ -346,7 +345,7 @@ class StructType:
     def field(self, shape=None, name: str | None = None, needs_grad: bool = False, needs_dual: bool = False,
               offset=None, **_options):
         """A field of this struct (one field per member)."""
-        from .field import StructField
+        from .field import StructField  # noqa: PLC0415 - lang.field imports this module
 
         return StructField(self, shape, name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
 
@@ -365,8 +364,6 @@ def member_value(t, value):
         return t(**value) if isinstance(value, dict) else t(value)
     if isinstance(t, MatrixType):
         return t(value)
-    from ..ir.types import python_type
-
     dt = python_type(t) or t
     return float(value) if dt.is_float else bool(value) if dt.name == "bool" else int(value)
 
@@ -441,10 +438,8 @@ class Struct:
 
 def dataclass_members(cls) -> list[tuple[str, Any]]:
     """A Python ``@dataclasses.dataclass`` kernel parameter's members: (name, annotation)."""
-    import dataclasses as _dc
-
     hints = inspect.get_annotations(cls, eval_str=True)
-    return [(f.name, hints.get(f.name, f.type)) for f in _dc.fields(cls)]
+    return [(f.name, hints.get(f.name, f.type)) for f in dataclasses.fields(cls)]
 
 
 def dataclass(cls) -> StructType:

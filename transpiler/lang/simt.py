@@ -10,7 +10,7 @@ the kernel language itself on top of them (``transpiler/lang/blocklib.py``,
 from __future__ import annotations
 
 from .kernel import builtin
-from .names import Namespace
+from .names import Namespace, missing
 
 
 def _marker(name: str, doc: str):
@@ -86,7 +86,5 @@ system = Namespace("qd.simt.system",
 
 
 def __getattr__(name: str):
-    from .names import missing
-
     raise AttributeError(missing("qd.simt", name, globals()))
 
