@@ -16,6 +16,7 @@ neither load an upper layer nor close a cycle."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,12 @@ def import_graph(package: Path = PACKAGE) -> tuple[dict[str, Path], dict[str, li
     return known, {m: imports(m, p, known) for m, p in known.items()}
 
 
+@functools.cache
+def package_graph() -> tuple[dict[str, Path], dict[str, list[tuple[int, str]]]]:
+    """The package's own graph, read once for the tests below."""
+    return import_graph(PACKAGE)
+
+
 def upward(known: dict[str, Path], graph: dict[str, list[tuple[int, str]]]) -> list[str]:
     """Each import that points up, as file:line, what it imports and the two layers."""
     out = []
@@ -150,19 +157,19 @@ def folder(module: str, known: dict[str, Path]) -> Path:
 
 
 def test_every_module_has_a_layer():
-    known = modules()
+    known = package_graph()[0]
     assert len(known) > 100  # the package, not an empty folder
     for module in known:
         layer_of(module)  # a KeyError names a new top-level module or folder the table must place
 
 
 def test_imports_point_down_only():
-    found = upward(*import_graph())
+    found = upward(*package_graph())
     assert not found, "imports that point up a layer:\n" + "\n".join(found)
 
 
 def test_no_cycle_across_folders_nor_of_more_than_three_modules():
-    known, graph = import_graph()
+    known, graph = package_graph()
     bad = [c for c in cycles(graph) if len(c) > 3 or len({folder(m, known) for m in c}) > 1]
     assert not bad, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in bad)
 
