@@ -12,7 +12,7 @@ import pytest
 import transpiler as qd
 from conftest import load_module, target_names
 from transpiler.pipeline import translate_ir
-from transpiler.targets.lowering_tables import all_atomics_kernel, markdown
+from transpiler.lowering_tables import all_atomics_kernel, markdown
 from transpiler.toolchains import check_sources
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -235,7 +235,7 @@ def test_hip_wave32_backend(rng):
 @pytest.mark.parametrize("target", DIALECTS)
 def test_every_emitted_atomic_spelling_compiles(target, space):
     from transpiler.pipeline import translate_ir
-    from transpiler.targets.lowering_tables import all_atomics_kernel
+    from transpiler.lowering_tables import all_atomics_kernel
 
     ctx = translate_ir(all_atomics_kernel(target, space), target)
     sources, manifest = ctx.sources, ctx.manifest

@@ -3,15 +3,59 @@
 ``import transpiler as qd`` gives the whole kernel language, spelled as in Quadrants.
 """
 import contextlib as _contextlib
+import sys as _sys
+import warnings as _warnings
+from collections.abc import Callable as _Callable
 
 from .errors import TranspileError  # noqa: F401
 from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
 from .lang import ad, math, shmem, simt, types  # noqa: F401
+from .lang import algorithms  # noqa: F401
+from .lang import host as _host
+from .lang import library as _library
 from .lang import matrixfree as _matrixfree
-import sys as _sys
+from .lang import ops as _ops
+from .lang.buffer_view import BufferView  # noqa: F401
+# Quadrants' exception classes, as its users catch them: every kernel error here is a located
+# TranspileError, raised when the kernel is translated.
+from .lang.exception import (  # noqa: F401
+    QuadrantsAssertionError, QuadrantsCompilationError, QuadrantsIndexError, QuadrantsNameError, QuadrantsRuntimeError,
+    QuadrantsRuntimeTypeError, QuadrantsSyntaxError, QuadrantsTypeError,
+)
+from .lang.field import Backend, Layout, data_oriented, field, ndarray, tensor  # noqa: F401
+from .lang.field import reset_fields as _reset_fields
+from .lang.impl import current_cfg as _current_cfg
+from .lang.kernel import (  # noqa: F401
+    Arch, Func, Kernel, RealFunc, Template, func, kernel, real_func, ref, set_launcher, static, template,
+)
+from .lang.kernel import python_scope as _python_scope
+from .lang.kernel import running_disabled as _running_disabled
+from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
+from .lang.names import Namespace
+from .lang.names import missing as _missing
+from .lang.ops import (  # noqa: F401
+    abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max, atomic_min,
+    atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
+    floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div, raw_mod,
+    round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, static_print, stream_parallel, svd, tan, tanh, trunc,
+    typeof, volatile_load, zero,
+)
+from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, hints
+    activate, append, assume_in_range, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index,
+    sym_eig,
+)
+from .lang.perf_dispatch import perf_dispatch  # noqa: F401
+from .lang.snode import (  # noqa: F401
+    SNode, axes, deactivate_all_snodes, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
+)
+from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
+from .lang.tile import outer  # noqa: F401
+from .pipeline import HazardWarning, Translation, TranslationWarning, translate  # noqa: F401
+from .targets import TARGETS  # noqa: F401
 
+_library.install()  # qd.simt's collectives and tiles, written in the language itself
 linalg = _matrixfree.namespace()
 
 # `import transpiler.math as tm` and `from transpiler.types import ndarray`, as Quadrants'
@@ -20,38 +64,6 @@ for _name, _module in (("ad", ad), ("math", math), ("types", types), ("simt", si
                        ("linalg", linalg)):
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 del _sys, _name, _module
-from .lang.kernel import (  # noqa: F401
-    Func, Kernel, RealFunc, Template, func, kernel, real_func, ref, set_launcher, static, template,
-)
-from .lang.kernel import python_scope as _python_scope
-from .lang.field import Backend, Layout, data_oriented, field, tensor  # noqa: F401
-from .lang.snode import (  # noqa: F401
-    SNode, axes, deactivate_all_snodes, i, ij, ijk, ijkl, ijl, ik, ikl, il, j, jk, jkl, jl, k, kl, l, root,
-)
-from .lang.matrix import Matrix, Struct, Vector, dataclass  # noqa: F401
-from .lang.ops import (  # noqa: F401
-    abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max, atomic_min,
-    atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
-    floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div, raw_mod,
-    round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, static_print, stream_parallel, svd, tan, tanh, trunc, typeof,
-    volatile_load, zero,
-)
-from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, hints
-    activate, append, assume_in_range, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index, sym_eig,
-)
-from .lang import ops as _ops
-from .lang.names import Namespace
-from .lang.buffer_view import BufferView  # noqa: F401
-from .lang.perf_dispatch import perf_dispatch  # noqa: F401
-from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F401
-from .lang.simt import _install_block_algorithms, _install_tiles
-
-_install_block_algorithms()
-_install_tiles()
-from .lang.tile import outer  # noqa: E402, F401
-from .lang import algorithms  # noqa: E402, F401  (written in the language: after the block collectives)
-from .pipeline import HazardWarning, Translation, TranslationWarning, translate  # noqa: E402, F401
-from .targets import TARGETS  # noqa: E402, F401
 
 __version__ = "0.1.0"
 
@@ -63,22 +75,14 @@ Tensor = types.Tensor
 wrap, is_tensor = types.wrap, types.is_tensor
 
 # Architectures for qd.init: strings (with Quadrants' `.name`), so that naming one imports nothing heavy.
-from .lang.kernel import Arch  # noqa: E402
-
 gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64 = map(Arch, ("gpu", "cuda", "amdgpu", "metal", "vulkan", "cpu", "x64",
                                                               "arm64"))
-
-# Quadrants' exception classes, as its users catch them: every kernel error here is a located
-# TranspileError, raised when the kernel is translated.
-from .lang.exception import (  # noqa: E402, F401
-    QuadrantsAssertionError, QuadrantsCompilationError, QuadrantsIndexError, QuadrantsNameError, QuadrantsRuntimeError,
-    QuadrantsRuntimeTypeError, QuadrantsSyntaxError, QuadrantsTypeError,
-)
 
 # `while qd.graph.do_while(flag):` (graph=True kernels): the runtimes repeat the loop's tasks from
 # the host, as Quadrants does on every backend but CUDA 12.4+ on Hopper.
 graph = Namespace("qd.graph", do_while=_ops.do_while, parallel_context=_ops.parallel_context, parallel=_ops.parallel)
-graph_do_while, graph_parallel_context, graph_parallel = _ops.do_while, _ops.parallel_context, _ops.parallel  # deprecated
+# (deprecated spellings)
+graph_do_while, graph_parallel_context, graph_parallel = _ops.do_while, _ops.parallel_context, _ops.parallel
 # The graph's sections mean nothing outside a kernel: Quadrants takes them there as no-ops.
 _python_scope.update({"graph.parallel_context": _contextlib.nullcontext, "graph.parallel": _contextlib.nullcontext})
 
@@ -90,67 +94,53 @@ _lib = Namespace("qd._lib", core=Namespace(
     with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False))
 
 
+# The runtime (and NumPy) load only when first needed: a kernel call, a field or ndarray used,
+# qd.init. Importing it installs lang's host hooks (lang/host.py).
+def _load_runtime() -> None:
+    from . import runtime  # noqa: F401, PLC0415 - loaded on first need (above)
+
+
 def _launch(kernel_: Kernel, args: tuple, kwargs: dict):
-    from .runtime import launch  # the runtime (and numpy) only when a kernel runs
+    from .runtime import launch  # noqa: PLC0415 - loaded on first need (above)
 
     return launch(kernel_, args, kwargs)
 
 
 def _subgroup_width() -> int | None:
-    from .runtime import current
-
-    return current().subgroup_size
+    return _host.executor().subgroup_size
 
 
 set_launcher(_launch)
+_host.set_loader(_load_runtime)
 _python_scope.update({"subgroup.group_size": _subgroup_width,
                       "subgroup.log2_group_size": lambda: _subgroup_width().bit_length() - 1})
 
 
 def __getattr__(name: str):
     if name == "cfg":  # qd.cfg: what qd.init chose (the runtime, and numpy, only when asked)
-        from .lang.impl import current_cfg
-
-        return current_cfg()
+        return _current_cfg()
     if name == "profiler":  # qd.profiler: the kernel profiler qd.init(kernel_profiler=True) turns on
-        from .runtime import kernel_profiler
+        from .runtime import kernel_profiler  # noqa: PLC0415 - loaded on first need (above)
 
         return kernel_profiler
     # A Quadrants name not provided (yet), or a near miss: say which, and what to use.
-    from .lang.names import missing
-
-    raise AttributeError(missing("qd", name, globals()))
+    raise AttributeError(_missing("qd", name, globals()))
 
 
-def pure(fn):
+def pure(fn: _Callable) -> _Callable:
     """``@qd.pure`` (deprecated in Quadrants for ``@qd.kernel(fastcache=True)``): it warns as
     Quadrants does, and changes nothing here, where every translation is cached."""
-    import warnings
-
-    warnings.warn("Use of @qd.pure is deprecated. Please use @qd.kernel(fastcache=True). @qd.pure is intended to be "
+    _warnings.warn("Use of @qd.pure is deprecated. Please use @qd.kernel(fastcache=True). @qd.pure is intended to be "
                   "removed in v4.0.0", DeprecationWarning, stacklevel=2)
     fn.is_pure = True
     return fn
 
 
-def ndarray(dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
-    """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
-    ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32).
-    ``needs_grad=True`` gives it a ``.grad`` ndarray of its shape, which kernels read and write
-    as ``x.grad[i]``."""
-    from .runtime import python_dtype
-    from .runtime.ndarray import Ndarray
-
-    return Ndarray(python_dtype(dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
-
-
 def init(arch: str = "vulkan", **options) -> None:
     """Choose where kernels run when called from Python (the runtime loads on first call)."""
-    from .lang.kernel import running_disabled
-
-    if running_disabled():  # the command line is importing the file to translate it
+    if _running_disabled():  # the command line is importing the file to translate it
         return
-    from .runtime import init as _init
+    from .runtime import init as _init  # noqa: PLC0415 - loaded on first need (above)
 
     _init(arch, **options)
 
@@ -158,13 +148,10 @@ def init(arch: str = "vulkan", **options) -> None:
 def reset() -> None:
     """Forget the executor (the next kernel call, or qd.init, starts a new one) and the
     contents of every field: as after a fresh qd.init in Quadrants."""
-    from .lang.field import reset_fields
-    from .lang.kernel import running_disabled
-
-    if running_disabled():
+    if _running_disabled():
         return
-    reset_fields()
-    from .runtime import reset as _reset
+    _reset_fields()
+    from .runtime import reset as _reset  # noqa: PLC0415 - loaded on first need (above)
 
     _reset()
 

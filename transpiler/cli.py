@@ -11,13 +11,25 @@ import argparse
 import ast
 import contextlib
 import importlib.util
+import inspect
 import json
 import os
 import re
 import sys
+import traceback
 from pathlib import Path
 
-from .targets import names
+from . import __version__
+from .errors import ToolchainMissing, TranspileError
+from .frontend.source import parse_function
+from .ir import types as T
+from .ir.nodes import Loc
+from .ir.printer import dump_kernel
+from .lang.kernel import (
+    BoundKernel, Func, Kernel, NdarrayAnnotation, ndarray_annotation, param_kind, translating_only,
+)
+from .pipeline import translate
+from .targets import TARGETS, names
 
 EXIT_OK, EXIT_KERNEL, EXIT_USAGE, EXIT_TOOLCHAIN = 0, 1, 2, 3
 
@@ -28,9 +40,6 @@ class UsageError(Exception):
 
 def load_kernels(path: str) -> tuple[dict, object]:
     """Import ``path`` and return its @qd.kernel objects in definition order."""
-    from .errors import TranspileError
-    from .lang.kernel import BoundKernel, Kernel, translating_only
-
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"no such file: {path}")
@@ -52,15 +61,9 @@ def load_kernels(path: str) -> tuple[dict, object]:
     except TranspileError:
         raise
     except SyntaxError as exc:
-        from .ir.nodes import Loc
-
         raise TranspileError(f"invalid Python syntax: {exc.msg}",
                              Loc(str(file), exc.lineno or 1, max((exc.offset or 1) - 1, 0))) from None
     except Exception as exc:  # noqa: BLE001 - report where the user's module failed
-        import traceback
-
-        from .ir.nodes import Loc
-
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == file.resolve()]
         loc = Loc(str(file), frames[-1].lineno, 0) if frames else None
         raise TranspileError(f"importing {file.name} failed: {type(exc).__name__}: {exc}", loc) from None
@@ -90,8 +93,6 @@ def pick_kernels(kernels: dict, wanted: list[str] | None, path: str) -> list:
 
 
 def parse_targets(value: str) -> list[str]:
-    from .targets import TARGETS, names
-
     if value == "all":
         return list(TARGETS)
     targets = [t.strip() for t in value.split(",") if t.strip()]
@@ -109,9 +110,6 @@ def parse_templates(items: list[str] | None, module=None) -> tuple[dict, dict]:
     and so is a name the file defines at module level (``--template vf=velocities``: a field);
     ``DTYPE`` or ``DTYPE:NDIM`` (f32, i32:2, ...) types an ndarray the annotation leaves
     open (or an array passed to a qd.template() parameter). Returns (values, array types)."""
-    from .ir import types as T
-    from .lang.kernel import NdarrayAnnotation
-
     values, arrays = {}, {}
     for item in items or []:
         name, sep, value = item.partition("=")
@@ -140,12 +138,6 @@ def assumed_arrays(kernel, given: dict, values: dict | None = None) -> dict:
     """The ndarray parameters whose type the annotation and the command line leave open,
     completed: the dtype f32 (or --template's), the ndim from how the kernel indexes it.
     Returns name -> (annotation, the parameter's line)."""
-    import inspect
-
-    from .frontend.source import parse_function
-    from .ir import types as T
-    from .lang.kernel import NdarrayAnnotation, ndarray_annotation, param_kind
-
     try:
         annotations = inspect.get_annotations(kernel.fn, eval_str=True)
     except Exception:  # noqa: BLE001 - translating reports it at the def
@@ -180,9 +172,6 @@ def _array_ndim(fn, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | N
     """How many indices ``fn`` uses on its parameter ``name`` (a[i, j]: 2; a[None]: 0; a[I] in a
     loop over qd.grouped(qd.ndrange(4, 8)): 2; for i, j in a: 2; a.shape[2]: 3), following it
     into the @qd.func / @qd.real_func functions it is passed to; None: not used as an array."""
-    from .frontend.source import parse_function
-    from .lang.kernel import Func
-
     grouped = {}  # for I in qd.grouped(...): I -> its dimensions
     for n in ast.walk(fdef):
         if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, ast.Call) \
@@ -247,9 +236,6 @@ def _index_vector_size(value: ast.expr) -> int | None:
 def translations(args, keep_going: bool = False) -> list:
     """(kernel, target, Translation) for every picked kernel and target. ``keep_going``: a
     target's TranspileError takes the Translation's place instead of being raised."""
-    from .errors import TranspileError
-    from .pipeline import translate
-
     kernels, module = load_kernels(args.file)
     if not kernels and any(getattr(v, "_qd_data_oriented", False) for v in vars(module).values()):
         raise UsageError(f"{args.file} defines no @qd.kernel outside its @qd.data_oriented classes: their kernel "
@@ -292,8 +278,6 @@ def translations(args, keep_going: bool = False) -> list:
 def cmd_emit(args) -> int:
     """Every kernel that translates is written; each one that does not is reported (its
     located diagnostic on stderr) and makes the exit code 1."""
-    from .errors import TranspileError
-
     results, failed = [], []
     for r in translations(args, keep_going=True):
         (failed if isinstance(r[2], TranspileError) else results).append(r)
@@ -304,7 +288,7 @@ def cmd_emit(args) -> int:
             print(str(exc), file=sys.stderr)
     status = EXIT_KERNEL if failed else EXIT_OK
     if args.header:  # only then: the header module and its templates cost a few ms to load
-        from .header import header_name, render_header
+        from .header import header_name, render_header  # noqa: PLC0415 - the header module only for --header
     targets = parse_targets(args.target)
     if args.output is None:
         for _, _, tr in results:
@@ -334,8 +318,7 @@ def cmd_check(args) -> int:
     """Every translation through its target's toolchain. A missing toolchain is a verdict like
     the others: the remaining targets are still checked, and the exit code (1 rejected, else 3
     missing) comes after all of them."""
-    from .errors import ToolchainMissing
-    from .toolchains import check_sources
+    from .toolchains import check_sources  # noqa: PLC0415 - the emit path imports no toolchain
 
     records: list[dict] = []
     for kernel, target, tr in translations(args):
@@ -355,7 +338,8 @@ def cmd_check(args) -> int:
                             **({} if v.ok else {"message": v.message})})
             if args.json:
                 continue
-            print(f"{kernel.__name__} [{target}] {v.file}: {v.tool}: {'ok' if v.ok else 'REJECTED'} ({v.seconds:.2f} s)")
+            verdict = "ok" if v.ok else "REJECTED"
+            print(f"{kernel.__name__} [{target}] {v.file}: {v.tool}: {verdict} ({v.seconds:.2f} s)")
             for entry, usage in v.details.items():
                 print("    " + entry + ": " + ", ".join(f"{k} {val}" for k, val in usage.items()))
             if not v.ok:
@@ -389,16 +373,23 @@ def target_verdicts(records: list[dict]) -> dict[str, dict]:
 
 def cmd_inspect(args) -> int:
     if args.html:  # only then: the page's module and template load
-        from .inspect_html import write_page
+        from .inspect_html import render_page  # noqa: PLC0415 - the page's module only for --html
 
         args.target = args.target or "all"
-        return write_page(args)
+        page = render_page(args, translations)
+        if args.html == "-":
+            sys.stdout.write(page)
+            return EXIT_OK
+        try:
+            Path(args.html).write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.html}: {exc.strerror}") from None
+        print(f"wrote {args.html}", file=sys.stderr)
+        return EXIT_OK
     if not args.kernel:
         raise UsageError("inspect needs --kernel NAME (or --html OUT.html, which shows every kernel)")
     if args.resources:
         raise UsageError("inspect --resources goes with --html (check --resources prints them)")
-    from .ir.printer import dump_kernel
-
     args.target = args.target or "cuda"
     results = translations(args)
     shown_ir = set()
@@ -417,10 +408,10 @@ def cmd_inspect(args) -> int:
 
 def side_by_side(text: str, py_lines: list[str]) -> str:
     """Each generated line, with the Python line it came from printed above its first use."""
-    from .toolchains import line_origins
+    from .toolchains import line_origins  # noqa: PLC0415 - the emit path imports no toolchain
 
     out, last = [], None
-    for line, origin in zip(text.splitlines(), line_origins(text)):
+    for line, origin in zip(text.splitlines(), line_origins(text), strict=True):
         if origin:
             name, n = origin
             if n != last and 0 < n <= len(py_lines):
@@ -432,7 +423,7 @@ def side_by_side(text: str, py_lines: list[str]) -> str:
 
 def cmd_targets(args) -> int:
     """The lowering tables: what each atomic, fence and load becomes on every target."""
-    from .targets.lowering_tables import markdown
+    from .lowering_tables import markdown  # noqa: PLC0415 - translates tables of kernels: only for this command
 
     sys.stdout.write(markdown() + "\n")
     return EXIT_OK
@@ -461,8 +452,6 @@ def subgroup_size_arg(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-
     p = argparse.ArgumentParser(prog="transpiler",
                                 description=f"Python GPU kernels to GPU source ({', '.join(names())}).")
     p.add_argument("--version", action="version", version=f"transpiler {__version__}")
@@ -523,8 +512,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import ToolchainMissing, TranspileError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

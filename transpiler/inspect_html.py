@@ -16,8 +16,12 @@ import json
 import keyword
 import os
 import re
-import sys
+from collections.abc import Callable
 from pathlib import Path
+
+from .errors import ToolchainMissing
+from .targets.templates import template
+from .toolchains import check_sources, line_origins
 
 # ------------------------------------------------------------------ a small highlighter
 
@@ -56,7 +60,7 @@ def highlight(lines: list[str], language: str) -> list[list[tuple[str, str]]]:
     for line in lines:
         tokens: list[tuple[str, str]] = []
 
-        def add(cls: str, text: str) -> None:
+        def add(cls: str, text: str, tokens: list[tuple[str, str]] = tokens) -> None:
             if tokens and tokens[-1][0] == cls:
                 tokens[-1] = (cls, tokens[-1][1] + text)
             elif text:
@@ -116,8 +120,6 @@ def _diag(severity: str, targets: list[str], text: str) -> dict:
 def build_variant(vid: str, label: str, kernel, results: list, resources: bool) -> dict:
     """One kernel instantiation: its Python lines and one pane per target. ``results``:
     (target, Translation or TranspileError) in target order."""
-    from .toolchains import line_origins
-
     py_file = kernel.fn.__code__.co_filename
     base = os.path.basename(py_file)
     py_text = Path(py_file).read_text().splitlines()
@@ -154,7 +156,8 @@ def build_variant(vid: str, label: str, kernel, results: list, resources: bool) 
         for name, text in tr.sources.items():
             lines = text.splitlines()
             out = []
-            for n, tokens, origin in zip(range(1, len(lines) + 1), highlight(lines, "c"), line_origins(text)):
+            for n, tokens, origin in zip(range(1, len(lines) + 1), highlight(lines, "c"), line_origins(text),
+                                         strict=True):
                 py = origin[1] if origin and origin[0] == base and 0 < origin[1] <= len(python) else None
                 diags = []
                 if py is not None:
@@ -179,9 +182,6 @@ def build_variant(vid: str, label: str, kernel, results: list, resources: bool) 
 def check_resources(target: str, tr) -> dict:
     """(file, entry point) -> "registers 40, spill_stores 0, ..." from the target's compile
     check (``check --resources``), or {"note": why not} when its toolchain is missing."""
-    from .errors import ToolchainMissing
-    from .toolchains import check_sources
-
     try:
         verdicts = check_sources(target, tr.sources, tr.manifest, {"resources": True})
     except ToolchainMissing as exc:
@@ -197,12 +197,11 @@ def check_resources(target: str, tr) -> dict:
     return out
 
 
-def collect(args) -> list[dict]:
+def collect(args, translations: Callable) -> list[dict]:
     """The page's variants: every picked kernel, per --template instantiation, translated for
-    every target asked for. A target's refusal stays in its pane; a kernel every target
-    refuses is the user's error and raises it (the CLI prints it as file.py:LINE:COL)."""
-    from .cli import translations
-
+    every target asked for by the CLI's ``translations``. A target's refusal stays in its pane;
+    a kernel every target refuses is the user's error and raises it (the CLI prints it as
+    file.py:LINE:COL)."""
     combos = instantiations(args.template)
     variants, seen = [], set()
     for items in combos:
@@ -227,25 +226,9 @@ def collect(args) -> list[dict]:
     return variants
 
 
-def render_page(args) -> str:
-    from .targets.templates import template
-
-    variants = collect(args)
+def render_page(args, translations: Callable) -> str:
+    """The ``inspect --html`` page; ``translations`` is the CLI's, which imports this module
+    (the page is the CLI's, and never imports it back)."""
+    variants = collect(args, translations)
     title = f"{os.path.basename(args.file)}: transpiler inspect"
     return template("html/inspect.html.j2").render(title=title, variants=variants)
-
-
-def write_page(args) -> int:
-    """The ``inspect --html`` command."""
-    from .cli import EXIT_OK, UsageError
-
-    page = render_page(args)
-    if args.html == "-":
-        sys.stdout.write(page)
-        return EXIT_OK
-    try:
-        Path(args.html).write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.html}: {exc.strerror}") from None
-    print(f"wrote {args.html}", file=sys.stderr)
-    return EXIT_OK

@@ -21,7 +21,9 @@ from .ir import nodes as ir
 from .ir import types as T
 from .ir.memo import freeze
 from .ir.records import record, field
-from .lang.kernel import Kernel
+from .lang.field import instance_key
+from .lang.kernel import BoundKernel, Kernel
+from .targets import all_targets, get_target, names
 
 if TYPE_CHECKING:
     from .targets.context import Options, TranslationContext
@@ -57,11 +59,11 @@ def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | N
           subgroup_size: int | None = None, defaults: T.Defaults | None = None) -> ir.Kernel:
     """The typed IR of one instantiation, cached on the kernel object. ``defaults``: the
     types Python's int and float stand for (i32 and f32 unless given)."""
-    from .frontend.lower import lower_kernel
+    from .frontend.lower import lower_kernel  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     defaults = defaults or T.Defaults()
     cache = kernel.__dict__.setdefault("_ir_cache", {})
-    base = (freeze(template_args), freeze(arg_types), defaults)
+    base = (freeze(template_args, instance_key), freeze(arg_types, instance_key), defaults)
     hit = cache.get(base + (subgroup_size,))
     if hit is None:
         hit = cache.get(base + ("any width",))
@@ -90,9 +92,6 @@ def translate(kernel: Kernel, target: str, **options) -> Translation:
     directory: reuse the sources an earlier process made for the same IR, see offline_cache.py;
     the executors pass it, ``qd.translate`` and the CLI always translate).
     Raises ``TranspileError`` with a located message when the kernel is not valid."""
-    from .lang.kernel import BoundKernel
-    from .targets import get_target, names
-
     if isinstance(kernel, BoundKernel):  # a data-oriented instance's kernel: `self` is a template value
         options = dict(options, template_args={"self": kernel.instance, **(options.get("template_args") or {})})
         kernel = kernel.kernel
@@ -152,7 +151,7 @@ def _translate(kernel: Kernel, t: Target, opts: Options, options: dict) -> Trans
     t2 = time.perf_counter()
     folder, entry, hit = options.get("offline_cache"), None, None
     if folder:
-        from . import offline_cache
+        from . import offline_cache  # noqa: PLC0415 - only with an offline cache folder
 
         entry = offline_cache.key(kir, t, opts)
         hit = entry and offline_cache.load(folder, entry)
@@ -172,18 +171,17 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
     """The part of the pipeline after the frontend and the hazard checker, for IR built by
     other means too (the lowering tables' one-statement kernels): the capability check, the
     target's passes, and rendering into a fresh context (``.sources``, ``.manifest``)."""
-    from .passes.block_votes import emulate_block_votes
-    from .passes.capabilities import check_capabilities
-    from .passes.legalize import legalize_atomics
-    from .targets import get_target
-    from .targets.context import Options, ParamNames, TranslationContext
+    from .passes.block_votes import emulate_block_votes  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    from .passes.capabilities import check_capabilities  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    from .passes.legalize import legalize_atomics  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    from .targets.context import Options, ParamNames, TranslationContext  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     if isinstance(target, str):
         target = get_target(target)
     if not isinstance(options, Options):
         options = target.options(options or {})
 
-    check_capabilities(kir, target)
+    check_capabilities(kir, target, all_targets())
     if not target.caps.block_votes:
         kir = emulate_block_votes(kir)
     kir = legalize_atomics(kir, target.dialect)
@@ -195,7 +193,7 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
 def _hazards(kernel: Kernel, kir: ir.Kernel, target, subgroup_size: int | None) -> list:
     """The checker's findings; the IR of an instantiation never changes, so they are computed
     once per target and width."""
-    from .passes.hazards import check_hazards
+    from .passes.hazards import check_hazards  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     cache = kernel.__dict__.setdefault("_hazard_cache", {})
     key = (id(kir), target.name, subgroup_size)

@@ -4,7 +4,7 @@ re-translation then skips every walk over the IR."""
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 _results: dict[tuple, tuple] = {}
 _LIMIT = 4096  # entries; each holds its kernel's IR alive
@@ -50,8 +50,10 @@ class Identity:
         return isinstance(other, Identity) and other.value is self.value
 
 
-def freeze(d: dict | None) -> tuple:
-    """A hashable key for a dict of values (unhashable values by identity)."""
+def freeze(d: dict | None, dataclass_key: Callable | None = None) -> tuple:
+    """A hashable key for a dict of values (unhashable values by identity). A dataclass
+    instance is keyed by ``dataclass_key(value)``: what of it a translation reads, which the
+    language knows and the IR does not (the caller passes lang.field.instance_key)."""
     if not d:
         return ()
     items = []
@@ -59,10 +61,8 @@ def freeze(d: dict | None) -> tuple:
         keyed = getattr(type(v), "_qd_cache_key", None)  # a value that says what of it a translation reads
         if keyed is not None:
             v = keyed(v)
-        elif hasattr(type(v), "__dataclass_fields__"):  # a dataclass instance: what its members bind
-            from ..lang.field import _instance_key
-
-            v = _instance_key(v)
+        elif dataclass_key is not None and hasattr(type(v), "__dataclass_fields__"):  # what its members bind
+            v = dataclass_key(v)
         else:
             try:
                 hash(v)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 from .external import is_tensor
+from .field import Field, current_program_fields
+from .kernel import Kernel, set_autodiff
 
 from typing import TYPE_CHECKING
 
@@ -23,17 +26,15 @@ if TYPE_CHECKING:
 
 
 class _State:
-    tape: "Tape | None" = None
+    tape: Tape | None = None
     replaced = 0            # inside a grad_replaced function: its kernels are not recorded
-    fwd: "FwdMode | None" = None
+    fwd: FwdMode | None = None
 
 
 state = _State()
 
 
 def _companions(kind: str):
-    from .field import current_program_fields
-
     for f in current_program_fields():
         c = f.__dict__.get("_" + kind)
         if c is not None and c.placed:
@@ -66,18 +67,16 @@ class Tape:
         self.entered = False
         self.evaluated = False
         if validation or grad_check:
-            import warnings
-
             warnings.warn("qd.ad.Tape(validation=..., grad_check=...): this transpiler does not check the global data "
                           "access rule or gradients numerically; the tape records and differentiates as usual",
                           stacklevel=2)
 
-    def __enter__(self) -> "Tape":
+    def __enter__(self) -> Tape:
         if self.entered:
             raise RuntimeError("Tape can be entered only once.")
         self.entered = True
         if is_tensor(self.loss):  # a torch tensor: its .grad is the loss's gradient
-            import torch
+            import torch  # noqa: PLC0415 - torch only for a tensor loss, which means torch is loaded
 
             if self.loss.numel() != 1:
                 raise RuntimeError("The loss of `Tape` must be a tensor only contains one element")
@@ -87,8 +86,6 @@ class Tape:
             with torch.no_grad():
                 self.loss.fill_(0.0)
         elif self.loss is not None:
-            from .field import Field
-
             ndarray = not isinstance(self.loss, Field)
             if not _is_loss_scalar(self.loss):
                 raise RuntimeError("The loss of `Tape` must be an ndarray with only one element" if ndarray else
@@ -121,7 +118,7 @@ class Tape:
         if not is_tensor(self.loss):
             self.loss.grad.fill(1.0)
         elif self.loss.grad is None:
-            import torch
+            import torch  # noqa: PLC0415 - torch only for a tensor loss, which means torch is loaded
 
             self.loss.grad = torch.ones_like(self.loss)
         else:
@@ -146,7 +143,7 @@ class FwdMode:
         self.clear_gradients = clear_gradients
         self.entered = False
 
-    def __enter__(self) -> "FwdMode":
+    def __enter__(self) -> FwdMode:
         if self.entered:
             raise RuntimeError("Forward mode manager can be entered only once.")
         self.entered = True
@@ -223,6 +220,18 @@ def record(kernel: Callable, args: tuple) -> None:
     """A kernel call in a Tape's block (kernels a grad_replaced function calls aside)."""
     if state.tape is not None and not state.replaced:
         state.tape.insert(kernel, args)
+
+
+def _call(kernel: Kernel, args: tuple) -> Kernel:
+    """What a kernel call launches: in a qd.ad.FwdMode block, the primal with its tangents;
+    else the kernel, recorded on the open Tape."""
+    if state.fwd is not None:
+        return kernel._derivative("forward")
+    record(kernel, args)
+    return kernel
+
+
+set_autodiff(_call)
 
 
 __all__ = ["Tape", "FwdMode", "clear_all_gradients", "grad_replaced", "grad_for", "no_grad"]

@@ -12,10 +12,10 @@ called in a loop from overwriting slots another subgroup is still reading.
 """
 from __future__ import annotations
 
-import transpiler as qd
-from transpiler.lang.kernel import comptime
-from transpiler.lang.subgrouplib import combine as _combine
-from transpiler.lang.subgrouplib import identity, native_reduce, tiled_inclusive
+from . import qd
+from .kernel import comptime
+from .subgrouplib import combine as _combine
+from .subgrouplib import identity, native_reduce, tiled_inclusive
 
 __all__ = ["reduce", "reduce_add", "reduce_min", "reduce_max", "reduce_all", "reduce_all_add",
            "reduce_all_min", "reduce_all_max", "inclusive_scan", "inclusive_add", "inclusive_min",

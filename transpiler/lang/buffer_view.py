@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from .matrix import MatrixType
     from .types import Tensor
 
+from . import host
+from .field import host_value
+from .kernel import NdarrayAnnotation
+
 
 class BufferView:
     """``size`` elements of the 1-d ndarray ``ndarray`` from ``offset`` on, sharing its memory."""
@@ -24,14 +28,12 @@ class BufferView:
     _qd_view_annotation = True  # bare, as a kernel parameter's annotation: a 1-d ndarray
 
     def __init__(self, ndarray: Tensor | BufferView, offset: int = 0, size: int | None = None):
-        from ..runtime.ndarray import Ndarray
-
         if isinstance(ndarray, BufferView):  # a view of a view: offsets add up
             offset, base = ndarray.offset + offset, ndarray
             ndarray, limit = ndarray.ndarray, base.offset + base.size
         else:
             limit = None
-        if not isinstance(ndarray, Ndarray) or ndarray.ndim != 1:
+        if not host.is_ndarray(ndarray) or ndarray.ndim != 1:
             raise ValueError("a BufferView is a range of a 1-d qd.ndarray")
         if ndarray.__dict__.get("_grad") is not None:
             raise TypeError("a BufferView of an ndarray made with needs_grad=True is not supported")
@@ -60,8 +62,6 @@ class BufferView:
     def __getitem__(self, index: int | slice):
         if isinstance(index, slice):
             return BufferView(self, *_range(index, self.size))
-        from .field import host_value
-
         return host_value(self.data()[index], self.ndarray.element_shape)
 
     def __setitem__(self, index: int | slice, value: object) -> None:
@@ -81,8 +81,6 @@ class BufferView:
 
     def __class_getitem__(cls, dtype: DType | MatrixType | type):
         """``qd.BufferView[qd.f32]``: the parameter annotation with its element type."""
-        from .kernel import NdarrayAnnotation
-
         return NdarrayAnnotation(dtype, 1)
 
     def __repr__(self) -> str:

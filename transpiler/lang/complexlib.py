@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import ops
 from .kernel import func
-from .math import vec2
+from .vector_types import vec2
 from .mathlib import dot
 
 

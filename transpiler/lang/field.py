@@ -11,13 +11,18 @@ it between them. Nothing here imports NumPy until a field is touched.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import weakref
 from typing import Any
 
 from ..errors import TranspileError
+from ..ir.memo import Identity
 from ..ir.types import DType, python_type
+from . import host
+from .external import from_torch, to_dlpack, to_torch
 from .kernel import comptime
+from .matrix import HostStruct, MatrixType, StructType, dataclass_members, host_matrix_class
 from .snode import SPARSE, Axes, SNode, activate_all_host, activate_host, active_elements, root
 
 from typing import TYPE_CHECKING
@@ -194,7 +199,7 @@ class Field(ElementDims):
                                  f"not {index!r}")
             return index
         out = []
-        for d, (i, o, n) in enumerate(zip(items, self.offset, shape)):
+        for d, (i, o, n) in enumerate(zip(items, self.offset, shape, strict=True)):
             if not o <= i.__index__() < o + n:
                 where = f"shape {shape}" if self._offset is None else f"from {o} to {o + n - 1}"
                 raise FieldIndexError(f"index {i} is out of range for dimension {d} of the field ({where})")
@@ -206,10 +211,8 @@ class Field(ElementDims):
         """The NumPy array holding the field (zeros on first use, in the executor's memory
         where the host sees it: see runtime.field_storage), shape + element shape."""
         if self._data is None:
-            from ..runtime import field_storage
-
             try:
-                self._data = field_storage(self.shape + self.element_shape, self.dtype.np_dtype)
+                self._data = host.field_storage(self.shape + self.element_shape, self.dtype.np_dtype)
             except MemoryError as exc:
                 kinds, node = set(), self.snode
                 while node is not None:
@@ -286,30 +289,24 @@ class Field(ElementDims):
     def to_torch(self, device: str | None = None, keep_dims: bool = False, *, copy: bool | None = True) -> torch.Tensor:
         """The elements as a torch tensor, shaped as ``to_numpy``: ``copy=True`` an independent
         copy, ``False`` the field's own memory (a CPU tensor), ``None`` that where it can be."""
-        from .external import to_torch
-
         shared = self._active() is None
         array = self._host_shaped(self.storage(), keep_dims) if shared else self.to_numpy(keep_dims)
         return to_torch(array, device, copy, shared, "qd.field")
 
     def from_torch(self, tensor: torch.Tensor) -> None:
         """Every element from a torch tensor of the field's shape (as ``from_numpy``)."""
-        from .external import from_torch
-
         self.from_numpy(from_torch(tensor))
 
     def to_dlpack(self, versioned: bool = False) -> object:
         """A DLPack capsule of the field's memory (``torch.utils.dlpack.from_dlpack`` takes the
         default v0 one), shaped as ``to_numpy``."""
-        from .external import to_dlpack
-
         if self._active() is not None:
             raise ValueError("qd.field.to_dlpack(): a sparse field's inactive elements have no memory to share; "
                              "use to_numpy() or to_torch()")
         return to_dlpack(self._host_shaped(self.storage(), False), versioned)
 
     def from_numpy(self, array: ArrayLike) -> None:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a field is touched (above)
 
         array = np.asarray(array)
         want = self.storage().shape
@@ -349,8 +346,6 @@ class StructField:
     def __init__(self, struct_type: StructType, shape: int | tuple[int, ...] | None = None, name: str | None = None,
                  needs_grad: bool = False, needs_dual: bool = False, _members: dict | None = None,
                  offset: int | Sequence[int] | None = None):
-        from .matrix import MatrixType, StructType
-
         self.type = struct_type
         self.name = name
         self.members: dict[str, Field | StructField] = {}
@@ -398,7 +393,7 @@ class StructField:
         members = self.__dict__.get("members", {})
         if name in members:
             if isinstance(members[name], _NoCompanion):
-                getattr(members[name], "field")  # says why
+                members[name].field  # noqa: B018 - raises, saying why
             return members[name]
         raise AttributeError(f"struct field has no member `{name}`")
 
@@ -409,8 +404,6 @@ class StructField:
     def __getitem__(self, index: object):
         """The element as a struct that writes through: its members as attributes
         (``x[i].pos``) or keys."""
-        from .matrix import HostStruct
-
         return HostStruct({k: m[index] for k, m in self._held().items()}, self.type, (self, index))
 
     def __setitem__(self, index: object, value: dict) -> None:
@@ -455,8 +448,6 @@ def host_value(value: np.ndarray, element_shape: tuple[int, ...]) -> object:
     if getattr(value, "ndim", 1) == 0:
         return value.item()
     if value.shape == element_shape:
-        from .matrix import host_matrix_class
-
         return value.view(host_matrix_class())
     return value
 
@@ -466,7 +457,7 @@ def wrapped(value: object, np_dtype: np.dtype) -> object:
     Quadrants store it (-128 in a u8 is 128), where NumPy 2 refuses a Python int out of range."""
     if np_dtype.kind not in "iu" or hasattr(value, "dtype"):
         return value
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - NumPy only when a field is touched (above)
 
     return np.asarray(value).astype(np_dtype)
 
@@ -522,12 +513,18 @@ def tensor(dtype: DType | MatrixType | type, shape: int | tuple[int, ...], *, ba
     if backend == Backend.FIELD:
         made = field(dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
     else:
-        from ..runtime.ndarray import Ndarray
-
-        made = Ndarray(python_type(dtype) or dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
+        made = host.ndarray_class()(python_type(dtype) or dtype, shape, needs_grad=needs_grad, needs_dual=needs_dual)
     if layout is not None and tuple(layout) != tuple(range(dims)):
         made.__dict__["_layout"] = tuple(layout)
     return made
+
+
+def ndarray(dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
+    """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
+    ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32).
+    ``needs_grad=True`` gives it a ``.grad`` ndarray of its shape, which kernels read and write
+    as ``x.grad[i]``."""
+    return host.ndarray_class()(host.python_dtype(dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
 
 def field(dtype: DType | MatrixType | StructType | type, shape: int | tuple[int, ...] | None = None,
@@ -535,8 +532,6 @@ def field(dtype: DType | MatrixType | StructType | type, shape: int | tuple[int,
           offset: int | Sequence[int] | None = None, **_options: object) -> Field:
     """``qd.field(dtype, shape=(n, m))``: without a shape, place it with ``qd.root``;
     ``offset=(a, b)``: indices run from a and b (``x[a, b]`` is the first element)."""
-    from .matrix import MatrixType, StructType
-
     flags = dict(needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     if isinstance(dtype, StructType):
         return StructField(dtype, shape, name, **flags)
@@ -564,7 +559,7 @@ def data_oriented(cls: type | None = None, **_options: object) -> type | Callabl
     if cls is None:
         return lambda c: data_oriented(c)
     cls._qd_data_oriented = True
-    cls._qd_cache_key = _instance_key
+    cls._qd_cache_key = instance_key
     return cls
 
 
@@ -572,7 +567,7 @@ def _plain(v: object) -> bool:
     return type(v) in (int, float, bool, str, type(None)) or (type(v) is tuple and all(map(_plain, v)))
 
 
-def _instance_key(obj: object, seen: frozenset = frozenset()) -> tuple:
+def instance_key(obj: object, seen: frozenset = frozenset()) -> tuple:
     """What of a data-oriented instance (or a Python dataclass) its kernels' translations
     depend on. A data-oriented instance: itself, the Python scalars it holds (``self.n``),
     which a kernel reads as constants, which ndarray or field each member is, as a kernel
@@ -582,11 +577,6 @@ def _instance_key(obj: object, seen: frozenset = frozenset()) -> tuple:
     translate again with them, as Quadrants' docs describe (Quadrants 1.3.3 itself keeps
     running what it compiled for that instance with an old primitive value; with
     ``template_primitives=False`` it passes the new one)."""
-    import dataclasses
-
-    from ..ir.memo import Identity
-    from .matrix import dataclass_members
-
     oriented = getattr(obj, "_qd_data_oriented", False)
     state = getattr(obj, "__dict__", None)
     if state is None or not oriented:  # a dataclass: its fields (with slots, no __dict__)
@@ -600,7 +590,7 @@ def _instance_key(obj: object, seen: frozenset = frozenset()) -> tuple:
             members.append((k, Identity(v)))
         elif id(v) not in seen and (getattr(v, "_qd_data_oriented", False) or
                                     dataclasses.is_dataclass(v) and not isinstance(v, type)):
-            members.append((k, _instance_key(v, seen)))
+            members.append((k, instance_key(v, seen)))
         elif not oriented:  # (an instance's other members do not change what its kernels compile to)
             try:
                 hash(v)

@@ -7,11 +7,12 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..ir.records import record
 from ..ir.types import DType
-from . import ad  # (the Tape a call records into; ad imports nothing of this module)
+from .stream import take_stream
 
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,17 @@ _launcher: Callable | None = None
 def set_launcher(fn: Callable) -> None:
     global _launcher
     _launcher = fn
+
+
+# What a call of a kernel (not of a derivative) launches, and where it is recorded: installed by
+# qd.ad (lang/ad.py: a Tape records the call, a FwdMode runs it with its tangents), which
+# builds on kernels and fields; before it is imported no Tape can be open.
+_autodiff: Callable[[Kernel, tuple], Kernel] = lambda kernel, args: kernel  # noqa: E731
+
+
+def set_autodiff(fn: Callable[[Kernel, tuple], Kernel]) -> None:
+    global _autodiff
+    _autodiff = fn
 
 
 # While the command line imports a user's file to translate it, the program itself must not
@@ -75,12 +87,12 @@ class Kernel(_Decorated):
     autodiff: str | None = None  # "reverse" / "forward" for a kernel's derivative (DerivativeKernel)
 
     @property
-    def grad(self) -> "DerivativeKernel":
+    def grad(self) -> DerivativeKernel:
         """The kernel's reverse-mode derivative: ``kernel.grad(*args)`` adds the derivative of
         what it writes into the ``.grad`` of what it reads (Quadrants' ``kernel.grad()``)."""
         return self._derivative("reverse")
 
-    def _derivative(self, mode: str) -> "DerivativeKernel":
+    def _derivative(self, mode: str) -> DerivativeKernel:
         found = self.__dict__.get("_" + mode)
         if found is None:
             found = self.__dict__["_" + mode] = DerivativeKernel(self, mode)
@@ -93,14 +105,8 @@ class Kernel(_Decorated):
         if _launcher is None:
             raise RuntimeError(f"{self.__name__}: no runtime is installed to run kernels")
         if kwargs:
-            from .stream import take_stream
-
             kwargs = take_stream(kwargs)
-        if self.autodiff is None:
-            if ad.state.fwd is not None:  # in a qd.ad.FwdMode block: the primal with its tangents
-                return _launcher(self._derivative("forward"), args, kwargs)
-            ad.record(self, args)
-        return _launcher(self, args, kwargs)
+        return _launcher(_autodiff(self, args) if self.autodiff is None else self, args, kwargs)
 
     def __get__(self, instance: object, owner: type | None = None):
         # A kernel method of a @qd.data_oriented class: `self` is the instance (a
@@ -139,7 +145,7 @@ class BoundKernel:
         return self.kernel(self.instance, *args, **kwargs)
 
     @property
-    def grad(self) -> "BoundKernel":
+    def grad(self) -> BoundKernel:
         return BoundKernel(self.kernel.grad, self.instance, self.kernel.grad.__name__)
 
     def __repr__(self) -> str:
@@ -317,9 +323,7 @@ def param_kind(ann: object) -> str | None:
     if isinstance(ann, (NdarrayAnnotation, _NdarrayFactory)) or getattr(ann, "_qd_view_annotation", False) or \
             getattr(ann, "_qd_tensor_annotation", False):
         return "ndarray"
-    from .matrix import MatrixType, StructType
-
-    if isinstance(ann, (MatrixType, StructType)):
+    if getattr(type(ann), "_qd_builtin", None) in ("matrix_type", "struct_type"):  # lang.matrix's, which imports this
         return "compound"  # passed by value, as its scalars
     if isinstance(ann, type) and dataclasses.is_dataclass(ann):
         return "dataclass"  # a Python dataclass of ndarrays and scalars: its members

@@ -9,10 +9,11 @@ scope the types build NumPy arrays, so a value can be handed to a kernel.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
-from ..ir.types import DType
+from ..ir.types import DType, python_type
 from .kernel import Func, builtin, comptime
 
 from typing import TYPE_CHECKING
@@ -51,9 +52,7 @@ class MatrixType:
         return len(self.shape)
 
     def __call__(self, *args):  # Python scope: a NumPy value of this type
-        import numpy as np
-
-        from ..ir.types import python_type
+        import numpy as np  # noqa: PLC0415 - NumPy only for a value made in Python scope
 
         dt = python_type(self.dtype) or self.dtype
         np_dtype = dt.np_dtype if isinstance(dt, DType) else None
@@ -70,7 +69,7 @@ class MatrixType:
     def field(self, shape: int | tuple[int, ...] | None = None, name: str | None = None, needs_grad: bool = False,
               needs_dual: bool = False, offset: int | Sequence[int] | None = None, **_options: object) -> Field:
         """A field of this vector / matrix type."""
-        from .field import Field
+        from .field import Field  # noqa: PLC0415 - lang.field imports this module
 
         return Field(self.dtype or float, shape, self.shape, name, needs_grad=needs_grad, needs_dual=needs_dual,
                      offset=offset)
@@ -140,7 +139,7 @@ class Vector(metaclass=_HostMatrixCheck):
               needs_grad: bool = False, needs_dual: bool = False, offset: int | Sequence[int] | None = None,
               **_options: object) -> Field:
         """``qd.Vector.field(n, dtype, shape)``: a field of n-vectors."""
-        from .field import Field
+        from .field import Field  # noqa: PLC0415 - lang.field imports this module
 
         return Field(dtype, shape, (n,), name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     one = staticmethod(builtin("Vector.one")(lambda dt, n: None))
@@ -149,7 +148,7 @@ class Vector(metaclass=_HostMatrixCheck):
     @staticmethod
     def tensor(n: int, dtype: DType | type, shape: int | tuple[int, ...], **options: object):
         """``qd.Vector.tensor(n, dtype, shape, backend=...)``: qd.tensor of n-vectors."""
-        from .field import tensor
+        from .field import tensor  # noqa: PLC0415 - lang.field imports this module
 
         return tensor(vector(n, dtype), shape, **options)
 
@@ -157,7 +156,7 @@ class Vector(metaclass=_HostMatrixCheck):
     def ndarray(n: int, dtype: DType | type, shape: int | tuple[int, ...], needs_grad: bool = False,
                 needs_dual: bool = False, **_options: object):
         """``qd.Vector.ndarray(n, dtype, shape)``: a qd.ndarray of n-vectors."""
-        from .. import ndarray
+        from .field import ndarray  # noqa: PLC0415 - lang.field imports this module
 
         return ndarray(vector(n, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
@@ -169,7 +168,7 @@ class Matrix(metaclass=_HostMatrixCheck):
     _qd_builtin = "Matrix"
 
     def __new__(cls, rows: Sequence[object], dt: DType | None = None):  # Python scope
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only for a value made in Python scope
 
         data = np.array(rows)
         return (vector(data.shape[0], dt) if data.ndim == 1 else matrix(*data.shape, dt))(rows)
@@ -181,13 +180,13 @@ class Matrix(metaclass=_HostMatrixCheck):
               needs_grad: bool = False, needs_dual: bool = False, offset: int | Sequence[int] | None = None,
               **_options: object) -> Field:
         """``qd.Matrix.field(n, m, dtype, shape)``: a field of n x m matrices."""
-        from .field import Field
+        from .field import Field  # noqa: PLC0415 - lang.field imports this module
 
         return Field(dtype, shape, (n, m), name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     @staticmethod
     def tensor(n: int, m: int, dtype: DType | type, shape: int | tuple[int, ...], **options: object):
         """``qd.Matrix.tensor(n, m, dtype, shape, backend=...)``: qd.tensor of n x m matrices."""
-        from .field import tensor
+        from .field import tensor  # noqa: PLC0415 - lang.field imports this module
 
         return tensor(matrix(n, m, dtype), shape, **options)
 
@@ -201,7 +200,7 @@ class Matrix(metaclass=_HostMatrixCheck):
     def ndarray(n: int, m: int, dtype: DType | type, shape: int | tuple[int, ...], needs_grad: bool = False,
                 needs_dual: bool = False, **_options: object):
         """``qd.Matrix.ndarray(n, m, dtype, shape)``: a qd.ndarray of n x m matrices."""
-        from .. import ndarray
+        from .field import ndarray  # noqa: PLC0415 - lang.field imports this module
 
         return ndarray(matrix(n, m, dtype), shape, needs_grad=needs_grad, needs_dual=needs_dual)
 
@@ -242,7 +241,7 @@ class StructType:
     def field(self, shape: int | tuple[int, ...] | None = None, name: str | None = None, needs_grad: bool = False,
               needs_dual: bool = False, offset: int | Sequence[int] | None = None, **_options: object) -> StructField:
         """A field of this struct (one field per member)."""
-        from .field import StructField
+        from .field import StructField  # noqa: PLC0415 - lang.field imports this module
 
         return StructField(self, shape, name, needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
 
@@ -261,8 +260,6 @@ def member_value(t: object, value: object) -> object:
         return t(**value) if isinstance(value, dict) else t(value)
     if isinstance(t, MatrixType):
         return t(value)
-    from ..ir.types import python_type
-
     dt = python_type(t) or t
     return float(value) if dt.is_float else bool(value) if dt.name == "bool" else int(value)
 
@@ -338,10 +335,8 @@ class Struct:
 
 def dataclass_members(cls: type) -> list[tuple[str, Any]]:
     """A Python ``@dataclasses.dataclass`` kernel parameter's members: (name, annotation)."""
-    import dataclasses as _dc
-
     hints = inspect.get_annotations(cls, eval_str=True)
-    return [(f.name, hints.get(f.name, f.type)) for f in _dc.fields(cls)]
+    return [(f.name, hints.get(f.name, f.type)) for f in dataclasses.fields(cls)]
 
 
 def dataclass(cls: type) -> StructType:

@@ -14,7 +14,7 @@ Statistical quality is checked by tests/test_random.py (moments and a chi-square
 """
 from __future__ import annotations
 
-import transpiler as qd
+from . import qd
 
 GOLDEN = 0x9E3779B9  # 2**32 / phi: consecutive states stay far apart
 

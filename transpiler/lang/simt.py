@@ -11,7 +11,7 @@ to block, subgroup and grid primitives and to atomics."""
 from __future__ import annotations
 
 from .kernel import builtin
-from .names import Namespace
+from .names import Namespace, missing
 
 
 def _marker(name: str, doc: str):
@@ -87,22 +87,5 @@ system = Namespace("qd.simt.system",
 
 
 def __getattr__(name: str):
-    from .names import missing
-
     raise AttributeError(missing("qd.simt", name, globals()))
 
-
-def _install_block_algorithms() -> None:
-    from . import blocklib, subgrouplib
-
-    for name in blocklib.__all__:
-        setattr(block, name, getattr(blocklib, name))
-    for name in subgrouplib.__all__:
-        setattr(subgroup, name, getattr(subgrouplib, name))
-
-
-def _install_tiles() -> None:
-    """``qd.simt.Tile16x16`` / ``Tile32x32``: written in the kernel language, so loaded last."""
-    from . import tile
-
-    globals().update(Tile16x16=tile.Tile16x16, Tile32x32=tile.Tile32x32)

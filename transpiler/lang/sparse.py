@@ -9,7 +9,9 @@ builders have it. On the host a matrix is CSR in NumPy; the direct solver factor
 SciPy's sparse LU (SuperLU), imported when a solver is made."""
 import dataclasses
 
-import transpiler as qd
+from ..ir.types import python_type
+from . import host, qd
+from .field import Field
 
 from typing import TYPE_CHECKING
 
@@ -61,8 +63,6 @@ sparse_matrix_builder = builder_annotation  # Quadrants' older spelling, in qd.l
 
 
 def _dtype(dtype: "DType | type"):
-    from ..ir.types import python_type
-
     t = python_type(dtype) or dtype
     if t.name not in ("f32", "f64"):
         raise TypeError(f"a sparse matrix holds f32 or f64 values, not {t.name}")
@@ -82,7 +82,7 @@ class SparseMatrixBuilder:
     def __init__(self, num_rows: int | None = None, num_cols: int | None = None, max_num_triplets: int = 0,
                  dtype: "DType | type" = qd.f32,
                  storage_format: str = "col_major"):
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         if num_rows is None:
             raise TypeError("SparseMatrixBuilder needs num_rows")
@@ -121,7 +121,7 @@ class SparseMatrixBuilder:
     def print_triplets(self) -> None:
         rows, cols, values = self._triplets()
         print(f"n={len(rows)}, m={self.max_num_triplets}")
-        for r, c, v in zip(rows, cols, values):
+        for r, c, v in zip(rows, cols, values, strict=True):
             print(f"({r}, {c}) val={v}")
 
 
@@ -131,7 +131,7 @@ class SparseMatrix:
 
     def __init__(self, n: int | None = None, m: int | None = None, sm: "SparseMatrix | None" = None,
                  dtype: "DType | type" = qd.f32, storage_format: str = "col_major"):
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         _check_format(storage_format)
         self.dtype = _dtype(dtype)
@@ -152,7 +152,7 @@ class SparseMatrix:
 
     def _set_triplets(self, rows: "ArrayLike", cols: "ArrayLike", values: "ArrayLike") -> None:
         """CSR of (rows, cols, values), entries at the same place summed, in row-major order."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
         values = np.asarray(values, self.dtype.np_dtype)
@@ -168,7 +168,7 @@ class SparseMatrix:
         self._indptr = np.r_[0, np.cumsum(np.bincount(r, minlength=self.n))].astype(np.int64)
 
     def _triplets(self):
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         rows = np.repeat(np.arange(self.n), np.diff(self._indptr))
         return rows, self._indices, self._data
@@ -193,14 +193,14 @@ class SparseMatrix:
     # ------------------------------------------------------------------ arithmetic
 
     def __add__(self, other: "SparseMatrix") -> "SparseMatrix":
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         self._same_shape(other)
         (r1, c1, v1), (r2, c2, v2) = self._triplets(), other._triplets()
         return self._new(np.r_[r1, r2], np.r_[c1, c2], np.r_[v1, v2], dtype=self._result_dtype(other))
 
     def __sub__(self, other: "SparseMatrix") -> "SparseMatrix":
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         self._same_shape(other)
         (r1, c1, v1), (r2, c2, v2) = self._triplets(), other._triplets()
@@ -219,7 +219,7 @@ class SparseMatrix:
 
     def __mul__(self, other: object):
         """``A * 2.5``: every entry scaled; ``A * B``: the entrywise (Hadamard) product."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         if isinstance(other, SparseMatrix):
             self._same_shape(other)
@@ -247,10 +247,9 @@ class SparseMatrix:
     def __matmul__(self, other: "SparseMatrix | Tensor | np.ndarray"):
         """``A @ B`` (a SparseMatrix), ``A @ x``: x a NumPy vector or a field (a NumPy vector
         back, as in Quadrants), or a qd.ndarray (a qd.ndarray back)."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
-        from ..runtime.ndarray import Ndarray
-        from .field import Field
+        Ndarray = host.ndarray_class()
 
         if isinstance(other, SparseMatrix):
             if self.m != other.n:
@@ -281,7 +280,7 @@ class SparseMatrix:
                         f"use a SparseMatrix, a qd.field, a qd.ndarray or a NumPy array")
 
     def _spmv(self, x: "np.ndarray"):
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         rows, cols, values = self._triplets()
         return np.bincount(rows, weights=values * x[cols], minlength=self.n).astype(self.dtype.np_dtype)
@@ -289,7 +288,7 @@ class SparseMatrix:
     # ------------------------------------------------------------------ elements
 
     def _find(self, i: int, j: int) -> int:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         if not (0 <= i < self.n and 0 <= j < self.m):
             raise IndexError(f"({i}, {j}) is outside the {self.n} x {self.m} sparse matrix")
@@ -303,7 +302,7 @@ class SparseMatrix:
         return self._data[k].item() if k >= 0 else 0.0
 
     def __setitem__(self, index: tuple[int, int], value: float) -> None:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         i, j = index
         k = self._find(i, j)
@@ -321,7 +320,7 @@ class SparseMatrix:
 
     def to_numpy(self) -> "np.ndarray":
         """The matrix as a dense NumPy array."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
         out = np.zeros((self.n, self.m), self.dtype.np_dtype)
         r, c, v = self._triplets()
@@ -337,7 +336,7 @@ class SparseMatrix:
 
     def build_from_ndarray(self, ndarray: "Tensor") -> None:
         """The matrix of the (row, column, value) triplets a qd.ndarray holds, in order."""
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         if not isinstance(ndarray, Ndarray):
             raise TypeError("Sparse matrix only supports building from [qd.ndarray, qd.Vector.ndarray, "
@@ -354,7 +353,7 @@ class SparseMatrix:
         with open(filename, "w") as out:
             out.write("%%MatrixMarket matrix coordinate real general\n")
             out.write(f"{self.n} {self.m} {len(v)}\n")
-            for i, j, x in zip(r, c, v):
+            for i, j, x in zip(r, c, v, strict=True):
                 out.write(f"{i + 1} {j + 1} {x.item()!r}\n")
 
 
@@ -372,7 +371,7 @@ class SparseSolver:
             raise ValueError(f"The solver type {solver_type} with {ordering} is not supported for now. Only "
                              f"{list(self._TYPES)} with {list(self._ORDERINGS)} are supported.")
         try:
-            import scipy.sparse.linalg  # noqa: F401
+            import scipy.sparse.linalg  # noqa: F401, PLC0415 - SciPy only when a solver is made
         except ImportError:
             raise ImportError("qd.linalg.SparseSolver factors with SciPy: pip install scipy (or solve with "
                               "qd.linalg.SparseCG, which needs nothing more)") from None
@@ -383,7 +382,7 @@ class SparseSolver:
         self._ok = False
 
     def _scipy(self, a: SparseMatrix):
-        import scipy.sparse
+        import scipy.sparse  # noqa: PLC0415 - SciPy only when a solver is made
 
         return scipy.sparse.csc_matrix(scipy.sparse.csr_matrix((a._data.astype(self.dtype.np_dtype), a._indices,
                                                                 a._indptr), shape=a.shape))
@@ -396,7 +395,7 @@ class SparseSolver:
         self.matrix = sparse_matrix
 
     def factorize(self, sparse_matrix: SparseMatrix) -> None:
-        import scipy.sparse.linalg
+        import scipy.sparse.linalg  # noqa: PLC0415 - SciPy only when a solver is made
 
         self._check(sparse_matrix)
         self.matrix = sparse_matrix
@@ -412,10 +411,9 @@ class SparseSolver:
 
     def solve(self, b: "Tensor | ArrayLike") -> "Tensor | np.ndarray":
         """x with A x = b: a NumPy vector for a NumPy vector or a field, a qd.ndarray for one."""
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
-        from ..runtime.ndarray import Ndarray
-        from .field import Field
+        Ndarray = host.ndarray_class()
 
         if self.matrix is None:
             raise RuntimeError("Please call compute() before calling solve().")
@@ -450,9 +448,9 @@ class SparseCG:
 
     def __init__(self, A: SparseMatrix, b: "Tensor | ArrayLike", x0: "Tensor | ArrayLike | None" = None,
                  max_iter: int = 50, atol: float = 1e-6):
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         self.matrix, self.dtype = A, A.dtype
         self.b = b
@@ -461,9 +459,9 @@ class SparseCG:
         self._x0 = None if x0 is None else (x0.to_numpy() if isinstance(x0, Ndarray) else np.asarray(x0))
 
     def solve(self) -> "tuple[Tensor | np.ndarray, bool]":
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy only when a sparse matrix is used
 
-        from ..runtime.ndarray import Ndarray
+        Ndarray = host.ndarray_class()
 
         t = self.dtype.np_dtype
         x = np.zeros(self.matrix.m, t) if self._x0 is None else self._x0.astype(t)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 
-import transpiler as qd
-from transpiler.lang.kernel import comptime
+from . import qd
+from .kernel import comptime
 
 __all__ = [
     "elect", "ballot_first_n", "lanemask_lt", "lanemask_le", "lanemask_eq", "lanemask_gt", "lanemask_ge",

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import transpiler as qd
-from transpiler.lang.kernel import builtin
-from transpiler.lang.matrix import MatrixType, StructType
+from . import qd
+from .kernel import builtin
+from .matrix import MatrixType, StructType
 
 subgroup = qd.simt.subgroup
 SIZES = (16, 32)

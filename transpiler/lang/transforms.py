@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import ops
 from .kernel import func
-from .math import mat4
+from .vector_types import mat4
 from .mathlib import normalize
 
 

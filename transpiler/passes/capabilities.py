@@ -4,6 +4,7 @@ recursion, system-scope fences and NVSHMEM, each a located error at the first pl
 kernel needs it, with the target's reason."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import TranspileError
@@ -79,7 +80,8 @@ WARP_INSTEAD = {
     "all_nonzero": "qd.simt.subgroup.all_true(predicate)", "any_nonzero": "qd.simt.subgroup.any_true(predicate)",
     "unique": "qd.simt.subgroup.all_equal(predicate != 0)", "ballot": "qd.simt.subgroup.ballot_first_n(predicate, 32)",
     "shfl_sync_i32": "qd.simt.subgroup.shuffle(value, lane)", "shfl_sync_f32": "qd.simt.subgroup.shuffle(value, lane)",
-    "shfl_up_i32": "qd.simt.subgroup.shuffle_up(value, delta)", "shfl_up_f32": "qd.simt.subgroup.shuffle_up(value, delta)",
+    "shfl_up_i32": "qd.simt.subgroup.shuffle_up(value, delta)",
+    "shfl_up_f32": "qd.simt.subgroup.shuffle_up(value, delta)",
     "shfl_down_i32": "qd.simt.subgroup.shuffle_down(value, delta)",
     "shfl_down_f32": "qd.simt.subgroup.shuffle_down(value, delta)",
     "shfl_xor_i32": "qd.simt.subgroup.shuffle_xor(value, mask)", "sync": "qd.simt.subgroup.sync()",
@@ -96,10 +98,10 @@ def first_warp_op(kernel: ir.Kernel) -> ir.WarpOp | None:
     return min(found, key=lambda e: (e.loc.line, e.loc.col), default=None)
 
 
-def check_capabilities(kernel: ir.Kernel, target: Target) -> None:
-    """A located error where ``kernel`` needs something ``target`` cannot express."""
-    from ..targets import all_targets
-
+def check_capabilities(kernel: ir.Kernel, target: Target, targets: Iterable[Target]) -> None:
+    """A located error where ``kernel`` needs something ``target`` cannot express. ``targets``:
+    every target there is (the registry is above the passes), read only to name in an error
+    those that have what the kernel needs; a lazy iterable costs nothing when none is raised."""
     caps, why = target.caps, target.why_not
     if not caps.f64:
         loc = first_f64(kernel)
@@ -109,7 +111,7 @@ def check_capabilities(kernel: ir.Kernel, target: Target) -> None:
     if not caps.nvshmem:
         found = nvshmem_uses(kernel)
         if found:
-            having = [t.name for t in all_targets() if t.caps.nvshmem]
+            having = [t.name for t in targets if t.caps.nvshmem]
             raise TranspileError(f"qd.shmem is not supported on the {target.name} target: NVSHMEM exists for "
                                  f"{' and '.join(having).upper() if having else 'no target'} only", found[0],
                                  hint=f"translate this kernel for the {' or '.join(having)} target")

@@ -18,21 +18,26 @@ import importlib
 import inspect
 import itertools
 import time
+import warnings
 import weakref
 
 import numpy as np
 
-from .. import lang
+from .. import lang, offline_cache
 from ..errors import KernelArgumentError, ToolchainMissing, TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
 from ..ir.memo import freeze
 from ..ir.records import record
-from ..pipeline import Translation, translate
+from ..ir.walk import all_exprs, all_stmts
 from ..lang.buffer_view import BufferView
 from ..lang.external import is_tensor, tensor_argument
-from ..lang.matrix import MatrixType
+from ..lang.field import instance_key
+from ..lang.host import install as install_host_hooks
+from ..lang.matrix import HostStruct, MatrixType, dataclass_members
+from ..pipeline import Translation, translate
+from ..targets import get_target
 from ..targets.target import MAX_BLOCKS
 from . import kernel_profiler, profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
@@ -76,8 +81,6 @@ class Backend:
     @property
     def subgroup_size(self) -> int | None:
         """The width kernels are specialized to here (what subgroup.group_size() gives)."""
-        from ..targets import get_target
-
         return get_target(self.target).subgroup_size(self.translate_options())
 
     # Blocks for a task whose range is read on the device (any number is correct: the
@@ -148,8 +151,6 @@ def field_storage(shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
 
 def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
     """The ndarray parameters some task stores to or updates atomically."""
-    from ..ir.walk import all_exprs, all_stmts
-
     out: set[str] = set()
     for task in kernel.tasks:
         code = kernel.code(task)
@@ -232,11 +233,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     hazard checker on first calls. ``random_seed`` starts qd.random's sequence of launches
     (the same seed, the same numbers). Other options go to the executor (``device``,
     ``fast_math`` for Vulkan and CUDA; ``dialect="hip"``, ``race_check`` for the CPU)."""
-    import warnings
-
     global _backend, _no_hazards, _defaults, _random_seed, _launches, _offline_cache
-    from .. import offline_cache
-
     lang.field.new_program()
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
@@ -426,8 +423,7 @@ def _bind_array(kernel: lang.Kernel, name: str, kind: str, ann: object,
 def _members(kernel: lang.Kernel, name: str, ann: object, value: object) -> list[tuple[str, object, object]]:
     """A struct / vector / matrix argument's scalars, or a Python dataclass argument's
     members: (parameter name, annotation, value), as the frontend flattens the parameter."""
-    from ..frontend.structs import leaves
-    from ..lang.matrix import dataclass_members
+    from ..frontend.structs import leaves  # noqa: PLC0415 - the frontend loads with the first translation
 
     if lang.param_kind(ann) == "dataclass":
         return [(f"{name}_{member}", t, getattr(value, member)) for member, t in dataclass_members(ann)]
@@ -458,8 +454,6 @@ def _assembled(t: object, parts: Iterator[object]):
         return tuple(_assembled(item, parts) for item in t)
     members = getattr(t, "members", None)
     if isinstance(members, dict):
-        from ..lang.matrix import HostStruct
-
         return HostStruct({name: _assembled(T.python_type(mt) or mt, parts) for name, mt in members.items()}, t)
     value = next(parts)
     return t(value) if isinstance(t, MatrixType) else value
@@ -471,7 +465,7 @@ def entries_by_task(kernel: ir.Kernel, manifest: dict) -> dict[str, dict]:
     entries = manifest["entry_points"]
     if len(entries) != len(kernel.tasks):
         raise AssertionError(f"{kernel.name}: {len(kernel.tasks)} tasks but {len(entries)} entry points")
-    return {t.name: e for t, e in zip(kernel.tasks, entries)}
+    return {t.name: e for t, e in zip(kernel.tasks, entries, strict=True)}
 
 
 def python_dtype(dtype: T.DType | type) -> T.DType:
@@ -597,7 +591,7 @@ class _FieldStorage:
 def _same_call(key: tuple, args: tuple) -> bool:
     if len(key) != len(args):
         return False
-    for k, a in zip(key, args):
+    for k, a in zip(key, args, strict=True):
         if isinstance(k, weakref.ref):
             if k() is not a:
                 return False
@@ -619,7 +613,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
         template_args, arg_types, values, write_backs = bind_arguments(kernel, args, kwargs)
     cache = kernel.__dict__.setdefault("_program_cache", {})
-    key = (backend.serial, freeze(template_args), freeze(arg_types), _defaults)
+    key = (backend.serial, freeze(template_args, instance_key), freeze(arg_types, instance_key), _defaults)
     hit = cache.get(key)
     first = None
     if hit is None:
@@ -656,7 +650,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     for write_back in write_backs:  # an argument the kernel ran on a copy of: what the kernel wrote
         write_back()
     if kir.asserts:
-        from .asserts import raise_failed_assert
+        from .asserts import raise_failed_assert  # noqa: PLC0415 - only when an assert failed
 
         raise_failed_assert(kir, values)
     if first is not None:
@@ -676,9 +670,15 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     parts = iter([_result_value(p, values[p.name]) for p in results])
     if not kir.result_paths:
         return next(parts)
-    from ..frontend.kernel_scope import result_type
+    from ..frontend.kernel_scope import result_type  # noqa: PLC0415 - the frontend loads with the first translation
 
     return _assembled(result_type(kernel.__dict__["_binding"][1]["return"]), parts)
+
+
+# What the language's host-side objects (fields, qd.ndarray, qd.cfg) ask of the runtime,
+# which lang cannot import: installed as this module is imported (see lang/host.py).
+install_host_hooks(ndarray=Ndarray, python_dtype=python_dtype, field_storage=field_storage, config=cfg,
+                   executor=current)
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]

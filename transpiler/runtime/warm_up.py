@@ -6,9 +6,12 @@ compiled templates, Python's tokenizer), the parsed source of the block and subg
 libraries' functions, which any kernel with a block collective inlines, and the IR classes
 of block-level work (a record compiles its methods on first use, see ir/records.py)."""
 import threading
-from typing import Callable
+from collections.abc import Callable
 
-import transpiler as qd
+from .. import runtime
+from ..lang import blocklib, qd, subgrouplib
+from ..lang.kernel import Func
+from ..pipeline import translate
 
 
 @qd.kernel
@@ -31,10 +34,7 @@ def warm_up_block(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.nda
 def translate_once(target: str, folder: str | None) -> None:
     """The two kernels, through the offline cache in ``folder``: that of the qd.init which
     started the thread (a later qd.init may have changed the runtime's by now)."""
-    from ..frontend.source import parse_function
-    from ..lang import blocklib, subgrouplib
-    from ..lang.kernel import Func
-    from ..pipeline import translate
+    from ..frontend.source import parse_function  # noqa: PLC0415 - imported in this thread: its purpose
 
     # Through the offline cache, as a first call goes: on a warm disk neither imports Jinja2 or
     # renders, and this thread leaves the caller's first call the interpreter to itself sooner.
@@ -52,8 +52,6 @@ def emitter_once(target: str) -> None:
     first call for them here (a new saxpy's first call 1 s after qd.init: 27-41 ms, 8-10 with
     them loaded). Last in the thread, after what a cached first call waits for; where a
     translation has rendered already, a millisecond."""
-    from ..pipeline import translate
-
     translate(warm_up, target, warn=False)
 
 
@@ -69,8 +67,6 @@ def start(target: str, then: Callable[[], object] | None = None, first: Callable
     if target in _started:
         return
     _started.add(target)
-    from .. import runtime
-
     folder = runtime._offline_cache  # this qd.init's
     helper = None
     if beside is not None:

@@ -12,6 +12,7 @@ from .context import EntryPoint, TranslationContext, Usage
 from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
 from .dialect import MATH_FUNCS, printf_spec, printf_text
+from .host_abi import HOST_TYPES, buffer_table
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
@@ -326,8 +327,6 @@ class CudaTarget(Target):
         return {"typedefs": typedefs, "uses_half": "f16" in usage.types, "nvshmem": requirement(ctx.kernel) is not None}
 
     def header_context(self, manifest: dict, common: dict) -> dict:
-        from ..header import HOST_TYPES, buffer_table
-
         args = []
         for p in common["params"]:
             if p["kind"] == "ndarray":

@@ -24,6 +24,7 @@ from .dialect import (
 )
 from .glsl_layout import Layout
 from .glsl_render import FENCE_WORD, GlslRenderer
+from .host_abi import GLSL_PUSH_SIZES, GLSL_PUSH_TYPES, buffer_table, struct_layout
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
@@ -543,8 +544,6 @@ class GlslTarget(Target):
         return self.dialect.literal(float(value) if isinstance(value, str) else value, T.SCALARS[dtype])
 
     def header_context(self, manifest: dict, common: dict) -> dict:
-        from ..header import GLSL_PUSH_SIZES, GLSL_PUSH_TYPES, buffer_table, struct_layout
-
         fields = []
         for p in common["params"]:
             if p["kind"] == "ndarray":

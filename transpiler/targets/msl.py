@@ -15,6 +15,7 @@ from ..ir.records import record
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .cxx import CXX_KEYWORDS, CxxDialect
 from .dialect import MATH_FUNCS, f32_repr, float_text, shortest_repr
+from .host_abi import HOST_SIZES, HOST_TYPES, buffer_table, struct_layout
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
 
@@ -377,8 +378,6 @@ class MslTarget(Target):
         return {**super().helper_context(ctx), "atomic_types": ATOMIC_TYPES}
 
     def header_context(self, manifest: dict, common: dict) -> dict:
-        from ..header import HOST_SIZES, HOST_TYPES, buffer_table, struct_layout
-
         fields = []
         for p in common["params"]:
             if p["kind"] == "ndarray":

@@ -3,8 +3,8 @@ and stores through the caller's ``u32`` / ``u64`` scratch, and the per-level cou
 offsets of the fixed-depth staircase (written in the kernel language, like blocklib)."""
 from __future__ import annotations
 
-import transpiler as qd
-from transpiler.lang.kernel import comptime
+from .. import qd
+from ..kernel import comptime
 
 BLOCK_DIM = 256          # threads per block and elements per tile in every phase
 MAX_LOG256_MAX_N = 4     # 256 ** 4 == 2 ** 32 already exceeds an i32 index

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import warnings
 
-import transpiler as qd
-from transpiler.ir.types import from_numpy
+from ...ir.types import from_numpy
+from .. import qd
 
 from .common import natural_depth
 from .radix_sort import sort, sort_scratch_slots
@@ -33,7 +33,7 @@ def _inclusive_add_in_place(arr: ND1, before: ND1, scratch: ND1, n: ND1, depth: 
 def _host_array(a):
     """``a`` as a NumPy array the kernels update, and how to hand the result back to it.
     (NumPy is imported here, not with the module: the command line never needs it.)"""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - NumPy off the package's import path
 
     if isinstance(a, np.ndarray):
         return a, None
@@ -45,7 +45,7 @@ def _host_array(a):
 def parallel_sort(keys, values=None) -> None:
     """Sort ``keys`` (and ``values`` with them) ascending, in place. Deprecated, as in
     Quadrants: call ``qd.algorithms.sort`` from your kernel instead."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - NumPy off the package's import path
 
     warnings.warn("qd.algorithms.parallel_sort is deprecated. Use qd.algorithms.sort (the @qd.func) instead.",
                   DeprecationWarning, stacklevel=2)
@@ -67,7 +67,7 @@ class PrefixSumExecutor:
     in Quadrants: call ``qd.algorithms.exclusive_scan_add`` from your kernel instead."""
 
     def __init__(self, length: int):
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy off the package's import path
 
         warnings.warn("qd.algorithms.PrefixSumExecutor is deprecated. Use qd.algorithms.exclusive_scan_add "
                       "(the @qd.func) instead.", DeprecationWarning, stacklevel=2)
@@ -76,7 +76,7 @@ class PrefixSumExecutor:
         self._scratch = np.zeros(exclusive_scan_scratch_slots(self.sorting_length, self._depth), np.uint32)
 
     def run(self, input_arr) -> None:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - NumPy off the package's import path
 
         arr, owner = _host_array(input_arr)
         if arr.dtype != np.int32:

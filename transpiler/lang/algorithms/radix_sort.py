@@ -24,9 +24,8 @@ fly, so there are no separate twiddle passes and the keys are stored as given.
 """
 from __future__ import annotations
 
-import transpiler as qd
-from transpiler.lang import blocklib
-from transpiler.lang.kernel import comptime
+from .. import blocklib, qd
+from ..kernel import HostFunc, comptime
 
 from .common import BLOCK_DIM, check_depth_host, depth_problem, dtype_problem
 
@@ -310,5 +309,5 @@ def _sort_slots_kernel(n, log256_max_n: qd.template()):
     return TABLES + (((n + (TILE - 1)) >> LOG2_TILE) << 9)
 
 
-sort_scratch_slots = qd.lang.HostFunc(_sort_slots_kernel.fn, _sort_slots_host)
+sort_scratch_slots = HostFunc(_sort_slots_kernel.fn, _sort_slots_host)
 sort_scratch_slots.__name__ = "sort_scratch_slots"

@@ -3,7 +3,8 @@ scratch sizing helpers: Quadrants 1.3.3's signatures, each op a @qd.func called 
 level of the user's kernel, where it expands into the staircase's tasks."""
 from __future__ import annotations
 
-import transpiler as qd
+from .. import qd
+from ..kernel import HostFunc
 
 from .common import (
     check_depth_host, depth_problem, dtype_problem, natural_depth, partial_slots_host, scratch_problem, wide_for,
@@ -104,8 +105,8 @@ def _reduce_slots_kernel(n, log256_max_n: qd.template()):
     return _partial_slots(n, log256_max_n - 1)
 
 
-reduce_scratch_slots = qd.lang.HostFunc(_reduce_slots_kernel.fn, _reduce_slots_host)
+reduce_scratch_slots = HostFunc(_reduce_slots_kernel.fn, _reduce_slots_host)
 reduce_scratch_slots.__name__ = "reduce_scratch_slots"
 # A scan stacks the same levels as a reduce of the same depth (its last level is scanned in place).
-exclusive_scan_scratch_slots = qd.lang.HostFunc(_reduce_slots_kernel.fn, _reduce_slots_host)
+exclusive_scan_scratch_slots = HostFunc(_reduce_slots_kernel.fn, _reduce_slots_host)
 exclusive_scan_scratch_slots.__name__ = "exclusive_scan_scratch_slots"

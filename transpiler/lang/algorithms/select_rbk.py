@@ -3,7 +3,8 @@ of 0/1 counts (flags; run heads) into the caller's u32 scratch, then a scatter, 
 Quadrants 1.3.3. The scan's partial levels sit above the ``n`` per-element indices."""
 from __future__ import annotations
 
-import transpiler as qd
+from .. import qd
+from ..kernel import HostFunc
 
 from .common import BLOCK_DIM, depth_problem, dtype_problem, partial_slots_host
 from .staircase import exclusive_scan_levels
@@ -119,8 +120,8 @@ def _rbk_slots_host(n: int) -> int:
     return _indices_and_partials(n)
 
 
-select_scratch_slots = qd.lang.HostFunc(_indices_and_partials_kernel.fn, _select_slots_host)
+select_scratch_slots = HostFunc(_indices_and_partials_kernel.fn, _select_slots_host)
 select_scratch_slots.__name__ = "select_scratch_slots"
-reduce_by_key_scratch_slots = qd.lang.HostFunc(_indices_and_partials_kernel.fn, _rbk_slots_host)
+reduce_by_key_scratch_slots = HostFunc(_indices_and_partials_kernel.fn, _rbk_slots_host)
 reduce_by_key_scratch_slots.__name__ = "reduce_by_key_scratch_slots"
 

@@ -11,9 +11,7 @@ are fixed when it is translated, while the counts follow the device-resident ``c
 """
 from __future__ import annotations
 
-import transpiler as qd
-
-from transpiler.lang import blocklib
+from .. import blocklib, qd
 
 from .common import BLOCK_DIM, block, load, store
 
