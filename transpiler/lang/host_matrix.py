@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import TranspileError
 from ..ir.types import python_type
-from .matrix import SWIZZLE_SETS
+from .swizzle import SWIZZLE_SETS
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

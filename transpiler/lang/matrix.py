@@ -15,6 +15,7 @@ from typing import Any
 
 from ..ir.types import DType, python_type
 from .kernel import Func, builtin, comptime
+from .swizzle import SWIZZLE_SETS  # noqa: F401 - the frontend reads it here
 
 from typing import TYPE_CHECKING
 
@@ -90,7 +91,6 @@ class MatrixType:
         return f"qd.types.matrix({self.n}, {self.m}, {dt})"
 
 
-SWIZZLE_SETS = ("xyzw", "rgba", "stpq")  # a vector's components, by position, in each spelling
 
 
 def host_matrix_class() -> type:
