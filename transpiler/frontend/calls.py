@@ -425,25 +425,17 @@ class CallLowering:
             body = body[1:]
 
         frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
-        saved_scope = self.scope
-        saved_declares = getattr(self, "frame_declares", None)
-        self.frame_declares = []
         outer_block = self.block
         start = len(outer_block)
         # The callee sees its parameters and its own globals, never the caller's locals;
         # its new names still nest inside the caller's block for C scoping.
-        self.scope = Scope(saved_scope, isolated=True)
-        callee_root = self.scope
+        callee_root = Scope(self.scope, isolated=True)
         annotations = func_annotations(func.fn) if fdef.args.args or fdef.returns else {}
         if isinstance(annotations.get("return"), T.DType):
             frame.return_type = annotations["return"]
         call_site = node if isinstance(node, ir.Loc) else self.loc(node)
-        saved_site = self.library_site
-        if is_library(parsed.file):
-            self.library_site = call_site
-        self.frames.append(frame)
-        self.inline_stack.append(func.fn)
-        try:
+        with self.declaring() as declares, \
+                self.inlining(frame, callee_root, call_site if is_library(parsed.file) else None):
             runtime_params = []
             uses = name_loads(body)
             for pname, value in arguments.items():
@@ -511,12 +503,6 @@ class CallLowering:
                     result = ir.LocalRef(frame.result.type, call_site, frame.result)
                 else:
                     result = CT(None)
-        finally:
-            self.frames.pop()
-            self.inline_stack.pop()
-            self.scope = saved_scope
-            self.library_site = saved_site
-            declares, self.frame_declares = self.frame_declares, saved_declares
         outer_block[start:start] = declares
         return result
 

@@ -20,7 +20,6 @@ from .common import (
     nonneg, retype_const, weak_type,
 )
 from .fields import StructArray, struct_leaves
-from .scopes import Scope
 from .tiles import deferred_error, is_tile
 from .values import (
     CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
@@ -374,16 +373,12 @@ class ExpressionLowering:
             raise self.error(gen.iter, "a list comprehension in a kernel iterates over values known at "
                                        "translation time (range(3), a tuple, qd.static(...))",
                              hint="write a for loop that stores into a vector or an ndarray")
-        saved = self.scope
-        self.scope = Scope(saved)  # the comprehension's own names, as in Python 3
         items = []
-        try:
+        with self.scoped():  # the comprehension's own names, as in Python 3
             for item in seq.value:
                 self.bind_static_target(gen.target, item)
                 if all(self.static_value(c, what="a list comprehension's `if`") for c in gen.ifs):
                     items.append(self.expr(node.elt))
-        finally:
-            self.scope = saved
         if all(isinstance(i, CT) for i in items):
             return CT(tuple(i.value for i in items))
         return TupleValue(items)
@@ -572,9 +567,8 @@ class ExpressionLowering:
                     return result  # short-circuit at translation time
                 result = self.expr(v)
                 continue
-            saved, self.block = self.block, []
-            rhs = self.expr(v)
-            pre, self.block = self.block, saved
+            with self.collecting() as pre:
+                rhs = self.expr(v)
             if pre:  # the right side needs statements: run them only when Python would
                 loc = self.loc(v)
                 tmp = self.new_temp("cond", self.truth(self.to_expr(result, node), node), v)
@@ -631,11 +625,10 @@ class ExpressionLowering:
         if isinstance(cond, CT):
             return self.expr(node.body if cond.value else node.orelse)
         c = self.truth(self.to_expr(cond, node.test), node.test)
-        saved, self.block = self.block, []
-        a = self.expr(node.body)
-        pre_a, self.block = self.block, []
-        b = self.expr(node.orelse)
-        pre_b, self.block = self.block, saved
+        with self.collecting() as pre_a:
+            a = self.expr(node.body)
+        with self.collecting() as pre_b:
+            b = self.expr(node.orelse)
         if (isinstance(a, MatrixValue) or isinstance(b, MatrixValue)) and not (pre_a or pre_b):
             c = self.once(c, node.test, "cond")
             return self.elementwise(lambda x, y: self.select_values(c, x, y, node), [a, b], node)

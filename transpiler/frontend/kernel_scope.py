@@ -413,8 +413,7 @@ class KernelScopeLowering:
                 if red.element:
                     self.block[:] = self.unfolded(self.block, red)
                     del self.reductions[key]
-        saved, self.block = self.block, epilogue
-        try:
+        with self.collecting(epilogue):
             for red in self.reductions.values():
                 loc, dtype = red.loc, red.array.type.dtype
                 prelude.append(ir.Declare(loc, red.acc, ir.Const(dtype, loc, T.identity(red.op, dtype))))
@@ -431,8 +430,6 @@ class KernelScopeLowering:
                         T.bool_, loc, "ne", total, ir.Const(dtype, loc, T.identity(red.op, dtype))))
                 atomic = ir.Atomic(dtype, loc, red.op, red.array, red.indices, total)
                 self.emit(ir.If(loc, first, [ir.ExprStmt(loc, atomic)], []))
-        finally:
-            self.block = saved
         self.reductions = {}
         return prelude, epilogue
 
@@ -468,8 +465,7 @@ class KernelScopeLowering:
             self.seed_param = ir.Param("qd_random_seed", T.u32, -1, loc, role="random_seed")
             self.hidden_params.append(self.seed_param)
         u32 = T.u32
-        saved, self.block = self.block, []
-        try:
+        with self.collecting() as setup:
             key = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.Const(u32, loc, len(self.tasks) + 1)]), loc)
             for var in self.task_loop_vars:
                 index = ir.Cast(u32, loc, ir.LocalRef(var.type, loc, var))
@@ -478,8 +474,6 @@ class KernelScopeLowering:
             start = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.BinOp(u32, loc, "bitxor", seed, key)]), loc)
             self.rng = ir.Local("rng", u32, loc)
             self.emit(ir.Declare(loc, self.rng, start))
-        finally:
-            setup, self.block = self.block, saved
         self.task_body[0:0] = setup
         return self.rng
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Callable
 
 from .. import lang
@@ -147,18 +149,125 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def pop_scope(self) -> None:
         self.scope = self.scope.parent
 
-    def lower_block(self, stmts: list[ast.stmt], new_scope: bool = True) -> list[ir.Stmt]:
+    @contextmanager
+    def collecting(self, into: list[ir.Stmt] | None = None) -> Iterator[list[ir.Stmt]]:
+        """Statements emitted inside go to ``into`` (a fresh list by default), which it yields;
+        the enclosing block is back afterwards, also when lowering raised."""
         saved = self.block
-        self.block = []
-        if new_scope:
-            self.push_scope()
+        self.block = body = [] if into is None else into
         try:
-            for s in stmts:
-                self.stmt(s)
+            yield body
         finally:
+            self.block = saved
+
+    @contextmanager
+    def scoped(self, scope: Scope | None = None, task_root: bool = False) -> Iterator[Scope]:
+        """Names are looked up in ``scope`` (by default a new block scope inside the current
+        one: names first assigned inside live inside); the current scope is back afterwards."""
+        saved = self.scope
+        self.scope = Scope(saved, task_root) if scope is None else scope
+        try:
+            yield self.scope
+        finally:
+            self.scope = saved
+
+    @contextmanager
+    def loop_body(self) -> Iterator[None]:
+        """The body of a serial loop: ``break`` and ``continue`` are allowed in it."""
+        self.loop_depth += 1
+        try:
+            yield
+        finally:
+            self.loop_depth -= 1
+
+    @contextmanager
+    def static_jump_target(self, flag: ir.Local | None) -> Iterator[None]:
+        """The one-iteration loop a qd.static loop's ``break``/``continue`` land in (``flag``:
+        set by a break for the loop outside)."""
+        self.static_jumps.append((self.loop_depth, flag))
+        try:
+            yield
+        finally:
+            self.static_jumps.pop()
+
+    @contextmanager
+    def task(self, loop_vars: list[ir.Local] | None = None, into: list[ir.Stmt] | None = None,
+             parallel_body: list[ast.stmt] | None = None, block_dim: int = 128) -> Iterator[list[ir.Stmt]]:
+        """The body of a task being lowered, collected into ``into`` (the kernel's serial part,
+        which goes on from one statement to the next and keeps its random stream) or a fresh
+        list (a task of its own: a new random stream); ``parallel_body``: the statements of a
+        parallel loop, whose iterations are the task's threads."""
+        with self.collecting(into) as body:
+            self.task_body, self.task_loop_vars = body, [] if loop_vars is None else loop_vars
+            own = into is None
+            if own:
+                self.rng = None
+            if parallel_body is not None:
+                self.in_parallel, self.task_shared = True, []
+                self.parallel_ast, self.current_block_dim = parallel_body, block_dim
+            try:
+                yield body
+            finally:
+                if parallel_body is not None:
+                    self.in_parallel, self.parallel_ast = False, None
+                if own:
+                    self.rng = None
+
+    @contextmanager
+    def inlining(self, frame: _FuncFrame, scope: Scope, site: ir.Loc | None) -> Iterator[None]:
+        """The body of ``frame``'s function, inlined: its names are looked up in ``scope``;
+        ``site``: the user's call it is attributed to when the function is library code."""
+        saved_site = self.library_site
+        if site is not None:
+            self.library_site = site
+        self.frames.append(frame)
+        self.inline_stack.append(frame.fn)
+        try:
+            with self.scoped(scope):
+                yield
+        finally:
+            self.frames.pop()
+            self.inline_stack.pop()
+            self.library_site = saved_site
+
+    @contextmanager
+    def declaring(self) -> Iterator[list[ir.Stmt]]:
+        """Collects the result variables the inlined function's returns declare (they go
+        before the call, in the caller's block)."""
+        saved, self.frame_declares = self.frame_declares, []
+        try:
+            yield self.frame_declares
+        finally:
+            self.frame_declares = saved
+
+    @contextmanager
+    def function_body(self, frame: _FuncFrame, scope: Scope) -> Iterator[list[ir.Stmt]]:
+        """A real function's body, lowered on its own: a fresh block, outside every loop, task
+        and inlined call of the caller; yields the block."""
+        saved = (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
+                 self.frame_declares, self.statement_call, self.static_jumps)
+        self.block, self.scope, self.in_parallel, self.loop_depth, self.static_jumps = [], scope, False, 0, []
+        self.inline_stack, self.library_site, self.frame_declares, self.statement_call = [], None, [], None
+        self.frames.append(frame)
+        self.function_stack.append(frame.function)
+        try:
+            yield self.block
+        finally:
+            self.function_stack.pop()
+            self.frames.pop()
+            (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
+             self.frame_declares, self.statement_call, self.static_jumps) = saved
+
+    def lower_block(self, stmts: list[ast.stmt], new_scope: bool = True) -> list[ir.Stmt]:
+        with self.collecting() as body:
             if new_scope:
-                self.pop_scope()
-            body, self.block = self.block, saved
+                self.push_scope()
+            try:
+                for s in stmts:
+                    self.stmt(s)
+            finally:
+                if new_scope:
+                    self.pop_scope()
         return body
 
     # ------------------------------------------------------------------ kernel
@@ -355,13 +464,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def serial_statement(self, s: ast.stmt) -> None:
         if self.serial_loc is None:
             self.serial_loc = self.loc(s)
-        saved = self.block
-        self.block = self.task_body = self.serial
-        self.task_loop_vars = []
-        try:
+        with self.task(into=self.serial):
             self.stmt(s)
-        finally:
-            self.block = saved
         for st in self.serial:
             if isinstance(st, ir.Declare):
                 self.serial_locals.setdefault(st.var, st.loc)
@@ -501,15 +605,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if s.orelse:
             raise self.error(s, "for/else is not supported in kernels")
         if serialize:
-            saved, self.block = self.block, []
-            self.task_body, self.task_loop_vars, self.rng = self.block, [], None
-            self.push_scope()
-            try:
+            with self.task() as body, self.scoped():
                 self.stmt(s)
-            finally:
-                self.pop_scope()
-                body, self.block = self.block, saved
-                self.rng = None
             prelude = self.uniform_prelude(body, [])
             self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
             # A top-level local it updates is read by later tasks from a scratch buffer (see
@@ -524,20 +621,13 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         for name in self.private_names(s):
             self.scope.names[name] = PRIVATE  # declared by its first assignment in the body
         loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
-        saved_block, self.block = self.block, []
-        self.task_body, self.task_loop_vars, self.rng = self.block, loop_vars, None
-        self.in_parallel = True
-        self.task_shared = []
-        self.parallel_ast, self.current_block_dim = s.body, block_dim
         try:
-            self.struct_for_guard(guard, bound, s)
-            for st in s.body:
-                self.stmt(st)
-            accumulators, epilogue = self.finish_reductions()
+            with self.task(loop_vars, parallel_body=s.body, block_dim=block_dim) as body:
+                self.struct_for_guard(guard, bound, s)
+                for st in s.body:
+                    self.stmt(st)
+                accumulators, epilogue = self.finish_reductions()
         finally:
-            self.in_parallel = False
-            self.parallel_ast, self.rng = None, None
-            body, self.block = self.block, saved_block
             self.pop_scope()
         bounds = [e for r in ranges for e in r]
         prelude = self.uniform_prelude(body + epilogue, bounds)

@@ -20,7 +20,6 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.matrix import SWIZZLE_SETS, MatrixType
 from .common import has_side_effects, is_py_scalar
-from .scopes import Scope
 from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, MethodValue, TupleValue
 
 METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
@@ -407,11 +406,8 @@ class MatrixLowering:
         loc = self.loc(target)
         orelse: list[ir.Stmt] = []
         for j in range(len(choices) - 1, -1, -1):
-            saved, self.block = self.block, []
-            try:
+            with self.collecting() as body:
                 self.assign_places(choices[j], scope, value, target, stmt)
-            finally:
-                body, self.block = self.block, saved
             if j == len(choices) - 1:
                 orelse = body  # the last one: whatever index is left (Quadrants does not check bounds)
             else:
@@ -900,13 +896,9 @@ class MatrixLowering:
         call, names = _bound_call(node)
 
         def one(*components):
-            saved = self.scope
-            self.scope = Scope(saved)
-            try:
-                self.scope.names.update(zip(names, components))
+            with self.scoped() as scope:
+                scope.names.update(zip(names, components))
                 return call_scalar(call)
-            finally:
-                self.scope = saved
 
         return self.elementwise(one, values, node)
 

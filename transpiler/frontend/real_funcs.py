@@ -22,7 +22,7 @@ from ..ir.walk import all_exprs, all_stmts
 from ..lang.kernel import RefAnnotation
 from ..lang.matrix import MatrixType
 from .calls import template_params
-from .common import ast_nodes, calls_with_names, is_py_scalar, signature
+from .common import calls_with_names, is_py_scalar, signature
 from .kernel_scope import result_type
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
@@ -299,25 +299,13 @@ class RealFuncLowering:
         by_name = {v.name: v for v in locals_}
         for pname, t in (compound or {}).items():  # the callee's own variable of that type
             scope.names[pname] = _var_of(t, [by_name[flat] for flat, _, _ in leaves(t, pname)])
-        saved = (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
-                 self.frame_declares, self.statement_call, self.static_jumps)
-        self.block, self.scope, self.in_parallel, self.loop_depth, self.static_jumps = [], scope, False, 0, []
-        self.inline_stack, self.library_site, self.frame_declares, self.statement_call = [], None, [], None
-        self.frames.append(frame)
-        self.function_stack.append(fn)
-        try:
+        with self.function_body(frame, scope) as stmts:
             body = fdef.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                     and isinstance(body[0].value.value, str):
                 body = body[1:]
             for st in self.static_select(body):
                 self.stmt(st)
-            stmts = self.block
-        finally:
-            self.function_stack.pop()
-            self.frames.pop()
-            (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
-             self.frame_declares, self.statement_call, self.static_jumps) = saved
         if result is not None and not (stmts and isinstance(stmts[-1], ir.Return)):
             # Falling off the end returns zero, as Quadrants' real functions do.
             end = parsed.loc(fdef.body[-1]) if fdef.body else fn.loc

@@ -228,17 +228,16 @@ class SparseLowering:
                                            f"the value has {len(scalars)}")
         a = level.dynamic_axis
         index = [*cell[:a], old, *cell[a:]]
-        saved, self.block = self.block, []
         k = 0
-        for f in fields:
-            p = self.field_param(f, self.name_of_field(f), loc)
-            comps = _components(f.element_shape)
-            for comp in comps:
-                e = self.coerce(self.to_expr(scalars[k], node), p.type.dtype, node)
-                # (not through emit: the atomic add made the slot part of the list already)
-                self.block.append(ir.Store(loc, p, index + [ir.Const(T.i32, loc, c) for c in comp], e))
-                k += 1
-        body, self.block = self.block, saved
+        with self.collecting() as body:
+            for f in fields:
+                p = self.field_param(f, self.name_of_field(f), loc)
+                comps = _components(f.element_shape)
+                for comp in comps:
+                    e = self.coerce(self.to_expr(scalars[k], node), p.type.dtype, node)
+                    # (not through emit: the atomic add made the slot part of the list already)
+                    body.append(ir.Store(loc, p, index + [ir.Const(T.i32, loc, c) for c in comp], e))
+                    k += 1
         self.emit(ir.If(loc, ir.Compare(T.bool_, loc, "lt", old, ir.Const(T.i32, loc, level.capacity)), body, []))
         return old
 

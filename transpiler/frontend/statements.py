@@ -463,14 +463,10 @@ class StatementLowering:
     def stmt_While(self, s: ast.While) -> None:
         if s.orelse:
             raise self.error(s, "while/else is not supported in kernels")
-        saved, self.block = self.block, []
-        cond = self.condition(s.test)
-        pre, self.block = self.block, saved
-        self.loop_depth += 1
-        try:
+        with self.collecting() as pre:
+            cond = self.condition(s.test)
+        with self.loop_body():
             body = self.lower_block(s.body)
-        finally:
-            self.loop_depth -= 1
         loc = self.loc(s)
         if pre:  # the condition needs statements: evaluate them on every iteration
             exit_ = ir.If(loc, ir.Unary(T.bool_, loc, "not", cond), [ir.Break(loc)], [])
@@ -505,20 +501,13 @@ class StatementLowering:
     def nested_ranges(self, s: ast.For, dims, guard: tuple = (None, [])) -> None:
         (var, (begin, end)), rest = dims[0], dims[1:]
         loc = self.loc(s)
-        self.push_scope()
-        saved, self.block = self.block, []
-        self.loop_depth += 1
-        try:
+        with self.scoped(), self.collecting() as body, self.loop_body():
             if rest:
                 self.nested_ranges(s, rest, guard)
             else:
                 self.struct_for_guard(*guard, s)
                 for st in s.body:
                     self.stmt(st)
-        finally:
-            self.loop_depth -= 1
-            body, self.block = self.block, saved
-            self.pop_scope()
         self.emit(ir.For(loc, var, begin, end, ir.Const(T.i32, loc, 1), 1, body))
 
     def serial_range(self, s: ast.For) -> None:
@@ -563,19 +552,12 @@ class StatementLowering:
             step = self.hoist(step, "step", s)
         if not isinstance(s.target, ast.Name):
             raise self.error(s.target, "a loop variable must be a plain name")
-        self.push_scope()
         var = ir.Local(s.target.id, t, self.loc(s.target), loop_var=True, bounds=loop_bounds(start, stop, sign, t))
         var.nonneg = nonneg(start) and sign > 0
-        self.scope.names[s.target.id] = var
-        saved, self.block = self.block, []
-        self.loop_depth += 1
-        try:
+        with self.scoped() as scope, self.collecting() as body, self.loop_body():
+            scope.names[s.target.id] = var
             for st in s.body:
                 self.stmt(st)
-        finally:
-            self.loop_depth -= 1
-            body, self.block = self.block, saved
-            self.pop_scope()
         self.emit(ir.For(loc, var, start, stop, step, sign, body))
 
     def hoist(self, e: ir.Expr, base: str, node: ast.AST) -> ir.Expr:
@@ -643,15 +625,8 @@ class StatementLowering:
             return None
         loc = self.loc(s)
         once = ir.Local("once", T.i32, loc, loop_var=True)
-        saved, self.block = self.block, []
-        self.loop_depth += 1
-        self.static_jumps.append((self.loop_depth, flag))
-        try:
+        with self.collecting() as body, self.loop_body(), self.static_jump_target(flag):
             lower_body()
-        finally:
-            self.static_jumps.pop()
-            self.loop_depth -= 1
-            body, self.block = self.block, saved
         return ir.For(loc, once, ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, 1), ir.Const(T.i32, loc, 1), 1, body)
 
     def static_copy(self, s: ast.For, item) -> None:

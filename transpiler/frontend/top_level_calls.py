@@ -106,14 +106,11 @@ class TopLevelCallLowering:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="unroll it with `for k in qd.static(range(...))`")
         # The arguments are the caller's expressions; statements they need run serially.
-        saved_block, self.block = self.block, self.serial
         if self.serial_loc is None:
             self.serial_loc = self.loc(node)
-        try:
+        with self.collecting(self.serial):
             args = leading + [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        finally:
-            self.block = saved_block
         if not self.serial:
             self.serial_loc = None
         parsed = parse_function(func.fn)
@@ -134,32 +131,31 @@ class TopLevelCallLowering:
                                          hint="write results to an ndarray or field argument")
         call_site = self.loc(node)
         annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args else {}
-        saved_scope, saved_kernel_scope, saved_site = self.scope, self.kernel_scope, self.library_site
         # The callee sees its parameters and its globals; its top-level names are kernel-scope
         # names (a serial result another task reads moves to a scratch buffer, as in a kernel).
-        root = Scope(saved_scope, isolated=True)
-        self.scope = self.kernel_scope = root
-        if is_library(parsed.file):
-            self.library_site = call_site
-        self.frames.append(_FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result"))
-        self.inline_stack.append(func.fn)
+        root = Scope(self.scope, isolated=True)
+        self.kernel_scope, outer_kernel_scope = root, self.kernel_scope
+        frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
         try:
-            for pname, value in arguments.items():
-                if isinstance(value, (CT, ArrayHandle, ShapeHandle, StructVar, StructValue, MatrixValue)) \
-                        or value is None:
-                    if isinstance(value, CT) and pname in store_counts(fdef) and not callable(value.value):
-                        self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node,
-                                                  call_site, True)
-                        continue
-                    root.names[pname] = value
-                    continue
-                self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node, call_site,
-                                          pname in store_counts(fdef))
-            self.top_level(body)
+            with self.inlining(frame, root, call_site if is_library(parsed.file) else None):
+                self.bind_top_level_arguments(root, arguments, fdef, annotations, node, call_site)
+                self.top_level(body)
         finally:
-            self.frames.pop()
-            self.inline_stack.pop()
-            self.scope, self.kernel_scope, self.library_site = saved_scope, saved_kernel_scope, saved_site
+            self.kernel_scope = outer_kernel_scope
+
+    def bind_top_level_arguments(self, root: Scope, arguments: dict, fdef: ast.FunctionDef, annotations: dict,
+                                 node: ast.Call, call_site: ir.Loc) -> None:
+        for pname, value in arguments.items():
+            if isinstance(value, (CT, ArrayHandle, ShapeHandle, StructVar, StructValue, MatrixValue)) \
+                    or value is None:
+                if isinstance(value, CT) and pname in store_counts(fdef) and not callable(value.value):
+                    self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node,
+                                              call_site, True)
+                    continue
+                root.names[pname] = value
+                continue
+            self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node, call_site,
+                                      pname in store_counts(fdef))
 
     def bind_top_level_value(self, root: Scope, pname: str, e: ir.Expr, annotations: dict, node: ast.Call,
                              site: ir.Loc, assigned: bool = True) -> None:
