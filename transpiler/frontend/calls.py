@@ -392,9 +392,9 @@ class CallLowering:
         vector or a struct, such as a tile) is the variable itself, as in Quadrants: the
         callee's assignments to it are the caller's."""
         if by_reference and isinstance(node, ast.Name):
-            bound, scope = self.scope.lookup(node.id)
+            bound, scope = self.body.scope.lookup(node.id)
             if isinstance(bound, (ir.Local, MatrixVar, KernelVar)) and not getattr(bound, "loop_var", False):
-                return NameAlias(node.id, self.scope)
+                return NameAlias(node.id, self.body.scope)
         if by_reference and isinstance(node, (ast.Name, ast.Attribute)):
             found = self.resolve_var(node)
             if found is not None and isinstance(found[0], StructVar):
@@ -403,7 +403,7 @@ class CallLowering:
 
     def inline_values(self, func: lang.Func, node: ast.Call | ir.Loc, args: list, kwargs: dict | None = None):
         """Inline ``func`` called at ``node`` (or a location) with argument values already lowered."""
-        if func.fn in self.inline_stack:
+        if func.fn in self.body.inline_stack:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="rewrite it as a loop")
         if func.requires_top_level:
@@ -425,11 +425,11 @@ class CallLowering:
             body = body[1:]
 
         frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
-        outer_block = self.block
+        outer_block = self.body.block
         start = len(outer_block)
         # The callee sees its parameters and its own globals, never the caller's locals;
         # its new names still nest inside the caller's block for C scoping.
-        callee_root = Scope(self.scope, isolated=True)
+        callee_root = Scope(self.body.scope, isolated=True)
         annotations = func_annotations(func.fn) if fdef.args.args or fdef.returns else {}
         if isinstance(annotations.get("return"), T.DType):
             frame.return_type = annotations["return"]

@@ -109,7 +109,7 @@ class ExpressionLowering:
         return CT(node.value)
 
     def expr_Name(self, node: ast.Name):
-        bound, scope = self.scope.lookup(node.id)
+        bound, scope = self.body.scope.lookup(node.id)
         # The common cases first: a local of this task or function (shared_for_read's plain
         # case), and a value bound to the name (an inlined function's argument).
         if type(bound) is ir.Local:
@@ -711,7 +711,7 @@ class ExpressionLowering:
         most statements before they are lowered: this keeps that question cheap and free of
         side effects."""
         if isinstance(node, ast.Name):
-            bound, _ = self.scope.lookup(node.id)
+            bound, _ = self.body.scope.lookup(node.id)
             if bound is not None:
                 return bound.value if isinstance(bound, CT) else None
             found = self.global_lookup(node.id)

@@ -29,10 +29,6 @@ class StructArray:
 class FieldLowering:
     """Field methods of KernelLowering."""
 
-    def init_fields(self) -> None:
-        self.field_params: dict[int, tuple[object, ir.Param]] = {}  # id(field) -> (field, its parameter)
-        self.bindings: dict[str, object] = {}                       # parameter name -> field
-
     def module_object(self, value, name: str, node):
         """``value`` as the kernel sees it: a field becomes its parameter; anything else is
         unchanged."""

@@ -510,10 +510,10 @@ def _shared_array(lo, name, node):
     dtype = lo.static_value(args[1], what="the dtype of a SharedArray")
     if not isinstance(dtype, T.DType) or dtype is T.bool_:
         raise lo.error(args[1], f"`{ast.unparse(args[1])}` is not a numeric scalar type")
-    if not lo.in_parallel:
+    if not lo.body.in_parallel:
         raise lo.error(node, "a SharedArray belongs to a block: allocate it inside a parallel (top-level) loop")
     array = ir.SharedArray("", T.SharedArrayType(dtype, shape), lo.loc(node))
-    lo.task_shared.append(array)
+    lo.task_state.shared.append(array)
     lo.emit(ir.DeclareShared(lo.loc(node), array))
     return ArrayHandle(array)
 
@@ -704,7 +704,7 @@ def _atomic(lo, name, node):
     if node.keywords or len(node.args) != n:
         raise lo.error(node, f"qd.{name}() takes {n} arguments")
     target = node.args[0]
-    used = lo.statement_call is not node
+    used = lo.body.statement_call is not node
     if isinstance(target, ast.Name):
         return _atomic_on_name(lo, name, op, node, target, used)
     if not isinstance(target, (ast.Subscript, ast.Attribute)):
@@ -732,7 +732,7 @@ def _atomic(lo, name, node):
         if array.type.dtype.is_float:
             raise TranspileError(f"qd.atomic_cas on {array.type.dtype.name}: compare-and-swap needs an integer "
                                  "element", lo.loc(node))
-    elif lo.statement_call is node and isinstance(target, ast.Subscript):  # its old value unused
+    elif lo.body.statement_call is node and isinstance(target, ast.Subscript):  # its old value unused
         lo.update_element(op, array, indices, values[0], target, node, f"qd.{name}")
         return CT(None)
     return lo.make_atomic(op, array, indices, values[0], node, f"qd.{name}", expected)
@@ -753,7 +753,7 @@ def _atomic_on_components(lo, name: str, op: str, node: ast.Call, array, places:
     values = value.items if isinstance(value, MatrixValue) else \
         [lo.once(lo.to_expr(value, node.args[1]), node, "tmp")] * len(places)
     olds = [lo.make_atomic(op, array, idx, v, node, f"qd.{name}") for idx, v in zip(places, values)]
-    if lo.statement_call is node:
+    if lo.body.statement_call is node:
         for a in olds:
             lo.emit(ir.ExprStmt(lo.loc(node), a))
         return CT(None)
@@ -766,7 +766,7 @@ def _atomic_on_name(lo, name: str, op: str, node: ast.Call, target: ast.Name, us
     """An atomic on a variable: a kernel-scope one is shared by threads (an atomic, or a
     reduction inside a parallel loop); a local belongs to its thread (read, combine, write).
     Either way it returns the old value, as Quadrants does."""
-    bound, scope = lo.scope.lookup(target.id)
+    bound, scope = lo.body.scope.lookup(target.id)
     values = [lo.rvalue(a) for a in node.args[1:]]
     expected = values[0] if op == "cas" else None
     value = values[-1]

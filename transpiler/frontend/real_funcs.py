@@ -40,14 +40,6 @@ _EFFECTS = (ir.Store, ir.Print, ir.Fence, ir.ShmemFence, ir.ShmemQuiet, ir.Shmem
 class RealFuncLowering:
     """Real-function methods of KernelLowering."""
 
-    def init_real_funcs(self) -> None:
-        self.functions: list[ir.Function] = []                   # finished, callees first
-        self.function_keys: dict[tuple, ir.Function] = {}        # signature -> instantiation
-        self.function_stack: list[ir.Function] = []              # being lowered, outermost first
-        self.function_results: dict[str, object] = {}            # name -> its vector / matrix / struct result type
-        self.function_calls: dict[str, list[str]] = {}           # name -> names it calls
-        self.function_rngs: dict[str, ir.Local] = {}             # name -> its caller's random stream (an inout)
-
     @property
     def real_function(self) -> ir.Function | None:
         """The real function whose body is being lowered (None: a kernel's)."""
@@ -251,14 +243,14 @@ class RealFuncLowering:
         (a top-level local that serial code shares between tasks, or a parallel loop updates)
         goes through a local of its value, stored back after the call (into ``writebacks``)."""
         what = f"argument `{pname}` of @qd.real_func `{func.__name__}`"
-        bound, scope = self.scope.lookup(at.id) if isinstance(at, ast.Name) else (None, None)
-        shared = self.shared_for_update(bound, scope) if self.in_parallel and scope is self.kernel_scope else \
+        bound, scope = self.body.scope.lookup(at.id) if isinstance(at, ast.Name) else (None, None)
+        shared = self.shared_for_update(bound, scope) if self.body.in_parallel and scope is self.kernel_scope else \
             self.shared_for_read(bound, scope)
         if shared is not None:
             if shared.type != dtype:
                 raise self.error(at, f"{what} is a qd.ref({dtype.name}) parameter; `{at.id}` is {shared.type.name}",
                                  hint=f"declare it as {dtype.name}, e.g. `{at.id} = qd.{dtype.name}(0)`")
-            if self.in_parallel:
+            if self.body.in_parallel:
                 self.warn(at, "shared-store", f"every thread of this parallel loop passes `{at.id}`, a variable "
                                               f"defined outside it, to a qd.ref parameter of `{func.__name__}`: "
                                               "after the loop it holds one thread's value (a race, as in Quadrants)",

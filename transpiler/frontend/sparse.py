@@ -17,11 +17,6 @@ from .values import CT, ArrayHandle, MatrixValue, StructValue
 class SparseLowering:
     """Sparse-field methods of KernelLowering."""
 
-    def init_sparse(self) -> None:
-        self.sparse_fields: dict[str, SNode] = {}  # field parameter name -> the level it is placed in
-        self.pending_guard: SNode | None = None     # set by loop_ranges for a struct-for over sparse cells
-        self.visited: dict[int, set] = {}           # id(level) -> the loop variables of struct-fors over its cells
-
     # ------------------------------------------------------------------ the levels' own fields
 
     def level_mask(self, level: SNode, loc: ir.Loc) -> ir.Param:

@@ -84,7 +84,7 @@ class StatementLowering:
         if isinstance(s.value, ast.Call) and self.is_call_to(s.value, "loop_config"):
             self.loop_config(s.value, top_level=False)  # checked; before an inner loop it changes nothing
             return
-        self.statement_call = s.value if isinstance(s.value, ast.Call) else None
+        self.body.statement_call = s.value if isinstance(s.value, ast.Call) else None
         v = self.expr(s.value)
         if isinstance(v, ir.Expr) and has_side_effects(v):
             self.emit(ir.ExprStmt(self.loc(s), v))
@@ -95,7 +95,7 @@ class StatementLowering:
         if self.is_static_call(s.value) and all(isinstance(t, ast.Name) for t in s.targets):
             value = self.expr(s.value)  # `n = qd.static(...)` names a translation-time value (or a field)
             for t in s.targets:
-                self.scope.names[t.id] = value
+                self.body.scope.names[t.id] = value
             return
         value = self.expr(s.value)
         if len(s.targets) > 1:
@@ -121,14 +121,14 @@ class StatementLowering:
             raise self.error(s.annotation, f"`{ast.unparse(s.annotation)}` is not a scalar type",
                              hint="annotate a local with a scalar type such as qd.f32")
         name = s.target.id
-        bound, _ = self.scope.lookup(name)
-        if name in self.scope.names and isinstance(bound, ir.Local):
+        bound, _ = self.body.scope.lookup(name)
+        if name in self.body.scope.names and isinstance(bound, ir.Local):
             raise self.error(s.target, f"`{name}` is already declared in this block")
         var = ir.Local(name, dtype, self.loc(s.target))
         init = None
         if s.value is not None:
             init = self.coerce(self.rvalue(s.value), dtype, s.value, explicit=True)
-        self.scope.names[name] = var
+        self.body.scope.names[name] = var
         self.emit(ir.Declare(self.loc(s), var, init))
 
     def declare_annotated_matrix(self, s: ast.AnnAssign, mt: MatrixType) -> None:
@@ -145,14 +145,14 @@ class StatementLowering:
                 raise self.error(s.value, f"`{s.target.id}` is annotated {mt!r} but is given a value of shape "
                                           f"{value.shape}")
             value = self.make_matrix(mt.shape, value.items, s, dtype)
-        self.scope.names[s.target.id] = self.declare_matrix(s.target.id, value, s)
+        self.body.scope.names[s.target.id] = self.declare_matrix(s.target.id, value, s)
 
     def assign(self, target: ast.expr, value, stmt: ast.stmt) -> None:
         if self.assign_tile(target, value, stmt):
             return
         if isinstance(target, ast.Name):
             if target.id == "_":  # a throwaway name: each assignment a new variable, of the value's own type
-                self.scope.names.pop("_", None)
+                self.body.scope.names.pop("_", None)
             self.assign_name(target, value, stmt)
         elif isinstance(target, ast.Attribute) and (member := self.resolve_var(target)) is not None:
             self.assign_var(*member, value, target, stmt)
@@ -174,7 +174,7 @@ class StatementLowering:
             # every target is a name and no right-hand side reads what one of them holds.
             written: set = set()
             for t in target.elts:
-                bound = self.scope.lookup(t.id)[0] if isinstance(t, ast.Name) else None
+                bound = self.body.scope.lookup(t.id)[0] if isinstance(t, ast.Name) else None
                 written.update(component_locals(bound))
                 if isinstance(bound, KernelVar):
                     written.add(bound.param)
@@ -222,20 +222,20 @@ class StatementLowering:
 
     def assign_name(self, target: ast.Name, value, stmt: ast.stmt) -> None:
         name = target.id
-        bound, scope = self.scope.lookup(name)
+        bound, scope = self.body.scope.lookup(name)
         if isinstance(value, (ArraySlice, OuterProduct)):
             self.bind_slice(target, value, bound)
             return
-        if isinstance(bound, ir.Local) and not self.in_parallel:
+        if isinstance(bound, ir.Local) and not self.body.in_parallel:
             # A top-level local an earlier serial task declared: this serial task has no
             # declaration of it, so it lives in a scratch buffer from here on, as for a read
             # (`r = x[0]`, a parallel loop, then `r = 0`: the fuzzer's seed 1733).
             bound = self.shared_for_read(bound, scope) or bound
-        if isinstance(bound, ir.Local) and self.in_parallel and scope is self.kernel_scope and not bound.loop_var:
+        if isinstance(bound, ir.Local) and self.body.in_parallel and scope is self.kernel_scope and not bound.loop_var:
             bound = self.shared_for_update(bound, scope)  # every thread stores into the variable's buffer
         if isinstance(bound, KernelVar):
             v = self.coerce(self.to_expr(value, target), bound.type, stmt)
-            if self.in_parallel:
+            if self.body.in_parallel:
                 self.warn_shared_store(v, target, name)
             self.emit(ir.Store(self.loc(stmt), bound.param, [], v))
             return
@@ -251,7 +251,7 @@ class StatementLowering:
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold {describe(value.shape)}",
                              hint="use a new name for the vector")
-        if isinstance(bound, ir.Local) and bound.loop_var and scope is self.scope:
+        if isinstance(bound, ir.Local) and bound.loop_var and scope is self.body.scope:
             # `i = qd.cast(i, qd.i32)` in the loop's own body: a new local from here to the end of
             # this iteration, as in Python (the next iteration takes the range's next value)
             v = self.to_expr(value, target)
@@ -265,13 +265,13 @@ class StatementLowering:
             self.emit(ir.Assign(self.loc(stmt), bound, v))
             return
         if isinstance(value, MatrixValue):
-            self.scope.names[name] = self.declare_matrix(name, value, target)
+            self.body.scope.names[name] = self.declare_matrix(name, value, target)
             return
         if isinstance(value, TupleValue):  # `w = [a, b, c]`: each item computed once, read by index
-            self.scope.names[name] = self.freeze_sequence(name, value, target)
+            self.body.scope.names[name] = self.freeze_sequence(name, value, target)
             return
         if isinstance(value, StructValue):
-            self.scope.names[name] = self.declare_struct(name, value, target)
+            self.body.scope.names[name] = self.declare_struct(name, value, target)
             return
         if isinstance(value, CT) and isinstance(value.value, str):
             raise self.error(stmt.value if hasattr(stmt, "value") else target, "strings are not supported in kernels")
@@ -279,7 +279,7 @@ class StatementLowering:
             value.array.name = name  # a SharedArray takes the name it is first bound to
         if isinstance(value, (ArrayHandle, ShapeHandle)) or (
                 isinstance(value, CT) and not is_py_scalar(value.value)):
-            self.scope.names[name] = value  # an alias of an array or a translation-time object
+            self.body.scope.names[name] = value  # an alias of an array or a translation-time object
             return
         if isinstance(bound, (ir.Param, ArrayHandle)) and scope is not None and scope.parent is None:
             raise self.error(target, f"cannot assign to parameter `{name}`",
@@ -289,7 +289,7 @@ class StatementLowering:
         if v.type.is_int and self.frame.stores.get(name, 0) == 1 and name not in self.ref_names():
             # Its one value, for good (a call that takes it by reference may change it)
             var.nonneg, var.bounds = nonneg(v), value_range(v)
-        self.scope.names[name] = var
+        self.body.scope.names[name] = var
         self.emit(ir.Declare(self.loc(stmt), var, v))
 
     def freeze_sequence(self, name: str, value: TupleValue, node) -> TupleValue:
@@ -309,7 +309,7 @@ class StatementLowering:
             raise self.error(node, f"{what} cannot be used in @qd.real_func `{self.function_stack[-1].name}`: a real "
                                    "function runs on its calling thread alone, outside the block's collective context",
                              hint="make it a @qd.func (inlined into the kernel)")
-        if not self.in_parallel:
+        if not self.body.in_parallel:
             raise self.error(node, f"{what} works on the threads of a block: call it inside a parallel "
                                    "(top-level) loop")
 
@@ -324,8 +324,8 @@ class StatementLowering:
         if var.loop_var:
             raise self.error(node, f"cannot assign to the loop variable `{var.name}`",
                              hint="assign to a new local instead")
-        if self.in_parallel:
-            s = self.scope
+        if self.body.in_parallel:
+            s = self.body.scope
             while s is not None and s is not scope:
                 if s.task_root:
                     raise self.race(node, shown or var.name)
@@ -358,7 +358,7 @@ class StatementLowering:
             return
         op = BINOPS[type(s.op)]
         if isinstance(s.target, ast.Name):
-            bound, scope = self.scope.lookup(s.target.id)
+            bound, scope = self.body.scope.lookup(s.target.id)
             if isinstance(bound, MatrixVar):
                 value = self.as_matrix(self.expr(s.value), s.value)  # `v += [1, 0]`
                 if isinstance(value, MatrixValue) and value.shape != bound.shape:
@@ -427,7 +427,7 @@ class StatementLowering:
             if op in ATOMIC_AUGASSIGN or op == "mul":
                 self.update_var(shared, ATOMIC_AUGASSIGN.get(op, op), value, s, f"`{SYMBOL[op]}=`",
                                 result_used=False)
-            elif self.in_parallel:
+            elif self.body.in_parallel:
                 raise self.race(target, bound.name)
             else:
                 cur = self.load_var(shared, self.loc(target))
@@ -640,9 +640,9 @@ class StatementLowering:
 
     def bind_static_target(self, target: ast.expr, item) -> None:
         if isinstance(target, ast.Name) and isinstance(item, StaticIndex):  # qd.static(qd.grouped(qd.ndrange()))
-            self.scope.names[target.id] = self.make_matrix((len(item),), [CT(k) for k in item], target, T.i32)
+            self.body.scope.names[target.id] = self.make_matrix((len(item),), [CT(k) for k in item], target, T.i32)
         elif isinstance(target, ast.Name):  # a field or a Python-scope vector in the list is what a kernel sees of it
-            self.scope.names[target.id] = self.module_object(CT(item), target.id, target)
+            self.body.scope.names[target.id] = self.module_object(CT(item), target.id, target)
         elif isinstance(target, ast.Tuple):
             items = list(item)
             if len(items) != len(target.elts):
@@ -653,17 +653,17 @@ class StatementLowering:
             raise self.error(target, "a loop variable must be a plain name")
 
     def stmt_Break(self, s: ast.Break) -> None:
-        if self.static_jumps and self.static_jumps[-1][0] == self.loop_depth and self.static_jumps[-1][1] is not None:
+        if self.body.static_jumps and self.body.static_jumps[-1][0] == self.body.loop_depth and self.body.static_jumps[-1][1] is not None:
             loc = self.loc(s)
-            self.emit(ir.Assign(loc, self.static_jumps[-1][1], ir.Const(T.bool_, loc, True)))
-        if self.loop_depth == 0:
-            raise self.error(s, "break outside a serial loop" if not self.in_parallel else
+            self.emit(ir.Assign(loc, self.body.static_jumps[-1][1], ir.Const(T.bool_, loc, True)))
+        if self.body.loop_depth == 0:
+            raise self.error(s, "break outside a serial loop" if not self.body.in_parallel else
                              "break is not allowed in a parallel loop: its iterations run on different threads",
-                             hint=None if not self.in_parallel else "use `continue` to skip an iteration")
+                             hint=None if not self.body.in_parallel else "use `continue` to skip an iteration")
         self.emit(ir.Break(self.loc(s)))
 
     def stmt_Continue(self, s: ast.Continue) -> None:
-        if self.loop_depth == 0 and not self.in_parallel:
+        if self.body.loop_depth == 0 and not self.body.in_parallel:
             raise self.error(s, "continue outside a loop")
         self.emit(ir.Continue(self.loc(s)))
 
@@ -685,7 +685,7 @@ class StatementLowering:
                     e = self.to_expr(item, s.value)
                     var = ir.Local(f"{frame.result_name}_{k}", e.type, self.loc(s))
                     frame.returns_tuple.append(var)
-                    self.frame_declares.append(ir.Declare(self.loc(s), var, None))
+                    self.body.frame_declares.append(ir.Declare(self.loc(s), var, None))
             for var, item in zip(frame.returns_tuple, value.items):
                 self.emit(ir.Assign(self.loc(s), var, self.coerce(self.to_expr(item, s.value), var.type, s.value)))
             return
@@ -695,7 +695,7 @@ class StatementLowering:
         e = self.to_expr(value, s.value)
         if frame.result is None:
             frame.result = ir.Local(frame.result_name, frame.return_type or e.type, self.loc(s))
-            self.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
+            self.body.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
         self.emit(ir.Assign(self.loc(s), frame.result, self.coerce(e, frame.result.type, s.value,
                                                                    explicit=frame.return_type is not None)))
 
@@ -717,13 +717,13 @@ class StatementLowering:
         if isinstance(value, MatrixValue):
             var = MatrixVar(value.shape, [ir.Local(f"{name}_{c}", e.type, loc)
                                           for c, e in zip(component_suffixes(value.shape), value.items)])
-            self.frame_declares.extend(ir.Declare(loc, v, None) for v in var.locals)
+            self.body.frame_declares.extend(ir.Declare(loc, v, None) for v in var.locals)
             return var
         if isinstance(value, StructValue):
             return StructVar(value.type, {k: self.result_var(f"{name}_{k}", m, loc) for k, m in value.members.items()})
         e = self.to_expr(value, loc)
         var = ir.Local(name, e.type, loc)
-        self.frame_declares.append(ir.Declare(loc, var, None))
+        self.body.frame_declares.append(ir.Declare(loc, var, None))
         return var
 
     def assign_result(self, var, value, node) -> None:
@@ -751,7 +751,7 @@ class StatementLowering:
         # otherwise; so does this translation. Its names must still exist: a typo in one is
         # reported.
         for n in ast.walk(s.test):
-            if isinstance(n, ast.Name) and self.scope.lookup(n.id)[0] is None and self.global_lookup(n.id) is None:
+            if isinstance(n, ast.Name) and self.body.scope.lookup(n.id)[0] is None and self.global_lookup(n.id) is None:
                 raise self.error(n, f"undefined name `{n.id}`")
         # What the condition does besides testing still happens, as in Quadrants: a call of a
         # @qd.func or @qd.real_func (which may write memory) or an atomic in it.

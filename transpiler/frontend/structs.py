@@ -204,7 +204,7 @@ class StructLowering:
         """The variable a name or a member chain (``p``, ``p.pos``, ``s.inner.v``) denotes:
         (var, scope), or None when it is not a variable."""
         if isinstance(node, ast.Name):
-            bound, scope = self.scope.lookup(node.id)
+            bound, scope = self.body.scope.lookup(node.id)
             return (bound, scope) if isinstance(bound, (MatrixVar, StructVar)) else None
         if isinstance(node, ast.Attribute):
             inner = self.resolve_var(node.value)
@@ -255,7 +255,7 @@ class StructLowering:
         target = s.target
         if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
             return False
-        value, _ = self.scope.lookup(target.value.id)
+        value, _ = self.body.scope.lookup(target.value.id)
         add = getattr(getattr(value, "type", None), "_qd_add_entry", None) if isinstance(value, StructValue) else None
         if add is None:
             return False

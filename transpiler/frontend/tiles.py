@@ -148,7 +148,7 @@ class TileLowering:
             value = ArraySlice(value.array, freeze(value.batch, "b"), rows, cols, freeze(value.col, "col"), value.text)
         else:
             value = OuterProduct(freeze(value.a, "a"), freeze(value.b, "b"), value.text)
-        self.scope.names[target.id] = value
+        self.body.scope.names[target.id] = value
 
     def extent(self, array: ir.Array, dim: int, loc: ir.Loc):
         """The length of a dimension: known now (a field, a SharedArray) or read at run time."""

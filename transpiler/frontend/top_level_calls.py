@@ -102,17 +102,17 @@ class TopLevelCallLowering:
         leading = []  # a method's self
         if isinstance(func, BoundMethod):
             func, leading = func.func, [func.value]
-        if func.fn in self.inline_stack:
+        if func.fn in self.body.inline_stack:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="unroll it with `for k in qd.static(range(...))`")
         # The arguments are the caller's expressions; statements they need run serially.
-        if self.serial_loc is None:
-            self.serial_loc = self.loc(node)
-        with self.collecting(self.serial):
+        if self.serial.loc is None:
+            self.serial.loc = self.loc(node)
+        with self.task(self.serial.task):
             args = leading + [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        if not self.serial:
-            self.serial_loc = None
+        if not self.serial.stmts:
+            self.serial.loc = None
         parsed = parse_function(func.fn)
         fdef = parsed.node
         try:
@@ -133,7 +133,7 @@ class TopLevelCallLowering:
         annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args else {}
         # The callee sees its parameters and its globals; its top-level names are kernel-scope
         # names (a serial result another task reads moves to a scratch buffer, as in a kernel).
-        root = Scope(self.scope, isolated=True)
+        root = Scope(self.body.scope, isolated=True)
         self.kernel_scope, outer_kernel_scope = root, self.kernel_scope
         frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
         try:
@@ -175,11 +175,11 @@ class TopLevelCallLowering:
         # A serial local is declared only in its serial task: a copy made there moves to a
         # scratch buffer when the callee's tasks read it, as a kernel's own serial result does.
         if has_side_effects(e) or reads_serial:
-            if self.serial_loc is None:
-                self.serial_loc = site
-            self.serial.append(decl)
+            if self.serial.loc is None:
+                self.serial.loc = site
+            self.serial.stmts.append(decl)
             self.serial_locals.setdefault(var, site)
-            self.serial_declared.add(var)
+            self.serial.declared.add(var)
         else:
             self.uniform_defs.append(decl)
             self.top_level_locals.add(var)
