@@ -223,9 +223,9 @@ class ExpressionLowering:
             raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
                              hint="they have `.shape`, `.size`, `.dtype`, `.element_shape()` and `.fill(value)`")
         if isinstance(base, ir.Expr) and isinstance(base.type, T.DType):
-            from .matrices import METHODS, SWIZZLE_SETS
+            from .matrices import MATRIX_METHODS, SWIZZLE_SETS
 
-            vector_like = node.attr in METHODS or any(set(node.attr) <= set(s) for s in SWIZZLE_SETS)
+            vector_like = node.attr in MATRIX_METHODS or any(set(node.attr) <= set(s) for s in SWIZZLE_SETS)
             raise self.error(node, f"`{ast.unparse(node.value)}` is a {base.type.name} scalar here: it has no "
                                    f"attribute `{node.attr}`",
                              hint="vectors come from vector fields and ndarrays (qd.Vector.field, "

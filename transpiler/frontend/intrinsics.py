@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import ast
 import warnings
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import has_side_effects
 from .fields import StructArray
+from .handlers import HandlerTable
 from .values import CT, ArrayHandle, MatrixValue, StaticIndex, StaticNdrange, TupleValue
 
 if TYPE_CHECKING:
@@ -19,16 +20,8 @@ _FLOAT_MATH = ("sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos
                "sinh", "cosh", "tanh", "floor", "ceil", "round", "trunc")
 _BIT_MATH = ("popcnt", "clz", "ffs")
 
-HANDLERS: dict[str, Callable] = {}
-
-
-def handler(*names: str):
-    def wrap(fn: Callable) -> Callable:
-        for n in names:
-            HANDLERS[n] = fn
-        return fn
-
-    return wrap
+HANDLERS = HandlerTable()  # the qd.* built-ins, by the name they are known by (``_qd_builtin``)
+handler = HANDLERS.handler
 
 
 # Built-ins that apply to each component of a vector or matrix argument.

@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.matrix import SWIZZLE_SETS, MatrixType
 from .common import has_side_effects, is_py_scalar
+from .handlers import HandlerTable
 from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, MethodValue, TupleValue
 
-METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
-           "max", "min", "any", "all", "trace", "determinant", "inverse", "cast", "to_list"}
+if TYPE_CHECKING:
+    from .lower import KernelLowering
+
+MATRIX_METHODS = HandlerTable()  # a vector's or matrix's methods, by name (the handlers end this module)
+_NO_ARGUMENTS = ("sum", "max", "min", "any", "all", "norm_sqr", "trace", "transpose", "determinant", "inverse")
 
 
 def describe(shape: tuple[int, ...]) -> str:
@@ -337,7 +343,7 @@ class MatrixLowering:
         """The locals of ``v.xy``, ``v[0]`` or ``m[i, j]`` with indices known without lowering
         anything (numbers, names of translation-time values); None for any other target."""
         if isinstance(target, ast.Attribute):
-            picked = None if target.attr in METHODS else self.swizzle(var.shape, target.attr, target)
+            picked = None if target.attr in MATRIX_METHODS else self.swizzle(var.shape, target.attr, target)
             return [var.locals[k] for k in picked] if picked and len(set(picked)) == len(picked) else None
         parts = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
         idx = [p.value if isinstance(p, ast.Constant) else self.named_value(p) for p in parts]
@@ -351,7 +357,7 @@ class MatrixLowering:
     def assign_component(self, target: ast.expr, value, stmt) -> None:
         var, scope = self.component_target(target)
         if isinstance(target, ast.Attribute):
-            if target.attr in ("n", "m") or target.attr in METHODS:
+            if target.attr in ("n", "m") or target.attr in MATRIX_METHODS:
                 raise self.error(target, f"`.{target.attr}` cannot be assigned")
             picked = self.swizzle(var.shape, target.attr, target)
             if picked is None:
@@ -579,13 +585,13 @@ class MatrixLowering:
             return CT(v.shape[0])
         if attr == "m":
             return CT(v.shape[1] if len(v.shape) == 2 else 1)
-        if attr in METHODS:
+        if attr in MATRIX_METHODS:
             return MethodValue(v, attr)
         picked = self.swizzle(v.shape, attr, node)
         if picked is not None:
             return v.items[picked[0]] if len(picked) == 1 else MatrixValue((len(picked),), [v.items[k] for k in picked])
         raise self.error(node, f"{describe(v.shape)} has no attribute `{attr}`",
-                         hint="components are .x .y .z .w (or v[k]); methods: " + ", ".join(sorted(METHODS)))
+                         hint="components are .x .y .z .w (or v[k]); methods: " + ", ".join(sorted(MATRIX_METHODS)))
 
     def swizzle(self, shape: tuple[int, ...], attr: str, node) -> list[int] | None:
         for letters in SWIZZLE_SETS:
@@ -702,109 +708,15 @@ class MatrixLowering:
         return pick(choices)
 
     def call_method(self, mv: MethodValue, node: ast.Call):
-        v, name = mv.value, mv.name
-        args = [self.expr(a) for a in node.args]
-        kw = {k.arg: self.expr(k.value) for k in node.keywords}
-        loc = self.loc(node)
-
-        def other(k: int = 0) -> MatrixValue:
-            if len(args) <= k or not isinstance(args[k], MatrixValue):
-                raise self.error(node, f"`.{name}()` takes a vector or matrix")
-            return args[k]
-
-        def vector_only():
-            if not v.is_vector:
-                raise self.error(node, f"`.{name}()` is for vectors; this is {describe(v.shape)}")
-
-        def square():
-            if len(v.shape) != 2 or v.shape[0] != v.shape[1]:
-                raise self.error(node, f"`.{name}()` needs a square matrix; this is {describe(v.shape)}")
-
-        if args and name in ("sum", "max", "min", "any", "all", "norm_sqr", "trace", "transpose", "determinant",
-                             "inverse"):
-            raise self.error(node, f"`.{name}()` takes no arguments")
-        if name == "sum":
-            return self.fold(v.items, "add", node)
-        if name in ("max", "min"):
-            return self.fold(v.items, name, node)
-        if name in ("any", "all"):
-            truths = [self.truth(e, node) for e in v.items]
-            out = truths[0]
-            for t in truths[1:]:
-                out = ir.Logical(T.bool_, loc, "or" if name == "any" else "and", out, t)
-            return ir.Cast(T.i32, loc, out)
-        if name == "dot":
-            vector_only()
-            w = other()
-            if w.shape != v.shape:
-                raise self.error(node, f"`.dot()` of {describe(v.shape)} and {describe(w.shape)}")
-            return self.fold([self.binop("mul", a, b, node) for a, b in zip(v.items, w.items)], "add", node)
-        if name in ("norm_sqr", "norm", "norm_inv", "normalized"):
-            if name == "normalized":
-                vector_only()
-            eps = args[0] if args else kw.get("eps", CT(0))
-            m = self.materialize(v, node, "tmp")
-            sq = self.fold([self.binop("mul", a, a, node) for a in m.items], "add", node)
-            if name == "norm_sqr":
-                return sq
-            if not (isinstance(eps, CT) and eps.value == 0):
-                sq = self.binop("add", sq, eps, node)
-            sq = self.to_expr(sq, node)
-            fp = sq.type if sq.type.is_float else T.defaults().fp
-            sq = self.coerce(sq, fp, node, explicit=True)
-            if name == "norm":
-                return ir.Math(fp, loc, "sqrt", [sq])
-            inv = ir.Math(fp, loc, "rsqrt", [sq])
-            if name == "norm_inv":
-                return inv
-            inv = self.once(inv, node, "inv_norm")
-            return self.elementwise(lambda a: self.binop("mul", a, inv, node), [m], node)
-        if name == "cross":
-            vector_only()
-            w = other()
-            if v.shape != w.shape or v.shape[0] not in (2, 3):
-                raise self.error(node, f"`.cross()` needs two 2- or 3-vectors, not {describe(v.shape)} and "
-                                       f"{describe(w.shape)}")
-            a, b = self.materialize(v, node, "lhs").items, self.materialize(w, node, "rhs").items
-
-            def det2(p, q, r, s):
-                return self.binop("sub", self.binop("mul", p, q, node), self.binop("mul", r, s, node), node)
-
-            if v.shape[0] == 2:
-                return det2(a[0], b[1], a[1], b[0])
-            return self.make_matrix((3,), [det2(a[1], b[2], a[2], b[1]), det2(a[2], b[0], a[0], b[2]),
-                                           det2(a[0], b[1], a[1], b[0])], node)
-        if name == "outer_product":
-            vector_only()
-            w = other()
-            a, b = self.materialize(v, node, "lhs").items, self.materialize(w, node, "rhs").items
-            return self.make_matrix((len(a), len(b)), [self.binop("mul", x, y, node) for x in a for y in b], node)
-        if name == "transpose":
-            if v.is_vector:
-                return self.make_matrix((1, v.shape[0]), v.items, node)
-            n, m = v.shape
-            return MatrixValue((m, n), [v.items[i * m + j] for j in range(m) for i in range(n)])
-        if name == "trace":
-            square()
-            return self.fold([v.at(i, i) for i in range(v.shape[0])], "add", node)
-        if name == "determinant":
-            square()
-            if v.shape[0] > 4:
-                raise self.error(node, "`.determinant()` is for matrices up to 4x4")
-            return self.determinant(self.materialize(v, node, "m"), node)
-        if name == "inverse":
-            square()
-            if v.shape[0] > 4:
-                raise self.error(node, "`.inverse()` is for matrices up to 4x4")
-            return self.inverse(self.materialize(v, node, "m"), node)
-        if name == "cast":
-            if len(args) != 1 or not isinstance(args[0], CT):
-                raise self.error(node, "`.cast(dtype)` takes a dtype")
-            dtype = self.as_dtype(args[0].value, node)
-            return self.make_matrix(v.shape, v.items, node, dtype)
-        if name == "to_list":
-            raise self.error(node, "`.to_list()` is for Python scope; in a kernel index the components")
-        raise self.error(node, f"`.{name}()` is not supported")
+        """``v.norm()``, ``m.transpose()``, ...: the method's handler in ``MATRIX_METHODS``."""
+        call = MethodCall(self, mv.value, mv.name, [self.expr(a) for a in node.args],
+                          {k.arg: self.expr(k.value) for k in node.keywords}, node)
+        if call.args and mv.name in _NO_ARGUMENTS:
+            raise self.error(node, f"`.{mv.name}()` takes no arguments")
+        method = MATRIX_METHODS.get(mv.name)
+        if method is None:
+            raise self.error(node, f"`.{mv.name}()` is not supported")
+        return method(self, call)
 
     def fold(self, items: list, op: str, node):
         out = items[0]
@@ -928,3 +840,151 @@ def _walk(e: ir.Expr):
 
     return iter_expr(e)
 
+
+# ----------------------------------------------------------------------------- methods
+
+
+@dataclass
+class MethodCall:
+    """A method called on a vector or matrix ``v``, with its arguments lowered."""
+
+    lo: KernelLowering
+    v: MatrixValue
+    name: str
+    args: list
+    kw: dict
+    node: ast.Call
+
+    def other(self, k: int = 0) -> MatrixValue:
+        if len(self.args) <= k or not isinstance(self.args[k], MatrixValue):
+            raise self.lo.error(self.node, f"`.{self.name}()` takes a vector or matrix")
+        return self.args[k]
+
+    def vector_only(self) -> None:
+        if not self.v.is_vector:
+            raise self.lo.error(self.node, f"`.{self.name}()` is for vectors; this is {describe(self.v.shape)}")
+
+    def square(self, largest: int | None = None) -> None:
+        shape = self.v.shape
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise self.lo.error(self.node, f"`.{self.name}()` needs a square matrix; this is {describe(shape)}")
+        if largest is not None and shape[0] > largest:
+            raise self.lo.error(self.node, f"`.{self.name}()` is for matrices up to {largest}x{largest}")
+
+
+@MATRIX_METHODS.handler("sum")
+def _sum(lo: KernelLowering, c: MethodCall):
+    return lo.fold(c.v.items, "add", c.node)
+
+
+@MATRIX_METHODS.handler("max", "min")
+def _extreme(lo: KernelLowering, c: MethodCall):
+    return lo.fold(c.v.items, c.name, c.node)
+
+
+@MATRIX_METHODS.handler("any", "all")
+def _any_all(lo: KernelLowering, c: MethodCall):
+    loc = lo.loc(c.node)
+    truths = [lo.truth(e, c.node) for e in c.v.items]
+    out = truths[0]
+    for t in truths[1:]:
+        out = ir.Logical(T.bool_, loc, "or" if c.name == "any" else "and", out, t)
+    return ir.Cast(T.i32, loc, out)
+
+
+@MATRIX_METHODS.handler("dot")
+def _dot(lo: KernelLowering, c: MethodCall):
+    c.vector_only()
+    v, w, node = c.v, c.other(), c.node
+    if w.shape != v.shape:
+        raise lo.error(node, f"`.dot()` of {describe(v.shape)} and {describe(w.shape)}")
+    return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items)], "add", node)
+
+
+@MATRIX_METHODS.handler("norm_sqr", "norm", "norm_inv", "normalized")
+def _norm(lo: KernelLowering, c: MethodCall):
+    name, node, loc = c.name, c.node, lo.loc(c.node)
+    if name == "normalized":
+        c.vector_only()
+    eps = c.args[0] if c.args else c.kw.get("eps", CT(0))
+    m = lo.materialize(c.v, node, "tmp")
+    sq = lo.fold([lo.binop("mul", a, a, node) for a in m.items], "add", node)
+    if name == "norm_sqr":
+        return sq
+    if not (isinstance(eps, CT) and eps.value == 0):
+        sq = lo.binop("add", sq, eps, node)
+    sq = lo.to_expr(sq, node)
+    fp = sq.type if sq.type.is_float else T.defaults().fp
+    sq = lo.coerce(sq, fp, node, explicit=True)
+    if name == "norm":
+        return ir.Math(fp, loc, "sqrt", [sq])
+    inv = ir.Math(fp, loc, "rsqrt", [sq])
+    if name == "norm_inv":
+        return inv
+    inv = lo.once(inv, node, "inv_norm")
+    return lo.elementwise(lambda a: lo.binop("mul", a, inv, node), [m], node)
+
+
+@MATRIX_METHODS.handler("cross")
+def _cross(lo: KernelLowering, c: MethodCall):
+    c.vector_only()
+    v, w, node = c.v, c.other(), c.node
+    if v.shape != w.shape or v.shape[0] not in (2, 3):
+        raise lo.error(node, f"`.cross()` needs two 2- or 3-vectors, not {describe(v.shape)} and "
+                             f"{describe(w.shape)}")
+    a, b = lo.materialize(v, node, "lhs").items, lo.materialize(w, node, "rhs").items
+
+    def det2(p, q, r, s):
+        return lo.binop("sub", lo.binop("mul", p, q, node), lo.binop("mul", r, s, node), node)
+
+    if v.shape[0] == 2:
+        return det2(a[0], b[1], a[1], b[0])
+    return lo.make_matrix((3,), [det2(a[1], b[2], a[2], b[1]), det2(a[2], b[0], a[0], b[2]),
+                                 det2(a[0], b[1], a[1], b[0])], node)
+
+
+@MATRIX_METHODS.handler("outer_product")
+def _outer_product(lo: KernelLowering, c: MethodCall):
+    c.vector_only()
+    w, node = c.other(), c.node
+    a, b = lo.materialize(c.v, node, "lhs").items, lo.materialize(w, node, "rhs").items
+    return lo.make_matrix((len(a), len(b)), [lo.binop("mul", x, y, node) for x in a for y in b], node)
+
+
+@MATRIX_METHODS.handler("transpose")
+def _transpose(lo: KernelLowering, c: MethodCall):
+    v = c.v
+    if v.is_vector:
+        return lo.make_matrix((1, v.shape[0]), v.items, c.node)
+    n, m = v.shape
+    return MatrixValue((m, n), [v.items[i * m + j] for j in range(m) for i in range(n)])
+
+
+@MATRIX_METHODS.handler("trace")
+def _trace(lo: KernelLowering, c: MethodCall):
+    c.square()
+    return lo.fold([c.v.at(i, i) for i in range(c.v.shape[0])], "add", c.node)
+
+
+@MATRIX_METHODS.handler("determinant")
+def _determinant(lo: KernelLowering, c: MethodCall):
+    c.square(largest=4)
+    return lo.determinant(lo.materialize(c.v, c.node, "m"), c.node)
+
+
+@MATRIX_METHODS.handler("inverse")
+def _inverse(lo: KernelLowering, c: MethodCall):
+    c.square(largest=4)
+    return lo.inverse(lo.materialize(c.v, c.node, "m"), c.node)
+
+
+@MATRIX_METHODS.handler("cast")
+def _cast(lo: KernelLowering, c: MethodCall):
+    if len(c.args) != 1 or not isinstance(c.args[0], CT):
+        raise lo.error(c.node, "`.cast(dtype)` takes a dtype")
+    return lo.make_matrix(c.v.shape, c.v.items, c.node, lo.as_dtype(c.args[0].value, c.node))
+
+
+@MATRIX_METHODS.handler("to_list")
+def _to_list(lo: KernelLowering, c: MethodCall):
+    raise lo.error(c.node, "`.to_list()` is for Python scope; in a kernel index the components")
