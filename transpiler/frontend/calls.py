@@ -25,6 +25,8 @@ from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
 from .tiles import is_tile
 from .fields import StructArray
+from .handlers import HandlerTable
+from .intrinsics import call_builtin, cast_call
 from .values import (
     CT, ArrayHandle, BoundMethod, KernelVar, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar,
     TupleValue, bound_method, sequence_items,
@@ -131,6 +133,19 @@ class CallLowering:
 
     def expr_Call(self, node: ast.Call):
         node = self.unstarred(node)
+        on_container = self.container_method_call(node)
+        if on_container is not None:
+            return on_container
+        f = self.expr(node.func)
+        if isinstance(f, CT) and isinstance(f.value, lang.BoundFunc):
+            f = CT(bound_method(f.value))
+        if isinstance(f, CT) and not isinstance(f.value, BoundMethod):
+            return self.call_known(f.value, node)
+        return self.call_value(f, node)
+
+    def container_method_call(self, node: ast.Call):
+        """``v.fill(x)`` on a vector variable, ``x.append(v)`` on a dynamic SNode's cell, a
+        method of a struct; None for any other call."""
         if isinstance(node.func, ast.Attribute) and node.func.attr == "fill" and len(node.args) == 1 \
                 and not node.keywords and self.fill_vector(node):
             return CT(None)
@@ -138,15 +153,14 @@ class CallLowering:
             listed = self.dynamic_list_method(node)
             if listed is not None:
                 return listed
-        method = self.call_struct_method(node)
-        if method is not None:
-            return method
-        f = self.expr(node.func)
+        return self.call_struct_method(node)
+
+    def call_value(self, f, node: ast.Call):
+        """A call of a value not known at translation time as a function: a method of a
+        vector, a bound @qd.func method, ``v(0)``."""
         if isinstance(f, MethodValue):
             return self.call_method(f, node)
-        if isinstance(f, CT) and isinstance(f.value, lang.BoundFunc):
-            f = CT(bound_method(f.value))
-        if isinstance(f, CT) and isinstance(f.value, BoundMethod):
+        if isinstance(f, CT):  # a BoundMethod
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             return self.inline_values(f.value.func, node, [f.value.value, *args], kwargs)
@@ -155,13 +169,13 @@ class CallLowering:
             index = node.args[0] if len(node.args) == 1 else ast.Tuple(list(node.args), ast.Load())
             return self.expr(ast.copy_location(ast.Subscript(node.func, ast.copy_location(index, node.args[0]),
                                                              ast.Load()), node))
-        if not isinstance(f, CT):
-            raise self.error(node.func, "only functions known at translation time can be called in kernels")
-        fn = f.value
+        raise self.error(node.func, "only functions known at translation time can be called in kernels")
+
+    def call_known(self, fn, node: ast.Call):
+        """A call of ``fn``, known at translation time: a qd.* built-in, a @qd.func or
+        @qd.real_func, a dtype, a Python built-in (``PY_CALLS``) or another Python function."""
         name = getattr(fn, "_qd_builtin", None)
         if name is not None:
-            from .intrinsics import call_builtin
-
             return call_builtin(self, name, node)
         if isinstance(fn, lang.RealFunc):
             instance = None
@@ -174,60 +188,22 @@ class CallLowering:
         if isinstance(fn, lang.Kernel):
             raise self.error(node, f"kernel `{fn.__name__}` cannot be called from a kernel",
                              hint="make the callee a @qd.func")
-        from .intrinsics import cast_call
-
         if isinstance(fn, T.DType):
             return self.builtin_elementwise(lambda n: cast_call(self, fn, n), node)
-        if fn in (int, float, bool) and len(node.args) == 1 and not node.keywords:
-            def convert(call: ast.Call):  # its argument, lowered once, under a bound name
-                v = self.expr(call.args[0])
-                if isinstance(v, CT):
-                    try:
-                        return CT(fn(v.value))
-                    except Exception as exc:  # noqa: BLE001
-                        raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: "
-                                               f"{exc}") from None
-                return cast_call(self, T.python_type(fn), call)
+        python_builtin = PY_CALLS.find(fn)
+        if python_builtin is not None:
+            lowered = python_builtin(self, fn, node)
+            if lowered is not None:
+                return lowered
+        return self.call_python(fn, node)
 
-            return self.builtin_elementwise(convert, node)
-        if fn is print:
-            return self.print_call(node)
-        if fn is len and len(node.args) == 1:
-            arg = self.expr(node.args[0])
-            if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
-                shape = self.field_shape(arg.array)
-                return CT(shape[0]) if shape else ir.Shape(T.i32, self.loc(node), arg.array, 0)
-            if isinstance(arg, MatrixValue):  # a vector's size, a matrix's rows
-                return CT(arg.shape[0])
-            if isinstance(arg, TupleValue):
-                return CT(len(arg.items))
-        if fn is builtins.pow and len(node.args) == 2 and not node.keywords:  # pow(x, 2): x ** 2
-            return self.binop("pow", self.expr(node.args[0]), self.expr(node.args[1]), node)
-        if fn in (builtins.all, builtins.any) and len(node.args) == 1 and not node.keywords:
-            v = self.as_matrix(self.expr(node.args[0]), node.args[0])
-            if isinstance(v, MatrixValue):  # all(-0.1 <= x[i] <= 1.1): every component, as .all() does
-                return self.call_method(MethodValue(v, fn.__name__), ast.copy_location(ast.Call(node.func, [], []), node))
-            if isinstance(v, CT) and not isinstance(v.value, (list, tuple)):
-                raise self.error(node.args[0], f"{fn.__name__}() takes a vector or a list of values")
-        if fn in (builtins.min, builtins.max, builtins.abs):
-            from .intrinsics import call_builtin
-
-            return call_builtin(self, fn.__name__, node)
+    def call_python(self, fn, node: ast.Call):
+        """A Python function: run at translation time (math, Python's built-ins,
+        @qd.comptime), the expression an ``operator.*`` function spells, or a plain function
+        of the user's, inlined as a @qd.func."""
         if fn in CT_PY_CALLABLES or getattr(fn, "__module__", None) == "math" or \
                 getattr(fn, "__self__", None) is pymath or getattr(fn, "_qd_comptime", False):
-            args = [self.expr(a) for a in node.args]
-            kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-            if all(isinstance(a, CT) for a in args) and all(isinstance(v, CT) for v in kwargs.values()):
-                try:
-                    return CT(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
-                except Exception as exc:  # noqa: BLE001
-                    raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: {exc}") \
-                        from None
-            if fn is range:
-                raise self.error(node, "range() can only drive a for loop in a kernel")
-            raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
-                             hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
-        what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+            return self.evaluate_call(fn, node)
         spelled = _OPERATOR_SPELLINGS.get(fn) if isinstance(fn, types.BuiltinFunctionType) else None
         if spelled is not None and len(node.args) == spelled[0] and not node.keywords:
             # operator.add(a, b) (a test's parametrized `ops`): the expression it spells
@@ -239,8 +215,24 @@ class CallLowering:
             return self.inline_values(self.implicit_func(fn.__func__, node), node, [CT(fn.__self__), *args], kwargs)
         if isinstance(fn, types.FunctionType) and _user_code(fn):
             return self.inline(self.implicit_func(fn, node), node)
+        what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
         raise self.error(node, f"call to unknown Python function `{what}`",
                          hint="decorate it with @qd.func to call it from a kernel")
+
+    def evaluate_call(self, fn, node: ast.Call):
+        """A function Python runs at translation time, on arguments known then."""
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if all(isinstance(a, CT) for a in args) and all(isinstance(v, CT) for v in kwargs.values()):
+            try:
+                return CT(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+            except Exception as exc:  # noqa: BLE001
+                raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: {exc}") \
+                    from None
+        if fn is range:
+            raise self.error(node, "range() can only drive a for loop in a kernel")
+        raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
+                         hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
 
     def implicit_func(self, fn: types.FunctionType, node: ast.Call) -> lang.Func:
         """A plain Python function a kernel calls: Quadrants calls it with its expressions, the
@@ -624,3 +616,72 @@ def _printf_spec(lo, spec: str, dtype: T.DType, node) -> tuple[str, str]:
                             f"(e.g. {example})")
     flags, width, precision, _length, letter = m.groups()
     return (f"{flags}{width}{precision or ''}", letter)
+
+
+# ----------------------------------------------------------------------------- Python's built-ins
+
+# Python's built-in functions a kernel calls with run-time values, by the function. A handler
+# returns None where the call is not its case (then the call runs at translation time).
+PY_CALLS = HandlerTable()
+
+
+@PY_CALLS.handler(int, float, bool)
+def _conversion(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 1 or node.keywords:
+        return None
+
+    def convert(call: ast.Call):  # its argument, lowered once, under a bound name
+        v = lo.expr(call.args[0])
+        if isinstance(v, CT):
+            try:
+                return CT(fn(v.value))
+            except Exception as exc:  # noqa: BLE001
+                raise lo.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: "
+                                     f"{exc}") from None
+        return cast_call(lo, T.python_type(fn), call)
+
+    return lo.builtin_elementwise(convert, node)
+
+
+@PY_CALLS.handler(print)
+def _print(lo: CallLowering, fn, node: ast.Call):
+    return lo.print_call(node)
+
+
+@PY_CALLS.handler(len)
+def _len(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 1:
+        return None
+    arg = lo.expr(node.args[0])
+    if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
+        shape = lo.field_shape(arg.array)
+        return CT(shape[0]) if shape else ir.Shape(T.i32, lo.loc(node), arg.array, 0)
+    if isinstance(arg, MatrixValue):  # a vector's size, a matrix's rows
+        return CT(arg.shape[0])
+    if isinstance(arg, TupleValue):
+        return CT(len(arg.items))
+    return None
+
+
+@PY_CALLS.handler(builtins.pow)
+def _pow(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 2 or node.keywords:
+        return None
+    return lo.binop("pow", lo.expr(node.args[0]), lo.expr(node.args[1]), node)  # pow(x, 2): x ** 2
+
+
+@PY_CALLS.handler(builtins.all, builtins.any)
+def _all_any(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 1 or node.keywords:
+        return None
+    v = lo.as_matrix(lo.expr(node.args[0]), node.args[0])
+    if isinstance(v, MatrixValue):  # all(-0.1 <= x[i] <= 1.1): every component, as .all() does
+        return lo.call_method(MethodValue(v, fn.__name__), ast.copy_location(ast.Call(node.func, [], []), node))
+    if isinstance(v, CT) and not isinstance(v.value, (list, tuple)):
+        raise lo.error(node.args[0], f"{fn.__name__}() takes a vector or a list of values")
+    return None
+
+
+@PY_CALLS.handler(builtins.min, builtins.max, builtins.abs)
+def _min_max_abs(lo: CallLowering, fn, node: ast.Call):
+    return call_builtin(lo, fn.__name__, node)
