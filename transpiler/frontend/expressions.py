@@ -20,6 +20,7 @@ from .common import (
     nonneg, retype_const, weak_type,
 )
 from .fields import StructArray, struct_leaves
+from .handlers import HandlerTable
 from .tiles import deferred_error, is_tile
 from .values import (
     CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
@@ -147,81 +148,21 @@ class ExpressionLowering:
 
     def expr_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
-        if isinstance(base, ArrayHandle) and node.attr == "shape" and isinstance(base.array, ir.Param):
-            shape = self.field_shape(base.array)
-            return CT(shape) if shape is not None else ShapeHandle(base.array)
-        if isinstance(base, ArrayHandle) and node.attr == "dtype" and isinstance(base.array, ir.Param):
-            field = self.field_of(base.array)  # (a u1 field keeps bytes: its own dtype says bool)
-            return CT(field.dtype if field is not None else base.array.type.dtype)
-        if isinstance(base, ArrayHandle) and node.attr == "size" and isinstance(base.array, ir.Param) and \
-                base.array.is_array:  # its element count (a qd.BufferView's length)
-            shape = self.field_shape(base.array)
-            if shape is not None:
-                return CT(math.prod(shape))
-            loc = self.loc(node)
-            dims = [ir.Shape(T.i32, loc, base.array, d) for d in range(base.array.type.ndim)]
-            return functools.reduce(lambda a, b: ir.BinOp(T.i32, loc, "mul", a, b), dims) if dims else \
-                ir.Const(T.i32, loc, 1)
-        if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("grad", "dual") and \
-                not (isinstance(base, StructArray) and node.attr in base.members):
-            source = base.source if isinstance(base, StructArray) else self.field_of(base.array) \
-                if isinstance(base.array, ir.Param) else None
-            if source is not None and not getattr(type(source), "_qd_bound_like_field", False):
-                try:  # a field made with needs_grad=True: its .grad is a field of its own
-                    found = getattr(source, node.attr)
-                except AttributeError as exc:
-                    raise self.error(node, str(exc)) from None
-                name = base.array.name if isinstance(base, ArrayHandle) else re.sub(r"\W", "_", ast.unparse(node.value))
-                return self.module_object(CT(found), f"{name}_{node.attr}", node)
-            if isinstance(base, ArrayHandle) and isinstance(base.array, ir.Param) and base.array.role == "arg" and \
-                    base.array.is_array and base.array.type.dtype.is_float:
-                return ArrayHandle(self.companion_param(base.array, node.attr, node))
-            raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
-                                   "supported by this transpiler (it has no equivalent in the source it writes)",
-                             hint="write the derivative out as a kernel of its own")
-        if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("parent", "snode") and \
-                not (isinstance(base, StructArray) and node.attr in base.members):
-            field = self.field_of(base.array) if isinstance(base, ArrayHandle) else \
-                self.field_of(next(struct_leaves(base)).array)
-            if field is not None:  # a field's place in its SNode tree: a translation-time value
-                return CT(getattr(field, node.attr))
-        if isinstance(base, StructArray) and node.attr == "shape" and "shape" not in base.members:
-            return CT(self.field_shape(next(struct_leaves(base)).array))  # a field of structs: its members' shape
+        if isinstance(base, ArrayHandle):
+            found = ARRAY_ATTRIBUTES.find(node.attr)
+            value = found(self, base, node) if found is not None else None
+            if value is None:
+                raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
+                                 hint="they have `.shape`, `.size`, `.dtype`, `.element_shape()` and `.fill(value)`")
+            return value
         if isinstance(base, StructArray):
-            if node.attr not in base.members:
-                raise self.error(node, f"the struct field has no member `{node.attr}`",
-                                 hint=f"its members: {', '.join(base.members)}")
-            return base.members[node.attr]
+            return self.struct_array_attribute(base, node)
         if isinstance(base, CT):
-            try:
-                found = getattr(base.value, node.attr)
-            except AttributeError as exc:
-                from ..lang.names import did_you_mean
-
-                what = getattr(base.value, "__name__", type(base.value).__name__)
-                ours = str(exc) if str(exc).startswith("qd") else None  # the language's own account
-                close = did_you_mean(node.attr, dir(base.value))
-                raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
-                                 hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
-                                 if close and not ours else None) from None
-            return self.module_object(CT(found), node.attr, node)
+            return self.static_attribute(base, node)
         if isinstance(base, MatrixValue):
             return self.matrix_attribute(base, node.attr, node)
         if isinstance(base, StructValue):
             return self.struct_attribute(base, node.attr, node)
-        if isinstance(base, ArrayHandle) and node.attr in ("n", "m") and isinstance(base.array, ir.Param) \
-                and base.array.type.element_shape:  # a field of vectors or matrices: their extents
-            es = base.array.type.element_shape
-            return CT(es[0] if node.attr == "n" else (es[1] if len(es) == 2 else 1))
-        if isinstance(base, ArrayHandle) and node.attr == "element_shape" and isinstance(base.array, ir.Param):
-            return CT(ElementShape(base.array.type.element_shape))
-        if isinstance(base, ArrayHandle) and node.attr == "fill":
-            from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
-
-            return CT(BoundMethod(fill, base))
-        if isinstance(base, ArrayHandle):
-            raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
-                             hint="they have `.shape`, `.size`, `.dtype`, `.element_shape()` and `.fill(value)`")
         if isinstance(base, ir.Expr) and isinstance(base.type, T.DType):
             from .matrices import MATRIX_METHODS, SWIZZLE_SETS
 
@@ -232,6 +173,62 @@ class ExpressionLowering:
                                   "qd.types.ndarray(dtype=qd.math.vec3, ...)); an ndarray typed by the call takes "
                                   "the element type of the array it is given" if vector_like else None)
         raise self.error(node, f"runtime values have no attribute `{node.attr}`")
+
+    def struct_array_attribute(self, base: StructArray, node: ast.Attribute):
+        """``x.pos`` on a field of structs: a member's array; its ``.grad``, ``.snode``,
+        ``.shape`` where no member has that name."""
+        if node.attr not in base.members:
+            if node.attr in ("grad", "dual"):
+                return self.derivative_attribute(base, node)
+            tree = self.tree_attribute(base, node) if node.attr in ("parent", "snode") else None
+            if tree is not None:
+                return tree
+            if node.attr == "shape":  # a field of structs: its members' shape
+                return CT(self.field_shape(next(struct_leaves(base)).array))
+            raise self.error(node, f"the struct field has no member `{node.attr}`",
+                             hint=f"its members: {', '.join(base.members)}")
+        return base.members[node.attr]
+
+    def derivative_attribute(self, base: ArrayHandle | StructArray, node: ast.Attribute):
+        """``x.grad``, ``x.dual``: the field of a field made with needs_grad=True, a float
+        ndarray argument's companion; otherwise unsupported."""
+        source = base.source if isinstance(base, StructArray) else self.field_of(base.array) \
+            if isinstance(base.array, ir.Param) else None
+        if source is not None and not getattr(type(source), "_qd_bound_like_field", False):
+            try:  # a field made with needs_grad=True: its .grad is a field of its own
+                found = getattr(source, node.attr)
+            except AttributeError as exc:
+                raise self.error(node, str(exc)) from None
+            name = base.array.name if isinstance(base, ArrayHandle) else re.sub(r"\W", "_", ast.unparse(node.value))
+            return self.module_object(CT(found), f"{name}_{node.attr}", node)
+        if isinstance(base, ArrayHandle) and isinstance(base.array, ir.Param) and base.array.role == "arg" and \
+                base.array.is_array and base.array.type.dtype.is_float:
+            return ArrayHandle(self.companion_param(base.array, node.attr, node))
+        raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
+                               "supported by this transpiler (it has no equivalent in the source it writes)",
+                         hint="write the derivative out as a kernel of its own")
+
+    def tree_attribute(self, base: ArrayHandle | StructArray, node: ast.Attribute):
+        """``x.parent``, ``x.snode``: a field's place in its SNode tree, a translation-time
+        value; None for an array that is no field."""
+        field = self.field_of(base.array) if isinstance(base, ArrayHandle) else \
+            self.field_of(next(struct_leaves(base)).array)
+        return CT(getattr(field, node.attr)) if field is not None else None
+
+    def static_attribute(self, base: CT, node: ast.Attribute):
+        """An attribute of a value known at translation time: read in Python."""
+        try:
+            found = getattr(base.value, node.attr)
+        except AttributeError as exc:
+            from ..lang.names import did_you_mean
+
+            what = getattr(base.value, "__name__", type(base.value).__name__)
+            ours = str(exc) if str(exc).startswith("qd") else None  # the language's own account
+            close = did_you_mean(node.attr, dir(base.value))
+            raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
+                             hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
+                             if close and not ours else None) from None
+        return self.module_object(CT(found), node.attr, node)
 
     def expr_Subscript(self, node: ast.Subscript):
         base = self.expr(node.value)
@@ -748,3 +745,67 @@ class ExpressionLowering:
         return ir.Atomic(elem, loc, op, array, indices, v, expected)
 
 
+# ----------------------------------------------------------------------------- attributes of arrays
+
+# A field's or ndarray's attributes in a kernel, by name. A handler returns None where the
+# array has no such attribute (an error then).
+ARRAY_ATTRIBUTES = HandlerTable()
+
+
+@ARRAY_ATTRIBUTES.handler("shape")
+def _shape(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not isinstance(base.array, ir.Param):
+        return None
+    shape = lo.field_shape(base.array)
+    return CT(shape) if shape is not None else ShapeHandle(base.array)
+
+
+@ARRAY_ATTRIBUTES.handler("dtype")
+def _dtype(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not isinstance(base.array, ir.Param):
+        return None
+    field = lo.field_of(base.array)  # (a u1 field keeps bytes: its own dtype says bool)
+    return CT(field.dtype if field is not None else base.array.type.dtype)
+
+
+@ARRAY_ATTRIBUTES.handler("size")
+def _size(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not (isinstance(base.array, ir.Param) and base.array.is_array):  # its element count (a qd.BufferView's length)
+        return None
+    shape = lo.field_shape(base.array)
+    if shape is not None:
+        return CT(math.prod(shape))
+    loc = lo.loc(node)
+    dims = [ir.Shape(T.i32, loc, base.array, d) for d in range(base.array.type.ndim)]
+    return functools.reduce(lambda a, b: ir.BinOp(T.i32, loc, "mul", a, b), dims) if dims else \
+        ir.Const(T.i32, loc, 1)
+
+
+@ARRAY_ATTRIBUTES.handler("grad", "dual")
+def _derivative(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    return lo.derivative_attribute(base, node)
+
+
+@ARRAY_ATTRIBUTES.handler("parent", "snode")
+def _tree(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    return lo.tree_attribute(base, node)
+
+
+@ARRAY_ATTRIBUTES.handler("n", "m")
+def _element_extent(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not (isinstance(base.array, ir.Param) and base.array.type.element_shape):
+        return None
+    es = base.array.type.element_shape  # a field of vectors or matrices: their extents
+    return CT(es[0] if node.attr == "n" else (es[1] if len(es) == 2 else 1))
+
+
+@ARRAY_ATTRIBUTES.handler("element_shape")
+def _element_shape(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    return CT(ElementShape(base.array.type.element_shape)) if isinstance(base.array, ir.Param) else None
+
+
+@ARRAY_ATTRIBUTES.handler("fill")
+def _fill(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
+
+    return CT(BoundMethod(fill, base))
