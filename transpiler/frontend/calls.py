@@ -19,7 +19,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
     CT_PY_CALLABLES, annotations as func_annotations, bind_arguments, component_stores, has_side_effects, is_library,
-    is_py_scalar, is_simple, name_loads, return_count, signature, store_counts,
+    is_py_scalar, is_simple, name_loads, return_count, signature, store_counts, without_docstring,
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
@@ -409,13 +409,7 @@ class CallLowering:
             arguments = bind_arguments(func.fn, args, kwargs or {})
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
-        assigned = store_counts(fdef)
-        written = component_stores(fdef)
-        body = fdef.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
-
+        body = without_docstring(fdef)
         frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
         outer_block = self.body.block
         start = len(outer_block)
@@ -428,75 +422,96 @@ class CallLowering:
         call_site = node if isinstance(node, ir.Loc) else self.loc(node)
         with self.declaring() as declares, \
                 self.inlining(frame, callee_root, call_site if is_library(parsed.file) else None):
-            runtime_params = []
-            uses = name_loads(body)
-            for pname, value in arguments.items():
-                if isinstance(value, MatrixValue):
-                    callee_root.names[pname] = self.matrix_argument(
-                        func, pname, value, annotations.get(pname),
-                        pname in assigned or pname in written or uses.get(pname, 0) > 1, call_site)
-                    continue
-                if isinstance(value, (StructVar, NameAlias)):  # a template's or a method's self:
-                    callee_root.names[pname] = value          # the caller's variable itself
-                    continue
-                if isinstance(value, StructValue):
-                    # A tile's methods update it in place: the user's function gets its own copy
-                    # (arguments are passed by value); the library's read theirs.
-                    own = pname in assigned or (pname in written and not is_tile(value) and _plain_data(value)) or \
-                        (is_tile(value) and not is_library(parsed.file))
-                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) if own else value
-                    continue
-                if isinstance(value, TupleValue):  # `f(a, [i, j])`: an index list, each item computed once
-                    callee_root.names[pname] = self.freeze_sequence(pname, value, call_site)
-                    continue
-                if isinstance(value, StructArray):  # a field of structs, as a template argument: by reference
-                    callee_root.names[pname] = value
-                    continue
-                if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
-                        not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):
-                    callee_root.names[pname] = value
-                else:
-                    runtime_params.append((pname, value))
+            runtime_params = self.bind_inline_arguments(func, parsed, arguments, annotations, body, callee_root,
+                                                        call_site)
             body = self.static_select(body)
             self.check_returns(body, parsed, func)
-            single = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
-            uses = name_loads(body)
-            for pname, value in runtime_params:
-                ann = annotations.get(pname)
-                e = self.to_expr(value, node)
-                if isinstance(ann, T.DType):
-                    e = self.coerce(e, ann, node, explicit=True)
-                inline_once = single and uses.get(pname, 0) <= 1 and not has_side_effects(e)
-                if pname in assigned or not (is_simple(e) or inline_once):
-                    var = ir.Local(pname, e.type, self.loc(fdef))
-                    self.emit(ir.Declare(call_site, var, e))
-                    callee_root.names[pname] = var
-                else:
-                    callee_root.names[pname] = e
-            returns = return_count(tuple(body))
-            if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
-                # One return, at the very end: its value is the call's value, no result variable.
-                for st in body[:-1]:
-                    self.stmt(st)
-                result = self.expr(body[-1].value)
-                if frame.return_type is not None and not isinstance(result, (TupleValue, MatrixValue, StructValue)):
-                    result = self.coerce(self.to_expr(result, body[-1].value), frame.return_type, body[-1].value,
-                                         explicit=True)
-            else:
-                for st in body:
-                    self.stmt(st)
-                if frame.returns_tuple is not None:
-                    result = TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
-                elif isinstance(frame.result, MatrixVar):
-                    result = self.read_matrix(frame.result, None, call_site)
-                elif isinstance(frame.result, StructVar):
-                    result = self.read_struct(frame.result, None, call_site)
-                elif frame.result is not None:
-                    result = ir.LocalRef(frame.result.type, call_site, frame.result)
-                else:
-                    result = CT(None)
+            self.bind_runtime_arguments(runtime_params, body, fdef, annotations, callee_root, node, call_site)
+            result = self.inlined_body(body, frame, call_site)
         outer_block[start:start] = declares
         return result
+
+    def bind_inline_arguments(self, func: lang.Func, parsed: ParsedFunction, arguments: dict, annotations: dict,
+                              body: list[ast.stmt], callee_root: Scope, call_site: ir.Loc) -> list[tuple[str, object]]:
+        """Binds in ``callee_root`` the parameters that take their argument as it is (or a
+        copy of a vector, struct or index list); returns the others, the run-time scalars."""
+        fdef = parsed.node
+        assigned, written = store_counts(fdef), component_stores(fdef)
+        uses = name_loads(body)
+        runtime_params = []
+        for pname, value in arguments.items():
+            if isinstance(value, MatrixValue):
+                callee_root.names[pname] = self.matrix_argument(
+                    func, pname, value, annotations.get(pname),
+                    pname in assigned or pname in written or uses.get(pname, 0) > 1, call_site)
+                continue
+            if isinstance(value, (StructVar, NameAlias)):  # a template's or a method's self:
+                callee_root.names[pname] = value          # the caller's variable itself
+                continue
+            if isinstance(value, StructValue):
+                # A tile's methods update it in place: the user's function gets its own copy
+                # (arguments are passed by value); the library's read theirs.
+                own = pname in assigned or (pname in written and not is_tile(value) and _plain_data(value)) or \
+                    (is_tile(value) and not is_library(parsed.file))
+                callee_root.names[pname] = self.declare_struct(pname, value, call_site) if own else value
+                continue
+            if isinstance(value, TupleValue):  # `f(a, [i, j])`: an index list, each item computed once
+                callee_root.names[pname] = self.freeze_sequence(pname, value, call_site)
+                continue
+            if isinstance(value, StructArray):  # a field of structs, as a template argument: by reference
+                callee_root.names[pname] = value
+                continue
+            if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
+                    not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):
+                callee_root.names[pname] = value
+            else:
+                runtime_params.append((pname, value))
+        return runtime_params
+
+    def bind_runtime_arguments(self, runtime_params: list[tuple[str, object]], body: list[ast.stmt],
+                               fdef: ast.FunctionDef, annotations: dict, callee_root: Scope, node: ast.Call | ir.Loc,
+                               call_site: ir.Loc) -> None:
+        """A run-time scalar argument: substituted where the body reads it once (or it is
+        simple), else computed once into a local of the callee."""
+        assigned = store_counts(fdef)
+        single = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+        uses = name_loads(body)
+        for pname, value in runtime_params:
+            ann = annotations.get(pname)
+            e = self.to_expr(value, node)
+            if isinstance(ann, T.DType):
+                e = self.coerce(e, ann, node, explicit=True)
+            inline_once = single and uses.get(pname, 0) <= 1 and not has_side_effects(e)
+            if pname in assigned or not (is_simple(e) or inline_once):
+                var = ir.Local(pname, e.type, self.loc(fdef))
+                self.emit(ir.Declare(call_site, var, e))
+                callee_root.names[pname] = var
+            else:
+                callee_root.names[pname] = e
+
+    def inlined_body(self, body: list[ast.stmt], frame: _FuncFrame, call_site: ir.Loc):
+        """The inlined function's statements, lowered; returns the call's value."""
+        returns = return_count(tuple(body))
+        if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
+            # One return, at the very end: its value is the call's value, no result variable.
+            for st in body[:-1]:
+                self.stmt(st)
+            result = self.expr(body[-1].value)
+            if frame.return_type is not None and not isinstance(result, (TupleValue, MatrixValue, StructValue)):
+                result = self.coerce(self.to_expr(result, body[-1].value), frame.return_type, body[-1].value,
+                                     explicit=True)
+            return result
+        for st in body:
+            self.stmt(st)
+        if frame.returns_tuple is not None:
+            return TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
+        if isinstance(frame.result, MatrixVar):
+            return self.read_matrix(frame.result, None, call_site)
+        if isinstance(frame.result, StructVar):
+            return self.read_struct(frame.result, None, call_site)
+        if frame.result is not None:
+            return ir.LocalRef(frame.result.type, call_site, frame.result)
+        return CT(None)
 
     def matrix_argument(self, func: lang.Func, pname: str, value: MatrixValue, ann, copy: bool, site: ir.Loc):
         """A vector or matrix passed to a @qd.func parameter: converted to its annotation's

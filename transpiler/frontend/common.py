@@ -156,6 +156,15 @@ def calls_with_names(fdef: ast.AST) -> tuple[tuple[ast.Call, tuple[str, ...]], .
 
 
 @lru_cache(maxsize=1024)
+def without_docstring(fdef: ast.FunctionDef) -> list[ast.stmt]:
+    """A function's statements, its docstring left out."""
+    body = fdef.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
 def store_counts(fdef: ast.AST) -> dict[str, int]:
     """How often each name is assigned in ``fdef``; shared between callers, read only."""
     counts: dict[str, int] = {}

@@ -23,7 +23,7 @@ from ..lang.ops import ndrange_axes_problem
 from ..lang.snode import SNode
 from ..passes.ranges import loop_bounds
 from .common import (
-    ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
+    ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes, without_docstring,
 )
 from .source import parse_function
 from .values import CT, PRIVATE, ArrayHandle, KernelVar, MatrixValue, component_locals
@@ -267,10 +267,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         fdef = self.parsed.node
         loc = self.loc(fdef)
         self.bind_params(fdef)
-        body = fdef.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
+        body = without_docstring(fdef)
         self.push_scope()
         self.kernel_scope = self.body.scope
         self.top_level(body)

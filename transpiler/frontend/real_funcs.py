@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from dataclasses import dataclass, field
 
 from .. import lang
 from ..errors import call_mismatch
@@ -22,7 +23,7 @@ from ..ir.walk import all_exprs, all_stmts
 from ..lang.kernel import RefAnnotation
 from ..lang.matrix import MatrixType
 from .calls import template_params
-from .common import calls_with_names, is_py_scalar, signature
+from .common import calls_with_names, is_py_scalar, signature, without_docstring
 from .kernel_scope import result_type
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
@@ -37,6 +38,18 @@ _COLLECTIVE = {
 _EFFECTS = (ir.Store, ir.Print, ir.Fence, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)
 
 
+@dataclass
+class _RealCallArguments:
+    """A real function call's arguments, sorted by how they are passed."""
+
+    key: list                                                  # the signature: the function, then per parameter
+    fixed: dict[str, object] = field(default_factory=dict)     # name -> array handle or translation-time value
+    compound: dict[str, object] = field(default_factory=dict)  # name -> vector / matrix / struct type
+    scalars: list[tuple[str, T.DType, ir.Expr]] = field(default_factory=list)  # (flat name, dtype, value)
+    refs: list[tuple[str, ir.Local]] = field(default_factory=list)  # qd.ref parameters: the caller's variables
+    writebacks: list = field(default_factory=list)             # (kernel-scope variable, the local passed for it)
+
+
 class RealFuncLowering:
     """Real-function methods of KernelLowering."""
 
@@ -47,64 +60,19 @@ class RealFuncLowering:
 
     def real_call(self, func: lang.RealFunc, node: ast.Call, instance: CT | None = None):
         """A call of a @qd.real_func (``instance``: the ``self`` of a method, a translation-time
-        value)."""
+        value): the function instantiated for the arguments' signature, and the call."""
         parsed = parse_function(func.fn)
-        fdef = parsed.node
         try:
             annotations = inspect.get_annotations(func.fn, eval_str=True)
         except Exception as exc:  # noqa: BLE001 - any failure evaluating user annotations
             raise self.error(node, f"cannot evaluate the annotations of @qd.real_func `{func.__name__}`: {exc}") \
                 from None
-        head = [instance] if instance is not None else []
-        args = head + [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        try:
-            bound = signature(func.fn).bind(*args, **kwargs)
-        except TypeError as exc:
-            raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
-        bound.apply_defaults()
-        arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args)))
-        key: list = [func.fn]
-        fixed: dict[str, object] = {}          # name -> array handle or translation-time value
-        compound: dict[str, object] = {}       # name -> vector / matrix / struct type
-        scalars: list[tuple[str, T.DType, ir.Expr]] = []
-        refs: list[tuple[str, ir.Local]] = []  # qd.ref parameters: the caller's variables
-        writebacks: list = []                  # (kernel-scope variable, the local passed for it)
-        for pname, value in bound.arguments.items():
-            at = arg_nodes.get(pname, node)
-            ann = lang.self_annotation(func.fn, pname, annotations.get(pname))
-            kind = lang.param_kind(ann) if ann is not None else None
-            if kind == "scalar":
-                dtype = T.python_type(ann) or ann
-                e = self.coerce(self.to_expr(value, at), dtype, at, explicit=True)
-                scalars.append((pname, dtype, e))
-                key.append((pname, dtype.name))
-            elif kind == "compound":  # a vector, matrix or struct: its scalars, each a parameter
-                for flat, dtype, path in leaves(ann, pname):
-                    e = self.coerce(self.to_expr(_component(self, value, path, at, pname), at), dtype, at, explicit=True)
-                    scalars.append((flat, dtype, e))
-                key.append((pname, repr(ann), id(ann)))
-                compound[pname] = ann
-            elif kind == "ref":
-                refs.append((pname, self.ref_argument(func, pname, T.python_type(ann.dtype) or ann.dtype, at,
-                                                      writebacks)))
-                key.append((pname, "ref", refs[-1][1].type.name))
-            elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
-                key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
-                fixed[pname] = value
-            elif ann is None:
-                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has no type annotation",
-                                 hint=f"a real function is compiled once per signature: annotate it, e.g. "
-                                      f"`{pname}: qd.i32`, `{pname}: qd.types.ndarray()` or `{pname}: qd.template()`")
-            else:
-                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has an unsupported "
-                                     f"annotation {ann!r}", hint="use a scalar type (qd.i32, qd.f32, int, float, "
-                                                                 "bool), an ndarray annotation or qd.template()")
-        result = self.function_result(func, fdef, annotations)
-        fn = self.function_keys.get(tuple(key))
+        args = self.real_call_arguments(func, node, instance, annotations)
+        result = self.function_result(func, parsed.node, annotations)
+        fn = self.function_keys.get(tuple(args.key))
         if fn is None:
-            fn = self.lower_function(func, parsed, tuple(key), fixed, [(n, t) for n, t, _ in scalars], result,
-                                     compound, [(n, v.type) for n, v in refs])
+            fn = self.lower_function(func, parsed, tuple(args.key), args.fixed, [(n, t) for n, t, _ in args.scalars],
+                                     result, args.compound, [(n, v.type) for n, v in args.refs])
         elif fn in self.function_stack:
             # A call back into a function still being lowered: recursion. Every function on
             # the cycle is recursive; the callee is defined after the caller, so it is
@@ -117,16 +85,68 @@ class RealFuncLowering:
         caller = self.function_stack[-1].name if self.function_stack else None
         if caller is not None and fn.name not in self.function_calls[caller]:
             self.function_calls[caller].append(fn.name)
+        return self.emit_real_call(fn, result, args, node)
+
+    def real_call_arguments(self, func: lang.RealFunc, node: ast.Call, instance: CT | None,
+                            annotations: dict) -> _RealCallArguments:
+        """The call's arguments, each as its parameter's annotation passes it, and the
+        signature they make (the key of the function's instantiation)."""
+        head = [instance] if instance is not None else []
+        values = head + [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        try:
+            bound = signature(func.fn).bind(*values, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
+        bound.apply_defaults()
+        arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args)))
+        args = _RealCallArguments([func.fn])
+        for pname, value in bound.arguments.items():
+            at = arg_nodes.get(pname, node)
+            ann = lang.self_annotation(func.fn, pname, annotations.get(pname))
+            kind = lang.param_kind(ann) if ann is not None else None
+            if kind == "scalar":
+                dtype = T.python_type(ann) or ann
+                e = self.coerce(self.to_expr(value, at), dtype, at, explicit=True)
+                args.scalars.append((pname, dtype, e))
+                args.key.append((pname, dtype.name))
+            elif kind == "compound":  # a vector, matrix or struct: its scalars, each a parameter
+                for flat, dtype, path in leaves(ann, pname):
+                    e = self.coerce(self.to_expr(_component(self, value, path, at, pname), at), dtype, at, explicit=True)
+                    args.scalars.append((flat, dtype, e))
+                args.key.append((pname, repr(ann), id(ann)))
+                args.compound[pname] = ann
+            elif kind == "ref":
+                args.refs.append((pname, self.ref_argument(func, pname, T.python_type(ann.dtype) or ann.dtype, at,
+                                                           args.writebacks)))
+                args.key.append((pname, "ref", args.refs[-1][1].type.name))
+            elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
+                args.key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
+                args.fixed[pname] = value
+            elif ann is None:
+                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has no type annotation",
+                                 hint=f"a real function is compiled once per signature: annotate it, e.g. "
+                                      f"`{pname}: qd.i32`, `{pname}: qd.types.ndarray()` or `{pname}: qd.template()`")
+            else:
+                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has an unsupported "
+                                     f"annotation {ann!r}", hint="use a scalar type (qd.i32, qd.f32, int, float, "
+                                                                 "bool), an ndarray annotation or qd.template()")
+        return args
+
+    def emit_real_call(self, fn: ir.Function, result, args: _RealCallArguments, node: ast.Call):
+        """The call of ``fn``: a statement, or an expression where Python's order of effects
+        allows it; a compound result comes back in locals of ours."""
         loc = self.loc(node)
+        scalars, writebacks = [e for _, _, e in args.scalars], args.writebacks
         # our variables it takes by reference, then our random stream where it draws
-        inouts = [v for _, v in refs] + ([self.random_state(loc)] if fn.name in self.function_rngs else [])
+        inouts = [v for _, v in args.refs] + ([self.random_state(loc)] if fn.name in self.function_rngs else [])
         if result is not None and not isinstance(result, T.DType):  # its scalars come back in locals of ours
             outs = [self.new_temp(f"{fn.name}_{flat}", ir.Const(dtype, loc, 0), node)
                     for flat, dtype, _ in _result_leaves(result, "r")]
-            self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, [e for _, _, e in scalars], outs + inouts)))
+            self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, scalars, outs + inouts)))
             self.store_back(writebacks, loc)
             return _value_of(result, [ir.LocalRef(v.type, loc, v) for v in outs])
-        call = ir.Call(result or ir.VOID, loc, fn.name, [e for _, _, e in scalars], inouts)
+        call = ir.Call(result or ir.VOID, loc, fn.name, scalars, inouts)
         if result is None:
             self.emit(ir.ExprStmt(loc, call))
             self.store_back(writebacks, loc)
@@ -292,10 +312,7 @@ class RealFuncLowering:
         for pname, t in (compound or {}).items():  # the callee's own variable of that type
             scope.names[pname] = _var_of(t, [by_name[flat] for flat, _, _ in leaves(t, pname)])
         with self.function_body(frame, scope) as stmts:
-            body = fdef.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                body = body[1:]
+            body = without_docstring(fdef)
             for st in self.static_select(body):
                 self.stmt(st)
         if result is not None and not (stmts and isinstance(stmts[-1], ir.Return)):

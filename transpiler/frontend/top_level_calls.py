@@ -21,7 +21,7 @@ from ..errors import TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
-from .common import bind_arguments, closure_vars, is_library, store_counts
+from .common import bind_arguments, closure_vars, is_library, store_counts, without_docstring
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar, bound_method
@@ -119,10 +119,7 @@ class TopLevelCallLowering:
             arguments = bind_arguments(func.fn, args, kwargs)
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
-        body = fdef.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
+        body = without_docstring(fdef)
         for st in body:
             for sub in ast.walk(st):
                 if isinstance(sub, ast.Return):
