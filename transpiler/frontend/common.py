@@ -306,7 +306,3 @@ def locals_read(stmts: list[ir.Stmt]) -> set[ir.Local]:
 def locals_assigned(stmts: list[ir.Stmt]) -> set[ir.Local]:
     return {st.var for st in all_stmts(stmts) if isinstance(st, ir.Assign)} | {
         var for e in all_exprs(stmts) if isinstance(e, ir.Call) for var in e.outs}
-
-
-def locals_declared(stmts: list[ir.Stmt]) -> set[ir.Local]:
-    return {st.var for st in all_stmts(stmts) if isinstance(st, (ir.Declare, ir.For))}
