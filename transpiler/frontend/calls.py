@@ -32,9 +32,11 @@ from .values import (
     TupleValue, bound_method, sequence_items,
 )
 from .scopes import NameAlias, Scope, _FuncFrame
+import string
+from .matrices import describe
 
 # Plain Python functions a kernel calls, each as the @qd.func it is translated as.
-_IMPLICIT_FUNCS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_IMPLICIT_FUNCS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # operator.* functions as the expressions they stand for: (arity, node maker).
 _OPERATOR_SPELLINGS = {
     **{getattr(operator, name): (2, lambda a, b, op=op: ast.BinOp(a, op(), b)) for name, op in (
@@ -298,8 +300,6 @@ class CallLowering:
 
     def format_parts(self, call: ast.Call) -> list[tuple]:
         """``"x = {} ({:.2f})".format(a, b)``, positional, numbered or named fields."""
-        import string
-
         if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
             raise self.error(call, "format() in a kernel takes its values one by one, not *args or **kwargs")
         named = {k.arg: k.value for k in call.keywords}
@@ -517,8 +517,6 @@ class CallLowering:
         """A vector or matrix passed to a @qd.func parameter: converted to its annotation's
         dtype, and copied into the callee's own variable when it assigns the parameter or
         reads it more than once."""
-        from .matrices import describe
-
         if isinstance(ann, MatrixType):
             if ann.shape != value.shape:
                 raise self.error(site, f"parameter `{pname}` of `{func.__name__}` is {ann!r}, given "

@@ -8,12 +8,13 @@ import inspect
 import operator
 import os
 from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
 
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, iter_expr
 from ..passes.ranges import value_range
+from .values import CT
 
 
 BINOPS = {
@@ -58,7 +59,7 @@ def closure_vars(fn: Callable) -> dict[str, object]:
     if not fn.__closure__:
         return {}
     out = {}
-    for name, cell in zip(code.co_freevars, fn.__closure__):
+    for name, cell in zip(code.co_freevars, fn.__closure__, strict=False):
         try:
             out[name] = cell.cell_contents
         except ValueError:  # not yet bound
@@ -210,8 +211,7 @@ def bind_arguments(fn: Callable, args: list, kwargs: dict) -> dict:
     does not fit raises TypeError with Python's message."""
     names = positional_names(fn)
     if names is not None and not kwargs and len(args) == len(names):
-        return dict(zip(names, args))
-    from .values import CT
+        return dict(zip(names, args, strict=False))
 
     sig = signature(fn)
     bound = sig.bind(*args, **kwargs)

@@ -8,7 +8,7 @@ import functools
 import math
 import operator
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -26,6 +26,9 @@ from .values import (
     CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
     TupleValue, sequence_items,
 )
+from ..lang.mathlib import fill, int_pow
+from ..lang.names import did_you_mean
+from .matrices import MATRIX_METHODS, SWIZZLE_SETS, describe
 
 
 class ElementShape:
@@ -86,8 +89,6 @@ class ExpressionLowering:
             raise TranspileError(f"`{v.array.name}.shape` used as a value; index it, e.g. "
                                  f"`{v.array.name}.shape[0]`", loc)
         if isinstance(v, MatrixValue):
-            from .matrices import describe
-
             raise TranspileError(f"{describe(v.shape)} cannot be used as a single value here", loc,
                                  hint="pick a component (v[0], v.x), or reduce it (v.sum(), v.norm(), v.any())")
         if isinstance(v, (ArraySlice, OuterProduct)):
@@ -164,8 +165,6 @@ class ExpressionLowering:
         if isinstance(base, StructValue):
             return self.struct_attribute(base, node.attr, node)
         if isinstance(base, ir.Expr) and isinstance(base.type, T.DType):
-            from .matrices import MATRIX_METHODS, SWIZZLE_SETS
-
             vector_like = node.attr in MATRIX_METHODS or any(set(node.attr) <= set(s) for s in SWIZZLE_SETS)
             raise self.error(node, f"`{ast.unparse(node.value)}` is a {base.type.name} scalar here: it has no "
                                    f"attribute `{node.attr}`",
@@ -220,8 +219,6 @@ class ExpressionLowering:
         try:
             found = getattr(base.value, node.attr)
         except AttributeError as exc:
-            from ..lang.names import did_you_mean
-
             what = getattr(base.value, "__name__", type(base.value).__name__)
             ours = str(exc) if str(exc).startswith("qd") else None  # the language's own account
             close = did_you_mean(node.attr, dir(base.value))
@@ -281,7 +278,7 @@ class ExpressionLowering:
         if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
             raise self.error(node, "a dict in a kernel has string keys known at translation time",
                              hint='e.g. x = {"foo": a, "bar": b}, then x["foo"]')
-        return self.anonymous_struct(list(zip(node.keys, node.values)), node)
+        return self.anonymous_struct(list(zip(node.keys, node.values, strict=False)), node)
 
     def lvalue(self, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
         base = self.expr(node.value)
@@ -431,8 +428,6 @@ class ExpressionLowering:
             if t.is_float:
                 return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])
             if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):
-                from ..lang.mathlib import int_pow  # by squaring, in a loop (the exponent is known at run time)
-
                 return self.inline_values(int_pow, node, [self.coerce(ea, t, node), self.coerce(eb, t, node)])
         if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and nonneg(eb):
             # Both sides non-negative: Python's floor division is C's truncating one (by 0,
@@ -510,7 +505,7 @@ class ExpressionLowering:
     def expr_Compare(self, node: ast.Compare):
         left = self.expr(node.left)
         result = None
-        for op_node, right_node in zip(node.ops, node.comparators):
+        for op_node, right_node in zip(node.ops, node.comparators, strict=False):
             if isinstance(op_node, (ast.In, ast.NotIn)):
                 # Membership is a question about translation-time values (`op in ("add", "min")`).
                 right = self.expr(right_node)
@@ -536,7 +531,8 @@ class ExpressionLowering:
                 left, right = self.as_matrix(left, node), self.as_matrix(right, node)  # `v == (1, 1, 1)`
                 if isinstance(right, MatrixValue) and right_node is not node.comparators[-1]:
                     right = self.materialize(right, right_node, "cmp")  # read by the next comparison too
-                part = self.elementwise(lambda x, y: self.compare(op, x, y, node, right_node), [left, right], node)
+                part = self.elementwise(lambda x, y, op=op, at=right_node: self.compare(op, x, y, node, at),
+                                        [left, right], node)
                 # `lo <= v <= hi`: per component, both comparisons (Quadrants' `all(lo <= v <= hi)`)
                 result = part if result is None else \
                     self.elementwise(lambda a, b: self.logical("and", a, b, node), [result, part], node)
@@ -635,7 +631,7 @@ class ExpressionLowering:
                 isinstance(x, ir.Expr) and has_side_effects(x) for seq in sequences for x in seq):
             # `(j, i) if i > j else (i, j)`: a tuple of selections (an index, as Genesis writes one)
             c = self.once(c, node.test, "cond")
-            return TupleValue([self.select_values(c, x, y, node) for x, y in zip(*sequences)])
+            return TupleValue([self.select_values(c, x, y, node) for x, y in zip(*sequences, strict=False)])
         ea, eb = self.to_expr(a, node.body), self.to_expr(b, node.orelse)
         ta, tb = self.operand_types(a, ea, b, eb)
         t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
@@ -806,6 +802,4 @@ def _element_shape(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribut
 
 @ARRAY_ATTRIBUTES.handler("fill")
 def _fill(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
-    from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
-
     return CT(BoundMethod(fill, base))

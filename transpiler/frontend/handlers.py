@@ -3,7 +3,7 @@ looked up in a table filled by ``@TABLE.handler(key, ...)`` next to each handler
 ``add_builtin`` registers its built-ins), instead of tested for in a chain of ``if``s."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 class HandlerTable(dict):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -40,6 +40,8 @@ from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild, stmt
 from ..lang.matrix import MatrixType
 from .common import ast_nodes
 from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue
+from ..lang.matrix import StructType
+from ..passes.legalize import combine
 
 # Updates a reduction can fold privately, and the block library's name for each.
 _REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
@@ -184,7 +186,8 @@ class KernelScopeLowering:
             return False
         if red is None:
             acc = ir.Local(f"{name}_partial", dtype, loc)
-            red = self.task_state.reductions[key] = Reduction(array, indices, _REDUCIBLE[op], acc, loc, array.role != "scratch")
+            red = Reduction(array, indices, _REDUCIBLE[op], acc, loc, array.role != "scratch")
+            self.task_state.reductions[key] = red
         acc_ref = ir.LocalRef(dtype, loc, red.acc)
         v = self.coerce(value, dtype, node)
         if op == "sub":
@@ -205,7 +208,8 @@ class KernelScopeLowering:
         # Only an update written in the loop's own body (not in a function it calls, whose other
         # uses of the array the loop's text does not show); cheapest test first, and the
         # subgroup width consulted only for an element that folds.
-        if op in _REDUCIBLE and self.body.in_parallel and not self.body.inline_stack and self.body.library_site is None \
+        body = self.body
+        if op in _REDUCIBLE and body.in_parallel and not body.inline_stack and body.library_site is None \
                 and not self.function_stack and isinstance(array, ir.Param) \
                 and array.name not in self.sparse_fields and array.type.dtype.bits == 32 and \
                 all(self.invariant(i) for i in indices) and self.only_updated(ast.unparse(target.value)) and \
@@ -365,8 +369,6 @@ class KernelScopeLowering:
                         expected: ir.Expr | None = None) -> ir.Expr | None:
         """An atomic's effect where one thread owns the value (a local, or a kernel-scope
         variable in a serial part): read, combine, write; the old value when used."""
-        from ..passes.legalize import combine
-
         loc = self.loc(node)
         t = cur.type
         old = None
@@ -402,7 +404,7 @@ class KernelScopeLowering:
     def finish_reductions(self) -> tuple[list[ir.Stmt], list[ir.Stmt]]:
         """The accumulators' declarations (before the loop) and, after it, each block's fold
         and one atomic per block into the buffer."""
-        from ..lang import blocklib
+        from ..lang import blocklib  # noqa: PLC0415 - lang/blocklib.py is kernel-language code that imports the package; loaded on first use
 
         prelude, epilogue = [], []
         if any(red.element for red in self.task_state.reductions.values()) and (
@@ -451,7 +453,7 @@ class KernelScopeLowering:
         """This iteration's random stream (see lang/random.py): its state is set up once, at
         the top of the task's body (each iteration of a parallel loop, or the serial part),
         from the launch's seed, the task and the loop indices."""
-        from ..lang import random as rnd
+        from ..lang import random as rnd  # noqa: PLC0415 - lang/random.py is kernel-language code that imports the package; loaded on first use
 
         if self.function_stack:  # a real function draws from its caller's stream, passed by reference
             fn = self.function_stack[-1]
@@ -518,7 +520,8 @@ class KernelScopeLowering:
                 value, ret = items[step], ret[step]
             else:
                 if not isinstance(value, StructValue) or step not in value.members:
-                    raise self.error(node, f"the kernel is annotated to return {_type_name(ret)}; this value is not one")
+                    raise self.error(node, f"the kernel is annotated to return {_type_name(ret)}; "
+                                           "this value is not one")
                 value, ret = value.members[step], ret.members[step]
         return value
 
@@ -529,13 +532,15 @@ class KernelScopeLowering:
         if isinstance(t, MatrixType):
             dtype = self.as_dtype(t.dtype, node) or T.defaults().fp
             value = self.as_matrix(value, node)
-            if isinstance(value, MatrixValue) and value.shape != t.shape or isinstance(value, (StructValue, TupleValue)):
+            if isinstance(value, MatrixValue) and value.shape != t.shape or \
+                    isinstance(value, (StructValue, TupleValue)):
                 raise self.error(node, f"the kernel is annotated to return {t!r} here; this value has another shape")
             if not isinstance(value, MatrixValue):
                 value = MatrixValue(t.shape, [self.once(self.to_expr(value, node), node, "tmp")] * (t.n * t.m))
             param = self.hidden_param(base, dtype, loc, "result", t.shape)
-            comps = [(k,) for k in range(t.n)] if len(t.shape) == 1 else [(i, j) for i in range(t.n) for j in range(t.m)]
-            for comp, e in zip(comps, value.items):
+            comps = [(k,) for k in range(t.n)] if len(t.shape) == 1 else \
+                [(i, j) for i in range(t.n) for j in range(t.m)]
+            for comp, e in zip(comps, value.items, strict=False):
                 self.emit(ir.Store(loc, param, [ir.Const(T.i32, loc, c) for c in comp], self.coerce(e, dtype, node)))
             return param
         if isinstance(value, (MatrixValue, StructValue, TupleValue)):
@@ -564,8 +569,6 @@ class KernelScopeLowering:
 def result_type(ann):
     """A kernel's return annotation as the frontend reads it (tuples spelled ``(a, b)``,
     ``tuple[a, b]`` or ``typing.Tuple[a, b]`` as Python tuples of types), or None."""
-    from ..lang.matrix import StructType
-
     if getattr(ann, "__origin__", None) is tuple:
         ann = ann.__args__
     if isinstance(ann, (tuple, list)):

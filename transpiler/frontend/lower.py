@@ -42,6 +42,7 @@ from .sparse import SparseLowering
 from .statements import StatementLowering, StaticJump
 from .tiles import TileLowering
 from .top_level_calls import TopLevelCallLowering
+from .derivative import derive
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
@@ -283,7 +284,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.tasks.append(ir.Task("", "serial", [], [], 1, [], loc))
         names = [f"{self.kernel.__name__}_{k}" for k in range(len(self.tasks))] \
             if len(self.tasks) > 1 else [self.kernel.__name__]
-        for task, name in zip(self.tasks, names):
+        for task, name in zip(self.tasks, names, strict=False):
             task.name = name
         if self.debug_checks():
             for task in self.tasks:
@@ -625,7 +626,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         env = {id(st.var): st.init for st in prelude if isinstance(st, ir.Declare) and st.init is not None}
         env.update({id(st.var): st.value for st in prelude if isinstance(st, ir.Assign)})
         out, dynamic = [], False
-        for var, (begin, end) in zip(loop_vars, ranges):
+        for var, (begin, end) in zip(loop_vars, ranges, strict=False):
             pair = []
             for what, e in (("begin", begin), ("end", end)):
                 if not host_computable(e, env):
@@ -656,7 +657,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             names = self.loop_targets(target, len(ranges))
             tnodes = target_nodes(target)
         loop_vars = []
-        for name, tnode, (begin, end) in zip(names, tnodes, ranges):
+        for name, tnode, (begin, end) in zip(names, tnodes, ranges, strict=False):
             var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True, bounds=loop_bounds(begin, end, 1, T.i32))
             var.nonneg = nonneg(begin)
             self.body.scope.names[name] = var
@@ -776,7 +777,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         shape = self.field_shape(array)
         if shape is not None:  # a field: its shape (and the index of its first element) is known now
             offset = self.field_offset(array) or (0,) * len(shape)
-            return [(ir.Const(T.i32, loc, o), ir.Const(T.i32, loc, o + n)) for n, o in zip(shape, offset)]
+            return [(ir.Const(T.i32, loc, o), ir.Const(T.i32, loc, o + n)) for n, o in zip(shape, offset, strict=False)]
         return [(ir.Const(T.i32, loc, 0), ir.Shape(T.i32, loc, array, d)) for d in range(array.type.ndim)]
 
     def loop_targets(self, target: ast.expr, n: int) -> list[str]:
@@ -814,8 +815,6 @@ def lower_kernel(kernel: lang.Kernel, template_args: dict | None = None,
         for array in task.shared:
             array.name = array.name or "shared"
     if kernel.autodiff is not None:
-        from .derivative import derive
-
         ir_kernel = derive(ir_kernel, kernel.autodiff)
     return ir_kernel
 

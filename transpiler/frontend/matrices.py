@@ -24,6 +24,8 @@ from ..lang.matrix import SWIZZLE_SETS, MatrixType
 from .common import has_side_effects, is_py_scalar
 from .handlers import HandlerTable
 from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, MethodValue, TupleValue
+from ..ir.walk import iter_expr
+from .common import ATOMIC_AUGASSIGN, SYMBOL
 
 if TYPE_CHECKING:
     from .lower import KernelLowering
@@ -105,7 +107,7 @@ class MatrixLowering:
             return v
         loc = self.loc(node) if isinstance(node, ast.AST) else node
         items = []
-        for suffix, e in zip(component_suffixes(v.shape), v.items):
+        for suffix, e in zip(component_suffixes(v.shape), v.items, strict=False):
             if isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape)):
                 items.append(e)
             else:
@@ -243,7 +245,7 @@ class MatrixLowering:
         return v.value if isinstance(v, CT) else v
 
     def factory_args(self, node, values: list, kw: dict, names: tuple[str, ...], defaults: dict | None = None):
-        got = dict(zip(names, values))
+        got = dict(zip(names, values, strict=False))
         got.update(kw)
         for k, v in (defaults or {}).items():
             got.setdefault(k, v)
@@ -271,7 +273,7 @@ class MatrixLowering:
     def declare_matrix(self, name: str, value: MatrixValue, node) -> MatrixVar:
         loc = self.loc(node) if isinstance(node, ast.AST) else node
         var = MatrixVar(value.shape, [])
-        for suffix, e in zip(component_suffixes(value.shape), value.items):
+        for suffix, e in zip(component_suffixes(value.shape), value.items, strict=False):
             local = ir.Local(f"{name}_{suffix}", e.type, loc)
             var.locals.append(local)
             self.emit(ir.Declare(loc, local, e))
@@ -292,7 +294,7 @@ class MatrixLowering:
         if value.shape != var.shape:
             raise self.error(node, f"`{self.var_name(var)}` is {describe(var.shape)}; it cannot hold "
                                    f"{describe(value.shape)}")
-        for local, e in zip(var.locals, self.materialize_if_reads(value, var, node).items):
+        for local, e in zip(var.locals, self.materialize_if_reads(value, var, node).items, strict=False):
             self.assign_local(local, scope, e, node, stmt, self.var_name(var))
 
     def materialize_if_reads(self, value: MatrixValue, var: MatrixVar, node) -> MatrixValue:
@@ -319,7 +321,7 @@ class MatrixLowering:
             return items
         loc = self.loc(node) if isinstance(node, ast.AST) else node
         return [ir.LocalRef(e.type, loc, self.new_temp(f"tmp_{suffix}", e, loc)) if cross else e
-                for suffix, e, cross in zip(suffixes, items, crossed)]
+                for suffix, e, cross in zip(suffixes, items, crossed, strict=False)]
 
     def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt, shown: str | None = None) -> None:
         """One component of a variable: a local, or a kernel-scope variable's buffer.
@@ -350,7 +352,7 @@ class MatrixLowering:
         if len(idx) != len(var.shape) or not all(type(i) is int for i in idx):
             return None
         flat = 0
-        for i, n, p in zip(idx, var.shape, parts):
+        for i, n, p in zip(idx, var.shape, parts, strict=False):
             flat = flat * n + self.static_index(i, n, p)
         return [var.locals[flat]]
 
@@ -396,7 +398,9 @@ class MatrixLowering:
         elif len(parts) == 2:
             choices = [[local] for local in var.locals]
             index = CT(self.static_index(idx[0].value, var.shape[0], parts[0]) * width +
-                       self.static_index(idx[1].value, var.shape[1], parts[1]))                 if all(isinstance(i, CT) for i in idx) else                 self.binop("add", self.binop("mul", idx[0], CT(width), target), idx[1], target)
+                       self.static_index(idx[1].value, var.shape[1], parts[1])) \
+                if all(isinstance(i, CT) for i in idx) else \
+                self.binop("add", self.binop("mul", idx[0], CT(width), target), idx[1], target)
             node, n = target, len(var.locals)
         else:
             choices = [[local] for local in var.locals]
@@ -436,7 +440,7 @@ class MatrixLowering:
         if len(value.items) != len(places):
             raise self.error(target, f"{len(places)} components cannot hold {describe(value.shape)}")
         value = self.materialize_if_reads(value, MatrixVar((len(places),), places), target)
-        for local, e in zip(places, value.items):
+        for local, e in zip(places, value.items, strict=False):
             self.assign_local(local, scope, e, target, stmt, shown)
 
     # ------------------------------------------------------------------ ndarrays of vectors and matrices
@@ -513,7 +517,8 @@ class MatrixLowering:
                                          "translation-time index", hint="index the element itself: a[i][k]")
             # A component picked at run time (`a[i][k] = x`, Genesis' EPA): the element's last
             # indices computed, as a read of one would be; Quadrants checks no bounds here either.
-            runtime = [self.coerce(self.to_expr(v, p), T.i32, p, explicit=True) for v, p in zip(values, parts)]
+            runtime = [self.coerce(self.to_expr(v, p), T.i32, p, explicit=True)
+                       for v, p in zip(values, parts, strict=False)]
             outer = places[0][:len(places[0]) - len(shape)]
             if len(runtime) == len(shape):
                 return array, [outer + runtime], ()
@@ -544,13 +549,11 @@ class MatrixLowering:
             raise self.error(target, f"an element of {describe(shape)} cannot hold {describe(value.shape)}")
         value = self.materialize(value, target, "tmp") if any(
             isinstance(n, ir.Load) and n.array is array for e in value.items for n in _walk(e)) else value
-        for idx, e in zip(places, value.items):
+        for idx, e in zip(places, value.items, strict=False):
             self.emit(ir.Store(loc, array, idx, self.coerce(e, array.type.dtype, target)))
 
     def update_places(self, array, places: list, shape: tuple, op: str, value, target, stmt) -> None:
         """``a[i] += v`` on ndarray components: an atomic per component, as Quadrants has it."""
-        from .common import ATOMIC_AUGASSIGN, SYMBOL
-
         loc = self.loc(stmt)
         if shape:
             value = self.as_matrix(value, target)
@@ -563,7 +566,7 @@ class MatrixLowering:
         elif isinstance(value, MatrixValue) and any(isinstance(n, ir.Load) and n.array is array
                                                     for e in values if isinstance(e, ir.Expr) for n in _walk(e)):
             values = self.materialize(value, target, "tmp").items  # `a[i] += a[i].yx`: read before any update
-        for idx, v in zip(places, values):
+        for idx, v in zip(places, values, strict=False):
             if op in ATOMIC_AUGASSIGN and isinstance(target, ast.Subscript):  # folded per block where it can be
                 self.update_element(ATOMIC_AUGASSIGN[op], array, idx, self.to_expr(v, target), target, stmt,
                                     f"`{SYMBOL[op]}=`")
@@ -632,7 +635,7 @@ class MatrixLowering:
             rows = [MatrixValue((v.shape[1],), v.items[r * v.shape[1]:(r + 1) * v.shape[1]]) for r in range(v.shape[0])]
             return self.select_static_or_dynamic(rows, idx[0], parts[0], v.shape[0], named)
         if len(idx) == 2 and all(isinstance(i, CT) for i in idx):
-            i, j = (self.static_index(i.value, n, p) for i, n, p in zip(idx, v.shape, parts))
+            i, j = (self.static_index(i.value, n, p) for i, n, p in zip(idx, v.shape, parts, strict=False))
             return v.at(i, j)
         if len(idx) == 2:  # one or both at run time: one flat index, row-major
             row = self.binop("mul", idx[0], CT(v.shape[1]), node)
@@ -699,7 +702,8 @@ class MatrixLowering:
         def pick(items: list) -> ir.Expr:
             out = items[-1]
             for j in range(len(items) - 2, -1, -1):
-                out = ir.Select(out.type, loc, ir.Compare(T.bool_, loc, "eq", k, ir.Const(T.i32, loc, j)), items[j], out)
+                chosen = ir.Compare(T.bool_, loc, "eq", k, ir.Const(T.i32, loc, j))
+                out = ir.Select(out.type, loc, chosen, items[j], out)
             return out
 
         if isinstance(choices[0], MatrixValue):
@@ -738,7 +742,8 @@ class MatrixLowering:
         if a.is_vector and b.is_vector:  # Quadrants' reading of `a @ b`: the dot product
             if a.shape != b.shape:
                 raise self.error(node, f"`@` of {describe(a.shape)} and {describe(b.shape)}: the sizes differ")
-            return self.fold([self.binop("mul", x, y, node) for x, y in zip(a.items, b.items)], "add", node)
+            return self.fold([self.binop("mul", x, y, node) for x, y in zip(a.items, b.items, strict=False)], "add",
+                             node)
         rows_a = (a.shape[0], a.shape[1]) if not a.is_vector else (1, a.shape[0])
         rows_b = (b.shape[0], b.shape[1]) if not b.is_vector else (b.shape[0], 1)
         if rows_a[1] != rows_b[0]:
@@ -809,7 +814,7 @@ class MatrixLowering:
 
         def one(*components):
             with self.scoped() as scope:
-                scope.names.update(zip(names, components))
+                scope.names.update(zip(names, components, strict=False))
                 return call_scalar(call)
 
         return self.elementwise(one, values, node)
@@ -823,7 +828,7 @@ def _bound_call(node: ast.Call) -> tuple[ast.Call, list[str]]:
     if hit is None:
         names = [f"__qd_arg{k}" for k in range(len(node.args))]
         call = ast.Call(func=node.func, args=[ast.copy_location(ast.Name(id=n, ctx=ast.Load()), a)
-                                              for n, a in zip(names, node.args)], keywords=node.keywords)
+                                              for n, a in zip(names, node.args, strict=False)], keywords=node.keywords)
         hit = node._qd_bound_call = (ast.copy_location(call, node), names)
     return hit
 
@@ -836,8 +841,6 @@ def _cheap(e: ir.Expr) -> bool:
 
 
 def _walk(e: ir.Expr):
-    from ..ir.walk import iter_expr
-
     return iter_expr(e)
 
 
@@ -898,7 +901,7 @@ def _dot(lo: KernelLowering, c: MethodCall):
     v, w, node = c.v, c.other(), c.node
     if w.shape != v.shape:
         raise lo.error(node, f"`.dot()` of {describe(v.shape)} and {describe(w.shape)}")
-    return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items)], "add", node)
+    return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items, strict=False)], "add", node)
 
 
 @MATRIX_METHODS.handler("norm_sqr", "norm", "norm_inv", "normalized")

@@ -29,6 +29,7 @@ from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .structs import leaves, member_type
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
+from ..errors import TranspileError
 
 # IR a real function cannot contain, and the user-facing name of what made it.
 _COLLECTIVE = {
@@ -99,7 +100,7 @@ class RealFuncLowering:
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
         bound.apply_defaults()
-        arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args)))
+        arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args), strict=False))
         args = _RealCallArguments([func.fn])
         for pname, value in bound.arguments.items():
             at = arg_nodes.get(pname, node)
@@ -112,7 +113,8 @@ class RealFuncLowering:
                 args.key.append((pname, dtype.name))
             elif kind == "compound":  # a vector, matrix or struct: its scalars, each a parameter
                 for flat, dtype, path in leaves(ann, pname):
-                    e = self.coerce(self.to_expr(_component(self, value, path, at, pname), at), dtype, at, explicit=True)
+                    e = self.to_expr(_component(self, value, path, at, pname), at)
+                    e = self.coerce(e, dtype, at, explicit=True)
                     args.scalars.append((flat, dtype, e))
                 args.key.append((pname, repr(ann), id(ann)))
                 args.compound[pname] = ann
@@ -251,7 +253,7 @@ class RealFuncLowering:
                     continue
                 else:
                     continue
-                passed = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]
+                passed = list(zip(params, call.args, strict=False)) + [(k.arg, k.value) for k in call.keywords]
                 found |= {a.id for p, a in passed if isinstance(a, ast.Name) and p in by_ref}
             found = frame.ref_names = frozenset(found)
         return found
@@ -344,7 +346,7 @@ class RealFuncLowering:
         else:
             values = [self.expr(s.value)]
         scalars = []
-        for t, value, k in zip(items, values, range(len(items))):
+        for t, value, k in zip(items, values, range(len(items)), strict=False):
             value = self.as_matrix(value, s.value)  # `return (x, y)` for a vector
             want = member_type(t)
             if isinstance(want, T.DType):
@@ -359,7 +361,7 @@ class RealFuncLowering:
                                           "value is not one")
             scalars += [self.coerce(self.to_expr(_component(self, value, path, s.value, "result"), s.value), dtype,
                                     s.value) for _, dtype, path in leaves(t, "r")]
-        for out, e in zip(fn.outputs, scalars):
+        for out, e in zip(fn.outputs, scalars, strict=False):
             self.emit(ir.Assign(loc, out, e))
         self.emit(ir.Return(loc, None))
 
@@ -441,8 +443,6 @@ def _component(lo, value, path: tuple, node, pname: str):
 
 
 def _check_body(name: str, stmts: list[ir.Stmt]) -> None:
-    from ..errors import TranspileError
-
     for node in list(all_stmts(stmts)) + list(all_exprs(stmts)):
         what = _COLLECTIVE.get(type(node))
         if what is not None:

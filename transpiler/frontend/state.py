@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from ..ir import nodes as ir
 from .scopes import Scope

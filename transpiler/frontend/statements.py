@@ -3,7 +3,7 @@ break / continue / return."""
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
 from .. import lang
 from ..ir import nodes as ir
@@ -20,6 +20,7 @@ from .values import (
 )
 from ..lang.matrix import MatrixType
 from .scopes import Scope
+from .matrices import component_suffixes, describe
 
 
 
@@ -182,7 +183,7 @@ class StatementLowering:
                 (n.var if isinstance(n, ir.LocalRef) else n.array if isinstance(n, ir.Load) else None) in written
                 for item in items for e in _scalars(item) for n in iter_expr(e))
             temps = items if independent else [self.frozen(item, stmt) for item in items]
-            for t, item in zip(target.elts, temps):
+            for t, item in zip(target.elts, temps, strict=False):
                 self.assign(t, item, stmt)
         elif isinstance(target, ast.Attribute):
             raise self.error(target, "assigning to an attribute is not supported in kernels")
@@ -246,8 +247,6 @@ class StatementLowering:
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold a struct", hint="use a new name")
         if isinstance(bound, ir.Local) and isinstance(value, MatrixValue):
-            from .matrices import describe
-
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold {describe(value.shape)}",
                              hint="use a new name for the vector")
@@ -362,15 +361,12 @@ class StatementLowering:
             if isinstance(bound, MatrixVar):
                 value = self.as_matrix(self.expr(s.value), s.value)  # `v += [1, 0]`
                 if isinstance(value, MatrixValue) and value.shape != bound.shape:
-                    from .matrices import describe
-
                     raise self.error(s, f"shape mismatch: {describe(bound.shape)} and {describe(value.shape)}")
-                from .matrices import component_suffixes
 
                 parts = value.items if isinstance(value, MatrixValue) else [value] * len(bound.locals)
                 # `v += v.yx`: a component that reads one updated before it reads the old value
                 parts = self.copied_where_read_early(bound.locals, parts, s, component_suffixes(bound.shape))
-                for local, part in zip(bound.locals, parts):
+                for local, part in zip(bound.locals, parts, strict=False):
                     self.update_local(local, scope, op, part, s, s.target)
                 return
             if isinstance(bound, ir.Local) or self.shared_for_read(bound, scope) is not None:
@@ -391,7 +387,7 @@ class StatementLowering:
                     raise self.error(s, f"{len(places)} components cannot be updated by {len(value.items)}")
                 parts = value.items if isinstance(value, MatrixValue) else [value] * len(places)
                 parts = self.copied_where_read_early(places, parts, s, [p.name for p in places])
-                for local, part in zip(places, parts):
+                for local, part in zip(places, parts, strict=False):
                     self.update_local(local, found[1], op, part, s, s.target)
                 return
             self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
@@ -494,7 +490,7 @@ class StatementLowering:
         try:
             bound = self.bind_loop_targets(s.target, ranges, grouped)
             loop_vars, ranges = self.loop_order(it, bound, ranges)
-            self.nested_ranges(s, list(zip(loop_vars, ranges)), (guard, bound))
+            self.nested_ranges(s, list(zip(loop_vars, ranges, strict=False)), (guard, bound))
         finally:
             self.pop_scope()
 
@@ -515,16 +511,16 @@ class StatementLowering:
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error(it, "range() takes 1 to 3 positional arguments")
         vals = [self.expr(a) for a in it.args]
-        typed = [self.to_expr(v, a) for v, a in zip(vals, it.args)]
-        for e, a in zip(typed, it.args):
+        typed = [self.to_expr(v, a) for v, a in zip(vals, it.args, strict=False)]
+        for e, a in zip(typed, it.args, strict=False):
             if not e.type.is_int:
                 raise self.error(a, f"range() needs integer arguments, not {e.type.name}")
         loc = self.loc(s)
         t = T.i32
-        for e, v in zip(typed, vals):
+        for e, v in zip(typed, vals, strict=False):
             if not isinstance(v, CT):
                 t = T.promote(t, e.type)
-        typed = [self.coerce(e, t, a) for e, a in zip(typed, it.args)]
+        typed = [self.coerce(e, t, a) for e, a in zip(typed, it.args, strict=False)]
         zero, one = ir.Const(t, loc, 0), ir.Const(t, loc, 1)
         if len(typed) == 1:
             start, stop, step = zero, typed[0], one
@@ -647,15 +643,16 @@ class StatementLowering:
             items = list(item)
             if len(items) != len(target.elts):
                 raise self.error(target, f"cannot unpack {len(items)} values into {len(target.elts)} names")
-            for t, v in zip(target.elts, items):
+            for t, v in zip(target.elts, items, strict=False):
                 self.bind_static_target(t, v)
         else:
             raise self.error(target, "a loop variable must be a plain name")
 
     def stmt_Break(self, s: ast.Break) -> None:
-        if self.body.static_jumps and self.body.static_jumps[-1][0] == self.body.loop_depth and self.body.static_jumps[-1][1] is not None:
+        jumps = self.body.static_jumps
+        if jumps and jumps[-1][0] == self.body.loop_depth and jumps[-1][1] is not None:
             loc = self.loc(s)
-            self.emit(ir.Assign(loc, self.body.static_jumps[-1][1], ir.Const(T.bool_, loc, True)))
+            self.emit(ir.Assign(loc, jumps[-1][1], ir.Const(T.bool_, loc, True)))
         if self.body.loop_depth == 0:
             raise self.error(s, "break outside a serial loop" if not self.body.in_parallel else
                              "break is not allowed in a parallel loop: its iterations run on different threads",
@@ -686,7 +683,7 @@ class StatementLowering:
                     var = ir.Local(f"{frame.result_name}_{k}", e.type, self.loc(s))
                     frame.returns_tuple.append(var)
                     self.body.frame_declares.append(ir.Declare(self.loc(s), var, None))
-            for var, item in zip(frame.returns_tuple, value.items):
+            for var, item in zip(frame.returns_tuple, value.items, strict=False):
                 self.emit(ir.Assign(self.loc(s), var, self.coerce(self.to_expr(item, s.value), var.type, s.value)))
             return
         if isinstance(value, (MatrixValue, StructValue)) or isinstance(frame.result, (MatrixVar, StructVar)):
@@ -712,11 +709,9 @@ class StatementLowering:
 
     def result_var(self, name: str, value, loc: ir.Loc):
         """An uninitialized variable shaped like ``value``, declared where the inlined call is."""
-        from .matrices import component_suffixes
-
         if isinstance(value, MatrixValue):
             var = MatrixVar(value.shape, [ir.Local(f"{name}_{c}", e.type, loc)
-                                          for c, e in zip(component_suffixes(value.shape), value.items)])
+                                          for c, e in zip(component_suffixes(value.shape), value.items, strict=False)])
             self.body.frame_declares.extend(ir.Declare(loc, v, None) for v in var.locals)
             return var
         if isinstance(value, StructValue):
@@ -736,7 +731,7 @@ class StatementLowering:
         elif isinstance(var, MatrixVar):
             if not isinstance(value, MatrixValue) or value.shape != var.shape:
                 raise self.error(node, "this function returns values of different shapes")
-            for local, e in zip(var.locals, value.items):
+            for local, e in zip(var.locals, value.items, strict=False):
                 self.emit(ir.Assign(loc, local, self.coerce(e, local.type, node)))
         else:
             if isinstance(value, (MatrixValue, StructValue)):

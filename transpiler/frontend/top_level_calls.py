@@ -25,6 +25,7 @@ from .common import bind_arguments, closure_vars, is_library, store_counts, with
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar, bound_method
+from .common import has_side_effects, is_simple
 
 _expanding: dict[object, bool] = {}  # Func.fn -> whether a top-level call of it makes tasks
 
@@ -158,8 +159,6 @@ class TopLevelCallLowering:
                              site: ir.Loc, assigned: bool = True) -> None:
         """A run-time argument: a top-level variable of the callee, recomputed (re-read) by
         every task that uses it; one with a side effect is evaluated once, serially."""
-        from .common import has_side_effects, is_simple
-
         ann = T.python_type(annotations.get(pname)) or annotations.get(pname)
         if isinstance(ann, T.DType):
             e = self.coerce(e, ann, node, explicit=True)

@@ -8,6 +8,7 @@ from ...errors import TranspileError
 from ...ir import nodes as ir
 from ..values import CT, ArrayHandle
 from .table import handler
+from ..values import MatrixValue
 
 
 @handler("atomic_add", "atomic_sub", "atomic_mul", "atomic_min", "atomic_max", "atomic_and",
@@ -59,14 +60,13 @@ def _atomic_on_components(lo, name: str, op: str, node: ast.Call, array, places:
         raise lo.error(node, f"qd.{name} on a vector or matrix element is not supported; compare-and-swap "
                              "one component")
     value = lo.expr(node.args[1])
-    from ..values import MatrixValue
 
     if isinstance(value, MatrixValue) and len(value.items) != len(places):
         raise lo.error(node.args[1], f"qd.{name}: the element has {len(places)} component(s), the value "
                                      f"{len(value.items)}")
     values = value.items if isinstance(value, MatrixValue) else \
         [lo.once(lo.to_expr(value, node.args[1]), node, "tmp")] * len(places)
-    olds = [lo.make_atomic(op, array, idx, v, node, f"qd.{name}") for idx, v in zip(places, values)]
+    olds = [lo.make_atomic(op, array, idx, v, node, f"qd.{name}") for idx, v in zip(places, values, strict=False)]
     if lo.body.statement_call is node:
         for a in olds:
             lo.emit(ir.ExprStmt(lo.loc(node), a))

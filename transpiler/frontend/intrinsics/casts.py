@@ -8,6 +8,7 @@ from ...ir import nodes as ir
 from ...ir import types as T
 from ..values import CT
 from .table import handler, call_args
+from ..common import retype_const
 
 if TYPE_CHECKING:
     from ..lower import KernelLowering
@@ -27,7 +28,6 @@ def _convert_const(value, dtype: T.DType):
         return bool(value)
     if dtype.is_float:
         return float(value)
-    from ..common import retype_const
 
     return retype_const(ir.Const(T.i64, None, int(value)), dtype).value
 

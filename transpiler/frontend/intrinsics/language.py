@@ -8,6 +8,7 @@ from ...ir import nodes as ir
 from ..fields import StructArray
 from ..values import CT, ArrayHandle, StaticIndex, StaticNdrange, TupleValue
 from .table import handler, call_args
+from ...lang.ops import HostNdrange
 
 
 @handler("struct_type")
@@ -19,7 +20,7 @@ def _construct_struct(lo, name, node):
 def _anonymous_struct(lo, name, node):
     if len(node.args) > 1 or (node.args and not isinstance(node.args[0], ast.Dict)):
         raise lo.error(node, "qd.Struct() takes a dict of members, or members as keywords: qd.Struct(a=1, b=2.0)")
-    pairs = list(zip(node.args[0].keys, node.args[0].values)) if node.args else []
+    pairs = list(zip(node.args[0].keys, node.args[0].values, strict=False)) if node.args else []
     pairs += [(ast.Constant(k.arg), k.value) for k in node.keywords]
     return lo.anonymous_struct(pairs, node)
 
@@ -105,7 +106,6 @@ def _ndrange(lo, name, node):
             return CT(tuple(StaticIndex(i) for i in v.value))
     elif all(kw.arg == "axes" for kw in node.keywords):
         # extents known now (NumPy integers too): the indices, in the order `axes=` gives
-        from ...lang.ops import HostNdrange
 
         values = [v.value if isinstance(v, CT) else None for v in (lo.expr(a) for a in node.args)]
         axes = lo.static_value(node.keywords[0].value, what="qd.ndrange(axes=...)") if node.keywords else None

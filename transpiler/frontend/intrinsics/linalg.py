@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..values import CT, MatrixValue
 from .table import handler, float_dtype
+from ...lang import linalg
 
 
 # qd.<name>(A, dt=None) of a small square matrix, written in the kernel language
@@ -20,8 +21,6 @@ _DECOMPOSITIONS = {
 
 @handler(*_DECOMPOSITIONS)
 def _decompose(lo, name, node):
-    from ...lang import linalg
-
     sizes, what, pick = _DECOMPOSITIONS[name]
     if not node.args:
         raise lo.error(node, f"qd.{name}(A, dt=None) takes {what} and an optional dtype")
@@ -35,8 +34,6 @@ def _decompose(lo, name, node):
 
 @handler("solve")
 def _solve(lo, name, node):
-    from ...lang import linalg
-
     if len(node.args) < 2:
         raise lo.error(node, "qd.solve(A, b, dt=None) takes a matrix, a vector and an optional dtype")
     dtype = float_dtype(lo, node, name, 2)

@@ -7,12 +7,11 @@ from ...ir import types as T
 from ..common import has_side_effects
 from ..values import CT
 from .table import FLOAT_MATH, BIT_MATH, handler, call_args, float_arg
+from ...lang import mathlib
 
 
 @handler("raw_div", "raw_mod")
 def _raw_division(lo, name, node):
-    from ...lang import mathlib
-
     fn = mathlib.raw_div if name == "raw_div" else mathlib.raw_mod
 
     def scalar(a, b):
@@ -22,7 +21,8 @@ def _raw_division(lo, name, node):
         t = T.promote(*lo.operand_types(a, ea, b, eb))
         return lo.to_expr(lo.inline_values(fn, lo.loc(node), [lo.coerce(ea, t, node), lo.coerce(eb, t, node)]), node)
 
-    return lo.elementwise(scalar, [lo.as_matrix(v, arg) for v, arg in zip(call_args(lo, node, name, 2), node.args)],
+    values = call_args(lo, node, name, 2)
+    return lo.elementwise(scalar, [lo.as_matrix(v, arg) for v, arg in zip(values, node.args, strict=False)],
                           node)  # of vectors and matrices, component by component
 
 

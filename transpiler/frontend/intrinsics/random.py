@@ -9,7 +9,7 @@ from .table import handler, float_dtype
 
 @handler("random")
 def _random(lo, name, node):
-    from ...lang import random as rnd
+    from ...lang import random as rnd  # noqa: PLC0415 - lang/random.py is kernel-language code that imports the package; loaded on first use
 
     if node.keywords and (len(node.keywords) != 1 or node.keywords[0].arg != "dtype" or node.args):
         raise lo.error(node, "qd.random() takes one optional argument, the dtype")
@@ -29,6 +29,6 @@ def _random(lo, name, node):
 
 @handler("randn")
 def _randn(lo, name, node):
-    from ...lang import random as rnd
+    from ...lang import random as rnd  # noqa: PLC0415 - lang/random.py is kernel-language code that imports the package; loaded on first use
 
     return lo.inline_values(rnd.normal, lo.loc(node), [CT(float_dtype(lo, node, name, 0))])

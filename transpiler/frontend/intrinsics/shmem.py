@@ -7,6 +7,7 @@ from ...ir import nodes as ir
 from ...ir import types as T
 from ..values import CT
 from .table import handler, call_args
+from ...lang.shmem import Cmp
 
 
 def _shmem_element(lo, node: ast.expr, name: str, what: str, remote: bool) -> ir.ShmemElement:
@@ -100,8 +101,6 @@ def _shmem_atomic(lo, name, node):
 
 @handler("shmem.wait_until")
 def _shmem_wait_until(lo, name, node):
-    from ...lang.shmem import Cmp
-
     ivar, cmp, value = _shmem_args(lo, node, "wait_until", 3)
     v = _shmem_element(lo, ivar, "wait_until", "variable", remote=True)
     c = lo.static_value(cmp, what="the comparison of qd.shmem.wait_until")
