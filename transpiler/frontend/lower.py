@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from .. import lang
 from ..errors import Diagnostic, TranspileError
@@ -146,12 +146,6 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             stmt = ir.Store(stmt.loc, stmt.array, self.before_write(stmt.array, stmt.indices, stmt.loc), stmt.value)
         self.body.block.append(stmt)
 
-    def push_scope(self, task_root: bool = False) -> None:
-        self.body.scope = Scope(self.body.scope, task_root)
-
-    def pop_scope(self) -> None:
-        self.body.scope = self.body.scope.parent
-
     @contextmanager
     def collecting(self, into: list[ir.Stmt] | None = None) -> Iterator[list[ir.Stmt]]:
         """Statements emitted inside go to ``into`` (a fresh list by default), which it yields;
@@ -251,15 +245,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.body = outer
 
     def lower_block(self, stmts: list[ast.stmt], new_scope: bool = True) -> list[ir.Stmt]:
-        with self.collecting() as body:
-            if new_scope:
-                self.push_scope()
-            try:
-                for s in stmts:
-                    self.stmt(s)
-            finally:
-                if new_scope:
-                    self.pop_scope()
+        with self.collecting() as body, self.scoped() if new_scope else nullcontext():
+            for s in stmts:
+                self.stmt(s)
         return body
 
     # ------------------------------------------------------------------ kernel
@@ -269,11 +257,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         loc = self.loc(fdef)
         self.bind_params(fdef)
         body = without_docstring(fdef)
-        self.push_scope()
-        self.kernel_scope = self.body.scope
-        self.top_level(body)
-        self.flush_serial()
-        self.pop_scope()
+        with self.scoped() as self.kernel_scope:
+            self.top_level(body)
+            self.flush_serial()
         if self.return_type is not None and self.result_param is None:
             shown = self.return_type.name if isinstance(self.return_type, T.DType) else repr(self.return_type)
             raise self.error(fdef.returns, f"the kernel is annotated to return {shown} but never "
@@ -599,20 +585,17 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             return
         ranges, grouped = self.loop_ranges(s.iter, parallel=True)
         guard = self.take_guard()
-        self.push_scope(task_root=True)
-        bound = self.bind_loop_targets(s.target, ranges, grouped)
-        for name in self.private_names(s):
-            self.body.scope.names[name] = PRIVATE  # declared by its first assignment in the body
-        loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
-        try:
+        with self.scoped(task_root=True) as scope:
+            bound = self.bind_loop_targets(s.target, ranges, grouped)
+            for name in self.private_names(s):
+                scope.names[name] = PRIVATE  # declared by its first assignment in the body
+            loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
             state = TaskState(loop_vars=loop_vars, parallel_ast=s.body, block_dim=block_dim)
             with self.task(state) as body:
                 self.struct_for_guard(guard, bound, s)
                 for st in s.body:
                     self.stmt(st)
                 accumulators, epilogue = self.finish_reductions()
-        finally:
-            self.pop_scope()
         bounds = [e for r in ranges for e in r]
         prelude = self.uniform_prelude(body + epilogue, bounds)
         ranges, dynamic = self.device_bounds(ranges, loop_vars, prelude)

@@ -486,13 +486,10 @@ class StatementLowering:
         # qd.ndrange, an ndarray, qd.grouped: nested serial loops, outermost first.
         ranges, grouped = self.loop_ranges(it)
         guard = self.take_guard()
-        self.push_scope()
-        try:
+        with self.scoped():
             bound = self.bind_loop_targets(s.target, ranges, grouped)
             loop_vars, ranges = self.loop_order(it, bound, ranges)
             self.nested_ranges(s, list(zip(loop_vars, ranges, strict=False)), (guard, bound))
-        finally:
-            self.pop_scope()
 
     def nested_ranges(self, s: ast.For, dims, guard: tuple = (None, [])) -> None:
         (var, (begin, end)), rest = dims[0], dims[1:]
@@ -626,13 +623,10 @@ class StatementLowering:
         return ir.For(loc, once, ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, 1), ir.Const(T.i32, loc, 1), 1, body)
 
     def static_copy(self, s: ast.For, item) -> None:
-        self.push_scope()
-        try:
+        with self.scoped():
             self.bind_static_target(s.target, item)
             for st in s.body:
                 self.stmt(st)
-        finally:
-            self.pop_scope()
 
     def bind_static_target(self, target: ast.expr, item) -> None:
         if isinstance(target, ast.Name) and isinstance(item, StaticIndex):  # qd.static(qd.grouped(qd.ndrange()))
