@@ -405,6 +405,12 @@ class MatrixLowering:
         else:
             choices = [[local] for local in var.locals]
             index, node, n = idx[0], parts[0], var.shape[0]
+        self.assign_choice(choices, index, node, n, scope, value, target, stmt)
+
+    def assign_choice(self, choices: list[list], index, node: ast.AST, n: int, scope, value, target: ast.expr,
+                      stmt) -> None:
+        """Assigns ``value`` to the components ``choices[index]`` (``index`` over ``n``
+        choices, written at ``node``); a run-time index chooses among branches."""
         if isinstance(index, CT):
             self.assign_places(choices[self.static_index(index.value, n, node)], scope, value, target, stmt)
             return
@@ -492,6 +498,11 @@ class MatrixLowering:
         array, places, shape = inner
         if not shape:
             raise self.error(target, "a scalar component has no components")
+        return self.picked_places(target, array, places, shape)
+
+    def picked_places(self, target: ast.Subscript | ast.Attribute, array, places: list, shape: tuple):
+        """The components ``target`` picks (``.xy``, ``[k]``, ``[r, c]``, ``[0:3]``) among
+        ``places``, the components of ``shape`` it applies to: as ``element_places`` returns."""
         if isinstance(target, ast.Attribute):
             picked = self.swizzle(shape, target.attr, target)
             if picked is None:

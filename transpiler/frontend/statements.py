@@ -243,14 +243,22 @@ class StatementLowering:
         if isinstance(bound, (MatrixVar, StructVar)):
             self.assign_var(bound, scope, value, target, stmt)
             return
-        if isinstance(bound, ir.Local) and isinstance(value, StructValue):
+        if isinstance(bound, ir.Local):
+            self.assign_local_name(bound, scope, value, target, stmt)
+            return
+        self.bind_name(bound, scope, value, target, stmt)
+
+    def assign_local_name(self, bound: ir.Local, scope, value, target: ast.Name, stmt: ast.stmt) -> None:
+        """``x = value`` where ``x`` is a scalar local already."""
+        name = target.id
+        if isinstance(value, StructValue):
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold a struct", hint="use a new name")
-        if isinstance(bound, ir.Local) and isinstance(value, MatrixValue):
+        if isinstance(value, MatrixValue):
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold {describe(value.shape)}",
                              hint="use a new name for the vector")
-        if isinstance(bound, ir.Local) and bound.loop_var and scope is self.body.scope:
+        if bound.loop_var and scope is self.body.scope:
             # `i = qd.cast(i, qd.i32)` in the loop's own body: a new local from here to the end of
             # this iteration, as in Python (the next iteration takes the range's next value)
             v = self.to_expr(value, target)
@@ -258,11 +266,14 @@ class StatementLowering:
             self.emit(ir.Declare(self.loc(stmt), var, v))
             scope.names[name] = var
             return
-        if isinstance(bound, ir.Local):
-            self.check_writable(bound, scope, target)
-            v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
-            self.emit(ir.Assign(self.loc(stmt), bound, v))
-            return
+        self.check_writable(bound, scope, target)
+        v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
+        self.emit(ir.Assign(self.loc(stmt), bound, v))
+
+    def bind_name(self, bound, scope, value, target: ast.Name, stmt: ast.stmt) -> None:
+        """``x = value`` where ``x`` names no variable yet (or a parameter, an alias): a new
+        variable, or an alias of an array or a translation-time object."""
+        name = target.id
         if isinstance(value, MatrixValue):
             self.body.scope.names[name] = self.declare_matrix(name, value, target)
             return
@@ -357,24 +368,8 @@ class StatementLowering:
             return
         op = BINOPS[type(s.op)]
         if isinstance(s.target, ast.Name):
-            bound, scope = self.body.scope.lookup(s.target.id)
-            if isinstance(bound, MatrixVar):
-                value = self.as_matrix(self.expr(s.value), s.value)  # `v += [1, 0]`
-                if isinstance(value, MatrixValue) and value.shape != bound.shape:
-                    raise self.error(s, f"shape mismatch: {describe(bound.shape)} and {describe(value.shape)}")
-
-                parts = value.items if isinstance(value, MatrixValue) else [value] * len(bound.locals)
-                # `v += v.yx`: a component that reads one updated before it reads the old value
-                parts = self.copied_where_read_early(bound.locals, parts, s, component_suffixes(bound.shape))
-                for local, part in zip(bound.locals, parts, strict=False):
-                    self.update_local(local, scope, op, part, s, s.target)
-                return
-            if isinstance(bound, ir.Local) or self.shared_for_read(bound, scope) is not None:
-                self.update_local(bound, scope, op, None, s, s.target)
-                return
-            if bound is None and self.global_lookup(s.target.id) is None:
-                raise self.error(s.target, f"undefined name `{s.target.id}`")
-            raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
+            self.update_name(s, op)
+            return
         if isinstance(s.target, ast.Attribute) and (member := self.resolve_var(s.target)) is not None \
                 and not isinstance(member[0], StructVar):
             self.assign_var(*member, self.binop(op, self.expr(s.target), self.expr(s.value), s), s.target, s)
@@ -412,6 +407,27 @@ class StatementLowering:
             self.emit(ir.Store(self.loc(s), array, indices, self.coerce(result, elem, s)))
             return
         raise self.error(s.target, "cannot update this expression")
+
+    def update_name(self, s: ast.AugAssign, op: str) -> None:
+        """``x op= value``, ``v op= value`` on a variable."""
+        bound, scope = self.body.scope.lookup(s.target.id)
+        if isinstance(bound, MatrixVar):
+            value = self.as_matrix(self.expr(s.value), s.value)  # `v += [1, 0]`
+            if isinstance(value, MatrixValue) and value.shape != bound.shape:
+                raise self.error(s, f"shape mismatch: {describe(bound.shape)} and {describe(value.shape)}")
+
+            parts = value.items if isinstance(value, MatrixValue) else [value] * len(bound.locals)
+            # `v += v.yx`: a component that reads one updated before it reads the old value
+            parts = self.copied_where_read_early(bound.locals, parts, s, component_suffixes(bound.shape))
+            for local, part in zip(bound.locals, parts, strict=False):
+                self.update_local(local, scope, op, part, s, s.target)
+            return
+        if isinstance(bound, ir.Local) or self.shared_for_read(bound, scope) is not None:
+            self.update_local(bound, scope, op, None, s, s.target)
+            return
+        if bound is None and self.global_lookup(s.target.id) is None:
+            raise self.error(s.target, f"undefined name `{s.target.id}`")
+        raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
 
     def update_local(self, bound, scope, op: str, value, s: ast.AugAssign, target: ast.Name) -> None:
         """``x op= value`` on a local (or one component of a vector): a reduction or an
