@@ -19,20 +19,24 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
     CT_PY_CALLABLES, annotations as func_annotations, bind_arguments, component_stores, has_side_effects, is_library,
-    is_py_scalar, is_simple, name_loads, return_count, signature, store_counts,
+    is_py_scalar, is_simple, name_loads, return_count, signature, store_counts, without_docstring,
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
 from .tiles import is_tile
 from .fields import StructArray
+from .handlers import HandlerTable
+from .intrinsics import call_builtin, cast_call
 from .values import (
     CT, ArrayHandle, BoundMethod, KernelVar, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar,
     TupleValue, bound_method, sequence_items,
 )
 from .scopes import NameAlias, Scope, _FuncFrame
+import string
+from .matrices import describe
 
 # Plain Python functions a kernel calls, each as the @qd.func it is translated as.
-_IMPLICIT_FUNCS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_IMPLICIT_FUNCS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # operator.* functions as the expressions they stand for: (arity, node maker).
 _OPERATOR_SPELLINGS = {
     **{getattr(operator, name): (2, lambda a, b, op=op: ast.BinOp(a, op(), b)) for name, op in (
@@ -131,6 +135,19 @@ class CallLowering:
 
     def expr_Call(self, node: ast.Call):
         node = self.unstarred(node)
+        on_container = self.container_method_call(node)
+        if on_container is not None:
+            return on_container
+        f = self.expr(node.func)
+        if isinstance(f, CT) and isinstance(f.value, lang.BoundFunc):
+            f = CT(bound_method(f.value))
+        if isinstance(f, CT) and not isinstance(f.value, BoundMethod):
+            return self.call_known(f.value, node)
+        return self.call_value(f, node)
+
+    def container_method_call(self, node: ast.Call):
+        """``v.fill(x)`` on a vector variable, ``x.append(v)`` on a dynamic SNode's cell, a
+        method of a struct; None for any other call."""
         if isinstance(node.func, ast.Attribute) and node.func.attr == "fill" and len(node.args) == 1 \
                 and not node.keywords and self.fill_vector(node):
             return CT(None)
@@ -138,15 +155,14 @@ class CallLowering:
             listed = self.dynamic_list_method(node)
             if listed is not None:
                 return listed
-        method = self.call_struct_method(node)
-        if method is not None:
-            return method
-        f = self.expr(node.func)
+        return self.call_struct_method(node)
+
+    def call_value(self, f, node: ast.Call):
+        """A call of a value not known at translation time as a function: a method of a
+        vector, a bound @qd.func method, ``v(0)``."""
         if isinstance(f, MethodValue):
             return self.call_method(f, node)
-        if isinstance(f, CT) and isinstance(f.value, lang.BoundFunc):
-            f = CT(bound_method(f.value))
-        if isinstance(f, CT) and isinstance(f.value, BoundMethod):
+        if isinstance(f, CT):  # a BoundMethod
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             return self.inline_values(f.value.func, node, [f.value.value, *args], kwargs)
@@ -155,13 +171,13 @@ class CallLowering:
             index = node.args[0] if len(node.args) == 1 else ast.Tuple(list(node.args), ast.Load())
             return self.expr(ast.copy_location(ast.Subscript(node.func, ast.copy_location(index, node.args[0]),
                                                              ast.Load()), node))
-        if not isinstance(f, CT):
-            raise self.error(node.func, "only functions known at translation time can be called in kernels")
-        fn = f.value
+        raise self.error(node.func, "only functions known at translation time can be called in kernels")
+
+    def call_known(self, fn, node: ast.Call):
+        """A call of ``fn``, known at translation time: a qd.* built-in, a @qd.func or
+        @qd.real_func, a dtype, a Python built-in (``PY_CALLS``) or another Python function."""
         name = getattr(fn, "_qd_builtin", None)
         if name is not None:
-            from .intrinsics import call_builtin
-
             return call_builtin(self, name, node)
         if isinstance(fn, lang.RealFunc):
             instance = None
@@ -174,60 +190,22 @@ class CallLowering:
         if isinstance(fn, lang.Kernel):
             raise self.error(node, f"kernel `{fn.__name__}` cannot be called from a kernel",
                              hint="make the callee a @qd.func")
-        from .intrinsics import cast_call
-
         if isinstance(fn, T.DType):
             return self.builtin_elementwise(lambda n: cast_call(self, fn, n), node)
-        if fn in (int, float, bool) and len(node.args) == 1 and not node.keywords:
-            def convert(call: ast.Call):  # its argument, lowered once, under a bound name
-                v = self.expr(call.args[0])
-                if isinstance(v, CT):
-                    try:
-                        return CT(fn(v.value))
-                    except Exception as exc:  # noqa: BLE001
-                        raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: "
-                                               f"{exc}") from None
-                return cast_call(self, T.python_type(fn), call)
+        python_builtin = PY_CALLS.find(fn)
+        if python_builtin is not None:
+            lowered = python_builtin(self, fn, node)
+            if lowered is not None:
+                return lowered
+        return self.call_python(fn, node)
 
-            return self.builtin_elementwise(convert, node)
-        if fn is print:
-            return self.print_call(node)
-        if fn is len and len(node.args) == 1:
-            arg = self.expr(node.args[0])
-            if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
-                shape = self.field_shape(arg.array)
-                return CT(shape[0]) if shape else ir.Shape(T.i32, self.loc(node), arg.array, 0)
-            if isinstance(arg, MatrixValue):  # a vector's size, a matrix's rows
-                return CT(arg.shape[0])
-            if isinstance(arg, TupleValue):
-                return CT(len(arg.items))
-        if fn is builtins.pow and len(node.args) == 2 and not node.keywords:  # pow(x, 2): x ** 2
-            return self.binop("pow", self.expr(node.args[0]), self.expr(node.args[1]), node)
-        if fn in (builtins.all, builtins.any) and len(node.args) == 1 and not node.keywords:
-            v = self.as_matrix(self.expr(node.args[0]), node.args[0])
-            if isinstance(v, MatrixValue):  # all(-0.1 <= x[i] <= 1.1): every component, as .all() does
-                return self.call_method(MethodValue(v, fn.__name__), ast.copy_location(ast.Call(node.func, [], []), node))
-            if isinstance(v, CT) and not isinstance(v.value, (list, tuple)):
-                raise self.error(node.args[0], f"{fn.__name__}() takes a vector or a list of values")
-        if fn in (builtins.min, builtins.max, builtins.abs):
-            from .intrinsics import call_builtin
-
-            return call_builtin(self, fn.__name__, node)
+    def call_python(self, fn, node: ast.Call):
+        """A Python function: run at translation time (math, Python's built-ins,
+        @qd.comptime), the expression an ``operator.*`` function spells, or a plain function
+        of the user's, inlined as a @qd.func."""
         if fn in CT_PY_CALLABLES or getattr(fn, "__module__", None) == "math" or \
                 getattr(fn, "__self__", None) is pymath or getattr(fn, "_qd_comptime", False):
-            args = [self.expr(a) for a in node.args]
-            kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-            if all(isinstance(a, CT) for a in args) and all(isinstance(v, CT) for v in kwargs.values()):
-                try:
-                    return CT(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
-                except Exception as exc:  # noqa: BLE001
-                    raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: {exc}") \
-                        from None
-            if fn is range:
-                raise self.error(node, "range() can only drive a for loop in a kernel")
-            raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
-                             hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
-        what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+            return self.evaluate_call(fn, node)
         spelled = _OPERATOR_SPELLINGS.get(fn) if isinstance(fn, types.BuiltinFunctionType) else None
         if spelled is not None and len(node.args) == spelled[0] and not node.keywords:
             # operator.add(a, b) (a test's parametrized `ops`): the expression it spells
@@ -239,8 +217,24 @@ class CallLowering:
             return self.inline_values(self.implicit_func(fn.__func__, node), node, [CT(fn.__self__), *args], kwargs)
         if isinstance(fn, types.FunctionType) and _user_code(fn):
             return self.inline(self.implicit_func(fn, node), node)
+        what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
         raise self.error(node, f"call to unknown Python function `{what}`",
                          hint="decorate it with @qd.func to call it from a kernel")
+
+    def evaluate_call(self, fn, node: ast.Call):
+        """A function Python runs at translation time, on arguments known then."""
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if all(isinstance(a, CT) for a in args) and all(isinstance(v, CT) for v in kwargs.values()):
+            try:
+                return CT(fn(*[a.value for a in args], **{k: v.value for k, v in kwargs.items()}))
+            except Exception as exc:  # noqa: BLE001
+                raise self.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: {exc}") \
+                    from None
+        if fn is range:
+            raise self.error(node, "range() can only drive a for loop in a kernel")
+        raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
+                         hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
 
     def implicit_func(self, fn: types.FunctionType, node: ast.Call) -> lang.Func:
         """A plain Python function a kernel calls: Quadrants calls it with its expressions, the
@@ -306,8 +300,6 @@ class CallLowering:
 
     def format_parts(self, call: ast.Call) -> list[tuple]:
         """``"x = {} ({:.2f})".format(a, b)``, positional, numbered or named fields."""
-        import string
-
         if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
             raise self.error(call, "format() in a kernel takes its values one by one, not *args or **kwargs")
         named = {k.arg: k.value for k in call.keywords}
@@ -392,9 +384,9 @@ class CallLowering:
         vector or a struct, such as a tile) is the variable itself, as in Quadrants: the
         callee's assignments to it are the caller's."""
         if by_reference and isinstance(node, ast.Name):
-            bound, scope = self.scope.lookup(node.id)
+            bound, scope = self.body.scope.lookup(node.id)
             if isinstance(bound, (ir.Local, MatrixVar, KernelVar)) and not getattr(bound, "loop_var", False):
-                return NameAlias(node.id, self.scope)
+                return NameAlias(node.id, self.body.scope)
         if by_reference and isinstance(node, (ast.Name, ast.Attribute)):
             found = self.resolve_var(node)
             if found is not None and isinstance(found[0], StructVar):
@@ -403,7 +395,7 @@ class CallLowering:
 
     def inline_values(self, func: lang.Func, node: ast.Call | ir.Loc, args: list, kwargs: dict | None = None):
         """Inline ``func`` called at ``node`` (or a location) with argument values already lowered."""
-        if func.fn in self.inline_stack:
+        if func.fn in self.body.inline_stack:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="rewrite it as a loop")
         if func.requires_top_level:
@@ -417,115 +409,114 @@ class CallLowering:
             arguments = bind_arguments(func.fn, args, kwargs or {})
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
-        assigned = store_counts(fdef)
-        written = component_stores(fdef)
-        body = fdef.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
-
+        body = without_docstring(fdef)
         frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
-        saved_scope = self.scope
-        saved_declares = getattr(self, "frame_declares", None)
-        self.frame_declares = []
-        outer_block = self.block
+        outer_block = self.body.block
         start = len(outer_block)
         # The callee sees its parameters and its own globals, never the caller's locals;
         # its new names still nest inside the caller's block for C scoping.
-        self.scope = Scope(saved_scope, isolated=True)
-        callee_root = self.scope
+        callee_root = Scope(self.body.scope, isolated=True)
         annotations = func_annotations(func.fn) if fdef.args.args or fdef.returns else {}
         if isinstance(annotations.get("return"), T.DType):
             frame.return_type = annotations["return"]
         call_site = node if isinstance(node, ir.Loc) else self.loc(node)
-        saved_site = self.library_site
-        if is_library(parsed.file):
-            self.library_site = call_site
-        self.frames.append(frame)
-        self.inline_stack.append(func.fn)
-        try:
-            runtime_params = []
-            uses = name_loads(body)
-            for pname, value in arguments.items():
-                if isinstance(value, MatrixValue):
-                    callee_root.names[pname] = self.matrix_argument(
-                        func, pname, value, annotations.get(pname),
-                        pname in assigned or pname in written or uses.get(pname, 0) > 1, call_site)
-                    continue
-                if isinstance(value, (StructVar, NameAlias)):  # a template's or a method's self:
-                    callee_root.names[pname] = value          # the caller's variable itself
-                    continue
-                if isinstance(value, StructValue):
-                    # A tile's methods update it in place: the user's function gets its own copy
-                    # (arguments are passed by value); the library's read theirs.
-                    own = pname in assigned or (pname in written and not is_tile(value) and _plain_data(value)) or \
-                        (is_tile(value) and not is_library(parsed.file))
-                    callee_root.names[pname] = self.declare_struct(pname, value, call_site) if own else value
-                    continue
-                if isinstance(value, TupleValue):  # `f(a, [i, j])`: an index list, each item computed once
-                    callee_root.names[pname] = self.freeze_sequence(pname, value, call_site)
-                    continue
-                if isinstance(value, StructArray):  # a field of structs, as a template argument: by reference
-                    callee_root.names[pname] = value
-                    continue
-                if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
-                        not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):
-                    callee_root.names[pname] = value
-                else:
-                    runtime_params.append((pname, value))
+        with self.declaring() as declares, \
+                self.inlining(frame, callee_root, call_site if is_library(parsed.file) else None):
+            runtime_params = self.bind_inline_arguments(func, parsed, arguments, annotations, body, callee_root,
+                                                        call_site)
             body = self.static_select(body)
             self.check_returns(body, parsed, func)
-            single = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
-            uses = name_loads(body)
-            for pname, value in runtime_params:
-                ann = annotations.get(pname)
-                e = self.to_expr(value, node)
-                if isinstance(ann, T.DType):
-                    e = self.coerce(e, ann, node, explicit=True)
-                inline_once = single and uses.get(pname, 0) <= 1 and not has_side_effects(e)
-                if pname in assigned or not (is_simple(e) or inline_once):
-                    var = ir.Local(pname, e.type, self.loc(fdef))
-                    self.emit(ir.Declare(call_site, var, e))
-                    callee_root.names[pname] = var
-                else:
-                    callee_root.names[pname] = e
-            returns = return_count(tuple(body))
-            if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
-                # One return, at the very end: its value is the call's value, no result variable.
-                for st in body[:-1]:
-                    self.stmt(st)
-                result = self.expr(body[-1].value)
-                if frame.return_type is not None and not isinstance(result, (TupleValue, MatrixValue, StructValue)):
-                    result = self.coerce(self.to_expr(result, body[-1].value), frame.return_type, body[-1].value,
-                                         explicit=True)
-            else:
-                for st in body:
-                    self.stmt(st)
-                if frame.returns_tuple is not None:
-                    result = TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
-                elif isinstance(frame.result, MatrixVar):
-                    result = self.read_matrix(frame.result, None, call_site)
-                elif isinstance(frame.result, StructVar):
-                    result = self.read_struct(frame.result, None, call_site)
-                elif frame.result is not None:
-                    result = ir.LocalRef(frame.result.type, call_site, frame.result)
-                else:
-                    result = CT(None)
-        finally:
-            self.frames.pop()
-            self.inline_stack.pop()
-            self.scope = saved_scope
-            self.library_site = saved_site
-            declares, self.frame_declares = self.frame_declares, saved_declares
+            self.bind_runtime_arguments(runtime_params, body, fdef, annotations, callee_root, node, call_site)
+            result = self.inlined_body(body, frame, call_site)
         outer_block[start:start] = declares
         return result
+
+    def bind_inline_arguments(self, func: lang.Func, parsed: ParsedFunction, arguments: dict, annotations: dict,
+                              body: list[ast.stmt], callee_root: Scope, call_site: ir.Loc) -> list[tuple[str, object]]:
+        """Binds in ``callee_root`` the parameters that take their argument as it is (or a
+        copy of a vector, struct or index list); returns the others, the run-time scalars."""
+        fdef = parsed.node
+        assigned, written = store_counts(fdef), component_stores(fdef)
+        uses = name_loads(body)
+        runtime_params = []
+        for pname, value in arguments.items():
+            if isinstance(value, MatrixValue):
+                callee_root.names[pname] = self.matrix_argument(
+                    func, pname, value, annotations.get(pname),
+                    pname in assigned or pname in written or uses.get(pname, 0) > 1, call_site)
+                continue
+            if isinstance(value, (StructVar, NameAlias)):  # a template's or a method's self:
+                callee_root.names[pname] = value          # the caller's variable itself
+                continue
+            if isinstance(value, StructValue):
+                # A tile's methods update it in place: the user's function gets its own copy
+                # (arguments are passed by value); the library's read theirs.
+                own = pname in assigned or (pname in written and not is_tile(value) and _plain_data(value)) or \
+                    (is_tile(value) and not is_library(parsed.file))
+                callee_root.names[pname] = self.declare_struct(pname, value, call_site) if own else value
+                continue
+            if isinstance(value, TupleValue):  # `f(a, [i, j])`: an index list, each item computed once
+                callee_root.names[pname] = self.freeze_sequence(pname, value, call_site)
+                continue
+            if isinstance(value, StructArray):  # a field of structs, as a template argument: by reference
+                callee_root.names[pname] = value
+                continue
+            if isinstance(value, (CT, ArrayHandle, ShapeHandle)) and (
+                    not isinstance(value, CT) or not is_py_scalar(value.value) or pname not in assigned):
+                callee_root.names[pname] = value
+            else:
+                runtime_params.append((pname, value))
+        return runtime_params
+
+    def bind_runtime_arguments(self, runtime_params: list[tuple[str, object]], body: list[ast.stmt],
+                               fdef: ast.FunctionDef, annotations: dict, callee_root: Scope, node: ast.Call | ir.Loc,
+                               call_site: ir.Loc) -> None:
+        """A run-time scalar argument: substituted where the body reads it once (or it is
+        simple), else computed once into a local of the callee."""
+        assigned = store_counts(fdef)
+        single = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+        uses = name_loads(body)
+        for pname, value in runtime_params:
+            ann = annotations.get(pname)
+            e = self.to_expr(value, node)
+            if isinstance(ann, T.DType):
+                e = self.coerce(e, ann, node, explicit=True)
+            inline_once = single and uses.get(pname, 0) <= 1 and not has_side_effects(e)
+            if pname in assigned or not (is_simple(e) or inline_once):
+                var = ir.Local(pname, e.type, self.loc(fdef))
+                self.emit(ir.Declare(call_site, var, e))
+                callee_root.names[pname] = var
+            else:
+                callee_root.names[pname] = e
+
+    def inlined_body(self, body: list[ast.stmt], frame: _FuncFrame, call_site: ir.Loc):
+        """The inlined function's statements, lowered; returns the call's value."""
+        returns = return_count(tuple(body))
+        if body and isinstance(body[-1], ast.Return) and body[-1].value is not None and returns == 1:
+            # One return, at the very end: its value is the call's value, no result variable.
+            for st in body[:-1]:
+                self.stmt(st)
+            result = self.expr(body[-1].value)
+            if frame.return_type is not None and not isinstance(result, (TupleValue, MatrixValue, StructValue)):
+                result = self.coerce(self.to_expr(result, body[-1].value), frame.return_type, body[-1].value,
+                                     explicit=True)
+            return result
+        for st in body:
+            self.stmt(st)
+        if frame.returns_tuple is not None:
+            return TupleValue([ir.LocalRef(v.type, v.loc, v) for v in frame.returns_tuple])
+        if isinstance(frame.result, MatrixVar):
+            return self.read_matrix(frame.result, None, call_site)
+        if isinstance(frame.result, StructVar):
+            return self.read_struct(frame.result, None, call_site)
+        if frame.result is not None:
+            return ir.LocalRef(frame.result.type, call_site, frame.result)
+        return CT(None)
 
     def matrix_argument(self, func: lang.Func, pname: str, value: MatrixValue, ann, copy: bool, site: ir.Loc):
         """A vector or matrix passed to a @qd.func parameter: converted to its annotation's
         dtype, and copied into the callee's own variable when it assigns the parameter or
         reads it more than once."""
-        from .matrices import describe
-
         if isinstance(ann, MatrixType):
             if ann.shape != value.shape:
                 raise self.error(site, f"parameter `{pname}` of `{func.__name__}` is {ann!r}, given "
@@ -638,3 +629,72 @@ def _printf_spec(lo, spec: str, dtype: T.DType, node) -> tuple[str, str]:
                             f"(e.g. {example})")
     flags, width, precision, _length, letter = m.groups()
     return (f"{flags}{width}{precision or ''}", letter)
+
+
+# ----------------------------------------------------------------------------- Python's built-ins
+
+# Python's built-in functions a kernel calls with run-time values, by the function. A handler
+# returns None where the call is not its case (then the call runs at translation time).
+PY_CALLS = HandlerTable()
+
+
+@PY_CALLS.handler(int, float, bool)
+def _conversion(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 1 or node.keywords:
+        return None
+
+    def convert(call: ast.Call):  # its argument, lowered once, under a bound name
+        v = lo.expr(call.args[0])
+        if isinstance(v, CT):
+            try:
+                return CT(fn(v.value))
+            except Exception as exc:  # noqa: BLE001
+                raise lo.error(node, f"cannot evaluate `{ast.unparse(node)}` at translation time: "
+                                     f"{exc}") from None
+        return cast_call(lo, T.python_type(fn), call)
+
+    return lo.builtin_elementwise(convert, node)
+
+
+@PY_CALLS.handler(print)
+def _print(lo: CallLowering, fn, node: ast.Call):
+    return lo.print_call(node)
+
+
+@PY_CALLS.handler(len)
+def _len(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 1:
+        return None
+    arg = lo.expr(node.args[0])
+    if isinstance(arg, ArrayHandle) and isinstance(arg.array, ir.Param):
+        shape = lo.field_shape(arg.array)
+        return CT(shape[0]) if shape else ir.Shape(T.i32, lo.loc(node), arg.array, 0)
+    if isinstance(arg, MatrixValue):  # a vector's size, a matrix's rows
+        return CT(arg.shape[0])
+    if isinstance(arg, TupleValue):
+        return CT(len(arg.items))
+    return None
+
+
+@PY_CALLS.handler(builtins.pow)
+def _pow(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 2 or node.keywords:
+        return None
+    return lo.binop("pow", lo.expr(node.args[0]), lo.expr(node.args[1]), node)  # pow(x, 2): x ** 2
+
+
+@PY_CALLS.handler(builtins.all, builtins.any)
+def _all_any(lo: CallLowering, fn, node: ast.Call):
+    if len(node.args) != 1 or node.keywords:
+        return None
+    v = lo.as_matrix(lo.expr(node.args[0]), node.args[0])
+    if isinstance(v, MatrixValue):  # all(-0.1 <= x[i] <= 1.1): every component, as .all() does
+        return lo.call_method(MethodValue(v, fn.__name__), ast.copy_location(ast.Call(node.func, [], []), node))
+    if isinstance(v, CT) and not isinstance(v.value, (list, tuple)):
+        raise lo.error(node.args[0], f"{fn.__name__}() takes a vector or a list of values")
+    return None
+
+
+@PY_CALLS.handler(builtins.min, builtins.max, builtins.abs)
+def _min_max_abs(lo: CallLowering, fn, node: ast.Call):
+    return call_builtin(lo, fn.__name__, node)

@@ -8,12 +8,13 @@ import inspect
 import operator
 import os
 from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
 
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import all_exprs, all_stmts, iter_expr
 from ..passes.ranges import value_range
+from .values import CT
 
 
 BINOPS = {
@@ -58,7 +59,7 @@ def closure_vars(fn: Callable) -> dict[str, object]:
     if not fn.__closure__:
         return {}
     out = {}
-    for name, cell in zip(code.co_freevars, fn.__closure__):
+    for name, cell in zip(code.co_freevars, fn.__closure__, strict=False):
         try:
             out[name] = cell.cell_contents
         except ValueError:  # not yet bound
@@ -156,6 +157,15 @@ def calls_with_names(fdef: ast.AST) -> tuple[tuple[ast.Call, tuple[str, ...]], .
 
 
 @lru_cache(maxsize=1024)
+def without_docstring(fdef: ast.FunctionDef) -> list[ast.stmt]:
+    """A function's statements, its docstring left out."""
+    body = fdef.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
 def store_counts(fdef: ast.AST) -> dict[str, int]:
     """How often each name is assigned in ``fdef``; shared between callers, read only."""
     counts: dict[str, int] = {}
@@ -201,8 +211,7 @@ def bind_arguments(fn: Callable, args: list, kwargs: dict) -> dict:
     does not fit raises TypeError with Python's message."""
     names = positional_names(fn)
     if names is not None and not kwargs and len(args) == len(names):
-        return dict(zip(names, args))
-    from .values import CT
+        return dict(zip(names, args, strict=False))
 
     sig = signature(fn)
     bound = sig.bind(*args, **kwargs)
@@ -297,7 +306,3 @@ def locals_read(stmts: list[ir.Stmt]) -> set[ir.Local]:
 def locals_assigned(stmts: list[ir.Stmt]) -> set[ir.Local]:
     return {st.var for st in all_stmts(stmts) if isinstance(st, ir.Assign)} | {
         var for e in all_exprs(stmts) if isinstance(e, ir.Call) for var in e.outs}
-
-
-def locals_declared(stmts: list[ir.Stmt]) -> set[ir.Local]:
-    return {st.var for st in all_stmts(stmts) if isinstance(st, (ir.Declare, ir.For))}

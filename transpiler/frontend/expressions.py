@@ -8,7 +8,7 @@ import functools
 import math
 import operator
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -20,12 +20,15 @@ from .common import (
     nonneg, retype_const, weak_type,
 )
 from .fields import StructArray, struct_leaves
-from .scopes import Scope
+from .handlers import HandlerTable
 from .tiles import deferred_error, is_tile
 from .values import (
     CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
     TupleValue, sequence_items,
 )
+from ..lang.mathlib import fill, int_pow
+from ..lang.names import did_you_mean
+from .matrices import MATRIX_METHODS, SWIZZLE_SETS, describe
 
 
 class ElementShape:
@@ -86,8 +89,6 @@ class ExpressionLowering:
             raise TranspileError(f"`{v.array.name}.shape` used as a value; index it, e.g. "
                                  f"`{v.array.name}.shape[0]`", loc)
         if isinstance(v, MatrixValue):
-            from .matrices import describe
-
             raise TranspileError(f"{describe(v.shape)} cannot be used as a single value here", loc,
                                  hint="pick a component (v[0], v.x), or reduce it (v.sum(), v.norm(), v.any())")
         if isinstance(v, (ArraySlice, OuterProduct)):
@@ -110,7 +111,7 @@ class ExpressionLowering:
         return CT(node.value)
 
     def expr_Name(self, node: ast.Name):
-        bound, scope = self.scope.lookup(node.id)
+        bound, scope = self.body.scope.lookup(node.id)
         # The common cases first: a local of this task or function (shared_for_read's plain
         # case), and a value bound to the name (an inlined function's argument).
         if type(bound) is ir.Local:
@@ -148,91 +149,83 @@ class ExpressionLowering:
 
     def expr_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
-        if isinstance(base, ArrayHandle) and node.attr == "shape" and isinstance(base.array, ir.Param):
-            shape = self.field_shape(base.array)
-            return CT(shape) if shape is not None else ShapeHandle(base.array)
-        if isinstance(base, ArrayHandle) and node.attr == "dtype" and isinstance(base.array, ir.Param):
-            field = self.field_of(base.array)  # (a u1 field keeps bytes: its own dtype says bool)
-            return CT(field.dtype if field is not None else base.array.type.dtype)
-        if isinstance(base, ArrayHandle) and node.attr == "size" and isinstance(base.array, ir.Param) and \
-                base.array.is_array:  # its element count (a qd.BufferView's length)
-            shape = self.field_shape(base.array)
-            if shape is not None:
-                return CT(math.prod(shape))
-            loc = self.loc(node)
-            dims = [ir.Shape(T.i32, loc, base.array, d) for d in range(base.array.type.ndim)]
-            return functools.reduce(lambda a, b: ir.BinOp(T.i32, loc, "mul", a, b), dims) if dims else \
-                ir.Const(T.i32, loc, 1)
-        if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("grad", "dual") and \
-                not (isinstance(base, StructArray) and node.attr in base.members):
-            source = base.source if isinstance(base, StructArray) else self.field_of(base.array) \
-                if isinstance(base.array, ir.Param) else None
-            if source is not None and not getattr(type(source), "_qd_bound_like_field", False):
-                try:  # a field made with needs_grad=True: its .grad is a field of its own
-                    found = getattr(source, node.attr)
-                except AttributeError as exc:
-                    raise self.error(node, str(exc)) from None
-                name = base.array.name if isinstance(base, ArrayHandle) else re.sub(r"\W", "_", ast.unparse(node.value))
-                return self.module_object(CT(found), f"{name}_{node.attr}", node)
-            if isinstance(base, ArrayHandle) and isinstance(base.array, ir.Param) and base.array.role == "arg" and \
-                    base.array.is_array and base.array.type.dtype.is_float:
-                return ArrayHandle(self.companion_param(base.array, node.attr, node))
-            raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
-                                   "supported by this transpiler (it has no equivalent in the source it writes)",
-                             hint="write the derivative out as a kernel of its own")
-        if isinstance(base, (ArrayHandle, StructArray)) and node.attr in ("parent", "snode") and \
-                not (isinstance(base, StructArray) and node.attr in base.members):
-            field = self.field_of(base.array) if isinstance(base, ArrayHandle) else \
-                self.field_of(next(struct_leaves(base)).array)
-            if field is not None:  # a field's place in its SNode tree: a translation-time value
-                return CT(getattr(field, node.attr))
-        if isinstance(base, StructArray) and node.attr == "shape" and "shape" not in base.members:
-            return CT(self.field_shape(next(struct_leaves(base)).array))  # a field of structs: its members' shape
+        if isinstance(base, ArrayHandle):
+            found = ARRAY_ATTRIBUTES.find(node.attr)
+            value = found(self, base, node) if found is not None else None
+            if value is None:
+                raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
+                                 hint="they have `.shape`, `.size`, `.dtype`, `.element_shape()` and `.fill(value)`")
+            return value
         if isinstance(base, StructArray):
-            if node.attr not in base.members:
-                raise self.error(node, f"the struct field has no member `{node.attr}`",
-                                 hint=f"its members: {', '.join(base.members)}")
-            return base.members[node.attr]
+            return self.struct_array_attribute(base, node)
         if isinstance(base, CT):
-            try:
-                found = getattr(base.value, node.attr)
-            except AttributeError as exc:
-                from ..lang.names import did_you_mean
-
-                what = getattr(base.value, "__name__", type(base.value).__name__)
-                ours = str(exc) if str(exc).startswith("qd") else None  # the language's own account
-                close = did_you_mean(node.attr, dir(base.value))
-                raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
-                                 hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
-                                 if close and not ours else None) from None
-            return self.module_object(CT(found), node.attr, node)
+            return self.static_attribute(base, node)
         if isinstance(base, MatrixValue):
             return self.matrix_attribute(base, node.attr, node)
         if isinstance(base, StructValue):
             return self.struct_attribute(base, node.attr, node)
-        if isinstance(base, ArrayHandle) and node.attr in ("n", "m") and isinstance(base.array, ir.Param) \
-                and base.array.type.element_shape:  # a field of vectors or matrices: their extents
-            es = base.array.type.element_shape
-            return CT(es[0] if node.attr == "n" else (es[1] if len(es) == 2 else 1))
-        if isinstance(base, ArrayHandle) and node.attr == "element_shape" and isinstance(base.array, ir.Param):
-            return CT(ElementShape(base.array.type.element_shape))
-        if isinstance(base, ArrayHandle) and node.attr == "fill":
-            from ..lang.mathlib import fill  # a loop over every element: a task when called at the top level
-
-            return CT(BoundMethod(fill, base))
-        if isinstance(base, ArrayHandle):
-            raise self.error(node, f"fields and ndarrays have no attribute `{node.attr}` in kernels",
-                             hint="they have `.shape`, `.size`, `.dtype`, `.element_shape()` and `.fill(value)`")
         if isinstance(base, ir.Expr) and isinstance(base.type, T.DType):
-            from .matrices import METHODS, SWIZZLE_SETS
-
-            vector_like = node.attr in METHODS or any(set(node.attr) <= set(s) for s in SWIZZLE_SETS)
+            vector_like = node.attr in MATRIX_METHODS or any(set(node.attr) <= set(s) for s in SWIZZLE_SETS)
             raise self.error(node, f"`{ast.unparse(node.value)}` is a {base.type.name} scalar here: it has no "
                                    f"attribute `{node.attr}`",
                              hint="vectors come from vector fields and ndarrays (qd.Vector.field, "
                                   "qd.types.ndarray(dtype=qd.math.vec3, ...)); an ndarray typed by the call takes "
                                   "the element type of the array it is given" if vector_like else None)
         raise self.error(node, f"runtime values have no attribute `{node.attr}`")
+
+    def struct_array_attribute(self, base: StructArray, node: ast.Attribute):
+        """``x.pos`` on a field of structs: a member's array; its ``.grad``, ``.snode``,
+        ``.shape`` where no member has that name."""
+        if node.attr not in base.members:
+            if node.attr in ("grad", "dual"):
+                return self.derivative_attribute(base, node)
+            tree = self.tree_attribute(base, node) if node.attr in ("parent", "snode") else None
+            if tree is not None:
+                return tree
+            if node.attr == "shape":  # a field of structs: its members' shape
+                return CT(self.field_shape(next(struct_leaves(base)).array))
+            raise self.error(node, f"the struct field has no member `{node.attr}`",
+                             hint=f"its members: {', '.join(base.members)}")
+        return base.members[node.attr]
+
+    def derivative_attribute(self, base: ArrayHandle | StructArray, node: ast.Attribute):
+        """``x.grad``, ``x.dual``: the field of a field made with needs_grad=True, a float
+        ndarray argument's companion; otherwise unsupported."""
+        source = base.source if isinstance(base, StructArray) else self.field_of(base.array) \
+            if isinstance(base.array, ir.Param) else None
+        if source is not None and not getattr(type(source), "_qd_bound_like_field", False):
+            try:  # a field made with needs_grad=True: its .grad is a field of its own
+                found = getattr(source, node.attr)
+            except AttributeError as exc:
+                raise self.error(node, str(exc)) from None
+            name = base.array.name if isinstance(base, ArrayHandle) else re.sub(r"\W", "_", ast.unparse(node.value))
+            return self.module_object(CT(found), f"{name}_{node.attr}", node)
+        if isinstance(base, ArrayHandle) and isinstance(base.array, ir.Param) and base.array.role == "arg" and \
+                base.array.is_array and base.array.type.dtype.is_float:
+            return ArrayHandle(self.companion_param(base.array, node.attr, node))
+        raise self.error(node, f"`.{node.attr}`: automatic differentiation (needs_grad=True, qd.ad) is not "
+                               "supported by this transpiler (it has no equivalent in the source it writes)",
+                         hint="write the derivative out as a kernel of its own")
+
+    def tree_attribute(self, base: ArrayHandle | StructArray, node: ast.Attribute):
+        """``x.parent``, ``x.snode``: a field's place in its SNode tree, a translation-time
+        value; None for an array that is no field."""
+        field = self.field_of(base.array) if isinstance(base, ArrayHandle) else \
+            self.field_of(next(struct_leaves(base)).array)
+        return CT(getattr(field, node.attr)) if field is not None else None
+
+    def static_attribute(self, base: CT, node: ast.Attribute):
+        """An attribute of a value known at translation time: read in Python."""
+        try:
+            found = getattr(base.value, node.attr)
+        except AttributeError as exc:
+            what = getattr(base.value, "__name__", type(base.value).__name__)
+            ours = str(exc) if str(exc).startswith("qd") else None  # the language's own account
+            close = did_you_mean(node.attr, dir(base.value))
+            raise self.error(node, ours or f"`{what}` has no attribute `{node.attr}`",
+                             hint=f"did you mean `{ast.unparse(node.value)}.{close}`?"
+                             if close and not ours else None) from None
+        return self.module_object(CT(found), node.attr, node)
 
     def expr_Subscript(self, node: ast.Subscript):
         base = self.expr(node.value)
@@ -285,7 +278,7 @@ class ExpressionLowering:
         if not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
             raise self.error(node, "a dict in a kernel has string keys known at translation time",
                              hint='e.g. x = {"foo": a, "bar": b}, then x["foo"]')
-        return self.anonymous_struct(list(zip(node.keys, node.values)), node)
+        return self.anonymous_struct(list(zip(node.keys, node.values, strict=False)), node)
 
     def lvalue(self, node: ast.Subscript) -> tuple[ir.Array, list[ir.Expr]]:
         base = self.expr(node.value)
@@ -374,16 +367,12 @@ class ExpressionLowering:
             raise self.error(gen.iter, "a list comprehension in a kernel iterates over values known at "
                                        "translation time (range(3), a tuple, qd.static(...))",
                              hint="write a for loop that stores into a vector or an ndarray")
-        saved = self.scope
-        self.scope = Scope(saved)  # the comprehension's own names, as in Python 3
         items = []
-        try:
+        with self.scoped():  # the comprehension's own names, as in Python 3
             for item in seq.value:
                 self.bind_static_target(gen.target, item)
                 if all(self.static_value(c, what="a list comprehension's `if`") for c in gen.ifs):
                     items.append(self.expr(node.elt))
-        finally:
-            self.scope = saved
         if all(isinstance(i, CT) for i in items):
             return CT(tuple(i.value for i in items))
         return TupleValue(items)
@@ -439,8 +428,6 @@ class ExpressionLowering:
             if t.is_float:
                 return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])
             if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):
-                from ..lang.mathlib import int_pow  # by squaring, in a loop (the exponent is known at run time)
-
                 return self.inline_values(int_pow, node, [self.coerce(ea, t, node), self.coerce(eb, t, node)])
         if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and nonneg(eb):
             # Both sides non-negative: Python's floor division is C's truncating one (by 0,
@@ -518,7 +505,7 @@ class ExpressionLowering:
     def expr_Compare(self, node: ast.Compare):
         left = self.expr(node.left)
         result = None
-        for op_node, right_node in zip(node.ops, node.comparators):
+        for op_node, right_node in zip(node.ops, node.comparators, strict=False):
             if isinstance(op_node, (ast.In, ast.NotIn)):
                 # Membership is a question about translation-time values (`op in ("add", "min")`).
                 right = self.expr(right_node)
@@ -544,7 +531,8 @@ class ExpressionLowering:
                 left, right = self.as_matrix(left, node), self.as_matrix(right, node)  # `v == (1, 1, 1)`
                 if isinstance(right, MatrixValue) and right_node is not node.comparators[-1]:
                     right = self.materialize(right, right_node, "cmp")  # read by the next comparison too
-                part = self.elementwise(lambda x, y: self.compare(op, x, y, node, right_node), [left, right], node)
+                part = self.elementwise(lambda x, y, op=op, at=right_node: self.compare(op, x, y, node, at),
+                                        [left, right], node)
                 # `lo <= v <= hi`: per component, both comparisons (Quadrants' `all(lo <= v <= hi)`)
                 result = part if result is None else \
                     self.elementwise(lambda a, b: self.logical("and", a, b, node), [result, part], node)
@@ -572,9 +560,8 @@ class ExpressionLowering:
                     return result  # short-circuit at translation time
                 result = self.expr(v)
                 continue
-            saved, self.block = self.block, []
-            rhs = self.expr(v)
-            pre, self.block = self.block, saved
+            with self.collecting() as pre:
+                rhs = self.expr(v)
             if pre:  # the right side needs statements: run them only when Python would
                 loc = self.loc(v)
                 tmp = self.new_temp("cond", self.truth(self.to_expr(result, node), node), v)
@@ -631,11 +618,10 @@ class ExpressionLowering:
         if isinstance(cond, CT):
             return self.expr(node.body if cond.value else node.orelse)
         c = self.truth(self.to_expr(cond, node.test), node.test)
-        saved, self.block = self.block, []
-        a = self.expr(node.body)
-        pre_a, self.block = self.block, []
-        b = self.expr(node.orelse)
-        pre_b, self.block = self.block, saved
+        with self.collecting() as pre_a:
+            a = self.expr(node.body)
+        with self.collecting() as pre_b:
+            b = self.expr(node.orelse)
         if (isinstance(a, MatrixValue) or isinstance(b, MatrixValue)) and not (pre_a or pre_b):
             c = self.once(c, node.test, "cond")
             return self.elementwise(lambda x, y: self.select_values(c, x, y, node), [a, b], node)
@@ -645,7 +631,7 @@ class ExpressionLowering:
                 isinstance(x, ir.Expr) and has_side_effects(x) for seq in sequences for x in seq):
             # `(j, i) if i > j else (i, j)`: a tuple of selections (an index, as Genesis writes one)
             c = self.once(c, node.test, "cond")
-            return TupleValue([self.select_values(c, x, y, node) for x, y in zip(*sequences)])
+            return TupleValue([self.select_values(c, x, y, node) for x, y in zip(*sequences, strict=False)])
         ea, eb = self.to_expr(a, node.body), self.to_expr(b, node.orelse)
         ta, tb = self.operand_types(a, ea, b, eb)
         t = T.bool_ if ta is T.bool_ and tb is T.bool_ else T.promote(ta, tb)
@@ -718,7 +704,7 @@ class ExpressionLowering:
         most statements before they are lowered: this keeps that question cheap and free of
         side effects."""
         if isinstance(node, ast.Name):
-            bound, _ = self.scope.lookup(node.id)
+            bound, _ = self.body.scope.lookup(node.id)
             if bound is not None:
                 return bound.value if isinstance(bound, CT) else None
             found = self.global_lookup(node.id)
@@ -755,3 +741,65 @@ class ExpressionLowering:
         return ir.Atomic(elem, loc, op, array, indices, v, expected)
 
 
+# ----------------------------------------------------------------------------- attributes of arrays
+
+# A field's or ndarray's attributes in a kernel, by name. A handler returns None where the
+# array has no such attribute (an error then).
+ARRAY_ATTRIBUTES = HandlerTable()
+
+
+@ARRAY_ATTRIBUTES.handler("shape")
+def _shape(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not isinstance(base.array, ir.Param):
+        return None
+    shape = lo.field_shape(base.array)
+    return CT(shape) if shape is not None else ShapeHandle(base.array)
+
+
+@ARRAY_ATTRIBUTES.handler("dtype")
+def _dtype(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not isinstance(base.array, ir.Param):
+        return None
+    field = lo.field_of(base.array)  # (a u1 field keeps bytes: its own dtype says bool)
+    return CT(field.dtype if field is not None else base.array.type.dtype)
+
+
+@ARRAY_ATTRIBUTES.handler("size")
+def _size(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not (isinstance(base.array, ir.Param) and base.array.is_array):  # its element count (a qd.BufferView's length)
+        return None
+    shape = lo.field_shape(base.array)
+    if shape is not None:
+        return CT(math.prod(shape))
+    loc = lo.loc(node)
+    dims = [ir.Shape(T.i32, loc, base.array, d) for d in range(base.array.type.ndim)]
+    return functools.reduce(lambda a, b: ir.BinOp(T.i32, loc, "mul", a, b), dims) if dims else \
+        ir.Const(T.i32, loc, 1)
+
+
+@ARRAY_ATTRIBUTES.handler("grad", "dual")
+def _derivative(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    return lo.derivative_attribute(base, node)
+
+
+@ARRAY_ATTRIBUTES.handler("parent", "snode")
+def _tree(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    return lo.tree_attribute(base, node)
+
+
+@ARRAY_ATTRIBUTES.handler("n", "m")
+def _element_extent(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    if not (isinstance(base.array, ir.Param) and base.array.type.element_shape):
+        return None
+    es = base.array.type.element_shape  # a field of vectors or matrices: their extents
+    return CT(es[0] if node.attr == "n" else (es[1] if len(es) == 2 else 1))
+
+
+@ARRAY_ATTRIBUTES.handler("element_shape")
+def _element_shape(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    return CT(ElementShape(base.array.type.element_shape)) if isinstance(base.array, ir.Param) else None
+
+
+@ARRAY_ATTRIBUTES.handler("fill")
+def _fill(lo: ExpressionLowering, base: ArrayHandle, node: ast.Attribute):
+    return CT(BoundMethod(fill, base))

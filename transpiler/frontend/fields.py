@@ -29,10 +29,6 @@ class StructArray:
 class FieldLowering:
     """Field methods of KernelLowering."""
 
-    def init_fields(self) -> None:
-        self.field_params: dict[int, tuple[object, ir.Param]] = {}  # id(field) -> (field, its parameter)
-        self.bindings: dict[str, object] = {}                       # parameter name -> field
-
     def module_object(self, value, name: str, node):
         """``value`` as the kernel sees it: a field becomes its parameter; anything else is
         unchanged."""
@@ -130,7 +126,7 @@ class FieldLowering:
         if field is None:
             return indices
         offset = self.field_offset(array)
-        for d, (e, n, o) in enumerate(zip(indices, field.shape, offset or (0,) * len(indices))):
+        for d, (e, n, o) in enumerate(zip(indices, field.shape, offset or (0,) * len(indices), strict=False)):
             if isinstance(e, ir.Const) and not o <= int(e.value) < o + n:
                 where = f"shape {field.shape}" if offset is None else f"from {o} to {o + n - 1}"
                 raise self.error(node, f"index {e.value} is out of range for dimension {d} of `{array.name}` "
@@ -138,7 +134,7 @@ class FieldLowering:
         if offset is None:
             return indices
         return [e if not o else self.binop("sub", e, CT(o), node) if o > 0 else self.binop("add", e, CT(-o), node)
-                for e, o in zip(indices, offset)]
+                for e, o in zip(indices, offset, strict=False)]
 
     # ------------------------------------------------------------------ fields of structs
 

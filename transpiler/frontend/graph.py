@@ -16,11 +16,6 @@ from .values import ArrayHandle
 class GraphLowering:
     """Graph methods of KernelLowering (called from its top-level walk)."""
 
-    def init_graph(self) -> None:
-        self.task_loops: list[ir.TaskLoop] = []
-        self.graph_parent: int | None = None  # the loop whose body is being lowered
-        self.graph_region: str | None = None  # inside qd.graph.parallel_context(): "context", then "section"
-
     def require_graph(self, call: ast.Call, what: str) -> None:
         """As in Quadrants: the graph constructs belong to graph kernels (which is also what
         tells a loop on a flag from a loop a missing update would never end)."""

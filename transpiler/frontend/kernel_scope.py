@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
@@ -40,6 +40,8 @@ from ..ir.walk import all_exprs, all_stmts, iter_expr, node_kinds, rebuild, stmt
 from ..lang.matrix import MatrixType
 from .common import ast_nodes
 from .values import CT, KernelVar, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue
+from ..lang.matrix import StructType
+from ..passes.legalize import combine
 
 # Updates a reduction can fold privately, and the block library's name for each.
 _REDUCIBLE = {"add": "add", "sub": "add", "min": "min", "max": "max"}
@@ -119,7 +121,7 @@ class KernelScopeLowering:
 
         for task in self.tasks:
             task.body = stmts(task.body)  # preludes keep their own pure copies
-        self.serial[:] = stmts(self.serial)
+        self.serial.stmts[:] = stmts(self.serial.stmts)
         if any(isinstance(st, (ir.Declare, ir.Assign)) and st.var is var for st in self.uniform_defs):
             body = [ir.Store(var.loc, param, [], ir.LocalRef(var.type, var.loc, var))]
             init = ir.Task("", "serial", [], [], 1, body, var.loc, prelude=self.uniform_prelude(body, []))
@@ -135,7 +137,7 @@ class KernelScopeLowering:
         if isinstance(bound, ir.Local) and id(bound) in self.promoted:
             return self.promoted[id(bound)][1]
         if isinstance(bound, ir.Local) and scope is self.kernel_scope and bound in self.serial_locals and (
-                self.in_parallel or bound not in self.serial_declared):
+                self.body.in_parallel or bound not in self.serial.declared):
             return self.promote(bound, scope)
         return None
 
@@ -146,7 +148,7 @@ class KernelScopeLowering:
             return bound
         if isinstance(bound, ir.Local) and id(bound) in self.promoted:
             return self.promoted[id(bound)][1]
-        if isinstance(bound, ir.Local) and self.in_parallel and scope is self.kernel_scope and not bound.loop_var:
+        if isinstance(bound, ir.Local) and self.body.in_parallel and scope is self.kernel_scope and not bound.loop_var:
             return self.promote(bound, scope)
         return None
 
@@ -160,7 +162,7 @@ class KernelScopeLowering:
         """``op`` ("add", "sub", "mul", "min", "max", "and", "or", "xor", "exchange", "cas")
         applied to a kernel-scope variable; the old value when ``result_used``."""
         loc = self.loc(node)
-        if not self.in_parallel:
+        if not self.body.in_parallel:
             return self.update_serially(ir.Load(kv.type, loc, kv.param, []),
                                         lambda v: self.emit(ir.Store(loc, kv.param, [], v)),
                                         op, value, node, result_used, expected)
@@ -179,12 +181,13 @@ class KernelScopeLowering:
         element in this loop folds with another operation."""
         loc, dtype = self.loc(node), array.type.dtype
         key = (id(array), tuple(map(_index_key, indices)))
-        red = self.reductions.get(key)
+        red = self.task_state.reductions.get(key)
         if red is not None and red.op != _REDUCIBLE[op]:
             return False
         if red is None:
             acc = ir.Local(f"{name}_partial", dtype, loc)
-            red = self.reductions[key] = Reduction(array, indices, _REDUCIBLE[op], acc, loc, array.role != "scratch")
+            red = Reduction(array, indices, _REDUCIBLE[op], acc, loc, array.role != "scratch")
+            self.task_state.reductions[key] = red
         acc_ref = ir.LocalRef(dtype, loc, red.acc)
         v = self.coerce(value, dtype, node)
         if op == "sub":
@@ -205,7 +208,8 @@ class KernelScopeLowering:
         # Only an update written in the loop's own body (not in a function it calls, whose other
         # uses of the array the loop's text does not show); cheapest test first, and the
         # subgroup width consulted only for an element that folds.
-        if op in _REDUCIBLE and self.in_parallel and not self.inline_stack and self.library_site is None \
+        body = self.body
+        if op in _REDUCIBLE and body.in_parallel and not body.inline_stack and body.library_site is None \
                 and not self.function_stack and isinstance(array, ir.Param) \
                 and array.name not in self.sparse_fields and array.type.dtype.bits == 32 and \
                 all(self.invariant(i) for i in indices) and self.only_updated(ast.unparse(target.value)) and \
@@ -218,7 +222,7 @@ class KernelScopeLowering:
         """Whether the array spelled ``base`` (``total``, ``self.acc``) appears in the parallel
         loop's body only as the element an update writes (``base[j] += v``,
         ``qd.atomic_add(base[j], v)`` as a statement). One walk of the body per loop."""
-        body = self.parallel_ast
+        body = self.task_state.parallel_ast
         if self.names_of_loop[0] is not body:
             updated, named = set(), {}
             for st in body or []:
@@ -264,14 +268,14 @@ class KernelScopeLowering:
                 target = target.value
             if isinstance(target, ast.Name):
                 written.add(target.id)
-        return any(isinstance(self.scope.lookup(name)[0], (ir.Local, KernelVar, MatrixVar, StructVar))
+        return any(isinstance(self.body.scope.lookup(name)[0], (ir.Local, KernelVar, MatrixVar, StructVar))
                    for name in written)
 
     def private_names(self, loop: ast.For) -> list[str]:
         """The kernel-scope names a parallel loop directly in the kernel's body (no graph loop
         around it) may make its own: the first statement of the body that mentions one is
         ``name = value`` with no ``name`` in the value, and nothing after the loop reads it."""
-        outer = self.scope.parent
+        outer = self.body.scope.parent
         candidates = {st.targets[0].id for st in loop.body if isinstance(st, ast.Assign) and len(st.targets) == 1
                       and isinstance(st.targets[0], ast.Name) and outer.lookup(st.targets[0].id)[0] is not None}
         kernel = self.parsed.node
@@ -297,10 +301,10 @@ class KernelScopeLowering:
         these spellings and races on them: every thread reads and writes ``n``.) Lowered as
         ``n max= v``, ``n += v``, ...; ``n = False`` (a constant) is a plain store, the same value
         from every thread that writes. Returns False for any other assignment."""
-        if not self.in_parallel or len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
+        if not self.body.in_parallel or len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
             return False
         name = s.targets[0].id
-        bound, scope = self.scope.lookup(name)
+        bound, scope = self.body.scope.lookup(name)
         if not isinstance(bound, (KernelVar, ir.Local)):
             return False
         form = self.reduction_form(s.value, name)
@@ -365,8 +369,6 @@ class KernelScopeLowering:
                         expected: ir.Expr | None = None) -> ir.Expr | None:
         """An atomic's effect where one thread owns the value (a local, or a kernel-scope
         variable in a serial part): read, combine, write; the old value when used."""
-        from ..passes.legalize import combine
-
         loc = self.loc(node)
         t = cur.type
         old = None
@@ -388,7 +390,7 @@ class KernelScopeLowering:
         """Whether this loop may fold ``kv`` privately: a dtype the block library folds at
         this block size, and no other read in the loop (it would see the buffer while
         threads still hold their parts)."""
-        return self.foldable_dtype(kv.type) and not _reads(self.parallel_ast, kv.name, self.is_atomic_call)
+        return self.foldable_dtype(kv.type) and not _reads(self.task_state.parallel_ast, kv.name, self.is_atomic_call)
 
     def foldable_dtype(self, dtype: T.DType) -> bool:
         """A dtype the block library folds, with a subgroup width known here that divides
@@ -396,30 +398,29 @@ class KernelScopeLowering:
         if self.kernel.autodiff is not None:  # a derivative differentiates the plain atomics
             return False
         self.width_consulted = True
-        block_dim = self.current_block_dim
+        block_dim = self.task_state.block_dim
         return dtype.name in _FOLDABLE and self.subgroup_size is not None and not block_dim % self.subgroup_size
 
     def finish_reductions(self) -> tuple[list[ir.Stmt], list[ir.Stmt]]:
         """The accumulators' declarations (before the loop) and, after it, each block's fold
         and one atomic per block into the buffer."""
-        from ..lang import blocklib
+        from ..lang import blocklib  # noqa: PLC0415 - lang/blocklib.py is kernel-language code that imports the package; loaded on first use
 
         prelude, epilogue = [], []
-        if any(red.element for red in self.reductions.values()) and (
-                self.task_shared or node_kinds(self.block) & _COLLECTIVES):
+        if any(red.element for red in self.task_state.reductions.values()) and (
+                self.task_state.shared or node_kinds(self.body.block) & _COLLECTIVES):
             # The loop does its own block work (a hand-written block reduction and one atomic
             # per block, Genesis' tiles): its updates of array elements stay atomics.
-            for key, red in list(self.reductions.items()):
+            for key, red in list(self.task_state.reductions.items()):
                 if red.element:
-                    self.block[:] = self.unfolded(self.block, red)
-                    del self.reductions[key]
-        saved, self.block = self.block, epilogue
-        try:
-            for red in self.reductions.values():
+                    self.body.block[:] = self.unfolded(self.body.block, red)
+                    del self.task_state.reductions[key]
+        with self.collecting(epilogue):
+            for red in self.task_state.reductions.values():
                 loc, dtype = red.loc, red.array.type.dtype
                 prelude.append(ir.Declare(loc, red.acc, ir.Const(dtype, loc, T.identity(red.op, dtype))))
                 total = self.inline_values(blocklib.reduce, loc, [
-                    ir.LocalRef(dtype, loc, red.acc), CT(self.current_block_dim), CT(red.op), CT(dtype)])
+                    ir.LocalRef(dtype, loc, red.acc), CT(self.task_state.block_dim), CT(red.op), CT(dtype)])
                 tid = ir.ThreadIndex(T.i32, loc, "thread_idx")
                 first = ir.Compare(T.bool_, loc, "eq", tid, ir.Const(T.i32, loc, 0))
                 total = self.to_expr(total, loc)
@@ -431,9 +432,7 @@ class KernelScopeLowering:
                         T.bool_, loc, "ne", total, ir.Const(dtype, loc, T.identity(red.op, dtype))))
                 atomic = ir.Atomic(dtype, loc, red.op, red.array, red.indices, total)
                 self.emit(ir.If(loc, first, [ir.ExprStmt(loc, atomic)], []))
-        finally:
-            self.block = saved
-        self.reductions = {}
+        self.task_state.reductions = {}
         return prelude, epilogue
 
     def unfolded(self, stmts: list[ir.Stmt], red: Reduction) -> list[ir.Stmt]:
@@ -454,7 +453,7 @@ class KernelScopeLowering:
         """This iteration's random stream (see lang/random.py): its state is set up once, at
         the top of the task's body (each iteration of a parallel loop, or the serial part),
         from the launch's seed, the task and the loop indices."""
-        from ..lang import random as rnd
+        from ..lang import random as rnd  # noqa: PLC0415 - lang/random.py is kernel-language code that imports the package; loaded on first use
 
         if self.function_stack:  # a real function draws from its caller's stream, passed by reference
             fn = self.function_stack[-1]
@@ -462,26 +461,23 @@ class KernelScopeLowering:
                 self.function_rngs[fn.name] = ir.Local("rng", T.u32, loc)
                 fn.inouts.append(self.function_rngs[fn.name])
             return self.function_rngs[fn.name]
-        if self.rng is not None:
-            return self.rng
+        if self.task_state.rng is not None:
+            return self.task_state.rng
         if self.seed_param is None:
             self.seed_param = ir.Param("qd_random_seed", T.u32, -1, loc, role="random_seed")
             self.hidden_params.append(self.seed_param)
         u32 = T.u32
-        saved, self.block = self.block, []
-        try:
+        with self.collecting() as setup:
             key = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.Const(u32, loc, len(self.tasks) + 1)]), loc)
-            for var in self.task_loop_vars:
+            for var in self.task_state.loop_vars:
                 index = ir.Cast(u32, loc, ir.LocalRef(var.type, loc, var))
                 key = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.BinOp(u32, loc, "bitxor", key, index)]), loc)
             seed = ir.ParamRef(u32, loc, self.seed_param)
             start = self.to_expr(self.inline_values(rnd.pcg, loc, [ir.BinOp(u32, loc, "bitxor", seed, key)]), loc)
-            self.rng = ir.Local("rng", u32, loc)
-            self.emit(ir.Declare(loc, self.rng, start))
-        finally:
-            setup, self.block = self.block, saved
-        self.task_body[0:0] = setup
-        return self.rng
+            self.task_state.rng = ir.Local("rng", u32, loc)
+            self.emit(ir.Declare(loc, self.task_state.rng, start))
+        self.task_state.stmts[0:0] = setup
+        return self.task_state.rng
 
     # ------------------------------------------------------------------ return
 
@@ -493,7 +489,7 @@ class KernelScopeLowering:
                              hint="annotate the kernel, e.g. `def k(...) -> qd.f32:`")
         if ret is not None and void:
             raise self.error(s, f"the kernel is annotated to return {_type_name(ret)}: return a value")
-        if self.in_parallel or self.loop_depth or self.scope is not self.kernel_scope:
+        if self.body.in_parallel or self.body.loop_depth or self.body.scope is not self.kernel_scope:
             raise self.error(s, "`return` can only end the kernel, at its top level",
                              hint="assign the value to a kernel-scope variable and return it at the end")
         if void:  # `return` / `return None` ending a kernel that returns nothing
@@ -524,7 +520,8 @@ class KernelScopeLowering:
                 value, ret = items[step], ret[step]
             else:
                 if not isinstance(value, StructValue) or step not in value.members:
-                    raise self.error(node, f"the kernel is annotated to return {_type_name(ret)}; this value is not one")
+                    raise self.error(node, f"the kernel is annotated to return {_type_name(ret)}; "
+                                           "this value is not one")
                 value, ret = value.members[step], ret.members[step]
         return value
 
@@ -535,13 +532,15 @@ class KernelScopeLowering:
         if isinstance(t, MatrixType):
             dtype = self.as_dtype(t.dtype, node) or T.defaults().fp
             value = self.as_matrix(value, node)
-            if isinstance(value, MatrixValue) and value.shape != t.shape or isinstance(value, (StructValue, TupleValue)):
+            if isinstance(value, MatrixValue) and value.shape != t.shape or \
+                    isinstance(value, (StructValue, TupleValue)):
                 raise self.error(node, f"the kernel is annotated to return {t!r} here; this value has another shape")
             if not isinstance(value, MatrixValue):
                 value = MatrixValue(t.shape, [self.once(self.to_expr(value, node), node, "tmp")] * (t.n * t.m))
             param = self.hidden_param(base, dtype, loc, "result", t.shape)
-            comps = [(k,) for k in range(t.n)] if len(t.shape) == 1 else [(i, j) for i in range(t.n) for j in range(t.m)]
-            for comp, e in zip(comps, value.items):
+            comps = [(k,) for k in range(t.n)] if len(t.shape) == 1 else \
+                [(i, j) for i in range(t.n) for j in range(t.m)]
+            for comp, e in zip(comps, value.items, strict=False):
                 self.emit(ir.Store(loc, param, [ir.Const(T.i32, loc, c) for c in comp], self.coerce(e, dtype, node)))
             return param
         if isinstance(value, (MatrixValue, StructValue, TupleValue)):
@@ -570,8 +569,6 @@ class KernelScopeLowering:
 def result_type(ann):
     """A kernel's return annotation as the frontend reads it (tuples spelled ``(a, b)``,
     ``tuple[a, b]`` or ``typing.Tuple[a, b]`` as Python tuples of types), or None."""
-    from ..lang.matrix import StructType
-
     if getattr(ann, "__origin__", None) is tuple:
         ann = ann.__args__
     if isinstance(ann, (tuple, list)):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 import inspect
-from typing import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 
 from .. import lang
 from ..errors import Diagnostic, TranspileError
@@ -22,7 +23,7 @@ from ..lang.ops import ndrange_axes_problem
 from ..lang.snode import SNode
 from ..passes.ranges import loop_bounds
 from .common import (
-    ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes,
+    ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes, without_docstring,
 )
 from .source import parse_function
 from .values import CT, PRIVATE, ArrayHandle, KernelVar, MatrixValue, component_locals
@@ -36,10 +37,12 @@ from .matrices import MatrixLowering
 from .structs import StructLowering
 from .real_funcs import RealFuncLowering
 from .scopes import Scope, _FuncFrame
+from .state import FunctionBody, SerialPart, TaskState
 from .sparse import SparseLowering
 from .statements import StatementLowering, StaticJump
 from .tiles import TileLowering
 from .top_level_calls import TopLevelCallLowering
+from .derivative import derive
 
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
@@ -49,63 +52,65 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
 
     def __init__(self, kernel: lang.Kernel, template_args: dict[str, object] | None = None,
                  arg_types: dict[str, object] | None = None, subgroup_size: int | None = None):
+        # Every attribute is created here. What lives as long as a body, a task or the serial
+        # part is in a record of state.py; the rest lives as long as this translation.
+        self.body = FunctionBody(Scope(None))
+        self.task_state: TaskState | None = None  # the task being lowered; None between tasks
+        self.serial = SerialPart()
+        # The instantiation: the kernel, its fixed arguments, its source.
         self.kernel = kernel
-        self.subgroup_size = subgroup_size  # the target's, when it is known at translation time
-        self.subgroup_size_used = False     # whether the code depends on it (see ir.Kernel)
-        self.static_top_loops = 0           # qd.static for loops in the kernel's body being unrolled
-        self.static_nesting = 0             # qd.static ifs and loops around the kernel-body statement lowered
-        self.returned_statically = False    # a `return` under one of them ended this instantiation
-        self.width_consulted = False        # whether a decision looked at it, known or not
-        self.task_shared: list[ir.SharedArray] = []
-        self.assert_param: ir.Param | None = None  # debug mode's report buffer, once a check needs it
-        self.asserts: list[dict] = []
-        self.reports: set[int] = set()             # ids of the statements that report a failed check
         self.template_args = dict(template_args or {})
         self.arg_types = dict(arg_types or {})
         self.parsed = parse_function(kernel.fn)
         self.kernel_arg_names = {a.arg for a in self.parsed.node.args.args}
         self.frames: list[_FuncFrame] = [_FuncFrame(kernel.fn, self.parsed, "")]
-        self.block: list[ir.Stmt] = []
-        self.scope = Scope(None)
-        self.in_parallel = False
-        self.loop_depth = 0         # serial loops inside the current task
-        self.static_jumps: list[tuple[int, ir.Local | None]] = []  # (loop depth, break flag) of qd.static loops
-        self.inline_stack: list[Callable] = []
-        self.uniform_defs: list[ir.Stmt] = []   # pure top-level assignments, copied into tasks
-        self.top_level_locals: set[ir.Local] = set()
-        self.serial_locals: dict[ir.Local, ir.Loc] = {}
-        self.tasks: list[ir.Task] = []
-        self.pending_block_dim: int | None = None
-        self.pending_serialize = False
+        self.subgroup_size = subgroup_size  # the target's, when it is known at translation time
+        self.subgroup_size_used = False     # whether the code depends on it (see ir.Kernel)
+        self.width_consulted = False        # whether a decision looked at it, known or not
+        # What the translation makes: the kernel's parameters, tasks and functions, its warnings.
         self.params: list[ir.Param] = []
-        self.frame_declares: list[ir.Stmt] = []  # result variables of the function being inlined
-        self.library_site: ir.Loc | None = None  # the user's call into library code, while inlining it
-        # Kernel-scope state (kernel_scope.py): the kernel's own buffers, the reductions of the
-        # parallel loop being lowered, the return type and value.
+        self.hidden_params: list[ir.Param] = []  # buffers the kernel needs that its signature does not name
+        self.tasks: list[ir.Task] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.seed_param: ir.Param | None = None  # qd.random: the launch's seed, once a draw needs it
+        self.assert_param: ir.Param | None = None  # debug mode's report buffer, once a check needs it
+        self.asserts: list[dict] = []
+        self.reports: set[int] = set()             # ids of the statements that report a failed check
+        # The kernel's body (kernel_scope.py): its scope, return, top-level values.
         self.kernel_scope: Scope | None = None
-        self.serial_declared: set[ir.Local] = set()  # declared by the serial part being collected
-        self.hidden_params: list[ir.Param] = []
-        self.reductions: dict = {}
-        self.parallel_ast: list[ast.stmt] | None = None
-        self.current_block_dim = 128
         self.return_type = None  # a DType or a vector / matrix type
         self.ended = False       # a `return` of nothing has ended the kernel
         self.result_param: ir.Param | None = None
         self.result_paths: dict[str, str] = {}  # a struct / tuple result's buffers: param name -> "b.a", "1"
-        self.statement_call: ast.Call | None = None  # a call whose value is not used
-        # qd.random: the launch's seed parameter, and the stream of the task being lowered
-        # (set up at the top of ``task_body``, keyed by ``task_loop_vars``).
-        self.seed_param: ir.Param | None = None
-        self.rng: ir.Local | None = None
-        self.task_body: list[ir.Stmt] = []
-        self.task_loop_vars: list[ir.Local] = []
-        self.init_real_funcs()
-        self.init_fields()
-        self.init_sparse()
+        self.static_top_loops = 0           # qd.static for loops in the kernel's body being unrolled
+        self.static_nesting = 0             # qd.static ifs and loops around the kernel-body statement lowered
+        self.returned_statically = False    # a `return` under one of them ended this instantiation
+        self.uniform_defs: list[ir.Stmt] = []   # pure top-level assignments, copied into tasks
+        self.top_level_locals: set[ir.Local] = set()
+        self.serial_locals: dict[ir.Local, ir.Loc] = {}  # top-level locals serial tasks update, read by later ones
         self.promoted: dict[int, tuple[ir.Local, KernelVar]] = {}  # id(local) -> it, and the buffer it moved to
-        self.diagnostics: list[Diagnostic] = []
+        # The next parallel loop: qd.loop_config's settings, a struct-for's guard.
+        self.pending_block_dim: int | None = None
+        self.pending_serialize = False
+        self.pending_guard: SNode | None = None  # set by loop_ranges for a struct-for over sparse cells
         self.singleton_loop = False  # set by array_ranges for a loop over a 0-d array
         self.names_of_loop: tuple = (None, set(), {})  # only_updated's walk of the loop body it was for
+        # Real functions (real_funcs.py).
+        self.functions: list[ir.Function] = []                   # finished, callees first
+        self.function_keys: dict[tuple, ir.Function] = {}        # signature -> instantiation
+        self.function_stack: list[ir.Function] = []              # being lowered, outermost first
+        self.function_results: dict[str, object] = {}            # name -> its vector / matrix / struct result type
+        self.function_calls: dict[str, list[str]] = {}           # name -> names it calls
+        self.function_rngs: dict[str, ir.Local] = {}             # name -> its caller's random stream (an inout)
+        # Fields and sparse levels (fields.py, sparse.py).
+        self.field_params: dict[int, tuple[object, ir.Param]] = {}  # id(field) -> (field, its parameter)
+        self.bindings: dict[str, object] = {}                       # parameter name -> field
+        self.sparse_fields: dict[str, SNode] = {}  # field parameter name -> the level it is placed in
+        self.visited: dict[int, set] = {}           # id(level) -> the loop variables of struct-fors over its cells
+        # Graph kernels (graph.py).
+        self.task_loops: list[ir.TaskLoop] = []
+        self.graph_parent: int | None = None  # the loop whose body is being lowered
+        self.graph_region: str | None = None  # inside qd.graph.parallel_context(): "context", then "section"
 
     # ------------------------------------------------------------------ helpers
 
@@ -116,7 +121,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def loc(self, node: ast.AST | ir.Loc) -> ir.Loc:
         # Code inlined from the project's own library (block reductions, scans, ...) is
         # attributed to the user's call: comments, diagnostics and hazards point there.
-        site = self.library_site
+        site = self.body.library_site
         if site is not None:
             return site
         site = getattr(node, "_qd_loc", None)
@@ -139,26 +144,110 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
     def emit(self, stmt: ir.Stmt) -> None:
         if self.sparse_fields and type(stmt) is ir.Store and stmt.array.name in self.sparse_fields:
             stmt = ir.Store(stmt.loc, stmt.array, self.before_write(stmt.array, stmt.indices, stmt.loc), stmt.value)
-        self.block.append(stmt)
+        self.body.block.append(stmt)
 
-    def push_scope(self, task_root: bool = False) -> None:
-        self.scope = Scope(self.scope, task_root)
+    @contextmanager
+    def collecting(self, into: list[ir.Stmt] | None = None) -> Iterator[list[ir.Stmt]]:
+        """Statements emitted inside go to ``into`` (a fresh list by default), which it yields;
+        the enclosing block is back afterwards, also when lowering raised."""
+        saved = self.body.block
+        self.body.block = body = [] if into is None else into
+        try:
+            yield body
+        finally:
+            self.body.block = saved
 
-    def pop_scope(self) -> None:
-        self.scope = self.scope.parent
+    @contextmanager
+    def scoped(self, scope: Scope | None = None, task_root: bool = False) -> Iterator[Scope]:
+        """Names are looked up in ``scope`` (by default a new block scope inside the current
+        one: names first assigned inside live inside); the current scope is back afterwards."""
+        saved = self.body.scope
+        self.body.scope = Scope(saved, task_root) if scope is None else scope
+        try:
+            yield self.body.scope
+        finally:
+            self.body.scope = saved
+
+    @contextmanager
+    def loop_body(self) -> Iterator[None]:
+        """The body of a serial loop: ``break`` and ``continue`` are allowed in it."""
+        self.body.loop_depth += 1
+        try:
+            yield
+        finally:
+            self.body.loop_depth -= 1
+
+    @contextmanager
+    def static_jump_target(self, flag: ir.Local | None) -> Iterator[None]:
+        """The one-iteration loop a qd.static loop's ``break``/``continue`` land in (``flag``:
+        set by a break for the loop outside)."""
+        self.body.static_jumps.append((self.body.loop_depth, flag))
+        try:
+            yield
+        finally:
+            self.body.static_jumps.pop()
+
+    @contextmanager
+    def task(self, state: TaskState | None = None) -> Iterator[list[ir.Stmt]]:
+        """The body of a task being lowered, collected into ``state.stmts`` (by default a task
+        of its own; the kernel's serial part goes on from one statement to the next and keeps
+        its random stream); a ``state`` with ``parallel_ast``: a parallel loop, whose
+        iterations are the task's threads. Yields the statements."""
+        state = TaskState() if state is None else state
+        outer, self.task_state = self.task_state, state
+        parallel = self.body.in_parallel
+        self.body.in_parallel = state.parallel_ast is not None
+        try:
+            with self.collecting(state.stmts) as body:
+                yield body
+        finally:
+            self.task_state, self.body.in_parallel = outer, parallel
+
+    @contextmanager
+    def inlining(self, frame: _FuncFrame, scope: Scope, site: ir.Loc | None) -> Iterator[None]:
+        """The body of ``frame``'s function, inlined: its names are looked up in ``scope``;
+        ``site``: the user's call it is attributed to when the function is library code."""
+        saved_site = self.body.library_site
+        if site is not None:
+            self.body.library_site = site
+        self.frames.append(frame)
+        self.body.inline_stack.append(frame.fn)
+        try:
+            with self.scoped(scope):
+                yield
+        finally:
+            self.frames.pop()
+            self.body.inline_stack.pop()
+            self.body.library_site = saved_site
+
+    @contextmanager
+    def declaring(self) -> Iterator[list[ir.Stmt]]:
+        """Collects the result variables the inlined function's returns declare (they go
+        before the call, in the caller's block)."""
+        saved, self.body.frame_declares = self.body.frame_declares, []
+        try:
+            yield self.body.frame_declares
+        finally:
+            self.body.frame_declares = saved
+
+    @contextmanager
+    def function_body(self, frame: _FuncFrame, scope: Scope) -> Iterator[list[ir.Stmt]]:
+        """A real function's body, lowered on its own: a fresh block, outside every loop, task
+        and inlined call of the caller; yields the block."""
+        outer, self.body = self.body, FunctionBody(scope)
+        self.frames.append(frame)
+        self.function_stack.append(frame.function)
+        try:
+            yield self.body.block
+        finally:
+            self.function_stack.pop()
+            self.frames.pop()
+            self.body = outer
 
     def lower_block(self, stmts: list[ast.stmt], new_scope: bool = True) -> list[ir.Stmt]:
-        saved = self.block
-        self.block = []
-        if new_scope:
-            self.push_scope()
-        try:
+        with self.collecting() as body, self.scoped() if new_scope else nullcontext():
             for s in stmts:
                 self.stmt(s)
-        finally:
-            if new_scope:
-                self.pop_scope()
-            body, self.block = self.block, saved
         return body
 
     # ------------------------------------------------------------------ kernel
@@ -167,18 +256,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         fdef = self.parsed.node
         loc = self.loc(fdef)
         self.bind_params(fdef)
-        body = fdef.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
-        self.push_scope()
-        self.kernel_scope = self.scope
-        self.serial: list[ir.Stmt] = []
-        self.serial_loc: ir.Loc | None = None
-        self.init_graph()
-        self.top_level(body)
-        self.flush_serial()
-        self.pop_scope()
+        body = without_docstring(fdef)
+        with self.scoped() as self.kernel_scope:
+            self.top_level(body)
+            self.flush_serial()
         if self.return_type is not None and self.result_param is None:
             shown = self.return_type.name if isinstance(self.return_type, T.DType) else repr(self.return_type)
             raise self.error(fdef.returns, f"the kernel is annotated to return {shown} but never "
@@ -189,7 +270,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.tasks.append(ir.Task("", "serial", [], [], 1, [], loc))
         names = [f"{self.kernel.__name__}_{k}" for k in range(len(self.tasks))] \
             if len(self.tasks) > 1 else [self.kernel.__name__]
-        for task, name in zip(self.tasks, names):
+        for task, name in zip(self.tasks, names, strict=False):
             task.name = name
         if self.debug_checks():
             for task in self.tasks:
@@ -235,21 +316,21 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                     raise self.error(a, f"template parameter `{a.arg}` needs a value",
                                      hint=f"pass template_args={{'{a.arg}': ...}} to qd.translate "
                                           f"(on the command line: --template {a.arg}=VALUE)")
-                self.scope.names[a.arg] = self.module_object(CT(self.template_args[a.arg]), a.arg, a)
+                self.body.scope.names[a.arg] = self.module_object(CT(self.template_args[a.arg]), a.arg, a)
                 continue
             if kind == "scalar":
                 # Python's int and float are the default types; a bool flag travels as an i32.
                 dtype = T.i32 if ann is bool else (T.python_type(ann) or ann)
                 p = ir.Param(a.arg, dtype, index, loc)
-                self.scope.names[a.arg] = p
+                self.body.scope.names[a.arg] = p
             elif kind == "ndarray":
                 p = ir.Param(a.arg, self.ndarray_type(a, lang.ndarray_annotation(ann), given), index, loc,
                              symmetric=getattr(ann, "symmetric", False),
                              differentiable=getattr(ann, "needs_grad", None) is not False)
-                self.scope.names[a.arg] = ArrayHandle(p)
+                self.body.scope.names[a.arg] = ArrayHandle(p)
             elif kind in ("compound", "dataclass"):
                 value, params = self.bind_compound(a, a.arg, ann, index)
-                self.scope.names[a.arg] = value
+                self.body.scope.names[a.arg] = value
                 self.params.extend(params)
                 index += len(params)
                 continue
@@ -341,10 +422,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             elif (func := self.task_making_call(s)) is not None:
                 self.top_level_call(func, s.value)
             elif self.is_uniform_assignment(s):
-                before = len(self.block)
+                before = len(self.body.block)
                 self.stmt(s)
-                new = self.block[before:]
-                del self.block[before:]
+                new = self.body.block[before:]
+                del self.body.block[before:]
                 self.uniform_defs.extend(new)
                 for st in new:
                     if isinstance(st, ir.Declare):
@@ -353,31 +434,23 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 self.serial_statement(s)
 
     def serial_statement(self, s: ast.stmt) -> None:
-        if self.serial_loc is None:
-            self.serial_loc = self.loc(s)
-        saved = self.block
-        self.block = self.task_body = self.serial
-        self.task_loop_vars = []
-        try:
+        if self.serial.loc is None:
+            self.serial.loc = self.loc(s)
+        with self.task(self.serial.task):
             self.stmt(s)
-        finally:
-            self.block = saved
-        for st in self.serial:
+        for st in self.serial.stmts:
             if isinstance(st, ir.Declare):
                 self.serial_locals.setdefault(st.var, st.loc)
-                self.serial_declared.add(st.var)
-        for var in locals_assigned(self.serial) & self.top_level_locals:
+                self.serial.declared.add(st.var)
+        for var in locals_assigned(self.serial.stmts) & self.top_level_locals:
             self.serial_locals.setdefault(var, var.loc)
 
     def flush_serial(self) -> None:
-        if not self.serial:
+        if not self.serial.stmts:
             return
-        prelude = self.uniform_prelude(self.serial, [])
-        self.tasks.append(ir.Task("", "serial", [], [], 1, self.serial, self.serial_loc, prelude=prelude))
-        self.serial = []
-        self.serial_loc = None
-        self.serial_declared = set()
-        self.rng = None
+        prelude = self.uniform_prelude(self.serial.stmts, [])
+        self.tasks.append(ir.Task("", "serial", [], [], 1, self.serial.stmts, self.serial.loc, prelude=prelude))
+        self.serial = SerialPart()
 
     def is_uniform_assignment(self, s: ast.stmt) -> bool:
         """A top-level assignment of a pure value to a plain name: recomputed in every task
@@ -394,23 +467,23 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if value is None or not all(isinstance(t, ast.Name) for t in names):
             return False
         if isinstance(s, ast.AugAssign):
-            bound, _ = self.scope.lookup(target.id)
+            bound, _ = self.body.scope.lookup(target.id)
             if not isinstance(bound, ir.Local) or bound not in self.top_level_locals:
                 return False
-        if any(isinstance(self.scope.lookup(t.id)[0], KernelVar) for t in names):
+        if any(isinstance(self.body.scope.lookup(t.id)[0], KernelVar) for t in names):
             return False  # it lives in the kernel's scratch buffer: a store, in order
         # A new value for a name code already read is no definition to hoist into the
         # tasks' preludes: that code must see the old value (r = 1; s[2] = r; r *= 0).
         # Nor for a name serial code declared or assigned: the tasks after it must see that value.
         # (A vector's, matrix's or struct's: each of its components' locals.)
         if any(var not in self.top_level_locals or var in self.serial_locals or self.read_so_far(var)
-               for t in names for var in component_locals(self.scope.lookup(t.id)[0])):
+               for t in names for var in component_locals(self.body.scope.lookup(t.id)[0])):
             return False
         return self.is_pure(value)
 
     def read_so_far(self, var: ir.Local) -> bool:
         """Whether the serial code pending or any task lowered so far reads ``var``."""
-        if var in locals_read(self.serial):
+        if var in locals_read(self.serial.stmts):
             return True
         for task in self.tasks:
             if var in locals_read(task.prelude + task.body) or any(
@@ -438,7 +511,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 if name.startswith("block.") or name in ("loop_config", "random", "randn"):
                     return False  # (a random draw advances the serial part's stream: it happens once, in order)
             if isinstance(sub, ast.Name):
-                bound, _ = self.scope.lookup(sub.id)
+                bound, _ = self.body.scope.lookup(sub.id)
                 if isinstance(bound, KernelVar) or any(
                         v in self.serial_locals or id(v) in self.promoted for v in component_locals(bound)):
                     return False  # (a vector's or struct's too: fuzz seeds 6966, 7398)
@@ -501,15 +574,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if s.orelse:
             raise self.error(s, "for/else is not supported in kernels")
         if serialize:
-            saved, self.block = self.block, []
-            self.task_body, self.task_loop_vars, self.rng = self.block, [], None
-            self.push_scope()
-            try:
+            with self.task() as body, self.scoped():
                 self.stmt(s)
-            finally:
-                self.pop_scope()
-                body, self.block = self.block, saved
-                self.rng = None
             prelude = self.uniform_prelude(body, [])
             self.tasks.append(ir.Task("", "serial", [], [], 1, body, loc, prelude=prelude))
             # A top-level local it updates is read by later tasks from a scratch buffer (see
@@ -519,31 +585,22 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             return
         ranges, grouped = self.loop_ranges(s.iter, parallel=True)
         guard = self.take_guard()
-        self.push_scope(task_root=True)
-        bound = self.bind_loop_targets(s.target, ranges, grouped)
-        for name in self.private_names(s):
-            self.scope.names[name] = PRIVATE  # declared by its first assignment in the body
-        loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
-        saved_block, self.block = self.block, []
-        self.task_body, self.task_loop_vars, self.rng = self.block, loop_vars, None
-        self.in_parallel = True
-        self.task_shared = []
-        self.parallel_ast, self.current_block_dim = s.body, block_dim
-        try:
-            self.struct_for_guard(guard, bound, s)
-            for st in s.body:
-                self.stmt(st)
-            accumulators, epilogue = self.finish_reductions()
-        finally:
-            self.in_parallel = False
-            self.parallel_ast, self.rng = None, None
-            body, self.block = self.block, saved_block
-            self.pop_scope()
+        with self.scoped(task_root=True) as scope:
+            bound = self.bind_loop_targets(s.target, ranges, grouped)
+            for name in self.private_names(s):
+                scope.names[name] = PRIVATE  # declared by its first assignment in the body
+            loop_vars, ranges = self.loop_order(s.iter, bound, ranges)
+            state = TaskState(loop_vars=loop_vars, parallel_ast=s.body, block_dim=block_dim)
+            with self.task(state) as body:
+                self.struct_for_guard(guard, bound, s)
+                for st in s.body:
+                    self.stmt(st)
+                accumulators, epilogue = self.finish_reductions()
         bounds = [e for r in ranges for e in r]
         prelude = self.uniform_prelude(body + epilogue, bounds)
         ranges, dynamic = self.device_bounds(ranges, loop_vars, prelude)
         self.tasks.append(ir.Task("", "parallel", loop_vars, ranges, block_dim, body, loc,
-                                  shared=self.task_shared, prelude=prelude + accumulators, epilogue=epilogue,
+                                  shared=state.shared, prelude=prelude + accumulators, epilogue=epilogue,
                                   dynamic=dynamic))
 
     def device_bounds(self, ranges: list, loop_vars: list[ir.Local], prelude: list[ir.Stmt]) -> tuple[list, bool]:
@@ -552,7 +609,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         env = {id(st.var): st.init for st in prelude if isinstance(st, ir.Declare) and st.init is not None}
         env.update({id(st.var): st.value for st in prelude if isinstance(st, ir.Assign)})
         out, dynamic = [], False
-        for var, (begin, end) in zip(loop_vars, ranges):
+        for var, (begin, end) in zip(loop_vars, ranges, strict=False):
             pair = []
             for what, e in (("begin", begin), ("end", end)):
                 if not host_computable(e, env):
@@ -583,14 +640,14 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             names = self.loop_targets(target, len(ranges))
             tnodes = target_nodes(target)
         loop_vars = []
-        for name, tnode, (begin, end) in zip(names, tnodes, ranges):
+        for name, tnode, (begin, end) in zip(names, tnodes, ranges, strict=False):
             var = ir.Local(name, T.i32, self.loc(tnode), loop_var=True, bounds=loop_bounds(begin, end, 1, T.i32))
             var.nonneg = nonneg(begin)
-            self.scope.names[name] = var
+            self.body.scope.names[name] = var
             loop_vars.append(var)
         if grouped:
             # An integer vector, as in Quadrants: `a[I]`, `I[0]`, `I + offset`, `(I / n).norm()`.
-            self.scope.names[target.id] = MatrixValue((0,), []) if singleton else \
+            self.body.scope.names[target.id] = MatrixValue((0,), []) if singleton else \
                 MatrixValue((len(loop_vars),), [ir.LocalRef(T.i32, v.loc, v) for v in loop_vars])
         return loop_vars
 
@@ -703,7 +760,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         shape = self.field_shape(array)
         if shape is not None:  # a field: its shape (and the index of its first element) is known now
             offset = self.field_offset(array) or (0,) * len(shape)
-            return [(ir.Const(T.i32, loc, o), ir.Const(T.i32, loc, o + n)) for n, o in zip(shape, offset)]
+            return [(ir.Const(T.i32, loc, o), ir.Const(T.i32, loc, o + n)) for n, o in zip(shape, offset, strict=False)]
         return [(ir.Const(T.i32, loc, 0), ir.Shape(T.i32, loc, array, d)) for d in range(array.type.ndim)]
 
     def loop_targets(self, target: ast.expr, n: int) -> list[str]:
@@ -741,8 +798,6 @@ def lower_kernel(kernel: lang.Kernel, template_args: dict | None = None,
         for array in task.shared:
             array.name = array.name or "shared"
     if kernel.autodiff is not None:
-        from .derivative import derive
-
         ir_kernel = derive(ir_kernel, kernel.autodiff)
     return ir_kernel
 

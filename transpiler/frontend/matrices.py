@@ -15,16 +15,23 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.matrix import SWIZZLE_SETS, MatrixType
 from .common import has_side_effects, is_py_scalar
-from .scopes import Scope
+from .handlers import HandlerTable
 from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, MethodValue, TupleValue
+from ..ir.walk import iter_expr
+from .common import ATOMIC_AUGASSIGN, SYMBOL
 
-METHODS = {"norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose", "sum",
-           "max", "min", "any", "all", "trace", "determinant", "inverse", "cast", "to_list"}
+if TYPE_CHECKING:
+    from .lower import KernelLowering
+
+MATRIX_METHODS = HandlerTable()  # a vector's or matrix's methods, by name (the handlers end this module)
+_NO_ARGUMENTS = ("sum", "max", "min", "any", "all", "norm_sqr", "trace", "transpose", "determinant", "inverse")
 
 
 def describe(shape: tuple[int, ...]) -> str:
@@ -100,7 +107,7 @@ class MatrixLowering:
             return v
         loc = self.loc(node) if isinstance(node, ast.AST) else node
         items = []
-        for suffix, e in zip(component_suffixes(v.shape), v.items):
+        for suffix, e in zip(component_suffixes(v.shape), v.items, strict=False):
             if isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape)):
                 items.append(e)
             else:
@@ -238,7 +245,7 @@ class MatrixLowering:
         return v.value if isinstance(v, CT) else v
 
     def factory_args(self, node, values: list, kw: dict, names: tuple[str, ...], defaults: dict | None = None):
-        got = dict(zip(names, values))
+        got = dict(zip(names, values, strict=False))
         got.update(kw)
         for k, v in (defaults or {}).items():
             got.setdefault(k, v)
@@ -266,7 +273,7 @@ class MatrixLowering:
     def declare_matrix(self, name: str, value: MatrixValue, node) -> MatrixVar:
         loc = self.loc(node) if isinstance(node, ast.AST) else node
         var = MatrixVar(value.shape, [])
-        for suffix, e in zip(component_suffixes(value.shape), value.items):
+        for suffix, e in zip(component_suffixes(value.shape), value.items, strict=False):
             local = ir.Local(f"{name}_{suffix}", e.type, loc)
             var.locals.append(local)
             self.emit(ir.Declare(loc, local, e))
@@ -287,7 +294,7 @@ class MatrixLowering:
         if value.shape != var.shape:
             raise self.error(node, f"`{self.var_name(var)}` is {describe(var.shape)}; it cannot hold "
                                    f"{describe(value.shape)}")
-        for local, e in zip(var.locals, self.materialize_if_reads(value, var, node).items):
+        for local, e in zip(var.locals, self.materialize_if_reads(value, var, node).items, strict=False):
             self.assign_local(local, scope, e, node, stmt, self.var_name(var))
 
     def materialize_if_reads(self, value: MatrixValue, var: MatrixVar, node) -> MatrixValue:
@@ -314,7 +321,7 @@ class MatrixLowering:
             return items
         loc = self.loc(node) if isinstance(node, ast.AST) else node
         return [ir.LocalRef(e.type, loc, self.new_temp(f"tmp_{suffix}", e, loc)) if cross else e
-                for suffix, e, cross in zip(suffixes, items, crossed)]
+                for suffix, e, cross in zip(suffixes, items, crossed, strict=False)]
 
     def assign_local(self, local: ir.Local, scope, e: ir.Expr, node, stmt, shown: str | None = None) -> None:
         """One component of a variable: a local, or a kernel-scope variable's buffer.
@@ -338,21 +345,21 @@ class MatrixLowering:
         """The locals of ``v.xy``, ``v[0]`` or ``m[i, j]`` with indices known without lowering
         anything (numbers, names of translation-time values); None for any other target."""
         if isinstance(target, ast.Attribute):
-            picked = None if target.attr in METHODS else self.swizzle(var.shape, target.attr, target)
+            picked = None if target.attr in MATRIX_METHODS else self.swizzle(var.shape, target.attr, target)
             return [var.locals[k] for k in picked] if picked and len(set(picked)) == len(picked) else None
         parts = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
         idx = [p.value if isinstance(p, ast.Constant) else self.named_value(p) for p in parts]
         if len(idx) != len(var.shape) or not all(type(i) is int for i in idx):
             return None
         flat = 0
-        for i, n, p in zip(idx, var.shape, parts):
+        for i, n, p in zip(idx, var.shape, parts, strict=False):
             flat = flat * n + self.static_index(i, n, p)
         return [var.locals[flat]]
 
     def assign_component(self, target: ast.expr, value, stmt) -> None:
         var, scope = self.component_target(target)
         if isinstance(target, ast.Attribute):
-            if target.attr in ("n", "m") or target.attr in METHODS:
+            if target.attr in ("n", "m") or target.attr in MATRIX_METHODS:
                 raise self.error(target, f"`.{target.attr}` cannot be assigned")
             picked = self.swizzle(var.shape, target.attr, target)
             if picked is None:
@@ -391,11 +398,19 @@ class MatrixLowering:
         elif len(parts) == 2:
             choices = [[local] for local in var.locals]
             index = CT(self.static_index(idx[0].value, var.shape[0], parts[0]) * width +
-                       self.static_index(idx[1].value, var.shape[1], parts[1]))                 if all(isinstance(i, CT) for i in idx) else                 self.binop("add", self.binop("mul", idx[0], CT(width), target), idx[1], target)
+                       self.static_index(idx[1].value, var.shape[1], parts[1])) \
+                if all(isinstance(i, CT) for i in idx) else \
+                self.binop("add", self.binop("mul", idx[0], CT(width), target), idx[1], target)
             node, n = target, len(var.locals)
         else:
             choices = [[local] for local in var.locals]
             index, node, n = idx[0], parts[0], var.shape[0]
+        self.assign_choice(choices, index, node, n, scope, value, target, stmt)
+
+    def assign_choice(self, choices: list[list], index, node: ast.AST, n: int, scope, value, target: ast.expr,
+                      stmt) -> None:
+        """Assigns ``value`` to the components ``choices[index]`` (``index`` over ``n``
+        choices, written at ``node``); a run-time index chooses among branches."""
         if isinstance(index, CT):
             self.assign_places(choices[self.static_index(index.value, n, node)], scope, value, target, stmt)
             return
@@ -407,11 +422,8 @@ class MatrixLowering:
         loc = self.loc(target)
         orelse: list[ir.Stmt] = []
         for j in range(len(choices) - 1, -1, -1):
-            saved, self.block = self.block, []
-            try:
+            with self.collecting() as body:
                 self.assign_places(choices[j], scope, value, target, stmt)
-            finally:
-                body, self.block = self.block, saved
             if j == len(choices) - 1:
                 orelse = body  # the last one: whatever index is left (Quadrants does not check bounds)
             else:
@@ -434,7 +446,7 @@ class MatrixLowering:
         if len(value.items) != len(places):
             raise self.error(target, f"{len(places)} components cannot hold {describe(value.shape)}")
         value = self.materialize_if_reads(value, MatrixVar((len(places),), places), target)
-        for local, e in zip(places, value.items):
+        for local, e in zip(places, value.items, strict=False):
             self.assign_local(local, scope, e, target, stmt, shown)
 
     # ------------------------------------------------------------------ ndarrays of vectors and matrices
@@ -486,6 +498,11 @@ class MatrixLowering:
         array, places, shape = inner
         if not shape:
             raise self.error(target, "a scalar component has no components")
+        return self.picked_places(target, array, places, shape)
+
+    def picked_places(self, target: ast.Subscript | ast.Attribute, array, places: list, shape: tuple):
+        """The components ``target`` picks (``.xy``, ``[k]``, ``[r, c]``, ``[0:3]``) among
+        ``places``, the components of ``shape`` it applies to: as ``element_places`` returns."""
         if isinstance(target, ast.Attribute):
             picked = self.swizzle(shape, target.attr, target)
             if picked is None:
@@ -511,7 +528,8 @@ class MatrixLowering:
                                          "translation-time index", hint="index the element itself: a[i][k]")
             # A component picked at run time (`a[i][k] = x`, Genesis' EPA): the element's last
             # indices computed, as a read of one would be; Quadrants checks no bounds here either.
-            runtime = [self.coerce(self.to_expr(v, p), T.i32, p, explicit=True) for v, p in zip(values, parts)]
+            runtime = [self.coerce(self.to_expr(v, p), T.i32, p, explicit=True)
+                       for v, p in zip(values, parts, strict=False)]
             outer = places[0][:len(places[0]) - len(shape)]
             if len(runtime) == len(shape):
                 return array, [outer + runtime], ()
@@ -542,13 +560,11 @@ class MatrixLowering:
             raise self.error(target, f"an element of {describe(shape)} cannot hold {describe(value.shape)}")
         value = self.materialize(value, target, "tmp") if any(
             isinstance(n, ir.Load) and n.array is array for e in value.items for n in _walk(e)) else value
-        for idx, e in zip(places, value.items):
+        for idx, e in zip(places, value.items, strict=False):
             self.emit(ir.Store(loc, array, idx, self.coerce(e, array.type.dtype, target)))
 
     def update_places(self, array, places: list, shape: tuple, op: str, value, target, stmt) -> None:
         """``a[i] += v`` on ndarray components: an atomic per component, as Quadrants has it."""
-        from .common import ATOMIC_AUGASSIGN, SYMBOL
-
         loc = self.loc(stmt)
         if shape:
             value = self.as_matrix(value, target)
@@ -561,7 +577,7 @@ class MatrixLowering:
         elif isinstance(value, MatrixValue) and any(isinstance(n, ir.Load) and n.array is array
                                                     for e in values if isinstance(e, ir.Expr) for n in _walk(e)):
             values = self.materialize(value, target, "tmp").items  # `a[i] += a[i].yx`: read before any update
-        for idx, v in zip(places, values):
+        for idx, v in zip(places, values, strict=False):
             if op in ATOMIC_AUGASSIGN and isinstance(target, ast.Subscript):  # folded per block where it can be
                 self.update_element(ATOMIC_AUGASSIGN[op], array, idx, self.to_expr(v, target), target, stmt,
                                     f"`{SYMBOL[op]}=`")
@@ -583,13 +599,13 @@ class MatrixLowering:
             return CT(v.shape[0])
         if attr == "m":
             return CT(v.shape[1] if len(v.shape) == 2 else 1)
-        if attr in METHODS:
+        if attr in MATRIX_METHODS:
             return MethodValue(v, attr)
         picked = self.swizzle(v.shape, attr, node)
         if picked is not None:
             return v.items[picked[0]] if len(picked) == 1 else MatrixValue((len(picked),), [v.items[k] for k in picked])
         raise self.error(node, f"{describe(v.shape)} has no attribute `{attr}`",
-                         hint="components are .x .y .z .w (or v[k]); methods: " + ", ".join(sorted(METHODS)))
+                         hint="components are .x .y .z .w (or v[k]); methods: " + ", ".join(sorted(MATRIX_METHODS)))
 
     def swizzle(self, shape: tuple[int, ...], attr: str, node) -> list[int] | None:
         for letters in SWIZZLE_SETS:
@@ -630,7 +646,7 @@ class MatrixLowering:
             rows = [MatrixValue((v.shape[1],), v.items[r * v.shape[1]:(r + 1) * v.shape[1]]) for r in range(v.shape[0])]
             return self.select_static_or_dynamic(rows, idx[0], parts[0], v.shape[0], named)
         if len(idx) == 2 and all(isinstance(i, CT) for i in idx):
-            i, j = (self.static_index(i.value, n, p) for i, n, p in zip(idx, v.shape, parts))
+            i, j = (self.static_index(i.value, n, p) for i, n, p in zip(idx, v.shape, parts, strict=False))
             return v.at(i, j)
         if len(idx) == 2:  # one or both at run time: one flat index, row-major
             row = self.binop("mul", idx[0], CT(v.shape[1]), node)
@@ -697,7 +713,8 @@ class MatrixLowering:
         def pick(items: list) -> ir.Expr:
             out = items[-1]
             for j in range(len(items) - 2, -1, -1):
-                out = ir.Select(out.type, loc, ir.Compare(T.bool_, loc, "eq", k, ir.Const(T.i32, loc, j)), items[j], out)
+                chosen = ir.Compare(T.bool_, loc, "eq", k, ir.Const(T.i32, loc, j))
+                out = ir.Select(out.type, loc, chosen, items[j], out)
             return out
 
         if isinstance(choices[0], MatrixValue):
@@ -706,109 +723,15 @@ class MatrixLowering:
         return pick(choices)
 
     def call_method(self, mv: MethodValue, node: ast.Call):
-        v, name = mv.value, mv.name
-        args = [self.expr(a) for a in node.args]
-        kw = {k.arg: self.expr(k.value) for k in node.keywords}
-        loc = self.loc(node)
-
-        def other(k: int = 0) -> MatrixValue:
-            if len(args) <= k or not isinstance(args[k], MatrixValue):
-                raise self.error(node, f"`.{name}()` takes a vector or matrix")
-            return args[k]
-
-        def vector_only():
-            if not v.is_vector:
-                raise self.error(node, f"`.{name}()` is for vectors; this is {describe(v.shape)}")
-
-        def square():
-            if len(v.shape) != 2 or v.shape[0] != v.shape[1]:
-                raise self.error(node, f"`.{name}()` needs a square matrix; this is {describe(v.shape)}")
-
-        if args and name in ("sum", "max", "min", "any", "all", "norm_sqr", "trace", "transpose", "determinant",
-                             "inverse"):
-            raise self.error(node, f"`.{name}()` takes no arguments")
-        if name == "sum":
-            return self.fold(v.items, "add", node)
-        if name in ("max", "min"):
-            return self.fold(v.items, name, node)
-        if name in ("any", "all"):
-            truths = [self.truth(e, node) for e in v.items]
-            out = truths[0]
-            for t in truths[1:]:
-                out = ir.Logical(T.bool_, loc, "or" if name == "any" else "and", out, t)
-            return ir.Cast(T.i32, loc, out)
-        if name == "dot":
-            vector_only()
-            w = other()
-            if w.shape != v.shape:
-                raise self.error(node, f"`.dot()` of {describe(v.shape)} and {describe(w.shape)}")
-            return self.fold([self.binop("mul", a, b, node) for a, b in zip(v.items, w.items)], "add", node)
-        if name in ("norm_sqr", "norm", "norm_inv", "normalized"):
-            if name == "normalized":
-                vector_only()
-            eps = args[0] if args else kw.get("eps", CT(0))
-            m = self.materialize(v, node, "tmp")
-            sq = self.fold([self.binop("mul", a, a, node) for a in m.items], "add", node)
-            if name == "norm_sqr":
-                return sq
-            if not (isinstance(eps, CT) and eps.value == 0):
-                sq = self.binop("add", sq, eps, node)
-            sq = self.to_expr(sq, node)
-            fp = sq.type if sq.type.is_float else T.defaults().fp
-            sq = self.coerce(sq, fp, node, explicit=True)
-            if name == "norm":
-                return ir.Math(fp, loc, "sqrt", [sq])
-            inv = ir.Math(fp, loc, "rsqrt", [sq])
-            if name == "norm_inv":
-                return inv
-            inv = self.once(inv, node, "inv_norm")
-            return self.elementwise(lambda a: self.binop("mul", a, inv, node), [m], node)
-        if name == "cross":
-            vector_only()
-            w = other()
-            if v.shape != w.shape or v.shape[0] not in (2, 3):
-                raise self.error(node, f"`.cross()` needs two 2- or 3-vectors, not {describe(v.shape)} and "
-                                       f"{describe(w.shape)}")
-            a, b = self.materialize(v, node, "lhs").items, self.materialize(w, node, "rhs").items
-
-            def det2(p, q, r, s):
-                return self.binop("sub", self.binop("mul", p, q, node), self.binop("mul", r, s, node), node)
-
-            if v.shape[0] == 2:
-                return det2(a[0], b[1], a[1], b[0])
-            return self.make_matrix((3,), [det2(a[1], b[2], a[2], b[1]), det2(a[2], b[0], a[0], b[2]),
-                                           det2(a[0], b[1], a[1], b[0])], node)
-        if name == "outer_product":
-            vector_only()
-            w = other()
-            a, b = self.materialize(v, node, "lhs").items, self.materialize(w, node, "rhs").items
-            return self.make_matrix((len(a), len(b)), [self.binop("mul", x, y, node) for x in a for y in b], node)
-        if name == "transpose":
-            if v.is_vector:
-                return self.make_matrix((1, v.shape[0]), v.items, node)
-            n, m = v.shape
-            return MatrixValue((m, n), [v.items[i * m + j] for j in range(m) for i in range(n)])
-        if name == "trace":
-            square()
-            return self.fold([v.at(i, i) for i in range(v.shape[0])], "add", node)
-        if name == "determinant":
-            square()
-            if v.shape[0] > 4:
-                raise self.error(node, "`.determinant()` is for matrices up to 4x4")
-            return self.determinant(self.materialize(v, node, "m"), node)
-        if name == "inverse":
-            square()
-            if v.shape[0] > 4:
-                raise self.error(node, "`.inverse()` is for matrices up to 4x4")
-            return self.inverse(self.materialize(v, node, "m"), node)
-        if name == "cast":
-            if len(args) != 1 or not isinstance(args[0], CT):
-                raise self.error(node, "`.cast(dtype)` takes a dtype")
-            dtype = self.as_dtype(args[0].value, node)
-            return self.make_matrix(v.shape, v.items, node, dtype)
-        if name == "to_list":
-            raise self.error(node, "`.to_list()` is for Python scope; in a kernel index the components")
-        raise self.error(node, f"`.{name}()` is not supported")
+        """``v.norm()``, ``m.transpose()``, ...: the method's handler in ``MATRIX_METHODS``."""
+        call = MethodCall(self, mv.value, mv.name, [self.expr(a) for a in node.args],
+                          {k.arg: self.expr(k.value) for k in node.keywords}, node)
+        if call.args and mv.name in _NO_ARGUMENTS:
+            raise self.error(node, f"`.{mv.name}()` takes no arguments")
+        method = MATRIX_METHODS.get(mv.name)
+        if method is None:
+            raise self.error(node, f"`.{mv.name}()` is not supported")
+        return method(self, call)
 
     def fold(self, items: list, op: str, node):
         out = items[0]
@@ -830,7 +753,8 @@ class MatrixLowering:
         if a.is_vector and b.is_vector:  # Quadrants' reading of `a @ b`: the dot product
             if a.shape != b.shape:
                 raise self.error(node, f"`@` of {describe(a.shape)} and {describe(b.shape)}: the sizes differ")
-            return self.fold([self.binop("mul", x, y, node) for x, y in zip(a.items, b.items)], "add", node)
+            return self.fold([self.binop("mul", x, y, node) for x, y in zip(a.items, b.items, strict=False)], "add",
+                             node)
         rows_a = (a.shape[0], a.shape[1]) if not a.is_vector else (1, a.shape[0])
         rows_b = (b.shape[0], b.shape[1]) if not b.is_vector else (b.shape[0], 1)
         if rows_a[1] != rows_b[0]:
@@ -900,13 +824,9 @@ class MatrixLowering:
         call, names = _bound_call(node)
 
         def one(*components):
-            saved = self.scope
-            self.scope = Scope(saved)
-            try:
-                self.scope.names.update(zip(names, components))
+            with self.scoped() as scope:
+                scope.names.update(zip(names, components, strict=False))
                 return call_scalar(call)
-            finally:
-                self.scope = saved
 
         return self.elementwise(one, values, node)
 
@@ -919,7 +839,7 @@ def _bound_call(node: ast.Call) -> tuple[ast.Call, list[str]]:
     if hit is None:
         names = [f"__qd_arg{k}" for k in range(len(node.args))]
         call = ast.Call(func=node.func, args=[ast.copy_location(ast.Name(id=n, ctx=ast.Load()), a)
-                                              for n, a in zip(names, node.args)], keywords=node.keywords)
+                                              for n, a in zip(names, node.args, strict=False)], keywords=node.keywords)
         hit = node._qd_bound_call = (ast.copy_location(call, node), names)
     return hit
 
@@ -932,7 +852,153 @@ def _cheap(e: ir.Expr) -> bool:
 
 
 def _walk(e: ir.Expr):
-    from ..ir.walk import iter_expr
-
     return iter_expr(e)
 
+
+# ----------------------------------------------------------------------------- methods
+
+
+@dataclass
+class MethodCall:
+    """A method called on a vector or matrix ``v``, with its arguments lowered."""
+
+    lo: KernelLowering
+    v: MatrixValue
+    name: str
+    args: list
+    kw: dict
+    node: ast.Call
+
+    def other(self, k: int = 0) -> MatrixValue:
+        if len(self.args) <= k or not isinstance(self.args[k], MatrixValue):
+            raise self.lo.error(self.node, f"`.{self.name}()` takes a vector or matrix")
+        return self.args[k]
+
+    def vector_only(self) -> None:
+        if not self.v.is_vector:
+            raise self.lo.error(self.node, f"`.{self.name}()` is for vectors; this is {describe(self.v.shape)}")
+
+    def square(self, largest: int | None = None) -> None:
+        shape = self.v.shape
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise self.lo.error(self.node, f"`.{self.name}()` needs a square matrix; this is {describe(shape)}")
+        if largest is not None and shape[0] > largest:
+            raise self.lo.error(self.node, f"`.{self.name}()` is for matrices up to {largest}x{largest}")
+
+
+@MATRIX_METHODS.handler("sum")
+def _sum(lo: KernelLowering, c: MethodCall):
+    return lo.fold(c.v.items, "add", c.node)
+
+
+@MATRIX_METHODS.handler("max", "min")
+def _extreme(lo: KernelLowering, c: MethodCall):
+    return lo.fold(c.v.items, c.name, c.node)
+
+
+@MATRIX_METHODS.handler("any", "all")
+def _any_all(lo: KernelLowering, c: MethodCall):
+    loc = lo.loc(c.node)
+    truths = [lo.truth(e, c.node) for e in c.v.items]
+    out = truths[0]
+    for t in truths[1:]:
+        out = ir.Logical(T.bool_, loc, "or" if c.name == "any" else "and", out, t)
+    return ir.Cast(T.i32, loc, out)
+
+
+@MATRIX_METHODS.handler("dot")
+def _dot(lo: KernelLowering, c: MethodCall):
+    c.vector_only()
+    v, w, node = c.v, c.other(), c.node
+    if w.shape != v.shape:
+        raise lo.error(node, f"`.dot()` of {describe(v.shape)} and {describe(w.shape)}")
+    return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items, strict=False)], "add", node)
+
+
+@MATRIX_METHODS.handler("norm_sqr", "norm", "norm_inv", "normalized")
+def _norm(lo: KernelLowering, c: MethodCall):
+    name, node, loc = c.name, c.node, lo.loc(c.node)
+    if name == "normalized":
+        c.vector_only()
+    eps = c.args[0] if c.args else c.kw.get("eps", CT(0))
+    m = lo.materialize(c.v, node, "tmp")
+    sq = lo.fold([lo.binop("mul", a, a, node) for a in m.items], "add", node)
+    if name == "norm_sqr":
+        return sq
+    if not (isinstance(eps, CT) and eps.value == 0):
+        sq = lo.binop("add", sq, eps, node)
+    sq = lo.to_expr(sq, node)
+    fp = sq.type if sq.type.is_float else T.defaults().fp
+    sq = lo.coerce(sq, fp, node, explicit=True)
+    if name == "norm":
+        return ir.Math(fp, loc, "sqrt", [sq])
+    inv = ir.Math(fp, loc, "rsqrt", [sq])
+    if name == "norm_inv":
+        return inv
+    inv = lo.once(inv, node, "inv_norm")
+    return lo.elementwise(lambda a: lo.binop("mul", a, inv, node), [m], node)
+
+
+@MATRIX_METHODS.handler("cross")
+def _cross(lo: KernelLowering, c: MethodCall):
+    c.vector_only()
+    v, w, node = c.v, c.other(), c.node
+    if v.shape != w.shape or v.shape[0] not in (2, 3):
+        raise lo.error(node, f"`.cross()` needs two 2- or 3-vectors, not {describe(v.shape)} and "
+                             f"{describe(w.shape)}")
+    a, b = lo.materialize(v, node, "lhs").items, lo.materialize(w, node, "rhs").items
+
+    def det2(p, q, r, s):
+        return lo.binop("sub", lo.binop("mul", p, q, node), lo.binop("mul", r, s, node), node)
+
+    if v.shape[0] == 2:
+        return det2(a[0], b[1], a[1], b[0])
+    return lo.make_matrix((3,), [det2(a[1], b[2], a[2], b[1]), det2(a[2], b[0], a[0], b[2]),
+                                 det2(a[0], b[1], a[1], b[0])], node)
+
+
+@MATRIX_METHODS.handler("outer_product")
+def _outer_product(lo: KernelLowering, c: MethodCall):
+    c.vector_only()
+    w, node = c.other(), c.node
+    a, b = lo.materialize(c.v, node, "lhs").items, lo.materialize(w, node, "rhs").items
+    return lo.make_matrix((len(a), len(b)), [lo.binop("mul", x, y, node) for x in a for y in b], node)
+
+
+@MATRIX_METHODS.handler("transpose")
+def _transpose(lo: KernelLowering, c: MethodCall):
+    v = c.v
+    if v.is_vector:
+        return lo.make_matrix((1, v.shape[0]), v.items, c.node)
+    n, m = v.shape
+    return MatrixValue((m, n), [v.items[i * m + j] for j in range(m) for i in range(n)])
+
+
+@MATRIX_METHODS.handler("trace")
+def _trace(lo: KernelLowering, c: MethodCall):
+    c.square()
+    return lo.fold([c.v.at(i, i) for i in range(c.v.shape[0])], "add", c.node)
+
+
+@MATRIX_METHODS.handler("determinant")
+def _determinant(lo: KernelLowering, c: MethodCall):
+    c.square(largest=4)
+    return lo.determinant(lo.materialize(c.v, c.node, "m"), c.node)
+
+
+@MATRIX_METHODS.handler("inverse")
+def _inverse(lo: KernelLowering, c: MethodCall):
+    c.square(largest=4)
+    return lo.inverse(lo.materialize(c.v, c.node, "m"), c.node)
+
+
+@MATRIX_METHODS.handler("cast")
+def _cast(lo: KernelLowering, c: MethodCall):
+    if len(c.args) != 1 or not isinstance(c.args[0], CT):
+        raise lo.error(c.node, "`.cast(dtype)` takes a dtype")
+    return lo.make_matrix(c.v.shape, c.v.items, c.node, lo.as_dtype(c.args[0].value, c.node))
+
+
+@MATRIX_METHODS.handler("to_list")
+def _to_list(lo: KernelLowering, c: MethodCall):
+    raise lo.error(c.node, "`.to_list()` is for Python scope; in a kernel index the components")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from dataclasses import dataclass, field
 
 from .. import lang
 from ..errors import call_mismatch
@@ -22,12 +23,13 @@ from ..ir.walk import all_exprs, all_stmts
 from ..lang.kernel import RefAnnotation
 from ..lang.matrix import MatrixType
 from .calls import template_params
-from .common import ast_nodes, calls_with_names, is_py_scalar, signature
+from .common import calls_with_names, is_py_scalar, signature, without_docstring
 from .kernel_scope import result_type
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .structs import leaves, member_type
 from .values import CT, ArrayHandle, MatrixValue, MatrixVar, ShapeHandle, StructValue, StructVar, TupleValue
+from ..errors import TranspileError
 
 # IR a real function cannot contain, and the user-facing name of what made it.
 _COLLECTIVE = {
@@ -37,16 +39,20 @@ _COLLECTIVE = {
 _EFFECTS = (ir.Store, ir.Print, ir.Fence, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)
 
 
+@dataclass
+class _RealCallArguments:
+    """A real function call's arguments, sorted by how they are passed."""
+
+    key: list                                                  # the signature: the function, then per parameter
+    fixed: dict[str, object] = field(default_factory=dict)     # name -> array handle or translation-time value
+    compound: dict[str, object] = field(default_factory=dict)  # name -> vector / matrix / struct type
+    scalars: list[tuple[str, T.DType, ir.Expr]] = field(default_factory=list)  # (flat name, dtype, value)
+    refs: list[tuple[str, ir.Local]] = field(default_factory=list)  # qd.ref parameters: the caller's variables
+    writebacks: list = field(default_factory=list)             # (kernel-scope variable, the local passed for it)
+
+
 class RealFuncLowering:
     """Real-function methods of KernelLowering."""
-
-    def init_real_funcs(self) -> None:
-        self.functions: list[ir.Function] = []                   # finished, callees first
-        self.function_keys: dict[tuple, ir.Function] = {}        # signature -> instantiation
-        self.function_stack: list[ir.Function] = []              # being lowered, outermost first
-        self.function_results: dict[str, object] = {}            # name -> its vector / matrix / struct result type
-        self.function_calls: dict[str, list[str]] = {}           # name -> names it calls
-        self.function_rngs: dict[str, ir.Local] = {}             # name -> its caller's random stream (an inout)
 
     @property
     def real_function(self) -> ir.Function | None:
@@ -55,64 +61,19 @@ class RealFuncLowering:
 
     def real_call(self, func: lang.RealFunc, node: ast.Call, instance: CT | None = None):
         """A call of a @qd.real_func (``instance``: the ``self`` of a method, a translation-time
-        value)."""
+        value): the function instantiated for the arguments' signature, and the call."""
         parsed = parse_function(func.fn)
-        fdef = parsed.node
         try:
             annotations = inspect.get_annotations(func.fn, eval_str=True)
         except Exception as exc:  # noqa: BLE001 - any failure evaluating user annotations
             raise self.error(node, f"cannot evaluate the annotations of @qd.real_func `{func.__name__}`: {exc}") \
                 from None
-        head = [instance] if instance is not None else []
-        args = head + [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        try:
-            bound = signature(func.fn).bind(*args, **kwargs)
-        except TypeError as exc:
-            raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
-        bound.apply_defaults()
-        arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args)))
-        key: list = [func.fn]
-        fixed: dict[str, object] = {}          # name -> array handle or translation-time value
-        compound: dict[str, object] = {}       # name -> vector / matrix / struct type
-        scalars: list[tuple[str, T.DType, ir.Expr]] = []
-        refs: list[tuple[str, ir.Local]] = []  # qd.ref parameters: the caller's variables
-        writebacks: list = []                  # (kernel-scope variable, the local passed for it)
-        for pname, value in bound.arguments.items():
-            at = arg_nodes.get(pname, node)
-            ann = lang.self_annotation(func.fn, pname, annotations.get(pname))
-            kind = lang.param_kind(ann) if ann is not None else None
-            if kind == "scalar":
-                dtype = T.python_type(ann) or ann
-                e = self.coerce(self.to_expr(value, at), dtype, at, explicit=True)
-                scalars.append((pname, dtype, e))
-                key.append((pname, dtype.name))
-            elif kind == "compound":  # a vector, matrix or struct: its scalars, each a parameter
-                for flat, dtype, path in leaves(ann, pname):
-                    e = self.coerce(self.to_expr(_component(self, value, path, at, pname), at), dtype, at, explicit=True)
-                    scalars.append((flat, dtype, e))
-                key.append((pname, repr(ann), id(ann)))
-                compound[pname] = ann
-            elif kind == "ref":
-                refs.append((pname, self.ref_argument(func, pname, T.python_type(ann.dtype) or ann.dtype, at,
-                                                      writebacks)))
-                key.append((pname, "ref", refs[-1][1].type.name))
-            elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
-                key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
-                fixed[pname] = value
-            elif ann is None:
-                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has no type annotation",
-                                 hint=f"a real function is compiled once per signature: annotate it, e.g. "
-                                      f"`{pname}: qd.i32`, `{pname}: qd.types.ndarray()` or `{pname}: qd.template()`")
-            else:
-                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has an unsupported "
-                                     f"annotation {ann!r}", hint="use a scalar type (qd.i32, qd.f32, int, float, "
-                                                                 "bool), an ndarray annotation or qd.template()")
-        result = self.function_result(func, fdef, annotations)
-        fn = self.function_keys.get(tuple(key))
+        args = self.real_call_arguments(func, node, instance, annotations)
+        result = self.function_result(func, parsed.node, annotations)
+        fn = self.function_keys.get(tuple(args.key))
         if fn is None:
-            fn = self.lower_function(func, parsed, tuple(key), fixed, [(n, t) for n, t, _ in scalars], result,
-                                     compound, [(n, v.type) for n, v in refs])
+            fn = self.lower_function(func, parsed, tuple(args.key), args.fixed, [(n, t) for n, t, _ in args.scalars],
+                                     result, args.compound, [(n, v.type) for n, v in args.refs])
         elif fn in self.function_stack:
             # A call back into a function still being lowered: recursion. Every function on
             # the cycle is recursive; the callee is defined after the caller, so it is
@@ -125,16 +86,69 @@ class RealFuncLowering:
         caller = self.function_stack[-1].name if self.function_stack else None
         if caller is not None and fn.name not in self.function_calls[caller]:
             self.function_calls[caller].append(fn.name)
+        return self.emit_real_call(fn, result, args, node)
+
+    def real_call_arguments(self, func: lang.RealFunc, node: ast.Call, instance: CT | None,
+                            annotations: dict) -> _RealCallArguments:
+        """The call's arguments, each as its parameter's annotation passes it, and the
+        signature they make (the key of the function's instantiation)."""
+        head = [instance] if instance is not None else []
+        values = head + [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        try:
+            bound = signature(func.fn).bind(*values, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
+        bound.apply_defaults()
+        arg_nodes = dict(zip(bound.arguments, [node.func] * len(head) + list(node.args), strict=False))
+        args = _RealCallArguments([func.fn])
+        for pname, value in bound.arguments.items():
+            at = arg_nodes.get(pname, node)
+            ann = lang.self_annotation(func.fn, pname, annotations.get(pname))
+            kind = lang.param_kind(ann) if ann is not None else None
+            if kind == "scalar":
+                dtype = T.python_type(ann) or ann
+                e = self.coerce(self.to_expr(value, at), dtype, at, explicit=True)
+                args.scalars.append((pname, dtype, e))
+                args.key.append((pname, dtype.name))
+            elif kind == "compound":  # a vector, matrix or struct: its scalars, each a parameter
+                for flat, dtype, path in leaves(ann, pname):
+                    e = self.to_expr(_component(self, value, path, at, pname), at)
+                    e = self.coerce(e, dtype, at, explicit=True)
+                    args.scalars.append((flat, dtype, e))
+                args.key.append((pname, repr(ann), id(ann)))
+                args.compound[pname] = ann
+            elif kind == "ref":
+                args.refs.append((pname, self.ref_argument(func, pname, T.python_type(ann.dtype) or ann.dtype, at,
+                                                           args.writebacks)))
+                args.key.append((pname, "ref", args.refs[-1][1].type.name))
+            elif kind in ("template", "ndarray") or isinstance(value, (ArrayHandle, ShapeHandle)):
+                args.key.append((pname, self.fixed_argument(func, pname, ann, kind, value, at)))
+                args.fixed[pname] = value
+            elif ann is None:
+                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has no type annotation",
+                                 hint=f"a real function is compiled once per signature: annotate it, e.g. "
+                                      f"`{pname}: qd.i32`, `{pname}: qd.types.ndarray()` or `{pname}: qd.template()`")
+            else:
+                raise self.error(at, f"parameter `{pname}` of @qd.real_func `{func.__name__}` has an unsupported "
+                                     f"annotation {ann!r}", hint="use a scalar type (qd.i32, qd.f32, int, float, "
+                                                                 "bool), an ndarray annotation or qd.template()")
+        return args
+
+    def emit_real_call(self, fn: ir.Function, result, args: _RealCallArguments, node: ast.Call):
+        """The call of ``fn``: a statement, or an expression where Python's order of effects
+        allows it; a compound result comes back in locals of ours."""
         loc = self.loc(node)
+        scalars, writebacks = [e for _, _, e in args.scalars], args.writebacks
         # our variables it takes by reference, then our random stream where it draws
-        inouts = [v for _, v in refs] + ([self.random_state(loc)] if fn.name in self.function_rngs else [])
+        inouts = [v for _, v in args.refs] + ([self.random_state(loc)] if fn.name in self.function_rngs else [])
         if result is not None and not isinstance(result, T.DType):  # its scalars come back in locals of ours
             outs = [self.new_temp(f"{fn.name}_{flat}", ir.Const(dtype, loc, 0), node)
                     for flat, dtype, _ in _result_leaves(result, "r")]
-            self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, [e for _, _, e in scalars], outs + inouts)))
+            self.emit(ir.ExprStmt(loc, ir.Call(ir.VOID, loc, fn.name, scalars, outs + inouts)))
             self.store_back(writebacks, loc)
             return _value_of(result, [ir.LocalRef(v.type, loc, v) for v in outs])
-        call = ir.Call(result or ir.VOID, loc, fn.name, [e for _, _, e in scalars], inouts)
+        call = ir.Call(result or ir.VOID, loc, fn.name, scalars, inouts)
         if result is None:
             self.emit(ir.ExprStmt(loc, call))
             self.store_back(writebacks, loc)
@@ -239,7 +253,7 @@ class RealFuncLowering:
                     continue
                 else:
                     continue
-                passed = list(zip(params, call.args)) + [(k.arg, k.value) for k in call.keywords]
+                passed = list(zip(params, call.args, strict=False)) + [(k.arg, k.value) for k in call.keywords]
                 found |= {a.id for p, a in passed if isinstance(a, ast.Name) and p in by_ref}
             found = frame.ref_names = frozenset(found)
         return found
@@ -251,14 +265,14 @@ class RealFuncLowering:
         (a top-level local that serial code shares between tasks, or a parallel loop updates)
         goes through a local of its value, stored back after the call (into ``writebacks``)."""
         what = f"argument `{pname}` of @qd.real_func `{func.__name__}`"
-        bound, scope = self.scope.lookup(at.id) if isinstance(at, ast.Name) else (None, None)
-        shared = self.shared_for_update(bound, scope) if self.in_parallel and scope is self.kernel_scope else \
+        bound, scope = self.body.scope.lookup(at.id) if isinstance(at, ast.Name) else (None, None)
+        shared = self.shared_for_update(bound, scope) if self.body.in_parallel and scope is self.kernel_scope else \
             self.shared_for_read(bound, scope)
         if shared is not None:
             if shared.type != dtype:
                 raise self.error(at, f"{what} is a qd.ref({dtype.name}) parameter; `{at.id}` is {shared.type.name}",
                                  hint=f"declare it as {dtype.name}, e.g. `{at.id} = qd.{dtype.name}(0)`")
-            if self.in_parallel:
+            if self.body.in_parallel:
                 self.warn(at, "shared-store", f"every thread of this parallel loop passes `{at.id}`, a variable "
                                               f"defined outside it, to a qd.ref parameter of `{func.__name__}`: "
                                               "after the loop it holds one thread's value (a race, as in Quadrants)",
@@ -299,25 +313,10 @@ class RealFuncLowering:
         by_name = {v.name: v for v in locals_}
         for pname, t in (compound or {}).items():  # the callee's own variable of that type
             scope.names[pname] = _var_of(t, [by_name[flat] for flat, _, _ in leaves(t, pname)])
-        saved = (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
-                 self.frame_declares, self.statement_call, self.static_jumps)
-        self.block, self.scope, self.in_parallel, self.loop_depth, self.static_jumps = [], scope, False, 0, []
-        self.inline_stack, self.library_site, self.frame_declares, self.statement_call = [], None, [], None
-        self.frames.append(frame)
-        self.function_stack.append(fn)
-        try:
-            body = fdef.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                body = body[1:]
+        with self.function_body(frame, scope) as stmts:
+            body = without_docstring(fdef)
             for st in self.static_select(body):
                 self.stmt(st)
-            stmts = self.block
-        finally:
-            self.function_stack.pop()
-            self.frames.pop()
-            (self.block, self.scope, self.in_parallel, self.loop_depth, self.inline_stack, self.library_site,
-             self.frame_declares, self.statement_call, self.static_jumps) = saved
         if result is not None and not (stmts and isinstance(stmts[-1], ir.Return)):
             # Falling off the end returns zero, as Quadrants' real functions do.
             end = parsed.loc(fdef.body[-1]) if fdef.body else fn.loc
@@ -347,7 +346,7 @@ class RealFuncLowering:
         else:
             values = [self.expr(s.value)]
         scalars = []
-        for t, value, k in zip(items, values, range(len(items))):
+        for t, value, k in zip(items, values, range(len(items)), strict=False):
             value = self.as_matrix(value, s.value)  # `return (x, y)` for a vector
             want = member_type(t)
             if isinstance(want, T.DType):
@@ -362,7 +361,7 @@ class RealFuncLowering:
                                           "value is not one")
             scalars += [self.coerce(self.to_expr(_component(self, value, path, s.value, "result"), s.value), dtype,
                                     s.value) for _, dtype, path in leaves(t, "r")]
-        for out, e in zip(fn.outputs, scalars):
+        for out, e in zip(fn.outputs, scalars, strict=False):
             self.emit(ir.Assign(loc, out, e))
         self.emit(ir.Return(loc, None))
 
@@ -444,8 +443,6 @@ def _component(lo, value, path: tuple, node, pname: str):
 
 
 def _check_body(name: str, stmts: list[ir.Stmt]) -> None:
-    from ..errors import TranspileError
-
     for node in list(all_stmts(stmts)) + list(all_exprs(stmts)):
         what = _COLLECTIVE.get(type(node))
         if what is not None:

@@ -17,11 +17,6 @@ from .values import CT, ArrayHandle, MatrixValue, StructValue
 class SparseLowering:
     """Sparse-field methods of KernelLowering."""
 
-    def init_sparse(self) -> None:
-        self.sparse_fields: dict[str, SNode] = {}  # field parameter name -> the level it is placed in
-        self.pending_guard: SNode | None = None     # set by loop_ranges for a struct-for over sparse cells
-        self.visited: dict[int, set] = {}           # id(level) -> the loop variables of struct-fors over its cells
-
     # ------------------------------------------------------------------ the levels' own fields
 
     def level_mask(self, level: SNode, loc: ir.Loc) -> ir.Param:
@@ -62,7 +57,8 @@ class SparseLowering:
         cond = None
         for level in space.path():
             if level.kind == "dynamic":
-                length = ir.Load(T.i32, loc, self.level_mask(level, loc), self.parent_cells(level, space, indices, node))
+                mask = self.level_mask(level, loc)
+                length = ir.Load(T.i32, loc, mask, self.parent_cells(level, space, indices, node))
                 j = self.cell_indices(level, space, indices, node)[level.dynamic_axis]
                 c = ir.Compare(T.bool_, loc, "lt", j, length)
             elif level.kind in ("pointer", "bitmasked"):
@@ -135,7 +131,7 @@ class SparseLowering:
         if len(items) != n:
             raise self.error(node, f"the SNode takes {n} index(es) here, not {len(items)}")
         out = []
-        for e, sub in zip(items, subs):
+        for e, sub in zip(items, subs, strict=False):
             x = self.to_expr(e, sub)
             if not x.type.is_int:
                 raise self.error(sub, f"an SNode index is an integer, not {x.type.name}")
@@ -162,8 +158,8 @@ class SparseLowering:
             if name == "length":
                 return ir.Load(T.i32, loc, lengths, cell)
             return self.append(level, cell, node)
-        level = self.snode_arg(node.args[0], f"qd.{name}",
-                               ("pointer", "bitmasked", "dynamic") if name == "deactivate" else ("pointer", "bitmasked"))
+        kinds = ("pointer", "bitmasked", "dynamic") if name == "deactivate" else ("pointer", "bitmasked")
+        level = self.snode_arg(node.args[0], f"qd.{name}", kinds)
         n = len(level._parent.shape) if level.kind == "dynamic" else len(level.shape)
         cell = self.snode_indices(node.args[1], n)
         if name == "is_active":
@@ -228,17 +224,16 @@ class SparseLowering:
                                            f"the value has {len(scalars)}")
         a = level.dynamic_axis
         index = [*cell[:a], old, *cell[a:]]
-        saved, self.block = self.block, []
         k = 0
-        for f in fields:
-            p = self.field_param(f, self.name_of_field(f), loc)
-            comps = _components(f.element_shape)
-            for comp in comps:
-                e = self.coerce(self.to_expr(scalars[k], node), p.type.dtype, node)
-                # (not through emit: the atomic add made the slot part of the list already)
-                self.block.append(ir.Store(loc, p, index + [ir.Const(T.i32, loc, c) for c in comp], e))
-                k += 1
-        body, self.block = self.block, saved
+        with self.collecting() as body:
+            for f in fields:
+                p = self.field_param(f, self.name_of_field(f), loc)
+                comps = _components(f.element_shape)
+                for comp in comps:
+                    e = self.coerce(self.to_expr(scalars[k], node), p.type.dtype, node)
+                    # (not through emit: the atomic add made the slot part of the list already)
+                    body.append(ir.Store(loc, p, index + [ir.Const(T.i32, loc, c) for c in comp], e))
+                    k += 1
         self.emit(ir.If(loc, ir.Compare(T.bool_, loc, "lt", old, ir.Const(T.i32, loc, level.capacity)), body, []))
         return old
 
@@ -253,8 +248,8 @@ class SparseLowering:
             return
         self.emit(ir.Store(loc, self.level_mask(level, loc), cell, ir.Const(T.i32, loc, 0)))
         if level.kind == "pointer":
-            self.zero_region(level, cell, level.subtree_fields(), [d for d in level.subtree_levels() if d.mask is not None],
-                             node)
+            masked = [d for d in level.subtree_levels() if d.mask is not None]
+            self.zero_region(level, cell, level.subtree_fields(), masked, node)
 
     def zero_region(self, level: SNode, cell: list[ir.Expr], fields: list, levels: list[SNode], node) -> None:
         """Zero what lies under cell ``cell`` of ``level`` in each of ``fields`` and in the
@@ -286,7 +281,8 @@ class SparseLowering:
             var.nonneg = True
             loops.append((var, begin, span))
             index.append(ir.LocalRef(T.i32, loc, var))
-        body = [ir.Store(loc, array, index + [ir.Const(T.i32, loc, c) for c in comp], ir.Const(array.type.dtype, loc, 0))
+        zero = ir.Const(array.type.dtype, loc, 0)
+        body = [ir.Store(loc, array, index + [ir.Const(T.i32, loc, c) for c in comp], zero)
                 for comp in _components(element_shape)]
         for var, begin, span in reversed(loops):
             stop = ir.Const(T.i32, loc, span) if isinstance(begin, ir.Const) and begin.value == 0 else \

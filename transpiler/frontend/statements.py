@@ -3,7 +3,7 @@ break / continue / return."""
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
 from .. import lang
 from ..ir import nodes as ir
@@ -20,6 +20,7 @@ from .values import (
 )
 from ..lang.matrix import MatrixType
 from .scopes import Scope
+from .matrices import component_suffixes, describe
 
 
 
@@ -84,7 +85,7 @@ class StatementLowering:
         if isinstance(s.value, ast.Call) and self.is_call_to(s.value, "loop_config"):
             self.loop_config(s.value, top_level=False)  # checked; before an inner loop it changes nothing
             return
-        self.statement_call = s.value if isinstance(s.value, ast.Call) else None
+        self.body.statement_call = s.value if isinstance(s.value, ast.Call) else None
         v = self.expr(s.value)
         if isinstance(v, ir.Expr) and has_side_effects(v):
             self.emit(ir.ExprStmt(self.loc(s), v))
@@ -95,7 +96,7 @@ class StatementLowering:
         if self.is_static_call(s.value) and all(isinstance(t, ast.Name) for t in s.targets):
             value = self.expr(s.value)  # `n = qd.static(...)` names a translation-time value (or a field)
             for t in s.targets:
-                self.scope.names[t.id] = value
+                self.body.scope.names[t.id] = value
             return
         value = self.expr(s.value)
         if len(s.targets) > 1:
@@ -121,14 +122,14 @@ class StatementLowering:
             raise self.error(s.annotation, f"`{ast.unparse(s.annotation)}` is not a scalar type",
                              hint="annotate a local with a scalar type such as qd.f32")
         name = s.target.id
-        bound, _ = self.scope.lookup(name)
-        if name in self.scope.names and isinstance(bound, ir.Local):
+        bound, _ = self.body.scope.lookup(name)
+        if name in self.body.scope.names and isinstance(bound, ir.Local):
             raise self.error(s.target, f"`{name}` is already declared in this block")
         var = ir.Local(name, dtype, self.loc(s.target))
         init = None
         if s.value is not None:
             init = self.coerce(self.rvalue(s.value), dtype, s.value, explicit=True)
-        self.scope.names[name] = var
+        self.body.scope.names[name] = var
         self.emit(ir.Declare(self.loc(s), var, init))
 
     def declare_annotated_matrix(self, s: ast.AnnAssign, mt: MatrixType) -> None:
@@ -145,14 +146,14 @@ class StatementLowering:
                 raise self.error(s.value, f"`{s.target.id}` is annotated {mt!r} but is given a value of shape "
                                           f"{value.shape}")
             value = self.make_matrix(mt.shape, value.items, s, dtype)
-        self.scope.names[s.target.id] = self.declare_matrix(s.target.id, value, s)
+        self.body.scope.names[s.target.id] = self.declare_matrix(s.target.id, value, s)
 
     def assign(self, target: ast.expr, value, stmt: ast.stmt) -> None:
         if self.assign_tile(target, value, stmt):
             return
         if isinstance(target, ast.Name):
             if target.id == "_":  # a throwaway name: each assignment a new variable, of the value's own type
-                self.scope.names.pop("_", None)
+                self.body.scope.names.pop("_", None)
             self.assign_name(target, value, stmt)
         elif isinstance(target, ast.Attribute) and (member := self.resolve_var(target)) is not None:
             self.assign_var(*member, value, target, stmt)
@@ -174,7 +175,7 @@ class StatementLowering:
             # every target is a name and no right-hand side reads what one of them holds.
             written: set = set()
             for t in target.elts:
-                bound = self.scope.lookup(t.id)[0] if isinstance(t, ast.Name) else None
+                bound = self.body.scope.lookup(t.id)[0] if isinstance(t, ast.Name) else None
                 written.update(component_locals(bound))
                 if isinstance(bound, KernelVar):
                     written.add(bound.param)
@@ -182,7 +183,7 @@ class StatementLowering:
                 (n.var if isinstance(n, ir.LocalRef) else n.array if isinstance(n, ir.Load) else None) in written
                 for item in items for e in _scalars(item) for n in iter_expr(e))
             temps = items if independent else [self.frozen(item, stmt) for item in items]
-            for t, item in zip(target.elts, temps):
+            for t, item in zip(target.elts, temps, strict=False):
                 self.assign(t, item, stmt)
         elif isinstance(target, ast.Attribute):
             raise self.error(target, "assigning to an attribute is not supported in kernels")
@@ -222,36 +223,42 @@ class StatementLowering:
 
     def assign_name(self, target: ast.Name, value, stmt: ast.stmt) -> None:
         name = target.id
-        bound, scope = self.scope.lookup(name)
+        bound, scope = self.body.scope.lookup(name)
         if isinstance(value, (ArraySlice, OuterProduct)):
             self.bind_slice(target, value, bound)
             return
-        if isinstance(bound, ir.Local) and not self.in_parallel:
+        if isinstance(bound, ir.Local) and not self.body.in_parallel:
             # A top-level local an earlier serial task declared: this serial task has no
             # declaration of it, so it lives in a scratch buffer from here on, as for a read
             # (`r = x[0]`, a parallel loop, then `r = 0`: the fuzzer's seed 1733).
             bound = self.shared_for_read(bound, scope) or bound
-        if isinstance(bound, ir.Local) and self.in_parallel and scope is self.kernel_scope and not bound.loop_var:
+        if isinstance(bound, ir.Local) and self.body.in_parallel and scope is self.kernel_scope and not bound.loop_var:
             bound = self.shared_for_update(bound, scope)  # every thread stores into the variable's buffer
         if isinstance(bound, KernelVar):
             v = self.coerce(self.to_expr(value, target), bound.type, stmt)
-            if self.in_parallel:
+            if self.body.in_parallel:
                 self.warn_shared_store(v, target, name)
             self.emit(ir.Store(self.loc(stmt), bound.param, [], v))
             return
         if isinstance(bound, (MatrixVar, StructVar)):
             self.assign_var(bound, scope, value, target, stmt)
             return
-        if isinstance(bound, ir.Local) and isinstance(value, StructValue):
+        if isinstance(bound, ir.Local):
+            self.assign_local_name(bound, scope, value, target, stmt)
+            return
+        self.bind_name(bound, scope, value, target, stmt)
+
+    def assign_local_name(self, bound: ir.Local, scope, value, target: ast.Name, stmt: ast.stmt) -> None:
+        """``x = value`` where ``x`` is a scalar local already."""
+        name = target.id
+        if isinstance(value, StructValue):
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold a struct", hint="use a new name")
-        if isinstance(bound, ir.Local) and isinstance(value, MatrixValue):
-            from .matrices import describe
-
+        if isinstance(value, MatrixValue):
             raise self.error(target, f"`{name}` is a {bound.type.name} scalar (from its first assignment at line "
                                      f"{bound.loc.line}); it cannot hold {describe(value.shape)}",
                              hint="use a new name for the vector")
-        if isinstance(bound, ir.Local) and bound.loop_var and scope is self.scope:
+        if bound.loop_var and scope is self.body.scope:
             # `i = qd.cast(i, qd.i32)` in the loop's own body: a new local from here to the end of
             # this iteration, as in Python (the next iteration takes the range's next value)
             v = self.to_expr(value, target)
@@ -259,19 +266,22 @@ class StatementLowering:
             self.emit(ir.Declare(self.loc(stmt), var, v))
             scope.names[name] = var
             return
-        if isinstance(bound, ir.Local):
-            self.check_writable(bound, scope, target)
-            v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
-            self.emit(ir.Assign(self.loc(stmt), bound, v))
-            return
+        self.check_writable(bound, scope, target)
+        v = self.coerce(self.to_expr(value, target), bound.type, stmt, assigning=bound)
+        self.emit(ir.Assign(self.loc(stmt), bound, v))
+
+    def bind_name(self, bound, scope, value, target: ast.Name, stmt: ast.stmt) -> None:
+        """``x = value`` where ``x`` names no variable yet (or a parameter, an alias): a new
+        variable, or an alias of an array or a translation-time object."""
+        name = target.id
         if isinstance(value, MatrixValue):
-            self.scope.names[name] = self.declare_matrix(name, value, target)
+            self.body.scope.names[name] = self.declare_matrix(name, value, target)
             return
         if isinstance(value, TupleValue):  # `w = [a, b, c]`: each item computed once, read by index
-            self.scope.names[name] = self.freeze_sequence(name, value, target)
+            self.body.scope.names[name] = self.freeze_sequence(name, value, target)
             return
         if isinstance(value, StructValue):
-            self.scope.names[name] = self.declare_struct(name, value, target)
+            self.body.scope.names[name] = self.declare_struct(name, value, target)
             return
         if isinstance(value, CT) and isinstance(value.value, str):
             raise self.error(stmt.value if hasattr(stmt, "value") else target, "strings are not supported in kernels")
@@ -279,7 +289,7 @@ class StatementLowering:
             value.array.name = name  # a SharedArray takes the name it is first bound to
         if isinstance(value, (ArrayHandle, ShapeHandle)) or (
                 isinstance(value, CT) and not is_py_scalar(value.value)):
-            self.scope.names[name] = value  # an alias of an array or a translation-time object
+            self.body.scope.names[name] = value  # an alias of an array or a translation-time object
             return
         if isinstance(bound, (ir.Param, ArrayHandle)) and scope is not None and scope.parent is None:
             raise self.error(target, f"cannot assign to parameter `{name}`",
@@ -289,7 +299,7 @@ class StatementLowering:
         if v.type.is_int and self.frame.stores.get(name, 0) == 1 and name not in self.ref_names():
             # Its one value, for good (a call that takes it by reference may change it)
             var.nonneg, var.bounds = nonneg(v), value_range(v)
-        self.scope.names[name] = var
+        self.body.scope.names[name] = var
         self.emit(ir.Declare(self.loc(stmt), var, v))
 
     def freeze_sequence(self, name: str, value: TupleValue, node) -> TupleValue:
@@ -309,7 +319,7 @@ class StatementLowering:
             raise self.error(node, f"{what} cannot be used in @qd.real_func `{self.function_stack[-1].name}`: a real "
                                    "function runs on its calling thread alone, outside the block's collective context",
                              hint="make it a @qd.func (inlined into the kernel)")
-        if not self.in_parallel:
+        if not self.body.in_parallel:
             raise self.error(node, f"{what} works on the threads of a block: call it inside a parallel "
                                    "(top-level) loop")
 
@@ -324,8 +334,8 @@ class StatementLowering:
         if var.loop_var:
             raise self.error(node, f"cannot assign to the loop variable `{var.name}`",
                              hint="assign to a new local instead")
-        if self.in_parallel:
-            s = self.scope
+        if self.body.in_parallel:
+            s = self.body.scope
             while s is not None and s is not scope:
                 if s.task_root:
                     raise self.race(node, shown or var.name)
@@ -358,27 +368,8 @@ class StatementLowering:
             return
         op = BINOPS[type(s.op)]
         if isinstance(s.target, ast.Name):
-            bound, scope = self.scope.lookup(s.target.id)
-            if isinstance(bound, MatrixVar):
-                value = self.as_matrix(self.expr(s.value), s.value)  # `v += [1, 0]`
-                if isinstance(value, MatrixValue) and value.shape != bound.shape:
-                    from .matrices import describe
-
-                    raise self.error(s, f"shape mismatch: {describe(bound.shape)} and {describe(value.shape)}")
-                from .matrices import component_suffixes
-
-                parts = value.items if isinstance(value, MatrixValue) else [value] * len(bound.locals)
-                # `v += v.yx`: a component that reads one updated before it reads the old value
-                parts = self.copied_where_read_early(bound.locals, parts, s, component_suffixes(bound.shape))
-                for local, part in zip(bound.locals, parts):
-                    self.update_local(local, scope, op, part, s, s.target)
-                return
-            if isinstance(bound, ir.Local) or self.shared_for_read(bound, scope) is not None:
-                self.update_local(bound, scope, op, None, s, s.target)
-                return
-            if bound is None and self.global_lookup(s.target.id) is None:
-                raise self.error(s.target, f"undefined name `{s.target.id}`")
-            raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
+            self.update_name(s, op)
+            return
         if isinstance(s.target, ast.Attribute) and (member := self.resolve_var(s.target)) is not None \
                 and not isinstance(member[0], StructVar):
             self.assign_var(*member, self.binop(op, self.expr(s.target), self.expr(s.value), s), s.target, s)
@@ -391,7 +382,7 @@ class StatementLowering:
                     raise self.error(s, f"{len(places)} components cannot be updated by {len(value.items)}")
                 parts = value.items if isinstance(value, MatrixValue) else [value] * len(places)
                 parts = self.copied_where_read_early(places, parts, s, [p.name for p in places])
-                for local, part in zip(places, parts):
+                for local, part in zip(places, parts, strict=False):
                     self.update_local(local, found[1], op, part, s, s.target)
                 return
             self.assign_component(s.target, self.binop(op, self.expr(s.target), self.expr(s.value), s), s)
@@ -417,6 +408,27 @@ class StatementLowering:
             return
         raise self.error(s.target, "cannot update this expression")
 
+    def update_name(self, s: ast.AugAssign, op: str) -> None:
+        """``x op= value``, ``v op= value`` on a variable."""
+        bound, scope = self.body.scope.lookup(s.target.id)
+        if isinstance(bound, MatrixVar):
+            value = self.as_matrix(self.expr(s.value), s.value)  # `v += [1, 0]`
+            if isinstance(value, MatrixValue) and value.shape != bound.shape:
+                raise self.error(s, f"shape mismatch: {describe(bound.shape)} and {describe(value.shape)}")
+
+            parts = value.items if isinstance(value, MatrixValue) else [value] * len(bound.locals)
+            # `v += v.yx`: a component that reads one updated before it reads the old value
+            parts = self.copied_where_read_early(bound.locals, parts, s, component_suffixes(bound.shape))
+            for local, part in zip(bound.locals, parts, strict=False):
+                self.update_local(local, scope, op, part, s, s.target)
+            return
+        if isinstance(bound, ir.Local) or self.shared_for_read(bound, scope) is not None:
+            self.update_local(bound, scope, op, None, s, s.target)
+            return
+        if bound is None and self.global_lookup(s.target.id) is None:
+            raise self.error(s.target, f"undefined name `{s.target.id}`")
+        raise self.error(s.target, f"cannot update `{s.target.id}`: it is not a local variable")
+
     def update_local(self, bound, scope, op: str, value, s: ast.AugAssign, target: ast.Name) -> None:
         """``x op= value`` on a local (or one component of a vector): a reduction or an
         atomic when it is a kernel-scope variable updated by a parallel loop. ``value``:
@@ -427,7 +439,7 @@ class StatementLowering:
             if op in ATOMIC_AUGASSIGN or op == "mul":
                 self.update_var(shared, ATOMIC_AUGASSIGN.get(op, op), value, s, f"`{SYMBOL[op]}=`",
                                 result_used=False)
-            elif self.in_parallel:
+            elif self.body.in_parallel:
                 raise self.race(target, bound.name)
             else:
                 cur = self.load_var(shared, self.loc(target))
@@ -463,14 +475,10 @@ class StatementLowering:
     def stmt_While(self, s: ast.While) -> None:
         if s.orelse:
             raise self.error(s, "while/else is not supported in kernels")
-        saved, self.block = self.block, []
-        cond = self.condition(s.test)
-        pre, self.block = self.block, saved
-        self.loop_depth += 1
-        try:
+        with self.collecting() as pre:
+            cond = self.condition(s.test)
+        with self.loop_body():
             body = self.lower_block(s.body)
-        finally:
-            self.loop_depth -= 1
         loc = self.loc(s)
         if pre:  # the condition needs statements: evaluate them on every iteration
             exit_ = ir.If(loc, ir.Unary(T.bool_, loc, "not", cond), [ir.Break(loc)], [])
@@ -494,31 +502,21 @@ class StatementLowering:
         # qd.ndrange, an ndarray, qd.grouped: nested serial loops, outermost first.
         ranges, grouped = self.loop_ranges(it)
         guard = self.take_guard()
-        self.push_scope()
-        try:
+        with self.scoped():
             bound = self.bind_loop_targets(s.target, ranges, grouped)
             loop_vars, ranges = self.loop_order(it, bound, ranges)
-            self.nested_ranges(s, list(zip(loop_vars, ranges)), (guard, bound))
-        finally:
-            self.pop_scope()
+            self.nested_ranges(s, list(zip(loop_vars, ranges, strict=False)), (guard, bound))
 
     def nested_ranges(self, s: ast.For, dims, guard: tuple = (None, [])) -> None:
         (var, (begin, end)), rest = dims[0], dims[1:]
         loc = self.loc(s)
-        self.push_scope()
-        saved, self.block = self.block, []
-        self.loop_depth += 1
-        try:
+        with self.scoped(), self.collecting() as body, self.loop_body():
             if rest:
                 self.nested_ranges(s, rest, guard)
             else:
                 self.struct_for_guard(*guard, s)
                 for st in s.body:
                     self.stmt(st)
-        finally:
-            self.loop_depth -= 1
-            body, self.block = self.block, saved
-            self.pop_scope()
         self.emit(ir.For(loc, var, begin, end, ir.Const(T.i32, loc, 1), 1, body))
 
     def serial_range(self, s: ast.For) -> None:
@@ -526,16 +524,16 @@ class StatementLowering:
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error(it, "range() takes 1 to 3 positional arguments")
         vals = [self.expr(a) for a in it.args]
-        typed = [self.to_expr(v, a) for v, a in zip(vals, it.args)]
-        for e, a in zip(typed, it.args):
+        typed = [self.to_expr(v, a) for v, a in zip(vals, it.args, strict=False)]
+        for e, a in zip(typed, it.args, strict=False):
             if not e.type.is_int:
                 raise self.error(a, f"range() needs integer arguments, not {e.type.name}")
         loc = self.loc(s)
         t = T.i32
-        for e, v in zip(typed, vals):
+        for e, v in zip(typed, vals, strict=False):
             if not isinstance(v, CT):
                 t = T.promote(t, e.type)
-        typed = [self.coerce(e, t, a) for e, a in zip(typed, it.args)]
+        typed = [self.coerce(e, t, a) for e, a in zip(typed, it.args, strict=False)]
         zero, one = ir.Const(t, loc, 0), ir.Const(t, loc, 1)
         if len(typed) == 1:
             start, stop, step = zero, typed[0], one
@@ -563,19 +561,12 @@ class StatementLowering:
             step = self.hoist(step, "step", s)
         if not isinstance(s.target, ast.Name):
             raise self.error(s.target, "a loop variable must be a plain name")
-        self.push_scope()
         var = ir.Local(s.target.id, t, self.loc(s.target), loop_var=True, bounds=loop_bounds(start, stop, sign, t))
         var.nonneg = nonneg(start) and sign > 0
-        self.scope.names[s.target.id] = var
-        saved, self.block = self.block, []
-        self.loop_depth += 1
-        try:
+        with self.scoped() as scope, self.collecting() as body, self.loop_body():
+            scope.names[s.target.id] = var
             for st in s.body:
                 self.stmt(st)
-        finally:
-            self.loop_depth -= 1
-            body, self.block = self.block, saved
-            self.pop_scope()
         self.emit(ir.For(loc, var, start, stop, step, sign, body))
 
     def hoist(self, e: ir.Expr, base: str, node: ast.AST) -> ir.Expr:
@@ -643,52 +634,43 @@ class StatementLowering:
             return None
         loc = self.loc(s)
         once = ir.Local("once", T.i32, loc, loop_var=True)
-        saved, self.block = self.block, []
-        self.loop_depth += 1
-        self.static_jumps.append((self.loop_depth, flag))
-        try:
+        with self.collecting() as body, self.loop_body(), self.static_jump_target(flag):
             lower_body()
-        finally:
-            self.static_jumps.pop()
-            self.loop_depth -= 1
-            body, self.block = self.block, saved
         return ir.For(loc, once, ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, 1), ir.Const(T.i32, loc, 1), 1, body)
 
     def static_copy(self, s: ast.For, item) -> None:
-        self.push_scope()
-        try:
+        with self.scoped():
             self.bind_static_target(s.target, item)
             for st in s.body:
                 self.stmt(st)
-        finally:
-            self.pop_scope()
 
     def bind_static_target(self, target: ast.expr, item) -> None:
         if isinstance(target, ast.Name) and isinstance(item, StaticIndex):  # qd.static(qd.grouped(qd.ndrange()))
-            self.scope.names[target.id] = self.make_matrix((len(item),), [CT(k) for k in item], target, T.i32)
+            self.body.scope.names[target.id] = self.make_matrix((len(item),), [CT(k) for k in item], target, T.i32)
         elif isinstance(target, ast.Name):  # a field or a Python-scope vector in the list is what a kernel sees of it
-            self.scope.names[target.id] = self.module_object(CT(item), target.id, target)
+            self.body.scope.names[target.id] = self.module_object(CT(item), target.id, target)
         elif isinstance(target, ast.Tuple):
             items = list(item)
             if len(items) != len(target.elts):
                 raise self.error(target, f"cannot unpack {len(items)} values into {len(target.elts)} names")
-            for t, v in zip(target.elts, items):
+            for t, v in zip(target.elts, items, strict=False):
                 self.bind_static_target(t, v)
         else:
             raise self.error(target, "a loop variable must be a plain name")
 
     def stmt_Break(self, s: ast.Break) -> None:
-        if self.static_jumps and self.static_jumps[-1][0] == self.loop_depth and self.static_jumps[-1][1] is not None:
+        jumps = self.body.static_jumps
+        if jumps and jumps[-1][0] == self.body.loop_depth and jumps[-1][1] is not None:
             loc = self.loc(s)
-            self.emit(ir.Assign(loc, self.static_jumps[-1][1], ir.Const(T.bool_, loc, True)))
-        if self.loop_depth == 0:
-            raise self.error(s, "break outside a serial loop" if not self.in_parallel else
+            self.emit(ir.Assign(loc, jumps[-1][1], ir.Const(T.bool_, loc, True)))
+        if self.body.loop_depth == 0:
+            raise self.error(s, "break outside a serial loop" if not self.body.in_parallel else
                              "break is not allowed in a parallel loop: its iterations run on different threads",
-                             hint=None if not self.in_parallel else "use `continue` to skip an iteration")
+                             hint=None if not self.body.in_parallel else "use `continue` to skip an iteration")
         self.emit(ir.Break(self.loc(s)))
 
     def stmt_Continue(self, s: ast.Continue) -> None:
-        if self.loop_depth == 0 and not self.in_parallel:
+        if self.body.loop_depth == 0 and not self.body.in_parallel:
             raise self.error(s, "continue outside a loop")
         self.emit(ir.Continue(self.loc(s)))
 
@@ -710,8 +692,8 @@ class StatementLowering:
                     e = self.to_expr(item, s.value)
                     var = ir.Local(f"{frame.result_name}_{k}", e.type, self.loc(s))
                     frame.returns_tuple.append(var)
-                    self.frame_declares.append(ir.Declare(self.loc(s), var, None))
-            for var, item in zip(frame.returns_tuple, value.items):
+                    self.body.frame_declares.append(ir.Declare(self.loc(s), var, None))
+            for var, item in zip(frame.returns_tuple, value.items, strict=False):
                 self.emit(ir.Assign(self.loc(s), var, self.coerce(self.to_expr(item, s.value), var.type, s.value)))
             return
         if isinstance(value, (MatrixValue, StructValue)) or isinstance(frame.result, (MatrixVar, StructVar)):
@@ -720,7 +702,7 @@ class StatementLowering:
         e = self.to_expr(value, s.value)
         if frame.result is None:
             frame.result = ir.Local(frame.result_name, frame.return_type or e.type, self.loc(s))
-            self.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
+            self.body.frame_declares.append(ir.Declare(self.loc(s), frame.result, None))
         self.emit(ir.Assign(self.loc(s), frame.result, self.coerce(e, frame.result.type, s.value,
                                                                    explicit=frame.return_type is not None)))
 
@@ -737,18 +719,16 @@ class StatementLowering:
 
     def result_var(self, name: str, value, loc: ir.Loc):
         """An uninitialized variable shaped like ``value``, declared where the inlined call is."""
-        from .matrices import component_suffixes
-
         if isinstance(value, MatrixValue):
             var = MatrixVar(value.shape, [ir.Local(f"{name}_{c}", e.type, loc)
-                                          for c, e in zip(component_suffixes(value.shape), value.items)])
-            self.frame_declares.extend(ir.Declare(loc, v, None) for v in var.locals)
+                                          for c, e in zip(component_suffixes(value.shape), value.items, strict=False)])
+            self.body.frame_declares.extend(ir.Declare(loc, v, None) for v in var.locals)
             return var
         if isinstance(value, StructValue):
             return StructVar(value.type, {k: self.result_var(f"{name}_{k}", m, loc) for k, m in value.members.items()})
         e = self.to_expr(value, loc)
         var = ir.Local(name, e.type, loc)
-        self.frame_declares.append(ir.Declare(loc, var, None))
+        self.body.frame_declares.append(ir.Declare(loc, var, None))
         return var
 
     def assign_result(self, var, value, node) -> None:
@@ -761,7 +741,7 @@ class StatementLowering:
         elif isinstance(var, MatrixVar):
             if not isinstance(value, MatrixValue) or value.shape != var.shape:
                 raise self.error(node, "this function returns values of different shapes")
-            for local, e in zip(var.locals, value.items):
+            for local, e in zip(var.locals, value.items, strict=False):
                 self.emit(ir.Assign(loc, local, self.coerce(e, local.type, node)))
         else:
             if isinstance(value, (MatrixValue, StructValue)):
@@ -776,7 +756,7 @@ class StatementLowering:
         # otherwise; so does this translation. Its names must still exist: a typo in one is
         # reported.
         for n in ast.walk(s.test):
-            if isinstance(n, ast.Name) and self.scope.lookup(n.id)[0] is None and self.global_lookup(n.id) is None:
+            if isinstance(n, ast.Name) and self.body.scope.lookup(n.id)[0] is None and self.global_lookup(n.id) is None:
                 raise self.error(n, f"undefined name `{n.id}`")
         # What the condition does besides testing still happens, as in Quadrants: a call of a
         # @qd.func or @qd.real_func (which may write memory) or an atomic in it.

@@ -23,6 +23,8 @@ from .matrices import component_suffixes
 from .values import (
     CT, ArrayHandle, BoundMethod, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue, map_scalars,
 )
+from .. import lang
+from .common import has_side_effects
 
 
 def member_type(t):
@@ -41,7 +43,7 @@ def leaves(t, prefix: str) -> list[tuple[str, T.DType, tuple]]:
         shape = t.shape
         comps = [(k,) for k in range(shape[0])] if len(shape) == 1 else \
             [(i, j) for i in range(shape[0]) for j in range(shape[1])]
-        return [(f"{prefix}_{s}", dtype, c) for s, c in zip(component_suffixes(shape), comps)]
+        return [(f"{prefix}_{s}", dtype, c) for s, c in zip(component_suffixes(shape), comps, strict=False)]
     out = []
     for name, mt in t.members.items():
         out += [(n, d, (name,) + path) for n, d, path in leaves(mt, f"{prefix}_{name}")]
@@ -57,7 +59,7 @@ class StructLowering:
         names = list(st.members)
         if len(node.args) > len(names):
             raise self.error(node, f"{st.name} has {len(names)} member(s), given {len(node.args)} values")
-        given = dict(zip(names, node.args))
+        given = dict(zip(names, node.args, strict=False))
         for kw in node.keywords:
             if kw.arg not in st.members:
                 raise self.error(kw, f"{st.name} has no member `{kw.arg}`",
@@ -79,7 +81,7 @@ class StructLowering:
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 raise self.error(value_node, "qd.Struct's member names are strings known at translation time")
             if isinstance(value_node, ast.Dict):
-                value = self.anonymous_struct(list(zip(value_node.keys, value_node.values)), value_node)
+                value = self.anonymous_struct(list(zip(value_node.keys, value_node.values, strict=False)), value_node)
             else:
                 value = self.as_matrix(self.expr(value_node), value_node)
             if isinstance(value, StructValue):
@@ -197,14 +199,14 @@ class StructLowering:
         if copied is items:
             return value
         # (the same expression in two places is copied in both: the copy holds its old value)
-        new = {id(old): e for old, e in zip(items, copied) if e is not old}
+        new = {id(old): e for old, e in zip(items, copied, strict=False) if e is not old}
         return map_scalars(value, lambda e: new.get(id(e), e))
 
     def resolve_var(self, node: ast.expr):
         """The variable a name or a member chain (``p``, ``p.pos``, ``s.inner.v``) denotes:
         (var, scope), or None when it is not a variable."""
         if isinstance(node, ast.Name):
-            bound, scope = self.scope.lookup(node.id)
+            bound, scope = self.body.scope.lookup(node.id)
             return (bound, scope) if isinstance(bound, (MatrixVar, StructVar)) else None
         if isinstance(node, ast.Attribute):
             inner = self.resolve_var(node.value)
@@ -255,7 +257,7 @@ class StructLowering:
         target = s.target
         if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
             return False
-        value, _ = self.scope.lookup(target.value.id)
+        value, _ = self.body.scope.lookup(target.value.id)
         add = getattr(getattr(value, "type", None), "_qd_add_entry", None) if isinstance(value, StructValue) else None
         if add is None:
             return False
@@ -272,8 +274,6 @@ class StructLowering:
         """A vector / matrix / struct parameter (its scalars, each a parameter) or a Python
         dataclass parameter (its members, each a parameter): the value the kernel sees, and
         the parameters in order."""
-        from .. import lang
-
         loc = self.loc(a)
         if lang.param_kind(ann) == "compound":
             params = [ir.Param(flat, dtype, index + k, loc) for k, (flat, dtype, _) in enumerate(leaves(ann, name))]
@@ -325,8 +325,6 @@ class StructLowering:
 
 
 def _has_effects(e: ir.Expr) -> bool:
-    from .common import has_side_effects
-
     return has_side_effects(e)
 
 

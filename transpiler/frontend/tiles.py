@@ -143,12 +143,12 @@ class TileLowering:
             return v
 
         if isinstance(value, ArraySlice):
-            rows = tuple(freeze(v, p) for v, p in zip(value.rows, ("r0", "r1")))
-            cols = tuple(freeze(v, p) for v, p in zip(value.cols, ("c0", "c1"))) if value.cols else None
+            rows = tuple(freeze(v, p) for v, p in zip(value.rows, ("r0", "r1"), strict=False))
+            cols = tuple(freeze(v, p) for v, p in zip(value.cols, ("c0", "c1"), strict=False)) if value.cols else None
             value = ArraySlice(value.array, freeze(value.batch, "b"), rows, cols, freeze(value.col, "col"), value.text)
         else:
             value = OuterProduct(freeze(value.a, "a"), freeze(value.b, "b"), value.text)
-        self.scope.names[target.id] = value
+        self.body.scope.names[target.id] = value
 
     def extent(self, array: ir.Array, dim: int, loc: ir.Loc):
         """The length of a dimension: known now (a field, a SharedArray) or read at run time."""

@@ -21,10 +21,11 @@ from ..errors import TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
-from .common import bind_arguments, closure_vars, is_library, store_counts
+from .common import bind_arguments, closure_vars, is_library, store_counts, without_docstring
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar, bound_method
+from .common import has_side_effects, is_simple
 
 _expanding: dict[object, bool] = {}  # Func.fn -> whether a top-level call of it makes tasks
 
@@ -102,30 +103,24 @@ class TopLevelCallLowering:
         leading = []  # a method's self
         if isinstance(func, BoundMethod):
             func, leading = func.func, [func.value]
-        if func.fn in self.inline_stack:
+        if func.fn in self.body.inline_stack:
             raise self.error(node, f"recursion is not supported: `{func.__name__}` calls itself",
                              hint="unroll it with `for k in qd.static(range(...))`")
         # The arguments are the caller's expressions; statements they need run serially.
-        saved_block, self.block = self.block, self.serial
-        if self.serial_loc is None:
-            self.serial_loc = self.loc(node)
-        try:
+        if self.serial.loc is None:
+            self.serial.loc = self.loc(node)
+        with self.task(self.serial.task):
             args = leading + [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        finally:
-            self.block = saved_block
-        if not self.serial:
-            self.serial_loc = None
+        if not self.serial.stmts:
+            self.serial.loc = None
         parsed = parse_function(func.fn)
         fdef = parsed.node
         try:
             arguments = bind_arguments(func.fn, args, kwargs)
         except TypeError as exc:
             raise self.error(node, f"bad arguments to `{func.__name__}`: {call_mismatch(exc)}") from None
-        body = fdef.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
+        body = without_docstring(fdef)
         for st in body:
             for sub in ast.walk(st):
                 if isinstance(sub, ast.Return):
@@ -134,39 +129,36 @@ class TopLevelCallLowering:
                                          hint="write results to an ndarray or field argument")
         call_site = self.loc(node)
         annotations = inspect.get_annotations(func.fn, eval_str=True) if fdef.args.args else {}
-        saved_scope, saved_kernel_scope, saved_site = self.scope, self.kernel_scope, self.library_site
         # The callee sees its parameters and its globals; its top-level names are kernel-scope
         # names (a serial result another task reads moves to a scratch buffer, as in a kernel).
-        root = Scope(saved_scope, isolated=True)
-        self.scope = self.kernel_scope = root
-        if is_library(parsed.file):
-            self.library_site = call_site
-        self.frames.append(_FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result"))
-        self.inline_stack.append(func.fn)
+        root = Scope(self.body.scope, isolated=True)
+        self.kernel_scope, outer_kernel_scope = root, self.kernel_scope
+        frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
         try:
-            for pname, value in arguments.items():
-                if isinstance(value, (CT, ArrayHandle, ShapeHandle, StructVar, StructValue, MatrixValue)) \
-                        or value is None:
-                    if isinstance(value, CT) and pname in store_counts(fdef) and not callable(value.value):
-                        self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node,
-                                                  call_site, True)
-                        continue
-                    root.names[pname] = value
-                    continue
-                self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node, call_site,
-                                          pname in store_counts(fdef))
-            self.top_level(body)
+            with self.inlining(frame, root, call_site if is_library(parsed.file) else None):
+                self.bind_top_level_arguments(root, arguments, fdef, annotations, node, call_site)
+                self.top_level(body)
         finally:
-            self.frames.pop()
-            self.inline_stack.pop()
-            self.scope, self.kernel_scope, self.library_site = saved_scope, saved_kernel_scope, saved_site
+            self.kernel_scope = outer_kernel_scope
+
+    def bind_top_level_arguments(self, root: Scope, arguments: dict, fdef: ast.FunctionDef, annotations: dict,
+                                 node: ast.Call, call_site: ir.Loc) -> None:
+        for pname, value in arguments.items():
+            if isinstance(value, (CT, ArrayHandle, ShapeHandle, StructVar, StructValue, MatrixValue)) \
+                    or value is None:
+                if isinstance(value, CT) and pname in store_counts(fdef) and not callable(value.value):
+                    self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node,
+                                              call_site, True)
+                    continue
+                root.names[pname] = value
+                continue
+            self.bind_top_level_value(root, pname, self.to_expr(value, node), annotations, node, call_site,
+                                      pname in store_counts(fdef))
 
     def bind_top_level_value(self, root: Scope, pname: str, e: ir.Expr, annotations: dict, node: ast.Call,
                              site: ir.Loc, assigned: bool = True) -> None:
         """A run-time argument: a top-level variable of the callee, recomputed (re-read) by
         every task that uses it; one with a side effect is evaluated once, serially."""
-        from .common import has_side_effects, is_simple
-
         ann = T.python_type(annotations.get(pname)) or annotations.get(pname)
         if isinstance(ann, T.DType):
             e = self.coerce(e, ann, node, explicit=True)
@@ -179,11 +171,11 @@ class TopLevelCallLowering:
         # A serial local is declared only in its serial task: a copy made there moves to a
         # scratch buffer when the callee's tasks read it, as a kernel's own serial result does.
         if has_side_effects(e) or reads_serial:
-            if self.serial_loc is None:
-                self.serial_loc = site
-            self.serial.append(decl)
+            if self.serial.loc is None:
+                self.serial.loc = site
+            self.serial.stmts.append(decl)
             self.serial_locals.setdefault(var, site)
-            self.serial_declared.add(var)
+            self.serial.declared.add(var)
         else:
             self.uniform_defs.append(decl)
             self.top_level_locals.add(var)
