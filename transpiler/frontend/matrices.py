@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from ..ir import nodes as ir
 from ..ir import types as T
-from ..lang.matrix import SWIZZLE_SETS, MatrixType
+from ..lang.matrix import MatrixType
+from ..lang.swizzle import SWIZZLE_SETS
 from .common import has_side_effects, is_py_scalar
 from .handlers import HandlerTable
 from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, MethodValue, TupleValue

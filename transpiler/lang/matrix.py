@@ -15,7 +15,6 @@ from typing import Any
 
 from ..ir.types import DType, python_type
 from .kernel import Func, builtin, comptime
-from .swizzle import SWIZZLE_SETS  # noqa: F401 - the frontend reads it here
 
 from typing import TYPE_CHECKING
 

@@ -1,6 +1,6 @@
 """The built-in operations of the kernel language (``qd.cast``, ``qd.select``, math
 functions, atomics, ...). Each is a marker: the frontend recognises it by identity and
-lowers the call to an IR node (``frontend/intrinsics.py``); calling one outside a kernel is
+lowers the call to an IR node (``frontend/intrinsics/``); calling one outside a kernel is
 an error."""
 from __future__ import annotations
 
