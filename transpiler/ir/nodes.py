@@ -640,26 +640,3 @@ class Kernel:
 
     def function(self, name: str) -> Function:
         return next(f for f in self.functions if f.name == name)
-
-    def called_by(self, stmts: list[Stmt]) -> list[Function]:
-        """The functions ``stmts`` call, directly or not, in definition order."""
-        from .walk import all_exprs  # noqa: PLC0415 - walk imports these nodes
-
-        if not self.functions:  # most kernels call no @qd.real_func: no walk
-            return []
-        seen = {e.function for e in all_exprs(stmts) if isinstance(e, Call)}
-        todo = list(seen)
-        while todo:
-            for name in self.function(todo.pop()).calls:
-                if name not in seen:
-                    seen.add(name)
-                    todo.append(name)
-        return [f for f in self.functions if f.name in seen]
-
-    def code(self, task: Task) -> list[Stmt]:
-        """Every statement ``task``'s entry point may run: its own and those of the
-        functions it calls."""
-        code = task.code()
-        for f in self.called_by(code):
-            code = code + f.body
-        return code

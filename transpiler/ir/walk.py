@@ -182,6 +182,29 @@ def kernel_node_kinds(kernel: ir.Kernel) -> frozenset[type]:
                              node_kinds([st for f in kernel.functions for st in f.body]))
 
 
+def called_by(kernel: ir.Kernel, stmts: list[ir.Stmt]) -> list[ir.Function]:
+    """The functions ``stmts`` call, directly or not, in ``kernel``'s definition order."""
+    if not kernel.functions:  # most kernels call no @qd.real_func: no walk
+        return []
+    seen = {e.function for e in all_exprs(stmts) if isinstance(e, ir.Call)}
+    todo = list(seen)
+    while todo:
+        for name in kernel.function(todo.pop()).calls:
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return [f for f in kernel.functions if f.name in seen]
+
+
+def task_code(kernel: ir.Kernel, task: ir.Task) -> list[ir.Stmt]:
+    """Every statement ``task``'s entry point may run: its own and those of the functions it
+    calls."""
+    code = task.code()
+    for f in called_by(kernel, code):
+        code = code + f.body
+    return code
+
+
 def contains(kernel: ir.Kernel, *classes: type) -> bool:
     """Whether a node of one of ``classes`` (or of a subclass) is anywhere in ``kernel``."""
     return any(issubclass(k, classes) for k in kernel_node_kinds(kernel))

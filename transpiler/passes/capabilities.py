@@ -1,20 +1,54 @@
 """Does a kernel need what a target lacks? One check against the target's capability flags,
 run by the pipeline before any target-specific pass, so no target has to remember it: f64,
 recursion, system-scope fences and NVSHMEM, each a located error at the first place the
-kernel needs it, with the target's reason."""
+kernel needs it, with the target's reason. The capability flags are described here, below
+the targets that set them, so the passes read them without importing a target."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import per_kernel
-from ..ir.walk import all_exprs, all_stmts, contains, iter_expr
+from ..ir.records import record
+from ..ir.walk import all_exprs, all_stmts, contains, iter_expr, task_code
 
-if TYPE_CHECKING:
-    from ..targets.target import Target
+
+@record(frozen=True)
+class Capabilities:
+    """What a target can express. The pipeline rejects a kernel that needs more (at its
+    line, with the target's ``why_not`` reason), the passes emulate what has an emulation,
+    and the hazard checker knows which memory-order idioms are portable to it."""
+
+    f64: bool = True
+    system_scope: bool = False      # a fence ordering accesses for the host and other devices
+    nvshmem: bool = False           # NVSHMEM's device API (qd.shmem)
+    block_votes: bool = False       # a fused barrier-with-reduction for block.sync_*_nonzero
+    # Whether a device-scope fence orders plain (non-atomic) stores for other blocks. Metal's
+    # atomic_thread_fence orders atomic accesses only (the Metal Shading Language specification,
+    # as Quadrants' grid.mem_fence guide warns), so a plain-store publication is not safe there.
+    fence_orders_plain_stores: bool = True
+    recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
+    warp_api: bool = False          # CUDA's masked warp intrinsics (qd.simt.warp)
+    # qd.simt.subgroup and what is built on it (the block library, register tiles): the dialect
+    # spells its operations (``Dialect.subgroup``); without them each use is a located error.
+    subgroups: bool = True
+    # A @qd.real_func's parameters passed by reference: its vector, matrix or struct result
+    # parts, qd.ref parameters, the caller's random stream (C has no references).
+    references: bool = True
+
+
+class TargetProfile(Protocol):
+    """What the passes read of a target (targets/target.py's ``Target``, a layer above): its
+    names for messages, its capabilities, and why it lacks each one it lacks."""
+
+    name: str
+    title: str                        # the language as people name it ("Metal")
+    caps: Capabilities
+    why_not: dict[str, str]           # capability -> why the target lacks it
+
 
 _SHMEM_STMTS = (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)
 _SHMEM_EXPRS = (ir.ShmemOp, ir.ShmemMyPe, ir.ShmemNPes)
@@ -27,7 +61,7 @@ def _first(locs: list[ir.Loc]) -> ir.Loc | None:
 def _code(kernel: ir.Kernel):
     """Each task's statements (prelude, body, epilogue), with those of the functions it calls."""
     for task in kernel.tasks:
-        yield task, kernel.code(task)
+        yield task, task_code(kernel, task)
 
 
 @per_kernel
@@ -98,7 +132,7 @@ def first_warp_op(kernel: ir.Kernel) -> ir.WarpOp | None:
     return min(found, key=lambda e: (e.loc.line, e.loc.col), default=None)
 
 
-def check_capabilities(kernel: ir.Kernel, target: Target, targets: Iterable[Target]) -> None:
+def check_capabilities(kernel: ir.Kernel, target: TargetProfile, targets: Iterable[TargetProfile]) -> None:
     """A located error where ``kernel`` needs something ``target`` cannot express. ``targets``:
     every target there is (the registry is above the passes), read only to name in an error
     those that have what the kernel needs; a lazy iterable costs nothing when none is raised."""

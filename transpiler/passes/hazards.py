@@ -30,7 +30,6 @@ Warnings can be silenced on their line with a `# qd: ignore-hazard` comment.
 from __future__ import annotations
 
 import linecache
-from typing import TYPE_CHECKING
 
 from ..errors import Diagnostic, TranspileError
 from ..ir import nodes as ir
@@ -38,9 +37,7 @@ from ..ir.records import record
 from ..ir.walk import (
     all_stmts, attributes, children, contains, iter_expr, node_kinds, references, stmt_exprs, task_node_kinds,
 )
-
-if TYPE_CHECKING:
-    from ..targets.target import Target
+from .capabilities import TargetProfile
 
 UNIFORM, SUBGROUP, THREAD = 0, 1, 2
 _LEVEL_WORDS = {SUBGROUP: "the subgroup (lane) it runs in", THREAD: "the thread index"}
@@ -242,7 +239,7 @@ def _exits(stmts: list[ir.Stmt]) -> bool:
 
 
 class _Checker:
-    def __init__(self, task: ir.Task, target: Target, subgroup_size: int | None):
+    def __init__(self, task: ir.Task, target: TargetProfile, subgroup_size: int | None):
         self.task = task
         self.target = target
         self.subgroup_size = subgroup_size
@@ -383,7 +380,7 @@ class _Checker:
                          "the kernel into two launches"))
 
 
-def check_hazards(kernel: ir.Kernel, target: Target, subgroup_size: int | None = None) -> list[Hazard]:
+def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None = None) -> list[Hazard]:
     """Errors raise a TranspileError (the first one); warnings are returned, minus the
     silenced ones."""
     found: list[Hazard] = []

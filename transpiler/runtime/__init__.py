@@ -30,7 +30,7 @@ from ..ir import types as T
 from ..ir.evaluate import evaluate, uniform_env
 from ..ir.memo import freeze
 from ..ir.records import record
-from ..ir.walk import all_exprs, all_stmts
+from ..ir.walk import all_exprs, all_stmts, task_code
 from ..lang.buffer_view import BufferView
 from ..lang.external import is_tensor, tensor_argument
 from ..lang.field import instance_key
@@ -153,7 +153,7 @@ def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
     """The ndarray parameters some task stores to or updates atomically."""
     out: set[str] = set()
     for task in kernel.tasks:
-        code = kernel.code(task)
+        code = task_code(kernel, task)
         written = [st.array for st in all_stmts(code) if isinstance(st, ir.Store)]
         written += [e.array for e in all_exprs(code) if isinstance(e, ir.Atomic)]
         out.update(a.name for a in written if isinstance(a, ir.Param))

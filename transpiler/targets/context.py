@@ -5,14 +5,19 @@ fill it; they keep nothing of their own between calls."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..ir import nodes as ir
 from ..ir.records import record, field
+from ..passes.capabilities import TargetProfile
 from .dialect import Dialect, Helper
 
-if TYPE_CHECKING:
-    from .target import Target
+
+class TranslatingTarget(TargetProfile, Protocol):
+    """What a translation reads of its target (target.py's ``Target``, which creates the
+    context and so sits above it): the passes' profile and the dialect's spellings."""
+
+    dialect: Dialect
 
 
 @record
@@ -145,7 +150,7 @@ class EntryPoint:
 
 @record
 class TranslationContext:
-    target: Target
+    target: TranslatingTarget
     kernel: ir.Kernel        # after the target's passes (block-vote emulation, atomics legalization)
     options: Options
     names: ParamNames

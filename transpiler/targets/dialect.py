@@ -9,15 +9,22 @@ into the renderer's ``Usage``.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.records import record, field
 
-if TYPE_CHECKING:
-    from .renderer import Renderer
+
+class Rendering(Protocol):
+    """What a dialect's spellings ask of the renderer that calls them (renderer.py's
+    ``Renderer``, which renders with a dialect and so sits above it)."""
+
+    def text(self, e: ir.Expr, min_prec: int = 0) -> str: ...
+    def narrow(self, text: str, prec: int, t: T.DType) -> tuple[str, int]: ...
+    def helper(self, name: str, t: T.DType, **extra) -> str: ...
+    def array_name(self, array: ir.Array) -> str: ...
 
 # C operator precedence (higher binds tighter).
 PREC_PRIMARY, PREC_UNARY, PREC_MUL, PREC_ADD, PREC_SHIFT = 16, 15, 13, 12, 11
@@ -171,7 +178,7 @@ class Dialect:
     def cast(self, text: str, t: T.DType) -> str:
         return f"{self.types[t.name]}({text})"
 
-    def math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
+    def math(self, r: Rendering, e: ir.Math, args: list[str]) -> str:
         raise NotImplementedError
 
     def compute_type(self, t: T.DType) -> T.DType:
@@ -181,7 +188,7 @@ class Dialect:
     def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
         raise NotImplementedError
 
-    def binop_special(self, r: Renderer, e: ir.BinOp) -> tuple[str, int] | None:
+    def binop_special(self, r: Rendering, e: ir.BinOp) -> tuple[str, int] | None:
         """Python's floor division, modulo and integer power, as helper calls."""
         t = e.type
         if e.op == "floordiv" and t.kind == "uint":
@@ -197,14 +204,14 @@ class Dialect:
 
     # ---------------------------------------------------------------- memory
 
-    def array_ref(self, r: Renderer, array: ir.Array, index: str) -> str:
+    def array_ref(self, r: Rendering, array: ir.Array, index: str) -> str:
         return f"{r.array_name(array)}[{index}]"
 
-    def shared_decl(self, r: Renderer, array: ir.SharedArray, name: str) -> str:
+    def shared_decl(self, r: Rendering, array: ir.SharedArray, name: str) -> str:
         """The declaration of a block-shared array in an entry point's body."""
         raise TranspileError(f"shared arrays are not supported on the {self.name} target yet", array.loc)
 
-    def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
+    def volatile_load(self, r: Rendering, e: ir.VolatileLoad, ref: str) -> str:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- atomics and memory order
@@ -236,13 +243,13 @@ class Dialect:
         (what ``atomic`` calls, and what the lowering tables show)."""
         raise NotImplementedError
 
-    def atomic(self, r: Renderer, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
+    def atomic(self, r: Rendering, e: ir.Atomic, ref: str, value: str, expected: str | None) -> str:
         raise NotImplementedError
 
     def fence(self, scope: str, loc: ir.Loc) -> tuple[str, ...]:
         return self.fences[scope]
 
-    def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
+    def print(self, r: Rendering, st: ir.Print, args: list[str]) -> str:
         raise TranspileError(f"print() is not supported on the {self.name} target", st.loc,
                              hint="remove it, or translate for a target that can print (CUDA, HIP, GLSL)")
 
@@ -253,11 +260,11 @@ class Dialect:
             raise TranspileError(f"{scope} barriers are not supported on the {self.name} target yet", loc)
         return self.barriers[scope]
 
-    def block_vote(self, r: Renderer, e: ir.BlockVote, pred: str) -> str:
+    def block_vote(self, r: Rendering, e: ir.BlockVote, pred: str) -> str:
         raise TranspileError(f"block.sync_{e.op}_nonzero is not supported on the {self.name} target yet", e.loc)
 
-    def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
+    def subgroup(self, r: Rendering, e: ir.SubgroupOp, args: list[str]) -> str:
         raise TranspileError(f"subgroup.{e.op} is not supported on the {self.name} target yet", e.loc)
 
-    def warp(self, r: Renderer, e: ir.WarpOp, args: list[str]) -> str:
+    def warp(self, r: Rendering, e: ir.WarpOp, args: list[str]) -> str:
         raise TranspileError(f"qd.simt.warp.{e.name}() is not supported on the {self.name} target", e.loc)

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..ir import nodes as ir
 from ..ir.evaluate import uniform_env
-from ..ir.records import record
+from ..ir.walk import called_by
+from ..passes.capabilities import Capabilities
 from ..passes.tasks import task_loop
 from .context import EntryPoint, Needs, Options, TranslationContext, Usage
 from .dialect import Dialect
@@ -24,30 +25,6 @@ MAX_BLOCKS = 65535  # grid-stride loops cover larger ranges; every API accepts t
 # Blocks for a task whose range is read on the device (the host cannot size its grid): its
 # grid-stride loop is correct with any number, this many keep a large GPU busy.
 DYNAMIC_BLOCKS = 1024
-
-
-@record(frozen=True)
-class Capabilities:
-    """What a target can express. The pipeline rejects a kernel that needs more (at its
-    line, with the target's ``why_not`` reason), the passes emulate what has an emulation,
-    and the hazard checker knows which memory-order idioms are portable to it."""
-
-    f64: bool = True
-    system_scope: bool = False      # a fence ordering accesses for the host and other devices
-    nvshmem: bool = False           # NVSHMEM's device API (qd.shmem)
-    block_votes: bool = False       # a fused barrier-with-reduction for block.sync_*_nonzero
-    # Whether a device-scope fence orders plain (non-atomic) stores for other blocks. Metal's
-    # atomic_thread_fence orders atomic accesses only (the Metal Shading Language specification,
-    # as Quadrants' grid.mem_fence guide warns), so a plain-store publication is not safe there.
-    fence_orders_plain_stores: bool = True
-    recursion: bool = False         # a function may call itself (a recursive @qd.real_func)
-    warp_api: bool = False          # CUDA's masked warp intrinsics (qd.simt.warp)
-    # qd.simt.subgroup and what is built on it (the block library, register tiles): the dialect
-    # spells its operations (``Dialect.subgroup``); without them each use is a located error.
-    subgroups: bool = True
-    # A @qd.real_func's parameters passed by reference: its vector, matrix or struct result
-    # parts, qd.ref parameters, the caller's random stream (C has no references).
-    references: bool = True
 
 
 class Target:
@@ -151,7 +128,7 @@ class Target:
         params = self.signature(r, ctx, task)
         self.declare_shared(r, task)
         r.block(task_loop(task, self.stepped_indices(ctx)), 0)
-        functions = [r.function(f) for f in ctx.kernel.called_by(task.code())]
+        functions = [r.function(f) for f in called_by(ctx.kernel, task.code())]
         origin = f"{os.path.basename(task.loc.file)}:{task.loc.line}"
         shared = sum(s.type.nbytes for s in task.shared)
         entry = EntryPoint(ctx.names.entries[task.name], task.kind, task.block_dim if parallel else 1, origin, params,

@@ -41,7 +41,7 @@ import numpy as np
 from ...errors import ToolchainMissing
 from ...ir import nodes as ir
 from ...ir.records import record, field
-from ...ir.walk import all_exprs, all_stmts
+from ...ir.walk import all_exprs, all_stmts, called_by
 from ...targets import get_target, names
 from .. import Backend, Launch, Translation, entries_by_task, profile, warm_up
 
@@ -594,7 +594,7 @@ def _grid_free(kernel: ir.Kernel, task: ir.Task) -> bool:
     """Thread and block indices, shared arrays and collectives make the grid show (in the
     task's body or a function it calls). The epilogue does not: it is a reduction's block fold
     and one atomic per block (frontend/kernel_scope.py), the same total on any grid."""
-    code = task.body + [st for f in kernel.called_by(task.body) for st in f.body]
+    code = task.body + [st for f in called_by(kernel, task.body) for st in f.body]
     return all(isinstance(st, _GRID_FREE_STMTS) and not _in_shared(st) for st in all_stmts(code)) \
         and all(isinstance(e, _GRID_FREE_EXPRS) and not _in_shared(e) for e in all_exprs(code))
 
