@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..ir import nodes as ir
 from ..ir import types as T
@@ -27,9 +26,6 @@ from .handlers import HandlerTable
 from .values import CT, ArrayHandle, KernelVar, MatrixValue, MatrixVar, MethodValue, TupleValue
 from ..ir.walk import iter_expr
 from .common import ATOMIC_AUGASSIGN, SYMBOL
-
-if TYPE_CHECKING:
-    from .lower import KernelLowering
 
 MATRIX_METHODS = HandlerTable()  # a vector's or matrix's methods, by name (the handlers end this module)
 _NO_ARGUMENTS = ("sum", "max", "min", "any", "all", "norm_sqr", "trace", "transpose", "determinant", "inverse")
@@ -863,7 +859,7 @@ def _walk(e: ir.Expr):
 class MethodCall:
     """A method called on a vector or matrix ``v``, with its arguments lowered."""
 
-    lo: KernelLowering
+    lo: MatrixLowering
     v: MatrixValue
     name: str
     args: list
@@ -888,17 +884,17 @@ class MethodCall:
 
 
 @MATRIX_METHODS.handler("sum")
-def _sum(lo: KernelLowering, c: MethodCall):
+def _sum(lo: MatrixLowering, c: MethodCall):
     return lo.fold(c.v.items, "add", c.node)
 
 
 @MATRIX_METHODS.handler("max", "min")
-def _extreme(lo: KernelLowering, c: MethodCall):
+def _extreme(lo: MatrixLowering, c: MethodCall):
     return lo.fold(c.v.items, c.name, c.node)
 
 
 @MATRIX_METHODS.handler("any", "all")
-def _any_all(lo: KernelLowering, c: MethodCall):
+def _any_all(lo: MatrixLowering, c: MethodCall):
     loc = lo.loc(c.node)
     truths = [lo.truth(e, c.node) for e in c.v.items]
     out = truths[0]
@@ -908,7 +904,7 @@ def _any_all(lo: KernelLowering, c: MethodCall):
 
 
 @MATRIX_METHODS.handler("dot")
-def _dot(lo: KernelLowering, c: MethodCall):
+def _dot(lo: MatrixLowering, c: MethodCall):
     c.vector_only()
     v, w, node = c.v, c.other(), c.node
     if w.shape != v.shape:
@@ -917,7 +913,7 @@ def _dot(lo: KernelLowering, c: MethodCall):
 
 
 @MATRIX_METHODS.handler("norm_sqr", "norm", "norm_inv", "normalized")
-def _norm(lo: KernelLowering, c: MethodCall):
+def _norm(lo: MatrixLowering, c: MethodCall):
     name, node, loc = c.name, c.node, lo.loc(c.node)
     if name == "normalized":
         c.vector_only()
@@ -941,7 +937,7 @@ def _norm(lo: KernelLowering, c: MethodCall):
 
 
 @MATRIX_METHODS.handler("cross")
-def _cross(lo: KernelLowering, c: MethodCall):
+def _cross(lo: MatrixLowering, c: MethodCall):
     c.vector_only()
     v, w, node = c.v, c.other(), c.node
     if v.shape != w.shape or v.shape[0] not in (2, 3):
@@ -959,7 +955,7 @@ def _cross(lo: KernelLowering, c: MethodCall):
 
 
 @MATRIX_METHODS.handler("outer_product")
-def _outer_product(lo: KernelLowering, c: MethodCall):
+def _outer_product(lo: MatrixLowering, c: MethodCall):
     c.vector_only()
     w, node = c.other(), c.node
     a, b = lo.materialize(c.v, node, "lhs").items, lo.materialize(w, node, "rhs").items
@@ -967,7 +963,7 @@ def _outer_product(lo: KernelLowering, c: MethodCall):
 
 
 @MATRIX_METHODS.handler("transpose")
-def _transpose(lo: KernelLowering, c: MethodCall):
+def _transpose(lo: MatrixLowering, c: MethodCall):
     v = c.v
     if v.is_vector:
         return lo.make_matrix((1, v.shape[0]), v.items, c.node)
@@ -976,30 +972,30 @@ def _transpose(lo: KernelLowering, c: MethodCall):
 
 
 @MATRIX_METHODS.handler("trace")
-def _trace(lo: KernelLowering, c: MethodCall):
+def _trace(lo: MatrixLowering, c: MethodCall):
     c.square()
     return lo.fold([c.v.at(i, i) for i in range(c.v.shape[0])], "add", c.node)
 
 
 @MATRIX_METHODS.handler("determinant")
-def _determinant(lo: KernelLowering, c: MethodCall):
+def _determinant(lo: MatrixLowering, c: MethodCall):
     c.square(largest=4)
     return lo.determinant(lo.materialize(c.v, c.node, "m"), c.node)
 
 
 @MATRIX_METHODS.handler("inverse")
-def _inverse(lo: KernelLowering, c: MethodCall):
+def _inverse(lo: MatrixLowering, c: MethodCall):
     c.square(largest=4)
     return lo.inverse(lo.materialize(c.v, c.node, "m"), c.node)
 
 
 @MATRIX_METHODS.handler("cast")
-def _cast(lo: KernelLowering, c: MethodCall):
+def _cast(lo: MatrixLowering, c: MethodCall):
     if len(c.args) != 1 or not isinstance(c.args[0], CT):
         raise lo.error(c.node, "`.cast(dtype)` takes a dtype")
     return lo.make_matrix(c.v.shape, c.v.items, c.node, lo.as_dtype(c.args[0].value, c.node))
 
 
 @MATRIX_METHODS.handler("to_list")
-def _to_list(lo: KernelLowering, c: MethodCall):
+def _to_list(lo: MatrixLowering, c: MethodCall):
     raise lo.error(c.node, "`.to_list()` is for Python scope; in a kernel index the components")

@@ -2,19 +2,16 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from ...ir import nodes as ir
 from ...ir import types as T
 from ..values import CT
 from .table import handler, call_args
 from ..common import retype_const
-
-if TYPE_CHECKING:
-    from ..lower import KernelLowering
+from ..handlers import Lowering
 
 
-def cast_call(lo: KernelLowering, dtype: T.DType, node: ast.Call):
+def cast_call(lo: Lowering, dtype: T.DType, node: ast.Call):
     if len(node.args) != 1 or node.keywords:
         raise lo.error(node, f"qd.{dtype.name}(x) takes exactly one argument")
     v = lo.expr(node.args[0])

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import ast
 import warnings
-from typing import TYPE_CHECKING
 
 from ...ir import nodes as ir
 from ...ir import types as T
-from ..handlers import HandlerTable
-
-if TYPE_CHECKING:
-    from ..lower import KernelLowering
+from ..handlers import HandlerTable, Lowering
 
 
 FLOAT_MATH = ("sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",
@@ -32,7 +28,7 @@ ELEMENTWISE = {"cast", "select", "min", "max", "abs", "atan2", "pow", "isnan", "
                *BIT_MATH}
 
 
-def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
+def call_builtin(lo: Lowering, name: str, node: ast.Call):
     fn = HANDLERS.get(name)
     if fn is None:
         raise lo.error(node, f"qd.{name}() is not supported here")
@@ -42,7 +38,7 @@ def call_builtin(lo: KernelLowering, name: str, node: ast.Call):
     return fn(lo, name, node)
 
 
-def call_args(lo: KernelLowering, node: ast.Call, name: str, n: int | tuple[int, int]):
+def call_args(lo: Lowering, node: ast.Call, name: str, n: int | tuple[int, int]):
     lo_n, hi_n = (n, n) if isinstance(n, int) else n
     if node.keywords:
         raise lo.error(node, f"qd.{name}() takes positional arguments only")
