@@ -11,8 +11,8 @@ header), the execution (runtime/, which installs its hooks into lang), the publi
 and the tools (the CLI, the HTML page, the lowering tables).
 
 The imports are read from the source with ``ast``, nothing imported. An import under ``if
-TYPE_CHECKING:`` is left out: it names a type for annotations and runs nothing, so it can
-neither load an upper layer nor close a cycle."""
+TYPE_CHECKING:`` counts as any other, in both checks: it runs nothing, but the type it names
+is a dependency a reader follows, so it may not name an upper layer nor close a cycle."""
 from __future__ import annotations
 
 import ast
@@ -53,19 +53,10 @@ def layer_of(module: str) -> int:
     return RANK["__init__" if len(parts) == 1 else parts[1]]
 
 
-def _type_checking_only(node: ast.AST, parents: dict) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            return True
-    return False
-
-
 def imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[int, str]]:
     """(line, module of the package) for every import in ``path``: ``from . import x`` names
     the submodule x where there is one, else the package it is a name of."""
     tree = ast.parse(path.read_text(), str(path))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     here = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
@@ -79,8 +70,6 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[int, 
                 base = node.module or ""
             names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
         else:
-            continue
-        if _type_checking_only(node, parents):
             continue
         for name in names:
             while name and name not in known:  # `import transpiler.lang.ops` -> that module
@@ -188,6 +177,7 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     ("import transpiler as qd\n", 1),
     ("def f():\n    from ..runtime import current\n", 2),
     ("def f():\n    from .. import ndarray\n", 2),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..runtime import current\n", 3),
 ])
 def test_an_upward_import_is_named_with_its_line_and_layers(tmp_path, text, line):
     package = _package(tmp_path, {"__init__.py": "", "lang/__init__.py": "", "lang/field.py": text,
@@ -196,11 +186,11 @@ def test_an_upward_import_is_named_with_its_line_and_layers(tmp_path, text, line
     assert len(found) == 1 and found[0].startswith(f"transpiler/lang/field.py:{line}: transpiler.lang.field (language)")
 
 
-def test_type_checking_imports_and_downward_ones_pass(tmp_path):
+def test_downward_imports_pass(tmp_path):
     package = _package(tmp_path, {
         "__init__.py": "from .lang import field\n", "lang/__init__.py": "",
         "lang/field.py": "from typing import TYPE_CHECKING\nfrom ..ir import nodes\nif TYPE_CHECKING:\n"
-                         "    from ..runtime import Backend\n",
+                         "    from ..ir.nodes import Expr\n",
         "ir/__init__.py": "", "ir/nodes.py": "", "runtime/__init__.py": "from ..lang import field\n"})
     assert upward(*import_graph(package)) == []
 
@@ -209,4 +199,11 @@ def test_cycles_are_found_with_their_members(tmp_path):
     package = _package(tmp_path, {"__init__.py": "", "lang/__init__.py": "",
                                   "lang/a.py": "from . import b\n", "lang/b.py": "def f():\n    from .a import x\n",
                                   "lang/c.py": "from . import a\n"})
+    assert cycles(import_graph(package)[1]) == [["transpiler.lang.a", "transpiler.lang.b"]]
+
+
+def test_a_cycle_closed_by_an_annotation_import_is_found(tmp_path):
+    package = _package(tmp_path, {"__init__.py": "", "lang/__init__.py": "", "lang/a.py": "from . import b\n",
+                                  "lang/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                               "    from .a import A\n"})
     assert cycles(import_graph(package)[1]) == [["transpiler.lang.a", "transpiler.lang.b"]]

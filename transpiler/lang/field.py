@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from .matrix import MatrixType, StructType
-    from .types import Tensor
+    from .tensor_type import Tensor
 
 
 _all_fields = weakref.WeakSet()  # every field made, for qd.reset()

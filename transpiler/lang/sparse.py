@@ -7,11 +7,11 @@ takes it as four buffers): ``A[i, j] += v`` claims the next slot with one atomic
 the triplet there; duplicates add up when the matrix is built, as Eigen's and cuSPARSE's
 builders have it. On the host a matrix is CSR in NumPy; the direct solver factors it with
 SciPy's sparse LU (SuperLU), imported when a solver is made."""
-import dataclasses
 
 from ..ir.types import python_type
 from . import host, qd
 from .field import Field
+from .sparse_builder import builder_annotation
 
 from typing import TYPE_CHECKING
 
@@ -22,41 +22,10 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ..ir.types import DType
-    from .types import Tensor
+    from .tensor_type import Tensor
 
 __all__ = ["SparseMatrix", "SparseMatrixBuilder", "SparseSolver", "SparseCG", "builder_annotation",
            "sparse_matrix_builder"]
-
-
-@qd.func
-def _add_entry(b: qd.template(), i, j, value, sign: qd.template()):  # noqa: ANN001 - kernel parameters
-    """One triplet into the builder ``b``: the slot an atomic add hands out, if there is one
-    (the host counts every claim, so an overflow is an error at build(), never a lost entry)."""
-    k = qd.atomic_add(b.count[0], 1)
-    if k < b.rows.shape[0]:
-        b.rows[k] = i
-        b.cols[k] = j
-        if qd.static(sign < 0):
-            b.values[k] = -value
-        else:
-            b.values[k] = value
-
-
-@dataclasses.dataclass
-class BuilderArrays:
-    """What a kernel sees of a ``SparseMatrixBuilder``: ``qd.types.sparse_matrix_builder()``."""
-
-    rows: qd.types.ndarray(dtype=qd.i32, ndim=1)
-    cols: qd.types.ndarray(dtype=qd.i32, ndim=1)
-    values: qd.types.ndarray(ndim=1)  # the builder's dtype
-    count: qd.types.ndarray(dtype=qd.i32, ndim=1)
-
-    _qd_add_entry = _add_entry  # what `b[i, j] += v` and `b[i, j] -= v` inline (frontend/structs.py)
-
-
-def builder_annotation(*_args, **_kwargs) -> type:
-    """``qd.types.sparse_matrix_builder()`` (and ``qd.linalg.sparse_matrix_builder()``)."""
-    return BuilderArrays
 
 
 sparse_matrix_builder = builder_annotation  # Quadrants' older spelling, in qd.linalg

@@ -6,56 +6,18 @@ from ..ir.types import (  # noqa: F401
 )
 from .kernel import Template, _NdarrayFactory, template  # noqa: F401
 from .matrix import matrix, struct, vector  # noqa: F401
+from .sparse_builder import builder_annotation as _builder_annotation
+from .tensor_type import Tensor, is_tensor, wrap  # noqa: F401
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..ir.types import DType
-
-_T = TypeVar("_T")
 
 ndarray = _NdarrayFactory()
 NDArray = ndarray
 
 
-class _TensorType(type):
-    """The type of ``qd.Tensor``: a class, so that ``isinstance(x, qd.Tensor)`` holds for a
-    field or an ndarray, as it does for Quadrants' wrapper; called or subscripted, an ndarray
-    annotation, as ``qd.types.ndarray``."""
-
-    _factory = _NdarrayFactory()
-
-    def __instancecheck__(cls, obj: object) -> bool:
-        return hasattr(type(obj), "_unwrap")
-
-    def __call__(cls, *args, **kwargs):
-        if len(args) == 1 and not kwargs and hasattr(type(args[0]), "_unwrap"):
-            return args[0]  # Quadrants' qd.Tensor(x) wrapper of a field or an ndarray: here x itself
-        return cls._factory(*args, **kwargs)
-
-    def __getitem__(cls, item: Any):
-        return cls._factory[item]
-
-    def __repr__(cls) -> str:
-        return "qd.Tensor"
-
-
-class Tensor(metaclass=_TensorType):
-    """``qd.Tensor``: as an annotation, a field or an ndarray (typed by the call)."""
-
-    _qd_tensor_annotation = True
-
-
-def is_tensor(obj: object) -> bool:
-    """``qd.is_tensor(x)``: whether ``x`` is a field or an ndarray."""
-    return isinstance(obj, Tensor)
-
-
-def wrap(impl: _T) -> _T:
-    """``qd.wrap(x)``: Quadrants' Tensor wrapper of a field or an ndarray, which is ``x`` here."""
-    if not hasattr(type(impl), "_unwrap"):
-        raise TypeError(f"qd.wrap() takes a field or an ndarray, got {type(impl).__name__}")
-    return impl
 int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, float32, float64 = f16, f32, f64
@@ -63,9 +25,7 @@ float16, float32, float64 = f16, f32, f64
 
 def sparse_matrix_builder(*_args, **_kwargs) -> type:
     """``qd.types.sparse_matrix_builder()``: a ``qd.linalg.SparseMatrixBuilder`` parameter."""
-    from .sparse import builder_annotation
-
-    return builder_annotation()
+    return _builder_annotation()
 
 
 class primitive_types:  # noqa: N801 - Quadrants' spelling: qd.types.primitive_types.all_types
