@@ -6,6 +6,7 @@ from ..ir.types import (  # noqa: F401
 )
 from .kernel import Template, _NdarrayFactory, template  # noqa: F401
 from .matrix import matrix, struct, vector  # noqa: F401
+from .names import missing as _missing  # underscored: not a qd.types name
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,7 +64,7 @@ float16, float32, float64 = f16, f32, f64
 
 def sparse_matrix_builder(*_args, **_kwargs) -> type:
     """``qd.types.sparse_matrix_builder()``: a ``qd.linalg.SparseMatrixBuilder`` parameter."""
-    from .sparse import builder_annotation
+    from .sparse import builder_annotation  # noqa: PLC0415 - lang.sparse imports this module (via lang.qd)
 
     return builder_annotation()
 
@@ -94,6 +95,4 @@ def is_real(dtype: DType) -> bool:
 
 
 def __getattr__(name: str):
-    from .names import missing
-
-    raise AttributeError(missing("qd.types", name, globals()))
+    raise AttributeError(_missing("qd.types", name, globals()))
