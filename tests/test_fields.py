@@ -546,7 +546,7 @@ def test_a_field_kernel_works_in_place_and_replays(executor, rng, monkeypatch):
     backend = current()
     counts = {"replay": 0, "run": 0}
     for name in counts:
-        def spy(*args, _name=name, _real=getattr(backend, name)):
+        def spy(*args, _name=name, _real=getattr(backend, name)):  # noqa: B008 - bound now, per name
             counts[_name] += 1
             return _real(*args)
         monkeypatch.setattr(backend, name, spy)

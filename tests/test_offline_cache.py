@@ -8,7 +8,6 @@ import dataclasses
 import os
 
 import numpy as np
-import pytest
 
 import transpiler as qd
 from conftest import ROOT, corpus, init_executor, load_module, target_names

@@ -18,6 +18,7 @@ import re
 import sys
 import traceback
 from pathlib import Path
+from types import FunctionType, ModuleType
 
 from . import __version__
 from .errors import ToolchainMissing, TranspileError
@@ -105,7 +106,7 @@ def parse_targets(value: str) -> list[str]:
 _ARRAY_SPEC = re.compile(r"^(?:qd\.)?(i8|i16|i32|i64|u8|u16|u32|u64|f16|f32|f64|int|float)(?::(\d+))?$")
 
 
-def parse_templates(items: list[str] | None, module=None) -> tuple[dict, dict]:
+def parse_templates(items: list[str] | None, module: ModuleType | None = None) -> tuple[dict, dict]:
     """``--template NAME=VALUE``: a Python literal is the value of a qd.template() parameter,
     and so is a name the file defines at module level (``--template vf=velocities``: a field);
     ``DTYPE`` or ``DTYPE:NDIM`` (f32, i32:2, ...) types an ndarray the annotation leaves
@@ -134,7 +135,7 @@ def parse_templates(items: list[str] | None, module=None) -> tuple[dict, dict]:
     return values, arrays
 
 
-def assumed_arrays(kernel, given: dict, values: dict | None = None) -> dict:
+def assumed_arrays(kernel: Kernel | BoundKernel, given: dict, values: dict | None = None) -> dict:
     """The ndarray parameters whose type the annotation and the command line leave open,
     completed: the dtype f32 (or --template's), the ndim from how the kernel indexes it.
     Returns name -> (annotation, the parameter's line)."""
@@ -168,7 +169,7 @@ def assumed_arrays(kernel, given: dict, values: dict | None = None) -> dict:
     return out
 
 
-def _array_ndim(fn, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | None:
+def _array_ndim(fn: FunctionType, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | None:
     """How many indices ``fn`` uses on its parameter ``name`` (a[i, j]: 2; a[None]: 0; a[I] in a
     loop over qd.grouped(qd.ndrange(4, 8)): 2; for i, j in a: 2; a.shape[2]: 3), following it
     into the @qd.func / @qd.real_func functions it is passed to; None: not used as an array."""
@@ -233,7 +234,7 @@ def _index_vector_size(value: ast.expr) -> int | None:
     return None
 
 
-def translations(args, keep_going: bool = False) -> list:
+def translations(args: argparse.Namespace, keep_going: bool = False) -> list:
     """(kernel, target, Translation) for every picked kernel and target. ``keep_going``: a
     target's TranspileError takes the Translation's place instead of being raised."""
     kernels, module = load_kernels(args.file)
@@ -275,7 +276,7 @@ def translations(args, keep_going: bool = False) -> list:
     return out
 
 
-def cmd_emit(args) -> int:
+def cmd_emit(args: argparse.Namespace) -> int:
     """Every kernel that translates is written; each one that does not is reported (its
     located diagnostic on stderr) and makes the exit code 1."""
     results, failed = [], []
@@ -314,7 +315,7 @@ def cmd_emit(args) -> int:
     return status
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     """Every translation through its target's toolchain. A missing toolchain is a verdict like
     the others: the remaining targets are still checked, and the exit code (1 rejected, else 3
     missing) comes after all of them."""
@@ -371,7 +372,7 @@ def target_verdicts(records: list[dict]) -> dict[str, dict]:
     return out
 
 
-def cmd_inspect(args) -> int:
+def cmd_inspect(args: argparse.Namespace) -> int:
     if args.html:  # only then: the page's module and template load
         from .inspect_html import render_page  # noqa: PLC0415 - the page's module only for --html
 
@@ -421,7 +422,7 @@ def side_by_side(text: str, py_lines: list[str]) -> str:
     return "\n".join(out)
 
 
-def cmd_targets(args) -> int:
+def cmd_targets(args: argparse.Namespace) -> int:
     """The lowering tables: what each atomic, fence and load becomes on every target."""
     from .lowering_tables import markdown  # noqa: PLC0415 - translates tables of kernels: only for this command
 
@@ -436,7 +437,7 @@ def cmake_dir() -> Path:
     return installed if (installed / "TranspilerConfig.cmake").is_file() else here.parent / "cmake"
 
 
-def cmd_cmake_dir(args) -> int:
+def cmd_cmake_dir(args: argparse.Namespace) -> int:
     print(cmake_dir())
     return EXIT_OK
 
@@ -457,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"transpiler {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(sp):
+    def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("file", help="a Python file that defines @qd.kernel functions")
         sp.add_argument("--target", default="cuda", help=f"{', '.join(names())}, a comma-separated list, or all")
         sp.add_argument("--kernel", action="append",

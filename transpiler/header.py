@@ -21,6 +21,8 @@ from .targets.target import GENERATOR
 from .targets.templates import template
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .pipeline import Translation
 
 # Names a member must not take besides the keywords: standard macros (and GNU mode's
@@ -92,7 +94,7 @@ def c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def string_array(items) -> str:
+def string_array(items: Iterable[str]) -> str:
     """A std::array initializer of C strings (``{}`` when empty)."""
     items = [c_string(x) for x in items]
     return "{ { " + ", ".join(items) + " } }" if items else "{}"

@@ -18,10 +18,16 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import ToolchainMissing
 from .targets.templates import template
 from .toolchains import check_sources, line_origins
+
+if TYPE_CHECKING:
+    from .ir.nodes import Loc
+    from .lang.kernel import BoundKernel, Kernel
+    from .pipeline import Translation
 
 # ------------------------------------------------------------------ a small highlighter
 
@@ -117,7 +123,7 @@ def _diag(severity: str, targets: list[str], text: str) -> dict:
     return {"severity": severity, "targets": ", ".join(targets), "text": text}
 
 
-def build_variant(vid: str, label: str, kernel, results: list, resources: bool) -> dict:
+def build_variant(vid: str, label: str, kernel: Kernel | BoundKernel, results: list, resources: bool) -> dict:
     """One kernel instantiation: its Python lines and one pane per target. ``results``:
     (target, Translation or TranspileError) in target order."""
     py_file = kernel.fn.__code__.co_filename
@@ -126,7 +132,7 @@ def build_variant(vid: str, label: str, kernel, results: list, resources: bool) 
     python = [{"n": n, "tokens": t, "diags": [], "mapped": False}
               for n, t in enumerate(highlight(py_text, "python"), start=1)]
 
-    def at_python(loc) -> dict | None:
+    def at_python(loc: Loc | None) -> dict | None:
         if loc is None or os.path.basename(loc.file) != base or not 0 < loc.line <= len(python):
             return None
         return python[loc.line - 1]
@@ -179,7 +185,7 @@ def build_variant(vid: str, label: str, kernel, results: list, resources: bool) 
             "elsewhere": elsewhere, "entries": entries, "manifests": manifests, "resources": resources}
 
 
-def check_resources(target: str, tr) -> dict:
+def check_resources(target: str, tr: Translation) -> dict:
     """(file, entry point) -> "registers 40, spill_stores 0, ..." from the target's compile
     check (``check --resources``), or {"note": why not} when its toolchain is missing."""
     try:
@@ -197,7 +203,7 @@ def check_resources(target: str, tr) -> dict:
     return out
 
 
-def collect(args, translations: Callable) -> list[dict]:
+def collect(args: argparse.Namespace, translations: Callable) -> list[dict]:
     """The page's variants: every picked kernel, per --template instantiation, translated for
     every target asked for by the CLI's ``translations``. A target's refusal stays in its pane;
     a kernel every target refuses is the user's error and raises it (the CLI prints it as
@@ -226,7 +232,7 @@ def collect(args, translations: Callable) -> list[dict]:
     return variants
 
 
-def render_page(args, translations: Callable) -> str:
+def render_page(args: argparse.Namespace, translations: Callable) -> str:
     """The ``inspect --html`` page; ``translations`` is the CLI's, which imports this module
     (the page is the CLI's, and never imports it back)."""
     variants = collect(args, translations)

@@ -229,7 +229,7 @@ vec3, mat3 = qd.math.vec3, qd.math.mat3
 
 # The kernel the table shows line by line (vector_rows reads its body from the third line on).
 @qd.kernel
-def vectors(p: qd.types.ndarray(dtype=vec3, ndim=1), m: qd.types.ndarray(dtype=mat3, ndim=1)):
+def vectors(p: qd.types.ndarray(dtype=vec3, ndim=1), m: qd.types.ndarray(dtype=mat3, ndim=1)):  # noqa: ANN201 - a kernel's return annotation is its kernel return type
     for i in range(p.shape[0]):
         a = p[i]
         b = a * 2.0 + 1.0

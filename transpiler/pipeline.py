@@ -190,7 +190,7 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
     return ctx
 
 
-def _hazards(kernel: Kernel, kir: ir.Kernel, target, subgroup_size: int | None) -> list:
+def _hazards(kernel: Kernel, kir: ir.Kernel, target: Target, subgroup_size: int | None) -> list:
     """The checker's findings; the IR of an instantiation never changes, so they are computed
     once per target and width."""
     from .passes.hazards import check_hazards  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light

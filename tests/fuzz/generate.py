@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dtypes import ALL, BOOL, F32, F64, FLOATS, I32, I64, INTS, U32, U64, DT, ST, VT, fits, promote
+from .dtypes import ALL, BOOL, F32, F64, FLOATS, I32, I64, INTS, U32, U64, DT, ST, VT, promote
 from .program import Array, Expr, Helper, Program, Scalar, Stmt, Task, racy_reductions
 
 BASE_FEATURES = frozenset({"helpers", "blocks", "atomics", "reductions", "serial", "floats"})
@@ -91,7 +91,7 @@ class Ctx:
             out.update(s)
         return out
 
-    def child(self, **kw) -> "Ctx":
+    def child(self, **kw) -> Ctx:
         c = Ctx(self.where, self.scopes + [{}], self.task, self.loops, self.depth + 1, self.helpers, False,
                 list(self.statics))
         for k, v in kw.items():

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .program import Expr, Program, Stmt, render, walk_bodies
 from .reference import Invalid, Undefined, reference

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class Expr:
     independent of evaluation order, and |value| < 2**mag, a multiple of 2**-frac."""
     op: str
     t: DT
-    args: list["Expr"] = field(default_factory=list)
+    args: list[Expr] = field(default_factory=list)
     attr: Any = None
     exact: bool = True
     mag: int = 0
@@ -42,7 +43,7 @@ class Stmt:
     kind: str
     attr: Any = None
     exprs: list[Expr | None] = field(default_factory=list)
-    bodies: list[list["Stmt"]] = field(default_factory=list)
+    bodies: list[list[Stmt]] = field(default_factory=list)
 
 
 @dataclass
@@ -106,7 +107,7 @@ class Program:
     def name(self) -> str:
         return f"fuzz_{self.seed}"
 
-    def clone(self) -> "Program":
+    def clone(self) -> Program:
         return copy.deepcopy(self)
 
 

@@ -102,7 +102,7 @@ class Interpreter:
                     try:
                         self.stmt(s, scopes)
                     except (_Break, _Continue):
-                        raise Undefined("break/continue out of a block task's loop")
+                        raise Undefined("break/continue out of a block task's loop") from None
             self.thread = None
 
     def collective(self, s: Stmt, threads, tids) -> None:
@@ -811,7 +811,7 @@ class Interpreter:
             except _Return as r:
                 v, t = r.value
                 if t.is_float and h.ret.is_int:
-                    raise Invalid("a float returned as an integer")
+                    raise Invalid("a float returned as an integer") from None
                 return convert(v, t, h.ret), h.ret
             raise Invalid("a helper without a return")
         if op == "breduce":

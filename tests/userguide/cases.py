@@ -11,9 +11,9 @@ targets that have them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
-CASES: list["Case"] = []
+CASES: list[Case] = []
 
 
 @dataclass

@@ -44,7 +44,8 @@ class DebugCheckLowering:
         test = self.expr(s.test)
         if isinstance(test, CT) and test.value:
             return  # true at translation time
-        failed = None if isinstance(test, CT) else ir.Unary(T.bool_, self.loc(s), "not", self.condition_of(test, s.test))
+        failed = (None if isinstance(test, CT)
+                  else ir.Unary(T.bool_, self.loc(s), "not", self.condition_of(test, s.test)))
         parts, values = self.assert_message(s)
         for st in self.failure_report(s, failed, parts, values, f"assert {ast.unparse(s.test)}"):
             self.emit(st)

@@ -3,7 +3,7 @@ per-function state of inlining."""
 from __future__ import annotations
 
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..ir import nodes as ir
 from .common import closure_vars, store_counts

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import TranspileError
 from ..ir.nodes import Loc

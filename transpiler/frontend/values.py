@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.records import record
+from ..lang.kernel import BoundFunc
 
 
 @record(slots=True)
@@ -135,8 +136,6 @@ class BoundMethod:
 def bound_method(value):
     """``value`` as a BoundMethod when it is a @qd.func bound in Python (lang.BoundFunc: read
     through an instance, perhaps stored away as `self.update = self._update_linear`)."""
-    from ..lang.kernel import BoundFunc
-
     return BoundMethod(value.func, CT(value.instance)) if isinstance(value, BoundFunc) else value
 
 

@@ -8,7 +8,10 @@ its device around a launch, so a CPU tensor or a DLPack capsule can share that m
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
+
+from ..ir.types import python_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,7 +25,7 @@ def has_pytorch() -> bool:
     if "torch" in sys.modules:
         return True
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401, PLC0415 - optional: torch
     except ImportError:
         return False
     return True
@@ -46,7 +49,7 @@ def _host_view(t: torch.Tensor, what: str) -> tuple[np.ndarray, Callable[[], Non
                         f"convert it first, e.g. with .float()") from None
 
     def write_back() -> None:
-        import torch
+        import torch  # noqa: PLC0415 - optional: torch
 
         t.data.copy_(torch.from_numpy(copy))
     return copy, write_back
@@ -56,7 +59,7 @@ def tensor_argument(t: torch.Tensor, what: str) -> tuple[np.ndarray, np.ndarray 
     """(the array for ``t``, the array for its ``.grad`` or None, the write backs after the
     launch). A tensor that requires grad gets a zeroed ``.grad`` if it has none, as in
     Quadrants, so ``kernel.grad()`` has somewhere to accumulate."""
-    import torch
+    import torch  # noqa: PLC0415 - optional: torch
 
     array, back = _host_view(t, what)
     after = [back] if back is not None else []
@@ -74,7 +77,7 @@ def tensor_argument(t: torch.Tensor, what: str) -> tuple[np.ndarray, np.ndarray 
 
 def as_tensor(array: np.ndarray, device: str | torch.device | None = None) -> torch.Tensor:
     """A tensor with ``array``'s elements: its memory on the CPU, a copy on another device."""
-    import torch
+    import torch  # noqa: PLC0415 - optional: torch
 
     t = torch.from_numpy(array)
     return t if device is None or torch.device(device).type == "cpu" else t.to(device)
@@ -85,7 +88,7 @@ def to_torch(array: np.ndarray, device: str | torch.device | None, copy: bool | 
     """``to_torch(device, copy=)`` of host memory ``array``: ``copy=True`` an independent copy;
     ``copy=False`` the memory itself (an error where it cannot be shared: a device tensor, or an
     ndarray the executor keeps on its device); ``copy=None`` shared where it can be."""
-    import torch
+    import torch  # noqa: PLC0415 - optional: torch
 
     on_cpu = device is None or torch.device(device).type == "cpu"
     if copy is not True and shared and on_cpu:
@@ -112,9 +115,7 @@ def to_dlpack(array: np.ndarray, versioned: bool = False) -> object:
 
 def to_pytorch_type(dtype: DType | type) -> torch.dtype:
     """The torch dtype of a qd dtype (Quadrants' ``qd.lang.util.to_pytorch_type``)."""
-    import torch
-
-    from ..ir.types import python_type
+    import torch  # noqa: PLC0415 - optional: torch
 
     t = python_type(dtype) or dtype
     name = {"bool": "bool", "f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
@@ -124,7 +125,5 @@ def to_pytorch_type(dtype: DType | type) -> torch.dtype:
 
 def to_numpy_type(dtype: DType | type) -> type[np.generic]:
     """The NumPy dtype of a qd dtype (Quadrants' ``qd.lang.util.to_numpy_type``)."""
-    from ..ir.types import python_type
-
     t = python_type(dtype) or dtype
     return t.np_dtype.type

@@ -519,7 +519,8 @@ def tensor(dtype: DType | MatrixType | type, shape: int | tuple[int, ...], *, ba
     return made
 
 
-def ndarray(dtype, shape, needs_grad: bool = False, needs_dual: bool = False):
+def ndarray(dtype: DType | MatrixType | type, shape: int | Sequence[int], needs_grad: bool = False,
+            needs_dual: bool = False) -> Tensor:
     """A device-agnostic array for kernel arguments: ``from_numpy``, ``to_numpy``, ``fill``.
     ``dtype`` may be Python's int or float: qd.init's default_ip / default_fp (i32 / f32).
     ``needs_grad=True`` gives it a ``.grad`` ndarray of its shape, which kernels read and write

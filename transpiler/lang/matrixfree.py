@@ -9,6 +9,7 @@ import math
 from . import ops
 from .field import Field, field
 from .kernel import kernel, template
+from .names import Namespace
 
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..ir.types import DType
-    from .names import Namespace
 
 # The work fields of a solve, by (shape, dtype): kept so that the kernels over them are
 # translated once, not at every solve.
@@ -151,10 +151,8 @@ def MatrixFreeBICGSTAB(A: LinearOperator, b: Field, x: Field, tol: float = 1e-6,
     return False
 
 
-def namespace() -> "Namespace":
+def namespace() -> Namespace:
     """``qd.linalg``: the matrix-free solvers, and the sparse matrices (lang/sparse.py) once asked for."""
-    from .names import Namespace
-
     sparse = {name: "transpiler.lang.sparse" for name in
               ("SparseMatrix", "SparseMatrixBuilder", "SparseSolver", "SparseCG", "sparse_matrix_builder")}
     return Namespace("qd.linalg", lazy=sparse, LinearOperator=LinearOperator, MatrixFreeCG=MatrixFreeCG,

@@ -3,7 +3,8 @@
 or simply unknown. Used by ``qd.<name>``, ``qd.simt.<scope>.<name>`` and the frontend."""
 from __future__ import annotations
 
-from typing import Iterable
+import importlib
+from collections.abc import Iterable
 
 # Quadrants names this package does not provide yet, grouped by what to do instead.
 _LATER = {
@@ -29,7 +30,7 @@ _NO_EQUIVALENT = set("""
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """The closest existing name to a near miss (``sqrtt`` -> ``sqrt``), if one is close."""
-    import difflib  # only when a name is missing: its import is a cost every run would pay
+    import difflib  # noqa: PLC0415 - only when a name is missing: a cost every run would pay
 
     found = difflib.get_close_matches(name, [c for c in candidates if not c.startswith("_")], n=1, cutoff=0.75)
     return found[0] if found else None
@@ -60,8 +61,6 @@ class Namespace:
         if name.startswith("__"):
             raise AttributeError(name)
         if name in self._lazy:
-            import importlib
-
             value = self.__dict__[name] = getattr(importlib.import_module(self._lazy[name]), name)
             return value
         raise AttributeError(missing(self._owner, name, [*self.__dict__, *self._lazy]))

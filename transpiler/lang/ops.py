@@ -4,7 +4,11 @@ lowers the call to an IR node (``frontend/intrinsics/``); calling one outside a 
 an error."""
 from __future__ import annotations
 
+import itertools
+
+from ..errors import TranspileError
 from .kernel import builtin, python_scope
+from .matrix import Vector
 
 from typing import TYPE_CHECKING, Any
 
@@ -192,7 +196,7 @@ _NUMPY_NAMES = {"sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos":
 
 def _host(np_name: str):
     def run(*args):
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 - the emit path must not import NumPy
 
         out = getattr(np, np_name)(*args)
         return out.item() if isinstance(out, np.ndarray) and out.ndim == 0 or isinstance(out, np.generic) else out
@@ -201,7 +205,7 @@ def _host(np_name: str):
 
 
 def _host_rsqrt(x: float):
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - the emit path must not import NumPy
 
     return 1.0 / np.sqrt(x)
 
@@ -237,14 +241,10 @@ class HostNdrange:
             self.bounds.append((int(begin), max(int(begin), int(end))))
         problem = ndrange_axes_problem(axes, len(self.bounds))
         if problem is not None:
-            from ..errors import TranspileError
-
             raise TranspileError(problem)
         self.axes = list(axes) if axes is not None else list(range(len(self.bounds)))
 
     def __iter__(self):
-        import itertools
-
         for outer_first in itertools.product(*(range(*self.bounds[a]) for a in self.axes)):
             index = [0] * len(self.bounds)
             for a, v in zip(self.axes, outer_first):
@@ -253,8 +253,6 @@ class HostNdrange:
 
     def grouped(self) -> Iterator[Matrix]:
         """Each index as an integer vector (Quadrants' ``qd.ndrange(...).grouped()``)."""
-        from .matrix import Vector
-
         return (Vector(list(i)) for i in self)
 
 

@@ -5,7 +5,7 @@ registration runs. Every implementation computes the same result by contract, so
 match Quadrants'; only its autotuning is not done."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 class PerformanceDispatcher:

@@ -6,6 +6,7 @@ from ..ir.types import (  # noqa: F401
 )
 from .kernel import Template, _NdarrayFactory, template  # noqa: F401
 from .matrix import matrix, struct, vector  # noqa: F401
+from .names import missing as _missing  # underscored: not a qd.types name
 from .sparse_builder import builder_annotation as _builder_annotation
 from .tensor_type import Tensor, is_tensor, wrap  # noqa: F401
 
@@ -54,6 +55,4 @@ def is_real(dtype: DType) -> bool:
 
 
 def __getattr__(name: str):
-    from .names import missing
-
-    raise AttributeError(missing("qd.types", name, globals()))
+    raise AttributeError(_missing("qd.types", name, globals()))

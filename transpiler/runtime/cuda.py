@@ -52,7 +52,7 @@ class CudaBackend(Backend):
 
     def __init__(self, fast_math: bool = False, **options):
         try:
-            import cupy
+            import cupy  # noqa: PLC0415 - optional: cupy, only for qd.cuda
         except ImportError:
             raise RuntimeError("qd.init(arch=qd.cuda) needs CuPy: pip install cupy-cuda13x") from None
         try:

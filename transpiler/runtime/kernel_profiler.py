@@ -61,7 +61,7 @@ def print_kernel_profiler_info(mode: str = "count") -> None:
         raise ValueError("Arg `mode` must be of type 'str', and has the value 'count' or 'trace'.")
     if _off():
         return
-    from . import cfg
+    from . import cfg  # noqa: PLC0415 - runtime/__init__ imports this module before it defines cfg
 
     header = f"Kernel Profiler({mode}, default) @ {str(cfg.arch).upper()}"
     if mode == "trace":

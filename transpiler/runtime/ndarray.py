@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import DType
+from ..ir.types import DType, python_type
+from ..lang.buffer_view import BufferView
+from ..lang.external import from_torch, to_dlpack, to_torch
 from ..lang.field import ElementDims, _index, companion, host_value, wrapped
+from ..lang.matrix import MatrixType
 
 from typing import TYPE_CHECKING
 
@@ -16,8 +19,6 @@ if TYPE_CHECKING:
 
     import torch
     from numpy.typing import ArrayLike, DTypeLike
-
-    from ..lang.matrix import MatrixType
 
 
 class Ndarray(ElementDims):
@@ -28,9 +29,6 @@ class Ndarray(ElementDims):
 
     def __init__(self, dtype: DType | MatrixType, shape: int | Sequence[int], needs_grad: bool = False,
                  needs_dual: bool = False):
-        from ..ir.types import python_type
-        from ..lang.matrix import MatrixType
-
         element_shape: tuple[int, ...] = ()
         scalar = dtype
         if isinstance(dtype, MatrixType):
@@ -47,7 +45,7 @@ class Ndarray(ElementDims):
         self.element_type = dtype
         self.shape = shape
         self.element_shape = element_shape
-        from . import array_storage
+        from . import array_storage  # noqa: PLC0415 - runtime/__init__ imports this module first
 
         self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
         for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
@@ -103,19 +101,13 @@ class Ndarray(ElementDims):
         """The elements as a torch tensor: ``copy=True`` an independent copy, ``False`` the
         ndarray's own memory (a CPU tensor; not where the executor keeps it on its device),
         ``None`` that where it can be."""
-        from ..lang.external import to_torch
-
         return to_torch(self._read(), device, copy, self._owner is None, "qd.ndarray")
 
     def from_torch(self, tensor: torch.Tensor) -> None:
-        from ..lang.external import from_torch
-
         self.from_numpy(from_torch(tensor))
 
     def to_dlpack(self, versioned: bool = False) -> object:
         """A DLPack capsule of the ndarray's memory (v0 unless ``versioned``)."""
-        from ..lang.external import to_dlpack
-
         if self._owner is not None:
             raise ValueError("qd.ndarray.to_dlpack(): this executor keeps the ndarray on its device, where DLPack "
                              "cannot reach it: use to_numpy() or to_torch()")
@@ -130,8 +122,6 @@ class Ndarray(ElementDims):
         a Python scalar, or a vector / matrix view that writes through; a range of a 1-d one
         (``x[16:48]``) a qd.BufferView a kernel can take, as in Quadrants; another slice NumPy's."""
         if isinstance(idx, slice) and self.ndim == 1:
-            from ..lang.buffer_view import BufferView
-
             return BufferView(self)[idx]
         return host_value(self._read()[_index(idx)], self.element_shape)
 

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
 
 enabled = os.environ.get("QD_PROFILE", "").strip() not in ("", "0")
 

@@ -26,7 +26,9 @@ import atexit
 import hashlib
 import os
 import struct
+import sys
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -36,7 +38,11 @@ from ..errors import ToolchainMissing
 from ..ir import nodes as ir
 from ..ir.records import record, field
 from ..ir.walk import all_exprs, all_stmts, task_node_kinds
-from . import Backend, Launch, Translation, entries_by_task, memory_key, profile, warm_up, written_arrays
+from ..targets.glsl import TARGET_ENV
+from ..toolchains.glsl_check import compile_glsl, glslang_version
+from . import (
+    Backend, Launch, Translation, entries_by_task, memory_key, profile, spirv_compiler, warm_up, written_arrays,
+)
 
 from typing import TYPE_CHECKING
 
@@ -102,7 +108,7 @@ def validation_layer_present(vk: ModuleType) -> bool:
 
 def _vulkan():
     try:
-        import vulkan
+        import vulkan  # noqa: PLC0415 - optional: vulkan, and libvulkan.so.1 may be missing
     except (ImportError, OSError) as exc:  # OSError: the package is there, libvulkan.so.1 is not
         raise ToolchainMissing(f"Vulkan ({exc})", INSTALL_HINT) from None
     return vulkan
@@ -112,7 +118,7 @@ def _text(value: object) -> str:
     """A char array from the `vulkan` package: it hands some out as str, some as cdata."""
     if isinstance(value, str):
         return value
-    from vulkan import ffi
+    from vulkan import ffi  # noqa: PLC0415 - optional: vulkan (loaded by _vulkan first)
 
     return ffi.string(value).decode()
 
@@ -164,7 +170,8 @@ class Device:
         self.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations
         self.max_workgroups = limits.maxComputeWorkGroupCount[0]
         self.max_shared_memory = limits.maxComputeSharedMemorySize
-        self.max_storage_buffers = min(limits.maxPerStageDescriptorStorageBuffers, limits.maxDescriptorSetStorageBuffers)
+        self.max_storage_buffers = min(limits.maxPerStageDescriptorStorageBuffers,
+                                       limits.maxDescriptorSetStorageBuffers)
         self.extensions = {_text(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(self.physical, None)}
         self._subgroup_properties()
         self.features = self._create_device()
@@ -212,8 +219,6 @@ class Device:
     def flush_printed(self) -> None:
         """Write what the last submission's shaders printed to stdout, in order."""
         if self.printed:
-            import sys
-
             sys.stdout.write("".join(self.printed))
             sys.stdout.flush()
             self.printed.clear()
@@ -352,12 +357,7 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     on disk), and where it came from: "in memory", "from disk" or "compiled". Compiled in
     this process where glslang's libraries are installed (a few ms, see spirv_compiler),
     else by glslangValidator (~0.16 s a file)."""
-    from ..targets.glsl import TARGET_ENV
-    from . import spirv_compiler
-
     in_process = spirv_compiler.identity()
-    if not in_process:
-        from ..toolchains.glsl_check import glslang_version
     compiler = f"in-process {in_process}" if in_process else glslang_version()
     key = hashlib.sha256(f"{compiler}\0{TARGET_ENV}\0{text}".encode()).hexdigest()
     hit = _spirv_cache.get(key)
@@ -375,8 +375,6 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
         origin = "compiled"
         hit = spirv_compiler.compile_in_process(text) if in_process else None
         if not hit:
-            from ..toolchains.glsl_check import compile_glsl
-
             hit = compile_glsl(text, name)
         try:
             os.makedirs(cache, exist_ok=True)
@@ -484,8 +482,6 @@ class VulkanBackend(Backend):
 
     def __init__(self, device: str | int | None = None, fast_math: bool = False, subgroup_size: int | None = None,
                  printf: bool = False, **_options):
-        from . import spirv_compiler
-
         # Beside the device's creation (which lets go of the GIL): the SPIR-V cache key's compiler
         # identity first (its imports, a stat of the library), which a first call's disk hit asks for;
         # glslang's built-in tables in a thread of their own from the start (C++, without the GIL:
@@ -532,8 +528,6 @@ class VulkanBackend(Backend):
         return self.load_here(tr)
 
     def printing_backend(self) -> VulkanBackend | None:
-        import warnings
-
         if self._printing is None:
             if not validation_layer_present(self.device.vk):
                 if not getattr(VulkanBackend, "_told", False):
@@ -550,7 +544,8 @@ class VulkanBackend(Backend):
         self._check_requirements(kernel, manifest)
         arrays = [p for p in manifest["params"] if p["kind"] == "ndarray"]
         set_layout = pipeline_layout = pool = dset = None
-        bindings = [vk.VkDescriptorSetLayoutBinding(binding=p["binding"], descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        storage = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+        bindings = [vk.VkDescriptorSetLayoutBinding(binding=p["binding"], descriptorType=storage,
                                                     descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
                     for p in arrays]
         set_layouts = []
@@ -558,7 +553,7 @@ class VulkanBackend(Backend):
             layout_info = vk.VkDescriptorSetLayoutCreateInfo(pBindings=bindings)
             set_layout = vk.vkCreateDescriptorSetLayout(dev.device, layout_info, None)
             set_layouts = [set_layout]
-            pool_size = vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=len(bindings))
+            pool_size = vk.VkDescriptorPoolSize(type=storage, descriptorCount=len(bindings))
             pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, pPoolSizes=[pool_size])
             pool = vk.vkCreateDescriptorPool(dev.device, pool_info, None)
             alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, pSetLayouts=set_layouts)
@@ -846,6 +841,7 @@ class VulkanBackend(Backend):
             blocks = launch.blocks if cap is None else min(launch.blocks, max(cap, -(-launch.blocks // MAX_STRIDES)))
             vk.vkCmdDispatch(cb, blocks, 1, 1)
         # Make the results visible to the host's reads after the fence.
-        to_host = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT, dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
+        to_host = vk.VkMemoryBarrier(srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                                     dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT)
         vk.vkCmdPipelineBarrier(cb, stage, vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [to_host], 0, None, 0, None)
         vk.vkEndCommandBuffer(cb)

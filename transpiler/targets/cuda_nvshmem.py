@@ -17,6 +17,7 @@ from __future__ import annotations
 from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..passes.capabilities import barrier_all_used, nvshmem_uses
 from .dialect import PREC_PRIMARY, PREC_UNARY
 from .renderer import Renderer
 
@@ -49,7 +50,8 @@ ORDERING = {ir.ShmemFence: "nvshmem_fence();", ir.ShmemQuiet: "nvshmem_quiet();"
 
 
 def _supported(table: dict) -> str:
-    return ", ".join(k for k in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64") if k in table)
+    order = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64")
+    return ", ".join(k for k in order if k in table)
 
 
 class ShmemRenderer(Renderer):
@@ -161,8 +163,6 @@ class ShmemRenderer(Renderer):
 
 def requirement(kernel: ir.Kernel) -> dict | None:
     """The manifest's ``requirements.nvshmem`` for ``kernel``; None when it uses no NVSHMEM."""
-    from ..passes.capabilities import barrier_all_used, nvshmem_uses
-
     if not nvshmem_uses(kernel):
         return None
     collective = barrier_all_used(kernel)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import TranspileError
 from ..ir import nodes as ir

@@ -3,7 +3,8 @@ checkout (``transpiler/templates`` once installed), plus any folders a target br
 own (a target defined outside the package)."""
 from __future__ import annotations
 
-from functools import lru_cache
+import hashlib
+from functools import cache
 from pathlib import Path
 
 from ..errors import TranspileError
@@ -26,10 +27,10 @@ def templates_dir() -> Path:
     raise FileNotFoundError("the transpiler templates are missing")
 
 
-@lru_cache(maxsize=None)
+@cache
 def jinja_env(extra_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
     """One environment per search path: a target's own folders first, then the package's."""
-    import jinja2
+    import jinja2  # noqa: PLC0415 - Jinja2 loads when a template first renders, not at import
 
     syntax = dict(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env = jinja2.Environment(
@@ -46,8 +47,6 @@ def _bytecode_cache(jinja2: ModuleType, syntax: dict):
     checks is private): parsing and compiling the templates was a third of a cold
     `emit --target all`. Entries are checked against the template source; the syntax
     options and Jinja's version, which change the compiled code too, are in the file name."""
-    import hashlib
-
     tag = hashlib.sha1(repr((jinja2.__version__, sorted(syntax.items()))).encode()).hexdigest()[:12]
     try:
         return jinja2.FileSystemBytecodeCache(pattern=f"__transpiler_{tag}_%s.cache")
@@ -69,7 +68,7 @@ def body(lines: list[str]) -> str:
     return "".join(f"    {line}\n" for line in lines)
 
 
-@lru_cache(maxsize=None)
+@cache
 def template(name: str, extra_dirs: tuple[str, ...] = ()) -> jinja2.Template:
     return jinja_env(extra_dirs).get_template(name)
 

@@ -18,7 +18,8 @@ from .select_rbk import (  # noqa: F401
 )
 
 __all__ = [
-    "PrefixSumExecutor", "parallel_sort", "exclusive_scan_add", "exclusive_scan_max", "exclusive_scan_min", "exclusive_scan_scratch_slots",
+    "PrefixSumExecutor", "parallel_sort", "exclusive_scan_add", "exclusive_scan_max", "exclusive_scan_min",
+    "exclusive_scan_scratch_slots",
     "reduce_add", "reduce_max", "reduce_min", "reduce_scratch_slots", "reduce_by_key_add",
     "reduce_by_key_scratch_slots", "select", "select_scratch_slots", "sort", "sort_scratch_slots",
 ]
