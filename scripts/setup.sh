@@ -39,6 +39,9 @@ PIP_DOCS=(
 
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
+  # a current pip: Python 3.11's bundled pip 23 does not read an SPDX license expression
+  # (`pip show transpiler` printed an empty License line)
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 fi
 pip_install() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@"; }
 pip_install "${PIP_BASE[@]}"
