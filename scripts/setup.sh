@@ -21,6 +21,7 @@ APT_PACKAGES=(
 PIP_BASE=(jinja2 numpy)
 PIP_TOOLCHAINS=(
   pytest jsonschema
+  pytest-xdist                                     # make test runs the suite on every core (pytest -n auto)
   selenium                                         # drives headless Chromium in the `inspect --html` test
   nvidia-cuda-nvrtc nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump   # NVRTC, ptxas, nvdisasm, cuobjdump
   nvidia-cuda-runtime                              # cuda.h, cuda_runtime_api.h: the C++ headers' launch helpers
