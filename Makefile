@@ -13,10 +13,13 @@ emit:
 		$(PY) cli.py emit $$f --target all -o $(OUT)/$$(basename $$f .py) || exit 1; \
 	done
 
-# Install every toolchain the tests drive (apt packages and pip wheels), then run the suite.
+# Install every toolchain the tests drive (apt packages and pip wheels), then run the suite on
+# every core (pytest-xdist; worksteal hands each worker a contiguous share, so a module's fixtures
+# are set up about once per worker, and moves tests to whoever finishes first). JOBS=0: one process.
+JOBS ?= auto
 test:
 	scripts/setup.sh toolchains
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(JOBS) --dist worksteal
 
 # Compile every example with the real toolchains.
 check:

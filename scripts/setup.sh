@@ -23,6 +23,7 @@ PIP_BASE=(jinja2 numpy)
 PIP_TOOLCHAINS=(
   pytest jsonschema
   ruff==0.17.6                                     # tests/test_lint.py; pinned: a new release may flag new things
+  pytest-xdist                                     # make test runs the suite on every core (pytest -n auto)
   selenium                                         # drives headless Chromium in the `inspect --html` test
   nvidia-cuda-nvrtc nvidia-cuda-nvcc nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump   # NVRTC, ptxas, nvdisasm, cuobjdump
   nvidia-cuda-runtime                              # cuda.h, cuda_runtime_api.h: the C++ headers' launch helpers

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 KERNELS = Path(__file__).resolve().parent / "kernels"
+
+
+# ----------------------------------------------------------------------------- speed
+# Bytecode for this process, the pytest-xdist workers (`make test` runs `pytest -n auto`) and
+# every interpreter a test starts (the CLI's tests start about 60): under PYTHONDONTWRITEBYTECODE
+# (set on some machines to keep source trees clean) each one compiled the package anew, 0.2 s of
+# CPU apiece. Kept out of the tree, in one folder of the temp directory that they share: Python
+# writes a .pyc atomically and checks it against its source's time and size before use.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) or sys.dont_write_bytecode:
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / f"transpiler-pyc-{os.getuid()}"))
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
+# ----------------------------------------------------------------------------- end speed
 
 import transpiler as qd  # noqa: E402
 

@@ -406,6 +406,7 @@ def width_here() -> qd.i32:
     return subgroup.group_size()
 
 
+@pytest.mark.toolchain  # both CPU executors: g++ builds
 def test_a_new_executor_never_reuses_the_last_one_s_programs():
     import gc
 

@@ -16,7 +16,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from .cpu_emulator import building, cache_root, compiler_id, digest
+from .cpu_emulator import build_lock, building, cache_root, compiler_id, digest
 
 SOURCE = Path(__file__).with_name("spirv_compiler.cpp")
 LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
@@ -74,13 +74,16 @@ def _load() -> ctypes.CDLL | None:
     lib = final / "libqd_glslang.so"
     if not lib.exists():
         try:
-            with building(final, "glslang-") as tmp:
-                whole = [str(p) for p in archives[:len(WHOLE)]]
-                parts = [str(p) for p in archives[len(WHOLE):]]
-                cmd = [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", str(SOURCE), "-o", str(tmp / lib.name),
-                       "-Wl,--whole-archive", *whole, "-Wl,--no-whole-archive", *parts, "-pthread"]
-                if subprocess.run(cmd, capture_output=True).returncode != 0:
-                    raise OSError("the in-process glslang library did not build")
+            with build_lock(final):  # one process builds it; another (a pytest-xdist worker) waits, then finds it
+                if not lib.exists():
+                    with building(final, "glslang-") as tmp:
+                        whole = [str(p) for p in archives[:len(WHOLE)]]
+                        parts = [str(p) for p in archives[len(WHOLE):]]
+                        cmd = [cxx, "-std=c++17", "-O2", "-fPIC", "-shared", str(SOURCE), "-o",
+                               str(tmp / lib.name), "-Wl,--whole-archive", *whole, "-Wl,--no-whole-archive",
+                               *parts, "-pthread"]
+                        if subprocess.run(cmd, capture_output=True).returncode != 0:
+                            raise OSError("the in-process glslang library did not build")
         except OSError:
             return None
     try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import functools
 import hashlib
 import linecache
@@ -34,7 +35,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -193,14 +194,28 @@ def building(final: Path, prefix: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def build_lock(final: Path) -> Iterator[None]:
+    """Held while one process builds ``final``: another that wants it (a second pytest-xdist
+    worker, a second notebook) waits here and then finds it built, rather than compiling it
+    again beside it. The lock files are 256 stripes by the name's hash (a wait for a build
+    that only shares a stripe is rare and short), released when their file closes."""
+    locks = cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / digest(final.name)[:2], "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def _built_once(folder: str, key: str, name: str, command: Callable[[Path], list[str]], what: str) -> Path:
     """``name`` in the cache folder ``folder-key``, compiled by ``command(its path)`` the first
-    time: once per process (the lock) and atomically across processes (see building)."""
+    time: once per process (the lock), once across processes (build_lock), and atomically
+    (see building)."""
     final = cache_root() / f"{folder}-{key}"
     out = final / name
     if out.exists():
         return out
-    with _build_lock:
+    with _build_lock, build_lock(final):
         if not out.exists():
             with building(final, f"{folder}-") as tmp:
                 _run_compiler(command(tmp / name), what)
@@ -552,18 +567,22 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
     lib = final / out_name
     cached = lib.exists()
     if not cached:
-        with building(final, "k-") as tmp:
-            (tmp / source_name).write_text(source)
-            (tmp / "wrapper.cpp").write_text(wrapper)
-            if race_check:
-                cmd = [cxx, *flags, f"-I{HERE}", str(tmp / "wrapper.cpp"), str(DRIVER_SRC), str(rt), "-o",
-                       str(tmp / out_name), "-ldl"]
-            else:
-                pch = precompiled_header(cxx, flags)
-                cmd = [cxx, *flags, *(["-include-pch", str(pch)] if pch else []), "-shared", *link_flags(cxx),
-                       f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name), str(rt),
-                       f"-Wl,-rpath,{rt.parent}"]
-            _run_compiler(cmd, source_name)
+        # The header first: its build takes a lock of its own, which may be this one's stripe.
+        pch = None if race_check else precompiled_header(cxx, flags)
+        with build_lock(final):
+            cached = lib.exists()  # another process built it while this one waited
+            if not cached:
+                with building(final, "k-") as tmp:
+                    (tmp / source_name).write_text(source)
+                    (tmp / "wrapper.cpp").write_text(wrapper)
+                    if race_check:
+                        cmd = [cxx, *flags, f"-I{HERE}", str(tmp / "wrapper.cpp"), str(DRIVER_SRC), str(rt), "-o",
+                               str(tmp / out_name), "-ldl"]
+                    else:
+                        cmd = [cxx, *flags, *(["-include-pch", str(pch)] if pch else []), "-shared",
+                               *link_flags(cxx), f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name),
+                               str(rt), f"-Wl,-rpath,{rt.parent}"]
+                    _run_compiler(cmd, source_name)
     return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}), race_check,
                      cached)
 
