@@ -6,8 +6,9 @@ block is a fiber, blocks run in index order (a long grid-free task's blocks are 
 OS threads, see ``CpuBackend``), ``__shared__`` is per block, barriers and warp collectives
 really wait. A task none of whose threads can wait for another runs them directly instead,
 one after another, one element each (see ``_runs_direct``). The scheduler lives in
-``qd_simt_rt.cpp``, built once into a shared library that each kernel library links to. A target says whether the emulator runs
-its text, and with which defines (``Target.emulator_defines``). Both are cached by content hash under
+``qd_simt_rt.cpp``, built once into a shared library that each kernel library links to. A
+target says whether the emulator runs its text, and with which defines
+(``Target.emulator_defines``). Both are cached by content hash under
 ``$XDG_CACHE_HOME/transpiler/cpu`` (``~/.cache/...``), or ``$QD_CPU_CACHE``.
 
 A kernel that can never finish is not left hanging: a barrier or warp collective that some
@@ -30,12 +31,13 @@ import linecache
 import os
 import re
 import shutil
+import sys
 import struct
 import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -68,8 +70,8 @@ _ERRLEN = 1 << 16
 # that, so the emitted text must never overflow a signed int (it computes in unsigned where
 # a value may wrap). -g1 keeps line tables so a fault's address maps back to a generated
 # line, and from there to the Python line.
-_COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-gdwarf-4", "-fsanitize=signed-integer-overflow", "-fsanitize-undefined-trap-on-error",
-                 "-fno-strict-aliasing", "-pthread", "-U_FORTIFY_SOURCE"]
+_COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-gdwarf-4", "-fsanitize=signed-integer-overflow",
+                 "-fsanitize-undefined-trap-on-error", "-fno-strict-aliasing", "-pthread", "-U_FORTIFY_SOURCE"]
 
 
 class KernelError(RuntimeError):
@@ -135,7 +137,8 @@ def compiler_id(cxx: str) -> str:
 
 def _stored_compiler_id(cxx: str) -> str:
     st = os.stat(cxx)  # the binary itself, through any links
-    stored = cache_root() / f"cxx-{digest(cxx, os.path.realpath(cxx), str(st.st_ino), str(st.st_size), str(st.st_mtime_ns))}"
+    key = digest(cxx, os.path.realpath(cxx), str(st.st_ino), str(st.st_size), str(st.st_mtime_ns))
+    stored = cache_root() / f"cxx-{key}"
     try:
         return stored.read_text()
     except OSError:
@@ -395,12 +398,14 @@ class CpuModule:
     def race_message(self, report: str, args: Sequence, arg_names: Sequence[str] | None) -> str:
         """The first TSan report, told in the kernel's terms: which array (element), which
         two Python lines, which GPU threads."""
-        ranges = [(int(i), int(b, 16), int(e, 16)) for i, b, e in re.findall(r"QD_RACE_ARRAY (\d+) (0x\w+) (0x\w+)", report)]
+        ranges = [(int(i), int(b, 16), int(e, 16))
+                  for i, b, e in re.findall(r"QD_RACE_ARRAY (\d+) (0x\w+) (0x\w+)", report)]
         shared = re.search(r"QD_RACE_SHARED (0x\w+) (0x\w+)", report)
         names = dict(re.findall(r"Thread (T\d+) '([^']*)'", report))
         body = report[report.index("WARNING: ThreadSanitizer: data race"):]
         accesses = []
-        for m in re.finditer(r"^  (Previous )?(atomic )?(read|write) of size (\d+) at (0x\w+) by (thread (T\d+)|main thread)"
+        for m in re.finditer(r"^  (Previous )?(atomic )?(read|write) of size (\d+) at (0x\w+) "
+                             r"by (thread (T\d+)|main thread)"
                              r"[^\n]*\n((?:    #\d+[^\n]*\n)*)", body, re.M | re.I):
             line = None
             for fm in re.finditer(r"#\d+ \S+ (\S+):(\d+)", m.group(8)):
@@ -425,7 +430,7 @@ class CpuModule:
             what = "shared memory"
         parts = []
         for kind, _, line, who in accesses[:2]:
-            loc = "@L%d@" % line if line else "an unknown line"
+            loc = f"@L{line}@" if line else "an unknown line"
             parts.append(f"{kind} at {loc} by {who}")
         return self.localize(f"data race on {what}: " + "; previous ".join(parts))
 
@@ -495,14 +500,12 @@ def _dim3(v: int | Sequence[int]) -> tuple[int, int, int]:
     return (t + (1, 1))[:3]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None)  # loading it builds a class: once, not on every launch
 
 
 def _flush_c_stdout() -> None:
-    import sys
-
     sys.stdout.flush()
     _libc().fflush(None)
 
@@ -534,7 +537,8 @@ def kernel_flags(cxx: str, opt: str, defines: list[str]) -> list[str]:
 
 
 def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = "cuda", wave32: bool = False,
-                 subgroup_size: int | None = None, entries: Sequence[str] | None = None, compiler: str | None = None, opt: str = "-O2",
+                 subgroup_size: int | None = None, entries: Sequence[str] | None = None, compiler: str | None = None,
+                 opt: str = "-O2",
                  python_files: dict[str, str] | None = None, race_check: bool = False) -> CpuModule:
     """Compile one generated (or hand-written) CUDA/HIP source for the emulator, cached by
     content. ``entries`` defaults to every ``__global__`` function in the source.
