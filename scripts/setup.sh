@@ -44,7 +44,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   # (`pip show transpiler` printed an empty License line)
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 fi
-pip_install() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@"; }
+# --no-compile: bytecode is written on first import instead (or, where the environment forbids it, in the
+# tests' own folder: tests/conftest.py), for the modules used, not for every file of every wheel (torch
+# alone has thousands): 15 s of a fresh set-up
+pip_install() { "$VENV/bin/python" -m pip install --quiet --no-compile --disable-pip-version-check "$@"; }
 pip_install "${PIP_BASE[@]}"
 
 if [ "$what" = "toolchains" ]; then
