@@ -4,7 +4,7 @@ markers of the fast loop.
 Markers (pyproject.toml): ``toolchain`` - the test runs an external compiler (NVRTC, hipcc,
 glslang, clang, g++ for the CPU emulator, cmake) or Vulkan; ``slow`` - it takes seconds.
 ``pytest -m "not toolchain and not slow"`` is the loop to run after every edit; the whole
-suite (what CI runs) is plain ``pytest``. Tests that take an executor, a Vulkan device or an
+suite (what CI runs, through ``make test``) is ``pytest -n auto --dist worksteal``. Tests that take an executor, a Vulkan device or an
 emulator module are marked here; the others carry the marker themselves."""
 from __future__ import annotations
 
@@ -167,8 +167,6 @@ def assert_compiles(target: str, tr, what: str = "") -> None:
 def tool_available(name: str) -> bool:
     return shutil.which(name) is not None
 
-
-_ = os
 
 
 # ----------------------------------------------------------------------------- target selection
