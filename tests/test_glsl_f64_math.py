@@ -19,6 +19,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import transpiler as qd
+from conftest import assert_compiles
 from transpiler.errors import ToolchainMissing
 
 f64 = qd.types.ndarray(dtype=qd.f64, ndim=1)
@@ -321,6 +322,22 @@ def test_each_helper_only_when_used():
         pow_src.index("double qd_f64_pow(")
     assert "float(" not in pow_src.split("void main()")[1]  # nothing through f32
     assert translate(k_pow).manifest["requirements"]["f64_functions_in_f32"] == []
+
+
+@qd.kernel
+def k_every(x: f64, y: f64):
+    for i in range(x.shape[0]):
+        v = x[i]
+        y[i] = (qd.sin(v) + qd.cos(v) + qd.tan(v) + qd.asin(v) + qd.acos(v) + qd.atan(v) + qd.atan2(v, 2.0)
+                + qd.exp(v) + qd.log(v) + v ** y[i] + qd.sinh(v) + qd.cosh(v) + qd.tanh(v) + qd.sqrt(v))
+
+
+@pytest.mark.toolchain
+def test_every_function_in_one_shader_passes_glslang_and_spirv_val():
+    tr = translate(k_every)
+    (src,) = tr.sources.values()
+    assert src.count("dvec2 qd_f64_two_sum(") == 1  # each helper once, however many functions use it
+    assert_compiles("glsl", tr)
 
 
 def test_translation_is_deterministic():
