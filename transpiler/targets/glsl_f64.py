@@ -3,7 +3,8 @@ compute each f64 function GLSL lacks, and the constants those helpers read.
 
 GLSL declares sin, exp, pow, atan, ... for 16- and 32-bit floats only. The library computes
 them in f64 as a libm does (argument reduction, then a polynomial; double-double arithmetic
-where the reduction or the result needs more than 53 bits), within 2 ulp of glibc.
+where the reduction or the result needs more than 53 bits). On lavapipe every function is
+within 1 ulp of the correctly rounded result (tests/test_glsl_f64_math.py prints the table).
 
 Helpers are emitted in name order (``Usage.sorted_helpers``), and a function must be
 declared before its call, so the names say the layer: ``f64_0dd`` (double-double arithmetic)
@@ -70,7 +71,8 @@ POLYNOMIALS = {
 }
 
 # Constants split so that their leading part times a small integer is exact (Cody and Waite):
-# pi/2 in four 33-bit parts (times n < 2^19), ln 2 in a 42-bit part and the rest (times |k| < 2^11).
+# pi/2 in three 33-bit parts and the rest (times n < 2^19), ln 2 in a 42-bit part and the rest
+# (times |k| < 2^11).
 PIO2_CW = (1.5707963267341256, 6.077100506303966e-11, 2.0222662487111665e-21, 8.4784276603689e-32)
 LN2 = (0.6931471805598903, 5.497923018708371e-14)
 # Double-double constants: value = hi + lo.
@@ -83,9 +85,9 @@ ATAN_EIGHTHS = ((0.0, 0.0), (0.12435499454676144, -3.1253241424539383e-18),
                 (0.4636476090008061, 2.2698777452961687e-17), (0.5585993153435624, -5.4556305485916264e-18),
                 (0.6435011087932844, 1.5834785051444286e-17), (0.7188299996216245, -2.1478388444456983e-17),
                 (0.7853981633974483, 3.061616997868383e-17))
-# The bits of 2/pi after the binary point, 32 to a word (1184 bits: Payne and Hanek's
-# reduction of any f64 needs the 2^-(e+1) .. 2^-(e+200) window for an exponent e <= 1023),
-# after two zero words that stand for the bits before the point an argument >= 2^19 reads.
+# The bits of 2/pi after the binary point, 32 to a word (1184 bits: where the window that
+# Payne and Hanek's reduction of the largest f64 reads ends), after two zero words that stand
+# for the bits before the point (the window of an argument below 2^54 starts there).
 TWO_OVER_PI = (
     0x00000000, 0x00000000,
     0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599, 0x3c439041, 0xfe5163ab, 0xdebbc561,
