@@ -371,6 +371,7 @@ def test_a_function_the_library_lacks_warns_at_its_line(monkeypatch):
         warnings.simplefilter("always")
         tr = qd.translate(k_cosh, "glsl")
     (w,) = [w for w in caught if "computed in f32" in str(w.message)]
+    assert issubclass(w.category, qd.TranslationWarning)
     line = k_cosh.fn.__code__.co_firstlineno + 3
     assert f"test_glsl_f64_math.py:{line}:" in str(w.message) and "qd.cosh(x[i])" in str(w.message)
     assert tr.manifest["requirements"]["f64_functions_in_f32"] == ["cosh"]

@@ -98,3 +98,9 @@ class ToolchainRejected(Exception):
         self.tool = tool
         self.message = message
         super().__init__(f"{tool} rejected the generated source:\n{message}")
+
+
+class TranslationWarning(UserWarning):
+    """A located warning about the user's kernel: a conversion that loses precision, as
+    Quadrants warns of one ("Assign may lose precision"), or f64 math a target computes in
+    f32. Here, in the lowest layer, so that the targets raise it too."""

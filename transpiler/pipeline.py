@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from typing import TYPE_CHECKING
 
+from .errors import TranslationWarning  # re-exported: qd.TranslationWarning
 from .ir import nodes as ir
 from .ir import types as T
 from .ir.memo import freeze
@@ -28,11 +29,6 @@ from .targets import all_targets, get_target, names
 if TYPE_CHECKING:
     from .targets.context import Options, TranslationContext
     from .targets.target import Target
-
-
-class TranslationWarning(UserWarning):
-    """A located warning about the user's kernel: a conversion that loses precision, as
-    Quadrants warns of one ("Assign may lose precision")."""
 
 
 class HazardWarning(TranslationWarning):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import warnings
 
-from ..errors import Diagnostic, TranspileError
+from ..errors import Diagnostic, TranslationWarning, TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.records import record, field
@@ -284,7 +284,7 @@ class GlslDialect(Dialect):
             warnings.warn(str(Diagnostic("warning", "f64-in-f32", f"{e.fn} on f64 is computed in f32 on the GLSL "
                                          "target (about 7 significant digits)", e.loc,
                                          "compute it in f32 explicitly, or run it on another target")),
-                          UserWarning, stacklevel=2)
+                          TranslationWarning, stacklevel=2)
         r.needs.f64_via_f32.add(e.fn)
         fn = r.helper(e.fn, T.f32) if e.fn in ("pow", "atan2") else FLOAT_FUNCS[e.fn]
         return f"double({fn}({', '.join(f'float({a})' for a in args)}))"
