@@ -922,18 +922,26 @@ def _norm(lo: MatrixLowering, c: MethodCall):
     sq = lo.fold([lo.binop("mul", a, a, node) for a in m.items], "add", node)
     if name == "norm_sqr":
         return sq
-    if not (isinstance(eps, CT) and eps.value == 0):
+    zero_eps = isinstance(eps, CT) and eps.value == 0
+    if name == "normalized":
+        # Quadrants' definition: (1 / (|v| + eps)) * v, eps added to the norm, not under the
+        # root (its `normalized(eps)` is not `v * norm_inv(eps)`).
+        norm = _sqrt(lo, sq, node)
+        if not zero_eps:
+            norm = lo.to_expr(lo.binop("add", norm, eps, node), node)
+        inv = ir.BinOp(norm.type, loc, "truediv", ir.Const(norm.type, loc, 1.0), norm)
+        inv = lo.once(inv, node, "inv_norm")
+        return lo.elementwise(lambda a: lo.binop("mul", inv, a, node), [m], node)
+    if not zero_eps:
         sq = lo.binop("add", sq, eps, node)
+    return _sqrt(lo, sq, node, "sqrt" if name == "norm" else "rsqrt")
+
+
+def _sqrt(lo: MatrixLowering, sq, node, fn: str = "sqrt") -> ir.Expr:
+    """sqrt (or rsqrt) of a sum of squares, in its float type (the default float for integers)."""
     sq = lo.to_expr(sq, node)
     fp = sq.type if sq.type.is_float else T.defaults().fp
-    sq = lo.coerce(sq, fp, node, explicit=True)
-    if name == "norm":
-        return ir.Math(fp, loc, "sqrt", [sq])
-    inv = ir.Math(fp, loc, "rsqrt", [sq])
-    if name == "norm_inv":
-        return inv
-    inv = lo.once(inv, node, "inv_norm")
-    return lo.elementwise(lambda a: lo.binop("mul", a, inv, node), [m], node)
+    return ir.Math(fp, lo.loc(node), fn, [lo.coerce(sq, fp, node, explicit=True)])
 
 
 @MATRIX_METHODS.handler("cross")

@@ -90,7 +90,7 @@ def sign(x):
 
 @func
 def normalize(v):
-    return v.normalized()
+    return v / v.norm()  # (Quadrants divides here; v.normalized() multiplies by the reciprocal)
 
 
 @func
