@@ -912,6 +912,14 @@ def _dot(lo: MatrixLowering, c: MethodCall):
     return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items, strict=False)], "add", node)
 
 
+@MATRIX_METHODS.handler("frobenius_inner")
+def _frobenius_inner(lo: MatrixLowering, c: MethodCall):
+    v, w, node = c.v, c.other(), c.node
+    if w.shape != v.shape:
+        raise lo.error(node, f"`.frobenius_inner()` of {describe(v.shape)} and {describe(w.shape)}")
+    return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items, strict=True)], "add", node)
+
+
 @MATRIX_METHODS.handler("norm_sqr", "norm", "norm_inv", "normalized")
 def _norm(lo: MatrixLowering, c: MethodCall):
     name, node, loc = c.name, c.node, lo.loc(c.node)
