@@ -136,6 +136,16 @@ def matrix_method_cases() -> list[Case]:
         Case("v @ m", (v3, m3), (3,)), Case("m.cast(qd.i32)", (("m", (3, 3), "half"),), (3, 3)),
         Case("im.determinant()", (("im", (3, 3), "i"),), ()), Case("im.inverse()", (("im", (2, 2), "ipos"),), (2, 2)),
         Case("im.trace()", (("im", (3, 3), "i"),), ()),
+        Case("qd.Matrix.identity(qd.f32, 3) * s", (S,), (3, 3)), Case("qd.Matrix.diag(3, s)", (S,), (3, 3)),
+        Case("qd.Vector.unit(3, 1) * s", (S,), (3,)), Case("qd.Matrix.zero(qd.f32, 2, 3) + s", (S,), (2, 3)),
+        Case("qd.Matrix.one(qd.i32, 2, 2) * s", (S,), (2, 2)), Case("qd.Vector.one(qd.f32, 3) * s", (S,), (3,)),
+        Case("qd.Matrix.rows([v, w])", (V3, W3), (2, 3)), Case("qd.Matrix.cols([v, w])", (V3, W3), (3, 2)),
+        Case("m.inverse()  # 5x5", (m("m", 5),), (5, 5)),
+        Case("m.inverse()  # 6x6 pivoting", (m("m", 6, "pmat"),), (6, 6)),
+        Case("m.inverse()  # 7x7 pivoting", (m("m", 7, "pmat"),), (7, 7)),  # (12x12: minutes in Quadrants)
+        Case("m.determinant()  # 4x4 pivoting", (m("m", 4, "pmat"),), ()),
+        Case("m.determinant()  # 1x1", (m("m", 1),), ()),
+        Case("m.inverse()  # 1x1", (m("m", 1),), (1, 1)),
     ]
     return cases
 
@@ -249,8 +259,10 @@ def make_inputs(cases: list[Case]) -> list[tuple[np.ndarray, np.ndarray]]:
         for name, shape, kind in c.args:
             lo, hi = KINDS.get(kind, (-1.0, 1.0))
             n = math.prod(shape)
-            if kind == "mat":  # well conditioned: random plus a dominant diagonal
+            if kind in ("mat", "pmat"):  # well conditioned: random plus a dominant diagonal
                 vals = rng.uniform(-1.0, 1.0, (ROWS, *shape)) + 2.0 * np.eye(shape[0])
+                if kind == "pmat":  # its rows shuffled: elimination has to pivot
+                    vals = np.stack([v[rng.permutation(shape[0])] for v in vals])
                 vals = vals.reshape(ROWS, n)
             elif kind == "half":  # halves, so that rounding and truncation choices show
                 vals = rng.integers(int(lo * 4), int(hi * 4), (ROWS, n)) / 4.0

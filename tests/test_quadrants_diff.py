@@ -106,3 +106,33 @@ def test_every_math_function_and_method_matches_quadrants():
                                            + proc.stderr.splitlines()[-10:])
     summary = lines[-1]
     assert " 0 no" in summary and int(summary.split(" rows")[0]) > 1000, summary
+
+
+def make_inverse(n: int):
+    @qd.kernel
+    def inverse_n(m: qd.types.ndarray(ndim=3), out: qd.types.ndarray(ndim=3)):  # (f32 or f64: its arrays')
+        for i in range(m.shape[0]):
+            a = qd.Matrix([[m[i, r, c] for c in qd.static(range(n))] for r in qd.static(range(n))])
+            b = a.inverse()
+            for r, c in qd.static(qd.ndrange(n, n)):
+                out[i, r, c] = b[r, c]
+
+    return inverse_n
+
+
+@pytest.mark.parametrize("n, np_t, rtol", [(5, np.float64, 1e-11), (6, np.float32, 2e-4)])
+def test_inverse_beyond_4x4_by_elimination_with_pivoting(executor, rng, n, np_t, rtol):
+    """5x5 and larger (to 12x12) as Quadrants: Gauss elimination with partial pivoting; the rows of
+    a diagonally dominant matrix are shuffled so that it has to pivot."""
+    m = rng.uniform(-1, 1, (32, n, n)) + 2 * np.eye(n)
+    m = np.stack([x[rng.permutation(n)] for x in m]).astype(np_t)
+    out = np.zeros_like(m)
+    make_inverse(n)(m, out)
+    np.testing.assert_allclose(out, np.linalg.inv(m.astype(np.float64)), rtol=rtol, atol=rtol)
+
+
+def test_inverse_beyond_12x12_is_a_located_error():
+    with pytest.raises(qd.TranspileError, match=r"test_quadrants_diff\.py:\d+:\d+.*`\.inverse\(\)` is for matrices "
+                                                r"up to 12x12"):
+        qd.translate(make_inverse(13), "cuda", arg_types={"m": qd.types.ndarray(qd.f32, ndim=3),
+                                                          "out": qd.types.ndarray(qd.f32, ndim=3)})
