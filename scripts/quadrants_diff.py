@@ -141,8 +141,7 @@ def matrix_method_cases() -> list[Case]:
         Case("qd.Matrix.one(qd.i32, 2, 2) * s", (S,), (2, 2)), Case("qd.Vector.one(qd.f32, 3) * s", (S,), (3,)),
         Case("qd.Matrix.rows([v, w])", (V3, W3), (2, 3)), Case("qd.Matrix.cols([v, w])", (V3, W3), (3, 2)),
         Case("m.inverse()  # 5x5", (m("m", 5),), (5, 5)),
-        Case("m.inverse()  # 6x6 pivoting", (m("m", 6, "pmat"),), (6, 6)),
-        Case("m.inverse()  # 7x7 pivoting", (m("m", 7, "pmat"),), (7, 7)),  # (12x12: minutes in Quadrants)
+        Case("m.inverse()  # 6x6 pivoting", (m("m", 6, "pmat"),), (6, 6)),  # (larger: minutes in Quadrants)
         Case("m.determinant()  # 4x4 pivoting", (m("m", 4, "pmat"),), ()),
         Case("m.determinant()  # 1x1", (m("m", 1),), ()),
         Case("m.inverse()  # 1x1", (m("m", 1),), (1, 1)),
