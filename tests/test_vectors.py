@@ -652,7 +652,8 @@ def test_python_scope_vectors_and_matrices_are_qd_matrix_values():
     assert m.trace() == 5.0 and m.determinant() == pytest.approx(-2.0) and (m.n, m.m, v.n, v.m) == (2, 2, 2, 1)
     np.testing.assert_allclose(m.inverse() @ m, np.eye(2), atol=1e-12)
     np.testing.assert_array_equal(v.outer_product(w), np.outer([3, 4], [5, -12]))
-    assert v.normalized().tolist() == [0.6, 0.8] and v.norm_inv() == 0.2 and m.frobenius_inner(m) == 30.0
+    assert v.normalized().tolist() == [1 / 5 * 3, 1 / 5 * 4]  # (1 / |v|) * v, as Quadrants
+    assert v.norm_inv() == 0.2 and m.frobenius_inner(m) == 30.0
     c = qd.Vector([1.5, 2.5]).cast(qd.i32)
     assert c.to_list() == [1, 2] and c.entries.dtype == np.int32 and c.get_shape() == (2,)
     s = qd.math.vec3(0, 1, 2)  # swizzles, read and written, in xyzw, rgba and stpq

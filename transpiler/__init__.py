@@ -58,12 +58,24 @@ from .targets import TARGETS  # noqa: F401
 _library.install()  # qd.simt's collectives and tiles, written in the language itself
 linalg = _matrixfree.namespace()
 
-# `import transpiler.math as tm` and `from transpiler.types import ndarray`, as Quadrants'
-# (and Taichi's) submodules are imported: the same module objects as the attributes.
-for _name, _module in (("ad", ad), ("math", math), ("types", types), ("simt", simt), ("shmem", shmem),
-                       ("linalg", linalg)):
+# The module paths Quadrants' (and Taichi's) users import, `import transpiler.math as tm`,
+# `from transpiler.algorithms import sort`, `from transpiler.lang.simt import subgroup`,
+# `from transpiler.types.annotations import template`: each the same object as the attribute
+# it names (tests/test_module_paths.py). The paths left out, and why: docs/differences.md.
+_paths = {"ad": ad, "algorithms": algorithms, "math": math, "types": types, "simt": simt, "shmem": shmem,
+          "linalg": linalg}
+for _scope in ("block", "subgroup", "grid", "warp"):
+    _paths[f"simt.{_scope}"] = _paths[f"lang.simt.{_scope}"] = getattr(simt, _scope)
+_paths["types.primitive_types"] = types.primitive_types  # (a class here, with the module's names)
+_paths.update({f"types.{_name}": Namespace(f"qd.types.{_name}", **{n: getattr(types, n) for n in _names.split()})
+               for _name, _names in (
+                   ("annotations", "template Template sparse_matrix_builder"),
+                   ("compound_types", "matrix vector struct"),
+                   ("ndarray_type", "ndarray NDArray"),
+                   ("utils", "is_integral is_real is_signed is_tensor"))})
+for _name, _module in _paths.items():
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
-del _sys, _name, _module
+del _paths, _scope, _name, _module
 
 __version__ = "0.1.0"
 
@@ -114,6 +126,29 @@ set_launcher(_launch)
 _host.set_loader(_load_runtime)
 _python_scope.update({"subgroup.group_size": _subgroup_width,
                       "subgroup.log2_group_size": lambda: _subgroup_width().bit_length() - 1})
+
+
+class _LazyModulePaths:
+    """``import transpiler.profiler``: a path whose module is the runtime's, found only when
+    imported (a finder on sys.meta_path), so that ``import transpiler`` still loads no runtime."""
+
+    lazy = {f"{__name__}.profiler": "profiler"}
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> object:
+        from importlib.machinery import ModuleSpec  # noqa: PLC0415 - only when a path is imported
+
+        return ModuleSpec(name, self) if name in self.lazy else None
+
+    def create_module(self, spec: object) -> object:
+        module = __getattr__(self.lazy[spec.name])
+        self.own_spec = module.__spec__  # (the import system is about to give it this path's)
+        return module
+
+    def exec_module(self, module: object) -> None:  # the runtime's module ran when it was imported
+        module.__spec__ = self.own_spec  # its name, file and spec stay the runtime's
+
+
+_sys.meta_path.append(_LazyModulePaths())
 
 
 def __getattr__(name: str):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..lang.matrix import MatrixType
+from ..lang.linalg import inverse_lu
 from ..lang.swizzle import SWIZZLE_SETS
 from .common import has_side_effects, is_py_scalar
 from .handlers import HandlerTable
@@ -773,19 +774,39 @@ class MatrixLowering:
             return self.make_matrix((m,), items, node)
         return self.make_matrix((n, m), items, node)
 
+    # The determinant and inverse are Quadrants' formulas in its order of operations, so that
+    # their rounding is Quadrants' too: expansion along the first column, the rows of each 3x3
+    # minor taken cyclically (indices mod n), and the inverse as 1/det times the cofactors.
+
     def determinant(self, v: MatrixValue, node):
         n = v.shape[0]
+        if n == 1:
+            return v.at(0, 0)
+        if n == 2:
+            return self.binop("sub", self.binop("mul", v.at(0, 0), v.at(1, 1), node),
+                              self.binop("mul", v.at(0, 1), v.at(1, 0), node), node)
+        if n == 3:
+            return self.minor3(v, (0, 1, 2), (0, 1, 2), node)
+        det = None
+        for i in range(4):
+            term = self.binop("mul", v.at(i, 0), self.minor3(v, (i + 1, i + 2, i + 3), (1, 2, 3), node), node)
+            det = term if det is None else self.binop("sub" if i % 2 else "add", det, term, node)
+        return det
 
-        def minor(rows: list[int], cols: list[int]):
-            if len(rows) == 1:
-                return v.at(rows[0], cols[0])
-            out = None
-            for c_pos, c in enumerate(cols):
-                term = self.binop("mul", v.at(rows[0], c), minor(rows[1:], cols[:c_pos] + cols[c_pos + 1:]), node)
-                out = term if out is None else self.binop("sub" if c_pos % 2 else "add", out, term, node)
-            return out
+    def minor3(self, v: MatrixValue, rows: tuple, cols: tuple, node):
+        """The 3x3 determinant of ``v``'s rows and columns (indices mod n), along its first column."""
+        n = v.shape[0]
 
-        return minor(list(range(n)), list(range(n)))
+        def at(r: int, c: int):
+            return v.at(rows[r] % n, cols[c] % n)
+
+        def det2(p: tuple, q: tuple, r: tuple, s: tuple):  # at(p) * at(q) - at(r) * at(s)
+            return self.binop("sub", self.binop("mul", at(*p), at(*q), node), self.binop("mul", at(*r), at(*s), node),
+                              node)
+
+        out = self.binop("mul", at(0, 0), det2((1, 1), (2, 2), (2, 1), (1, 2)), node)
+        out = self.binop("sub", out, self.binop("mul", at(1, 0), det2((0, 1), (2, 2), (2, 1), (0, 2)), node), node)
+        return self.binop("add", out, self.binop("mul", at(2, 0), det2((0, 1), (1, 2), (1, 1), (0, 2)), node), node)
 
     def inverse(self, v: MatrixValue, node):
         n = v.shape[0]
@@ -796,15 +817,20 @@ class MatrixLowering:
         if n == 1:
             return self.make_matrix((1, 1), [inv_det], node)
 
-        def cofactor(i: int, j: int):
-            rows = [r for r in range(n) if r != i]
-            cols = [c for c in range(n) if c != j]
-            sub = MatrixValue((n - 1, n - 1), [v.at(r, c) for r in rows for c in cols])
-            d = self.determinant(sub, node)
+        def cofactor(i: int, j: int):  # of row i, column j: its sign comes from the cyclic order
+            if n == 2:
+                return v.at(1 - i, 1 - j) if i == j else self.expr_negate(v.at(j, i), node)
+            if n == 3:
+                def at(r: int, c: int):
+                    return v.at((i + r) % 3, (j + c) % 3)
+
+                return self.binop("sub", self.binop("mul", at(1, 1), at(2, 2), node),
+                                  self.binop("mul", at(2, 1), at(1, 2), node), node)
+            d = self.minor3(v, (i + 1, i + 2, i + 3), (j + 1, j + 2, j + 3), node)
             return d if (i + j) % 2 == 0 else self.expr_negate(d, node)
 
-        # inverse[i][j] = cofactor(j, i) / det
-        items = [self.binop("mul", cofactor(j, i), inv_det, node) for i in range(n) for j in range(n)]
+        # inverse[r][c] = cofactor(c, r) / det
+        items = [self.binop("mul", inv_det, cofactor(c, r), node) for r in range(n) for c in range(n)]
         return self.make_matrix((n, n), items, node, fp)
 
     def expr_negate(self, e, node):
@@ -912,6 +938,14 @@ def _dot(lo: MatrixLowering, c: MethodCall):
     return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items, strict=False)], "add", node)
 
 
+@MATRIX_METHODS.handler("frobenius_inner")
+def _frobenius_inner(lo: MatrixLowering, c: MethodCall):
+    v, w, node = c.v, c.other(), c.node
+    if w.shape != v.shape:
+        raise lo.error(node, f"`.frobenius_inner()` of {describe(v.shape)} and {describe(w.shape)}")
+    return lo.fold([lo.binop("mul", a, b, node) for a, b in zip(v.items, w.items, strict=True)], "add", node)
+
+
 @MATRIX_METHODS.handler("norm_sqr", "norm", "norm_inv", "normalized")
 def _norm(lo: MatrixLowering, c: MethodCall):
     name, node, loc = c.name, c.node, lo.loc(c.node)
@@ -922,18 +956,26 @@ def _norm(lo: MatrixLowering, c: MethodCall):
     sq = lo.fold([lo.binop("mul", a, a, node) for a in m.items], "add", node)
     if name == "norm_sqr":
         return sq
-    if not (isinstance(eps, CT) and eps.value == 0):
+    zero_eps = isinstance(eps, CT) and eps.value == 0
+    if name == "normalized":
+        # Quadrants' definition: (1 / (|v| + eps)) * v, eps added to the norm, not under the
+        # root (its `normalized(eps)` is not `v * norm_inv(eps)`).
+        norm = _sqrt(lo, sq, node)
+        if not zero_eps:
+            norm = lo.to_expr(lo.binop("add", norm, eps, node), node)
+        inv = ir.BinOp(norm.type, loc, "truediv", ir.Const(norm.type, loc, 1.0), norm)
+        inv = lo.once(inv, node, "inv_norm")
+        return lo.elementwise(lambda a: lo.binop("mul", inv, a, node), [m], node)
+    if not zero_eps:
         sq = lo.binop("add", sq, eps, node)
+    return _sqrt(lo, sq, node, "sqrt" if name == "norm" else "rsqrt")
+
+
+def _sqrt(lo: MatrixLowering, sq, node, fn: str = "sqrt") -> ir.Expr:
+    """sqrt (or rsqrt) of a sum of squares, in its float type (the default float for integers)."""
     sq = lo.to_expr(sq, node)
     fp = sq.type if sq.type.is_float else T.defaults().fp
-    sq = lo.coerce(sq, fp, node, explicit=True)
-    if name == "norm":
-        return ir.Math(fp, loc, "sqrt", [sq])
-    inv = ir.Math(fp, loc, "rsqrt", [sq])
-    if name == "norm_inv":
-        return inv
-    inv = lo.once(inv, node, "inv_norm")
-    return lo.elementwise(lambda a: lo.binop("mul", a, inv, node), [m], node)
+    return ir.Math(fp, lo.loc(node), fn, [lo.coerce(sq, fp, node, explicit=True)])
 
 
 @MATRIX_METHODS.handler("cross")
@@ -985,7 +1027,10 @@ def _determinant(lo: MatrixLowering, c: MethodCall):
 
 @MATRIX_METHODS.handler("inverse")
 def _inverse(lo: MatrixLowering, c: MethodCall):
-    c.square(largest=4)
+    c.square(largest=12)
+    n = c.v.shape[0]
+    if n > 4:  # by elimination, as Quadrants (closed forms up to 4x4)
+        return lo.inline_values(inverse_lu, c.node, [lo.materialize(c.v, c.node, "m"), CT(n)])
     return lo.inverse(lo.materialize(c.v, c.node, "m"), c.node)
 
 

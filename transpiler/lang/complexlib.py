@@ -20,7 +20,8 @@ def cconj(z):
 
 @func
 def cdiv(z1, z2):
-    return cmul(z1, cconj(z2)) / dot(z2, z2)
+    # The numerator rounded to a vec2 before the division, as Quadrants has it
+    return vec2(z1[0] * z2[0] + z1[1] * z2[1], -z1[0] * z2[1] + z2[0] * z1[1]) / dot(z2, z2)
 
 
 @func

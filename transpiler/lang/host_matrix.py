@@ -68,7 +68,15 @@ class HostMatrix(np.ndarray):
         return 1 / self.norm(eps)
 
     def normalized(self, eps: float = 0) -> HostMatrix:
-        return self / self.norm(eps)
+        # Quadrants' definition: eps added to the norm, not under the root as in norm(eps).
+        with np.errstate(divide="ignore", invalid="ignore"):  # the zero vector: NaN, as in a kernel
+            return (1 / (self.norm() + eps)) * self
+
+    def any(self) -> bool:  # Python's bool, as Quadrants' (NumPy's would be a 0-d array of this class)
+        return bool(np.asarray(self).any())
+
+    def all(self) -> bool:
+        return bool(np.asarray(self).all())
 
     def dot(self, other: ArrayLike) -> Any:
         return np.dot(self, other)

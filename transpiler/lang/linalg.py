@@ -286,3 +286,47 @@ def eig2x2(A, dt: template()):
         v1 = Vector([A2r[0, 0], A2i[0, 0], A2r[1, 0], A2i[1, 0]], dt).normalized()
         v2 = Vector([A1r[0, 0], A1i[0, 0], A1r[1, 0], A1i[1, 0]], dt).normalized()
     return Matrix.rows([l1, l2]), Matrix.cols([v1, v2])
+
+
+@func
+def inverse_lu(mat, n: template()):
+    """``m.inverse()`` of an n x n matrix, 5 <= n <= 12 (the frontend calls it; 1 to 4 are closed
+    forms): Gauss elimination with partial pivoting, in Quadrants' order of operations so that
+    the results are Quadrants', bit for bit. The pivot row is chosen at run time; the swap tests
+    each candidate row, so that every index stays a translation-time one."""
+    a = mat
+    b = mat * 0
+    for d in static(range(n)):
+        b[d, d] = b[d, d] + 1
+    for k in static(range(n)):
+        pivot = k
+        pivot_abs = abs(a[k, k])
+        for p in static(range(k + 1, n)):
+            cur_abs = abs(a[p, k])
+            if cur_abs > pivot_abs:
+                pivot_abs = cur_abs
+                pivot = p
+        for p in static(range(k + 1, n)):
+            if pivot == p:
+                for j in static(range(n)):
+                    ta = a[k, j]
+                    a[k, j] = a[p, j]
+                    a[p, j] = ta
+                    tb = b[k, j]
+                    b[k, j] = b[p, j]
+                    b[p, j] = tb
+        for i in static(range(k + 1, n)):
+            m = a[i, k] / a[k, k]
+            a[i, k] = m
+            for j in static(range(k + 1, n)):
+                a[i, j] = a[i, j] - m * a[k, j]
+            for j in static(range(n)):
+                b[i, j] = b[i, j] - m * b[k, j]
+    inv = mat * 0
+    for col in static(range(n)):
+        for i in static(range(n - 1, -1, -1)):
+            s = b[i, col]
+            for j in static(range(i + 1, n)):
+                s = s - a[i, j] * inv[j, col]
+            inv[i, col] = s / a[i, i]
+    return inv

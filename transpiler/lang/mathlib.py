@@ -9,7 +9,8 @@ from ..ir.types import i32, u32
 from . import ops
 from .kernel import func, static, template
 from .ops import grouped
-from .matrix import Matrix, Vector, matrix
+from .matrix import Matrix, matrix
+from .vector_types import vec2
 
 
 @func
@@ -90,7 +91,7 @@ def sign(x):
 
 @func
 def normalize(v):
-    return v.normalized()
+    return v / v.norm()  # (Quadrants divides here; v.normalized() multiplies by the reciprocal)
 
 
 @func
@@ -123,7 +124,7 @@ def distance(x, y):
 def refract(x, n, eta):
     dxn = x.dot(n)
     k = 1.0 - eta * eta * (1.0 - dxn * dxn)
-    result = x * 0.0
+    result = x * 0  # (Quadrants' qd.zero(x): an integer x stays integer)
     if k >= 0.0:
         result = eta * x - (eta * dxn + ops.sqrt(k)) * n
     return result
@@ -172,7 +173,19 @@ def rotation2d(ang):
 
 @func
 def vdir(ang):
-    return Vector([ops.cos(ang), ops.sin(ang)])
+    return vec2(ops.cos(ang), ops.sin(ang))  # a vec2: of the default float, whatever the angle's type
+
+
+@func
+def isinf(x):
+    """1 where ``x`` is an infinity, in the default float (as Quadrants: an f64 beyond the f32
+    range is an infinity when the default float is f32)."""
+    return ops.isinf(ops.cast(x, float))
+
+
+@func
+def isnan(x):
+    return ops.isnan(ops.cast(x, float))
 
 
 @func
@@ -209,4 +222,4 @@ def fns(mask, base, offset):
 
 __all__ = ["mix", "clamp", "step", "fract", "smoothstep", "sign", "normalize", "log2", "reflect", "degrees",
            "radians", "distance", "refract", "dot", "cross", "mod", "length", "determinant", "inverse", "eye",
-           "rotation2d", "vdir", "fns"]
+           "rotation2d", "vdir", "isinf", "isnan", "fns"]

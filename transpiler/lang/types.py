@@ -34,6 +34,8 @@ class primitive_types:  # noqa: N801 - Quadrants' spelling: qd.types.primitive_t
     Python's float, int and bool, which stand for qd.init's defaults)."""
 
     f16, f32, f64, i8, i16, i32, i64, u1, u8, u16, u32, u64 = f16, f32, f64, i8, i16, i32, i64, u1, u8, u16, u32, u64
+    float16, float32, float64, int8, int16, int32, int64 = f16, f32, f64, i8, i16, i32, i64
+    uint1, uint8, uint16, uint32, uint64 = u1, u8, u16, u32, u64
     real_types = {f16, f32, f64, float}
     integer_types = {i8, i16, i32, i64, u1, u8, u16, u32, u64, int, bool}
     all_types = real_types | integer_types
