@@ -1,11 +1,13 @@
 """Register tiles, ``qd.simt.Tile16x16`` and ``qd.simt.Tile32x32``, as Quadrants 1.3.3 has them.
 
-Run on the CPU emulator (the CUDA text at warp 32: both sizes; the HIP text at wave 64) and on
-CUDA when there is a GPU, against NumPy on random data: loads and stores (whole, partial,
-clamped to the array, batched, fields and SharedArrays), identity tiles, rank-1 updates from
-scalars and column slices, Cholesky and the triangular solve, and a blocked Cholesky that
-combines them. Vulkan here is lavapipe, whose subgroups have 8 lanes: there a tile is a
-located error, never a wrong result. Every target's text is compiled by its toolchain."""
+Run on every executor at every subgroup width: Vulkan (lavapipe, 8 lanes), the CPU emulator
+(the CUDA text at 8, 16 and 32 lanes, the HIP text at wave 32 and 64) and CUDA when there is
+a GPU, against NumPy on random data: loads and stores (whole, partial, clamped to the array,
+batched, fields and SharedArrays), identity tiles, rank-1 updates from scalars and column
+slices, Cholesky and the triangular solve, and a blocked Cholesky that combines them. On
+subgroups narrower than the tile, the tile is carried out through shared memory (see
+tests/test_wide_tiles.py for its own checks). Every target's text is compiled by its
+toolchain."""
 from __future__ import annotations
 
 import shutil
@@ -24,14 +26,22 @@ NP = {qd.f32: np.float32, qd.f64: np.float64}
 TOL = {qd.f32: 2e-4, qd.f64: 1e-10}
 
 
-@pytest.fixture(params=["cpu-cuda", "cpu-hip", "cuda"])
+NARROW = {"cpu-cuda-8": {"arch": "cpu", "subgroup_size": 8}, "cpu-cuda-16": {"arch": "cpu", "subgroup_size": 16},
+          "cpu-hip-32": {"arch": "cpu", "dialect": "hip", "wave32": True}}
+
+
+@pytest.fixture(params=["vulkan", "cpu-cuda-8", "cpu-cuda-16", "cpu-cuda", "cpu-hip-32", "cpu-hip", "cuda"])
 def executor(request):
-    """The executors whose subgroups hold a tile (Vulkan here has 8 lanes: see the error tests)."""
+    """Every executor, at subgroup widths 8 (lavapipe, the narrowed CUDA text), 16, 32 and 64:
+    narrower than a tile, a tile goes through shared memory."""
     from conftest import have_gpu, init_executor
 
     if request.param == "cuda" and not have_gpu():
         pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
-    init_executor(request.param)
+    if request.param in NARROW:
+        qd.init(**NARROW[request.param])
+    else:
+        init_executor(request.param)
     return request.param
 
 
@@ -466,6 +476,8 @@ def test_lanes_past_the_tile_are_rows_past_it(executor, rng):
     row index is the lane index, so a row range longer than the tile reaches the lanes past
     it; b's elements come from the tile's own lanes."""
     width = current().subgroup_size
+    if width < 16:
+        pytest.skip("a subgroup narrower than the tile: a tile is then its own 16 threads of the block")
     a = rng.standard_normal((width, 16)).astype(np.float32)
     x = rng.standard_normal(width).astype(np.float32)
     out = np.zeros_like(a)

@@ -31,6 +31,7 @@ _block = {
     "mem_fence": "Order this thread's memory accesses as seen by the threads of its block (no barrier).",
     "mem_sync": "Deprecated alias of block.mem_fence().",
     "SharedArray": "SharedArray(shape, dtype): memory shared by the threads of a block, sized at translation time.",
+    "_dim": "The enclosing parallel loop's block size (a translation-time int; the library's building block).",
 }
 _subgroup = {
     "invocation_id": "The calling lane's index within its subgroup.",
@@ -53,6 +54,7 @@ _subgroup = {
     **{f"{kind}_{op}": f"Subgroup {kind.replace('_', ' ')} with {op} (every lane gets its result)."
        for kind in ("reduce", "reduce_all", "inclusive", "exclusive") for op in ("add", "min", "max")},
     "_scan": "_scan(kind, op, value): the subgroup scan of an operator (the library's building block).",
+    "_note": "_note(text): a comment in the emitted code saying which lowering the library chose.",
 }
 
 block = Namespace("qd.simt.block", **{k: _marker(f"block.{k}", d) for k, d in _block.items()})
