@@ -95,7 +95,9 @@ def rank1(m: qd.types.ndarray(ndim=2), x: qd.types.ndarray(ndim=1), y: qd.types.
     qd.loop_config(block_dim=tile.SIZE)
     for _ in range(tile.SIZE):
         n = qd.static(tile.SIZE)
-        lane = qd.simt.subgroup.invocation_id()
+        # The row of this thread: its lane, or on subgroups narrower than the tile its place
+        # among the tile's threads (the block is one tile here; see docs/tiles.md).
+        lane = qd.simt.block.thread_idx()
         t = tile.zeros(dtype=dt)
         t[:] = m[0:n, 0:n]
         t -= qd.outer(x[lane], y[lane])   # each lane gives its element of each vector
@@ -194,7 +196,7 @@ def field_tile(out: qd.types.ndarray(qd.f32, ndim=2), r0: qd.i32, c0: qd.i32):
         t = qd.simt.Tile16x16.zeros()
         t[:] = grid[r0:r0 + 16, c0:c0 + 16]   # clamped to the field's 40 x 40
         out[0:16, 0:16] = t
-        lane = qd.simt.subgroup.invocation_id()
+        lane = qd.simt.block.thread_idx()
         out[lane, 16] = t.r[3]                 # a register of this lane's row
         t.r[0] = -1.0
         grid[r0:r0 + 16, c0:c0 + 1] = t
@@ -496,49 +498,53 @@ def translate(kernel, target: str, tile=Tile16, dt=None, **options):
 
 
 @pytest.mark.toolchain
-def test_vulkan_here_refuses_a_tile_at_its_line():
-    """lavapipe's subgroups have 8 lanes: the kernel is not run, the tile's line is named."""
+def test_vulkan_here_refuses_a_block_that_is_not_whole_tiles_at_its_line(tmp_path):
+    """lavapipe's subgroups have 8 lanes: a tile is 16 threads of the block, so a block of 24
+    cannot hold whole tiles; the kernel is not run, the tile's line is named."""
     from conftest import init_executor
 
     init_executor("vulkan")
     assert current().subgroup_size < 16
-    a = np.eye(16, dtype=np.float32)
-    with pytest.raises(qd.TranspileError) as info:
-        factor_and_solve(a, a.copy(), Tile16, qd.f32, 1e-6)
-    err = str(info.value)
-    line = factor_and_solve.fn.__code__.co_firstlineno + 6  # the decorator is the first: L = tile.zeros(dtype=dt)
-    assert f"test_tiles.py:{line}:" in err and "L = tile.zeros(dtype=dt)" in err and "^" in err, err
-    assert "needs a subgroup of at least 16 lanes" in err and "subgroups have 8" in err, err
-    assert "hint: run it where subgroups have 16 lanes or more" in err, err
+    err = _error("", tmp_path, target=None, block=24)
+    assert "bad_tiles.py:7:" in err and "t = T.zeros()" in err and "^" in err, err
+    assert ("qd.simt.Tile16x16 on this target's 8-lane subgroups is carried out by 16 consecutive threads of the "
+            "block, and the block of 24 threads is not a whole number of tiles") in err, err
+    assert "hint: qd.loop_config(block_dim=N) with N a multiple of 16" in err, err
 
 
-@pytest.mark.parametrize("tile,size,ok", [(Tile16, 8, False), (Tile16, 16, True), (Tile32, 16, False),
-                                          (Tile32, 32, True), (Tile32, 64, True)])
-def test_glsl_subgroup_size_must_hold_the_tile(tile, size, ok):
-    if ok:
-        tr = translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
-        assert tr.manifest["requirements"]["required_subgroup_size"] == size
-        return
-    with pytest.raises(qd.TranspileError) as info:
-        translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
+@pytest.mark.parametrize("tile,size", [(Tile16, 8), (Tile16, 16), (Tile32, 8), (Tile32, 16), (Tile32, 32),
+                                       (Tile32, 64)])
+def test_glsl_at_every_subgroup_size_holds_the_tile(tile, size):
+    """Narrower than the tile: shared memory, said in a comment; as wide or wider: shuffles."""
+    tr = translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
+    assert tr.manifest["requirements"]["required_subgroup_size"] == size
+    text = "\n".join(tr.sources.values())
     n = tile.SIZE
-    assert f"qd.simt.Tile{n}x{n} needs a subgroup of at least {n} lanes" in str(info.value)
-    assert ("or qd.simt.Tile16x16" in str(info.value)) == (n == 32 and size >= 16)
+    wide = size < n
+    assert (f"// Tile{n}x{n} on {size}-lane subgroups: {n} consecutive threads of the block per tile" in text) == wide
+    assert ("subgroupShuffle(" in text) != wide
+    assert text.count(f"// Tile{n}x{n} on {size}-lane subgroups: Cholesky through shared memory") == wide
+    assert text.count(f"// Tile{n}x{n} on {size}-lane subgroups: triangular solve through shared memory") == wide
 
 
 # ----------------------------------------------------------------------------- mistakes
 
-def _error(src: str, tmp_path, target: str = "cuda") -> str:
+def _error(src: str, tmp_path, target: str | None = "cuda", block: int = 16) -> str:
+    """The error of a kernel with a tile and ``src`` after it, translated for ``target`` (None:
+    called on the current executor)."""
     import runpy
 
     path = tmp_path / "bad_tiles.py"
     path.write_text("import transpiler as qd\nT = qd.simt.Tile16x16\n"
                     "@qd.kernel\ndef k(a: qd.types.ndarray(qd.f32, ndim=2), x: qd.types.ndarray(qd.f32, ndim=1)):\n"
-                    "    qd.loop_config(block_dim=16)\n    for _ in range(16):\n        t = T.zeros()\n" +
+                    f"    qd.loop_config(block_dim={block})\n    for _ in range({block}):\n        t = T.zeros()\n" +
                     "".join(f"        {line}\n" for line in src.splitlines()))
     kernels = runpy.run_path(str(path))
     with pytest.raises(qd.TranspileError) as info:
-        qd.translate(kernels["k"], target)
+        if target is None:
+            kernels["k"](np.zeros((16, 16), np.float32), np.zeros(16, np.float32))
+        else:
+            qd.translate(kernels["k"], target)
     return str(info.value)
 
 
@@ -623,7 +629,7 @@ COMPILE_CASES = [
     ("through_shared_32", through_shared, {"tile": Tile32}),
 ]
 VARIANTS = [("cuda", {}), ("hip", {}), ("hip", {"wave32": True}), ("msl", {}),
-            ("glsl", {"subgroup_size": 32}), ("glsl", {"subgroup_size": 64})]
+            *(("glsl", {"subgroup_size": n}) for n in (8, 16, 32, 64))]
 TOOLS = {"cuda": None, "hip": "hipcc", "glsl": "glslangValidator", "msl": None}
 
 
