@@ -730,6 +730,20 @@ def bitonic_sort_kv_tiled(key, value, log2_size: qd.template()):
 
 
 @qd.func
+def _partner(k, v, step: qd.template(), keys: qd.template(), values: qd.template(), tid):
+    """The pair of thread tid ^ 2**step: a shuffle within the subgroup, else through shared
+    memory between two barriers (the first keeps the previous exchange's reads intact)."""
+    if qd.static(step < subgroup.log2_group_size()):
+        return subgroup.shuffle_xor(k, qd.u32(1 << step)), subgroup.shuffle_xor(v, qd.u32(1 << step))
+    else:
+        block.sync()
+        keys[tid] = k
+        values[tid] = v
+        block.sync()
+        return keys[tid ^ (1 << step)], values[tid ^ (1 << step)]
+
+
+@qd.func
 def _wide_sort(key, value, log2_size: qd.template()):
     """The same network over a group of several subgroups: a pair's partner within the
     subgroup comes by shuffle, one further away through shared memory between barriers."""
@@ -740,18 +754,7 @@ def _wide_sort(key, value, log2_size: qd.template()):
     v = value
     for stage in qd.static(range(1, log2_size + 1)):
         for step in qd.static(range(stage - 1, -1, -1)):
-            their_k = k
-            their_v = v
-            if qd.static(step < subgroup.log2_group_size()):
-                their_k = subgroup.shuffle_xor(k, qd.u32(1 << step))
-                their_v = subgroup.shuffle_xor(v, qd.u32(1 << step))
-            else:
-                block.sync()
-                keys[tid] = k
-                values[tid] = v
-                block.sync()
-                their_k = keys[tid ^ (1 << step)]
-                their_v = values[tid ^ (1 << step)]
+            their_k, their_v = _partner(k, v, step, keys, values, tid)
             ascending = qd.static(stage == log2_size) or (tid & (1 << stage)) == 0
             keep_small = ((tid & (1 << step)) == 0) == ascending
             smaller = their_k < k or (their_k == k and their_v < v)
