@@ -487,6 +487,55 @@ def test_lanes_past_the_tile_are_rows_past_it(executor, rng):
     np.testing.assert_allclose(out, a - np.outer(x, x[:16]), rtol=1e-5, atol=1e-5)
 
 
+@qd.kernel
+def internal_spellings(m: qd.types.ndarray(qd.f64, ndim=3), x: qd.types.ndarray(qd.f64, ndim=1),
+                       out: qd.types.ndarray(qd.f64, ndim=3), tile: qd.template()):
+    """Quadrants' internal API, which its own tests use: the class of one dtype, called for a
+    zero tile, and the methods behind the slice syntax."""
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        t = tile()
+        t._load3d(m, 1, 0, tile.SIZE, 0, tile.SIZE)
+        row = qd.simt.block.thread_idx()
+        t._ger_sub(x[row], x[row])
+        L = tile.eye()
+        L._ger_sub(x[row], 1.0)
+        t._store3d(out, 0, 0, tile.SIZE, 0, tile.SIZE)
+        out[1, 0:tile.SIZE, 0:tile.SIZE] = L
+
+
+@qd.kernel
+def internal_solve(a: qd.types.ndarray(qd.f64, ndim=2), b: qd.types.ndarray(qd.f64, ndim=2), tile: qd.template()):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        L = tile.zeros()
+        L._load(a, 0, tile.SIZE, 0, tile.SIZE)
+        L.cholesky_(1e-12)
+        B = tile()
+        B._load(b, 0, tile.SIZE, 0, tile.SIZE)
+        B._trsm(L)
+        B._store(b, 0, tile.SIZE, 0, tile.SIZE)
+
+
+@pytest.mark.parametrize("size", [16, 32])
+def test_quadrants_internal_tile_api(executor, rng, size):
+    from transpiler.lang.simt._tile import _make_tile, _tile_cache
+
+    tile = _make_tile(size, qd.f64)
+    assert tile is _tile_cache[(size, qd.f64)] and tile.SIZE == size and tile.zeros is tile
+    a = spd(rng, size, np.float64)
+    b = rng.standard_normal((size, size))
+    x = b.copy()
+    internal_solve(a, x, tile)
+    L = np.linalg.cholesky(a)
+    np.testing.assert_allclose(x @ L.T, b, rtol=1e-9, atol=1e-9)
+    m = rng.standard_normal((2, size, size))
+    out = np.zeros((2, size, size))
+    internal_spellings(m, x[:, 0].copy(), out, tile)
+    np.testing.assert_allclose(out[0], m[1] - np.outer(x[:, 0], x[:, 0]), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[1], np.eye(size) - np.outer(x[:, 0], np.ones(size)), rtol=1e-12, atol=1e-12)
+
+
 # ----------------------------------------------------------------------------- narrow subgroups
 
 def translate(kernel, target: str, tile=Tile16, dt=None, **options):
@@ -581,6 +630,8 @@ FIRST = 8  # the first line of the snippet in bad_tiles.py
     ("u = T.zeros(dtype=qd.i32)", "a tile holds f32 or f64, not 'i32'"),
     ("u = T.eye(qd.f32)", "takes the dtype as a keyword: dtype=qd.f32"),
     ("T.eye().cholesky_(1e-6)", "`.cholesky_` of a Tile16x16 value: a tile's methods update a variable"),
+    ("t._load(a, 0, 16)", "Tile16x16._load(arr, r0, r1, c0, c1)"),
+    ("t._store3d(a, 0, 0, 16, 0, 16)", "Tile16x16._store3d() takes a 3-dimensional array"),
 ])
 def test_tile_mistakes_are_located(tmp_path, src, message):
     err = _error(src, tmp_path)

@@ -38,7 +38,7 @@ class TileLowering:
 
     # ------------------------------------------------------------------ construction
 
-    def construct_tile(self, size: int, kind: str, node: ast.Call) -> StructValue:
+    def construct_tile(self, size: int, kind: str, node: ast.Call, stub_dtype=None) -> StructValue:
         spelled = f"qd.simt.Tile{size}x{size}.{kind}"
         self.require_parallel(node, f"{spelled}()")
         self.require_tile_width(size, node)
@@ -49,6 +49,7 @@ class TileLowering:
             if kw.arg != "dtype":
                 raise self.error(kw, f"{spelled}() takes dtype= only, not {kw.arg}=")
             dtype = self.static_value(kw.value, what="a tile's dtype")
+        dtype = dtype if dtype is not None else stub_dtype
         dtype = T.defaults().fp if dtype is None else (T.python_type(dtype) or dtype)
         if dtype not in (T.f32, T.f64):
             raise self.error(node, f"{spelled}(): a tile holds f32 or f64, not {getattr(dtype, 'name', dtype)!r}",
@@ -278,8 +279,39 @@ class TileLowering:
             return self.inline_values(tt.methods[name], node, [var, *args], kwargs)
         if name == "solve_triangular_":
             return self.solve_triangular(var, node)
+        if name in lib.BLOCK_METHODS or name in ("_ger_sub", "_trsm"):
+            return self.internal_method(var, name, node)
         methods = ", ".join(sorted([*tt.methods, *lib.FRONTEND_METHODS]))
         raise self.error(node.func, f"{tt.name} has no method `{name}`", hint=f"its methods: {methods}")
+
+    def internal_method(self, var: StructVar, name: str, node: ast.Call):
+        """Quadrants' internal spellings (lang/tile.py's BLOCK_METHODS, ``_ger_sub``, ``_trsm``)."""
+        if node.keywords:
+            raise self.error(node, f"{var.type.name}.{name}() takes positional arguments only")
+        if name == "_ger_sub":
+            if len(node.args) != 2:
+                raise self.error(node, f"{var.type.name}._ger_sub(a, b) takes two arguments")
+            dtype, size = var.type.dtype, var.type.size
+            a, b = (self.outer_operand(self.expr(x), dtype, size, x) for x in node.args)
+            self.inline_values(lib._ger_sub, self.loc(node), [var, a, b])
+            return CT(None)
+        if name == "_trsm":
+            found = self.resolve_var(node.args[0]) if len(node.args) == 1 else None
+            if found is None or not is_tile(found[0]) or found[0].type.size != var.type.size:
+                raise self.error(node, f"{var.type.name}._trsm(L) takes one tile of its size, L")
+            self.inline_values(lib._trsm, node, [var, self.read_struct(found[0], None, self.loc(node))])
+            return CT(None)
+        fn, batched = lib.BLOCK_METHODS[name]
+        if len(node.args) != (6 if batched else 5):
+            raise self.error(node, f"{var.type.name}.{name}(arr, {'batch, ' if batched else ''}r0, r1, c0, c1)")
+        handle = self.expr(node.args[0])
+        if not isinstance(handle, ArrayHandle) or handle.array.type.ndim != (3 if batched else 2):
+            raise self.error(node.args[0], f"{var.type.name}.{name}() takes a {3 if batched else 2}-dimensional array")
+        bounds = [self.slice_index(a, "tile bound") for a in node.args[1:]]
+        sl = ArraySlice(handle.array, bounds[0] if batched else None, tuple(bounds[-4:-2]), tuple(bounds[-2:]),
+                        None, ast.unparse(node))
+        self.inline_values(fn, self.loc(node), [var, *self.block_args(sl, node)])
+        return CT(None)
 
     def solve_triangular(self, L: StructVar, node: ast.Call):
         """``L.solve_triangular_(B, lower=True)``: B becomes X with X @ L.T = B."""
@@ -308,7 +340,7 @@ class TileLowering:
 @handler("tile.zeros", "tile.eye")
 def _construct_tile(lo, name: str, node: ast.Call):
     stub = lo.expr(node.func).value
-    return lo.construct_tile(stub.tile_size, name.split(".")[1], node)
+    return lo.construct_tile(stub.tile_size, name.split(".")[1], node, stub.tile_dtype)
 
 
 @handler("outer")

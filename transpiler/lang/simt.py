@@ -13,6 +13,11 @@ from __future__ import annotations
 from .kernel import builtin
 from .names import Namespace, missing
 
+# A package without files of its own: Quadrants' module path of its tile internals,
+# ``quadrants.lang.simt._tile`` (its tests import it), is lang/tile.py, which registers itself
+# under that name.
+__path__: list[str] = []
+
 
 def _marker(name: str, doc: str):
     stub = builtin(name)(lambda *args, **kwargs: None)

@@ -20,6 +20,7 @@ around them (``t[:] = arr[r0:r1, c0:c1]``, ``arr[...] = t``, ``t -= qd.outer(a, 
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from . import qd
@@ -258,6 +259,11 @@ def _column(arr: qd.template(), batched: qd.template(), batch, r0, r1, col, dtyp
 METHODS = {"eye_": eye_, "cholesky_": cholesky_}
 # Spelled by the frontend: it needs B as the caller's variable, which it updates.
 FRONTEND_METHODS = ("solve_triangular_",)
+# Quadrants' internal methods (its tests call them): t._load(arr, r0, r1, c0, c1) is
+# t[:] = arr[r0:r1, c0:c1], _load3d(arr, b, ...) the batched form, _store* the inverse,
+# _ger_sub(a, b) is t -= qd.outer(a, b), B._trsm(L) is L.solve_triangular_(B).
+BLOCK_METHODS = {"_load": (_load, False), "_load3d": (_load, True), "_store": (_store, False),
+                 "_store3d": (_store, True)}
 
 
 class TileType(StructType):
@@ -298,12 +304,58 @@ class TileClass:
         return f"<qd.simt.Tile{self.SIZE}x{self.SIZE}>"
 
 
-def _factory(kind: str, size: int, doc: str):
+def _factory(kind: str, size: int, doc: str, dtype: Any = None):
     stub = builtin(f"tile.{kind}")(lambda dtype=None: None)
     stub.tile_size = size
+    stub.tile_dtype = dtype  # the dtype when the call names none (None: qd.init's default_fp)
     stub.__name__ = kind
     stub.__doc__ = doc
     return stub
+
+
+# Quadrants' internal factory and proxies (``quadrants.lang.simt._tile``), which its own tests
+# import: ``_make_tile(N, dtype)`` is the tile class of one dtype, called in a kernel for a zero
+# tile (``Tile()``, ``Tile.zeros()``, ``Tile.eye()``), its methods ``_load`` / ``_store`` /
+# ``_load3d`` / ``_store3d`` / ``_ger_sub`` / ``_trsm`` spelled by the frontend.
+_tile_cache: dict = {}
+
+
+def _make_tile(n: int, dtype: Any = None):
+    key = (n, dtype)
+    if key not in _tile_cache:
+        make = _factory("zeros", n, f"A zero Tile{n}x{n}.", dtype)
+        make.SIZE = n
+        make.zeros = make
+        make.eye = _factory("eye", n, f"An identity Tile{n}x{n}.", dtype)
+        _tile_cache[key] = make
+    return _tile_cache[key]
+
+
+class _NotAValue:
+    """A slice proxy of Quadrants' Python API: only an operand of tile operations."""
+
+    def __init__(self, *parts: Any):
+        self.parts = parts
+
+    def _misuse(self, *_: Any) -> Any:
+        raise TypeError(f"{type(self).__name__[1:]} is only valid in tile operations (t[:] = arr[...], arr[...] = t, "
+                        "t -= qd.outer(a, b)), not as a value")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __getitem__ = _misuse
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__[1:]}{self.parts}: not a value>"
+
+
+class _TileSliceProxy(_NotAValue):
+    pass
+
+
+class _VecSliceProxy(_NotAValue):
+    pass
+
+
+sys.modules[f"{__package__}.simt._tile"] = sys.modules[__name__]
 
 
 Tile16x16 = TileClass(16)
