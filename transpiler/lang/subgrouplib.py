@@ -261,7 +261,7 @@ def _log2(n):
 @qd.func
 def _wide_fold(value, log2_size: qd.template(), op: qd.template()):
     """The fold of ``value`` over the group: each subgroup folds natively, lane 0 publishes,
-    and every lane folds its group's partials (in parallel across lanes when they fit)."""
+    and every subgroup folds its group's partials across its lanes."""
     size = qd.static(subgroup.group_size())
     per_group = qd.static(_per_group(log2_size, size))
     partials = block.SharedArray((block._dim() // size,), qd.typeof(value))
@@ -277,9 +277,12 @@ def _wide_fold(value, log2_size: qd.template(), op: qd.template()):
         # Lanes l, l + per_group, ... hold partial l: a butterfly over the low bits.
         v = tiled_fold(partials[first + (tid & (per_group - 1))], _log2(per_group), op)
     else:
-        v = partials[first]
-        for j in qd.static(range(1, per_group)):
-            v = combine(op, v, partials[first + j])
+        # More partials than lanes: lane l folds partials l, l + size, ..., then the subgroup folds.
+        lane = tid & (size - 1)
+        v = partials[first + lane]
+        for k in qd.static(range(size, per_group, size)):
+            v = combine(op, v, partials[first + lane + k])
+        v = native_reduce(v, op)
     return v
 
 
@@ -301,8 +304,15 @@ def _wide_scan(value, log2_size: qd.template(), op: qd.template(), inclusive: qd
         totals[sub] = incl
     block.sync()
     mine = sub & (per_group - 1)
-    if mine > 0:
-        first = sub - mine
+    first = sub - mine
+    if qd.static(per_group <= size):
+        # Lanes l, l + per_group, ... hold total l: scanned over the low bits, lane mine - 1
+        # has the prefix (every lane shuffles; `mine` is the same on the whole subgroup).
+        t = totals[first + (tid & (per_group - 1))]
+        prefix = subgroup.shuffle(tiled_inclusive(t, _log2(per_group), op), qd.u32((mine - 1) & (per_group - 1)))
+        if mine > 0:
+            result = combine(op, prefix, result)
+    elif mine > 0:
         prefix = totals[first]
         for j in qd.static(range(1, per_group - 1)):
             if j < mine:
