@@ -187,6 +187,20 @@ def through_shared(src: qd.types.ndarray(qd.f32, ndim=2), out: qd.types.ndarray(
 
 
 grid = qd.field(qd.f32, shape=(40, 40))
+narrow = qd.field(qd.f32, shape=(16, 10))  # fewer columns than a tile
+
+
+@qd.kernel
+def narrow_field(out: qd.types.ndarray(qd.f32, ndim=2), c1: qd.i32):
+    """A run-time column stop past a field's 10 columns: registers 10.. are never indexed
+    (a constant index past the end would be refused at translation)."""
+    qd.loop_config(block_dim=16)
+    for _ in range(16):
+        t = qd.simt.Tile16x16.zeros()
+        t[:] = narrow[0:16, 0:c1]
+        out[0:16, 0:16] = t
+        t.r[0] = -1.0
+        narrow[0:16, 0:c1] = t
 
 
 @qd.kernel
@@ -441,6 +455,16 @@ def test_fields_as_tile_operands(executor, rng):
     stored = data.copy()
     stored[30:40, 2] = -1.0
     np.testing.assert_array_equal(grid.to_numpy(), stored)
+
+
+def test_a_field_narrower_than_the_tile(executor, rng):
+    data = rng.standard_normal((16, 10)).astype(np.float32)
+    narrow.from_numpy(data)
+    out = np.zeros((16, 16), np.float32)
+    narrow_field(out, 16)
+    np.testing.assert_array_equal(out, load_model(data, 16, 0, 16, 0, 16, np.zeros((16, 16))))
+    data[:, 0] = -1.0
+    np.testing.assert_array_equal(narrow.to_numpy(), data)
 
 
 def test_the_documented_batch_of_factorizations(executor, rng):

@@ -176,13 +176,18 @@ class TileLowering:
         return self.minmax("min", stop, extent, node)
 
     def block_args(self, sl: ArraySlice, node) -> list:
-        """(array, batched, batch, r0, r1, c0, c1) for ``_load`` / ``_store``."""
+        """(array, batched, batch, r0, r1, c0, c1, room) for ``_load`` / ``_store``; room: the
+        columns from c0 the array is known to have (the tile's size where not known)."""
         array, loc, nd = sl.array, self.loc(node), sl.array.type.ndim
         r0, r1 = sl.rows
         c0, c1 = sl.cols
+        width = self.extent(array, nd - 1, loc)
+        room = 1 << 30
+        if isinstance(width, CT):
+            room = max(0, width.value - (c0.value if isinstance(c0, CT) else 0))
         return [ArrayHandle(array), CT(sl.batch is not None), sl.batch if sl.batch is not None else CT(0),
                 r0, self.clamp(r1, self.extent(array, nd - 2, loc), node),
-                c0, self.clamp(c1, self.extent(array, nd - 1, loc), node)]
+                c0, self.clamp(c1, width, node), CT(room)]
 
     def column_value(self, sl: ArraySlice, dtype: T.DType, size: int, node) -> ir.Expr:
         """This lane's element of a column slice, as ``dtype``, for a tile of ``size`` rows."""

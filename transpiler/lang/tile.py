@@ -214,12 +214,14 @@ def _ger_sub_wide(self: qd.template(), a, b):
 # clamped to the array's extent already (the frontend knows where the extents live).
 
 @qd.func
-def _load(self, arr: qd.template(), batched: qd.template(), batch, r0, r1, c0, c1):
+def _load(self, arr: qd.template(), batched: qd.template(), batch, r0, r1, c0, c1, room: qd.template()):
     """Lane i reads row r0 + i, columns c0 .. c1 - 1 into registers 0 .. c1 - c0 - 1; rows
-    and columns outside the ranges leave their registers as they were."""
+    and columns outside the ranges leave their registers as they were. ``room``: how many
+    columns from c0 the array is known to have (registers past it are never reached, and a
+    constant index past the array's end would be refused at translation)."""
     row = r0 + _row(self.r.n)
     if row < r1:
-        for j in qd.static(range(self.r.n)):
+        for j in qd.static(range(min(self.r.n, room))):
             if c0 + j < c1:
                 if qd.static(batched):
                     self.r[j] = arr[batch, row, c0 + j]
@@ -228,11 +230,11 @@ def _load(self, arr: qd.template(), batched: qd.template(), batch, r0, r1, c0, c
 
 
 @qd.func
-def _store(self, arr: qd.template(), batched: qd.template(), batch, r0, r1, c0, c1):
+def _store(self, arr: qd.template(), batched: qd.template(), batch, r0, r1, c0, c1, room: qd.template()):
     """The inverse of ``_load``: elements outside the ranges are not written."""
     row = r0 + _row(self.r.n)
     if row < r1:
-        for j in qd.static(range(self.r.n)):
+        for j in qd.static(range(min(self.r.n, room))):
             if c0 + j < c1:
                 if qd.static(batched):
                     arr[batch, row, c0 + j] = self.r[j]
