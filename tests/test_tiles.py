@@ -1,11 +1,13 @@
 """Register tiles, ``qd.simt.Tile16x16`` and ``qd.simt.Tile32x32``, as Quadrants 1.3.3 has them.
 
-Run on the CPU emulator (the CUDA text at warp 32: both sizes; the HIP text at wave 64) and on
-CUDA when there is a GPU, against NumPy on random data: loads and stores (whole, partial,
-clamped to the array, batched, fields and SharedArrays), identity tiles, rank-1 updates from
-scalars and column slices, Cholesky and the triangular solve, and a blocked Cholesky that
-combines them. Vulkan here is lavapipe, whose subgroups have 8 lanes: there a tile is a
-located error, never a wrong result. Every target's text is compiled by its toolchain."""
+Run on every executor at every subgroup width: Vulkan (lavapipe, 8 lanes), the CPU emulator
+(the CUDA text at 8, 16 and 32 lanes, the HIP text at wave 32 and 64) and CUDA when there is
+a GPU, against NumPy on random data: loads and stores (whole, partial, clamped to the array,
+batched, fields and SharedArrays), identity tiles, rank-1 updates from scalars and column
+slices, Cholesky and the triangular solve, and a blocked Cholesky that combines them. On
+subgroups narrower than the tile, the tile is carried out through shared memory (see
+tests/test_wide_tiles.py for its own checks). Every target's text is compiled by its
+toolchain."""
 from __future__ import annotations
 
 import shutil
@@ -24,14 +26,22 @@ NP = {qd.f32: np.float32, qd.f64: np.float64}
 TOL = {qd.f32: 2e-4, qd.f64: 1e-10}
 
 
-@pytest.fixture(params=["cpu-cuda", "cpu-hip", "cuda"])
+NARROW = {"cpu-cuda-8": {"arch": "cpu", "subgroup_size": 8}, "cpu-cuda-16": {"arch": "cpu", "subgroup_size": 16},
+          "cpu-hip-32": {"arch": "cpu", "dialect": "hip", "wave32": True}}
+
+
+@pytest.fixture(params=["vulkan", "cpu-cuda-8", "cpu-cuda-16", "cpu-cuda", "cpu-hip-32", "cpu-hip", "cuda"])
 def executor(request):
-    """The executors whose subgroups hold a tile (Vulkan here has 8 lanes: see the error tests)."""
+    """Every executor, at subgroup widths 8 (lavapipe, the narrowed CUDA text), 16, 32 and 64:
+    narrower than a tile, a tile goes through shared memory."""
     from conftest import have_gpu, init_executor
 
     if request.param == "cuda" and not have_gpu():
         pytest.skip("needs an NVIDIA GPU with CuPy; this machine has none")
-    init_executor(request.param)
+    if request.param in NARROW:
+        qd.init(**NARROW[request.param])
+    else:
+        init_executor(request.param)
     return request.param
 
 
@@ -85,7 +95,9 @@ def rank1(m: qd.types.ndarray(ndim=2), x: qd.types.ndarray(ndim=1), y: qd.types.
     qd.loop_config(block_dim=tile.SIZE)
     for _ in range(tile.SIZE):
         n = qd.static(tile.SIZE)
-        lane = qd.simt.subgroup.invocation_id()
+        # The row of this thread: its lane, or on subgroups narrower than the tile its place
+        # among the tile's threads (the block is one tile here; see docs/tiles.md).
+        lane = qd.simt.block.thread_idx()
         t = tile.zeros(dtype=dt)
         t[:] = m[0:n, 0:n]
         t -= qd.outer(x[lane], y[lane])   # each lane gives its element of each vector
@@ -175,6 +187,20 @@ def through_shared(src: qd.types.ndarray(qd.f32, ndim=2), out: qd.types.ndarray(
 
 
 grid = qd.field(qd.f32, shape=(40, 40))
+narrow = qd.field(qd.f32, shape=(16, 10))  # fewer columns than a tile
+
+
+@qd.kernel
+def narrow_field(out: qd.types.ndarray(qd.f32, ndim=2), c1: qd.i32):
+    """A run-time column stop past a field's 10 columns: registers 10.. are never indexed
+    (a constant index past the end would be refused at translation)."""
+    qd.loop_config(block_dim=16)
+    for _ in range(16):
+        t = qd.simt.Tile16x16.zeros()
+        t[:] = narrow[0:16, 0:c1]
+        out[0:16, 0:16] = t
+        t.r[0] = -1.0
+        narrow[0:16, 0:c1] = t
 
 
 @qd.kernel
@@ -184,7 +210,7 @@ def field_tile(out: qd.types.ndarray(qd.f32, ndim=2), r0: qd.i32, c0: qd.i32):
         t = qd.simt.Tile16x16.zeros()
         t[:] = grid[r0:r0 + 16, c0:c0 + 16]   # clamped to the field's 40 x 40
         out[0:16, 0:16] = t
-        lane = qd.simt.subgroup.invocation_id()
+        lane = qd.simt.block.thread_idx()
         out[lane, 16] = t.r[3]                 # a register of this lane's row
         t.r[0] = -1.0
         grid[r0:r0 + 16, c0:c0 + 1] = t
@@ -431,6 +457,16 @@ def test_fields_as_tile_operands(executor, rng):
     np.testing.assert_array_equal(grid.to_numpy(), stored)
 
 
+def test_a_field_narrower_than_the_tile(executor, rng):
+    data = rng.standard_normal((16, 10)).astype(np.float32)
+    narrow.from_numpy(data)
+    out = np.zeros((16, 16), np.float32)
+    narrow_field(out, 16)
+    np.testing.assert_array_equal(out, load_model(data, 16, 0, 16, 0, 16, np.zeros((16, 16))))
+    data[:, 0] = -1.0
+    np.testing.assert_array_equal(narrow.to_numpy(), data)
+
+
 def test_the_documented_batch_of_factorizations(executor, rng):
     batch = 5
     b = rng.standard_normal((batch, 16, 16)).astype(np.float32)
@@ -466,11 +502,62 @@ def test_lanes_past_the_tile_are_rows_past_it(executor, rng):
     row index is the lane index, so a row range longer than the tile reaches the lanes past
     it; b's elements come from the tile's own lanes."""
     width = current().subgroup_size
+    if width < 16:
+        pytest.skip("a subgroup narrower than the tile: a tile is then its own 16 threads of the block")
     a = rng.standard_normal((width, 16)).astype(np.float32)
     x = rng.standard_normal(width).astype(np.float32)
     out = np.zeros_like(a)
     whole_subgroup(a, x, out, width)
     np.testing.assert_allclose(out, a - np.outer(x, x[:16]), rtol=1e-5, atol=1e-5)
+
+
+@qd.kernel
+def internal_spellings(m: qd.types.ndarray(qd.f64, ndim=3), x: qd.types.ndarray(qd.f64, ndim=1),
+                       out: qd.types.ndarray(qd.f64, ndim=3), tile: qd.template()):
+    """Quadrants' internal API, which its own tests use: the class of one dtype, called for a
+    zero tile, and the methods behind the slice syntax."""
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        t = tile()
+        t._load3d(m, 1, 0, tile.SIZE, 0, tile.SIZE)
+        row = qd.simt.block.thread_idx()
+        t._ger_sub(x[row], x[row])
+        L = tile.eye()
+        L._ger_sub(x[row], 1.0)
+        t._store3d(out, 0, 0, tile.SIZE, 0, tile.SIZE)
+        out[1, 0:tile.SIZE, 0:tile.SIZE] = L
+
+
+@qd.kernel
+def internal_solve(a: qd.types.ndarray(qd.f64, ndim=2), b: qd.types.ndarray(qd.f64, ndim=2), tile: qd.template()):
+    qd.loop_config(block_dim=tile.SIZE)
+    for _ in range(tile.SIZE):
+        L = tile.zeros()
+        L._load(a, 0, tile.SIZE, 0, tile.SIZE)
+        L.cholesky_(1e-12)
+        B = tile()
+        B._load(b, 0, tile.SIZE, 0, tile.SIZE)
+        B._trsm(L)
+        B._store(b, 0, tile.SIZE, 0, tile.SIZE)
+
+
+@pytest.mark.parametrize("size", [16, 32])
+def test_quadrants_internal_tile_api(executor, rng, size):
+    from transpiler.lang.simt._tile import _make_tile, _tile_cache
+
+    tile = _make_tile(size, qd.f64)
+    assert tile is _tile_cache[(size, qd.f64)] and tile.SIZE == size and tile.zeros is tile
+    a = spd(rng, size, np.float64)
+    b = rng.standard_normal((size, size))
+    x = b.copy()
+    internal_solve(a, x, tile)
+    L = np.linalg.cholesky(a)
+    np.testing.assert_allclose(x @ L.T, b, rtol=1e-9, atol=1e-9)
+    m = rng.standard_normal((2, size, size))
+    out = np.zeros((2, size, size))
+    internal_spellings(m, x[:, 0].copy(), out, tile)
+    np.testing.assert_allclose(out[0], m[1] - np.outer(x[:, 0], x[:, 0]), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[1], np.eye(size) - np.outer(x[:, 0], np.ones(size)), rtol=1e-12, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- narrow subgroups
@@ -484,49 +571,53 @@ def translate(kernel, target: str, tile=Tile16, dt=None, **options):
 
 
 @pytest.mark.toolchain
-def test_vulkan_here_refuses_a_tile_at_its_line():
-    """lavapipe's subgroups have 8 lanes: the kernel is not run, the tile's line is named."""
+def test_vulkan_here_refuses_a_block_that_is_not_whole_tiles_at_its_line(tmp_path):
+    """lavapipe's subgroups have 8 lanes: a tile is 16 threads of the block, so a block of 24
+    cannot hold whole tiles; the kernel is not run, the tile's line is named."""
     from conftest import init_executor
 
     init_executor("vulkan")
     assert current().subgroup_size < 16
-    a = np.eye(16, dtype=np.float32)
-    with pytest.raises(qd.TranspileError) as info:
-        factor_and_solve(a, a.copy(), Tile16, qd.f32, 1e-6)
-    err = str(info.value)
-    line = factor_and_solve.fn.__code__.co_firstlineno + 6  # the decorator is the first: L = tile.zeros(dtype=dt)
-    assert f"test_tiles.py:{line}:" in err and "L = tile.zeros(dtype=dt)" in err and "^" in err, err
-    assert "needs a subgroup of at least 16 lanes" in err and "subgroups have 8" in err, err
-    assert "hint: run it where subgroups have 16 lanes or more" in err, err
+    err = _error("", tmp_path, target=None, block=24)
+    assert "bad_tiles.py:7:" in err and "t = T.zeros()" in err and "^" in err, err
+    assert ("qd.simt.Tile16x16 on this target's 8-lane subgroups is carried out by 16 consecutive threads of the "
+            "block, and the block of 24 threads is not a whole number of tiles") in err, err
+    assert "hint: qd.loop_config(block_dim=N) with N a multiple of 16" in err, err
 
 
-@pytest.mark.parametrize("tile,size,ok", [(Tile16, 8, False), (Tile16, 16, True), (Tile32, 16, False),
-                                          (Tile32, 32, True), (Tile32, 64, True)])
-def test_glsl_subgroup_size_must_hold_the_tile(tile, size, ok):
-    if ok:
-        tr = translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
-        assert tr.manifest["requirements"]["required_subgroup_size"] == size
-        return
-    with pytest.raises(qd.TranspileError) as info:
-        translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
+@pytest.mark.parametrize("tile,size", [(Tile16, 8), (Tile16, 16), (Tile32, 8), (Tile32, 16), (Tile32, 32),
+                                       (Tile32, 64)])
+def test_glsl_at_every_subgroup_size_holds_the_tile(tile, size):
+    """Narrower than the tile: shared memory, said in a comment; as wide or wider: shuffles."""
+    tr = translate(factor_and_solve, "glsl", tile=tile, dt=qd.f32, subgroup_size=size)
+    assert tr.manifest["requirements"]["required_subgroup_size"] == size
+    text = "\n".join(tr.sources.values())
     n = tile.SIZE
-    assert f"qd.simt.Tile{n}x{n} needs a subgroup of at least {n} lanes" in str(info.value)
-    assert ("or qd.simt.Tile16x16" in str(info.value)) == (n == 32 and size >= 16)
+    wide = size < n
+    assert (f"// Tile{n}x{n} on {size}-lane subgroups: {n} consecutive threads of the block per tile" in text) == wide
+    assert ("subgroupShuffle(" in text) != wide
+    assert text.count(f"// Tile{n}x{n} on {size}-lane subgroups: Cholesky through shared memory") == wide
+    assert text.count(f"// Tile{n}x{n} on {size}-lane subgroups: triangular solve through shared memory") == wide
 
 
 # ----------------------------------------------------------------------------- mistakes
 
-def _error(src: str, tmp_path, target: str = "cuda") -> str:
+def _error(src: str, tmp_path, target: str | None = "cuda", block: int = 16) -> str:
+    """The error of a kernel with a tile and ``src`` after it, translated for ``target`` (None:
+    called on the current executor)."""
     import runpy
 
     path = tmp_path / "bad_tiles.py"
     path.write_text("import transpiler as qd\nT = qd.simt.Tile16x16\n"
                     "@qd.kernel\ndef k(a: qd.types.ndarray(qd.f32, ndim=2), x: qd.types.ndarray(qd.f32, ndim=1)):\n"
-                    "    qd.loop_config(block_dim=16)\n    for _ in range(16):\n        t = T.zeros()\n" +
+                    f"    qd.loop_config(block_dim={block})\n    for _ in range({block}):\n        t = T.zeros()\n" +
                     "".join(f"        {line}\n" for line in src.splitlines()))
     kernels = runpy.run_path(str(path))
     with pytest.raises(qd.TranspileError) as info:
-        qd.translate(kernels["k"], target)
+        if target is None:
+            kernels["k"](np.zeros((16, 16), np.float32), np.zeros(16, np.float32))
+        else:
+            qd.translate(kernels["k"], target)
     return str(info.value)
 
 
@@ -563,6 +654,8 @@ FIRST = 8  # the first line of the snippet in bad_tiles.py
     ("u = T.zeros(dtype=qd.i32)", "a tile holds f32 or f64, not 'i32'"),
     ("u = T.eye(qd.f32)", "takes the dtype as a keyword: dtype=qd.f32"),
     ("T.eye().cholesky_(1e-6)", "`.cholesky_` of a Tile16x16 value: a tile's methods update a variable"),
+    ("t._load(a, 0, 16)", "Tile16x16._load(arr, r0, r1, c0, c1)"),
+    ("t._store3d(a, 0, 0, 16, 0, 16)", "Tile16x16._store3d() takes a 3-dimensional array"),
 ])
 def test_tile_mistakes_are_located(tmp_path, src, message):
     err = _error(src, tmp_path)
@@ -611,7 +704,7 @@ COMPILE_CASES = [
     ("through_shared_32", through_shared, {"tile": Tile32}),
 ]
 VARIANTS = [("cuda", {}), ("hip", {}), ("hip", {"wave32": True}), ("msl", {}),
-            ("glsl", {"subgroup_size": 32}), ("glsl", {"subgroup_size": 64})]
+            *(("glsl", {"subgroup_size": n}) for n in (8, 16, 32, 64))]
 TOOLS = {"cuda": None, "hip": "hipcc", "glsl": "glslangValidator", "msl": None}
 
 

@@ -4,8 +4,9 @@ A tile is a struct (``lang/tile.py``'s ``TileType``: one member ``r``, the lane'
 its variables, copies and ``t.r[j]`` are the struct machinery's. This module adds what is
 particular to tiles:
 
-- construction (``Tile16x16.zeros(dtype=...)``, ``.eye()``), refused on a target whose
-  subgroups are narrower than the tile;
+- construction (``Tile16x16.zeros(dtype=...)``, ``.eye()``); on a target whose subgroups are
+  narrower than the tile, the block must be a whole number of tiles (``lang/tile.py``
+  carries such a tile out through shared memory);
 - array slices (``arr[r0:r1, c0:c1]``, ``arr[b, r0:r1, c0:c1]``, ``arr[r0:r1, col]``), which
   are not values (``ArraySlice``) but the operands of the statements below;
 - ``t[:] = slice`` (a load), ``arr[slice] = t`` (a store), ``t -= qd.outer(a, b)``;
@@ -37,7 +38,7 @@ class TileLowering:
 
     # ------------------------------------------------------------------ construction
 
-    def construct_tile(self, size: int, kind: str, node: ast.Call) -> StructValue:
+    def construct_tile(self, size: int, kind: str, node: ast.Call, stub_dtype=None) -> StructValue:
         spelled = f"qd.simt.Tile{size}x{size}.{kind}"
         self.require_parallel(node, f"{spelled}()")
         self.require_tile_width(size, node)
@@ -48,6 +49,7 @@ class TileLowering:
             if kw.arg != "dtype":
                 raise self.error(kw, f"{spelled}() takes dtype= only, not {kw.arg}=")
             dtype = self.static_value(kw.value, what="a tile's dtype")
+        dtype = dtype if dtype is not None else stub_dtype
         dtype = T.defaults().fp if dtype is None else (T.python_type(dtype) or dtype)
         if dtype not in (T.f32, T.f64):
             raise self.error(node, f"{spelled}(): a tile holds f32 or f64, not {getattr(dtype, 'name', dtype)!r}",
@@ -56,27 +58,37 @@ class TileLowering:
         if kind == "zeros":
             row = [ir.Const(dtype, loc, 0.0)] * size
         else:  # eye: lane i's register i is 1
-            lane = self.once(ir.SubgroupOp(T.i32, loc, "invocation_id", []), node, "lane")
+            row = ir.SubgroupOp(T.i32, loc, "invocation_id", [])
+            if lib.wide(size, self.subgroup_size):  # row: the thread's place among the tile's threads
+                row = ir.BinOp(T.i32, loc, "bitand", ir.ThreadIndex(T.i32, loc, "thread_idx"),
+                               ir.Const(T.i32, loc, size - 1))
+            lane = self.once(row, node, "lane")
             row = [ir.Select(dtype, loc, ir.Compare(T.bool_, loc, "eq", lane, ir.Const(T.i32, loc, j)),
                              ir.Const(dtype, loc, 1.0), ir.Const(dtype, loc, 0.0)) for j in range(size)]
         return StructValue(lib.tile_type(size, dtype), {"r": MatrixValue((size,), row)})
 
     def require_tile_width(self, size: int, node: ast.AST) -> None:
-        """A tile's rows are lanes: the subgroup must have at least ``size`` of them. The code
-        is then bound to the width it was translated for (GLSL: required_subgroup_size)."""
+        """A tile's rows are lanes, or, on narrower subgroups, threads of the block: the path is
+        chosen from the width the code is translated for, which it is then bound to (GLSL:
+        required_subgroup_size)."""
         name = f"qd.simt.Tile{size}x{size}"
         width = self.subgroup_size
         if width is None:
+            # (which lowering, shuffles or shared memory, depends on it)
             raise self.error(node, f"{name} needs subgroups of at least {size} lanes, and the subgroup size of this "
                                    "target is not known at translation time",
                              hint=f"pass subgroup_size=N (N >= {size}, the device's) to qd.translate")
         self.subgroup_size_used = True
-        if width < size:
-            smaller = " or qd.simt.Tile16x16" if size == 32 and width >= 16 else ""
-            raise self.error(node, f"{name} needs a subgroup of at least {size} lanes (one lane per tile row); this "
-                                   f"target's subgroups have {width}",
-                             hint=f"run it where subgroups have {size} lanes or more (CUDA and Metal: 32; HIP: 32 or "
-                                  f"64; Vulkan: a device whose subgroup size is at least {size}){smaller}")
+        block_dim = self.task_state.block_dim
+        if lib.wide(size, width):
+            if block_dim % size:
+                raise self.error(node, f"{name} on this target's {width}-lane subgroups is carried out by {size} "
+                                       f"consecutive threads of the block, and the block of {block_dim} threads is "
+                                       f"not a whole number of tiles",
+                                 hint=f"qd.loop_config(block_dim=N) with N a multiple of {size}, before the loop")
+            self.emit(ir.Note(self.loc(node), f"Tile{size}x{size} on {width}-lane subgroups: {size} consecutive "
+                                              "threads of the block per tile, rows exchanged through shared memory "
+                                              "between block barriers"))
 
     # ------------------------------------------------------------------ slices
 
@@ -164,20 +176,25 @@ class TileLowering:
         return self.minmax("min", stop, extent, node)
 
     def block_args(self, sl: ArraySlice, node) -> list:
-        """(array, batched, batch, r0, r1, c0, c1) for ``_load`` / ``_store``."""
+        """(array, batched, batch, r0, r1, c0, c1, room) for ``_load`` / ``_store``; room: the
+        columns from c0 the array is known to have (the tile's size where not known)."""
         array, loc, nd = sl.array, self.loc(node), sl.array.type.ndim
         r0, r1 = sl.rows
         c0, c1 = sl.cols
+        width = self.extent(array, nd - 1, loc)
+        room = 1 << 30
+        if isinstance(width, CT):
+            room = max(0, width.value - (c0.value if isinstance(c0, CT) else 0))
         return [ArrayHandle(array), CT(sl.batch is not None), sl.batch if sl.batch is not None else CT(0),
                 r0, self.clamp(r1, self.extent(array, nd - 2, loc), node),
-                c0, self.clamp(c1, self.extent(array, nd - 1, loc), node)]
+                c0, self.clamp(c1, width, node), CT(room)]
 
-    def column_value(self, sl: ArraySlice, dtype: T.DType, node) -> ir.Expr:
-        """This lane's element of a column slice, as ``dtype``."""
+    def column_value(self, sl: ArraySlice, dtype: T.DType, size: int, node) -> ir.Expr:
+        """This lane's element of a column slice, as ``dtype``, for a tile of ``size`` rows."""
         array, nd = sl.array, sl.array.type.ndim
         r0, r1 = sl.rows
         args = [ArrayHandle(array), CT(sl.batch is not None), sl.batch if sl.batch is not None else CT(0),
-                r0, self.clamp(r1, self.extent(array, nd - 2, self.loc(node)), node), sl.col, CT(dtype)]
+                r0, self.clamp(r1, self.extent(array, nd - 2, self.loc(node)), node), sl.col, CT(dtype), CT(size)]
         return self.to_expr(self.inline_values(lib._column, self.loc(node), args), node)
 
     # ------------------------------------------------------------------ statements
@@ -238,18 +255,18 @@ class TileLowering:
         if not isinstance(s.op, ast.Sub) or not isinstance(value, OuterProduct):
             raise self.error(s, f"the only update of a {var.type.name} is `t -= qd.outer(a, b)`",
                              hint="other arithmetic goes through its registers, t.r[j]")
-        dtype = var.type.dtype
-        a = self.outer_operand(value.a, dtype, s.value)
-        b = a if value.b is value.a else self.outer_operand(value.b, dtype, s.value)
+        dtype, size = var.type.dtype, var.type.size
+        a = self.outer_operand(value.a, dtype, size, s.value)
+        b = a if value.b is value.a else self.outer_operand(value.b, dtype, size, s.value)
         self.inline_values(lib._ger_sub, self.loc(s), [var, a, b])
         return True
 
-    def outer_operand(self, v, dtype: T.DType, node) -> ir.Expr:
+    def outer_operand(self, v, dtype: T.DType, size: int, node) -> ir.Expr:
         if isinstance(v, ArraySlice):
             if v.cols is not None:
                 raise self.error(node, f"qd.outer takes columns, one element per lane; `{v.text}` is a block",
                                  hint="a column is arr[r0:r1, col]")
-            return self.once(self.column_value(v, dtype, node), node, "col")
+            return self.once(self.column_value(v, dtype, size, node), node, "col")
         if is_tile(v) or not isinstance(v, (ir.Expr, CT)):
             raise self.error(node, "qd.outer(a, b) takes this lane's element of each vector: a scalar or a column "
                                    "slice arr[r0:r1, col]")
@@ -267,8 +284,39 @@ class TileLowering:
             return self.inline_values(tt.methods[name], node, [var, *args], kwargs)
         if name == "solve_triangular_":
             return self.solve_triangular(var, node)
+        if name in lib.BLOCK_METHODS or name in ("_ger_sub", "_trsm"):
+            return self.internal_method(var, name, node)
         methods = ", ".join(sorted([*tt.methods, *lib.FRONTEND_METHODS]))
         raise self.error(node.func, f"{tt.name} has no method `{name}`", hint=f"its methods: {methods}")
+
+    def internal_method(self, var: StructVar, name: str, node: ast.Call):
+        """Quadrants' internal spellings (lang/tile.py's BLOCK_METHODS, ``_ger_sub``, ``_trsm``)."""
+        if node.keywords:
+            raise self.error(node, f"{var.type.name}.{name}() takes positional arguments only")
+        if name == "_ger_sub":
+            if len(node.args) != 2:
+                raise self.error(node, f"{var.type.name}._ger_sub(a, b) takes two arguments")
+            dtype, size = var.type.dtype, var.type.size
+            a, b = (self.outer_operand(self.expr(x), dtype, size, x) for x in node.args)
+            self.inline_values(lib._ger_sub, self.loc(node), [var, a, b])
+            return CT(None)
+        if name == "_trsm":
+            found = self.resolve_var(node.args[0]) if len(node.args) == 1 else None
+            if found is None or not is_tile(found[0]) or found[0].type.size != var.type.size:
+                raise self.error(node, f"{var.type.name}._trsm(L) takes one tile of its size, L")
+            self.inline_values(lib._trsm, node, [var, self.read_struct(found[0], None, self.loc(node))])
+            return CT(None)
+        fn, batched = lib.BLOCK_METHODS[name]
+        if len(node.args) != (6 if batched else 5):
+            raise self.error(node, f"{var.type.name}.{name}(arr, {'batch, ' if batched else ''}r0, r1, c0, c1)")
+        handle = self.expr(node.args[0])
+        if not isinstance(handle, ArrayHandle) or handle.array.type.ndim != (3 if batched else 2):
+            raise self.error(node.args[0], f"{var.type.name}.{name}() takes a {3 if batched else 2}-dimensional array")
+        bounds = [self.slice_index(a, "tile bound") for a in node.args[1:]]
+        sl = ArraySlice(handle.array, bounds[0] if batched else None, tuple(bounds[-4:-2]), tuple(bounds[-2:]),
+                        None, ast.unparse(node))
+        self.inline_values(fn, self.loc(node), [var, *self.block_args(sl, node)])
+        return CT(None)
 
     def solve_triangular(self, L: StructVar, node: ast.Call):
         """``L.solve_triangular_(B, lower=True)``: B becomes X with X @ L.T = B."""
@@ -297,7 +345,7 @@ class TileLowering:
 @handler("tile.zeros", "tile.eye")
 def _construct_tile(lo, name: str, node: ast.Call):
     stub = lo.expr(node.func).value
-    return lo.construct_tile(stub.tile_size, name.split(".")[1], node)
+    return lo.construct_tile(stub.tile_size, name.split(".")[1], node, stub.tile_dtype)
 
 
 @handler("outer")

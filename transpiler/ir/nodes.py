@@ -413,6 +413,14 @@ class DeclareShared(Stmt):
     array: SharedArray
 
 
+@record(eq=False, slots=True)
+class Note(Stmt):
+    """A comment in the emitted code, no effect: which lowering a library routine chose at
+    translation (a tile wider than the subgroup, carried out through shared memory)."""
+
+    text: str
+
+
 # ----------------------------------------------------------------------------- NVSHMEM (qd.shmem)
 #
 # One node per NVSHMEM device routine. Operations that move data or take part in ordering

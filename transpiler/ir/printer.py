@@ -140,6 +140,8 @@ def dump_stmts(stmts: list[ir.Stmt], names: _Names, indent: int, out: list[str])
             line(f"shared {st.array.name}: {st.array.type!r}", st)
         elif type(st) in _SHMEM_STMTS:
             line(_SHMEM_STMTS[type(st)], st)
+        elif isinstance(st, ir.Note):
+            line(f"# {st.text}", st)
         else:
             raise TypeError(f"no dump for {type(st).__name__}")
 

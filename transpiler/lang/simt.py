@@ -13,6 +13,11 @@ from __future__ import annotations
 from .kernel import builtin
 from .names import Namespace, missing
 
+# A package without files of its own: Quadrants' module path of its tile internals,
+# ``quadrants.lang.simt._tile`` (its tests import it), is lang/tile.py, which registers itself
+# under that name.
+__path__: list[str] = []
+
 
 def _marker(name: str, doc: str):
     stub = builtin(name)(lambda *args, **kwargs: None)
@@ -31,6 +36,7 @@ _block = {
     "mem_fence": "Order this thread's memory accesses as seen by the threads of its block (no barrier).",
     "mem_sync": "Deprecated alias of block.mem_fence().",
     "SharedArray": "SharedArray(shape, dtype): memory shared by the threads of a block, sized at translation time.",
+    "_dim": "The enclosing parallel loop's block size (a translation-time int; the library's building block).",
 }
 _subgroup = {
     "invocation_id": "The calling lane's index within its subgroup.",
@@ -53,6 +59,7 @@ _subgroup = {
     **{f"{kind}_{op}": f"Subgroup {kind.replace('_', ' ')} with {op} (every lane gets its result)."
        for kind in ("reduce", "reduce_all", "inclusive", "exclusive") for op in ("add", "min", "max")},
     "_scan": "_scan(kind, op, value): the subgroup scan of an operator (the library's building block).",
+    "_note": "_note(text): a comment in the emitted code saying which lowering the library chose.",
 }
 
 block = Namespace("qd.simt.block", **{k: _marker(f"block.{k}", d) for k, d in _block.items()})

@@ -4,15 +4,22 @@ operations over groups of ``2**log2_size`` consecutive lanes, their full-subgrou
 segmented reductions, votes, lane masks and the in-register bitonic sort.
 
 Semantics and argument conventions are Quadrants' (``log2_size`` a template int, results
-broadcast to every lane of the group), with two guarantees Quadrants leaves to the caller:
+broadcast to every lane of the group). A group is ``2**log2_size`` consecutive threads of
+the block's linear thread index, aligned; the path is chosen at translation from the width
+the code is specialized to:
 
-- a group wider than the subgroup the code is specialized to (``reduce_add_tiled(v, 5)`` on
-  an 8-lane device) is a located error at translation, never a NaN at run time;
-- a tiled operation spanning the whole subgroup is one subgroup collective of the IR (the
-  add/min/max folds, the scans of every operator, the votes), which each target spells its
-  best way: one REDUX on CUDA for integer sums, ``subgroupAdd`` / ``subgroupInclusiveXor`` on
-  Vulkan, ``simd_sum`` / ``simd_prefix_inclusive_product`` on Metal, a shuffle ladder where
-  there is no instruction.
+- a group within one subgroup is shuffles, and a group spanning the whole subgroup is one
+  subgroup collective of the IR (the add/min/max folds, the scans of every operator, the
+  votes), which each target spells its best way: one REDUX on CUDA for integer sums,
+  ``subgroupAdd`` / ``subgroupInclusiveXor`` on Vulkan, ``simd_sum`` on Metal;
+- a group wider than the subgroup (``reduce_add_tiled(v, 5)`` on lavapipe's 8 lanes) is
+  carried out by the block's subgroups together: each does its share natively, publishes
+  one value per subgroup to shared memory between two block barriers, and folds in the
+  shares of the subgroups before it in its group (the bitonic sort exchanges through
+  shared memory at the strides past the subgroup). The emitted code says so in a comment.
+  Such a call is then a block collective: the block must be a whole number of groups (a
+  located error otherwise) and the call must be reached by every thread of the block
+  (uniform control flow, checked by the hazard analysis like ``block.sync()``).
 
 Every reduction leaves its result in every lane of the group (Quadrants guarantees lane 0
 only); exclusive scans shift the input first and then scan, which Quadrants does to dodge a
@@ -37,6 +44,7 @@ __all__ = [
 ]
 
 subgroup = qd.simt.subgroup
+block = qd.simt.block
 _NATIVE = ("add", "min", "max")   # the folds every target has as one subgroup collective
 _SCANS = ("add", "mul", "min", "max", "and", "or", "xor")  # the scans the IR has as one collective
 _BITWISE = ("and", "or", "xor")
@@ -72,18 +80,39 @@ def identity(op: qd.template(), dtype: qd.template()):
 
 
 @comptime
-def _fits(log2_size, size):
-    return isinstance(log2_size, int) and not isinstance(log2_size, bool) and 0 <= log2_size and \
-        (1 << log2_size) <= size
+def _valid(log2_size):
+    return isinstance(log2_size, int) and not isinstance(log2_size, bool) and 0 <= log2_size
 
 
 @comptime
-def _width_error(name, log2_size, size):
-    if not isinstance(log2_size, int) or isinstance(log2_size, bool) or log2_size < 0:
-        return f"qd.simt.subgroup.{name}: log2_size must be a non-negative int, not {log2_size!r}"
-    return (f"qd.simt.subgroup.{name}: log2_size={log2_size} spans {1 << log2_size} lanes, but the subgroup this "
-            f"code is specialized to has {size} (the target's warp or wavefront, or the Vulkan device's): use "
-            f"log2_size <= {size.bit_length() - 1}")
+def _wide(log2_size, size):
+    """The group spans more lanes than one subgroup: the block's subgroups carry it out together."""
+    return _valid(log2_size) and (1 << log2_size) > size
+
+
+@comptime
+def _width_error(name, log2_size):
+    return f"qd.simt.subgroup.{name}: log2_size must be a non-negative int, not {log2_size!r}"
+
+
+@comptime
+def _tiles_block(log2_size, block_dim):
+    return block_dim % (1 << log2_size) == 0
+
+
+@comptime
+def _block_error(name, log2_size, size, block_dim):
+    return (f"qd.simt.subgroup.{name}: log2_size={log2_size} spans {1 << log2_size} lanes, more than the "
+            f"{size}-lane subgroup this code is specialized to, so the block's subgroups carry each group out "
+            f"together, and the block of {block_dim} threads is not a whole number of groups: use "
+            f"qd.loop_config(block_dim=N) with N a multiple of {1 << log2_size}, or log2_size <= "
+            f"{size.bit_length() - 1}")
+
+
+@comptime
+def _wide_note(name, log2_size, size):
+    return (f"{name}: a group of {1 << log2_size} lanes on {size}-lane subgroups: {(1 << log2_size) // size} "
+            "subgroups combine their shares through shared memory and block barriers")
 
 
 @comptime
@@ -103,7 +132,13 @@ def _is_int(dtype):
 
 @qd.func
 def _check_width(name: qd.template(), log2_size: qd.template()):
-    qd.static_assert(_fits(log2_size, subgroup.group_size()), _width_error(name, log2_size, subgroup.group_size()))
+    """The argument checked; for a group wider than the subgroup, the block checked against it
+    and the path named in the emitted code."""
+    qd.static_assert(_valid(log2_size), _width_error(name, log2_size))
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        qd.static_assert(_tiles_block(log2_size, block._dim()),
+                         _block_error(name, log2_size, subgroup.group_size(), block._dim()))
+        subgroup._note(_wide_note(name, log2_size, subgroup.group_size()))
 
 
 @qd.func
@@ -206,24 +241,159 @@ def tiled_exclusive(value, log2_size: qd.template(), op: qd.template()):
         return _ladder(prev, log2_size, op)
 
 
+# ----------------------------------------------------------------------------- groups wider than the subgroup
+# The group of thread t is the 2**log2_size threads around it, aligned: its subgroups are
+# `per_group` consecutive ones, the first `first`, this thread's the `mine`-th of them.
+# Every routine starts with a barrier (a call in a loop must not overwrite slots another
+# subgroup still reads; past it the subgroup is known converged), publishes one value per
+# subgroup, and reads them back after a second one.
+
+@comptime
+def _per_group(log2_size, size):
+    return (1 << log2_size) // size
+
+
+@comptime
+def _log2(n):
+    return n.bit_length() - 1
+
+
+@qd.func
+def _wide_fold(value, log2_size: qd.template(), op: qd.template()):
+    """The fold of ``value`` over the group: each subgroup folds natively, lane 0 publishes,
+    and every subgroup folds its group's partials across its lanes."""
+    size = qd.static(subgroup.group_size())
+    per_group = qd.static(_per_group(log2_size, size))
+    partials = block.SharedArray((block._dim() // size,), qd.typeof(value))
+    tid = block.thread_idx()
+    sub = tid >> subgroup.log2_group_size()
+    block.sync()
+    v = native_reduce(value, op)
+    if tid & (size - 1) == 0:
+        partials[sub] = v
+    block.sync()
+    first = sub - (sub & (per_group - 1))
+    if qd.static(per_group <= size):
+        # Lanes l, l + per_group, ... hold partial l: a butterfly over the low bits.
+        v = tiled_fold(partials[first + (tid & (per_group - 1))], _log2(per_group), op)
+    else:
+        # More partials than lanes: lane l folds partials l, l + size, ..., then the subgroup folds.
+        lane = tid & (size - 1)
+        v = partials[first + lane]
+        for k in qd.static(range(size, per_group, size)):
+            v = combine(op, v, partials[first + lane + k])
+        v = native_reduce(v, op)
+    return v
+
+
+@qd.func
+def _wide_scan(value, log2_size: qd.template(), op: qd.template(), inclusive: qd.template()):
+    """Each subgroup scans natively; the last lane publishes the subgroup's total, and each
+    subgroup folds the totals of the subgroups before it in its group in front of its scan."""
+    size = qd.static(subgroup.group_size())
+    per_group = qd.static(_per_group(log2_size, size))
+    totals = block.SharedArray((block._dim() // size,), qd.typeof(value))
+    tid = block.thread_idx()
+    sub = tid >> subgroup.log2_group_size()
+    block.sync()
+    incl = native_inclusive(value, op)
+    result = incl
+    if qd.static(not inclusive):
+        result = native_exclusive(value, op)
+    if tid & (size - 1) == size - 1:
+        totals[sub] = incl
+    block.sync()
+    mine = sub & (per_group - 1)
+    first = sub - mine
+    if qd.static(per_group <= size):
+        # Lanes l, l + per_group, ... hold total l: scanned over the low bits, lane mine - 1
+        # has the prefix (every lane shuffles; `mine` is the same on the whole subgroup).
+        t = totals[first + (tid & (per_group - 1))]
+        prefix = subgroup.shuffle(tiled_inclusive(t, _log2(per_group), op), qd.u32((mine - 1) & (per_group - 1)))
+        if mine > 0:
+            result = combine(op, prefix, result)
+    elif mine > 0:
+        prefix = totals[first]
+        for j in qd.static(range(1, per_group - 1)):
+            if j < mine:
+                prefix = combine(op, prefix, totals[first + j])
+        result = combine(op, prefix, result)
+    return result
+
+
+@qd.func
+def _wide_segmented(value, head_flag, log2_size: qd.template(), op: qd.template()):
+    """Each subgroup scans its segments (its first lane a head); a lane whose segment opened
+    in an earlier subgroup folds in the carry: the totals of the subgroups back to the last
+    one that opened a segment, whose total counts from its last head."""
+    size = qd.static(subgroup.group_size())
+    per_group = qd.static(_per_group(log2_size, size))
+    totals = block.SharedArray((block._dim() // size,), qd.typeof(value))
+    opened = block.SharedArray((block._dim() // size,), qd.i32)
+    tid = block.thread_idx()
+    sub = tid >> subgroup.log2_group_size()
+    lane = tid & (size - 1)
+    block.sync()
+    v = _segmented_scan(value, head_flag, subgroup.log2_group_size(), op)
+    heads = subgroup.ballot(head_flag != 0)
+    if lane == size - 1:
+        totals[sub] = v
+        opened[sub] = qd.i32(heads != qd.u64(0))
+    block.sync()
+    mine = sub & (per_group - 1)
+    # (2 << 63 wraps to 0 in u64: every bit, for lane 63)
+    if mine > 0 and heads & ((qd.u64(2) << qd.u64(lane)) - qd.u64(1)) == qd.u64(0):
+        first = sub - mine
+        carry = totals[first]
+        for j in qd.static(range(1, per_group - 1)):
+            if j < mine:
+                if opened[first + j] != 0:
+                    carry = totals[first + j]
+                else:
+                    carry = combine(op, carry, totals[first + j])
+        v = combine(op, carry, v)
+    return v
+
+
+@qd.func
+def _wide_first(value, log2_size: qd.template()):
+    """The value of the group's first thread, in every thread of the group."""
+    firsts = block.SharedArray((block._dim() >> log2_size,), qd.typeof(value))
+    tid = block.thread_idx()
+    block.sync()
+    if tid & ((1 << log2_size) - 1) == 0:
+        firsts[tid >> log2_size] = value
+    block.sync()
+    return firsts[tid >> log2_size]
+
+
 @qd.func
 def _reduce(name: qd.template(), value, log2_size: qd.template(), op: qd.template()):
     _check_width(name, log2_size)
-    return tiled_fold(value, log2_size, op)
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        return _wide_fold(value, log2_size, op)
+    else:
+        return tiled_fold(value, log2_size, op)
 
 
 @qd.func
 def _inclusive(name: qd.template(), value, log2_size: qd.template(), op: qd.template()):
     _check_width(name, log2_size)
     _integer_only(name, op, value)
-    return tiled_inclusive(value, log2_size, op)
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        return _wide_scan(value, log2_size, op, True)
+    else:
+        return tiled_inclusive(value, log2_size, op)
 
 
 @qd.func
 def _exclusive(name: qd.template(), value, log2_size: qd.template(), op: qd.template()):
     _check_width(name, log2_size)
     _integer_only(name, op, value)
-    return tiled_exclusive(value, log2_size, op)
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        return _wide_scan(value, log2_size, op, False)
+    else:
+        return tiled_exclusive(value, log2_size, op)
 
 
 @qd.func
@@ -389,8 +559,7 @@ def _distance_to_head(head_flag, log2_size: qd.template()):
 
 
 @qd.func
-def _segmented(name: qd.template(), value, head_flag, log2_size: qd.template(), op: qd.template()):
-    _check_width(name, log2_size)
+def _segmented_scan(value, head_flag, log2_size: qd.template(), op: qd.template()):
     distance = _distance_to_head(head_flag, log2_size)
     v = value
     for k in qd.static(range(log2_size)):
@@ -398,6 +567,15 @@ def _segmented(name: qd.template(), value, head_flag, log2_size: qd.template(), 
         if distance >= (1 << k):
             v = combine(op, other, v)
     return v
+
+
+@qd.func
+def _segmented(name: qd.template(), value, head_flag, log2_size: qd.template(), op: qd.template()):
+    _check_width(name, log2_size)
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        return _wide_segmented(value, head_flag, log2_size, op)
+    else:
+        return _segmented_scan(value, head_flag, log2_size, op)
 
 
 @qd.func
@@ -435,9 +613,10 @@ def segmented_reduce_max(value, head_flag):
 # ----------------------------------------------------------------------------- votes
 
 @qd.func
-def _vote_tiled(name: qd.template(), predicate, log2_size: qd.template(), every: qd.template()):
-    _check_width(name, log2_size)
-    if qd.static(_full(log2_size, subgroup.group_size())):
+def _vote(predicate, log2_size: qd.template(), every: qd.template()):
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        return _wide_fold(qd.i32(predicate != 0), log2_size, "min" if every else "max")
+    elif qd.static(_full(log2_size, subgroup.group_size())):
         if qd.static(every):
             return subgroup.all_true(predicate)
         else:
@@ -455,13 +634,15 @@ def _vote_tiled(name: qd.template(), predicate, log2_size: qd.template(), every:
 @qd.func
 def all_true_tiled(predicate, log2_size: qd.template()):
     """1 in every lane of a group of ``2**log2_size`` lanes when the predicate is non-zero on all of them."""
-    return _vote_tiled("all_true_tiled", predicate, log2_size, True)
+    _check_width("all_true_tiled", log2_size)
+    return _vote(predicate, log2_size, True)
 
 
 @qd.func
 def any_true_tiled(predicate, log2_size: qd.template()):
     """1 in every lane of a group when the predicate is non-zero on any of them."""
-    return _vote_tiled("any_true_tiled", predicate, log2_size, False)
+    _check_width("any_true_tiled", log2_size)
+    return _vote(predicate, log2_size, False)
 
 
 @qd.func
@@ -469,9 +650,12 @@ def all_equal_tiled(value, log2_size: qd.template()):
     """1 in every lane of a group when all its lanes hold equal values (``==``: NaN differs
     from itself, +0.0 equals -0.0)."""
     _check_width("all_equal_tiled", log2_size)
-    lane = subgroup.invocation_id()
-    first = subgroup.shuffle(value, qd.u32(lane & ~((1 << log2_size) - 1)))
-    return _vote_tiled("all_equal_tiled", value == first, log2_size, True)
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        return _vote(value == _wide_first(value, log2_size), log2_size, True)
+    else:
+        lane = subgroup.invocation_id()
+        first = subgroup.shuffle(value, qd.u32(lane & ~((1 << log2_size) - 1)))
+        return _vote(value == first, log2_size, True)
 
 
 @qd.func
@@ -530,19 +714,59 @@ def lanemask_ge(lane):
 def bitonic_sort_kv_tiled(key, value, log2_size: qd.template()):
     """Sort (key, value) pairs ascending (ties broken by value) within each group of
     ``2**log2_size`` lanes, one pair per lane: the standard bitonic network, two shuffles
-    and a compare per stage, no shared memory. Returns ``(key, value)``."""
+    and a compare per stage, no shared memory (past the subgroup's width, the exchange goes
+    through shared memory). Returns ``(key, value)``."""
     _check_width("bitonic_sort_kv_tiled", log2_size)
-    lane = subgroup.invocation_id()
+    if qd.static(_wide(log2_size, subgroup.group_size())):
+        return _wide_sort(key, value, log2_size)
+    else:
+        lane = subgroup.invocation_id()
+        k = key
+        v = value
+        for stage in qd.static(range(1, log2_size + 1)):
+            for step in qd.static(range(stage - 1, -1, -1)):
+                their_k = subgroup.shuffle_xor(k, qd.u32(1 << step))
+                their_v = subgroup.shuffle_xor(v, qd.u32(1 << step))
+                # The lower lane of a pair keeps the smaller pair in an ascending run; the last
+                # stage's runs span the whole group and all ascend.
+                ascending = qd.static(stage == log2_size) or (lane & (1 << stage)) == 0
+                keep_small = ((lane & (1 << step)) == 0) == ascending
+                smaller = their_k < k or (their_k == k and their_v < v)
+                larger = their_k > k or (their_k == k and their_v > v)
+                if (keep_small and smaller) or (not keep_small and larger):
+                    k = their_k
+                    v = their_v
+        return k, v
+
+
+@qd.func
+def _partner(k, v, step: qd.template(), keys: qd.template(), values: qd.template(), tid):
+    """The pair of thread tid ^ 2**step: a shuffle within the subgroup, else through shared
+    memory between two barriers (the first keeps the previous exchange's reads intact)."""
+    if qd.static(step < subgroup.log2_group_size()):
+        return subgroup.shuffle_xor(k, qd.u32(1 << step)), subgroup.shuffle_xor(v, qd.u32(1 << step))
+    else:
+        block.sync()
+        keys[tid] = k
+        values[tid] = v
+        block.sync()
+        return keys[tid ^ (1 << step)], values[tid ^ (1 << step)]
+
+
+@qd.func
+def _wide_sort(key, value, log2_size: qd.template()):
+    """The same network over a group of several subgroups: a pair's partner within the
+    subgroup comes by shuffle, one further away through shared memory between barriers."""
+    keys = block.SharedArray((block._dim(),), qd.typeof(key))
+    values = block.SharedArray((block._dim(),), qd.typeof(value))
+    tid = block.thread_idx()
     k = key
     v = value
     for stage in qd.static(range(1, log2_size + 1)):
         for step in qd.static(range(stage - 1, -1, -1)):
-            their_k = subgroup.shuffle_xor(k, qd.u32(1 << step))
-            their_v = subgroup.shuffle_xor(v, qd.u32(1 << step))
-            # The lower lane of a pair keeps the smaller pair in an ascending run; the last
-            # stage's runs span the whole group and all ascend.
-            ascending = qd.static(stage == log2_size) or (lane & (1 << stage)) == 0
-            keep_small = ((lane & (1 << step)) == 0) == ascending
+            their_k, their_v = _partner(k, v, step, keys, values, tid)
+            ascending = qd.static(stage == log2_size) or (tid & (1 << stage)) == 0
+            keep_small = ((tid & (1 << step)) == 0) == ascending
             smaller = their_k < k or (their_k == k and their_v < v)
             larger = their_k > k or (their_k == k and their_v > v)
             if (keep_small and smaller) or (not keep_small and larger):

@@ -518,6 +518,9 @@ class Renderer:
     def stmt_DeclareShared(self, st: ir.DeclareShared, depth: int) -> None:
         pass  # shared arrays are declared once per entry point (see Target.declare_shared)
 
+    def stmt_Note(self, st: ir.Note, depth: int) -> None:
+        self.put(depth, f"// {st.text}", None)  # every dialect (C++, GLSL, MSL) has // comments
+
     def stmt_Fence(self, st: ir.Fence, depth: int) -> None:
         self.put_statements(depth, self.dialect.fence(st.scope, st.loc), st.loc)
 

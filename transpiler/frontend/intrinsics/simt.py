@@ -80,6 +80,22 @@ def _block_vote(lo, name, node):
     return ir.BlockVote(T.i32, lo.loc(node), op, pred)
 
 
+@handler("block._dim")
+def _block_dim(lo, name, node):
+    call_args(lo, node, name, 0)
+    lo.require_parallel(node, "qd.simt.block._dim()")
+    return CT(lo.task_state.block_dim)
+
+
+@handler("subgroup._note")
+def _note(lo, name, node):
+    (text,) = call_args(lo, node, name, 1)
+    if not isinstance(text, CT) or not isinstance(text.value, str):
+        raise lo.error(node, "qd.simt.subgroup._note(text) takes a string known at translation time")
+    lo.emit(ir.Note(lo.loc(node), text.value))
+    return CT(None)
+
+
 @handler("subgroup.group_size")
 def _group_size(lo, name, node):
     call_args(lo, node, name, 0)
