@@ -23,8 +23,8 @@ _NO_EQUIVALENT = set("""
     stop_grad
     interop tools experimental extension is_extension_enabled clock_counter clock_freq_hz
     pyfunc python dump_compile_config
-    set_logging_level is_logging_effective get_addr bit_shr
-    frexp Format DeviceCapability quant BufferViewType
+    set_logging_level is_logging_effective get_addr
+    frexp Format quant BufferViewType
 """.split())
 
 

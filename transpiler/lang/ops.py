@@ -85,6 +85,12 @@ def raw_mod(a: int, b: int) -> int:
     """C's integer remainder (the dividend's sign), where ``%`` is Python's (the divisor's)."""
 
 
+@builtin("bit_shr")
+def bit_shr(x: int, n: int) -> int:
+    """Logical shift right: ``x >> n`` with zeros shifted in, whatever ``x``'s sign (``>>`` on a
+    signed integer copies the sign bit in); the result has ``x``'s type."""
+
+
 @builtin("stream_parallel")
 def stream_parallel() -> AbstractContextManager[None]:
     """``with qd.stream_parallel():`` at the top level of a kernel: the loops inside may run

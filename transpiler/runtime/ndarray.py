@@ -114,7 +114,20 @@ class Ndarray(ElementDims):
         return to_dlpack(self.data, versioned)
 
     def fill(self, value: object) -> None:
-        self.data.fill(value)
+        """Every element set to ``value``: a scalar, or a vector / matrix of the element's shape."""
+        value = value if np.isscalar(value) else np.asarray(value, dtype=self.data.dtype)
+        if np.shape(value) not in ((), self.element_shape):
+            raise ValueError(f"qd.ndarray.fill(): the value's shape {np.shape(value)} is not the element's "
+                             f"{self.element_shape}")
+        self.data[...] = wrapped(value, self.data.dtype)
+        self._written()
+
+    def copy_from(self, other: Ndarray) -> None:
+        """The elements of ``other`` (an ndarray of the same shape and element type) copied in."""
+        if not isinstance(other, Ndarray) or (other.shape, other.element_type) != (self.shape, self.element_type):
+            raise ValueError(f"qd.ndarray.copy_from(): {self!r} cannot copy from {other!r}: the shapes and "
+                             "element types must be the same")
+        self.data[...] = other._read()
         self._written()
 
     def __getitem__(self, idx: object):

@@ -26,6 +26,25 @@ def _raw_division(lo, name, node):
                           node)  # of vectors and matrices, component by component
 
 
+@handler("bit_shr")
+def _bit_shr(lo, name, node):
+    """The bits of ``x`` as the unsigned type of its width, shifted (zeros come in), read back
+    as ``x``'s type."""
+
+    def scalar(a, b):
+        ea, eb = lo.to_expr(a, node.args[0]), lo.to_expr(b, node.args[1])
+        if ea.type is T.bool_:
+            ea = lo.coerce(ea, T.i32, node)
+        if not (ea.type.is_int and (eb.type.is_int or eb.type is T.bool_)):
+            raise lo.error(node, f"qd.bit_shr() takes integers, got {ea.type.name} and {eb.type.name}")
+        loc, u = lo.loc(node), T.unsigned(ea.type)
+        shifted = ir.BinOp(u, loc, "rshift", lo.coerce(ea, u, node, explicit=True), lo.coerce(eb, u, node))
+        return shifted if u == ea.type else ir.Cast(ea.type, loc, shifted)
+
+    values = call_args(lo, node, name, 2)
+    return lo.elementwise(scalar, [lo.as_matrix(v, arg) for v, arg in zip(values, node.args, strict=False)], node)
+
+
 @handler("min", "max")
 def _minmax(lo, name, node):
     args = call_args(lo, node, name, (2, 64))

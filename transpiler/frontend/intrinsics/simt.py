@@ -6,7 +6,7 @@ import ast
 
 from ...ir import nodes as ir
 from ...ir import types as T
-from ..values import CT, ArrayHandle
+from ..values import CT, ArrayHandle, MatrixValue, MatrixVar
 from .table import handler, call_args, current_name
 
 
@@ -31,14 +31,25 @@ def _volatile_load(lo, name, node):
         raise lo.error(node, "qd.volatile_load() takes exactly one argument")
     target = node.args[0]
     if not isinstance(target, ast.Subscript):
-        what = "a local variable" if isinstance(target, ast.Name) else "this expression"
-        raise lo.error(target, f"qd.volatile_load needs an ndarray element such as a[i], not {what}",
-                       hint="a local cannot be changed by another thread; read it directly")
+        what, hint = _not_an_element(lo.expr(target) if isinstance(target, ast.Name) else None)
+        raise lo.error(target, f"qd.volatile_load needs an lvalue, an ndarray or field element such as a[i], "
+                               f"not {what}", hint=hint)
     array, indices = lo.lvalue(target)
     if isinstance(array, ir.SharedArray):
         raise lo.error(target, "qd.volatile_load reads global memory; this is a shared array",
                        hint="after block.sync() a plain read of shared memory sees the block's writes")
     return ir.VolatileLoad(array.type.dtype, lo.loc(node), array, indices)
+
+
+def _not_an_element(value) -> tuple[str, str]:
+    """What a volatile load was given instead of an element, and what to write instead."""
+    local = "a local cannot be changed by another thread; read it directly"
+    if isinstance(value, ArrayHandle) or (isinstance(value, CT) and hasattr(value.value, "storage")):
+        ndarray = isinstance(value, ArrayHandle) and isinstance(value.array, ir.Param)
+        return f"{'an ndarray' if ndarray else 'a Field'} directly", "index it: qd.volatile_load(x[i])"
+    if isinstance(value, (MatrixValue, MatrixVar)):
+        return "a local array (a vector or matrix local)", local
+    return ("a local variable" if value is not None else "this expression"), local
 
 
 @handler("block.SharedArray")
