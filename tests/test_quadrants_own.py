@@ -1,13 +1,16 @@
 """What running Quadrants' own test files (scripts/quadrants_tests.py) found missing or
 different, each checked here with kernels of our own against NumPy on random data:
 
-- ``qd.bit_shr(x, n)``: a logical shift right of every integer type (zeros come in).
+- ``qd.bit_shr(x, n)``: a logical shift right of every integer type (zeros come in); ``not x``
+  of a float refused, as Quadrants refuses it.
 - ``qd.lang.impl.get_runtime()``: the default types and the device's capabilities.
 """
 import numpy as np
 import pytest
 
 import transpiler as qd
+
+from conftest import assert_compiles, target_names
 
 
 @qd.kernel
@@ -37,13 +40,29 @@ def test_bit_shr_shifts_zeros_in(executor, rng):
     np.testing.assert_array_equal(outs[3], (x8.view(np.uint8) >> (n % 8).astype(np.uint8)).view(np.int8))
 
 
-def test_bit_shr_refuses_floats():
-    @qd.kernel
-    def bad(x: qd.f32) -> qd.f32:
-        return qd.bit_shr(x, 1)
+@qd.kernel
+def shift_a_float(x: qd.f32) -> qd.f32:
+    return qd.bit_shr(x, 1)  # refused: a float
 
-    with pytest.raises(qd.TranspileError, match=r"test_quadrants_own.py:\d+:\d+: error: qd.bit_shr\(\) takes integers"):
-        qd.translate(bad, "cuda")
+
+@qd.kernel
+def not_a_float(x: qd.f32) -> qd.i32:
+    return not x  # refused, as Quadrants does
+
+
+def _line_of(text: str) -> int:
+    return next(k for k, line in enumerate(open(__file__).read().splitlines(), 1) if text in line)
+
+
+def test_bit_shr_and_not_refuse_floats():
+    line = _line_of("return qd.bit_shr(x, 1)")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: qd.bit_shr\(\) takes "
+                                                 r"integers, got f32 and i32"):
+        qd.translate(shift_a_float, "cuda")
+    line = _line_of("return not x")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: `not` takes integral "
+                                                 r"inputs only, got f32"):
+        qd.translate(not_a_float, "cuda")
 
 
 def test_get_runtime_reports_defaults_and_device_caps():
@@ -105,3 +124,30 @@ def test_a_kernel_of_hundreds_of_ndarrays_runs(executor, rng, tmp_path, monkeypa
     many_params.many(*arrays)
     got = np.array([a.to_numpy()[0] for a in arrays])
     np.testing.assert_array_equal(got, data[:, 0] + data[:, 1] * np.arange(1, MANY + 1))
+
+
+BLOCK = 16
+
+
+@qd.kernel
+def neighbour_flags(inp: qd.types.ndarray(qd.i32, 1), out: qd.types.ndarray(qd.i32, 1)):
+    qd.loop_config(block_dim=BLOCK)
+    for i in range(inp.shape[0]):
+        t = i % BLOCK
+        flags = qd.simt.block.SharedArray((BLOCK,), qd.u1)
+        flags[t] = inp[i] > 0
+        qd.simt.block.sync()
+        out[i] = qd.i32(flags[(t + 1) % BLOCK])
+
+
+def test_shared_array_of_u1(executor, rng):
+    x = rng.integers(-5, 5, 8 * BLOCK, dtype=np.int32)
+    out = np.zeros_like(x)
+    neighbour_flags(x, out)
+    want = (x.reshape(-1, BLOCK)[:, (np.arange(BLOCK) + 1) % BLOCK] > 0).astype(np.int32).ravel()
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("target", target_names())
+def test_shared_array_of_u1_compiles(target):
+    assert_compiles(target, qd.translate(neighbour_flags, target))

@@ -1,6 +1,7 @@
 """Stands in for Quadrants' ``tests/python/conftest.py`` (scripts/quadrants_tests.py copies it
-over theirs): it makes ``import quadrants`` this project, starts the executor a test's arch maps
-to before it and resets after, and logs each test's outcome for the harness's table."""
+over theirs): it makes ``import quadrants`` this project, maps the arch of every qd.init (the
+runner's before a test, and a test's own) to an executor, resets after each test, and logs each
+test's outcome for the harness's table."""
 from __future__ import annotations
 
 import gc
@@ -71,14 +72,28 @@ if "extension" not in vars(transpiler):  # `require=qd.extension.sparse`: names 
     transpiler.extension = _tu.Extension
 
 
+_init = transpiler.init
+
+
+def mapped_init(arch=None, **options) -> None:
+    """qd.init as a test calls it, its arch mapped to this run's executor (a GPU arch) or the
+    CPU executor of the CUDA text (a host arch); qd.cfg.arch then says the arch asked for (the
+    one the executor plays: tests ask it, and no part of the project's runtime reads it)."""
+    from tests import test_utils  # noqa: PLC0415
+
+    arch = getattr(transpiler, test_utils.ROLE) if arch is None else arch
+    init = INIT[EXECUTOR] if str(arch) in ("cuda", "amdgpu", "vulkan", "gpu", "metal") else INIT["cpu-cuda"]
+    _init(**init, **{k: v for k, v in options.items() if k not in RUNNER_OPTIONS})
+    transpiler.lang.impl.current_cfg().__dict__["arch"] = arch
+
+
+transpiler.init = mapped_init
+
+
 @pytest.fixture(autouse=True)
 def wanted_arch(request, req_arch, req_options):
     if req_arch is not None:
-        options = {k: v for k, v in req_options.items() if k not in RUNNER_OPTIONS}
-        quadrants.init(**INIT[EXECUTOR], **options)
-        # Tests ask which arch they run on: the one this executor plays (qd.cfg.arch is read
-        # by no part of the project's runtime).
-        quadrants.lang.impl.current_cfg().__dict__["arch"] = req_arch
+        mapped_init(req_arch, **req_options)
     yield
     if req_arch is not None:
         quadrants.reset()

@@ -491,11 +491,13 @@ class ExpressionLowering:
         loc = self.loc(node)
         if isinstance(node.op, ast.UAdd):
             return e
+        if isinstance(node.op, (ast.Not, ast.Invert)) and e.type.is_float:  # as Quadrants: `not x` too
+            symbol = "not" if isinstance(node.op, ast.Not) else "~"
+            raise self.error(node, f"`{symbol}` takes integral inputs only, got {e.type.name}",
+                             hint="compare instead: x == 0.0" if symbol == "not" else None)
         if isinstance(node.op, ast.Not):
             return ir.Unary(T.bool_, loc, "not", self.truth(e, node.operand))
         if isinstance(node.op, ast.Invert):
-            if e.type.is_float:
-                raise self.error(node, f"`~` needs an integer operand, got {e.type.name}")
             if e.type is T.bool_:
                 return ir.Unary(T.bool_, loc, "not", e)
             return ir.Unary(e.type, loc, "invert", e)

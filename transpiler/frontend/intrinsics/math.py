@@ -133,5 +133,6 @@ def _bit_math(lo, name, node):
     (a,) = call_args(lo, node, name, 1)
     e = lo.to_expr(a, node.args[0])
     if not e.type.is_int or e.type.bits not in (32, 64):
-        raise lo.error(node.args[0], f"qd.math.{name} needs an i32, u32, i64 or u64 argument, got {e.type.name}")
+        raise lo.error(node.args[0],
+                       f"qd.math.{name} takes integral inputs only (i32, u32, i64 or u64), got {e.type.name}")
     return ir.Math(T.i32, lo.loc(node), name, [e])

@@ -64,7 +64,7 @@ def _shared_array(lo, name, node):
     if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
         raise lo.error(args[0], "a SharedArray shape is a positive int or a tuple of them, known at translation time")
     dtype = lo.static_value(args[1], what="the dtype of a SharedArray")
-    if not isinstance(dtype, T.DType) or dtype is T.bool_:
+    if not isinstance(dtype, T.DType):
         raise lo.error(args[1], f"`{ast.unparse(args[1])}` is not a numeric scalar type")
     if not lo.body.in_parallel:
         raise lo.error(node, "a SharedArray belongs to a block: allocate it inside a parallel (top-level) loop")
