@@ -110,10 +110,10 @@ def outcomes(log: Path) -> dict[str, dict]:
     return items
 
 
-def run_one(tests: Path, name: str, executor: str, results: Path, timeout: int) -> dict:
+def run_one(tests: Path, name: str, executor: str, results: Path, timeout: int, project: Path) -> dict:
     log = results / f"{name}.{executor}.log"
     log.unlink(missing_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), QDT_EXECUTOR=executor, QDT_LOG=str(log))
+    env = dict(os.environ, PYTHONPATH=str(project), QDT_EXECUTOR=executor, QDT_LOG=str(log))
     cmd = [sys.executable, "-m", "pytest", "-q", "-c", str(tests / "pytest.ini"), "--rootdir", str(tests),
            f"tests/python/{name}.py"]
     start = time.time()
@@ -180,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-e", "--executor", action="append", choices=EXECUTORS, help="default: all three")
     ap.add_argument("--quadrants-src", type=Path, help="a Quadrants checkout (default: the mirror's HEAD)")
     ap.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "quadrants_tests")
+    ap.add_argument("--project", type=Path, default=ROOT,
+                    help="the checkout whose transpiler runs them (default: this one; another: a before/after table)")
     ap.add_argument("--timeout", type=int, default=1200, help="seconds per file and executor")
     ap.add_argument("-j", "--jobs", type=int, default=1)
     ap.add_argument("--all", action="store_true", help="FILES and LATER")
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             tests = extract(args.quadrants_src, Path(tmp))
             jobs = [(f, e) for f in files for e in executors]
             with ThreadPoolExecutor(args.jobs) as pool:
-                for r in pool.map(lambda job: run_one(tests, *job, args.results, args.timeout), jobs):
+                project = args.project.resolve()
+                for r in pool.map(lambda job: run_one(tests, *job, args.results, args.timeout, project), jobs):
                     p, f, s = counts(r)
                     print(f"{r['file']} [{r['executor']}] {p} passed, {f} failed, {s} skipped ({r['seconds']} s)",
                           flush=True)

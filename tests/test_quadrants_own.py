@@ -151,3 +151,93 @@ def test_shared_array_of_u1(executor, rng):
 @pytest.mark.parametrize("target", target_names())
 def test_shared_array_of_u1_compiles(target):
     assert_compiles(target, qd.translate(neighbour_flags, target))
+
+
+@qd.kernel
+def sum_rows(x: qd.types.ndarray(qd.f32, 2), out: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]):
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+        out[i] = acc
+
+
+def test_array_arguments_that_do_not_match_are_value_and_type_errors(executor, rng):
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    out = np.zeros(5, np.float32)
+    sum_rows(x, out)
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5)
+    for error in (ValueError, TypeError):  # Quadrants raises ValueError; this package raised TypeError first
+        with pytest.raises(error, match=r"sum_rows\(\): Invalid value for argument x - required ndim=2, but 1d "
+                                        r"ndarray with shape \(5,\) is provided"):
+            sum_rows(out, out)
+    with pytest.raises(ValueError, match=r"Invalid value for argument x - required dtype f32, but f64 is provided"):
+        sum_rows(x.astype(np.float64), out)
+
+
+def test_python_scope_ndarray_index_has_one_index_per_dimension(executor, rng):
+    x = qd.ndarray(qd.f32, (3, 4))
+    data = rng.standard_normal((3, 4)).astype(np.float32)
+    x.from_numpy(data)
+    assert x[2, 1] == data[2, 1]
+    with pytest.raises(IndexError, match=r"2d ndarray indexed with 1d indices"):
+        x[0]
+    with pytest.raises(IndexError, match=r"2d ndarray indexed with 3d indices"):
+        x[0, 0, 0] = 1.0
+
+
+def test_vector_ndarray_of_python_float_follows_default_fp():
+    qd.init(arch="cpu", default_fp=qd.f64, default_ip=qd.i64)
+    assert qd.Vector.ndarray(2, float, (3,)).dtype == qd.f64
+    assert qd.Matrix.ndarray(2, 2, int, (3,)).dtype == qd.i64
+
+
+vec3 = qd.math.vec3
+
+
+@qd.real_func
+def first_plus(x: qd.types.ndarray(vec3, 1), k: qd.i32) -> vec3:
+    return x[k] + x[0]
+
+
+@qd.kernel
+def add_first(x: qd.types.ndarray(vec3, 1), out: qd.types.ndarray(vec3, 1)):
+    for k in range(x.shape[0]):
+        out[k] = first_plus(x, k)
+
+
+@pytest.mark.parametrize("executor", ["cpu-cuda", "cpu-hip"], indirect=True)
+def test_real_func_takes_an_ndarray_of_vectors(executor, rng):
+    x = rng.standard_normal((9, 3)).astype(np.float32)
+    out = np.zeros_like(x)
+    add_first(x, out)
+    np.testing.assert_allclose(out, x + x[0], rtol=1e-6)
+
+
+def test_ndarray_boundary_clamp_is_refused_not_ignored():
+    with pytest.raises(NotImplementedError, match=r"boundary='clamp'\) is not supported: indices are not clamped"):
+        qd.types.ndarray(boundary="clamp")
+
+
+@qd.kernel
+def swap_components(a: qd.types.ndarray(qd.types.vector(3, qd.i32), 1), want: qd.types.ndarray(qd.i32, 1),
+                    old: qd.types.ndarray(qd.i32, 1)):
+    for i in range(a.shape[0]):
+        k = i % 3
+        old[i] = qd.atomic_cas(a[i][k], want[i], 1000 + i)
+
+
+def test_atomic_cas_on_one_component_of_a_vector_element(executor, rng):
+    n = 64
+    a = rng.integers(0, 4, (n, 3), dtype=np.int32)
+    want = rng.integers(0, 4, n, dtype=np.int32)
+    old = np.zeros(n, np.int32)
+    expected = a.copy()
+    k = np.arange(n) % 3
+    hit = expected[np.arange(n), k] == want
+    expected[np.arange(n)[hit], k[hit]] = 1000 + np.arange(n)[hit]
+    before = a[np.arange(n), k].copy()
+    swap_components(a, want, old)
+    assert hit.any() and not hit.all()
+    np.testing.assert_array_equal(old, before)
+    np.testing.assert_array_equal(a, expected)

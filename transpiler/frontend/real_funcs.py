@@ -181,9 +181,13 @@ class RealFuncLowering:
             if kind == "ndarray":
                 want = lang.ndarray_annotation(ann)
                 dtype = T.python_type(want.dtype) or want.dtype
-                if dtype is not None and dtype != array.type.dtype:
-                    raise self.error(at, f"{what} is an ndarray of {array.type.dtype.name}, but the parameter is "
-                                         f"annotated {dtype.name}")
+                shape = ()
+                if isinstance(dtype, MatrixType):  # vec3 elements: a shape, and a scalar type if it names one
+                    shape, dtype = dtype.shape, T.python_type(dtype.dtype) or dtype.dtype
+                got = getattr(array.type, "element_shape", ())
+                if (dtype is not None and dtype != array.type.dtype) or (shape and shape != got):
+                    raise self.error(at, f"{what} is an ndarray of {_elements(array.type.dtype, got)}, but the "
+                                         f"parameter is annotated {_elements(dtype, shape)}")
                 if want.ndim is not None and want.ndim != array.type.ndim:
                     raise self.error(at, f"{what} is a {array.type.ndim}-d ndarray, but the parameter is "
                                          f"annotated ndim={want.ndim}")
@@ -468,3 +472,8 @@ def _pure(fn: ir.Function, done: list[ir.Function]) -> bool:
         if isinstance(e, ir.Call) and (e.function not in by_name or not _pure(by_name[e.function], done)):
             return False
     return True
+
+
+def _elements(dtype: T.DType | None, shape: tuple[int, ...]) -> str:
+    """An ndarray's elements in words: ``f32``, ``f32 elements of shape (3,)``."""
+    return getattr(dtype, "name", "any type") + (f" elements of shape {shape}" if shape else "")

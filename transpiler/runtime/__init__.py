@@ -318,6 +318,11 @@ def _as_array(value: object):
     return value if isinstance(value, np.ndarray) else None
 
 
+class ArrayArgumentError(TypeError, ValueError):
+    """An array argument its parameter does not take: the TypeError this package raised first,
+    and the ValueError Quadrants raises ("Invalid value for argument ...")."""
+
+
 def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Split the call's arguments into template values, the types of ndarrays whose
     annotation leaves dtype or ndim open, the run-time values (arrays as contiguous
@@ -386,19 +391,23 @@ def _bind_array(kernel: lang.Kernel, name: str, kind: str, ann: object,
         element_shape = want_dtype.shape + element_shape
         want_dtype = T.python_type(want_dtype.dtype) or want_dtype.dtype or T.defaults().fp
     outer = arr.ndim - len(element_shape)
+    invalid = f"{kernel.__name__}(): Invalid value for argument {name} - required"
     if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
-        raise TypeError(f"{kernel.__name__}(): `{name}` holds elements of shape {element_shape}: its last "
-                        f"dimension(s) must be {element_shape}, got an array of shape {arr.shape}")
+        raise ArrayArgumentError(f"{invalid} element type: elements of shape {element_shape}, but an array of "
+                                 f"shape {arr.shape} is provided (`{name}` holds elements of shape {element_shape}: "
+                                 f"its last dimension(s) must be {element_shape})")
     retyped = None
     if want_dtype is not None and want_dtype != dtype:
         if element_type is None or not (dtype.is_int or dtype.is_float):
-            raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
+            raise ArrayArgumentError(f"{invalid} dtype {want_dtype.name}, but {dtype.name} is provided "
+                                     f"(`{name}` must hold {want_dtype.name}, got {dtype.name})")
         # A vector / matrix element type takes its scalars' type from the array, as in
         # Quadrants (an i32 array for a `qd.math.mat2` parameter holds i32 matrices).
         retyped = MatrixType(element_type.shape, dtype)
     if want.ndim is not None and want.ndim != outer:
-        raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s)"
-                        + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
+        raise ArrayArgumentError(f"{invalid} ndim={want.ndim}, but {outer}d ndarray with shape {arr.shape[:outer]} "
+                                 f"is provided (`{name}` must have {want.ndim} dimension(s)"
+                                 + (f" of {element_shape} elements" if element_shape else "") + ")")
     if not arr.flags.c_contiguous:  # (a transposed or strided view: run on a copy, written back after)
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
