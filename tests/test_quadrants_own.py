@@ -241,3 +241,21 @@ def test_atomic_cas_on_one_component_of_a_vector_element(executor, rng):
     assert hit.any() and not hit.all()
     np.testing.assert_array_equal(old, before)
     np.testing.assert_array_equal(a, expected)
+
+
+@qd.kernel
+def shift_halves(a: qd.types.ndarray(qd.u32, 1)):
+    for i in range(32):
+        a[i] = a[i] * 3
+    qd.simt.warp.sync(qd.u32(0xFFFFFFFF))  # between loops: nothing to wait for
+    for i in range(16):
+        a[i] = a[i + 16]
+
+
+@pytest.mark.parametrize("executor", ["cpu-cuda", "cpu-hip"], indirect=True)
+def test_warp_sync_between_loops(executor, rng):
+    a = rng.integers(0, 1000, 32, dtype=np.uint32)
+    want = a * 3
+    want[:16] = want[16:]
+    shift_halves(a)
+    np.testing.assert_array_equal(a, want)

@@ -206,8 +206,14 @@ _WARP = {
 @handler(*(f"warp.{name}" for name in (*_WARP, "ballot", "active_mask", "sync")))
 def _warp(lo, name, node):
     short = name.split(".")[1]
-    lo.require_parallel(node, f"qd.simt.{name}()")
     loc = lo.loc(node)
+    if short == "sync" and not lo.body.in_parallel and not lo.function_stack:
+        # Between the kernel's loops one thread runs, and each loop ends before the next
+        # begins: nothing to wait for (Quadrants takes it there too).
+        (m,) = call_args(lo, node, name, 1)
+        lo.coerce(lo.to_expr(m, node.args[0]), T.u32, node.args[0], explicit=True)
+        return CT(None)
+    lo.require_parallel(node, f"qd.simt.{name}()")
     if short == "ballot":
         (p,) = call_args(lo, node, name, 1)
         return ir.WarpOp(T.i32, loc, "ballot", short, [lo.coerce(lo.truth(lo.to_expr(p, node.args[0]), node.args[0]),
