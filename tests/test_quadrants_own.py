@@ -4,6 +4,10 @@ different, each checked here with kernels of our own against NumPy on random dat
 - ``qd.bit_shr(x, n)``: a logical shift right of every integer type (zeros come in); ``not x``
   of a float refused, as Quadrants refuses it.
 - ``qd.lang.impl.get_runtime()``: the default types and the device's capabilities.
+- ndarrays: ``fill`` with a vector, ``copy_from``, one index per dimension in Python scope,
+  mismatched arguments as Quadrants' ValueError, kernels of hundreds of them on the CPU.
+- shared arrays of ``qd.u1``, of vectors and of matrices; ``atomic_cas`` on one component;
+  ``warp.sync()`` between loops; a ``@qd.real_func`` taking an ndarray of vectors.
 """
 import numpy as np
 import pytest
@@ -78,7 +82,8 @@ def test_get_runtime_reports_defaults_and_device_caps():
 
 
 @qd.kernel
-def scale_vectors(v: qd.types.ndarray(qd.math.vec3, 1), m: qd.types.ndarray(qd.math.mat2, 1), s: qd.f32):
+def scale_vectors(v: qd.types.ndarray(qd.types.vector(3, qd.f32), 1), m: qd.types.ndarray(qd.types.matrix(2, 2, qd.f32), 1),
+                  s: qd.f32):
     for i in range(v.shape[0]):
         v[i] = v[i] * s
         m[i] = m[i] * s
@@ -188,11 +193,15 @@ def test_python_scope_ndarray_index_has_one_index_per_dimension(executor, rng):
 
 def test_vector_ndarray_of_python_float_follows_default_fp():
     qd.init(arch="cpu", default_fp=qd.f64, default_ip=qd.i64)
-    assert qd.Vector.ndarray(2, float, (3,)).dtype == qd.f64
-    assert qd.Matrix.ndarray(2, 2, int, (3,)).dtype == qd.i64
+    try:
+        assert qd.Vector.ndarray(2, float, (3,)).dtype == qd.f64
+        assert qd.Matrix.ndarray(2, 2, int, (3,)).dtype == qd.i64
+    finally:
+        qd.init(arch="cpu")  # the defaults back for the tests after
 
 
-vec3 = qd.math.vec3
+vec3 = qd.types.vector(3, qd.f32)
+mat2 = qd.types.matrix(2, 2, qd.f32)
 
 
 @qd.real_func
@@ -259,3 +268,58 @@ def test_warp_sync_between_loops(executor, rng):
     want[:16] = want[16:]
     shift_halves(a)
     np.testing.assert_array_equal(a, want)
+
+
+@qd.kernel
+def neighbour_vectors(inp: qd.types.ndarray(vec3, 1), out: qd.types.ndarray(vec3, 1),
+                      prod: qd.types.ndarray(mat2, 1)):
+    qd.loop_config(block_dim=BLOCK)
+    for i in range(inp.shape[0]):
+        t = i % BLOCK
+        vs = qd.simt.block.SharedArray((BLOCK,), vec3)
+        ms = qd.simt.block.SharedArray(BLOCK, mat2)
+        vs[t] = inp[i] * 2.0
+        ms[t] = qd.Matrix([[inp[i].x, inp[i].y], [inp[i].z, 1.0]])
+        qd.simt.block.sync()
+        j = (t + 1) % BLOCK
+        out[i] = vs[j] + qd.Vector([vs[j].z, vs[j][1], 0.0])
+        prod[i] = ms[j] @ ms[t]
+
+
+def test_shared_array_of_vectors_and_matrices(executor, rng):
+    n = 4 * BLOCK
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    out, prod = np.zeros_like(x), np.zeros((n, 2, 2), np.float32)
+    neighbour_vectors(x, out, prod)
+    j = (np.arange(n) % BLOCK + 1) % BLOCK + np.arange(n) // BLOCK * BLOCK
+    s = 2 * x[j]
+    np.testing.assert_allclose(out, s + np.stack([s[:, 2], s[:, 1], np.zeros(n, np.float32)], 1), rtol=1e-5)
+    m = np.stack([x[:, :2], np.stack([x[:, 2], np.ones(n, np.float32)], 1)], 1)
+    np.testing.assert_allclose(prod, m[j] @ m, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", target_names())
+def test_shared_array_of_vectors_compiles(target):
+    assert_compiles(target, qd.translate(neighbour_vectors, target))
+
+
+OFFSETS = [qd.Vector([1, 2]), qd.Vector([2, 3])]
+
+
+@qd.kernel
+def spelled_ops(a: qd.types.ndarray(qd.i32, 2), out: qd.types.ndarray(qd.i32, 1)):
+    for k in range(out.shape[0]):
+        v = qd.Vector([k % 3, k % 4])
+        p = qd.lang.ops.add(v, qd.static(OFFSETS)[1])
+        q = qd.lang.ops.sub(p, qd.static(OFFSETS)[0])
+        out[k] = qd.lang.ops.mul(a[p], 2) + a[q]
+
+
+def test_lang_ops_spell_the_operators(executor, rng):
+    a = rng.integers(-100, 100, (8, 8), dtype=np.int32)
+    out = np.zeros(24, np.int32)
+    spelled_ops(a, out)
+    k = np.arange(24)
+    p = (k % 3 + 2, k % 4 + 3)
+    np.testing.assert_array_equal(out, a[p] * 2 + a[p[0] - 1, p[1] - 2])
+    assert qd.lang.ops.add(OFFSETS[0], OFFSETS[1]).to_numpy().tolist() == [3, 5]

@@ -5,6 +5,9 @@ an error."""
 from __future__ import annotations
 
 import itertools
+# ``qd.lang.ops.add(a, b)`` and its siblings, as Quadrants' ops module spells the operators: the
+# operator module's own functions, which a kernel lowers as the operator (frontend/calls.py).
+from operator import add, floordiv, mod, mul, neg, sub, truediv  # noqa: F401
 
 from ..errors import TranspileError
 from .kernel import builtin, python_scope

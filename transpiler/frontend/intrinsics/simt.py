@@ -6,6 +6,7 @@ import ast
 
 from ...ir import nodes as ir
 from ...ir import types as T
+from ...lang.matrix import MatrixType
 from ..values import CT, ArrayHandle, MatrixValue, MatrixVar
 from .table import handler, call_args, current_name
 
@@ -64,11 +65,14 @@ def _shared_array(lo, name, node):
     if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
         raise lo.error(args[0], "a SharedArray shape is a positive int or a tuple of them, known at translation time")
     dtype = lo.static_value(args[1], what="the dtype of a SharedArray")
+    element_shape = ()
+    if isinstance(dtype, MatrixType):  # of vectors or matrices: their scalars last, as an ndarray of them
+        element_shape, dtype = dtype.shape, T.python_type(dtype.dtype) or dtype.dtype or T.defaults().fp
     if not isinstance(dtype, T.DType):
-        raise lo.error(args[1], f"`{ast.unparse(args[1])}` is not a numeric scalar type")
+        raise lo.error(args[1], f"`{ast.unparse(args[1])}` is not a numeric scalar, vector or matrix type")
     if not lo.body.in_parallel:
         raise lo.error(node, "a SharedArray belongs to a block: allocate it inside a parallel (top-level) loop")
-    array = ir.SharedArray("", T.SharedArrayType(dtype, shape), lo.loc(node))
+    array = ir.SharedArray("", T.SharedArrayType(dtype, shape + element_shape, element_shape), lo.loc(node))
     lo.task_state.shared.append(array)
     lo.emit(ir.DeclareShared(lo.loc(node), array))
     return ArrayHandle(array)
