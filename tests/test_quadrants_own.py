@@ -323,3 +323,43 @@ def test_lang_ops_spell_the_operators(executor, rng):
     p = (k % 3 + 2, k % 4 + 3)
     np.testing.assert_array_equal(out, a[p] * 2 + a[p[0] - 1, p[1] - 2])
     assert qd.lang.ops.add(OFFSETS[0], OFFSETS[1]).to_numpy().tolist() == [3, 5]
+
+
+@qd.kernel
+def int_powers(x: qd.types.ndarray(qd.i32, 1), e: qd.types.ndarray(qd.i32, 1), out: qd.types.ndarray(qd.i32, 1)):
+    for i in range(x.shape[0]):
+        out[i] = x[i] ** e[i]
+
+
+def test_negative_integer_exponent_stops_a_debug_kernel(executor, rng):
+    from conftest import init_executor
+
+    init_executor(executor, debug=True)
+    x = rng.integers(-9, 10, 64, dtype=np.int32)
+    e = rng.integers(0, 8, 64, dtype=np.int32)
+    out = np.zeros_like(x)
+    int_powers(x, e, out)
+    np.testing.assert_array_equal(out, x.astype(np.int64) ** e)
+    e[17] = -3
+    with pytest.raises(RuntimeError, match=r"Negative exponent in pow\(int, int\) is not allowed: -3"):
+        int_powers(x, e, out)
+
+
+def test_field_python_scope_checks_as_quadrants():
+    qd.init(arch="cpu")
+    x = qd.field(qd.i32, shape=(2, 3, 4))
+    x[1, 2, 3] = 7
+    assert x[1, 2, 3] == 7
+    with pytest.raises(AssertionError, match=r"Slicing is not supported on qd.field: it takes one integer index per "
+                                             r"dimension \(3\), not \(0, 0\)"):
+        x[0, 0] = 1
+    with pytest.raises(TypeError, match=r"copy_from\(\) takes a qd.field, got ndarray"):
+        x.copy_from(np.zeros((2, 3, 4), np.int32))
+    with pytest.raises(NotImplementedError, match="Struct for is only available in Quadrants scope"):
+        for _ in x:
+            pass
+    with pytest.raises(RuntimeError, match=r"i32 is not supported for field with `needs_grad=True`"):
+        qd.field(int, shape=3, needs_grad=True)
+    y = qd.field(qd.i32, shape=(2, 3, 4))
+    y.copy_from(x)
+    assert y[1, 2, 3] == 7

@@ -64,6 +64,19 @@ class DebugCheckLowering:
         for st in self.failure_report(loc, _outside(_copy(k), extent, loc), parts, [_copy(k)], f"index into {what}"):
             self.emit(st)
 
+    def check_exponent(self, exp: ir.Expr, node: ast.AST) -> ir.Expr:
+        """Debug mode: an integer power's exponent is not negative (its result would not be an
+        integer: Quadrants stops there too). Returns the exponent, to use once."""
+        if not self.debug_checks() or isinstance(exp, ir.Const) and exp.value >= 0:
+            return exp
+        loc = self.loc(node)
+        exp = self.once(exp, node, "exp")
+        negative = ir.Compare(T.bool_, loc, "lt", _copy(exp), ir.Const(exp.type, loc, 0))
+        parts = ["Negative exponent in pow(int, int) is not allowed: ", {"arg": 0, "spec": "", "style": "format"}]
+        for st in self.failure_report(loc, negative, parts, [_copy(exp)], "pow(int, int)"):
+            self.emit(st)
+        return exp
+
     def add_task_bounds_checks(self, task: ir.Task) -> None:
         known = {}
         for v, (begin, end) in zip(task.loop_vars, task.ranges):

@@ -428,7 +428,8 @@ class ExpressionLowering:
             if t.is_float:
                 return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])
             if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):
-                return self.inline_values(int_pow, node, [self.coerce(ea, t, node), self.coerce(eb, t, node)])
+                exp = self.check_exponent(self.coerce(eb, t, node), node)
+                return self.inline_values(int_pow, node, [self.coerce(ea, t, node), exp])
         if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and nonneg(eb):
             # Both sides non-negative: Python's floor division is C's truncating one (by 0,
             # both divide by zero).

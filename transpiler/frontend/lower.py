@@ -262,8 +262,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.flush_serial()
         if self.return_type is not None and self.result_param is None:
             shown = self.return_type.name if isinstance(self.return_type, T.DType) else repr(self.return_type)
-            raise self.error(fdef.returns, f"the kernel is annotated to return {shown} but never "
-                                           "returns a value", hint="end it with `return VALUE`")
+            raise self.error(fdef.returns, f"Kernel has a return type but does not have a return statement: it "
+                                           f"is annotated to return {shown} but never returns a value",
+                             hint="end it with `return VALUE`")
         if not self.tasks:
             # Nothing it does is visible (`if qd.static(False): ...`, only locals): one empty
             # serial task, so that it has an entry point to launch, as Quadrants runs it.

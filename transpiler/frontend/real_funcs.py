@@ -210,7 +210,7 @@ class RealFuncLowering:
         returns_value = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fdef))
         if fdef.returns is None or ann is None:
             if returns_value:
-                raise self.error(fdef, f"the return value of @qd.real_func `{func.__name__}` must be annotated",
+                raise self.error(fdef, f"@qd.real_func `{func.__name__}`: its return value must be annotated",
                                  hint=f"declare its type, e.g. `def {func.__name__}(...) -> qd.i32:`")
             return None
         # a dtype; a vector, matrix or struct (written into out parameters); or a tuple of them
@@ -381,7 +381,7 @@ class RealFuncLowering:
             self.emit(ir.Return(self.loc(s), None))
             return
         if fn.result is None:
-            raise self.error(s.value, f"the return value of @qd.real_func `{fn.name}` must be annotated")
+            raise self.error(s.value, f"@qd.real_func `{fn.name}`: its return value must be annotated")
         value = self.expr(s.value)
         if not isinstance(value, (ir.Expr, CT)) or isinstance(value, CT) and not is_py_scalar(value.value):
             raise self.error(s.value, f"@qd.real_func `{fn.name}` returns one scalar",

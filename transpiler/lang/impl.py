@@ -32,6 +32,10 @@ DeviceCapability = type("DeviceCapability", (), {name: name for name in DEVICE_C
 
 
 class _Program:
+    def config(self) -> object:
+        """``qd.cfg``: what the last qd.init chose."""
+        return current_cfg()
+
     def get_device_caps(self) -> dict[str, int]:
         """The capabilities of the executor's device: a Vulkan device's features; empty
         elsewhere (the CPU and CUDA executors run no SPIR-V), as Quadrants reports them."""
@@ -65,4 +69,4 @@ def __getattr__(name: str):
         return Kernel
     raise AttributeError(f"qd.lang.impl has no `{name}`: of Quadrants' internal module this package provides "
                          "current_cfg(), get_max_shared_memory_bytes(), get_runtime() (default_fp, default_ip, "
-                         "prog.get_device_caps()), Kernel and the exception classes")
+                         "prog.config(), prog.get_device_caps()), Kernel and the exception classes")
