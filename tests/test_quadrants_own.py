@@ -79,6 +79,8 @@ def test_get_runtime_reports_defaults_and_device_caps():
     assert caps[qd._lib.core.DeviceCapability.spirv_has_float64] == 1  # lavapipe has f64
     assert caps[qd._lib.core.DeviceCapability.spirv_has_shader_clock] == 0
     assert qd._lib.core.data_type_size(qd.f16) == 2 and qd._lib.core.data_type_size(qd.i64) == 8
+    qd.init(arch="cpu")
+    assert qd.lang.impl.get_cuda_compute_capability() == 70  # what the CUDA text needs at least
 
 
 @qd.kernel

@@ -57,6 +57,12 @@ class _Runtime:
         return current_cfg().default_ip
 
 
+def get_cuda_compute_capability() -> int:
+    """The compute capability CUDA kernels run at: the GPU's on the CUDA executor; on the CPU
+    executor of the CUDA text, 70, the least that text needs (16-bit atomicCAS, __match_*_sync)."""
+    return getattr(host.executor(), "compute_capability", 70)
+
+
 def get_runtime() -> _Runtime:
     return _Runtime()
 
@@ -68,5 +74,6 @@ def __getattr__(name: str):
     if name == "Kernel":
         return Kernel
     raise AttributeError(f"qd.lang.impl has no `{name}`: of Quadrants' internal module this package provides "
-                         "current_cfg(), get_max_shared_memory_bytes(), get_runtime() (default_fp, default_ip, "
-                         "prog.config(), prog.get_device_caps()), Kernel and the exception classes")
+                         "current_cfg(), get_max_shared_memory_bytes(), get_cuda_compute_capability(), get_runtime() "
+                         "(default_fp, default_ip, prog.config(), prog.get_device_caps()), Kernel and the exception "
+                         "classes")
