@@ -365,3 +365,11 @@ def test_field_python_scope_checks_as_quadrants():
     y = qd.field(qd.i32, shape=(2, 3, 4))
     y.copy_from(x)
     assert y[1, 2, 3] == 7
+
+
+def test_extensions_say_what_is_here():
+    assert qd.is_extension_enabled(qd.extension.sparse) and qd.is_extension_enabled(qd.extension.adstack)
+    assert qd.is_extension_enabled("data64")
+    assert not qd.is_extension_enabled(qd.extension.quant) and not qd.is_extension_enabled(qd.extension.mesh)
+    with pytest.raises(ValueError):
+        qd.is_extension_enabled("warp_drive")

@@ -19,6 +19,7 @@ from .lang import library as _library
 from .lang import matrixfree as _matrixfree
 from .lang import ops as _ops
 from .lang.buffer_view import BufferView  # noqa: F401
+from .lang.extension import Extension as extension, is_extension_enabled  # noqa: F401
 # Quadrants' exception classes, as its users catch them: every kernel error here is a located
 # TranspileError, raised when the kernel is translated.
 from .lang.exception import (  # noqa: F401

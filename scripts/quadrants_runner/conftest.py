@@ -66,11 +66,6 @@ def _misc() -> types.ModuleType:
 sys.meta_path.insert(0, _Alias())
 import quadrants  # noqa: E402
 
-if "extension" not in vars(transpiler):  # `require=qd.extension.sparse`: names for the runner only
-    from tests import test_utils as _tu  # noqa: E402
-
-    transpiler.extension = _tu.Extension
-
 
 _init = transpiler.init
 

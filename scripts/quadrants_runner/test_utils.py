@@ -5,7 +5,8 @@ One pytest process runs one executor (``QDT_EXECUTOR``), which plays one Quadran
 cpu-cuda plays ``cuda``, cpu-hip ``amdgpu``, vulkan ``vulkan``. ``test(arch=...)`` runs a test
 there when that arch is among the ones it asks for (and not excluded); a test only for the host
 CPU (``arch=qd.cpu``, ``get_host_arch_list()``) runs on cpu-cuda as ``x64``, as the CPU
-executor is this project's CPU backend. ``require=`` extensions are looked up in EXTENSIONS.
+executor is this project's CPU backend. ``require=`` extensions are what qd.is_extension_enabled
+says (the same on all three executors: transpiler/lang/extension.py).
 """
 from __future__ import annotations
 
@@ -24,22 +25,9 @@ ROLE = {"cpu-cuda": "cuda", "cpu-hip": "amdgpu", "vulkan": "vulkan"}[EXECUTOR]
 HOST = ("cpu", "x64", "arm64")
 GPU = ("cuda", "amdgpu", "metal", "vulkan")
 
-# Quadrants' extensions each executor has: sparse levels are emulated on every target, 64-bit
-# types are on all three, reverse mode replays where Quadrants keeps a stack (adstack), asserts
-# run under debug=True, block-local storage is a hint. Quantized types and meshes are not
-# provided (docs/differences.md).
-EXTENSIONS = {"sparse", "data64", "adstack", "assertion", "bls"}
-
-
-class Extension:
-    """``qd.extension.<name>`` for ``require=``: the name of one."""
-
-    sparse, quant, quant_basic, data64, adstack, bls, assertion, extfunc, mesh = (
-        "sparse", "quant", "quant_basic", "data64", "adstack", "bls", "assertion", "extfunc", "mesh")
-
 
 def supports(arch: str, extension: str) -> bool:
-    return str(extension) in EXTENSIONS
+    return qd.is_extension_enabled(extension)
 
 
 def _archs(value) -> set[str]:
