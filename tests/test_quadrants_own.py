@@ -373,3 +373,30 @@ def test_extensions_say_what_is_here():
     assert not qd.is_extension_enabled(qd.extension.quant) and not qd.is_extension_enabled(qd.extension.mesh)
     with pytest.raises(ValueError):
         qd.is_extension_enabled("warp_drive")
+
+
+FLAGS = qd.field(qd.i32, shape=4)
+
+
+@qd.kernel
+def volatile_of_a_field():
+    for i in range(4):
+        FLAGS[i] = qd.volatile_load(FLAGS)  # refused: the field itself
+
+
+@qd.kernel
+def volatile_of_a_local_vector(a: qd.types.ndarray(qd.i32, 1)):
+    for i in range(a.shape[0]):
+        v = qd.Vector([a[i], 0])
+        a[i] = qd.volatile_load(v)[0]  # refused: a local
+
+
+def test_volatile_load_says_what_it_was_given():
+    line = _line_of("qd.volatile_load(FLAGS)  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: qd.volatile_load needs an "
+                                                 r"lvalue, an ndarray or field element such as a\[i\], not a Field "
+                                                 r"directly"):
+        qd.translate(volatile_of_a_field, "cuda")
+    line = _line_of("qd.volatile_load(v)[0]  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: .*not a local array"):
+        qd.translate(volatile_of_a_local_vector, "cuda")

@@ -46,7 +46,7 @@ def _not_an_element(value) -> tuple[str, str]:
     """What a volatile load was given instead of an element, and what to write instead."""
     local = "a local cannot be changed by another thread; read it directly"
     if isinstance(value, ArrayHandle) or (isinstance(value, CT) and hasattr(value.value, "storage")):
-        ndarray = isinstance(value, ArrayHandle) and isinstance(value.array, ir.Param)
+        ndarray = isinstance(value, ArrayHandle) and isinstance(value.array, ir.Param) and not value.array.hidden
         return f"{'an ndarray' if ndarray else 'a Field'} directly", "index it: qd.volatile_load(x[i])"
     if isinstance(value, (MatrixValue, MatrixVar)):
         return "a local array (a vector or matrix local)", local
