@@ -400,3 +400,32 @@ def test_volatile_load_says_what_it_was_given():
     line = _line_of("qd.volatile_load(v)[0]  # refused")
     with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: .*not a local array"):
         qd.translate(volatile_of_a_local_vector, "cuda")
+
+
+@qd.kernel
+def two_argument_cast() -> qd.i64:
+    return qd.i64(1, 2)  # refused
+
+
+def test_a_dtype_call_takes_one_expression():
+    line = _line_of("return qd.i64(1, 2)  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: qd.i64\(x\) takes exactly "
+                                                 r"one argument: A primitive type can only decorate a single "
+                                                 r"expression."):
+        qd.translate(two_argument_cast, "cuda")
+
+
+@qd.kernel
+def negate_flags(a: qd.types.ndarray(qd.i32, 1), out: qd.types.ndarray(qd.i32, 1)):
+    for i in range(a.shape[0]):
+        v = qd.Vector([a[i], a[i] - 1])
+        w = qd.lang.ops.logical_not(v)
+        out[i] = w[0] * 2 + w[1] + qd.lang.ops.logical_not(a[i] > 1) * 4
+
+
+def test_logical_not(executor, rng):
+    a = rng.integers(-2, 3, 64, dtype=np.int32)
+    out = np.zeros_like(a)
+    negate_flags(a, out)
+    np.testing.assert_array_equal(out, (a == 0) * 2 + (a == 1) + (a <= 1) * 4)
+    assert qd.lang.ops.logical_not(qd.Vector([0, 3])).to_numpy().tolist() == [1, 0]

@@ -2,6 +2,8 @@
 counts, raw division."""
 from __future__ import annotations
 
+import ast
+
 from ...ir import nodes as ir
 from ...ir import types as T
 from ..common import has_side_effects
@@ -24,6 +26,14 @@ def _raw_division(lo, name, node):
     values = call_args(lo, node, name, 2)
     return lo.elementwise(scalar, [lo.as_matrix(v, arg) for v, arg in zip(values, node.args, strict=False)],
                           node)  # of vectors and matrices, component by component
+
+
+@handler("logical_not")
+def _logical_not(lo, name, node):
+    """``not x``, as written (component by component of a vector)."""
+    if len(node.args) != 1 or node.keywords:
+        raise lo.error(node, "qd.lang.ops.logical_not(x) takes one argument")
+    return lo.expr(ast.copy_location(ast.UnaryOp(ast.Not(), node.args[0]), node))
 
 
 @handler("bit_shr")
