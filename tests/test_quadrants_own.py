@@ -175,10 +175,15 @@ def test_array_arguments_that_do_not_match_are_value_and_type_errors(executor, r
     sum_rows(x, out)
     np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5)
     for error in (ValueError, TypeError):  # Quadrants raises ValueError; this package raised TypeError first
-        with pytest.raises(error, match=r"sum_rows\(\): Invalid value for argument x - required ndim=2, but 1d "
-                                        r"ndarray with shape \(5,\) is provided"):
+        with pytest.raises(error, match=r"sum_rows\(\): Invalid value for argument x - required array has ndim=2, "
+                                        r"array with 1 dimensions is provided"):
             sum_rows(out, out)
-    with pytest.raises(ValueError, match=r"Invalid value for argument x - required dtype f32, but f64 is provided"):
+    one_d = qd.ndarray(qd.f32, (5,))
+    with pytest.raises(ValueError, match=r"sum_rows\(\): Invalid value for argument x - required ndim=2, but 1d "
+                                         r"ndarray with shape \(5,\) is provided"):
+        sum_rows(one_d, out)
+    with pytest.raises(ValueError, match=r"Invalid value for argument x - required array has dtype=f32, array with "
+                                         r"dtype=f64 is provided"):
         sum_rows(x.astype(np.float64), out)
 
 
@@ -429,3 +434,18 @@ def test_logical_not(executor, rng):
     negate_flags(a, out)
     np.testing.assert_array_equal(out, (a == 0) * 2 + (a == 1) + (a <= 1) * 4)
     assert qd.lang.ops.logical_not(qd.Vector([0, 3])).to_numpy().tolist() == [1, 0]
+
+
+def test_struct_field_copy_from(executor, rng):
+    particle = qd.types.struct(p=qd.types.vector(2, qd.f32), m=qd.f32, k=qd.i32)
+    a, b = particle.field(shape=9), particle.field(shape=9)
+    p, m, k = rng.standard_normal((9, 2)).astype(np.float32), rng.random(9).astype(np.float32), rng.integers(0, 9, 9)
+    b.p.from_numpy(p)
+    b.m.from_numpy(m)
+    b.k.from_numpy(k.astype(np.int32))
+    a.copy_from(b)
+    np.testing.assert_array_equal(a.p.to_numpy(), p)
+    np.testing.assert_array_equal(a.m.to_numpy(), m)
+    np.testing.assert_array_equal(a.k.to_numpy(), k)
+    with pytest.raises(TypeError, match="copy_from\\(\\) takes a field of the same struct"):
+        a.copy_from(qd.field(qd.f32, shape=9))

@@ -373,6 +373,13 @@ class StructField:
                                                             _members={k: p if p is not None else _NoCompanion(
                                                                 k, kind) for k, p in parts.items()})
 
+    def copy_from(self, other: StructField) -> None:
+        """Every member's elements from ``other``, a field of the same struct type."""
+        if not isinstance(other, StructField) or other.members.keys() != self.members.keys():
+            raise TypeError(f"copy_from() takes a field of the same struct, got {type(other).__name__}")
+        for name, member in self.members.items():
+            member.copy_from(other.members[name])
+
     def _place(self, shape: int | tuple[int, ...] | None, offset: int | Sequence[int] | None = None) -> None:
         for m in self.members.values():
             m._place(shape, offset)

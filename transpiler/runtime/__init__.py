@@ -323,6 +323,22 @@ class ArrayArgumentError(TypeError, ValueError):
     and the ValueError Quadrants raises ("Invalid value for argument ...")."""
 
 
+def _shape_mismatch(arr: np.ndarray, ndim: int | None, element_shape: tuple[int, ...], numpy: bool) -> str | None:
+    """How an array's shape differs from what its parameter takes (Quadrants' words: a NumPy
+    array's dimensions, a qd.ndarray's outer dimensions), or None."""
+    outer = arr.ndim - len(element_shape)
+    if element_shape and numpy and ndim is not None and arr.ndim != ndim + len(element_shape):
+        return (f"array has ndim={ndim} element_dim={len(element_shape)}, array with {arr.ndim} dimensions is "
+                "provided")
+    if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
+        return (f"element_shape={element_shape}, array with element shape of {arr.shape[max(outer, 0):]} is "
+                "provided")
+    if ndim is not None and ndim != outer:
+        return (f"array has ndim={ndim}, array with {arr.ndim} dimensions is provided" if numpy else
+                f"ndim={ndim}, but {outer}d ndarray with shape {arr.shape[:outer]} is provided")
+    return None
+
+
 def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Split the call's arguments into template values, the types of ndarrays whose
     annotation leaves dtype or ndim open, the run-time values (arrays as contiguous
@@ -392,22 +408,19 @@ def _bind_array(kernel: lang.Kernel, name: str, kind: str, ann: object,
         want_dtype = T.python_type(want_dtype.dtype) or want_dtype.dtype or T.defaults().fp
     outer = arr.ndim - len(element_shape)
     invalid = f"{kernel.__name__}(): Invalid value for argument {name} - required"
-    if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
-        raise ArrayArgumentError(f"{invalid} element type: elements of shape {element_shape}, but an array of "
-                                 f"shape {arr.shape} is provided (`{name}` holds elements of shape {element_shape}: "
-                                 f"its last dimension(s) must be {element_shape})")
+    shape_problem = _shape_mismatch(arr, want.ndim, element_shape, isinstance(value, np.ndarray))
+    if shape_problem:
+        raise ArrayArgumentError(f"{invalid} {shape_problem} (`{name}` "
+                                 + (f"holds elements of shape {element_shape}: its last dimension(s) must be "
+                                    f"{element_shape})" if element_shape else f"must have {want.ndim} dimension(s))"))
     retyped = None
     if want_dtype is not None and want_dtype != dtype:
         if element_type is None or not (dtype.is_int or dtype.is_float):
-            raise ArrayArgumentError(f"{invalid} dtype {want_dtype.name}, but {dtype.name} is provided "
-                                     f"(`{name}` must hold {want_dtype.name}, got {dtype.name})")
+            raise ArrayArgumentError(f"{invalid} array has dtype={want_dtype.name}, array with dtype={dtype.name} is "
+                                     f"provided (`{name}` must hold {want_dtype.name}, got {dtype.name})")
         # A vector / matrix element type takes its scalars' type from the array, as in
         # Quadrants (an i32 array for a `qd.math.mat2` parameter holds i32 matrices).
         retyped = MatrixType(element_type.shape, dtype)
-    if want.ndim is not None and want.ndim != outer:
-        raise ArrayArgumentError(f"{invalid} ndim={want.ndim}, but {outer}d ndarray with shape {arr.shape[:outer]} "
-                                 f"is provided (`{name}` must have {want.ndim} dimension(s)"
-                                 + (f" of {element_shape} elements" if element_shape else "") + ")")
     if not arr.flags.c_contiguous:  # (a transposed or strided view: run on a copy, written back after)
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
