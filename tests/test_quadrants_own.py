@@ -449,3 +449,32 @@ def test_struct_field_copy_from(executor, rng):
     np.testing.assert_array_equal(a.k.to_numpy(), k)
     with pytest.raises(TypeError, match="copy_from\\(\\) takes a field of the same struct"):
         a.copy_from(qd.field(qd.f32, shape=9))
+
+
+@qd.kernel
+def wrapping_ops(a: qd.types.ndarray(qd.i32, 1), b: qd.types.ndarray(qd.i32, 1), out: qd.types.ndarray(qd.i32, 2)):
+    for i in range(a.shape[0]):
+        out[i, 0] = a[i] + b[i]
+        out[i, 1] = a[i] - b[i]
+        out[i, 2] = a[i] * b[i]
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_debug_mode_reports_integer_overflow(executor, rng, capfd, big):
+    from conftest import init_executor
+
+    init_executor(executor, debug=True)
+    bound = 2**31 if big else 2**14
+    a = rng.integers(-bound, bound, 32, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-bound, bound, 32, dtype=np.int64).astype(np.int32)
+    out = np.zeros((32, 3), np.int32)
+    capfd.readouterr()
+    wrapping_ops(a, b, out)
+    qd.sync()
+    printed = capfd.readouterr().out
+    wide = [a.astype(np.int64) + b, a.astype(np.int64) - b, a.astype(np.int64) * b]
+    np.testing.assert_array_equal(out, np.stack([w.astype(np.int32) for w in wide], 1))  # wrapped, as C wraps
+    for word, w in zip(("Addition", "Subtraction", "Multiplication"), wide):
+        wrapped = bool((w != w.astype(np.int32)).any())
+        assert (f"{word} overflow detected" in printed) == wrapped
+    assert big == ("out[i, 2] = a[i] * b[i]" in printed)

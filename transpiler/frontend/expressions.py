@@ -416,7 +416,8 @@ class ExpressionLowering:
                 raise self.error(node, f"`{SYMBOL[op]}` needs integer operands, got {ea.type.name} and {eb.type.name}")
             if op in ("lshift", "rshift"):
                 t = T.i32 if ta is T.bool_ else ta
-                return ir.BinOp(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+                a, b = self.coerce(ea, t, node), self.coerce(eb, t, node)
+                return self.checked_arithmetic(op, t, a, b, node) or ir.BinOp(t, loc, op, a, b)
             if ta is T.bool_ and tb is T.bool_:
                 return ir.BinOp(T.bool_, loc, op, ea, eb)
         t = T.promote(ta, tb)
@@ -445,7 +446,8 @@ class ExpressionLowering:
         if op == "floordiv" and t.is_float:
             q = ir.BinOp(t, loc, "truediv", self.coerce(ea, t, node), self.coerce(eb, t, node))
             return ir.Math(t, loc, "floor", [q])
-        return fold.binop(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+        a, b = self.coerce(ea, t, node), self.coerce(eb, t, node)
+        return self.checked_arithmetic(op, t, a, b, node) or fold.binop(t, loc, op, a, b)
 
     def power_by_squaring(self, x: ir.Expr, n: int, node) -> ir.Expr:
         """``x ** n`` for a float ``x`` and an integer literal ``n``, multiplied out as Quadrants

@@ -529,7 +529,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         needed |= locals_assigned(body)  # a serial task may only overwrite one: it must be declared
         picked: list[ir.Stmt] = []
         for st in reversed(self.uniform_defs):
-            var = st.var  # Declare / Assign
+            var = getattr(st, "var", None)  # Declare / Assign (a debug check beside them defines nothing)
             if var in needed:
                 picked.append(st)
                 value = st.init if isinstance(st, ir.Declare) else st.value
