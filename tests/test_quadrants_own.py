@@ -478,3 +478,16 @@ def test_debug_mode_reports_integer_overflow(executor, rng, capfd, big):
         wrapped = bool((w != w.astype(np.int32)).any())
         assert (f"{word} overflow detected" in printed) == wrapped
     assert big == ("out[i, 2] = a[i] * b[i]" in printed)
+
+
+@qd.kernel
+def three_bounds(a: qd.types.ndarray(qd.i32, 1)):
+    for i in qd.ndrange((1, 2, 3)):  # refused: not a (begin, end) pair
+        a[i] = 1
+
+
+def test_ndrange_dimension_is_an_extent_or_a_pair():
+    line = _line_of("for i in qd.ndrange((1, 2, 3)):  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: Every argument of ndrange "
+                                                 r"should be a scalar or a tuple/list like \(begin, end\)"):
+        qd.translate(three_bounds, "cuda")

@@ -701,7 +701,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             for a in it.args:
                 if isinstance(a, ast.Tuple):
                     if len(a.elts) != 2:
-                        raise self.error(a, "a qd.ndrange dimension is an extent or a (begin, end) pair")
+                        raise self.error(a, "Every argument of ndrange should be a scalar or a tuple/list like "
+                                            "(begin, end): an extent or a (begin, end) pair")
                     ranges.append((bound(a.elts[0]), bound(a.elts[1])))
                 else:
                     e = bound(a)
