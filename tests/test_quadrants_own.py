@@ -491,3 +491,24 @@ def test_ndrange_dimension_is_an_extent_or_a_pair():
     with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: Every argument of ndrange "
                                                  r"should be a scalar or a tuple/list like \(begin, end\)"):
         qd.translate(three_bounds, "cuda")
+
+
+@qd.kernel
+def fill_with_python_ints(f: qd.types.ndarray(qd.u32, 1)):
+    for i in range(f.shape[0]):
+        f[i] = 0xFFFFFFFF - i
+
+
+def test_get_runtime_sets_the_default_types(executor):
+    runtime = qd.lang.impl.get_runtime()
+    try:
+        runtime.default_ip = qd.u32
+        assert qd.cfg.default_ip == qd.u32
+        out = np.zeros(8, np.uint32)
+        fill_with_python_ints(out)
+        np.testing.assert_array_equal(out, 0xFFFFFFFF - np.arange(8, dtype=np.uint32))
+        runtime.set_default_fp(qd.f64)
+        assert runtime.default_fp == qd.f64 and qd.Vector.ndarray(2, float, (2,)).dtype == qd.f64
+    finally:
+        runtime.set_default_ip(qd.i32)
+        runtime.default_fp = qd.f32

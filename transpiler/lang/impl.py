@@ -44,7 +44,8 @@ class _Program:
 
 
 class _Runtime:
-    """What ``get_runtime()`` offers here: the default types and the device's capabilities."""
+    """What ``get_runtime()`` offers here: the default types (which it may change, as qd.init's
+    default_fp / default_ip do) and the device's capabilities."""
 
     prog = _Program()
 
@@ -52,9 +53,23 @@ class _Runtime:
     def default_fp(self):
         return current_cfg().default_fp
 
+    @default_fp.setter
+    def default_fp(self, dtype: object) -> None:
+        host.set_defaults(fp=dtype)
+
     @property
     def default_ip(self):
         return current_cfg().default_ip
+
+    @default_ip.setter
+    def default_ip(self, dtype: object) -> None:
+        host.set_defaults(ip=dtype)
+
+    def set_default_fp(self, dtype: object) -> None:
+        host.set_defaults(fp=dtype)
+
+    def set_default_ip(self, dtype: object) -> None:
+        host.set_defaults(ip=dtype)
 
 
 def get_cuda_compute_capability() -> int:

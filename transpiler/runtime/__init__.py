@@ -699,8 +699,17 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
 
 # What the language's host-side objects (fields, qd.ndarray, qd.cfg) ask of the runtime,
 # which lang cannot import: installed as this module is imported (see lang/host.py).
+def set_defaults(fp: T.DType | None = None, ip: T.DType | None = None) -> None:
+    """What Python's float / int stand for in kernels from now on, as qd.init's default_fp /
+    default_ip set them (``qd.lang.impl.get_runtime().default_ip = qd.u32``)."""
+    global _defaults
+    _defaults = T.Defaults(ip or _defaults.ip, fp or _defaults.fp, _defaults.debug)
+    lang.math.follow_defaults(_defaults.fp, _defaults.ip)
+    cfg.__dict__.update(default_fp=_defaults.fp, default_ip=_defaults.ip)
+
+
 install_host_hooks(ndarray=Ndarray, python_dtype=python_dtype, field_storage=field_storage, config=cfg,
-                   executor=current)
+                   executor=current, set_defaults=set_defaults)
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]
