@@ -230,7 +230,7 @@ def exchange_shared_float(a: vec):
 def volatile_local(a: vec):
     for i in range(a.shape[0]):
         x = a[i]
-        a[i] = qd.volatile_load(x)  # error: qd.volatile_load needs an ndarray element such as a[i], not a local
+        a[i] = qd.volatile_load(x)  # error: qd.volatile_load needs an lvalue, an ndarray or field element such as a[i], not a local
 
 
 @qd.kernel

@@ -219,7 +219,7 @@ def passes_floats(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
 
 def test_diagnostics_name_the_function_and_the_fix():
     msg = _error(calls_unannotated)
-    assert "the return value of @qd.real_func `unannotated_result` must be annotated" in msg
+    assert "@qd.real_func `unannotated_result`: its return value must be annotated" in msg
     assert "test_real_func.py:" in msg and "-> qd.i32" in msg
     msg = _error(calls_untyped)
     assert "parameter `a` of @qd.real_func `untyped_param` has no type annotation" in msg

@@ -14,10 +14,12 @@ from .ir.types import (  # noqa: F401
 from .lang import ad, math, shmem, simt, types  # noqa: F401
 from .lang import algorithms  # noqa: F401
 from .lang import host as _host
+from .lang import impl as _impl
 from .lang import library as _library
 from .lang import matrixfree as _matrixfree
 from .lang import ops as _ops
 from .lang.buffer_view import BufferView  # noqa: F401
+from .lang.extension import Extension as extension, is_extension_enabled  # noqa: F401
 # Quadrants' exception classes, as its users catch them: every kernel error here is a located
 # TranspileError, raised when the kernel is translated.
 from .lang.exception import (  # noqa: F401
@@ -37,9 +39,10 @@ from .lang.names import Namespace
 from .lang.names import missing as _missing
 from .lang.ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, atomic_add, atomic_and, atomic_cas, atomic_exchange, atomic_max, atomic_min,
-    atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, block_local, cache_read_only, cast, ceil, cos, cosh, exp,
-    floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div, raw_mod,
-    round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, static_print, stream_parallel, svd, tan, tanh, trunc,
+    atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast, bit_shr, block_local, cache_read_only, cast, ceil, cos,
+    cosh, exp, floor, grouped, log, loop_config, max, min, ndrange, one, polar_decompose, pow, random, randn, raw_div,
+    raw_mod, round, rsqrt, select, sin, sinh, solve, sqrt, static_assert, static_print, stream_parallel, svd, tan, tanh,
+    trunc,
     typeof, volatile_load, zero,
 )
 from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, hints
@@ -103,7 +106,8 @@ _python_scope.update({"graph.parallel_context": _contextlib.nullcontext, "graph.
 # machine runs); OpenGL it does not target.
 _lib = Namespace("qd._lib", core=Namespace(
     "qd._lib.core", with_vulkan=lambda: True, with_cuda=lambda: True, with_metal=lambda: True,
-    with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False))
+    with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False,
+    DeviceCapability=_impl.DeviceCapability, data_type_size=lambda dtype: dtype.bits // 8))
 
 
 # The runtime (and NumPy) load only when first needed: a kernel call, a field or ndarray used,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import linecache
 import re
 
 from ..ir import nodes as ir
@@ -26,6 +27,8 @@ from .common import has_side_effects
 from .values import CT
 
 MAX_WORDS = 16  # the values one message may format, in 32-bit words
+# Integer operations debug mode watches for wrapping, and the word its report begins with.
+OVERFLOW_WORDS = {"add": "Addition", "sub": "Subtraction", "mul": "Multiplication", "lshift": "Shift left"}
 
 # One printf-style field: %[flags][width][.precision]type (a length modifier is ignored).
 _PERCENT = re.compile(r"%(?P<spec>[-#0 +]*\d*(?:\.\d+)?)[hlLqjzt]*(?P<type>[diouxXeEfFgGcrsa%])")
@@ -63,6 +66,35 @@ class DebugCheckLowering:
                  f"] (it has {n})"]
         for st in self.failure_report(loc, _outside(_copy(k), extent, loc), parts, [_copy(k)], f"index into {what}"):
             self.emit(st)
+
+    def check_exponent(self, exp: ir.Expr, node: ast.AST) -> ir.Expr:
+        """Debug mode: an integer power's exponent is not negative (its result would not be an
+        integer: Quadrants stops there too). Returns the exponent, to use once."""
+        if not self.debug_checks() or isinstance(exp, ir.Const) and exp.value >= 0:
+            return exp
+        loc = self.loc(node)
+        exp = self.once(exp, node, "exp")
+        negative = ir.Compare(T.bool_, loc, "lt", _copy(exp), ir.Const(exp.type, loc, 0))
+        parts = ["Negative exponent in pow(int, int) is not allowed: ", {"arg": 0, "spec": "", "style": "format"}]
+        for st in self.failure_report(loc, negative, parts, [_copy(exp)], "pow(int, int)"):
+            self.emit(st)
+        return exp
+
+    def checked_arithmetic(self, op: str, t: T.DType, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ir.Expr | None:
+        """Debug mode: ``a op b`` on integers of type ``t`` (both converted), with a report
+        printed where it wraps ("Addition overflow detected", the line), as Quadrants prints it
+        and goes on; None where nothing is checked."""
+        if not (self.debug_checks() and t.is_int and op in OVERFLOW_WORDS) or \
+                isinstance(a, ir.Const) and isinstance(b, ir.Const):
+            return None
+        loc = self.loc(node)
+        a, b = self.once(a, node, "lhs"), self.once(b, node, "rhs")
+        r = self.once(ir.BinOp(t, loc, op, _copy(a), _copy(b)), node, "result")
+        source = linecache.getline(loc.file, loc.line).strip()
+        report = ir.Print(loc, (f"{OVERFLOW_WORDS[op]} overflow detected in {loc.file}:{loc.line}\n    {source}\n",),
+                          [], ())
+        self.emit(ir.If(loc, _wraps(op, t, a, b, r, loc), [report], []))
+        return _copy(r)
 
     def add_task_bounds_checks(self, task: ir.Task) -> None:
         known = {}
@@ -316,3 +348,35 @@ def _words(e: ir.Expr, loc: ir.Loc) -> list[ir.Expr]:
     if t is T.bool_ or t.bits == 32:
         return [ir.Cast(T.u32, loc, e)]
     return [ir.Cast(T.u32, loc, ir.Cast(T.i32 if t.kind == "int" else T.u32, loc, e))]  # (sign-extended)
+
+
+def _wraps(op: str, t: T.DType, a: ir.Expr, b: ir.Expr, r: ir.Expr, loc: ir.Loc) -> ir.Expr:
+    """Whether ``r``, ``a op b`` computed in ``t``, wrapped (each operand a local, read again)."""
+    def bits(name: str, x: ir.Expr, y: ir.Expr) -> ir.Expr:
+        return ir.BinOp(t, loc, name, _copy(x), _copy(y))
+
+    def cmp(name: str, x: ir.Expr, y: ir.Expr) -> ir.Expr:
+        return ir.Compare(T.bool_, loc, name, _copy(x), _copy(y))
+
+    zero, signed = ir.Const(t, loc, 0), t.kind == "int"
+    if op == "lshift":  # shifted back, it is not what it was
+        return cmp("ne", bits("rshift", r, b), a)
+    if op == "add":  # signed: the result's sign differs from both operands'
+        return cmp("lt", bits("bitand", bits("bitxor", a, r), bits("bitxor", b, r)), zero) if signed else \
+            cmp("lt", r, a)
+    if op == "sub":
+        return cmp("lt", bits("bitand", bits("bitxor", a, b), bits("bitxor", a, r)), zero) if signed else \
+            cmp("lt", a, b)
+    if t.bits <= 32:  # mul: the product of the operands widened to 64 bits is not the result's
+        wide = T.i64 if signed else T.u64
+        product = ir.BinOp(wide, loc, "mul", ir.Cast(wide, loc, _copy(a)), ir.Cast(wide, loc, _copy(b)))
+        return ir.Compare(T.bool_, loc, "ne", product, ir.Cast(wide, loc, _copy(r)))
+    # 64-bit mul: divided back by a (never by 0, nor -1 where MIN / -1 itself overflows), it is not b
+    unit = cmp("eq", a, zero) if not signed else \
+        ir.BinOp(T.bool_, loc, "bitor", cmp("eq", a, zero), cmp("eq", a, ir.Const(t, loc, -1)))
+    divisor = ir.Select(t, loc, unit, ir.Const(t, loc, 1), _copy(a))
+    differs = ir.Compare(T.bool_, loc, "ne", ir.BinOp(t, loc, "truncdiv", _copy(r), divisor), _copy(b))
+    if signed:  # a == -1 wraps only b == MIN
+        differs = ir.Select(T.bool_, loc, cmp("eq", a, ir.Const(t, loc, -1)),
+                            cmp("eq", b, ir.Const(t, loc, -(1 << (t.bits - 1)))), differs)
+    return ir.BinOp(T.bool_, loc, "bitand", cmp("ne", a, zero), differs)

@@ -416,7 +416,8 @@ class ExpressionLowering:
                 raise self.error(node, f"`{SYMBOL[op]}` needs integer operands, got {ea.type.name} and {eb.type.name}")
             if op in ("lshift", "rshift"):
                 t = T.i32 if ta is T.bool_ else ta
-                return ir.BinOp(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+                a, b = self.coerce(ea, t, node), self.coerce(eb, t, node)
+                return self.checked_arithmetic(op, t, a, b, node) or ir.BinOp(t, loc, op, a, b)
             if ta is T.bool_ and tb is T.bool_:
                 return ir.BinOp(T.bool_, loc, op, ea, eb)
         t = T.promote(ta, tb)
@@ -428,7 +429,8 @@ class ExpressionLowering:
             if t.is_float:
                 return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])
             if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):
-                return self.inline_values(int_pow, node, [self.coerce(ea, t, node), self.coerce(eb, t, node)])
+                exp = self.check_exponent(self.coerce(eb, t, node), node)
+                return self.inline_values(int_pow, node, [self.coerce(ea, t, node), exp])
         if op in ("floordiv", "mod") and t.is_int and t.kind == "int" and nonneg(ea) and nonneg(eb):
             # Both sides non-negative: Python's floor division is C's truncating one (by 0,
             # both divide by zero).
@@ -444,7 +446,8 @@ class ExpressionLowering:
         if op == "floordiv" and t.is_float:
             q = ir.BinOp(t, loc, "truediv", self.coerce(ea, t, node), self.coerce(eb, t, node))
             return ir.Math(t, loc, "floor", [q])
-        return fold.binop(t, loc, op, self.coerce(ea, t, node), self.coerce(eb, t, node))
+        a, b = self.coerce(ea, t, node), self.coerce(eb, t, node)
+        return self.checked_arithmetic(op, t, a, b, node) or fold.binop(t, loc, op, a, b)
 
     def power_by_squaring(self, x: ir.Expr, n: int, node) -> ir.Expr:
         """``x ** n`` for a float ``x`` and an integer literal ``n``, multiplied out as Quadrants
@@ -491,11 +494,13 @@ class ExpressionLowering:
         loc = self.loc(node)
         if isinstance(node.op, ast.UAdd):
             return e
+        if isinstance(node.op, (ast.Not, ast.Invert)) and e.type.is_float:  # as Quadrants: `not x` too
+            symbol = "not" if isinstance(node.op, ast.Not) else "~"
+            raise self.error(node, f"`{symbol}` takes integral inputs only, got {e.type.name}",
+                             hint="compare instead: x == 0.0" if symbol == "not" else None)
         if isinstance(node.op, ast.Not):
             return ir.Unary(T.bool_, loc, "not", self.truth(e, node.operand))
         if isinstance(node.op, ast.Invert):
-            if e.type.is_float:
-                raise self.error(node, f"`~` needs an integer operand, got {e.type.name}")
             if e.type is T.bool_:
                 return ir.Unary(T.bool_, loc, "not", e)
             return ir.Unary(e.type, loc, "invert", e)

@@ -490,7 +490,8 @@ class KernelScopeLowering:
         if ret is not None and void:
             raise self.error(s, f"the kernel is annotated to return {_type_name(ret)}: return a value")
         if self.body.in_parallel or self.body.loop_depth or self.body.scope is not self.kernel_scope:
-            raise self.error(s, "`return` can only end the kernel, at its top level",
+            raise self.error(s, "Return inside non-static if/for is not supported: `return` can only end the kernel, "
+                                "at its top level",
                              hint="assign the value to a kernel-scope variable and return it at the end")
         if void:  # `return` / `return None` ending a kernel that returns nothing
             self.ended = True

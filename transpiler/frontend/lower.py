@@ -262,8 +262,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.flush_serial()
         if self.return_type is not None and self.result_param is None:
             shown = self.return_type.name if isinstance(self.return_type, T.DType) else repr(self.return_type)
-            raise self.error(fdef.returns, f"the kernel is annotated to return {shown} but never "
-                                           "returns a value", hint="end it with `return VALUE`")
+            raise self.error(fdef.returns, f"Kernel has a return type but does not have a return statement: it "
+                                           f"is annotated to return {shown} but never returns a value",
+                             hint="end it with `return VALUE`")
         if not self.tasks:
             # Nothing it does is visible (`if qd.static(False): ...`, only locals): one empty
             # serial task, so that it has an entry point to launch, as Quadrants runs it.
@@ -528,7 +529,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         needed |= locals_assigned(body)  # a serial task may only overwrite one: it must be declared
         picked: list[ir.Stmt] = []
         for st in reversed(self.uniform_defs):
-            var = st.var  # Declare / Assign
+            var = getattr(st, "var", None)  # Declare / Assign (a debug check beside them defines nothing)
             if var in needed:
                 picked.append(st)
                 value = st.init if isinstance(st, ir.Declare) else st.value
@@ -700,7 +701,8 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             for a in it.args:
                 if isinstance(a, ast.Tuple):
                     if len(a.elts) != 2:
-                        raise self.error(a, "a qd.ndrange dimension is an extent or a (begin, end) pair")
+                        raise self.error(a, "Every argument of ndrange should be a scalar or a tuple/list like "
+                                            "(begin, end): an extent or a (begin, end) pair")
                     ranges.append((bound(a.elts[0]), bound(a.elts[1])))
                 else:
                     e = bound(a)

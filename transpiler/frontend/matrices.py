@@ -627,7 +627,8 @@ class MatrixLowering:
         named = f"`{ast.unparse(node.value)}`"
         parts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         if len(parts) > len(v.shape):
-            raise self.error(node, f"{describe(v.shape)} takes at most {len(v.shape)} index(es)")
+            raise self.error(node, f"Expected {len(v.shape)} indices, got {len(parts)}: {describe(v.shape)} takes at "
+                                   f"most {len(v.shape)}")
         if any(isinstance(p, ast.Slice) for p in parts):
             row_slice = self.slice_at_run_time(v.shape, parts, node)
             if row_slice:  # m[:, k] with k known at run time: each column's slice, selected

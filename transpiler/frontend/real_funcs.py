@@ -181,9 +181,13 @@ class RealFuncLowering:
             if kind == "ndarray":
                 want = lang.ndarray_annotation(ann)
                 dtype = T.python_type(want.dtype) or want.dtype
-                if dtype is not None and dtype != array.type.dtype:
-                    raise self.error(at, f"{what} is an ndarray of {array.type.dtype.name}, but the parameter is "
-                                         f"annotated {dtype.name}")
+                shape = ()
+                if isinstance(dtype, MatrixType):  # vec3 elements: a shape, and a scalar type if it names one
+                    shape, dtype = dtype.shape, T.python_type(dtype.dtype) or dtype.dtype
+                got = getattr(array.type, "element_shape", ())
+                if (dtype is not None and dtype != array.type.dtype) or (shape and shape != got):
+                    raise self.error(at, f"{what} is an ndarray of {_elements(array.type.dtype, got)}, but the "
+                                         f"parameter is annotated {_elements(dtype, shape)}")
                 if want.ndim is not None and want.ndim != array.type.ndim:
                     raise self.error(at, f"{what} is a {array.type.ndim}-d ndarray, but the parameter is "
                                          f"annotated ndim={want.ndim}")
@@ -206,7 +210,7 @@ class RealFuncLowering:
         returns_value = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(fdef))
         if fdef.returns is None or ann is None:
             if returns_value:
-                raise self.error(fdef, f"the return value of @qd.real_func `{func.__name__}` must be annotated",
+                raise self.error(fdef, f"@qd.real_func `{func.__name__}`: its return value must be annotated",
                                  hint=f"declare its type, e.g. `def {func.__name__}(...) -> qd.i32:`")
             return None
         # a dtype; a vector, matrix or struct (written into out parameters); or a tuple of them
@@ -377,7 +381,7 @@ class RealFuncLowering:
             self.emit(ir.Return(self.loc(s), None))
             return
         if fn.result is None:
-            raise self.error(s.value, f"the return value of @qd.real_func `{fn.name}` must be annotated")
+            raise self.error(s.value, f"@qd.real_func `{fn.name}`: its return value must be annotated")
         value = self.expr(s.value)
         if not isinstance(value, (ir.Expr, CT)) or isinstance(value, CT) and not is_py_scalar(value.value):
             raise self.error(s.value, f"@qd.real_func `{fn.name}` returns one scalar",
@@ -468,3 +472,8 @@ def _pure(fn: ir.Function, done: list[ir.Function]) -> bool:
         if isinstance(e, ir.Call) and (e.function not in by_name or not _pure(by_name[e.function], done)):
             return False
     return True
+
+
+def _elements(dtype: T.DType | None, shape: tuple[int, ...]) -> str:
+    """An ndarray's elements in words: ``f32``, ``f32 elements of shape (3,)``."""
+    return getattr(dtype, "name", "any type") + (f" elements of shape {shape}" if shape else "")

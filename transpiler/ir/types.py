@@ -166,14 +166,17 @@ class NdarrayType:
 
 @record(frozen=True, slots=True)
 class SharedArrayType:
-    """A block-shared array with a shape fixed at compile time."""
+    """A block-shared array with a shape fixed at compile time. ``shape`` is its storage's
+    (scalars of ``dtype``); a shared array of vectors or matrices ends it with their
+    ``element_shape``, and is indexed by the outer ``ndim`` indices, as an ndarray of them."""
 
     dtype: DType
     shape: tuple[int, ...]
+    element_shape: tuple[int, ...] = ()
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self.shape) - len(self.element_shape)
 
     @property
     def nbytes(self) -> int:

@@ -137,7 +137,7 @@ class Field(ElementDims):
         self._data = None
         self._snode: SNode | None = None  # where qd.root...place(x) put it; None: given a shape
         for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
-            if wanted and scalar.is_float:  # (an integer field has none, as in Quadrants)
+            if wanted and scalar.is_float:  # (an integer member of a struct field has none, as in Quadrants)
                 self.__dict__["_" + kind] = Field(scalar, None, self.element_shape, f"{name}_{kind}" if name else None)
         if shape is not None:
             self._place(shape, offset)
@@ -193,11 +193,9 @@ class Field(ElementDims):
         if not all(hasattr(i, "__index__") and not isinstance(i, bool) for i in items):
             return index  # a slice or a mask: NumPy's, as before
         shape = self.shape
-        if len(items) != len(shape):
-            if self._offset is not None:
-                raise IndexError(f"a field with an offset takes one integer index per dimension ({len(shape)}), "
-                                 f"not {index!r}")
-            return index
+        if len(items) != len(shape):  # (x[0] of a 2-d field: not a row, as in Quadrants)
+            raise FieldIndexError(f"Slicing is not supported on qd.field: it takes one integer index per dimension "
+                                  f"({len(shape)}), not {index!r}")
         out = []
         for d, (i, o, n) in enumerate(zip(items, self.offset, shape, strict=True)):
             if not o <= i.__index__() < o + n:
@@ -327,7 +325,13 @@ class Field(ElementDims):
             self.storage()[active] = value
 
     def copy_from(self, other: Field) -> None:
+        if not isinstance(other, Field):
+            raise TypeError(f"copy_from() takes a qd.field, got {type(other).__name__}: use from_numpy() for an array")
         self.from_numpy(other.storage())
+
+    def __iter__(self):
+        raise NotImplementedError("Struct for is only available in Quadrants scope: iterate over a field in a kernel "
+                                  "(for i in x), or over x.to_numpy() here")
 
     def __repr__(self) -> str:
         shape = self._shape if self._shape is not None else "unplaced"
@@ -368,6 +372,13 @@ class StructField:
                     self.__dict__["_" + kind] = StructField(struct_type, None, f"{name}_{kind}" if name else None,
                                                             _members={k: p if p is not None else _NoCompanion(
                                                                 k, kind) for k, p in parts.items()})
+
+    def copy_from(self, other: StructField) -> None:
+        """Every member's elements from ``other``, a field of the same struct type."""
+        if not isinstance(other, StructField) or other.members.keys() != self.members.keys():
+            raise TypeError(f"copy_from() takes a field of the same struct, got {type(other).__name__}")
+        for name, member in self.members.items():
+            member.copy_from(other.members[name])
 
     def _place(self, shape: int | tuple[int, ...] | None, offset: int | Sequence[int] | None = None) -> None:
         for m in self.members.values():
@@ -536,6 +547,10 @@ def field(dtype: DType | MatrixType | StructType | type, shape: int | tuple[int,
     flags = dict(needs_grad=needs_grad, needs_dual=needs_dual, offset=offset)
     if isinstance(dtype, StructType):
         return StructField(dtype, shape, name, **flags)
+    scalar = host.python_dtype(dtype.dtype if isinstance(dtype, MatrixType) else dtype)
+    if (needs_grad or needs_dual) and isinstance(scalar, DType) and not scalar.is_float:
+        raise RuntimeError(f"{scalar.name} is not supported for field with `needs_grad=True` or `needs_dual=True`: "
+                           "only float fields have derivatives")
     if isinstance(dtype, MatrixType):
         return Field(dtype.dtype or float, shape, dtype.shape, name, **flags)
     return Field(dtype, shape, (), name, **flags)

@@ -61,6 +61,11 @@ def config() -> Any:
     return _hook("config")
 
 
+def set_defaults(**types: Any) -> None:
+    """qd.init's default_fp / default_ip changed (``fp=``, ``ip=``) without a new qd.init."""
+    _hook("set_defaults")(**types)
+
+
 def executor() -> Any:
     """The executor running kernels (the default one started if qd.init was not called)."""
     return _hook("executor")()

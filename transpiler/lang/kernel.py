@@ -284,7 +284,11 @@ class _NdarrayFactory:
 
     def __call__(self, dtype: Any = None, ndim: int | None = None, symmetric: bool = False,
                  element_shape: tuple[int, ...] | None = None, needs_grad: bool | None = None,
-                 **_ignored) -> NdarrayAnnotation:
+                 boundary: str = "unsafe", **_ignored) -> NdarrayAnnotation:
+        if boundary != "unsafe":  # (said, not ignored: an index past the end would read silently)
+            raise NotImplementedError(f"qd.types.ndarray(boundary={boundary!r}) is not supported: indices are not "
+                                      "clamped here; clamp them in the kernel, e.g. x[qd.min(qd.max(i, 0), "
+                                      "x.shape[0] - 1)]")
         return NdarrayAnnotation(dtype, ndim, bool(symmetric), tuple(element_shape) if element_shape else None,
                                  needs_grad)
 

@@ -21,10 +21,10 @@ _NO_EQUIVALENT = set("""
     sparse mesh_local
     mesh_patch_idx Mesh MeshInstance checkpoint
     stop_grad
-    interop tools experimental extension is_extension_enabled clock_counter clock_freq_hz
+    interop tools experimental clock_counter clock_freq_hz
     pyfunc python dump_compile_config
-    set_logging_level is_logging_effective get_addr bit_shr
-    frexp Format DeviceCapability quant BufferViewType
+    set_logging_level is_logging_effective get_addr
+    frexp Format quant BufferViewType
 """.split())
 
 

@@ -5,10 +5,13 @@ an error."""
 from __future__ import annotations
 
 import itertools
+# ``qd.lang.ops.add(a, b)`` and its siblings, as Quadrants' ops module spells the operators: the
+# operator module's own functions, which a kernel lowers as the operator (frontend/calls.py).
+from operator import add, floordiv, mod, mul, neg, sub, truediv  # noqa: F401
 
 from ..errors import TranspileError
 from .kernel import builtin, python_scope
-from .matrix import Vector
+from .matrix import Matrix, Vector
 
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +20,6 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from ..ir.types import DType
-    from .matrix import Matrix
     from .snode import SNode
 
 
@@ -83,6 +85,30 @@ def raw_div(a: int, b: int) -> int:
 @builtin("raw_mod")
 def raw_mod(a: int, b: int) -> int:
     """C's integer remainder (the dividend's sign), where ``%`` is Python's (the divisor's)."""
+
+
+@builtin("logical_not")
+def logical_not(x: object) -> object:
+    """``qd.lang.ops.logical_not(x)``: ``not x``, component by component of a vector or matrix
+    (1 where a component is 0, else 0)."""
+
+
+def _logical_not_host(x: object) -> object:
+    if hasattr(x, "to_numpy"):
+        import numpy as np  # noqa: PLC0415 - only when a Python-scope vector is negated
+
+        arr = np.logical_not(x.to_numpy()).astype(np.int32)
+        return Vector(arr.tolist()) if arr.ndim == 1 else Matrix(arr.tolist())
+    return int(not x)
+
+
+python_scope["logical_not"] = _logical_not_host
+
+
+@builtin("bit_shr")
+def bit_shr(x: int, n: int) -> int:
+    """Logical shift right: ``x >> n`` with zeros shifted in, whatever ``x``'s sign (``>>`` on a
+    signed integer copies the sign bit in); the result has ``x``'s type."""
 
 
 @builtin("stream_parallel")

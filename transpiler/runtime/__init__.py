@@ -318,6 +318,27 @@ def _as_array(value: object):
     return value if isinstance(value, np.ndarray) else None
 
 
+class ArrayArgumentError(TypeError, ValueError):
+    """An array argument its parameter does not take: the TypeError this package raised first,
+    and the ValueError Quadrants raises ("Invalid value for argument ...")."""
+
+
+def _shape_mismatch(arr: np.ndarray, ndim: int | None, element_shape: tuple[int, ...], numpy: bool) -> str | None:
+    """How an array's shape differs from what its parameter takes (Quadrants' words: a NumPy
+    array's dimensions, a qd.ndarray's outer dimensions), or None."""
+    outer = arr.ndim - len(element_shape)
+    if element_shape and numpy and ndim is not None and arr.ndim != ndim + len(element_shape):
+        return (f"array has ndim={ndim} element_dim={len(element_shape)}, array with {arr.ndim} dimensions is "
+                "provided")
+    if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
+        return (f"element_shape={element_shape}, array with element shape of {arr.shape[max(outer, 0):]} is "
+                "provided")
+    if ndim is not None and ndim != outer:
+        return (f"array has ndim={ndim}, array with {arr.ndim} dimensions is provided" if numpy else
+                f"ndim={ndim}, but {outer}d ndarray with shape {arr.shape[:outer]} is provided")
+    return None
+
+
 def bind_arguments(kernel: lang.Kernel, args: tuple, kwargs: dict):
     """Split the call's arguments into template values, the types of ndarrays whose
     annotation leaves dtype or ndim open, the run-time values (arrays as contiguous
@@ -386,19 +407,20 @@ def _bind_array(kernel: lang.Kernel, name: str, kind: str, ann: object,
         element_shape = want_dtype.shape + element_shape
         want_dtype = T.python_type(want_dtype.dtype) or want_dtype.dtype or T.defaults().fp
     outer = arr.ndim - len(element_shape)
-    if element_shape and (outer < 0 or arr.shape[outer:] != element_shape):
-        raise TypeError(f"{kernel.__name__}(): `{name}` holds elements of shape {element_shape}: its last "
-                        f"dimension(s) must be {element_shape}, got an array of shape {arr.shape}")
+    invalid = f"{kernel.__name__}(): Invalid value for argument {name} - required"
+    shape_problem = _shape_mismatch(arr, want.ndim, element_shape, isinstance(value, np.ndarray))
+    if shape_problem:
+        raise ArrayArgumentError(f"{invalid} {shape_problem} (`{name}` "
+                                 + (f"holds elements of shape {element_shape}: its last dimension(s) must be "
+                                    f"{element_shape})" if element_shape else f"must have {want.ndim} dimension(s))"))
     retyped = None
     if want_dtype is not None and want_dtype != dtype:
         if element_type is None or not (dtype.is_int or dtype.is_float):
-            raise TypeError(f"{kernel.__name__}(): `{name}` must hold {want_dtype.name}, got {dtype.name}")
+            raise ArrayArgumentError(f"{invalid} array has dtype={want_dtype.name}, array with dtype={dtype.name} is "
+                                     f"provided (`{name}` must hold {want_dtype.name}, got {dtype.name})")
         # A vector / matrix element type takes its scalars' type from the array, as in
         # Quadrants (an i32 array for a `qd.math.mat2` parameter holds i32 matrices).
         retyped = MatrixType(element_type.shape, dtype)
-    if want.ndim is not None and want.ndim != outer:
-        raise TypeError(f"{kernel.__name__}(): `{name}` must have {want.ndim} dimension(s)"
-                        + (f" of {element_shape} elements" if element_shape else "") + f", got {outer}")
     if not arr.flags.c_contiguous:  # (a transposed or strided view: run on a copy, written back after)
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{kernel.__name__}(): `{name}` must be C-contiguous")
@@ -677,8 +699,17 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
 
 # What the language's host-side objects (fields, qd.ndarray, qd.cfg) ask of the runtime,
 # which lang cannot import: installed as this module is imported (see lang/host.py).
+def set_defaults(fp: T.DType | None = None, ip: T.DType | None = None) -> None:
+    """What Python's float / int stand for in kernels from now on, as qd.init's default_fp /
+    default_ip set them (``qd.lang.impl.get_runtime().default_ip = qd.u32``)."""
+    global _defaults
+    _defaults = T.Defaults(ip or _defaults.ip, fp or _defaults.fp, _defaults.debug)
+    lang.math.follow_defaults(_defaults.fp, _defaults.ip)
+    cfg.__dict__.update(default_fp=_defaults.fp, default_ip=_defaults.ip)
+
+
 install_host_hooks(ndarray=Ndarray, python_dtype=python_dtype, field_storage=field_storage, config=cfg,
-                   executor=current)
+                   executor=current, set_defaults=set_defaults)
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]

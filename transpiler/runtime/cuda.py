@@ -67,6 +67,11 @@ class CudaBackend(Backend):
         self.resident: dict[int, _Mirror] = {}  # the address of a qd.ndarray's host array -> its device memory
         warm_up.start("cuda")  # beside the CUDA context's creation (the first device array)
 
+    @property
+    def compute_capability(self) -> int:
+        """The GPU's (qd.lang.impl.get_cuda_compute_capability()): 90 for sm_90."""
+        return int(self.cupy.cuda.Device().compute_capability)
+
     def translate_options(self) -> dict:
         return {"fast_math": self.fast_math}
 

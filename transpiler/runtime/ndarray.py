@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import DType, python_type
+from ..errors import TranspileError
+from ..ir.types import DType
 from ..lang.buffer_view import BufferView
 from ..lang.external import from_torch, to_dlpack, to_torch
 from ..lang.field import ElementDims, _index, companion, host_value, wrapped
@@ -21,6 +22,11 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
 
+class NdarrayIndexError(TranspileError, IndexError):
+    """``x[i]`` of a 2-d ndarray in Python scope: an IndexError, and Quadrants' index error
+    class (TranspileError here)."""
+
+
 class Ndarray(ElementDims):
     """``qd.ndarray(dtype, shape)``: ``dtype`` a scalar type or a vector/matrix type (then the
     data is NumPy's ``(*shape, *element_shape)``, and ``shape`` the outer shape). As in
@@ -29,11 +35,13 @@ class Ndarray(ElementDims):
 
     def __init__(self, dtype: DType | MatrixType, shape: int | Sequence[int], needs_grad: bool = False,
                  needs_dual: bool = False):
+        from . import array_storage, python_dtype  # noqa: PLC0415 - runtime/__init__ imports this module first
+
         element_shape: tuple[int, ...] = ()
         scalar = dtype
-        if isinstance(dtype, MatrixType):
+        if isinstance(dtype, MatrixType):  # (vector(2, float): the float of qd.init's default_fp)
             element_shape = dtype.shape
-            scalar = python_type(dtype.dtype) or dtype.dtype
+            scalar = python_dtype(dtype.dtype)
         if not isinstance(scalar, DType):
             raise TypeError(f"qd.ndarray needs a qd dtype such as qd.f32 or qd.math.vec3, got {dtype!r}")
         dims = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
@@ -45,8 +53,6 @@ class Ndarray(ElementDims):
         self.element_type = dtype
         self.shape = shape
         self.element_shape = element_shape
-        from . import array_storage  # noqa: PLC0415 - runtime/__init__ imports this module first
-
         self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
         for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
             if wanted and scalar.is_float:  # an ndarray of the same shape and type (see lang.field.companion)
@@ -114,7 +120,20 @@ class Ndarray(ElementDims):
         return to_dlpack(self.data, versioned)
 
     def fill(self, value: object) -> None:
-        self.data.fill(value)
+        """Every element set to ``value``: a scalar, or a vector / matrix of the element's shape."""
+        value = value if np.isscalar(value) else np.asarray(value, dtype=self.data.dtype)
+        if np.shape(value) not in ((), self.element_shape):
+            raise ValueError(f"qd.ndarray.fill(): the value's shape {np.shape(value)} is not the element's "
+                             f"{self.element_shape}")
+        self.data[...] = wrapped(value, self.data.dtype)
+        self._written()
+
+    def copy_from(self, other: Ndarray) -> None:
+        """The elements of ``other`` (an ndarray of the same shape and element type) copied in."""
+        if not isinstance(other, Ndarray) or (other.shape, other.element_type) != (self.shape, self.element_type):
+            raise ValueError(f"qd.ndarray.copy_from(): {self!r} cannot copy from {other!r}: the shapes and "
+                             "element types must be the same")
+        self.data[...] = other._read()
         self._written()
 
     def __getitem__(self, idx: object):
@@ -123,12 +142,22 @@ class Ndarray(ElementDims):
         (``x[16:48]``) a qd.BufferView a kernel can take, as in Quadrants; another slice NumPy's."""
         if isinstance(idx, slice) and self.ndim == 1:
             return BufferView(self)[idx]
-        return host_value(self._read()[_index(idx)], self.element_shape)
+        return host_value(self._read()[self._element(idx)], self.element_shape)
 
     def __setitem__(self, idx: object, value: object):
         data = self._read()
-        data[_index(idx)] = wrapped(value, data.dtype)  # the rest of the array stays as the device has it
+        data[self._element(idx)] = wrapped(value, data.dtype)  # the rest of the array stays as the device has it
         self._written()
+
+    def _element(self, idx: object) -> object:
+        """The NumPy index of one element: integer indices, one per dimension, as Quadrants
+        takes them (``x[0]`` of a 2-d ndarray is refused, not a row); slices are NumPy's."""
+        index = _index(idx)
+        items = index if isinstance(index, tuple) else (index,)
+        if all(hasattr(i, "__index__") for i in items) and len(items) != self.ndim:
+            raise NdarrayIndexError(f"{self.ndim}d ndarray indexed with {len(items)}d indices: {idx!r}; "
+                                    f"give one index per dimension of {self.shape}")
+        return index
 
     def __repr__(self) -> str:
         return f"qd.ndarray({self.element_type!r}, {self.shape})"

@@ -506,6 +506,11 @@ class VulkanBackend(Backend):
             self.dynamic_blocks = 8 * (os.cpu_count() or 1)
 
     @property
+    def device_features(self) -> frozenset[str]:
+        """The optional features the device has (qd.lang.impl.get_runtime().prog.get_device_caps())."""
+        return self.device.features
+
+    @property
     def subgroup_size(self) -> int:
         """The width kernels are specialized to: the device's (lavapipe: 8) unless
         ``qd.init(arch="vulkan", subgroup_size=N)`` picked another the device can require."""

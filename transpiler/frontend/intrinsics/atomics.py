@@ -23,8 +23,9 @@ def _atomic(lo, name, node):
     if isinstance(target, ast.Name):
         return _atomic_on_name(lo, name, op, node, target, used)
     if not isinstance(target, (ast.Subscript, ast.Attribute)):
-        raise lo.error(target, f"the first argument of qd.{name} must be an ndarray element such as a[i], "
-                               "a local variable or a kernel-scope variable, not this expression")
+        raise lo.error(target, f"cannot use a non-writable target as the first operand of qd.{name}: it must be an "
+                               "ndarray element such as a[i], a local variable or a kernel-scope variable, not this "
+                               "expression")
     sp = lo.struct_places(target)
     if sp is not None:  # a member of a struct-field element: ps[i].mass
         place, indices = sp
@@ -57,8 +58,14 @@ def _atomic_on_components(lo, name: str, op: str, node: ast.Call, array, places:
     """An atomic on an element of an ndarray of vectors or matrices (or on components of
     one): one atomic per component, as Quadrants has it; the old values form the result."""
     if op == "cas":
-        raise lo.error(node, f"qd.{name} on a vector or matrix element is not supported; compare-and-swap "
-                             "one component")
+        if shape or len(places) != 1:
+            raise lo.error(node, f"qd.{name} on a vector or matrix element is not supported; compare-and-swap "
+                                 "one component")
+        if array.type.dtype.is_float:
+            raise TranspileError(f"qd.atomic_cas on {array.type.dtype.name}: compare-and-swap needs an integer "
+                                 "element", lo.loc(node))
+        expected = lo.coerce(lo.rvalue(node.args[1]), array.type.dtype, node.args[1])
+        return lo.make_atomic(op, array, places[0], lo.rvalue(node.args[2]), node, f"qd.{name}", expected)
     value = lo.expr(node.args[1])
 
     if isinstance(value, MatrixValue) and len(value.items) != len(places):

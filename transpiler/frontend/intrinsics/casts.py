@@ -13,7 +13,8 @@ from ..handlers import Lowering
 
 def cast_call(lo: Lowering, dtype: T.DType, node: ast.Call):
     if len(node.args) != 1 or node.keywords:
-        raise lo.error(node, f"qd.{dtype.name}(x) takes exactly one argument")
+        raise lo.error(node, f"qd.{dtype.name}(x) takes exactly one argument: A primitive type can only decorate a "
+                             "single expression.")
     v = lo.expr(node.args[0])
     if isinstance(v, CT) and isinstance(v.value, (bool, int, float)):
         return ir.Const(dtype, lo.loc(node), _convert_const(v.value, dtype))

@@ -2,6 +2,8 @@
 counts, raw division."""
 from __future__ import annotations
 
+import ast
+
 from ...ir import nodes as ir
 from ...ir import types as T
 from ..common import has_side_effects
@@ -24,6 +26,33 @@ def _raw_division(lo, name, node):
     values = call_args(lo, node, name, 2)
     return lo.elementwise(scalar, [lo.as_matrix(v, arg) for v, arg in zip(values, node.args, strict=False)],
                           node)  # of vectors and matrices, component by component
+
+
+@handler("logical_not")
+def _logical_not(lo, name, node):
+    """``not x``, as written (component by component of a vector)."""
+    if len(node.args) != 1 or node.keywords:
+        raise lo.error(node, "qd.lang.ops.logical_not(x) takes one argument")
+    return lo.expr(ast.copy_location(ast.UnaryOp(ast.Not(), node.args[0]), node))
+
+
+@handler("bit_shr")
+def _bit_shr(lo, name, node):
+    """The bits of ``x`` as the unsigned type of its width, shifted (zeros come in), read back
+    as ``x``'s type."""
+
+    def scalar(a, b):
+        ea, eb = lo.to_expr(a, node.args[0]), lo.to_expr(b, node.args[1])
+        if ea.type is T.bool_:
+            ea = lo.coerce(ea, T.i32, node)
+        if not (ea.type.is_int and (eb.type.is_int or eb.type is T.bool_)):
+            raise lo.error(node, f"qd.bit_shr() takes integers, got {ea.type.name} and {eb.type.name}")
+        loc, u = lo.loc(node), T.unsigned(ea.type)
+        shifted = ir.BinOp(u, loc, "rshift", lo.coerce(ea, u, node, explicit=True), lo.coerce(eb, u, node))
+        return shifted if u == ea.type else ir.Cast(ea.type, loc, shifted)
+
+    values = call_args(lo, node, name, 2)
+    return lo.elementwise(scalar, [lo.as_matrix(v, arg) for v, arg in zip(values, node.args, strict=False)], node)
 
 
 @handler("min", "max")
@@ -114,5 +143,6 @@ def _bit_math(lo, name, node):
     (a,) = call_args(lo, node, name, 1)
     e = lo.to_expr(a, node.args[0])
     if not e.type.is_int or e.type.bits not in (32, 64):
-        raise lo.error(node.args[0], f"qd.math.{name} needs an i32, u32, i64 or u64 argument, got {e.type.name}")
+        raise lo.error(node.args[0],
+                       f"qd.math.{name} takes integral inputs only (i32, u32, i64 or u64), got {e.type.name}")
     return ir.Math(T.i32, lo.loc(node), name, [e])

@@ -6,7 +6,8 @@ import ast
 
 from ...ir import nodes as ir
 from ...ir import types as T
-from ..values import CT, ArrayHandle
+from ...lang.matrix import MatrixType
+from ..values import CT, ArrayHandle, MatrixValue, MatrixVar
 from .table import handler, call_args, current_name
 
 
@@ -31,14 +32,25 @@ def _volatile_load(lo, name, node):
         raise lo.error(node, "qd.volatile_load() takes exactly one argument")
     target = node.args[0]
     if not isinstance(target, ast.Subscript):
-        what = "a local variable" if isinstance(target, ast.Name) else "this expression"
-        raise lo.error(target, f"qd.volatile_load needs an ndarray element such as a[i], not {what}",
-                       hint="a local cannot be changed by another thread; read it directly")
+        what, hint = _not_an_element(lo.expr(target) if isinstance(target, ast.Name) else None)
+        raise lo.error(target, f"qd.volatile_load needs an lvalue, an ndarray or field element such as a[i], "
+                               f"not {what}", hint=hint)
     array, indices = lo.lvalue(target)
     if isinstance(array, ir.SharedArray):
         raise lo.error(target, "qd.volatile_load reads global memory; this is a shared array",
                        hint="after block.sync() a plain read of shared memory sees the block's writes")
     return ir.VolatileLoad(array.type.dtype, lo.loc(node), array, indices)
+
+
+def _not_an_element(value) -> tuple[str, str]:
+    """What a volatile load was given instead of an element, and what to write instead."""
+    local = "a local cannot be changed by another thread; read it directly"
+    if isinstance(value, ArrayHandle) or (isinstance(value, CT) and hasattr(value.value, "storage")):
+        ndarray = isinstance(value, ArrayHandle) and isinstance(value.array, ir.Param) and not value.array.hidden
+        return f"{'an ndarray' if ndarray else 'a Field'} directly", "index it: qd.volatile_load(x[i])"
+    if isinstance(value, (MatrixValue, MatrixVar)):
+        return "a local array (a vector or matrix local)", local
+    return ("a local variable" if value is not None else "this expression"), local
 
 
 @handler("block.SharedArray")
@@ -53,11 +65,14 @@ def _shared_array(lo, name, node):
     if not shape or not all(isinstance(n, int) and n > 0 for n in shape):
         raise lo.error(args[0], "a SharedArray shape is a positive int or a tuple of them, known at translation time")
     dtype = lo.static_value(args[1], what="the dtype of a SharedArray")
-    if not isinstance(dtype, T.DType) or dtype is T.bool_:
-        raise lo.error(args[1], f"`{ast.unparse(args[1])}` is not a numeric scalar type")
+    element_shape = ()
+    if isinstance(dtype, MatrixType):  # of vectors or matrices: their scalars last, as an ndarray of them
+        element_shape, dtype = dtype.shape, T.python_type(dtype.dtype) or dtype.dtype or T.defaults().fp
+    if not isinstance(dtype, T.DType):
+        raise lo.error(args[1], f"`{ast.unparse(args[1])}` is not a numeric scalar, vector or matrix type")
     if not lo.body.in_parallel:
         raise lo.error(node, "a SharedArray belongs to a block: allocate it inside a parallel (top-level) loop")
-    array = ir.SharedArray("", T.SharedArrayType(dtype, shape), lo.loc(node))
+    array = ir.SharedArray("", T.SharedArrayType(dtype, shape + element_shape, element_shape), lo.loc(node))
     lo.task_state.shared.append(array)
     lo.emit(ir.DeclareShared(lo.loc(node), array))
     return ArrayHandle(array)
@@ -211,8 +226,14 @@ _WARP = {
 @handler(*(f"warp.{name}" for name in (*_WARP, "ballot", "active_mask", "sync")))
 def _warp(lo, name, node):
     short = name.split(".")[1]
-    lo.require_parallel(node, f"qd.simt.{name}()")
     loc = lo.loc(node)
+    if short == "sync" and not lo.body.in_parallel and not lo.function_stack:
+        # Between the kernel's loops one thread runs, and each loop ends before the next
+        # begins: nothing to wait for (Quadrants takes it there too).
+        (m,) = call_args(lo, node, name, 1)
+        lo.coerce(lo.to_expr(m, node.args[0]), T.u32, node.args[0], explicit=True)
+        return CT(None)
+    lo.require_parallel(node, f"qd.simt.{name}()")
     if short == "ballot":
         (p,) = call_args(lo, node, name, 1)
         return ir.WarpOp(T.i32, loc, "ballot", short, [lo.coerce(lo.truth(lo.to_expr(p, node.args[0]), node.args[0]),

@@ -701,10 +701,31 @@ template <auto K, class... Ts>
 void run_direct(void* args) {
     run_threads<K>(*static_cast<std::tuple<Ts...>*>(args), std::index_sequence_for<Ts...>{});
 }
+// A kernel of many parameters (Quadrants takes 512 ndarrays) reads each from where args
+// points, every call: libstdc++'s std::tuple nests one level per element, past the compiler's
+// template depth (1024) there.
+template <auto K, class... Ts, std::size_t... I>
+inline void call_from(void** args, std::index_sequence<I...>) {
+    K(*static_cast<Ts*>(args[I])...);
+}
+template <auto K, class... Ts>
+void run_direct_from(void* args) {
+    const qd_emu_uint3 dim = blockDim;
+    for (unsigned z = 0; z < dim.z; ++z) {
+        threadIdx.z = z;
+        for (unsigned y = 0; y < dim.y; ++y) {
+            threadIdx.y = y;
+            for (unsigned x = 0; x < dim.x; ++x) {
+                threadIdx.x = x;
+                call_from<K, Ts...>(static_cast<void**>(args), std::index_sequence_for<Ts...>{});
+            }
+        }
+    }
+}
+constexpr std::size_t kTupleMax = 256;
 // args[i] points at the i-th parameter's value (cuLaunchKernel's convention).
 template <auto K, class... Ts>
 inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err, int errlen) {
-    std::tuple<Ts...> values = unpack<Ts...>(args, std::index_sequence_for<Ts...>{});
     qd_emu_config c;
     for (int i = 0; i < 3; ++i) c.grid[i] = cfg[i], c.block[i] = cfg[3 + i];
     c.watchdog_ms = cfg[6];
@@ -712,8 +733,16 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
     c.first_block = cfg[8];
     c.last_block = cfg[9];
     c.workers = cfg[10];
-    return qd_emu_run([](void* p) { std::apply(K, *static_cast<std::tuple<Ts...>*>(p)); }, &run_direct<K, Ts...>,
-                      &values, &c, QD_EMU_WARP_SIZE, __start_qd_shared, __stop_qd_shared, err, errlen);
+    if constexpr (sizeof...(Ts) > kTupleMax) {
+        return qd_emu_run([](void* p) { call_from<K, Ts...>(static_cast<void**>(p), std::index_sequence_for<Ts...>{}); },
+                          &run_direct_from<K, Ts...>, args, &c, QD_EMU_WARP_SIZE, __start_qd_shared,
+                          __stop_qd_shared, err, errlen);
+    } else {
+        std::tuple<Ts...> values = unpack<Ts...>(args, std::index_sequence_for<Ts...>{});
+        return qd_emu_run([](void* p) { std::apply(K, *static_cast<std::tuple<Ts...>*>(p)); },
+                          &run_direct<K, Ts...>, &values, &c, QD_EMU_WARP_SIZE, __start_qd_shared,
+                          __stop_qd_shared, err, errlen);
+    }
 }
 }  // namespace qd_emu
 
