@@ -3,14 +3,17 @@
 Source: taichi-dev/taichi, python/taichi/examples/simulation/fem128.py, commit ba0e81dce559fb63a5958bf82feb1d00c55c02fe,
 Apache-2.0 (Copyright The Taichi Authors). Changed: the import (``qd`` from the corpus runner,
 named ``ti`` as the kernels spell it), ``ti.init`` (the runner's executor), and the GUI loop: the mouse replayed as held at a fixed point (the attractor,
-which calls ``normalized(1e-5)``), four frames of 50 steps, then the fields are dumped.
+which calls ``normalized(1e-5)``), two frames of 50 steps, then positions and velocities are
+dumped (not phi and U: near rest each face's energy is a difference of terms near mu = 1.7e4, all
+rounding noise; Quadrants' own CPU and Vulkan backends disagree on them by 100%).
 """
 # ruff: noqa
-# Tolerance: the energy U is a sum over faces by float atomics (order differs per executor);
-# the stiff solver amplifies last-bit differences slowly: 1e-4 of each field's largest value.
-CORPUS_RTOL = 1e-4
-FRAMES = 4
-CORPUS_EXPECT = {"quadrants": "normalized(1e-5): Quadrants computes v / (|v| + eps), this project v * rsqrt(|v|^2 + eps) until the mathdiff fix lands (issue 44, item 1)"}
+# Tolerance: the forces are the gradient of that noisy energy (a stiff f32 solve near rest):
+# after two frames Quadrants' own CPU and Vulkan backends differ by 2.9e-4 of the largest
+# velocity, this project's executors from Quadrants' CPU by 5.2e-4 and from each other by 1e-6
+# or less (measured); 2e-3 of each field's largest value.
+CORPUS_RTOL = 2e-3
+FRAMES = 2
 import numpy as np
 
 import _corpus
@@ -131,7 +134,7 @@ def main():
             with ti.ad.Tape(loss=U):
                 update_U()
             advance()
-    _corpus.dump(pos=pos, vel=vel, phi=phi, U=U)
+    _corpus.dump(pos=pos, vel=vel)
 
 
 if __name__ == "__main__":

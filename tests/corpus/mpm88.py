@@ -4,13 +4,14 @@ Source: taichi-dev/taichi, python/taichi/examples/simulation/mpm88.py, commit ba
 Apache-2.0 (Copyright The Taichi Authors). Changed: the import (``qd`` from the corpus runner, named
 ``ti`` as the kernels spell it), ``ti.init`` (the runner's executor), the particles' start
 (``init()`` still runs; then positions from seeded NumPy, as ``ti.random`` differs between
-runtimes), and the GUI loop: 50 substeps (one frame of the original), then the fields are dumped.
+runtimes), and the GUI loop: 1000 substeps (20 frames of the original), then the fields are dumped.
 """
 # ruff: noqa
 # Tolerance: float atomics add into the grid in a different order on each executor (f32 sums
-# differ in the last bits) and 50 substeps of an elastic solid grow them; 1e-3 of each field's
-# largest value, over one frame.
-CORPUS_RTOL = 1e-3
+# differ in the last bits) and the block's landing grows them: 4.3e-4 of each field's largest
+# value after 1000 substeps (measured against Quadrants; C the largest); 2e-3. (Before it lands,
+# C, the affine velocity of a block falling at one speed, is all rounding noise.)
+CORPUS_RTOL = 2e-3
 STEPS = 1000  # twenty frames of the original: the block lands and bounces
 # MPM-MLS in 88 lines of Taichi code, originally created by @yuanming-hu
 import numpy as np
