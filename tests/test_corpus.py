@@ -12,6 +12,7 @@ import pytest
 
 _spec = importlib.util.spec_from_file_location("corpus_runner", Path(__file__).parent.parent / "scripts" / "corpus.py")
 corpus = importlib.util.module_from_spec(_spec)
+sys.modules["corpus_runner"] = corpus  # its dataclass looks its module up there
 _spec.loader.exec_module(corpus)
 
 PROGRAMS = corpus.programs()
