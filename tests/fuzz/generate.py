@@ -50,7 +50,7 @@ SG_MOVES = ["broadcast", "broadcast_first", "shuffle", "shuffle_xor", "shuffle_u
 SG_TYPES = [I32, U32, I64, U64]
 # The share of seeds whose kernels use 32-bit types only (narrow_seed), and the salt of the
 # stream that picks them.
-NARROW_SHARE = 0.6
+NARROW_SHARE = 0.7
 NARROW_SALT = 0x3232_0000
 # f64 libm functions a last task applies to exact arguments (the math64 feature), drawn from a
 # stream of its own so that the rest of a kernel is what its seed made before; each result is

@@ -11,7 +11,7 @@ from fuzz.generate import generate
 from fuzz.program import render
 from fuzz.reference import reference
 
-# Seeds 0-23 (15 of them narrow: 32-bit types only, which Metal takes), and seeds that found a
+# Seeds 0-23 (17 of them narrow: 32-bit types only, which Metal takes), and seeds that found a
 # bug (the generator as of that fix, kept wide as they were then): 120 and 140, a variable a
 # @qd.func assigned through a qd.template() parameter after the frontend took it for
 # non-negative (Python's // came out as C's; a plain signed subtraction overflowed).
