@@ -1,5 +1,5 @@
-"""f64 arithmetic and transcendentals: native on CUDA/HIP, through f32 on GLSL (recorded in
-the manifest), a located error on Metal (no 64-bit float)."""
+"""f64 arithmetic and transcendentals: native on CUDA/HIP, the f64 library's helpers on GLSL
+(templates/glsl/f64.j2), a located error on Metal (no 64-bit float)."""
 import transpiler as qd
 
 

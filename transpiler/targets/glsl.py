@@ -11,8 +11,9 @@ one pipeline layout serve all of a kernel's tasks.
 from __future__ import annotations
 
 import re
+import warnings
 
-from ..errors import TranspileError
+from ..errors import Diagnostic, TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.records import record, field
@@ -22,6 +23,7 @@ from .context import EntryPoint, Needs, TranslationContext, Usage
 from .dialect import (
     MATH_FUNCS, PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, Dialect, f32_repr, float_text, printf_spec, printf_text,
 )
+from . import glsl_f64
 from .glsl_layout import Layout
 from .glsl_render import FENCE_WORD, GlslRenderer
 from .host_abi import GLSL_PUSH_SIZES, GLSL_PUSH_TYPES, buffer_table, struct_layout
@@ -83,7 +85,7 @@ _RESERVED_PATTERN = re.compile(
 FLOAT_FUNCS = {**MATH_FUNCS, "rsqrt": "inversesqrt", "round": "roundEven", "abs": "abs", "atan2": "atan",
                "min": "min", "max": "max"}
 # GLSL declares these for double too; the rest (exp, sin, pow, ...) exist for 16- and 32-bit
-# floats only, so an f64 argument goes through f32 and the manifest says so.
+# floats only: on f64 they are the f64 library's (glsl_f64).
 F64_NATIVE = frozenset({"sqrt", "rsqrt", "floor", "ceil", "round", "trunc", "abs", "min", "max"})
 
 # Vulkan features (VkPhysicalDevice*Features member names) -> the GLSL extension that gives
@@ -250,12 +252,11 @@ class GlslDialect(Dialect):
         t = e.args[0].type
         if e.fn == "isnan":
             return f"isnan({args[0]})"
+        if t.name == "f64" and e.fn not in F64_NATIVE:
+            return self.f64_math(r, e, args)
         if t.is_float:
             # GLSL's pow is undefined for a base <= 0, where C's (and so CUDA's) is not.
-            fn = r.helper(e.fn, T.f32 if t.name == "f64" else t) if e.fn in ("pow", "atan2") else FLOAT_FUNCS[e.fn]
-            if t.name == "f64" and e.fn not in F64_NATIVE:
-                r.needs.f64_via_f32.add(e.fn)
-                return f"double({fn}({', '.join(f'float({a})' for a in args)}))"
+            fn = r.helper(e.fn, t) if e.fn in ("pow", "atan2") else FLOAT_FUNCS[e.fn]
             return f"{fn}({', '.join(args)})"
         if e.fn in ("min", "max", "abs"):
             if t.is_int and t.bits < 32:
@@ -270,6 +271,23 @@ class GlslDialect(Dialect):
         if e.fn in ("popcnt", "clz", "ffs") and t.bits in (32, 64):
             return f"{r.helper(e.fn, t)}({args[0]})"
         raise TranspileError(f"{e.fn} on {t.name} is not supported on the {self.name} target", e.loc)
+
+    def f64_math(self, r: Renderer, e: ir.Math, args: list[str]) -> str:
+        """An f64 function GLSL declares for 32-bit floats only: the f64 library's helper
+        (glsl_f64), else computed in f32, with a located warning and the manifest saying so."""
+        helpers = glsl_f64.helpers_of(e.fn)
+        if helpers is not None:
+            for name in helpers:
+                fn = r.helper(name, T.f64)
+            return f"{fn}({', '.join(args)})"
+        if e.fn not in r.needs.f64_via_f32:
+            warnings.warn(str(Diagnostic("warning", "f64-in-f32", f"{e.fn} on f64 is computed in f32 on the GLSL "
+                                         "target (about 7 significant digits)", e.loc,
+                                         "compute it in f32 explicitly, or run it on another target")),
+                          UserWarning, stacklevel=2)
+        r.needs.f64_via_f32.add(e.fn)
+        fn = r.helper(e.fn, T.f32) if e.fn in ("pow", "atan2") else FLOAT_FUNCS[e.fn]
+        return f"double({fn}({', '.join(f'float({a})' for a in args)}))"
 
     def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
         if (op, t.name) in self.atomics:
@@ -393,7 +411,7 @@ class GlslTarget(Target):
     file_ext = ".comp"
     one_file_per_task = True
     module_template = "glsl/module.comp.j2"
-    helper_templates = ("glsl/helpers.j2",)
+    helper_templates = ("glsl/helpers.j2", "glsl/f64.j2")
     header_template = "glsl/header.h.j2"
     checker = "transpiler.toolchains.glsl_check"
     evidence = EVIDENCE
@@ -537,7 +555,7 @@ class GlslTarget(Target):
         return {"extensions": extensions}
 
     def helper_context(self, ctx: TranslationContext) -> dict:
-        return {"lit": self.template_literal}
+        return {"lit": self.template_literal, "f64": glsl_f64.VALUES}
 
     def template_literal(self, value: bool | int | float | str, dtype: str) -> str:
         """A typed constant for the helper templates; "inf" and "nan" come as strings."""

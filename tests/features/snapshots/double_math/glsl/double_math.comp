@@ -10,9 +10,105 @@ layout(push_constant) uniform qd_params {
     layout(offset = 0) int d_shape_0;
 };
 
+// Double-double arithmetic (Dekker, Knuth): a value is hi + lo, |lo| <= ulp(hi) / 2. Products
+// split each factor into 26-bit halves (Veltkamp): Vulkan lets fma be a multiply and an add.
+dvec2 qd_f64_fast_two_sum(double a, double b)  // |a| >= |b|, or a == 0
+{
+    precise double s = a + b;
+    precise double e = b - (s - a);
+    return dvec2(s, e);
+}
+dvec2 qd_f64_two_sum(double a, double b)
+{
+    precise double s = a + b;
+    precise double bb = s - a;
+    precise double e = (a - (s - bb)) + (b - bb);
+    return dvec2(s, e);
+}
+dvec2 qd_f64_split(double a)  // |a| < 2^996
+{
+    precise double c = 134217729.0lf * a;
+    precise double hi = c - (c - a);
+    precise double lo = a - hi;
+    return dvec2(hi, lo);
+}
+dvec2 qd_f64_two_prod(double a, double b)
+{
+    precise double p = a * b;
+    dvec2 x = qd_f64_split(a);
+    dvec2 y = qd_f64_split(b);
+    precise double e = ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y;
+    return dvec2(p, e);
+}
+dvec2 qd_f64_dd_add(dvec2 a, dvec2 b)
+{
+    dvec2 s = qd_f64_two_sum(a.x, b.x);
+    precise double lo = s.y + (a.y + b.y);
+    return qd_f64_two_sum(s.x, lo);
+}
+dvec2 qd_f64_dd_mul(dvec2 a, dvec2 b)
+{
+    dvec2 p = qd_f64_two_prod(a.x, b.x);
+    precise double lo = p.y + (a.x * b.y + a.y * b.x);
+    return qd_f64_fast_two_sum(p.x, lo);
+}
+dvec2 qd_f64_dd_div(dvec2 a, dvec2 b)
+{
+    precise double q = a.x / b.x;
+    dvec2 p = qd_f64_two_prod(q, b.x);
+    precise double r = (((a.x - p.x) - p.y) + a.y) - q * b.y;
+    precise double lo = r / b.x;
+    return qd_f64_fast_two_sum(q, lo);
+}
+// 2^n for -1022 <= n <= 1023, from its bits
+double qd_f64_pow2(int n)
+{
+    return packDouble2x32(uvec2(0u, uint(n + 1023) << 20));
+}
+// x * 2^n for |n| <= 2044 in two exact steps: only the second rounds (to a subnormal, or inf)
+double qd_f64_scale(double x, int n)
+{
+    int half_n = n / 2;
+    precise double y = x * qd_f64_pow2(half_n);
+    precise double z = y * qd_f64_pow2(n - half_n);
+    return z;
+}
+
+// e^(hi + lo) * 2^scale for |hi| <= 746, |lo| <= 2^-40 |hi|. Cody and Waite: k = round(hi / ln 2),
+// r = hi + lo - k ln 2 (k ln2_hi and hi - k ln2_hi are exact), |r| <= ln 2 / 2; e^r = 1 + r + r^2 P(r),
+// P the Taylor polynomial to r^15, summed in double-double; then times 2^(k + scale).
+double qd_f64_kexp(double hi, double lo, int scale)
+{
+    precise double kd = roundEven(hi * 1.4426950408889634lf);
+    precise double rh = hi - kd * 0.6931471805598903lf;
+    precise double rl = lo - kd * 5.497923018708371e-14lf;
+    dvec2 rr = qd_f64_two_sum(rh, rl);
+    precise double r = rr.x;
+    precise double p = r * r * (0.5lf + r * (0.16666666666666666lf + r * (0.041666666666666664lf + r * (0.008333333333333333lf + r * (0.001388888888888889lf + r * (0.0001984126984126984lf + r * (2.48015873015873e-05lf + r * (2.7557319223985893e-06lf + r * (2.755731922398589e-07lf + r * (2.505210838544172e-08lf + r * (2.08767569878681e-09lf + r * (1.6059043836821613e-10lf + r * (1.1470745597729725e-11lf + r * (7.647163731819816e-13lf))))))))))))));
+    dvec2 m = qd_f64_two_sum(1.0lf, r);
+    precise double m_lo = m.y + (p + rr.y * (1.0lf + r));
+    precise double mant = m.x + m_lo;
+    return qd_f64_scale(mant, int(kd) + scale);
+}
+
+// exp on f64 (qd_f64_kexp); inf past log(DBL_MAX), 0 below the least subnormal
+double qd_f64_exp(double x)
+{
+    if (isnan(x)) {
+        return x;
+    }
+    if (x > 709.782712893384lf) {
+        return packDouble2x32(uvec2(0u, 0x7ff00000u));
+    }
+    if (x < -746.0lf) {
+        return 0.0lf;
+    }
+    return qd_f64_kexp(x, 0.0lf, 0);
+}
+
 void main()
 {
     for (int i = int(gl_GlobalInvocationID.x); i < d_shape_0; i += int(gl_WorkGroupSize.x * gl_NumWorkGroups.x)) {  // double_math.py:8
-        d[i] = sqrt(d[i]) + double(exp(float(d[i]))) * 0.5lf;  // double_math.py:9
+        d[i] = sqrt(d[i]) + qd_f64_exp(d[i]) * 0.5lf;  // double_math.py:9
     }
 }
