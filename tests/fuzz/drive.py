@@ -133,6 +133,22 @@ def subgroup_width(executor: str) -> int:
         return SUBGROUP_WIDTH[executor]
 
 
+def ulps_apart(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How many representable floats lie between got and want (0 for equal values, +0 and -0
+    included, and for two NaNs; the type's whole range for one NaN)."""
+    bits = np.dtype(f"i{got.dtype.itemsize}")
+    lo = np.iinfo(bits).min
+
+    def ordered(x):  # the integers in the floats' order: negative floats counted down from -0
+        i = x.view(bits)
+        return np.where(i < 0, lo - i, i)
+
+    d = ordered(got) - ordered(want)  # wraps only for values far apart, never to a small number
+    d = np.where(d == lo, np.iinfo(bits).max, np.abs(d))
+    nan_got, nan_want = np.isnan(got), np.isnan(want)
+    return np.where(nan_got | nan_want, np.where(nan_got & nan_want, 0, np.iinfo(bits).max), d)
+
+
 def compare(prog: Program, want: dict[str, np.ndarray], args: list) -> str | None:
     """The first few differences, or None."""
     for a, got in zip(prog.arrays, args):
@@ -140,7 +156,9 @@ def compare(prog: Program, want: dict[str, np.ndarray], args: list) -> str | Non
         if got.shape != want[a.name].shape:
             return f"{a.name}: shape {got.shape}, want {want[a.name].shape}"
         got = got.reshape(-1)
-        if a.dt.is_float and a.tol_mag is not None:
+        if a.ulps is not None:
+            bad = ulps_apart(got, exp) > a.ulps
+        elif a.dt.is_float and a.tol_mag is not None:
             bad = ~np.isclose(got, exp, rtol=0, atol=TOL * 2.0 ** a.tol_mag, equal_nan=True)
         elif a.dt.is_float:
             bad = ~((got == exp) | (np.isnan(got) & np.isnan(exp)))

@@ -36,7 +36,7 @@ from .dtypes import ALL, BOOL, F32, F64, FLOATS, I32, I64, INTS, U32, U64, DT, S
 from .program import Array, Expr, Helper, Program, Scalar, Stmt, Task, racy_reductions
 
 BASE_FEATURES = frozenset({"helpers", "blocks", "atomics", "reductions", "serial", "floats"})
-FEATURES = BASE_FEATURES | {"vectors", "structs", "fields", "subgroups"}
+FEATURES = BASE_FEATURES | {"vectors", "structs", "fields", "subgroups", "math64"}
 
 HELPER_MAG, HELPER_FRAC = 16, 4  # a helper's float parameters: exact, below 2**16, multiples of 1/16
 MAXMAG = 48          # |float| stays below 2**48: no overflow to inf, in f32 either
@@ -48,6 +48,16 @@ MATH_INEXACT = ["sqrt", "sin", "cos", "exp", "log", "tanh", "atan2", "div", "pow
 SG_FOLDS = [f"{k}_{op}" for k in ("reduce", "inclusive", "exclusive") for op in ("add", "min", "max")]
 SG_MOVES = ["broadcast", "broadcast_first", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down"]
 SG_TYPES = [I32, U32, I64, U64]
+# The share of seeds whose kernels use 32-bit types only (narrow_seed), and the salt of the
+# stream that picks them.
+NARROW_SHARE = 0.7
+NARROW_SALT = 0x3232_0000
+# f64 libm functions a last task applies to exact arguments (the math64 feature), drawn from a
+# stream of its own so that the rest of a kernel is what its seed made before; each result is
+# stored as computed and compared within MATH64_ULPS ulps of glibc's (the reference's).
+MATH64 = ["sin", "cos", "tan", "asin", "acos", "atan", "atan2", "exp", "log", "pow", "sqrt"]
+MATH64_SALT = 0x6464_0000
+MATH64_ULPS = 2
 SG_LANES = 8   # the narrowest subgroup (lavapipe): lanes and masks below it exist on every executor
 
 
@@ -112,11 +122,19 @@ def lit(v, t: DT | None = None) -> Expr:
     return Expr("lit", t, [], v)
 
 
+def narrow_seed(seed: int) -> bool:
+    """Whether the seed's kernel keeps to 32-bit types (i8..i32, u8..u32, f32): Metal has no
+    64-bit floats nor 64-bit atomics, so only such kernels reach the MSL target. Decided from
+    the seed by a stream of its own, so the other seeds' kernels are the ones they always were."""
+    return random.Random(seed + NARROW_SALT).random() < NARROW_SHARE
+
+
 class Generator:
-    def __init__(self, seed: int, features: frozenset[str] | None = None):
+    def __init__(self, seed: int, features: frozenset[str] | None = None, narrow: bool | None = None):
         self.seed = seed
         self.r = random.Random(seed)
         self.features = features or FEATURES
+        self.narrow = narrow_seed(seed) if narrow is None else narrow
         self.count = 0
         self.arrays: list[Array] = []
         self.scalars: list[Scalar] = []
@@ -134,12 +152,17 @@ class Generator:
     def chance(self, p: float) -> bool:
         return self.r.random() < p
 
+    def ts(self, types: list[DT]) -> list[DT]:
+        """The types of ``types`` this kernel may use (in a wide kernel, all of them: the same
+        list, so the same draws from the stream)."""
+        return [t for t in types if t.bits <= 32] if self.narrow else types
+
     # ------------------------------------------------------------------ program
 
     def program(self) -> Program:
         r = self.r
         self.n = r.choice([128, 256])  # whole blocks of 64 and 128 threads
-        types = [I32] + r.sample([t for t in ALL if t != I32], r.randint(2, 5))
+        types = [I32] + r.sample([t for t in self.ts(ALL) if t != I32], r.randint(2, 5))
         if "floats" not in self.features:
             types = [t for t in types if t.is_int]
         for t in types:
@@ -165,6 +188,10 @@ class Generator:
                 tasks.append(self.serial_task(kscope))
             tasks.append(self.parallel_task(kscope))
         inputs = {a.name: self.input_values(a) for a in self.arrays}
+        if "math64" in self.features and "floats" in self.features and not self.narrow:
+            self.r = random.Random(self.seed + MATH64_SALT)
+            tasks.append(self.math64_task(kscope))
+            inputs.update({a.name: self.input_values(a) for a in self.arrays if a.name not in inputs})
         return Program(self.seed, self.n, self.arrays, self.scalars, self.helpers, tasks, inputs)
 
     def float_meta(self, t: DT) -> dict:
@@ -202,7 +229,7 @@ class Generator:
         body: list[Stmt] = []
         if "reductions" in self.features and self.chance(0.6):
             # a kernel-scope integer the next parallel task may reduce into
-            name, dt = self.fresh("r"), self.r.choice(ACC_TYPES)
+            name, dt = self.fresh("r"), self.r.choice(self.ts(ACC_TYPES))
             body.append(Stmt("assign", name, [self.int_expr(ctx, dt, 1)]))
             kscope[name] = Var(dt, True, True)
         body += self.body(ctx, self.r.randint(1, 4))
@@ -240,6 +267,43 @@ class Generator:
             kscope[name].mutable = True
         return Task(True, body, start, stop, st.block_dim)
 
+    def math64_task(self, kscope: dict[str, Var]) -> Task:
+        """``y[i] = qd.sin(a)`` and the like: f64 libm functions of exact arguments (the same
+        bits on every executor), kept in the domain where each is finite, stored at once."""
+        r = self.r
+        ctx = Ctx("parallel", [kscope, {"i": Var(I32, False)}], TaskState(), helpers=len(self.helpers), top=True)
+        body = []
+        for _ in range(r.randint(1, 3)):
+            fn = r.choice(MATH64)
+            args = [self.math64_arg(ctx, fn)]
+            if fn in ("atan2", "pow"):
+                args.append(self.float_expr(ctx, F64, 2, True) if fn == "atan2" else
+                            self.exact_bin(self.exact_bin(self.float_expr(ctx, F64, 2, True), 16.0, "mod"), 8.0, "sub"))
+            y = self.out_array(F64)
+            y.ulps = MATH64_ULPS
+            ctx.task.writes.add(y.name)
+            body.append(Stmt("store", y.name, [Expr("var", I32, [], "i"), Expr("math", F64, args, fn, False, 0, 0)]))
+        self.written |= ctx.task.writes
+        return Task(True, body, 0, self.n, None)
+
+    def math64_arg(self, ctx: Ctx, fn: str) -> Expr:
+        """An exact f64 argument in ``fn``'s domain: [-1, 1) for asin and acos, positive for
+        log, sqrt and pow's base (at most 64.25, with exponents in [-8, 8)), at most 700 for exp."""
+        a = self.float_expr(ctx, F64, 2, True)
+        if fn in ("asin", "acos"):
+            return self.exact_bin(self.exact_bin(a, 2.0, "mod"), 1.0, "sub")
+        if fn in ("log", "sqrt", "pow"):
+            a = Expr("abs", F64, [a], None, True, a.mag, a.frac)
+            return self.exact_bin(self.exact_bin(a, 64.0, "mod") if fn == "pow" else a, 0.25, "add")
+        if fn == "exp":
+            return Expr("min", F64, [a, lit(700.0)], None, True, a.mag, a.frac)
+        return a
+
+    @staticmethod
+    def exact_bin(a: Expr, k: float, op: str) -> Expr:
+        """``a op k`` for a power-of-two-step literal k: exact when a is (the generator checked a)."""
+        return Expr("bin", F64, [a, lit(k)], op, True, max(a.mag, 7) + 1, max(a.frac, 2))
+
     def drop_racy_reductions(self, body: list[Stmt], st: TaskState) -> None:
         """A reduction into a kernel-scope variable the task also reads (a read generated before
         the reduction was) becomes an assignment to a local: the read would race with it."""
@@ -267,7 +331,7 @@ class Generator:
         out = [Stmt("assign", st.tid, [Expr("tid", I32)])]
         for _ in range(self.r.randint(1, 2)):
             name = self.fresh("sh")
-            dt = self.r.choice([I32, U32, I64])
+            dt = self.r.choice(self.ts([I32, U32, I64]))
             out.append(Stmt("shalloc", (name, st.block_dim, dt)))
             ctx.scopes[-1][name] = Var(dt, False)
             st.shared[name] = "new"
@@ -290,9 +354,9 @@ class Generator:
                 st.shared[name] = r.choice(ATOMIC_OPS)
         if self.chance(0.6):
             fn = r.choice(BLOCK_FNS)
-            dt = r.choice([I32, I64, U32])
+            dt = r.choice(self.ts([I32, I64, U32]))
             v = self.fresh("b")
-            out.append(Stmt("assign", v, [Expr("breduce", dt, [self.int_expr(ctx, r.choice(INTS), 2)],
+            out.append(Stmt("assign", v, [Expr("breduce", dt, [self.int_expr(ctx, r.choice(self.ts(INTS)), 2)],
                                                (fn, st.block_dim, dt))]))
             ctx.scopes[-1][v] = Var(dt, False)
         for name, mode in st.shared.items():
@@ -304,7 +368,7 @@ class Generator:
     def subgroup_op(self, ctx: Ctx) -> list[Stmt]:
         """``v = qd.simt.subgroup.<fn>(e)`` at the task's top level (uniform control flow)."""
         r = self.r
-        dt = r.choice(SG_TYPES + ([F32, F64] if "floats" in self.features else []))
+        dt = r.choice(self.ts(SG_TYPES + ([F32, F64] if "floats" in self.features else [])))
         tiled = self.chance(0.3)
         fn = r.choice(SG_FOLDS if tiled else SG_FOLDS + SG_MOVES)
         if dt.is_float and fn in ("exclusive_min", "exclusive_max"):
@@ -358,9 +422,8 @@ class Generator:
         name = f"h{len(self.helpers)}"
         if self.chance(0.35):
             return self.mutator(name)
-        params = [(self.fresh("a"), r.choice(ALL if "floats" in self.features else INTS))
-                  for _ in range(r.randint(1, 3))]
-        ret = r.choice(ALL if "floats" in self.features else INTS)
+        params = [(self.fresh("a"), r.choice(self.types())) for _ in range(r.randint(1, 3))]
+        ret = r.choice(self.types())
         scope = {p: Var(t, False, mag=HELPER_MAG, frac=HELPER_FRAC) for p, t in params}
         ctx = Ctx("helper", [scope], None, helpers=len(self.helpers))
         body = self.body(ctx, r.randint(0, 3))
@@ -375,9 +438,9 @@ class Generator:
         itself, which the body updates (so that what the caller knew of its value, such as its
         sign where it was assigned, no longer holds), called as a statement."""
         r = self.r
-        t = I32 if self.chance(0.6) else r.choice(INTS)  # the type most variables have
+        t = I32 if self.chance(0.6) else r.choice(self.ts(INTS))  # the type most variables have
         x = self.fresh("a")
-        params = [(x, t)] + [(self.fresh("a"), r.choice(INTS)) for _ in range(r.randint(0, 2))]
+        params = [(x, t)] + [(self.fresh("a"), r.choice(self.ts(INTS))) for _ in range(r.randint(0, 2))]
         scope = {x: Var(t, True)}
         scope.update({p: Var(pt, False, mag=HELPER_MAG, frac=HELPER_FRAC) for p, pt in params[1:]})
         ctx = Ctx("helper", [scope], None, helpers=len(self.helpers))
@@ -555,7 +618,7 @@ class Generator:
     def st_for(self, ctx: Ctx) -> list[Stmt]:
         r = self.r
         var = self.fresh("j")
-        t = r.choice([I32, I32, U32, I64, r.choice(INTS)])
+        t = r.choice(self.ts([I32, I32, U32, I64, r.choice(self.ts(INTS))]))
         step = r.choice([None, 1, 2, 3, -1, -2])
         if t.signed:
             lo, hi = self.bound(ctx, t, -4), self.bound(ctx, t, 2)
@@ -609,7 +672,7 @@ class Generator:
         r = self.r
         cands = [a for a in self.arrays if a.role == "acc" and (a.name in ctx.task.writes or a.name not in self.written)]
         if not cands or self.chance(0.2):
-            cands = [self.out_array(r.choice(ACC_TYPES), "acc", 4)]
+            cands = [self.out_array(r.choice(self.ts(ACC_TYPES)), "acc", 4)]
         a = r.choice(cands)
         ctx.task.writes.add(a.name)
         slot = r.randrange(a.size)
@@ -660,16 +723,16 @@ class Generator:
     # ------------------------------------------------------------------ expressions
 
     def types(self) -> list[DT]:
-        return ALL if "floats" in self.features else INTS
+        return self.ts(ALL if "floats" in self.features else INTS)
 
     def subtypes(self, t: DT) -> list[DT]:
         """Types whose values combine with a ``t`` into a ``t``."""
-        return [s for s in (ALL if t.is_float else INTS) if promote(t, s) == t]
+        return [s for s in self.ts(ALL if t.is_float else INTS) if promote(t, s) == t]
 
     def expr_of(self, ctx: Ctx, t: DT, d: int, exact: bool = False, convertible: bool = False) -> Expr:
         """An expression of type t; with ``convertible``, one that assignment converts to t."""
         if convertible and self.chance(0.25):
-            src = self.r.choice(INTS + ([t] if t.is_float else []))
+            src = self.r.choice(self.ts(INTS) + ([t] if t.is_float else []))
             t = src
         return self.float_expr(ctx, t, d, exact) if t.is_float else self.int_expr(ctx, t, d)
 
@@ -702,7 +765,7 @@ class Generator:
             return Expr("cast", t, [Expr("static", I32, [], r.choice(statics))], "cast")
         if roll < 0.92:
             return Expr("cast", t, [lit(self.int_literal(t).attr)], r.choice(["cast", "ctor"]))
-        others = [x for x in INTS if x != t]
+        others = [x for x in self.ts(INTS) if x != t]
         return Expr("cast", t, [self.int_leaf_shallow(ctx, r.choice(others))], r.choice(["cast", "ctor"]))
 
     def int_leaf_shallow(self, ctx: Ctx, t: DT) -> Expr:
@@ -744,7 +807,7 @@ class Generator:
             return Expr("var", I32, [], "i")
         if self.chance(0.3):
             return lit(r.randrange(a.size))
-        t = r.choice(INTS)
+        t = r.choice(self.ts(INTS))
         e = self.int_leaf_shallow(ctx, t)
         return Expr("bin", promote(t, t), [e, lit(a.size)], "mod")
 
@@ -791,7 +854,7 @@ class Generator:
                 b = self.int_expr(ctx, t, sub)
             return Expr(kind, t, [self.cond(ctx, sub), a, b])
         if kind == "cast":
-            s = r.choice(INTS)
+            s = r.choice(self.ts(INTS))
             return Expr("cast", t, [self.int_expr(ctx, s, sub)], r.choice(["cast", "ctor"]))
         if kind == "boolcast":
             return Expr("cast", t, [self.cond(ctx, sub, False)], "cast")
@@ -825,7 +888,7 @@ class Generator:
     def shift_amount(self, ctx: Ctx, t: DT) -> Expr:
         if self.chance(0.4):
             return lit(self.r.randint(0, t.bits - 1))
-        s = self.r.choice(INTS)
+        s = self.r.choice(self.ts(INTS))
         return Expr("bin", s, [self.int_expr(ctx, s, 1), lit(t.bits - 1)], "bitand")
 
     def call(self, ctx: Ctx, t: DT, d: int) -> Expr | None:
@@ -851,7 +914,7 @@ class Generator:
         return Expr("cast", t, [lit(self.r.randint(-32, 32) / 4)], "ctor", True, 4, 2)
 
     def float_to_int(self, ctx: Ctx, t: DT, d: int) -> Expr:
-        f = self.float_expr(ctx, self.r.choice(FLOATS), d, exact=True)
+        f = self.float_expr(ctx, self.r.choice(self.ts(FLOATS)), d, exact=True)
         limit = t.bits - 2 if t.signed else t.bits - 1
         if not f.exact or f.mag > limit:
             return self.int_leaf(ctx, t)
@@ -971,12 +1034,14 @@ class Generator:
             return Expr(kind, t, [self.cond(ctx, sub), a, b], None, a.exact and b.exact, max(a.mag, b.mag),
                         max(a.frac, b.frac))
         if kind == "intmix":
-            s = r.choice(INTS)
+            s = r.choice(self.ts(INTS))
             a = self.int_expr(ctx, s, sub)
             ok = (s.bits if not s.signed else s.bits) < t.mantissa
             c = Expr("cast", t, [a], r.choice(["cast", "ctor"]), ok, s.bits, 0)
             return c
         if kind == "cast":
+            if self.narrow:  # an f64 to cast from: none in a 32-bit kernel
+                return None
             s = F64 if t == F32 else F32
             a = self.float_expr(ctx, s, sub, exact)
             return Expr("cast", t, [a], r.choice(["cast", "ctor"]), a.exact and a.mag + a.frac < 24, a.mag, a.frac)
@@ -1352,7 +1417,7 @@ class Generator:
         if d > 0 and roll < 0.22:
             return Expr("not", BOOL, [self.cond(ctx, d - 1, False)])
         if truth and roll < 0.3:
-            return self.int_expr(ctx, r.choice(INTS), max(d, 1))  # an integer's truth
+            return self.int_expr(ctx, r.choice(self.ts(INTS)), max(d, 1))  # an integer's truth
         t = r.choice(self.types())
         n = r.choice([2, 2, 2, 3])
         ops = [r.choice(["lt", "le", "gt", "ge", "eq", "ne"]) for _ in range(n - 1)]
@@ -1365,6 +1430,6 @@ class Generator:
         return Expr("cmp", BOOL, items, ops)
 
 
-def generate(seed: int, features: frozenset[str] | None = None) -> Program:
-    """The kernel of ``seed``."""
-    return Generator(seed, features).program()
+def generate(seed: int, features: frozenset[str] | None = None, narrow: bool | None = None) -> Program:
+    """The kernel of ``seed`` (``narrow``: force 32-bit types only, or not; by default the seed decides)."""
+    return Generator(seed, features, narrow).program()

@@ -53,6 +53,7 @@ class Array:
     size: int
     role: str  # "in", "out" (per-iteration results), "acc" (atomics), "serial" (serial code's results)
     tol_mag: int | None = None  # set when inexact floats are stored: compare within 2**tol_mag * TOL
+    ulps: int | None = None     # libm results stored as computed: compare within this many ulps
     elem: VT | None = None      # an ndarray (or field) of vectors / matrices of dt
     field: bool = False         # a module-level qd.field, not a kernel parameter
 
