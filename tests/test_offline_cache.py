@@ -227,7 +227,9 @@ def test_the_warm_up_writes_to_the_folder_of_the_init_that_started_it(tmp_path, 
     for kernel in (warm_up.warm_up, warm_up.warm_up_block):
         fresh(kernel)
     warm_up.start("msl", first=lambda: setattr(runtime, "_offline_cache", str(tmp_path / "later")))
-    next(t for t in threading.enumerate() if t.name == "qd-warm-up-msl").join(120)
+    for t in threading.enumerate():  # none left when the warm-up already ended (a loaded machine's race)
+        if t.name == "qd-warm-up-msl":
+            t.join(120)
     assert len(entries(tmp_path / "first")) == 2 and not (tmp_path / "later").exists()
 
 
