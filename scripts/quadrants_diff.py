@@ -57,9 +57,8 @@ DOCUMENTED = [
     (r"atan2\(s, t\)", {"f32"}, {"vulkan"},
      "atan2(0, 0) is 0 on every executor (C's); Quadrants' Vulkan gives the driver's (3pi/4 on lavapipe)"),
 ]
-# Rows of f64 math that Quadrants' Vulkan refuses: compared with its CPU backend instead. Until
-# GLSL's f64 math is exact (issue #44, item 3) they say "open" and fail only under --strict.
-OPEN_F64_GLSL = "f64 math on GLSL computed in f32 (issue #44 item 3)"
+# Rows of f64 math that Quadrants' Vulkan refuses are compared with its CPU backend instead: GLSL's
+# f64 library (templates/glsl/f64.j2) gives the same results.
 
 # Input kinds: (low, high) of uniform floats, or an integer range ("i" kinds).
 KINDS = {"f": (-2.0, 2.0), "pos": (0.1, 4.0), "unit": (-1.0, 1.0), "ang": (-3.0, 3.0), "half": (-3.0, 3.0),
@@ -492,7 +491,6 @@ def main() -> int:
     p.add_argument("--dtypes", default="f32,f64,f64-fp32", help="modes: " + ", ".join(MODES))
     p.add_argument("--only", default="", help="run the cases whose expression contains this")
     p.add_argument("--no-python-scope", action="store_true")
-    p.add_argument("--strict", action="store_true", help="the open rows (f64 math on GLSL) fail the run too")
     p.add_argument("--json", help="write the rows here too")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--module", help=argparse.SUPPRESS)
@@ -537,9 +535,9 @@ def drive(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     bad = [r for r in rows if r["match"] == "no"]
-    counts = {m: sum(r["match"] == m for r in rows) for m in ("yes", "doc", "open", "n/a", "no")}
+    counts = {m: sum(r["match"] == m for r in rows) for m in ("yes", "doc", "n/a", "no")}
     print(f"\n{len(rows)} rows: " + ", ".join(f"{n} {m}" for m, n in counts.items())
-          + " (doc: a documented difference; open: issue #44 item 3; n/a: Quadrants refuses it)")
+          + " (doc: a documented difference; n/a: Quadrants refuses it)")
     return 1 if bad else 0
 
 
@@ -584,8 +582,6 @@ def table_row(c: Case, key: str, dtype: str, executor: str, want: tuple, got: di
                 and executor in execs), None)
     if not ok and why:
         row["match"], row["note"] = "doc", why
-    elif not ok and fallback and not args.strict:
-        row["match"], row["note"] = "open", OPEN_F64_GLSL
     return row
 
 
