@@ -514,6 +514,9 @@ def drive(args: argparse.Namespace) -> int:
     cases = all_cases()
     inputs = make_inputs(cases)
     picked = [k for k, c in enumerate(cases) if args.only in c.expr]
+    if not picked:
+        print(f"no case's expression contains {args.only!r}")
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
         inp = f"{tmp}/inputs.npz"
         np.savez(inp, **{f"f{k}": inputs[k][0] for k in picked}, **{f"i{k}": inputs[k][1] for k in picked})
