@@ -14,7 +14,7 @@ check prints, then the three factors are dumped.
 CORPUS_RTOL = 1e-4
 # Quadrants' CPU backend has no block.sync: its Vulkan (lavapipe) is the reference here.
 CORPUS_QUADRANTS_ARCH = "vulkan"
-CORPUS_EXPECT = {"quadrants": "Quadrants 1.3.3 on lavapipe (8-lane subgroups) returns NaN and inf in L_tile16 (a Quadrants bug: no refusal)", "vulkan": "Tile16x16 spans 16 lanes, lavapipe's subgroup has 8: refused until wide tiles land (issue 44, item 2)"}
+CORPUS_EXPECT = {"quadrants": "Quadrants 1.3.3 on lavapipe (8-lane subgroups) returns NaN and inf in L_tile16 (a Quadrants bug: no refusal)"}
 #!/usr/bin/env python3
 """Benchmark NxN blocked Cholesky factorization using Tile16x16.
 

@@ -13,7 +13,6 @@ fields are dumped.
 # each field's largest value.
 CORPUS_RTOL = 1e-4
 STEPS = 8
-CORPUS_EXPECT = {"quadrants": "normalized(1e-3): Quadrants computes v / (|v| + eps), this project v * rsqrt(|v|^2 + eps) until the mathdiff fix lands (issue 44, item 1)"}
 # References:
 # http://developer.download.nvidia.com/books/HTML/gpugems/gpugems_ch38.html
 # https://github.com/PavelDoGreat/WebGL-Fluid-Simulation
