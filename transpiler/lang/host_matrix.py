@@ -72,11 +72,15 @@ class HostMatrix(np.ndarray):
         with np.errstate(divide="ignore", invalid="ignore"):  # the zero vector: NaN, as in a kernel
             return (1 / (self.norm() + eps)) * self
 
-    def any(self) -> bool:  # Python's bool, as Quadrants' (NumPy's would be a 0-d array of this class)
-        return bool(np.asarray(self).any())
+    # Python's bool, as Quadrants' (NumPy's would be a 0-d array of this class); NumPy's own
+    # arguments (np.all(m, axis=...), np.testing) still reach NumPy's reduction.
+    def any(self, *args: Any, **kwargs: Any) -> Any:
+        got = np.asarray(self).any(*args, **kwargs)
+        return bool(got) if np.ndim(got) == 0 else got
 
-    def all(self) -> bool:
-        return bool(np.asarray(self).all())
+    def all(self, *args: Any, **kwargs: Any) -> Any:
+        got = np.asarray(self).all(*args, **kwargs)
+        return bool(got) if np.ndim(got) == 0 else got
 
     def dot(self, other: ArrayLike) -> Any:
         return np.dot(self, other)
