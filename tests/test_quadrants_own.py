@@ -8,6 +8,9 @@ different, each checked here with kernels of our own against NumPy on random dat
   mismatched arguments as Quadrants' ValueError, kernels of hundreds of them on the CPU.
 - shared arrays of ``qd.u1``, of vectors and of matrices; ``atomic_cas`` on one component;
   ``warp.sync()`` between loops; a ``@qd.real_func`` taking an ndarray of vectors.
+- a copied dtype is the dtype; live ndarrays counted; a field's ``_name``; refusals in
+  Quadrants' words (ndrange's arguments and loop names, a func that never returns, a field
+  used as an operand, a field of shape 0).
 """
 import numpy as np
 import pytest
@@ -512,3 +515,121 @@ def test_get_runtime_sets_the_default_types(executor):
     finally:
         runtime.set_default_ip(qd.i32)
         runtime.default_fp = qd.f32
+
+
+# ----------------------------------------------------------------------------- second pass
+
+@qd.kernel
+def scale_by_copied_type(x: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]):
+        out[i] = COPIED_F32(x[i] * 2.5)  # a deep copy of qd.f32 is qd.f32 itself
+
+
+COPIED_F32 = __import__("copy").deepcopy(qd.f32)
+
+
+def test_a_copied_dtype_is_the_dtype(executor, rng):
+    import copy  # noqa: PLC0415
+
+    assert COPIED_F32 is qd.f32 and copy.copy(qd.i16) is qd.i16
+    assert id(copy.deepcopy(qd.u8)) in qd.types.primitive_types.type_ids
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    scale_by_copied_type(x, out)
+    np.testing.assert_allclose(out, x * np.float32(2.5), rtol=1e-6)
+
+
+@qd.kernel
+def row_sums(a: qd.types.ndarray(qd.f32, 2), out: qd.types.ndarray(qd.f32, 1)):
+    for i in range(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j]
+        out[i] = s
+
+
+def test_live_ndarrays_are_counted(executor, rng):
+    prog = qd.lang.impl.get_runtime().prog
+    before = prog._get_num_ndarrays()
+    a = qd.ndarray(qd.f32, (16, 8))
+    out = qd.ndarray(qd.f32, (16,))
+    vecs = qd.ndarray(qd.math.vec3, (4,))
+    assert prog._get_num_ndarrays() == before + 3
+    data = rng.standard_normal((16, 8)).astype(np.float32)
+    a.from_numpy(data)
+    row_sums(a, out)
+    np.testing.assert_allclose(out.to_numpy(), data.sum(axis=1), rtol=1e-5, atol=1e-5)
+    del a, vecs
+    assert prog._get_num_ndarrays() == before + 1
+    del out
+    assert prog._get_num_ndarrays() == before
+
+
+def test_field_names_and_shapes_as_quadrants_has_them(executor):
+    a = qd.field(qd.f32, shape=(2, 3), name="a")
+    b = qd.field(qd.math.vec3, shape=(2, 3), name="b")
+    assert a._name == "a" and b._name == "b" and b.snode._name == "b"
+    with pytest.raises(qd._lib.core.QuadrantsRuntimeError, match="Every dimension of a Quadrants field should be "
+                                                                  r"positive: a field's shape is positive ints, not \(0,\)"):
+        qd.field(qd.f32, shape=0)
+
+
+@qd.kernel
+def float_ndrange(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.ndrange((1.5, 10.5)):  # refused: not integers
+        x[i] = 1.0
+
+
+@qd.kernel
+def static_float_ndrange(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.static(qd.ndrange(0.1, 0.2)):  # refused: not integers
+        x[i[0]] = 1.0
+
+
+@qd.kernel
+def one_name_two_dimensions(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.ndrange(4, 4):  # refused: one name for two dimensions
+        x[i] = 1.0
+
+
+def test_ndrange_refusals_in_quadrants_words():
+    cases = [(float_ndrange, "for i in qd.ndrange((1.5, 10.5)):", "Every argument of ndrange should be an integer "
+              r"scalar or a tuple/list of \(int, int\), not f32"),
+             (static_float_ndrange, "for i in qd.static(qd.ndrange(0.1, 0.2)):", "Every argument of ndrange should "
+              r"be an integer scalar or a tuple/list of \(int, int\)"),
+             (one_name_two_dimensions, "for i in qd.ndrange(4, 4):", "Ndrange for loop with number of the loop "
+              "variables not equal to the dimension of the ndrange is not supported: the loop has 2 dimension")]
+    for kernel, text, message in cases:
+        with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{_line_of(text)}:\d+: error: {message}"):
+            qd.translate(kernel, "cuda")
+
+
+@qd.func
+def forgets_to_return(x: qd.f32) -> qd.f32:  # refused: no return
+    x += 1.0
+
+
+@qd.kernel
+def calls_forgetful(x: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]):
+        x[i] = forgets_to_return(x[i])
+
+
+def test_func_without_return_and_field_as_operand_refused():
+    line = _line_of("def forgets_to_return(x: qd.f32) -> qd.f32:")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: Function has a return "
+                                                 "type but does not have a return statement"):
+        qd.translate(calls_forgetful, "cuda")
+    scalar_field = qd.field(qd.i32, shape=())
+
+    @qd.kernel
+    def vector_times_field(x: qd.types.ndarray(qd.i32, 1)):
+        for i in range(x.shape[0]):
+            a = qd.Vector([1, 1, 1])
+            b = a * scalar_field  # refused: the field itself, not its element
+            x[i] = b[0]
+
+    line = _line_of("b = a * scalar_field")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: unsupported operand "
+                                                 "type: ndarray `scalar_field` used as a value"):
+        qd.translate(vector_times_field, "cuda")

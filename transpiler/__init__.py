@@ -107,7 +107,8 @@ _python_scope.update({"graph.parallel_context": _contextlib.nullcontext, "graph.
 _lib = Namespace("qd._lib", core=Namespace(
     "qd._lib.core", with_vulkan=lambda: True, with_cuda=lambda: True, with_metal=lambda: True,
     with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False,
-    DeviceCapability=_impl.DeviceCapability, data_type_size=lambda dtype: dtype.bits // 8))
+    DeviceCapability=_impl.DeviceCapability, data_type_size=lambda dtype: dtype.bits // 8,
+    QuadrantsRuntimeError=QuadrantsRuntimeError))
 
 
 # The runtime (and NumPy) load only when first needed: a kernel call, a field or ndarray used,

@@ -426,6 +426,10 @@ class CallLowering:
                                                         call_site)
             body = self.static_select(body)
             self.check_returns(body, parsed, func)
+            if annotations.get("return") is not None and not return_count(tuple(without_docstring(fdef))):
+                raise TranspileError(f"Function has a return type but does not have a return statement: "
+                                     f"@qd.func `{func.__name__}` is annotated to return a value but never "
+                                     f"returns one", parsed.loc(fdef.returns), hint="end it with `return VALUE`")
             self.bind_runtime_arguments(runtime_params, body, fdef, annotations, callee_root, node, call_site)
             result = self.inlined_body(body, frame, call_site)
         outer_block[start:start] = declares

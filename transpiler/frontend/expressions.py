@@ -83,7 +83,7 @@ class ExpressionLowering:
             what = getattr(value, "__name__", type(value).__name__)
             raise TranspileError(f"`{what}` is not a value that can be used at run time in a kernel", loc)
         if isinstance(v, ArrayHandle):
-            raise TranspileError(f"ndarray `{v.array.name}` used as a value; index it, e.g. "
+            raise TranspileError(f"unsupported operand type: ndarray `{v.array.name}` used as a value; index it, e.g. "
                                  f"`{v.array.name}[i]`", loc)
         if isinstance(v, ShapeHandle):
             raise TranspileError(f"`{v.array.name}.shape` used as a value; index it, e.g. "

@@ -113,8 +113,10 @@ def _ndrange(lo, name, node):
             return CT(StaticNdrange(HostNdrange(*values, axes=axes)))
         except ValueError as exc:  # axes that are no permutation
             raise lo.error(node.keywords[0].value, str(exc)) from None
-        except TypeError:
-            pass  # an extent known only at run time
+        except TypeError as exc:
+            if all(v is not None for v in values):  # known now, and not integers
+                raise lo.error(node, str(exc)) from None
+            # else an extent known only at run time
     raise lo.error(node, f"qd.{name}() drives a for loop (`for i, j in qd.{name}(...)`), or is unrolled by "
                          f"`qd.static(qd.{name}(...))` when its extents are known at translation time")
 
