@@ -633,3 +633,44 @@ def test_func_without_return_and_field_as_operand_refused():
     with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: unsupported operand "
                                                  "type: ndarray `scalar_field` used as a value"):
         qd.translate(vector_times_field, "cuda")
+
+
+EXTENTS = (n for n in range(3))  # a generator: used up once, so refused as a starred argument
+
+
+@qd.kernel
+def starred_generator(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.grouped(qd.ndrange(*EXTENTS)):  # refused: a generator
+        x[i[0]] = 1.0
+
+
+def test_a_starred_generator_is_a_value_error():
+    line = _line_of("for i in qd.grouped(qd.ndrange(*EXTENTS)):")
+    with pytest.raises(ValueError, match=rf"test_quadrants_own.py:{line}:\d+: error: a starred argument must be a "
+                                          "tuple of numbers"):
+        qd.translate(starred_generator, "cuda")
+
+
+@qd.kernel
+def trace_of_three_by_two(x: qd.types.ndarray(qd.f32, 1)):
+    m = qd.Matrix([[x[0], x[1]], [x[2], x[3]], [x[4], x[5]]])
+    x[0] = m.trace()  # refused: not square
+
+
+@qd.kernel
+def trace_of_square(x: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.f32, 1)):
+    m = qd.Matrix([[x[0], x[1]], [x[2], x[3]]])
+    out[0] = m.trace()
+
+
+def test_trace_refuses_what_is_not_square(executor, rng):
+    x = rng.standard_normal(4).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    trace_of_square(x, out)
+    np.testing.assert_allclose(out[0], x[0] + x[3], rtol=1e-6)
+    line = _line_of("x[0] = m.trace()  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: `.trace\(\)` expected a "
+                                                 r"square matrix, got shape \(3, 2\)"):
+        qd.translate(trace_of_three_by_two, "cuda")
+    with pytest.raises(qd.TranspileError, match=r"expected a square matrix, got shape \(3, 2\)"):
+        qd.Matrix(rng.standard_normal((3, 2)).tolist()).trace()

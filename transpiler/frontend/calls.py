@@ -14,7 +14,7 @@ import weakref
 from functools import lru_cache
 
 from .. import lang
-from ..errors import TranspileError, call_mismatch
+from ..errors import StaticValueError, TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
@@ -98,8 +98,8 @@ class CallLowering:
                 if isinstance(items, (tuple, list)) else None
             if items is None or not all(is_py_scalar(x) or (isinstance(x, tuple) and all(map(is_py_scalar, x)))
                                         for x in items):
-                raise self.error(a, "a starred argument must be a tuple of numbers (or of (begin, end) pairs) known "
-                                    "at translation time", hint="write the arguments out")
+                raise StaticValueError("a starred argument must be a tuple of numbers (or of (begin, end) pairs) "
+                                       "known at translation time", self.loc(a), hint="write the arguments out")
             for x in items:
                 args.append(ast.copy_location(ast.Constant(x), a) if not isinstance(x, tuple) else ast.copy_location(
                     ast.Tuple([ast.copy_location(ast.Constant(y), a) for y in x], ast.Load()), a))
