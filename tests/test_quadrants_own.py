@@ -674,3 +674,30 @@ def test_trace_refuses_what_is_not_square(executor, rng):
         qd.translate(trace_of_three_by_two, "cuda")
     with pytest.raises(qd.TranspileError, match=r"expected a square matrix, got shape \(3, 2\)"):
         qd.Matrix(rng.standard_normal((3, 2)).tolist()).trace()
+
+
+@qd.kernel
+def split_floats(x: qd.types.ndarray(qd.f32, 1), m: qd.types.ndarray(qd.f32, 1), e: qd.types.ndarray(qd.i32, 1),
+                 xd: qd.types.ndarray(qd.f64, 1), md: qd.types.ndarray(qd.f64, 1), ed: qd.types.ndarray(qd.i32, 1)):
+    for i in range(x.shape[0]):
+        a, b = qd.frexp(x[i])
+        m[i] = a
+        e[i] = b
+        c, d = qd.math.frexp(xd[i])
+        md[i] = c
+        ed[i] = d
+
+
+def test_frexp_as_numpy(executor, rng):
+    k = 256
+    x = (rng.standard_normal(k) * 10.0 ** rng.integers(-44, 38, k)).astype(np.float32)
+    xd = rng.standard_normal(k) * 10.0 ** rng.integers(-320, 300, k)
+    x[:6] = [0.0, -0.0, np.inf, 1e-45, -3e38, 0.5]
+    xd[:6] = [0.0, -np.inf, 5e-324, -2e-310, 1.7e308, 1.0]
+    m, e = np.zeros_like(x), np.zeros(k, np.int32)
+    md, ed = np.zeros_like(xd), np.zeros(k, np.int32)
+    split_floats(x, m, e, xd, md, ed)
+    for got_m, got_e, value in ((m, e, x), (md, ed, xd)):
+        want_m, want_e = np.frexp(value)
+        np.testing.assert_array_equal(got_m, want_m)
+        np.testing.assert_array_equal(got_e, want_e)
