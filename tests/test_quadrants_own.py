@@ -701,3 +701,41 @@ def test_frexp_as_numpy(executor, rng):
         want_m, want_e = np.frexp(value)
         np.testing.assert_array_equal(got_m, want_m)
         np.testing.assert_array_equal(got_e, want_e)
+
+
+@qd.func
+def first_of_three(a: qd.types.vector(3, qd.f32)) -> qd.f32:
+    return a[0]
+
+
+@qd.kernel
+def passes_two(x: qd.types.ndarray(qd.f32, 1)):
+    x[0] = first_of_three(qd.Vector([x[0], x[1]]))  # refused: 2 components, not 3
+
+
+@qd.kernel
+def vector_condition(v: qd.types.ndarray(qd.math.vec3, 1)):
+    for i in range(v.shape[0]):
+        cond = v[i] < 0.0
+        v[i] = 0.0 if cond else v[i]  # refused: a vector condition
+
+
+@qd.kernel
+def select_by_component(v: qd.types.ndarray(qd.math.vec3, 1)):
+    for i in range(v.shape[0]):
+        v[i] = qd.select(v[i] < 0.0, 0.0, v[i])
+
+
+def test_vector_condition_and_short_argument_in_quadrants_words(executor, rng):
+    v = rng.standard_normal((32, 3)).astype(np.float32)
+    want = np.where(v < 0, 0, v)
+    select_by_component(v)
+    np.testing.assert_array_equal(v, want)
+    line = _line_of("v[i] = 0.0 if cond else v[i]  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: the condition of `a if "
+                                                 r"cond else b` is a vector of 3, .*Please use \"qd.select\" instead"):
+        qd.translate(vector_condition, "cuda")
+    line = _line_of("x[0] = first_of_three(qd.Vector([x[0], x[1]]))")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: `a` is expected to be a "
+                                                 "Matrix with n 3, but got 2"):
+        qd.translate(passes_two, "cuda")

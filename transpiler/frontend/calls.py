@@ -523,7 +523,9 @@ class CallLowering:
         reads it more than once."""
         if isinstance(ann, MatrixType):
             if ann.shape != value.shape:
-                raise self.error(site, f"parameter `{pname}` of `{func.__name__}` is {ann!r}, given "
+                n, want = value.shape[0], ann.shape[0]  # (Quadrants' words first, where they apply)
+                rows = f"`{pname}` is expected to be a Matrix with n {want}, but got {n}: " if n != want else ""
+                raise self.error(site, f"{rows}parameter `{pname}` of `{func.__name__}` is {ann!r}, given "
                                        f"{describe(value.shape)}")
             value = self.make_matrix(value.shape, value.items, site, self.as_dtype(ann.dtype, site))
         if copy and not all(isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef)) for e in value.items):

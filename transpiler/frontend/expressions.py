@@ -622,6 +622,10 @@ class ExpressionLowering:
         cond = self.expr(node.test)
         if isinstance(cond, CT):
             return self.expr(node.body if cond.value else node.orelse)
+        if isinstance(cond, MatrixValue):  # (Quadrants' words, which say what to write instead)
+            raise self.error(node.test, f"the condition of `a if cond else b` is {describe(cond.shape)}, not a "
+                                        "scalar: it picks one of two values. Please use \"qd.select\" instead.",
+                             hint="qd.select(cond, a, b) picks component by component")
         c = self.truth(self.to_expr(cond, node.test), node.test)
         with self.collecting() as pre_a:
             a = self.expr(node.body)
