@@ -739,3 +739,30 @@ def test_vector_condition_and_short_argument_in_quadrants_words(executor, rng):
     with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: `a` is expected to be a "
                                                  "Matrix with n 3, but got 2"):
         qd.translate(passes_two, "cuda")
+
+
+@qd.kernel
+def static_of_a_parameter(val: qd.f32, x: qd.types.ndarray(qd.f32, 1)):
+    if qd.static(val > 0.5):  # refused: val is known only at run time
+        x[0] = val
+
+
+@qd.kernel
+def slice_from_a_variable(x: qd.types.ndarray(qd.f32, 1)):
+    a = qd.Vector([x[0], x[1], x[2], x[3]])
+    for i in range(2):
+        b = a[i::2]  # refused: a slice bound known only at run time
+        x[i] = b[0]
+
+
+def test_values_needed_at_translation_time_in_quadrants_words():
+    line = _line_of("if qd.static(val > 0.5):  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: qd.static\(\) needs a "
+                                                 "value known at translation time: its arguments must be compile-time "
+                                                 "constants"):
+        qd.translate(static_of_a_parameter, "cuda")
+    line = _line_of("b = a[i::2]  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: a slice bound needs a "
+                                                 "value known at translation time: variables in a slice are not "
+                                                 "supported"):
+        qd.translate(slice_from_a_variable, "cuda")

@@ -31,6 +31,12 @@ from ..lang.names import did_you_mean
 from .matrices import MATRIX_METHODS, SWIZZLE_SETS, describe
 
 
+# What Quadrants says where a value must be known at translation time, said here too.
+_STATIC_WHY = {"qd.static()": ": its arguments must be compile-time constants",
+               "a slice bound": ": variables in a slice are not supported (Quadrants does not support variables "
+                                "in slice now)"}
+
+
 class ElementShape:
     """``arr.element_shape()`` in a kernel, as Quadrants' ndarray answers it: the element's
     extents, empty for scalars. A tuple, as a list literal is in a kernel, so that
@@ -694,7 +700,7 @@ class ExpressionLowering:
         if isinstance(v, ir.Const):  # a folded expression, or a component of an unrolled index vector
             return v.value
         if not isinstance(v, CT):
-            raise self.error(node, f"{what} needs a value known at translation time",
+            raise self.error(node, f"{what} needs a value known at translation time{_STATIC_WHY.get(what, '')}",
                              hint="use constants, template parameters or module-level globals")
         return v.value
 

@@ -41,7 +41,8 @@ def _static(lo, name, node):
         if isinstance(v, ir.Const):  # a folded expression
             v = CT(v.value)
         elif not isinstance(v, (CT, ArrayHandle, StructArray)):  # (a field: `b = qd.static(a)` aliases it)
-            raise lo.error(arg, "qd.static() needs a value known at translation time",
+            raise lo.error(arg, "qd.static() needs a value known at translation time: its arguments must be "
+                                "compile-time constants",
                            hint="use constants, template parameters or module-level globals")
         items.append(v)
     if len(items) == 1:
