@@ -766,3 +766,24 @@ def test_values_needed_at_translation_time_in_quadrants_words():
                                                  "value known at translation time: variables in a slice are not "
                                                  "supported"):
         qd.translate(slice_from_a_variable, "cuda")
+
+
+def test_deprecated_subgroup_aliases_warn_once_in_python_scope(monkeypatch):
+    import warnings  # noqa: PLC0415
+
+    from transpiler.lang.simt import subgroup as sg  # noqa: PLC0415
+
+    calls = []
+    monkeypatch.setattr(sg, "_barrier_deprecation_warned", False, raising=False)
+    monkeypatch.setattr(sg, "sync", lambda: calls.append("sync"))
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always", DeprecationWarning)
+        for _ in range(3):
+            sg.barrier()
+    messages = [str(r.message) for r in records if issubclass(r.category, DeprecationWarning)]
+    assert messages == ["qd.simt.subgroup.barrier() is deprecated; use qd.simt.subgroup.sync()"]
+    assert calls == ["sync"] * 3
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match=r"qd.subgroup.sync\(\) can only be used inside a @qd.kernel"), \
+            pytest.warns(DeprecationWarning):
+        sg.barrier()  # the real sync(): outside a kernel it says so
