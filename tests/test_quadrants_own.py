@@ -787,3 +787,37 @@ def test_deprecated_subgroup_aliases_warn_once_in_python_scope(monkeypatch):
     with pytest.raises(RuntimeError, match=r"qd.subgroup.sync\(\) can only be used inside a @qd.kernel"), \
             pytest.warns(DeprecationWarning):
         sg.barrier()  # the real sync(): outside a kernel it says so
+
+
+from transpiler.lang.simt.reductions import _inclusive_scan_tiled  # noqa: E402 - Quadrants' module path
+
+
+@qd.func
+def compose_affine(a, b):  # (m, c) packed in 16 bits each: x -> m x + c, associative, not commutative
+    m_a, c_a = (a >> 16) & 0xFFFF, a & 0xFFFF
+    m_b, c_b = (b >> 16) & 0xFFFF, b & 0xFFFF
+    return (((m_a * m_b) & 0xFFFF) << 16) | ((m_a * c_b + c_a) & 0xFFFF)
+
+
+@qd.kernel
+def scan_affine(src: qd.types.ndarray(qd.i32, 1), dst: qd.types.ndarray(qd.i32, 1)):
+    qd.loop_config(block_dim=64)
+    for i in range(64):
+        dst[i] = _inclusive_scan_tiled(src[i], compose_affine, 3)
+
+
+def test_generic_tiled_scan_keeps_the_order(executor, rng):
+    m, c = rng.integers(2, 9, 64), rng.integers(0, 256, 64)
+    src = ((m << 16) | c).astype(np.int32)
+    dst = np.zeros(64, np.int32)
+    scan_affine(src, dst)
+    want = []
+    for g in range(8):
+        running = int(src[8 * g])
+        for k in range(8):
+            if k:
+                b = int(src[8 * g + k])
+                ma, ca, mb, cb = running >> 16, running & 0xFFFF, b >> 16, b & 0xFFFF
+                running = (((ma * mb) & 0xFFFF) << 16) | ((ma * cb + ca) & 0xFFFF)
+            want.append(running)
+    np.testing.assert_array_equal(dst.astype(np.int64) & 0xFFFFFFFF, want)
