@@ -8,6 +8,9 @@ different, each checked here with kernels of our own against NumPy on random dat
   mismatched arguments as Quadrants' ValueError, kernels of hundreds of them on the CPU.
 - shared arrays of ``qd.u1``, of vectors and of matrices; ``atomic_cas`` on one component;
   ``warp.sync()`` between loops; a ``@qd.real_func`` taking an ndarray of vectors.
+- a copied dtype is the dtype; live ndarrays counted; a field's ``_name``; refusals in
+  Quadrants' words (ndrange's arguments and loop names, a func that never returns, a field
+  used as an operand, a field of shape 0).
 """
 import numpy as np
 import pytest
@@ -512,3 +515,309 @@ def test_get_runtime_sets_the_default_types(executor):
     finally:
         runtime.set_default_ip(qd.i32)
         runtime.default_fp = qd.f32
+
+
+# ----------------------------------------------------------------------------- second pass
+
+@qd.kernel
+def scale_by_copied_type(x: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]):
+        out[i] = COPIED_F32(x[i] * 2.5)  # a deep copy of qd.f32 is qd.f32 itself
+
+
+COPIED_F32 = __import__("copy").deepcopy(qd.f32)
+
+
+def test_a_copied_dtype_is_the_dtype(executor, rng):
+    import copy  # noqa: PLC0415
+
+    assert COPIED_F32 is qd.f32 and copy.copy(qd.i16) is qd.i16
+    assert id(copy.deepcopy(qd.u8)) in qd.types.primitive_types.type_ids
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    scale_by_copied_type(x, out)
+    np.testing.assert_allclose(out, x * np.float32(2.5), rtol=1e-6)
+
+
+@qd.kernel
+def row_sums(a: qd.types.ndarray(qd.f32, 2), out: qd.types.ndarray(qd.f32, 1)):
+    for i in range(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j]
+        out[i] = s
+
+
+def test_live_ndarrays_are_counted(executor, rng):
+    prog = qd.lang.impl.get_runtime().prog
+    before = prog._get_num_ndarrays()
+    a = qd.ndarray(qd.f32, (16, 8))
+    out = qd.ndarray(qd.f32, (16,))
+    vecs = qd.ndarray(qd.math.vec3, (4,))
+    assert prog._get_num_ndarrays() == before + 3
+    data = rng.standard_normal((16, 8)).astype(np.float32)
+    a.from_numpy(data)
+    row_sums(a, out)
+    np.testing.assert_allclose(out.to_numpy(), data.sum(axis=1), rtol=1e-5, atol=1e-5)
+    del a, vecs
+    assert prog._get_num_ndarrays() == before + 1
+    del out
+    assert prog._get_num_ndarrays() == before
+
+
+def test_field_names_and_shapes_as_quadrants_has_them(executor):
+    a = qd.field(qd.f32, shape=(2, 3), name="a")
+    b = qd.field(qd.math.vec3, shape=(2, 3), name="b")
+    assert a._name == "a" and b._name == "b" and b.snode._name == "b"
+    with pytest.raises(qd._lib.core.QuadrantsRuntimeError, match="Every dimension of a Quadrants field should be "
+                                                                  r"positive: a field's shape is positive ints, not \(0,\)"):
+        qd.field(qd.f32, shape=0)
+
+
+@qd.kernel
+def float_ndrange(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.ndrange((1.5, 10.5)):  # refused: not integers
+        x[i] = 1.0
+
+
+@qd.kernel
+def static_float_ndrange(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.static(qd.ndrange(0.1, 0.2)):  # refused: not integers
+        x[i[0]] = 1.0
+
+
+@qd.kernel
+def one_name_two_dimensions(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.ndrange(4, 4):  # refused: one name for two dimensions
+        x[i] = 1.0
+
+
+def test_ndrange_refusals_in_quadrants_words():
+    cases = [(float_ndrange, "for i in qd.ndrange((1.5, 10.5)):", "Every argument of ndrange should be an integer "
+              r"scalar or a tuple/list of \(int, int\), not f32"),
+             (static_float_ndrange, "for i in qd.static(qd.ndrange(0.1, 0.2)):", "Every argument of ndrange should "
+              r"be an integer scalar or a tuple/list of \(int, int\)"),
+             (one_name_two_dimensions, "for i in qd.ndrange(4, 4):", "Ndrange for loop with number of the loop "
+              "variables not equal to the dimension of the ndrange is not supported: the loop has 2 dimension")]
+    for kernel, text, message in cases:
+        with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{_line_of(text)}:\d+: error: {message}"):
+            qd.translate(kernel, "cuda")
+
+
+@qd.func
+def forgets_to_return(x: qd.f32) -> qd.f32:  # refused: no return
+    x += 1.0
+
+
+@qd.kernel
+def calls_forgetful(x: qd.types.ndarray(qd.f32, 1)):
+    for i in range(x.shape[0]):
+        x[i] = forgets_to_return(x[i])
+
+
+def test_func_without_return_and_field_as_operand_refused():
+    line = _line_of("def forgets_to_return(x: qd.f32) -> qd.f32:")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: Function has a return "
+                                                 "type but does not have a return statement"):
+        qd.translate(calls_forgetful, "cuda")
+    scalar_field = qd.field(qd.i32, shape=())
+
+    @qd.kernel
+    def vector_times_field(x: qd.types.ndarray(qd.i32, 1)):
+        for i in range(x.shape[0]):
+            a = qd.Vector([1, 1, 1])
+            b = a * scalar_field  # refused: the field itself, not its element
+            x[i] = b[0]
+
+    line = _line_of("b = a * scalar_field")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: unsupported operand "
+                                                 "type: ndarray `scalar_field` used as a value"):
+        qd.translate(vector_times_field, "cuda")
+
+
+EXTENTS = (n for n in range(3))  # a generator: used up once, so refused as a starred argument
+
+
+@qd.kernel
+def starred_generator(x: qd.types.ndarray(qd.f32, 1)):
+    for i in qd.grouped(qd.ndrange(*EXTENTS)):  # refused: a generator
+        x[i[0]] = 1.0
+
+
+def test_a_starred_generator_is_a_value_error():
+    line = _line_of("for i in qd.grouped(qd.ndrange(*EXTENTS)):")
+    with pytest.raises(ValueError, match=rf"test_quadrants_own.py:{line}:\d+: error: a starred argument must be a "
+                                          "tuple of numbers"):
+        qd.translate(starred_generator, "cuda")
+
+
+@qd.kernel
+def trace_of_three_by_two(x: qd.types.ndarray(qd.f32, 1)):
+    m = qd.Matrix([[x[0], x[1]], [x[2], x[3]], [x[4], x[5]]])
+    x[0] = m.trace()  # refused: not square
+
+
+@qd.kernel
+def trace_of_square(x: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.f32, 1)):
+    m = qd.Matrix([[x[0], x[1]], [x[2], x[3]]])
+    out[0] = m.trace()
+
+
+def test_trace_refuses_what_is_not_square(executor, rng):
+    x = rng.standard_normal(4).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    trace_of_square(x, out)
+    np.testing.assert_allclose(out[0], x[0] + x[3], rtol=1e-6)
+    line = _line_of("x[0] = m.trace()  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: `.trace\(\)` expected a "
+                                                 r"square matrix, got shape \(3, 2\)"):
+        qd.translate(trace_of_three_by_two, "cuda")
+    with pytest.raises(qd.TranspileError, match=r"expected a square matrix, got shape \(3, 2\)"):
+        qd.Matrix(rng.standard_normal((3, 2)).tolist()).trace()
+
+
+@qd.kernel
+def split_floats(x: qd.types.ndarray(qd.f32, 1), m: qd.types.ndarray(qd.f32, 1), e: qd.types.ndarray(qd.i32, 1),
+                 xd: qd.types.ndarray(qd.f64, 1), md: qd.types.ndarray(qd.f64, 1), ed: qd.types.ndarray(qd.i32, 1)):
+    for i in range(x.shape[0]):
+        a, b = qd.frexp(x[i])
+        m[i] = a
+        e[i] = b
+        c, d = qd.math.frexp(xd[i])
+        md[i] = c
+        ed[i] = d
+
+
+def test_frexp_as_numpy(executor, rng):
+    k = 256
+    x = (rng.standard_normal(k) * 10.0 ** rng.integers(-44, 38, k)).astype(np.float32)
+    xd = rng.standard_normal(k) * 10.0 ** rng.integers(-320, 300, k)
+    x[:6] = [0.0, -0.0, np.inf, 1e-45, -3e38, 0.5]
+    xd[:6] = [0.0, -np.inf, 5e-324, -2e-310, 1.7e308, 1.0]
+    m, e = np.zeros_like(x), np.zeros(k, np.int32)
+    md, ed = np.zeros_like(xd), np.zeros(k, np.int32)
+    split_floats(x, m, e, xd, md, ed)
+    for got_m, got_e, value in ((m, e, x), (md, ed, xd)):
+        want_m, want_e = np.frexp(value)
+        np.testing.assert_array_equal(got_m, want_m)
+        np.testing.assert_array_equal(got_e, want_e)
+
+
+@qd.func
+def first_of_three(a: qd.types.vector(3, qd.f32)) -> qd.f32:
+    return a[0]
+
+
+@qd.kernel
+def passes_two(x: qd.types.ndarray(qd.f32, 1)):
+    x[0] = first_of_three(qd.Vector([x[0], x[1]]))  # refused: 2 components, not 3
+
+
+@qd.kernel
+def vector_condition(v: qd.types.ndarray(qd.math.vec3, 1)):
+    for i in range(v.shape[0]):
+        cond = v[i] < 0.0
+        v[i] = 0.0 if cond else v[i]  # refused: a vector condition
+
+
+@qd.kernel
+def select_by_component(v: qd.types.ndarray(qd.math.vec3, 1)):
+    for i in range(v.shape[0]):
+        v[i] = qd.select(v[i] < 0.0, 0.0, v[i])
+
+
+def test_vector_condition_and_short_argument_in_quadrants_words(executor, rng):
+    v = rng.standard_normal((32, 3)).astype(np.float32)
+    want = np.where(v < 0, 0, v)
+    select_by_component(v)
+    np.testing.assert_array_equal(v, want)
+    line = _line_of("v[i] = 0.0 if cond else v[i]  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: the condition of `a if "
+                                                 r"cond else b` is a vector of 3, .*Please use \"qd.select\" instead"):
+        qd.translate(vector_condition, "cuda")
+    line = _line_of("x[0] = first_of_three(qd.Vector([x[0], x[1]]))")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: `a` is expected to be a "
+                                                 "Matrix with n 3, but got 2"):
+        qd.translate(passes_two, "cuda")
+
+
+@qd.kernel
+def static_of_a_parameter(val: qd.f32, x: qd.types.ndarray(qd.f32, 1)):
+    if qd.static(val > 0.5):  # refused: val is known only at run time
+        x[0] = val
+
+
+@qd.kernel
+def slice_from_a_variable(x: qd.types.ndarray(qd.f32, 1)):
+    a = qd.Vector([x[0], x[1], x[2], x[3]])
+    for i in range(2):
+        b = a[i::2]  # refused: a slice bound known only at run time
+        x[i] = b[0]
+
+
+def test_values_needed_at_translation_time_in_quadrants_words():
+    line = _line_of("if qd.static(val > 0.5):  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: qd.static\(\) needs a "
+                                                 "value known at translation time: its arguments must be compile-time "
+                                                 "constants"):
+        qd.translate(static_of_a_parameter, "cuda")
+    line = _line_of("b = a[i::2]  # refused")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: a slice bound needs a "
+                                                 "value known at translation time: variables in a slice are not "
+                                                 "supported"):
+        qd.translate(slice_from_a_variable, "cuda")
+
+
+def test_deprecated_subgroup_aliases_warn_once_in_python_scope(monkeypatch):
+    import warnings  # noqa: PLC0415
+
+    from transpiler.lang.simt import subgroup as sg  # noqa: PLC0415
+
+    calls = []
+    monkeypatch.setattr(sg, "_barrier_deprecation_warned", False, raising=False)
+    monkeypatch.setattr(sg, "sync", lambda: calls.append("sync"))
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always", DeprecationWarning)
+        for _ in range(3):
+            sg.barrier()
+    messages = [str(r.message) for r in records if issubclass(r.category, DeprecationWarning)]
+    assert messages == ["qd.simt.subgroup.barrier() is deprecated; use qd.simt.subgroup.sync()"]
+    assert calls == ["sync"] * 3
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match=r"qd.subgroup.sync\(\) can only be used inside a @qd.kernel"), \
+            pytest.warns(DeprecationWarning):
+        sg.barrier()  # the real sync(): outside a kernel it says so
+
+
+from transpiler.lang.simt.reductions import _inclusive_scan_tiled  # noqa: E402 - Quadrants' module path
+
+
+@qd.func
+def compose_affine(a, b):  # (m, c) packed in 16 bits each: x -> m x + c, associative, not commutative
+    m_a, c_a = (a >> 16) & 0xFFFF, a & 0xFFFF
+    m_b, c_b = (b >> 16) & 0xFFFF, b & 0xFFFF
+    return (((m_a * m_b) & 0xFFFF) << 16) | ((m_a * c_b + c_a) & 0xFFFF)
+
+
+@qd.kernel
+def scan_affine(src: qd.types.ndarray(qd.i32, 1), dst: qd.types.ndarray(qd.i32, 1)):
+    qd.loop_config(block_dim=64)
+    for i in range(64):
+        dst[i] = _inclusive_scan_tiled(src[i], compose_affine, 3)
+
+
+def test_generic_tiled_scan_keeps_the_order(executor, rng):
+    m, c = rng.integers(2, 9, 64), rng.integers(0, 256, 64)
+    src = ((m << 16) | c).astype(np.int32)
+    dst = np.zeros(64, np.int32)
+    scan_affine(src, dst)
+    want = []
+    for g in range(8):
+        running = int(src[8 * g])
+        for k in range(8):
+            if k:
+                b = int(src[8 * g + k])
+                ma, ca, mb, cb = running >> 16, running & 0xFFFF, b >> 16, b & 0xFFFF
+                running = (((ma * mb) & 0xFFFF) << 16) | ((ma * cb + ca) & 0xFFFF)
+            want.append(running)
+    np.testing.assert_array_equal(dst.astype(np.int64) & 0xFFFFFFFF, want)

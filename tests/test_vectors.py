@@ -665,7 +665,7 @@ def test_python_scope_vectors_and_matrices_are_qd_matrix_values():
         qd.math.vec2(1, 2).xyz = [1, 2, 3]
     with pytest.raises(RuntimeError, match="value len does not match the swizzle pattern=xy"):
         qd.math.vec2(1, 2).xy = [1, 2, 3]
-    with pytest.raises(ValueError, match=r"`.trace\(\)` needs a square matrix; got shape \(3, 2\)"):
+    with pytest.raises(ValueError, match=r"`.trace\(\)` expected a square matrix, got shape \(3, 2\)"):
         qd.Matrix([[0.1, 3.0], [5.0, 7.0], [1.0, 2.0]]).trace()  # (was the 2x2 diagonal's sum, 7.1)
 
 

@@ -45,6 +45,7 @@ from .lang.ops import (  # noqa: F401
     trunc,
     typeof, volatile_load, zero,
 )
+from .lang.mathlib import frexp  # noqa: F401 - qd.frexp, as qd.math.frexp
 from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, hints
     activate, append, assume_in_range, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index,
     sym_eig,
@@ -107,7 +108,8 @@ _python_scope.update({"graph.parallel_context": _contextlib.nullcontext, "graph.
 _lib = Namespace("qd._lib", core=Namespace(
     "qd._lib.core", with_vulkan=lambda: True, with_cuda=lambda: True, with_metal=lambda: True,
     with_amdgpu=lambda: True, with_opengl=lambda: False, with_gles=lambda: False,
-    DeviceCapability=_impl.DeviceCapability, data_type_size=lambda dtype: dtype.bits // 8))
+    DeviceCapability=_impl.DeviceCapability, data_type_size=lambda dtype: dtype.bits // 8,
+    QuadrantsRuntimeError=QuadrantsRuntimeError))
 
 
 # The runtime (and NumPy) load only when first needed: a kernel call, a field or ndarray used,

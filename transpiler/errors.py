@@ -56,6 +56,12 @@ class TranspileError(Exception):
         super().__init__(format_diagnostic("error", message, loc, hint))
 
 
+class StaticValueError(TranspileError, ValueError):
+    """A value its place cannot take, found before anything runs (a generator unpacked into
+    qd.ndrange, the trace of a matrix that is not square): a ValueError, as Python's own, and
+    Quadrants' compilation error class (TranspileError here)."""
+
+
 class KernelArgumentError(TranspileError, TypeError):
     """A kernel called with arguments its parameters do not take: a TypeError, as Python's
     own, and Quadrants' syntax error class (which is TranspileError here)."""

@@ -14,7 +14,7 @@ import weakref
 from functools import lru_cache
 
 from .. import lang
-from ..errors import TranspileError, call_mismatch
+from ..errors import StaticValueError, TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
@@ -98,8 +98,8 @@ class CallLowering:
                 if isinstance(items, (tuple, list)) else None
             if items is None or not all(is_py_scalar(x) or (isinstance(x, tuple) and all(map(is_py_scalar, x)))
                                         for x in items):
-                raise self.error(a, "a starred argument must be a tuple of numbers (or of (begin, end) pairs) known "
-                                    "at translation time", hint="write the arguments out")
+                raise StaticValueError("a starred argument must be a tuple of numbers (or of (begin, end) pairs) "
+                                       "known at translation time", self.loc(a), hint="write the arguments out")
             for x in items:
                 args.append(ast.copy_location(ast.Constant(x), a) if not isinstance(x, tuple) else ast.copy_location(
                     ast.Tuple([ast.copy_location(ast.Constant(y), a) for y in x], ast.Load()), a))
@@ -426,6 +426,10 @@ class CallLowering:
                                                         call_site)
             body = self.static_select(body)
             self.check_returns(body, parsed, func)
+            if annotations.get("return") is not None and not return_count(tuple(without_docstring(fdef))):
+                raise TranspileError(f"Function has a return type but does not have a return statement: "
+                                     f"@qd.func `{func.__name__}` is annotated to return a value but never "
+                                     f"returns one", parsed.loc(fdef.returns), hint="end it with `return VALUE`")
             self.bind_runtime_arguments(runtime_params, body, fdef, annotations, callee_root, node, call_site)
             result = self.inlined_body(body, frame, call_site)
         outer_block[start:start] = declares
@@ -519,7 +523,9 @@ class CallLowering:
         reads it more than once."""
         if isinstance(ann, MatrixType):
             if ann.shape != value.shape:
-                raise self.error(site, f"parameter `{pname}` of `{func.__name__}` is {ann!r}, given "
+                n, want = value.shape[0], ann.shape[0]  # (Quadrants' words first, where they apply)
+                rows = f"`{pname}` is expected to be a Matrix with n {want}, but got {n}: " if n != want else ""
+                raise self.error(site, f"{rows}parameter `{pname}` of `{func.__name__}` is {ann!r}, given "
                                        f"{describe(value.shape)}")
             value = self.make_matrix(value.shape, value.items, site, self.as_dtype(ann.dtype, site))
         if copy and not all(isinstance(e, (ir.Const, ir.LocalRef, ir.ParamRef)) for e in value.items):

@@ -31,6 +31,12 @@ from ..lang.names import did_you_mean
 from .matrices import MATRIX_METHODS, SWIZZLE_SETS, describe
 
 
+# What Quadrants says where a value must be known at translation time, said here too.
+_STATIC_WHY = {"qd.static()": ": its arguments must be compile-time constants",
+               "a slice bound": ": variables in a slice are not supported (Quadrants does not support variables "
+                                "in slice now)"}
+
+
 class ElementShape:
     """``arr.element_shape()`` in a kernel, as Quadrants' ndarray answers it: the element's
     extents, empty for scalars. A tuple, as a list literal is in a kernel, so that
@@ -83,7 +89,7 @@ class ExpressionLowering:
             what = getattr(value, "__name__", type(value).__name__)
             raise TranspileError(f"`{what}` is not a value that can be used at run time in a kernel", loc)
         if isinstance(v, ArrayHandle):
-            raise TranspileError(f"ndarray `{v.array.name}` used as a value; index it, e.g. "
+            raise TranspileError(f"unsupported operand type: ndarray `{v.array.name}` used as a value; index it, e.g. "
                                  f"`{v.array.name}[i]`", loc)
         if isinstance(v, ShapeHandle):
             raise TranspileError(f"`{v.array.name}.shape` used as a value; index it, e.g. "
@@ -622,6 +628,10 @@ class ExpressionLowering:
         cond = self.expr(node.test)
         if isinstance(cond, CT):
             return self.expr(node.body if cond.value else node.orelse)
+        if isinstance(cond, MatrixValue):  # (Quadrants' words, which say what to write instead)
+            raise self.error(node.test, f"the condition of `a if cond else b` is {describe(cond.shape)}, not a "
+                                        "scalar: it picks one of two values. Please use \"qd.select\" instead.",
+                             hint="qd.select(cond, a, b) picks component by component")
         c = self.truth(self.to_expr(cond, node.test), node.test)
         with self.collecting() as pre_a:
             a = self.expr(node.body)
@@ -690,7 +700,7 @@ class ExpressionLowering:
         if isinstance(v, ir.Const):  # a folded expression, or a component of an unrolled index vector
             return v.value
         if not isinstance(v, CT):
-            raise self.error(node, f"{what} needs a value known at translation time",
+            raise self.error(node, f"{what} needs a value known at translation time{_STATIC_WHY.get(what, '')}",
                              hint="use constants, template parameters or module-level globals")
         return v.value
 

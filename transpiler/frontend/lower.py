@@ -45,6 +45,10 @@ from .top_level_calls import TopLevelCallLowering
 from .derivative import derive
 
 
+# A non-integer argument of qd.ndrange in a loop, refused in Quadrants' words.
+NDRANGE_BOUND = "Every argument of ndrange should be an integer scalar or a tuple/list of (int, int)"
+
+
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
                      MatrixLowering, StructLowering, FieldLowering, SparseLowering, GraphLowering, TileLowering,
                      TopLevelCallLowering, DebugCheckLowering):
@@ -703,9 +707,9 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                     if len(a.elts) != 2:
                         raise self.error(a, "Every argument of ndrange should be a scalar or a tuple/list like "
                                             "(begin, end): an extent or a (begin, end) pair")
-                    ranges.append((bound(a.elts[0]), bound(a.elts[1])))
+                    ranges.append((bound(a.elts[0], NDRANGE_BOUND), bound(a.elts[1], NDRANGE_BOUND)))
                 else:
-                    e = bound(a)
+                    e = bound(a, NDRANGE_BOUND)
                     ranges.append((ir.Const(T.i32, e.loc, 0), e))
             if not ranges:
                 raise self.error(it, "qd.ndrange needs at least one dimension")
@@ -770,19 +774,21 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
         if not all(isinstance(t, ast.Name) for t in nodes):
             raise self.error(target, "a loop variable must be a plain name")
         if len(nodes) != n:
-            raise self.error(target, f"the loop has {n} dimension(s) but {len(nodes)} loop variable(s)")
+            raise self.error(target, "Ndrange for loop with number of the loop variables not equal to the dimension "
+                                     f"of the ndrange is not supported: the loop has {n} dimension(s) but "
+                                     f"{len(nodes)} loop variable(s)")
         return [t.id for t in nodes]
 
-    def index_expr(self, node: ast.expr) -> ir.Expr:
+    def index_expr(self, node: ast.expr, refusal: str = "a range bound must be an integer") -> ir.Expr:
         v = self.rvalue(node)
         if not v.type.is_int:
-            raise self.error(node, f"a range bound must be an integer, not {v.type.name}")
+            raise self.error(node, f"{refusal}, not {v.type.name}")
         return self.coerce(v, T.i32, node)
 
-    def parallel_bound(self, node: ast.expr) -> ir.Expr:
+    def parallel_bound(self, node: ast.expr, refusal: str = "a range bound must be an integer") -> ir.Expr:
         """A bound of a top-level loop: the host sizes the grid from it before launching, so
         it may use parameters, shapes and constants but not memory."""
-        e = self.index_expr(node)
+        e = self.index_expr(node, refusal)
         if any(not isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.LocalRef, ir.BinOp, ir.Unary, ir.Cast,
                                   ir.Compare, ir.Logical, ir.Select, ir.Load, ir.VolatileLoad))
                and not (isinstance(n, ir.Math) and n.fn in ("min", "max", "abs")) for n in iter_expr(e)):

@@ -905,7 +905,8 @@ class MethodCall:
     def square(self, largest: int | None = None) -> None:
         shape = self.v.shape
         if len(shape) != 2 or shape[0] != shape[1]:
-            raise self.lo.error(self.node, f"`.{self.name}()` needs a square matrix; this is {describe(shape)}")
+            raise self.lo.error(self.node, f"`.{self.name}()` expected a square matrix, got shape {tuple(shape)}: "
+                                           f"this is {describe(shape)}")
         if largest is not None and shape[0] > largest:
             raise self.lo.error(self.node, f"`.{self.name}()` is for matrices up to {largest}x{largest}")
 

@@ -28,6 +28,14 @@ class DType:
     def __repr__(self) -> str:
         return f"qd.{self.name}"
 
+    # A dtype is one object per name: code recognizes qd.f32 by identity (a call in a kernel, an
+    # annotation), and qd.init's options may arrive deep-copied (Quadrants' test runner does so).
+    def __copy__(self) -> DType:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> DType:
+        return self
+
     def __call__(self, value: float) -> np.generic:
         """Host-side use (a kernel argument, ``qd.i16(x)`` in Python scope): a NumPy scalar of
         this type, converted as C converts, as Quadrants passes arguments: an integer wraps

@@ -52,6 +52,15 @@ def new_program() -> None:
     _inits[0] += 1
 
 
+class FieldShapeError(ValueError, RuntimeError):
+    """A field's shape with an extent under 1: a ValueError, and Quadrants' QuadrantsRuntimeError."""
+
+
+def current_program() -> int:
+    """Which qd.init's program is current: what made since then is that program's."""
+    return _program[0]
+
+
 def current_program_fields() -> list:
     """The placed fields made since the last qd.init: Quadrants' program's fields."""
     return [f for f in list(_all_fields) if f.placed and f.__dict__.get("_program") == _program[0]]
@@ -155,7 +164,8 @@ class Field(ElementDims):
         # NumPy integers are extents too (Genesis sizes its grids with them).
         shape = tuple(n.__index__() if hasattr(n, "__index__") and not isinstance(n, bool) else n for n in shape)
         if not all(isinstance(n, int) and n >= 1 for n in shape):
-            raise ValueError(f"a field's shape is positive ints, not {shape!r}")
+            raise FieldShapeError(f"Every dimension of a Quadrants field should be positive: a field's shape is "
+                                  f"positive ints, not {shape!r}")
         if self._shape is not None:
             raise ValueError(f"field {self.name or ''} is already placed with shape {self._shape}")
         self._offset = index_offset(offset, len(shape))
@@ -228,7 +238,13 @@ class Field(ElementDims):
         node = self.__dict__.get("_place_node")
         if node is None:
             node = self.__dict__["_place_node"] = SNode("place", self.parent(), self.parent().extents)
+            node._name = self.name  # (Quadrants' snode._name: the name of the field placed there)
         return node
+
+    @property
+    def _name(self) -> str | None:
+        """``qd.field(..., name="x")``'s name, as Quadrants spells it (``x._name``)."""
+        return self.name
 
     @comptime
     def parent(self, n: int = 1) -> SNode | None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import TranspileError
+from ..errors import StaticValueError, TranspileError
 from ..ir.types import python_type
 from .swizzle import SWIZZLE_SETS
 
@@ -96,7 +96,7 @@ class HostMatrix(np.ndarray):
 
     def trace(self) -> int | float:
         if self.ndim != 2 or self.shape[0] != self.shape[1]:  # (NumPy would sum the diagonal it has)
-            raise ValueError(f"`.trace()` needs a square matrix; got shape {self.shape}")
+            raise StaticValueError(f"`.trace()` expected a square matrix, got shape {self.shape}")
         return np.asarray(self).trace().item()
 
     def determinant(self) -> float:

@@ -36,6 +36,10 @@ class _Program:
         """``qd.cfg``: what the last qd.init chose."""
         return current_cfg()
 
+    def _get_num_ndarrays(self) -> int:
+        """The ndarrays made since qd.init that are still alive (freed when the last reference goes)."""
+        return host.ndarray_class().count_live()
+
     def get_device_caps(self) -> dict[str, int]:
         """The capabilities of the executor's device: a Vulkan device's features; empty
         elsewhere (the CPU and CUDA executors run no SPIR-V), as Quadrants reports them."""

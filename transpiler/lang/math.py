@@ -2,8 +2,8 @@
 vector types and functions (``vec3``, ``mat3``, ``dot``, ``clamp``, ``smoothstep``, ...)."""
 from .complexlib import cconj, cdiv, cexp, cinv, clog, cmul, cpow, csqrt  # noqa: F401
 from .mathlib import (  # noqa: F401
-    clamp, cross, degrees, determinant, distance, dot, eye, fns, fract, inverse, isinf, isnan, length, log2, mix, mod,
-    normalize, radians, reflect, refract, rotation2d, sign, smoothstep, step, vdir,
+    clamp, cross, degrees, determinant, distance, dot, eye, fns, fract, frexp, inverse, isinf, isnan, length, log2, mix,
+    mod, normalize, radians, reflect, refract, rotation2d, sign, smoothstep, step, vdir,
 )
 from .ops import (  # noqa: F401
     abs, acos, asin, atan, atan2, ceil, clz, cos, cosh, exp, ffs, floor, log, max, min,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math as _pymath
 
-from ..ir.types import i32, u32
+from ..ir.types import f64, i32, u32, u64
 from . import ops
 from .kernel import func, static, template
 from .ops import grouped
@@ -181,6 +181,32 @@ def isinf(x):
     """1 where ``x`` is an infinity, in the default float (as Quadrants: an f64 beyond the f32
     range is an infinity when the default float is f32)."""
     return ops.isinf(ops.cast(x, float))
+
+
+@func
+def frexp(x):
+    """``qd.frexp(x)``: ``(m, e)`` with ``x == m * 2**e`` and ``0.5 <= |m| < 1``, as C's frexp
+    (0 gives (0, 0); an infinity or NaN itself and 0). Written with the bits of the value, as
+    GLSL, Metal and CUDA name frexp differently (and HIP's does not lower everywhere); a
+    subnormal is first scaled into the normal range."""
+    m = x
+    e = 0
+    if static(ops.typeof(x) == f64):
+        scaled = x * static(2.0 ** 64) if ops.abs(x) < static(2.0 ** -1022) else x
+        bits = ops.bit_cast(scaled, u64)
+        biased = i32((bits >> u64(52)) & u64(0x7FF))
+        if x != 0.0 and biased != 0x7FF:
+            e = biased - 1022 - (64 if ops.abs(x) < static(2.0 ** -1022) else 0)
+            m = ops.bit_cast((bits & u64(0x800FFFFFFFFFFFFF)) | u64(0x3FE0000000000000), f64)
+    else:
+        small = ops.abs(x) < static(2.0 ** -126)
+        scaled = x * static(2.0 ** 32) if small else x
+        bits = ops.bit_cast(scaled, u32)
+        biased = i32((bits >> u32(23)) & u32(0xFF))
+        if x != 0.0 and biased != 0xFF:
+            e = biased - 126 - (32 if small else 0)
+            m = ops.bit_cast((bits & u32(0x807FFFFF)) | u32(0x3F000000), ops.typeof(x))
+    return m, e
 
 
 @func

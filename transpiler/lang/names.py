@@ -24,7 +24,7 @@ _NO_EQUIVALENT = set("""
     interop tools experimental clock_counter clock_freq_hz
     pyfunc python dump_compile_config
     set_logging_level is_logging_effective get_addr
-    frexp Format quant BufferViewType
+    Format quant BufferViewType
 """.split())
 
 

@@ -263,7 +263,8 @@ class HostNdrange:
         for e in extents:
             begin, end = (e if isinstance(e, (tuple, list)) else (0, e))
             if not all(isinstance(b, int) or hasattr(b, "__index__") for b in (begin, end)):
-                raise TypeError(f"every argument of qd.ndrange is an int or a (begin, end) pair of ints, not {e!r}")
+                raise TypeError("Every argument of ndrange should be an integer scalar or a tuple/list of (int, int): "
+                                f"every argument of qd.ndrange is an int or a (begin, end) pair of ints, not {e!r}")
             self.bounds.append((int(begin), max(int(begin), int(end))))
         problem = ndrange_axes_problem(axes, len(self.bounds))
         if problem is not None:

@@ -28,6 +28,8 @@ Metal miscompile of a shuffle of a scan result.
 from __future__ import annotations
 
 import math
+import sys
+import types
 
 from . import qd
 from .kernel import comptime
@@ -778,3 +780,17 @@ def _wide_sort(key, value, log2_size: qd.template()):
 @qd.func
 def bitonic_sort_kv(key, value):
     return bitonic_sort_kv_tiled(key, value, subgroup.log2_group_size())
+
+
+@qd.func
+def _inclusive_scan_tiled(value, op: qd.template(), log2_size: qd.template()):
+    """Quadrants' generic tiled scan (private to it, but its tests import it): the inclusive scan
+    of ``value`` under the @qd.func ``op`` over each group of ``2**log2_size`` lanes; ``op``
+    need not commute (the earlier lanes fold in front)."""
+    return _inclusive("_inclusive_scan_tiled", value, log2_size, op)
+
+
+# ... from Quadrants' module path of it, ``quadrants.lang.simt.reductions``.
+reductions = types.ModuleType(f"{__package__}.simt.reductions", "Quadrants' private module of the tiled scans.")
+reductions._inclusive_scan_tiled = _inclusive_scan_tiled
+sys.modules[reductions.__name__] = reductions

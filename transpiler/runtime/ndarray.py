@@ -4,13 +4,15 @@ array, copied across only when the other side reads it; elsewhere host memory ea
 copies to and from its device around a launch."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..errors import TranspileError
 from ..ir.types import DType
 from ..lang.buffer_view import BufferView
 from ..lang.external import from_torch, to_dlpack, to_torch
-from ..lang.field import ElementDims, _index, companion, host_value, wrapped
+from ..lang.field import ElementDims, _index, companion, current_program, host_value, wrapped
 from ..lang.matrix import MatrixType
 
 from typing import TYPE_CHECKING
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
 class NdarrayIndexError(TranspileError, IndexError):
     """``x[i]`` of a 2-d ndarray in Python scope: an IndexError, and Quadrants' index error
     class (TranspileError here)."""
+
+
+_live: weakref.WeakSet = weakref.WeakSet()  # every ndarray alive (Ndarray.count_live)
 
 
 class Ndarray(ElementDims):
@@ -54,11 +59,20 @@ class Ndarray(ElementDims):
         self.shape = shape
         self.element_shape = element_shape
         self.data, self._owner = array_storage(shape + element_shape, scalar.np_dtype)
+        self._program = current_program()
+        _live.add(self)
         for kind, wanted in (("grad", needs_grad), ("dual", needs_dual)):
             if wanted and scalar.is_float:  # an ndarray of the same shape and type (see lang.field.companion)
                 self.__dict__["_" + kind] = Ndarray(dtype, shape)
 
     grad, dual = companion("grad", "qd.ndarray"), companion("dual", "qd.ndarray")
+
+    @staticmethod
+    def count_live() -> int:
+        """How many ndarrays made since the last qd.init are still alive (Quadrants' program
+        counts them: ``prog._get_num_ndarrays()``)."""
+        program = current_program()
+        return sum(1 for a in list(_live) if a._program == program)
 
     # Met as a Python value in a kernel (an attribute of a data-oriented instance), it is bound
     # like a field: these say how (see frontend/fields.py).

@@ -41,7 +41,8 @@ def _static(lo, name, node):
         if isinstance(v, ir.Const):  # a folded expression
             v = CT(v.value)
         elif not isinstance(v, (CT, ArrayHandle, StructArray)):  # (a field: `b = qd.static(a)` aliases it)
-            raise lo.error(arg, "qd.static() needs a value known at translation time",
+            raise lo.error(arg, "qd.static() needs a value known at translation time: its arguments must be "
+                                "compile-time constants",
                            hint="use constants, template parameters or module-level globals")
         items.append(v)
     if len(items) == 1:
@@ -113,8 +114,10 @@ def _ndrange(lo, name, node):
             return CT(StaticNdrange(HostNdrange(*values, axes=axes)))
         except ValueError as exc:  # axes that are no permutation
             raise lo.error(node.keywords[0].value, str(exc)) from None
-        except TypeError:
-            pass  # an extent known only at run time
+        except TypeError as exc:
+            if all(v is not None for v in values):  # known now, and not integers
+                raise lo.error(node, str(exc)) from None
+            # else an extent known only at run time
     raise lo.error(node, f"qd.{name}() drives a for loop (`for i, j in qd.{name}(...)`), or is unrolled by "
                          f"`qd.static(qd.{name}(...))` when its extents are known at translation time")
 
