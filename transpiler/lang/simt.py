@@ -111,6 +111,29 @@ system = Namespace("qd.simt.system",
                                           "devices (CUDA/HIP __threadfence_system())."),
 )
 
+# Quadrants' deprecated spellings and what replaces each: translation warns at each use (see
+# frontend/intrinsics/table.py); a call in Python scope warns once per process, as Quadrants'
+# does, and forwards to the replacement as the namespace has it then.
+DEPRECATED = {"block.mem_sync": "block.mem_fence", "grid.memfence": "grid.mem_fence",
+              "subgroup.barrier": "subgroup.sync", "subgroup.memory_barrier": "subgroup.mem_fence",
+              "subgroup.ballot_full_subgroup": "subgroup.ballot"}
+
+
+def _forward_deprecated(old: str, new: str):
+    space = {"block": block, "grid": grid, "subgroup": subgroup}[old.split(".")[0]]
+    flag = f"_{old.split('.')[1]}_deprecation_warned"  # Quadrants' name: its tests reset it
+
+    def call(*args, **kwargs):
+        if not getattr(space, flag, False):
+            setattr(space, flag, True)
+            warnings.warn(f"qd.simt.{old}() is deprecated; use qd.simt.{new}()", DeprecationWarning, stacklevel=3)
+        return getattr(space, new.split(".")[1])(*args, **kwargs)
+
+    return call
+
+
+python_scope.update({old: _forward_deprecated(old, new) for old, new in DEPRECATED.items()})
+
 
 def __getattr__(name: str):
     raise AttributeError(missing("qd.simt", name, globals()))

@@ -150,6 +150,18 @@ class Ndarray(ElementDims):
         self.data[...] = other._read()
         self._written()
 
+    def __deepcopy__(self, memo: dict) -> Ndarray:
+        """A new ndarray with this one's elements (and a copy of its grad / dual): made by the
+        current executor, as ``qd.ndarray`` makes one, since the storage may be its device
+        memory, which the executor that owns it (not a picklable value) must allocate."""
+        out = Ndarray(self.element_type, self.shape)
+        out.copy_from(self)
+        for kind in ("_grad", "_dual"):
+            if kind in self.__dict__:
+                out.__dict__[kind] = self.__dict__[kind].__deepcopy__(memo)
+        memo[id(self)] = out
+        return out
+
     def __getitem__(self, idx: object):
         """An element (``x[i, j]``, ``x[None]`` of a 0-d one, ``x[I]`` with an index vector) as
         a Python scalar, or a vector / matrix view that writes through; a range of a 1-d one

@@ -7,6 +7,7 @@ import warnings
 
 from ...ir import nodes as ir
 from ...ir import types as T
+from ...lang.simt import DEPRECATED
 from ..handlers import HandlerTable, Lowering
 
 
@@ -65,11 +66,6 @@ def float_dtype(lo, node, name: str, position: int) -> T.DType:
 def float_arg(lo, v, node) -> ir.Expr:
     e = lo.to_expr(v, node)
     return e if e.type.is_float else lo.coerce(e, T.defaults().fp, node, explicit=True)
-
-
-DEPRECATED = {"block.mem_sync": "block.mem_fence", "grid.memfence": "grid.mem_fence",
-               "subgroup.barrier": "subgroup.sync", "subgroup.memory_barrier": "subgroup.mem_fence",
-               "subgroup.ballot_full_subgroup": "subgroup.ballot"}
 
 
 def current_name(lo, name: str, node) -> str:

@@ -1,0 +1,86 @@
+"""What running Quadrants' own test files on Vulkan (scripts/quadrants_tests.py -e vulkan) found
+different there, checked with kernels of our own against NumPy on random data on every executor:
+
+- ``copy.deepcopy`` of a ``qd.ndarray``: on Vulkan its storage is the executor's mapped device
+  memory, owned by the executor (which holds modules and cannot be pickled); the copy is a new
+  ndarray the executor allocates, with the same elements, and independent of the original.
+"""
+import copy
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+
+
+@qd.kernel
+def scale_rows(a: qd.types.ndarray(), k: qd.f32):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * k
+
+
+def test_deepcopy_of_an_ndarray_is_independent(executor, rng):
+    n = 37
+    values = rng.standard_normal((n, 3)).astype(np.float32)
+    x = qd.Vector.ndarray(3, qd.f32, n, needs_grad=True)
+    x.from_numpy(values)
+    grads = rng.standard_normal((n, 3)).astype(np.float32)
+    x.grad.from_numpy(grads)
+    y = copy.deepcopy(x)
+    assert (y.shape, y.element_type, y.n) == (x.shape, x.element_type, x.n)
+    scale_rows(y, 3.0)  # a kernel writes the copy: the original keeps its values
+    np.testing.assert_array_equal(x.to_numpy(), values)
+    np.testing.assert_allclose(y.to_numpy(), values * np.float32(3.0), rtol=1e-6)
+    x.from_numpy(-values)  # and writing the original leaves the copy alone
+    np.testing.assert_allclose(y.to_numpy(), values * np.float32(3.0), rtol=1e-6)
+    np.testing.assert_array_equal(y.grad.to_numpy(), grads)
+    assert y.grad is not x.grad
+
+
+def test_deepcopy_of_a_scalar_ndarray_keeps_its_dtype(executor, rng):
+    values = rng.integers(-2**31, 2**31, (5, 7), dtype=np.int32)
+    x = qd.ndarray(qd.i32, (5, 7))
+    x.from_numpy(values)
+    y = copy.deepcopy(x)
+    x[2, 3] = 0
+    assert y.dtype == qd.i32 and y[2, 3] == values[2, 3]
+    np.testing.assert_array_equal(y.to_numpy(), values)
+
+
+def test_deprecated_subgroup_aliases_warn_once_in_python_scope(monkeypatch):
+    """As Quadrants' own tests check: one DeprecationWarning per process over many calls, and
+    each call forwarded to the replacement as the namespace has it at the call."""
+    import warnings
+
+    sg = qd.simt.subgroup
+    for old, new, arg in (("barrier", "sync", ()), ("memory_barrier", "mem_fence", ()),
+                          ("ballot_full_subgroup", "ballot", (1,))):
+        setattr(sg, f"_{old}_deprecation_warned", False)
+        calls = []
+        monkeypatch.setattr(sg, new, lambda *a, new=new: calls.append((new, a)) or 7)
+        with warnings.catch_warnings(record=True) as records:
+            warnings.simplefilter("always", DeprecationWarning)
+            results = [getattr(sg, old)(*arg) for _ in range(3)]
+        found = [str(r.message) for r in records if issubclass(r.category, DeprecationWarning)]
+        assert found == [f"qd.simt.subgroup.{old}() is deprecated; use qd.simt.subgroup.{new}()"]
+        assert calls == [(new, arg)] * 3 and results == [7, 7, 7]
+
+
+@qd.kernel
+def ballots(pred: qd.types.ndarray(qd.i32, 1), old: qd.types.ndarray(qd.i32, 1), new: qd.types.ndarray(qd.i32, 1)):
+    for i in range(pred.shape[0]):
+        qd.simt.subgroup.barrier()
+        old[i] = qd.i32(qd.simt.subgroup.ballot_full_subgroup(pred[i]) & 0x7FFFFFFF)
+        qd.simt.subgroup.memory_barrier()
+        new[i] = qd.i32(qd.simt.subgroup.ballot(pred[i]) & 0x7FFFFFFF)
+
+
+@pytest.mark.filterwarnings("ignore:.*is deprecated:DeprecationWarning")
+def test_deprecated_subgroup_aliases_run_as_their_replacements(executor, rng):
+    pred = rng.integers(0, 2, 256, dtype=np.int32)
+    old, new = np.zeros(256, np.int32), np.zeros(256, np.int32)
+    ballots(pred, old, new)
+    np.testing.assert_array_equal(old, new)
+    lane = np.arange(256) % {"vulkan": 8, "cpu-hip": 64}.get(executor, 32)  # the lanes of a subgroup: in order
+    own = lane < 31  # (the bits kept)
+    np.testing.assert_array_equal((new[own] >> lane[own]) & 1, pred[own])
