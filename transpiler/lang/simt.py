@@ -68,21 +68,6 @@ block = Namespace("qd.simt.block", **{k: _marker(f"block.{k}", d) for k, d in _b
 subgroup = Namespace("qd.simt.subgroup", **{k: _marker(f"subgroup.{k}", d) for k, d in _subgroup.items()})
 
 
-def _deprecated_alias(old: str, new: str):
-    """``subgroup.<old>(...)`` called in Python scope: one DeprecationWarning (the flag is
-    Quadrants' attribute of the module), then ``subgroup.<new>(...)``, looked up at the call."""
-    def call(*args):
-        flag = f"_{old}_deprecation_warned"
-        if not getattr(subgroup, flag, False):
-            setattr(subgroup, flag, True)
-            warnings.warn(f"qd.simt.subgroup.{old}() is deprecated; use qd.simt.subgroup.{new}()",
-                          DeprecationWarning, stacklevel=3)
-        return getattr(subgroup, new)(*args)
-    return call
-
-
-python_scope.update({f"subgroup.{old}": _deprecated_alias(old, new) for old, new in
-                     (("barrier", "sync"), ("memory_barrier", "mem_fence"), ("ballot_full_subgroup", "ballot"))})
 grid = Namespace("qd.simt.grid",
     mem_fence=_marker("grid.mem_fence", "Order this thread's memory accesses as seen by every thread of the launch."),
     memfence=_marker("grid.memfence", "Deprecated alias of grid.mem_fence()."),
