@@ -11,6 +11,10 @@ different, each checked here with kernels of our own against NumPy on random dat
 - a copied dtype is the dtype; live ndarrays counted; a field's ``_name``; refusals in
   Quadrants' words (ndrange's arguments and loop names, a func that never returns, a field
   used as an operand, a field of shape 0).
+- ``qd.clock_counter()`` on every target that has a cycle counter, ``qd.clock_freq_hz()`` on
+  CUDA's executors; the number of compiled kernels; ``qd.grouped(qd.ndrange())``; a field
+  sliced in Python scope, a @qd.real_func parameter without a type and a struct returned for
+  another struct type refused, as Quadrants refuses them.
 """
 import numpy as np
 import pytest
@@ -80,7 +84,7 @@ def test_get_runtime_reports_defaults_and_device_caps():
     qd.init(arch="vulkan")
     caps = qd.lang.impl.get_runtime().prog.get_device_caps()
     assert caps[qd._lib.core.DeviceCapability.spirv_has_float64] == 1  # lavapipe has f64
-    assert caps[qd._lib.core.DeviceCapability.spirv_has_shader_clock] == 0
+    assert caps[qd._lib.core.DeviceCapability.spirv_has_shader_clock] == 1  # enabled for qd.clock_counter()
     assert qd._lib.core.data_type_size(qd.f16) == 2 and qd._lib.core.data_type_size(qd.i64) == 8
     qd.init(arch="cpu")
     assert qd.lang.impl.get_cuda_compute_capability() == 70  # what the CUDA text needs at least
@@ -821,3 +825,144 @@ def test_generic_tiled_scan_keeps_the_order(executor, rng):
                 running = (((ma * mb) & 0xFFFF) << 16) | ((ma * cb + ca) & 0xFFFF)
             want.append(running)
     np.testing.assert_array_equal(dst.astype(np.int64) & 0xFFFFFFFF, want)
+
+
+@qd.kernel
+def timed_lcg(seed: qd.types.ndarray(qd.i32, 1), reps: qd.types.ndarray(qd.i32, 1),
+              out: qd.types.ndarray(qd.i32, 1), took: qd.types.ndarray(qd.i64, 1)):
+    for i in range(seed.shape[0]):
+        x = seed[i]
+        start = qd.clock_counter()
+        for _ in range(reps[i]):
+            x = (1664525 * x + 1013904223) & 0x7FFFFFFF
+        took[i] = qd.clock_counter() - start
+        out[i] = x
+
+
+def _lcg(seed: np.ndarray, reps: np.ndarray) -> np.ndarray:
+    out = seed.astype(np.int64)
+    for i in range(len(out)):
+        x = int(out[i])
+        for _ in range(int(reps[i])):
+            x = (1664525 * x + 1013904223) & 0x7FFFFFFF
+        out[i] = x
+    return out.astype(np.int32)
+
+
+def test_clock_counter_times_each_threads_work(executor, rng):
+    seed = rng.integers(0, 2**31 - 1, 128, dtype=np.int32)
+    # light and heavy threads in different subgroups: a device's lanes run in lockstep, and
+    # read the end of the loop together (the CPU executors run each thread on its own)
+    reps = np.where(np.arange(128) < 64, 200, 40000).astype(np.int32)
+    out, took = np.zeros(128, np.int32), np.zeros(128, np.int64)
+    timed_lcg(seed, reps, out, took)
+    np.testing.assert_array_equal(out, _lcg(seed, reps))
+    assert (took > 0).all()
+    # 200 times the work reads a larger count (medians: a loaded host preempts a few threads)
+    assert np.median(took[64:]) > 4 * np.median(took[:64])
+
+
+def test_clock_freq_hz_on_cuda_executors_only():
+    qd.init(arch="cpu")
+    assert qd.clock_freq_hz() == 1e9  # the CPU executor counts nanoseconds of the thread's own time
+    qd.init(arch="cpu", dialect="hip")
+    with pytest.raises(NotImplementedError, match=r"qd.clock_freq_hz\(\) is only available on CUDA"):
+        qd.clock_freq_hz()
+
+
+@pytest.mark.parametrize("target", target_names())
+def test_clock_counter_spellings(target):
+    if target == "msl":
+        line = _line_of("start = qd.clock_counter()")
+        with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: qd.clock_counter\(\) "
+                                                     r"has no equivalent on the msl target"):
+            qd.translate(timed_lcg, target)
+        return
+    tr = qd.translate(timed_lcg, target)
+    text = "".join(tr.sources.values())
+    assert ("clockRealtimeEXT()" if target == "glsl" else "clock64()") in text
+    assert_compiles(target, tr)
+
+
+@qd.kernel
+def add_one(x: qd.types.ndarray(qd.f32, 1), k: qd.template()):
+    for i in range(x.shape[0]):
+        x[i] += k
+
+
+def test_compiled_functions_are_counted(executor, rng):
+    from transpiler.lang import impl  # noqa: PLC0415
+
+    x = rng.standard_normal(16).astype(np.float32)
+    want = x.copy()
+    assert impl.get_runtime().get_num_compiled_functions() == 0
+    for k in (1, 1, 2, 1):  # one program per template value
+        add_one(x, k)
+        want += k
+    np.testing.assert_allclose(x, want, rtol=1e-6)
+    assert impl.get_runtime().get_num_compiled_functions() == 2
+    add_one(x.astype(np.float32).reshape(2, 8)[0], 1)  # the same signature: none more
+    assert impl.get_runtime().get_num_compiled_functions() == 2
+
+
+scalar_out = qd.field(qd.i32, shape=())
+
+
+@qd.kernel
+def grouped_no_dimensions(v: qd.i32):
+    for I in qd.grouped(qd.ndrange()):
+        scalar_out[I] = v
+
+
+def test_grouped_ndrange_of_no_dimensions_runs_once(executor, rng):
+    v = int(rng.integers(-1000, 1000))
+    grouped_no_dimensions(v)
+    assert scalar_out[None] == v
+
+
+def test_a_field_sliced_in_python_scope_is_refused():
+    qd.init(arch="cpu")
+    x = qd.field(qd.i32, shape=(2, 3))
+    with pytest.raises(TypeError, match=r"Detected illegal element of type: <class 'slice'>\. Please be aware that "
+                                        r"slicing a qd.field is not supported so far"):
+        x[0, :]  # noqa: B018
+    with pytest.raises(TypeError, match="slicing a qd.field is not supported"):
+        x[:, 1] = 3
+
+
+def test_a_real_func_parameter_needs_its_type_where_it_is_defined():
+    with pytest.raises(qd.TranspileError) as info:
+        @qd.real_func
+        def adds(a: qd.i32, b) -> qd.i32:
+            return a + b
+    line = _line_of("def adds(a: qd.i32, b) -> qd.i32:")
+    assert f"test_quadrants_own.py:{line}:29: error: parameter `b` of @qd.real_func `adds` must be type annotated" \
+        in str(info.value)
+
+
+sphere = qd.types.struct(center=qd.math.vec3, radius=qd.f32)
+sphere_i = qd.types.struct(center=qd.math.vec3, radius=qd.i32)
+sphere_again = qd.types.struct(center=qd.math.vec3, radius=qd.f32)
+
+
+@qd.kernel
+def returns_another_struct() -> sphere:
+    return sphere_i(center=qd.math.vec3([1, 2, 3]), radius=2)  # refused: another struct type
+
+
+@qd.kernel
+def returns_the_same_members(r: qd.f32) -> sphere:
+    return sphere_again(center=qd.math.vec3([r, 2 * r, 3]), radius=r)
+
+
+def test_a_struct_of_another_type_is_not_returned(executor, rng):
+    line = _line_of("return sphere_i(center=")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: the kernel is annotated "
+                                                 r"to return a struct \(center: vector 3 of f32, radius: f32\); this "
+                                                 r"value is another struct type, \(center: vector 3 of f32, radius: "
+                                                 r"i32\)"):
+        returns_another_struct()
+    r = float(rng.standard_normal())
+    got = returns_the_same_members(r)  # the same members, in the same order: the same type
+    np.testing.assert_allclose(np.asarray(got["center"]), [r, 2 * r, 3], rtol=1e-6)
+    assert got["radius"] == pytest.approx(r, rel=1e-6)

@@ -173,17 +173,6 @@ def calls_unannotated(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
 
 
 @qd.real_func
-def untyped_param(a) -> qd.i32:
-    return a
-
-
-@qd.kernel
-def calls_untyped(out: qd.types.ndarray(dtype=qd.i32, ndim=1)):
-    for i in range(out.shape[0]):
-        out[i] = untyped_param(i)
-
-
-@qd.real_func
 def uses_thread_index(a: qd.i32) -> qd.i32:
     return a + qd.simt.block.thread_idx()
 
@@ -217,13 +206,25 @@ def passes_floats(out: qd.types.ndarray(dtype=qd.f32, ndim=1)):
         out[i] = wants_ints(out, i)
 
 
+def untyped_param_line() -> int:
+    import inspect  # noqa: PLC0415
+    return next(i for i, text in enumerate(inspect.getsource(test_diagnostics_name_the_function_and_the_fix)
+                                           .splitlines()) if "def untyped_param" in text) + \
+        test_diagnostics_name_the_function_and_the_fix.__code__.co_firstlineno
+
+
 def test_diagnostics_name_the_function_and_the_fix():
     msg = _error(calls_unannotated)
     assert "@qd.real_func `unannotated_result`: its return value must be annotated" in msg
     assert "test_real_func.py:" in msg and "-> qd.i32" in msg
-    msg = _error(calls_untyped)
-    assert "parameter `a` of @qd.real_func `untyped_param` has no type annotation" in msg
-    assert "out[i] = untyped_param(i)" in msg
+    with pytest.raises(qd.TranspileError) as info:  # refused where it is defined, as in Quadrants
+        @qd.real_func
+        def untyped_param(a, b: qd.i32) -> qd.i32:
+            return a + b
+    msg = str(info.value)
+    line = untyped_param_line()
+    assert "parameter `a` of @qd.real_func `untyped_param` must be type annotated" in msg
+    assert f"test_real_func.py:{line}:27:" in msg and "def untyped_param(a, b: qd.i32)" in msg and "a: qd.i32" in msg
     msg = _error(calls_thread_index)
     assert "thread and block indices cannot be used in @qd.real_func `uses_thread_index`" in msg
     assert "return a + qd.simt.block.thread_idx()" in msg and "@qd.func" in msg

@@ -45,6 +45,7 @@ from .lang.ops import (  # noqa: F401
     trunc,
     typeof, volatile_load, zero,
 )
+from .lang.ops import clock_counter, clock_freq_hz  # noqa: F401 - the cycle counter and its rate
 from .lang.mathlib import frexp  # noqa: F401 - qd.frexp, as qd.math.frexp
 from .lang.ops import (  # noqa: F401 - sparse SNodes and small decompositions, hints
     activate, append, assume_in_range, deactivate, eig, is_active, length, make_spd, no_activate, rescale_index,

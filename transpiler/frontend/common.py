@@ -284,7 +284,7 @@ def is_simple(e: ir.Expr) -> bool:
 def is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
     """No memory reads and no locals the loop body assigns (by their Python names)."""
     for n in iter_expr(e):
-        if isinstance(n, (ir.Load, ir.Atomic, ir.ShmemOp, ir.Call)):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.ShmemOp, ir.Call, ir.Clock)):
             return False
         if isinstance(n, ir.LocalRef) and n.var.name in assigned_in_body:
             return False
@@ -292,7 +292,8 @@ def is_loop_invariant(e: ir.Expr, assigned_in_body: set[str]) -> bool:
 
 
 def has_side_effects(e: ir.Expr) -> bool:
-    return any(isinstance(n, (ir.Atomic, ir.ShmemOp, ir.Call)) for n in iter_expr(e))
+    # (a clock read counts: evaluated twice or moved, it reads another time)
+    return any(isinstance(n, (ir.Atomic, ir.ShmemOp, ir.Call, ir.Clock)) for n in iter_expr(e))
 
 
 def locals_read_expr(e: ir.Expr) -> set[ir.Local]:

@@ -523,6 +523,11 @@ class KernelScopeLowering:
                 if not isinstance(value, StructValue) or step not in value.members:
                     raise self.error(node, f"the kernel is annotated to return {_type_name(ret)}; "
                                            "this value is not one")
+                if value.type is not None and not _same_struct(value.type, ret):  # (members are not converted)
+                    raise self.error(node, f"the kernel is annotated to return a struct {_members(ret)}; this "
+                                           f"value is another struct type, {_members(value.type)}",
+                                     hint="return a value of the annotated struct type (its members are not "
+                                          "converted)")
                 value, ret = value.members[step], ret.members[step]
         return value
 
@@ -588,6 +593,37 @@ def _result_parts(t, path: tuple = ()) -> list[tuple[tuple, object]]:
     if isinstance(members, dict):
         return [p for name, mt in members.items() for p in _result_parts(T.python_type(mt) or mt, path + (name,))]
     return [(path, t)]
+
+
+def _same_struct(a: StructType, b: StructType) -> bool:
+    """Whether two struct types have the same members, of the same types, in the same order
+    (two ``qd.types.struct(...)`` calls with the same members are the same type)."""
+    if a is b:
+        return True
+    if list(a.members) != list(b.members):
+        return False
+    for x, y in zip(a.members.values(), b.members.values(), strict=True):
+        x, y = T.python_type(x) or x, T.python_type(y) or y
+        if isinstance(x, StructType) and isinstance(y, StructType):
+            if not _same_struct(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _members(t: StructType) -> str:
+    """A struct type's members as a user reads them: ``(center: vec3 of f32, radius: f32)``."""
+    def one(m) -> str:
+        m = T.python_type(m) or m
+        if isinstance(m, StructType):
+            return f"struct {_members(m)}"
+        if isinstance(m, MatrixType):
+            dtype = T.python_type(m.dtype) or m.dtype
+            return f"{'vector' if len(m.shape) == 1 else 'matrix'} {'x'.join(map(str, m.shape))} of " \
+                   f"{getattr(dtype, 'name', dtype)}"
+        return getattr(m, "name", repr(m))
+    return "(" + ", ".join(f"{k}: {one(m)}" for k, m in t.members.items()) + ")"
 
 
 def _type_name(t) -> str:

@@ -684,12 +684,7 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
                 return self.snode_ranges(v.value, it), False
             raise self.error(it, must)
         if getattr(fv, "_qd_builtin", None) == "grouped":
-            if len(it.args) != 1 or it.keywords:
-                raise self.error(it, "qd.grouped() takes one argument: an ndarray or a qd.ndrange(...)")
-            inner, grouped = self.loop_ranges(it.args[0], parallel)
-            if grouped:
-                raise self.error(it.args[0], "qd.grouped() of qd.grouped() is not supported")
-            return inner, True
+            return self.grouped_ranges(it, parallel), True
         if it.keywords and getattr(fv, "_qd_builtin", None) != "ndrange":
             raise self.error(it, "range() takes no keyword arguments")
         if fv is range:
@@ -716,6 +711,22 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.ndrange_axes(it, len(ranges))  # checked here; applied by loop_order
             return ranges, False
         raise self.error(it, must)
+
+    def grouped_ranges(self, it: ast.Call, parallel: bool) -> list[tuple[ir.Expr, ir.Expr]]:
+        """The dimensions of ``qd.grouped(x)``: those of ``x``."""
+        if len(it.args) != 1 or it.keywords:
+            raise self.error(it, "qd.grouped() takes one argument: an ndarray or a qd.ndrange(...)")
+        arg = it.args[0]
+        if isinstance(arg, ast.Call) and not arg.args and not arg.keywords \
+                and getattr(self.static_callee(arg), "_qd_builtin", None) == "ndrange":
+            # no dimensions: one iteration, I the empty index, as over a 0-d field (array_ranges)
+            self.singleton_loop = True
+            loc = self.loc(arg)
+            return [(ir.Const(T.i32, loc, 0), ir.Const(T.i32, loc, 1))]
+        inner, grouped = self.loop_ranges(arg, parallel)
+        if grouped:
+            raise self.error(arg, "qd.grouped() of qd.grouped() is not supported")
+        return inner
 
     def ndrange_axes(self, it: ast.Call, n: int) -> list[int] | None:
         """``qd.ndrange(..., axes=(1, 0))``: the dimensions from the outermost (slowest-varying)

@@ -289,6 +289,12 @@ class VolatileLoad(Expr):
 
 
 @record(eq=False, slots=True)
+class Clock(Expr):
+    """``qd.clock_counter()``: the device's cycle counter (i64) where the thread stands. It is
+    read every time: never folded, merged or moved out of a loop."""
+
+
+@record(eq=False, slots=True)
 class Call(Expr):
     """A call of the kernel's function ``function`` (a ``@qd.real_func`` instantiation, by
     name, so a pass that rewrites the function leaves every call valid). Type VOID when

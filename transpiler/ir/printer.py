@@ -49,6 +49,8 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
         return f"select.{t}({dump_expr(e.cond, names)}, {dump_expr(e.a, names)}, {dump_expr(e.b, names)})"
     if isinstance(e, ir.Math):
         return f"{e.fn}.{t}({', '.join(dump_expr(a, names) for a in e.args)})"
+    if isinstance(e, ir.Clock):
+        return "clock_counter()"
     if isinstance(e, ir.ThreadIndex):
         return f"{e.kind}()"
     if isinstance(e, ir.BitCast):

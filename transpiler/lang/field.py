@@ -200,8 +200,11 @@ class Field(ElementDims):
         taken off."""
         index = _index(index)
         items = index if isinstance(index, tuple) else (index,)
-        if not all(hasattr(i, "__index__") and not isinstance(i, bool) for i in items):
-            return index  # a slice or a mask: NumPy's, as before
+        for i in items:  # (a slice or a mask reached NumPy once: Quadrants refuses both, so here too)
+            if not hasattr(i, "__index__") or isinstance(i, bool):
+                raise TypeError(f"Detected illegal element of type: {type(i)}. Please be aware that slicing a "
+                                f"qd.field is not supported so far: index it with one integer per dimension, or "
+                                f"slice x.to_numpy()")
         shape = self.shape
         if len(items) != len(shape):  # (x[0] of a 2-d field: not a row, as in Quadrants)
             raise FieldIndexError(f"Slicing is not supported on qd.field: it takes one integer index per dimension "

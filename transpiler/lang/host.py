@@ -17,7 +17,8 @@ _loader: list[Callable[[], object]] = []
 
 def install(**hooks: Any) -> None:
     """The runtime's hooks: ``ndarray`` (the class), ``python_dtype``, ``field_storage``,
-    ``config`` (qd.cfg) and ``executor`` (the running one, started on first use)."""
+    ``config`` (qd.cfg), ``executor`` (the running one, started on first use) and
+    ``compiled_kernels`` (how many programs were loaded since qd.init)."""
     _hooks.update(hooks)
 
 
@@ -64,6 +65,11 @@ def config() -> Any:
 def set_defaults(**types: Any) -> None:
     """qd.init's default_fp / default_ip changed (``fp=``, ``ip=``) without a new qd.init."""
     _hook("set_defaults")(**types)
+
+
+def compiled_kernels() -> int:
+    """The kernel programs translated and loaded since qd.init (one per kernel and signature)."""
+    return _hook("compiled_kernels")()
 
 
 def executor() -> Any:

@@ -75,6 +75,12 @@ class _Runtime:
     def set_default_ip(self, dtype: object) -> None:
         host.set_defaults(ip=dtype)
 
+    def get_num_compiled_functions(self) -> int:
+        """The kernel programs translated and loaded since qd.init: one per kernel and distinct
+        signature, as Quadrants counts its materialized kernels (a field's fill() runs no kernel
+        here, so it adds none)."""
+        return host.compiled_kernels()
+
 
 def get_cuda_compute_capability() -> int:
     """The compute capability CUDA kernels run at: the GPU's on the CUDA executor; on the CPU
@@ -94,5 +100,5 @@ def __getattr__(name: str):
         return Kernel
     raise AttributeError(f"qd.lang.impl has no `{name}`: of Quadrants' internal module this package provides "
                          "current_cfg(), get_max_shared_memory_bytes(), get_cuda_compute_capability(), get_runtime() "
-                         "(default_fp, default_ip, prog.config(), prog.get_device_caps()), Kernel and the exception "
-                         "classes")
+                         "(default_fp, default_ip, get_num_compiled_functions(), prog.config(), "
+                         "prog.get_device_caps()), Kernel and the exception classes")

@@ -3,13 +3,17 @@
 operations are made with (``builtin``, ``comptime``, ``static``)."""
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import functools
 import inspect
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import TranspileError
+from ..ir.nodes import Loc
 from ..ir.records import record
 from ..ir.types import DType
 from .stream import take_stream
@@ -253,8 +257,32 @@ func._qd_comptime = True
 
 def real_func(fn: Callable | None = None, **_options) -> RealFunc:
     if fn is None:
-        return lambda f: RealFunc(f)
+        return lambda f: real_func(f)
+    _require_annotations(fn)
     return RealFunc(fn)
+
+
+def _require_annotations(fn: Callable) -> None:
+    """A real function is compiled once per signature, so each parameter needs its type when
+    it is defined (Quadrants refuses it there too, not at the first call)."""
+    params = list(inspect.signature(fn).parameters)
+    missing = [p for p in params if fn.__annotations__.get(p) is None and self_annotation(fn, p, None) is None]
+    if not missing:
+        return
+    loc = None
+    try:  # the parameter's place in the file, for the located error
+        lines, start = inspect.getsourcelines(fn)
+        text = "".join(lines)
+        indent = len(text) - len(text.lstrip(" "))
+        node = next(n for n in ast.walk(ast.parse(textwrap.dedent(text))) if isinstance(n, ast.FunctionDef))
+        arg = next(a for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs if a.arg == missing[0])
+        loc = Loc(inspect.getsourcefile(fn) or "<unknown>", start + arg.lineno - 1, arg.col_offset + indent)
+    except (OSError, TypeError, SyntaxError, StopIteration):
+        pass
+    name = missing[0]
+    raise TranspileError(f"parameter `{name}` of @qd.real_func `{fn.__name__}` must be type annotated", loc,
+                         hint=f"a real function is compiled once per signature: annotate it, e.g. "
+                              f"`{name}: qd.i32`, `{name}: qd.types.ndarray()` or `{name}: qd.template()`")
 
 
 @record(frozen=True)

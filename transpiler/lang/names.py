@@ -21,7 +21,7 @@ _NO_EQUIVALENT = set("""
     sparse mesh_local
     mesh_patch_idx Mesh MeshInstance checkpoint
     stop_grad
-    interop tools experimental clock_counter clock_freq_hz
+    interop tools experimental
     pyfunc python dump_compile_config
     set_logging_level is_logging_effective get_addr
     Format quant BufferViewType

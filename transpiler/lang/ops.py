@@ -10,6 +10,7 @@ import itertools
 from operator import add, floordiv, mod, mul, neg, sub, truediv  # noqa: F401
 
 from ..errors import TranspileError
+from . import host
 from .kernel import builtin, python_scope
 from .matrix import Matrix, Vector
 
@@ -191,6 +192,23 @@ pow, abs = _math("pow"), _math("abs")  # noqa: A001
 popcnt, clz, ffs = _math("popcnt"), _math("clz"), _math("ffs")
 isnan, isinf = _math("isnan"), _math("isinf")
 zero, one = _math("zero"), _math("one")  # of the argument's type and shape: qd.zero(v[i])
+
+
+@builtin("clock_counter")
+def clock_counter() -> int:
+    """The device's cycle counter (i64) where the calling thread stands: differences of two
+    reads in one thread measure the work between them (``qd.clock_freq_hz()`` gives the rate
+    on CUDA)."""
+
+
+def clock_freq_hz() -> float:
+    """The rate ``qd.clock_counter()`` counts at, in Hz: of CUDA's executors only, as in
+    Quadrants (the CPU executor of the CUDA text counts nanoseconds: 1 GHz)."""
+    freq = getattr(host.executor(), "clock_freq_hz", None)
+    if freq is None:
+        raise NotImplementedError("qd.clock_freq_hz() is only available on CUDA (arch=qd.cuda, or the CPU executor "
+                                  "of the CUDA text): elsewhere compare qd.clock_counter() readings with each other")
+    return freq
 
 
 @builtin("volatile_load")

@@ -233,7 +233,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     hazard checker on first calls. ``random_seed`` starts qd.random's sequence of launches
     (the same seed, the same numbers). Other options go to the executor (``device``,
     ``fast_math`` for Vulkan and CUDA; ``dialect="hip"``, ``race_check`` for the CPU)."""
-    global _backend, _no_hazards, _defaults, _random_seed, _launches, _offline_cache
+    global _backend, _no_hazards, _defaults, _random_seed, _launches, _offline_cache, _compiled
     lang.field.new_program()
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
@@ -244,7 +244,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     _defaults = T.Defaults(default_ip or T.i32, default_fp or T.f32, bool(options.get("debug", False)))
     kernel_profiler.set_enabled(options.get("kernel_profiler", False))
     lang.math.follow_defaults(_defaults.fp, _defaults.ip)
-    _random_seed, _launches = int(random_seed), 0
+    _random_seed, _launches, _compiled = int(random_seed), 0, 0
     _no_hazards = no_hazards
     _offline_cache = offline_cache.directory(options.get("offline_cache"), options.get("offline_cache_file_path"))
     own = ARCHS[arch]
@@ -272,7 +272,15 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
 
 _random_seed = 0
 _launches = 0
+_compiled = 0  # the kernel programs translated and loaded since qd.init (one per kernel and signature)
 cfg = Config()
+
+
+def compiled_kernels() -> int:
+    """How many kernel programs were translated and loaded on the executor since qd.init: one
+    per kernel and distinct signature (template values, argument types), as Quadrants counts
+    its compiled functions; a call that reuses one adds nothing."""
+    return _compiled
 
 
 def _next_seed() -> int:
@@ -287,10 +295,10 @@ def _next_seed() -> int:
 
 
 def reset() -> None:
-    """No executor until the next qd.init or kernel call; the launch counter restarts."""
-    global _backend, _launches
+    """No executor until the next qd.init or kernel call; the launch and compile counters restart."""
+    global _backend, _launches, _compiled
     _backend = None
-    _launches = 0
+    _launches = _compiled = 0
 
 
 def current() -> Backend:
@@ -624,6 +632,7 @@ def _same_call(key: tuple, args: tuple) -> bool:
 
 def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     """Run ``kernel`` on the current executor; returns what the kernel returns (or None)."""
+    global _compiled
     backend = current()
     last = kernel.__dict__.get("_last_call")
     t0 = time.perf_counter()
@@ -651,6 +660,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
         if first is not None:
             first.translated(tr.seconds, t1 - t0)
             first.loaded_in(time.perf_counter() - t1)
+        _compiled += 1
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
     values.update(hidden_values(kir))
@@ -709,7 +719,7 @@ def set_defaults(fp: T.DType | None = None, ip: T.DType | None = None) -> None:
 
 
 install_host_hooks(ndarray=Ndarray, python_dtype=python_dtype, field_storage=field_storage, config=cfg,
-                   executor=current, set_defaults=set_defaults)
+                   executor=current, set_defaults=set_defaults, compiled_kernels=compiled_kernels)
 
 
 __all__ = ["init", "launch", "ndarray", "Ndarray", "Backend", "Launch", "TranspileError"]

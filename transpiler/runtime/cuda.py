@@ -72,6 +72,11 @@ class CudaBackend(Backend):
         """The GPU's (qd.lang.impl.get_cuda_compute_capability()): 90 for sm_90."""
         return int(self.cupy.cuda.Device().compute_capability)
 
+    @property
+    def clock_freq_hz(self) -> float:
+        """The rate clock64() (qd.clock_counter()) counts at: the GPU's clock (CUDA reports kHz)."""
+        return float(self.cupy.cuda.runtime.getDeviceProperties(self.cupy.cuda.Device().id)["clockRate"]) * 1e3
+
     def translate_options(self) -> dict:
         return {"fast_math": self.fast_math}
 

@@ -200,6 +200,10 @@ class CudaDialect(CxxDialect):
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"{r.helper('volatile_load', e.type)}(&{ref})"
 
+    def clock(self, r: Renderer, e: ir.Clock) -> str:
+        # the SM's (HIP: the compute unit's) 64-bit cycle counter, as Quadrants reads it
+        return "(int64_t)clock64()"
+
     def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
         specs, values = [], []
         for k, (e, text) in enumerate(zip(st.args, args, strict=True)):

@@ -214,6 +214,12 @@ class Dialect:
     def volatile_load(self, r: Rendering, e: ir.VolatileLoad, ref: str) -> str:
         raise NotImplementedError
 
+    def clock(self, r: Rendering, e: ir.Clock) -> str:
+        """``qd.clock_counter()``: the target's cycle counter as an i64."""
+        raise TranspileError(f"qd.clock_counter() has no equivalent on the {self.name} target: it has no cycle "
+                             "counter a kernel can read", e.loc,
+                             hint="time the kernel from the host (qd.sync() and time.perf_counter()) instead")
+
     # ---------------------------------------------------------------- atomics and memory order
 
     def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:

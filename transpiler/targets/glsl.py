@@ -105,6 +105,8 @@ FEATURES = {
     "shaderSharedFloat32AtomicAdd": _ATOMIC_FLOAT,
     # 64-bit integers in subgroup operations (Vulkan 1.2 core feature).
     "shaderSubgroupExtendedTypes": ("GL_EXT_shader_subgroup_extended_types_int64", None),
+    # qd.clock_counter(): the device's real-time clock (Quadrants' spirv_has_shader_clock)
+    "shaderDeviceClock": ("GL_EXT_shader_realtime_clock", "VK_KHR_shader_clock"),
 }
 # What using a dtype anywhere in a shader needs.
 TYPE_FEATURES = {"i8": "shaderInt8", "u8": "shaderInt8", "i16": "shaderInt16", "u16": "shaderInt16",

@@ -184,6 +184,12 @@ class GlslRenderer(Renderer):
         name = self.declare_name(st.var, st.var.name)
         self.put(depth, f"precise {t} {name};" if init is None else f"precise {t} {name} = {init};", st.loc)
 
+    def expr_Clock(self, e: ir.Clock) -> tuple[str, int]:
+        # the device-scope clock: the subgroup one (clockARB) may differ between workgroups
+        self.needs.features.add("shaderDeviceClock")
+        self.usage.types.add("i64")
+        return "int64_t(clockRealtimeEXT())", PREC_PRIMARY
+
     def expr_VolatileLoad(self, e: ir.VolatileLoad) -> tuple[str, int]:
         # A `volatile` view of the buffer: each read is an OpLoad with the Volatile memory
         # access (and the buffer Coherent), which no driver caches, hoists or merges.

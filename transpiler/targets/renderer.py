@@ -337,6 +337,9 @@ class Renderer:
             return fixed[e.kind].format(block_dim=self.block_dim), PREC_PRIMARY
         return self.dialect.thread_index[e.kind], PREC_PRIMARY
 
+    def expr_Clock(self, e: ir.Clock) -> tuple[str, int]:
+        return self.dialect.clock(self, e), PREC_PRIMARY
+
     def expr_BitCast(self, e: ir.BitCast) -> tuple[str, int]:
         self.usage.types.add(e.type.name)
         return self.dialect.bitcast(self.text(e.a), e.a.type, e.type), PREC_PRIMARY

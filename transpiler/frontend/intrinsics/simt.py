@@ -17,6 +17,12 @@ def _thread_index(lo, name, node):
     return ir.ThreadIndex(T.i32, lo.loc(node), name.split(".")[1])
 
 
+@handler("clock_counter")
+def _clock_counter(lo, name, node):
+    call_args(lo, node, name, 0)
+    return ir.Clock(T.i64, lo.loc(node))
+
+
 @handler("block.mem_fence", "grid.mem_fence", "block.mem_sync", "grid.memfence")
 def _fence(lo, name, node):
     call_args(lo, node, name, 0)

@@ -690,6 +690,12 @@ class CpuBackend(Backend):
 
     name = "cpu"
 
+    @property
+    def clock_freq_hz(self) -> float | None:
+        """The rate clock64() counts at here: nanoseconds of the thread's own running time (see
+        qd_simt_rt.cpp). Not of the HIP text: Quadrants has clock_freq_hz() on CUDA alone."""
+        return None if "QD_EMU_HIP" in emulated(self.dialect).emulator_defines else 1e9
+
     def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
                  watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
                  poison_shared: bool = True, thread_iterations: int = 16, max_blocks: int = 0,

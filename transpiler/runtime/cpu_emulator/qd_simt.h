@@ -95,6 +95,7 @@ unsigned long long qd_emu_warp_op(int line, const char* what, unsigned long long
                                   unsigned long long value, long long arg, int width, qd_emu_compute_fn fn);
 void qd_emu_tick_slow(int line);
 void qd_emu_yield(int line);
+long long qd_emu_clock(void);  // clock64(): the running thread's own time in ns (see the runtime)
 [[noreturn]] void qd_emu_trap(int line, const char* what);
 
 // The hardware indices of the running fiber; the scheduler rewrites them at each switch. One
@@ -186,6 +187,9 @@ inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 template <class T> inline T __ldg(const T* p) { return *p; }
+// CUDA's and HIP's 64-bit cycle counter: here nanoseconds of the thread's own running time,
+// so the executor's clock_freq_hz is 1 GHz.
+inline long long clock64() { return qd_emu_clock(); }
 extern "C" int printf(const char* __restrict fmt, ...);
 
 // ----------------------------------------------------------------------------- math

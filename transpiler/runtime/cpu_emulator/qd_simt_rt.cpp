@@ -182,10 +182,17 @@ struct Fiber {
     const char* what;
     unsigned long long value, result, mask;
     long long arg;
+    long long clock_ns;    // the time it has run, once clock64() was first read (Sched::timing)
 #ifdef QD_EMU_TSAN
     void* tsan;
 #endif
 };
+
+inline long long qd_emu_now_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 struct Group {  // one pending warp collective
     unsigned long long members, arrived;
@@ -300,6 +307,8 @@ struct Sched {
     qd_emu_call_fn g_call;
     qd_emu_block_fn g_direct;
     bool direct = false;       // QD_EMU_DIRECT: no fibers; `cur` stays null
+    bool timing = false;       // clock64() was read in this launch: fiber switches are timed
+    long long timing_since = 0;
     unsigned seen_tid;         // direct: the thread the last watchdog poll saw running
     void* g_ctx;
     int abort_code;
@@ -357,8 +366,28 @@ struct Sched {
     // ----------------------------------------------------------------------------- scheduling
 
     inline void activate(Fiber* f) {
+        if (__builtin_expect(timing, 0)) {  // the time since the last switch was the previous fiber's
+            long long now = qd_emu_now_ns();
+            if (cur) cur->clock_ns += now - timing_since;
+            timing_since = now;
+        }
         cur = f;
         threadIdx = f->idx;
+    }
+
+    // clock64(): the running thread's own time in ns. The fibers of a block take turns on one
+    // OS thread, so a wall clock would count the other threads' turns too; each fiber's count
+    // advances only while it runs (as a GPU thread's does while its warp issues). Switches
+    // are timed only from the launch's first read on: the kernels that never read it pay
+    // nothing. A direct launch runs each thread to its end in turn: the wall clock is its own.
+    long long clock() {
+        long long now = qd_emu_now_ns();
+        if (!cur) return now;
+        if (!timing) {
+            timing = true;
+            timing_since = now;
+        }
+        return cur->clock_ns + (now - timing_since);
     }
 
     // The running thread's index in its block (a direct launch keeps no fiber for it).
@@ -518,6 +547,7 @@ struct Sched {
         }
         for (unsigned i = 0; i < nthreads; ++i) {
             fibers[i].state = NEW;
+            fibers[i].clock_ns = 0;
             fibers[i].wait = W_NONE;
             queue[i] = i;
         }
@@ -613,6 +643,7 @@ struct Sched {
         direct = (cfg->flags & QD_EMU_DIRECT) != 0 && direct_fn;
 #endif
         seen_tid = ~0u;
+        timing = false;
         g_ctx = ctx;
         warp_size = wsize;
         nthreads = nt;
@@ -1117,3 +1148,5 @@ QD_EXPORT void qd_emu_tick_slow(int line) { S->tick_slow(line); }
 QD_EXPORT void qd_emu_yield(int line) { S->tick_slow(line); }  // __nanosleep: a loop back-edge's yield, now
 
 QD_EXPORT void qd_emu_trap(int line, const char* what) { S->trap(line, what); }
+
+QD_EXPORT long long qd_emu_clock() { return S->clock(); }
