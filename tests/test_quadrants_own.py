@@ -966,3 +966,46 @@ def test_a_struct_of_another_type_is_not_returned(executor, rng):
     got = returns_the_same_members(r)  # the same members, in the same order: the same type
     np.testing.assert_allclose(np.asarray(got["center"]), [r, 2 * r, 3], rtol=1e-6)
     assert got["radius"] == pytest.approx(r, rel=1e-6)
+
+
+@qd.kernel
+def int_literal_as_float() -> qd.f32:
+    return qd.f32(3)  # refused: an integer literal
+
+
+@qd.kernel
+def float_literal_as_int() -> qd.i32:
+    return qd.i32(2.5)  # refused: a float literal
+
+
+@qd.kernel
+def literal_out_of_range() -> qd.u16:
+    return qd.u16(-1)  # refused: out of u16's range
+
+
+@qd.kernel
+def dtype_of_a_vector() -> qd.f32:
+    v = qd.Vector([1.5, 2.0])
+    return qd.f16(v)[0]  # refused: a compound value
+
+
+@qd.kernel
+def literal_conversions(x: qd.f32) -> qd.f32:
+    return qd.cast(3, qd.f32) * x + qd.f32(0.5) + qd.cast(qd.i32(7), qd.f32)
+
+
+@pytest.mark.parametrize(("kernel", "marker", "message"), [
+    (int_literal_as_float, "return qd.f32(3)", "Integer literals must be annotated with a integer type"),
+    (float_literal_as_int, "return qd.i32(2.5)", "Floating-point literals must be annotated with a floating-point type"),
+    (literal_out_of_range, "return qd.u16(-1)", r"Integer literal -1 exceeded the range of specified dtype: u16"),
+    (dtype_of_a_vector, "return qd.f16(v)[0]", "A primitive type cannot decorate an expression with a compound type"),
+])
+def test_dtype_calls_keep_quadrants_literal_rules(kernel, marker, message):
+    line = _line_of(marker)
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: {message}"):
+        qd.translate(kernel, "cuda")
+
+
+def test_qd_cast_of_literals_still_converts(executor, rng):
+    x = float(rng.standard_normal())
+    assert literal_conversions(x) == pytest.approx(3 * x + 0.5 + 7, rel=1e-5)

@@ -26,7 +26,7 @@ from ..lang.matrix import MatrixType
 from .tiles import is_tile
 from .fields import StructArray
 from .handlers import HandlerTable
-from .intrinsics import call_builtin, cast_call
+from .intrinsics import call_builtin, cast_call, dtype_call
 from .values import (
     CT, ArrayHandle, BoundMethod, KernelVar, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar,
     TupleValue, bound_method, sequence_items,
@@ -191,7 +191,7 @@ class CallLowering:
             raise self.error(node, f"kernel `{fn.__name__}` cannot be called from a kernel",
                              hint="make the callee a @qd.func")
         if isinstance(fn, T.DType):
-            return self.builtin_elementwise(lambda n: cast_call(self, fn, n), node)
+            return dtype_call(self, fn, node)
         python_builtin = PY_CALLS.find(fn)
         if python_builtin is not None:
             lowered = python_builtin(self, fn, node)

@@ -5,17 +5,56 @@ import ast
 
 from ...ir import nodes as ir
 from ...ir import types as T
-from ..values import CT
+from ..values import CT, MatrixValue, MatrixVar, StructValue, StructVar, TupleValue
 from .table import handler, call_args
 from ..common import retype_const
 from ..handlers import Lowering
 
 
 def cast_call(lo: Lowering, dtype: T.DType, node: ast.Call):
+    _one_argument(lo, dtype, node)
+    return _cast_value(lo, dtype, lo.expr(node.args[0]), node)
+
+
+def dtype_call(lo: Lowering, dtype: T.DType, node: ast.Call):
+    """``qd.f32(x)`` in a kernel: ``x`` converted as by qd.cast, under Quadrants' rules for
+    what a dtype may decorate: one scalar expression, and a number known at translation time
+    only of the dtype's kind and within its range (``qd.f32(0)``, ``qd.i32(0.5)``,
+    ``qd.u16(-1)`` are refused there, so code that runs on both writes ``qd.cast``)."""
+    _one_argument(lo, dtype, node)
+    v = lo.expr(node.args[0])
+    if isinstance(v, (MatrixValue, MatrixVar, StructValue, StructVar, TupleValue)):
+        raise lo.error(node, "A primitive type cannot decorate an expression with a compound type.",
+                       hint=f"convert each component with qd.cast(v, qd.{dtype.name}) or v.cast(qd.{dtype.name})")
+    if isinstance(v, CT) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool) \
+            and dtype is not T.bool_:
+        problem = _literal_problem(v.value, dtype)
+        if problem is not None:
+            raise lo.error(node, problem, hint=f"convert it with qd.cast({ast.unparse(node.args[0])}, qd.{dtype.name})"
+                           if "literals must" in problem else f"write a value of {dtype.name}'s range")
+    return _cast_value(lo, dtype, v, node)
+
+
+def _one_argument(lo: Lowering, dtype: T.DType, node: ast.Call) -> None:
     if len(node.args) != 1 or node.keywords:
         raise lo.error(node, f"qd.{dtype.name}(x) takes exactly one argument: A primitive type can only decorate a "
                              "single expression.")
-    v = lo.expr(node.args[0])
+
+
+def _literal_problem(value: int | float, dtype: T.DType) -> str | None:
+    """What Quadrants says of a number known at translation time decorated with ``dtype``."""
+    if isinstance(value, float) and not dtype.is_float:
+        return "Floating-point literals must be annotated with a floating-point type. For type casting, use `qd.cast`."
+    if isinstance(value, int) and dtype.is_float:
+        return "Integer literals must be annotated with a integer type. For type casting, use `qd.cast`."
+    if isinstance(value, int):
+        low, high = (0, 2**dtype.bits - 1) if dtype.kind == "uint" else (-2**(dtype.bits - 1), 2**(dtype.bits - 1) - 1)
+        if not low <= value <= high:
+            return f"Integer literal {value} exceeded the range of specified dtype: {dtype.name}"
+    return None
+
+
+def _cast_value(lo: Lowering, dtype: T.DType, v, node: ast.Call):
     if isinstance(v, CT) and isinstance(v.value, (bool, int, float)):
         return ir.Const(dtype, lo.loc(node), _convert_const(v.value, dtype))
     return lo.coerce(lo.to_expr(v, node.args[0]), dtype, node, explicit=True)
