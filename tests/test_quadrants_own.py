@@ -1009,3 +1009,18 @@ def test_dtype_calls_keep_quadrants_literal_rules(kernel, marker, message):
 def test_qd_cast_of_literals_still_converts(executor, rng):
     x = float(rng.standard_normal())
     assert literal_conversions(x) == pytest.approx(3 * x + 0.5 + 7, rel=1e-5)
+
+
+@qd.kernel
+def outer_by_transpose(a: qd.types.ndarray(qd.types.vector(2, qd.f32), 1)):
+    for i in range(1):
+        m = a[0] @ a[1].transpose()  # refused: write a.outer_product(b)
+        a[0] = m[0, :]
+
+
+def test_vector_at_transposed_vector_says_outer_product():
+    line = _line_of("m = a[0] @ a[1].transpose()")
+    with pytest.raises(qd.TranspileError, match=rf"test_quadrants_own.py:{line}:\d+: error: .*the inner sizes differ; "
+                                                 r"`transpose\(\)` cannot apply to a vector. If you want something "
+                                                 r"like `a @ b.transpose\(\)`, write `a.outer_product\(b\)` instead"):
+        qd.translate(outer_by_transpose, "cuda")

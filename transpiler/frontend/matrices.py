@@ -757,7 +757,10 @@ class MatrixLowering:
         rows_a = (a.shape[0], a.shape[1]) if not a.is_vector else (1, a.shape[0])
         rows_b = (b.shape[0], b.shape[1]) if not b.is_vector else (b.shape[0], 1)
         if rows_a[1] != rows_b[0]:
-            raise self.error(node, f"`@` of {describe(a.shape)} and {describe(b.shape)}: the inner sizes differ")
+            outer = a.is_vector and not b.is_vector and b.shape[0] == 1  # `a @ b.transpose()`: Quadrants' words
+            raise self.error(node, f"`@` of {describe(a.shape)} and {describe(b.shape)}: the inner sizes differ"
+                             + ("; `transpose()` cannot apply to a vector. If you want something like "
+                                "`a @ b.transpose()`, write `a.outer_product(b)` instead." if outer else ""))
         a, b = self.materialize(a, node, "lhs"), self.materialize(b, node, "rhs")
         n, k, m = rows_a[0], rows_a[1], rows_b[1]
 
