@@ -84,3 +84,58 @@ def test_deprecated_subgroup_aliases_run_as_their_replacements(executor, rng):
     lane = np.arange(256) % {"vulkan": 8, "cpu-hip": 64}.get(executor, 32)  # the lanes of a subgroup: in order
     own = lane < 31  # (the bits kept)
     np.testing.assert_array_equal((new[own] >> lane[own]) & 1, pred[own])
+
+
+# An f16 atomic on a shared array (Quadrants' test_shared_array_float_atomics): GLSL has no
+# 16-bit atomics and cannot view shared memory as words, so such an array holds each element in
+# a uint of its own and the update is a compare-and-swap loop on it. Positive quarter-integers keep
+# every partial sum exact in f16, so the result is the same in whatever order the threads add.
+BLOCK = 64
+
+
+@qd.kernel
+def shared_f16_atomics(x: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.f32, 2),
+                       olds: qd.types.ndarray(qd.f32, 1)):
+    qd.loop_config(block_dim=BLOCK)
+    for i in range(x.shape[0]):
+        tid = i % BLOCK
+        sh = qd.simt.block.SharedArray((4, BLOCK), qd.f16)
+        v = qd.cast(x[i], qd.f16)
+        for k in qd.static(range(4)):
+            sh[k, tid] = v
+        qd.simt.block.sync()
+        olds[i] = qd.atomic_add(sh[0, 0], v)
+        qd.atomic_sub(sh[1, 1], v)
+        qd.atomic_min(sh[2, 2], v)
+        qd.atomic_max(sh[3, 3], v)
+        qd.simt.block.sync()
+        for k in qd.static(range(4)):
+            out[i, k] = sh[k, k]
+
+
+def test_f16_atomics_on_a_shared_array(executor, rng):
+    blocks = 5
+    x = (rng.integers(1, 16, blocks * BLOCK) * 0.25).astype(np.float32)
+    out = np.zeros((x.size, 4), np.float32)
+    olds = np.zeros(x.size, np.float32)
+    shared_f16_atomics(x, out, olds)
+    b = x.reshape(blocks, BLOCK)
+    want = np.stack([b[:, 0] + b.sum(1), b[:, 1] - b.sum(1), b.min(1), b.max(1)], 1)
+    np.testing.assert_array_equal(out.reshape(blocks, BLOCK, 4), np.repeat(want[:, None], BLOCK, 1))
+    # What each thread's add saw: with positive values, the partial sums in increasing order,
+    # so sorted, their steps (and the last one to the total) are the block's values.
+    o = np.sort(olds.reshape(blocks, BLOCK), 1)
+    np.testing.assert_array_equal(o[:, 0], b[:, 0])
+    steps = np.concatenate([np.diff(o, axis=1), want[:, :1] - o[:, -1:]], 1)
+    np.testing.assert_array_equal(np.sort(steps, 1), np.sort(b, 1))
+
+
+@pytest.mark.toolchain
+def test_f16_shared_atomics_pass_glslang_and_spirv_val():
+    from conftest import assert_compiles
+
+    tr = qd.translate(shared_f16_atomics, "glsl")
+    (src,) = tr.sources.values()
+    assert "shared uint sh[4 * 64];" in src and "atomicCompSwap(sh[" in src
+    assert tr.manifest["entry_points"][0]["shared_bytes"] == 4 * 4 * BLOCK
+    assert_compiles("glsl", tr)
