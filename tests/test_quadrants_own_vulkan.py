@@ -139,3 +139,42 @@ def test_f16_shared_atomics_pass_glslang_and_spirv_val():
     assert "shared uint sh[4 * 64];" in src and "atomicCompSwap(sh[" in src
     assert tr.manifest["entry_points"][0]["shared_bytes"] == 4 * 4 * BLOCK
     assert_compiles("glsl", tr)
+
+
+# `x ** n`, a float base and an integer exponent known at run time (Quadrants' test_pow
+# float_base_int_exp): Quadrants multiplies it out by squaring (its DemoteOperations pass); the
+# target's pow (lavapipe's GLSL pow is exp2(n * log2(x)), off by ~8 ulp at 6.66 ** 9) differs.
+@qd.kernel
+def float_int_powers(x: qd.types.ndarray(qd.f32, 1), n: qd.types.ndarray(qd.i32, 1),
+                     x64: qd.types.ndarray(qd.f64, 1), n64: qd.types.ndarray(qd.i64, 1),
+                     out: qd.types.ndarray(qd.f32, 1), out64: qd.types.ndarray(qd.f64, 1)):
+    for i in range(x.shape[0]):
+        out[i] = x[i] ** n[i]
+        out64[i] = x64[i] ** n64[i]
+
+
+def squaring_pow(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Quadrants' definition in NumPy, in the base's type: each product rounded as it is made."""
+    result, base, e = np.ones_like(x), x.copy(), np.abs(n)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        while (e > 0).any():
+            odd = (e & 1) == 1
+            result[odd] *= base[odd]
+            base *= base
+            e >>= 1
+        return np.where(n < 0, x.dtype.type(1) / result, result)
+
+
+def test_float_base_to_a_run_time_integer_power_multiplies_out(executor, rng):
+    size = 2000
+    x = (rng.standard_normal(size) * 4).astype(np.float32)
+    x[:8] = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 6.66, -6.66]
+    n = rng.integers(-40, 41, size).astype(np.int32)
+    n[:8] = [-3, 3, 2**31 - 1, -7, -2, 3, 9, -9]
+    x64 = rng.standard_normal(size) * 4
+    n64 = rng.integers(-300, 301, size)
+    out, out64 = np.zeros(size, np.float32), np.zeros(size)
+    float_int_powers(x, n, x64, n64, out, out64)
+    np.testing.assert_array_equal(out, squaring_pow(x, n))
+    np.testing.assert_array_equal(out64, squaring_pow(x64, n64))
+    assert out[6] == np.float32(25779113.0)  # 6.66 ** 9, where lavapipe's pow gave 25779082
