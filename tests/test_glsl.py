@@ -102,8 +102,8 @@ def glsl_words(input: qd.types.ndarray(dtype=qd.f32, ndim=1), output: qd.types.n
 @qd.kernel
 def half_atomic(h: qd.types.ndarray(dtype=qd.f16, ndim=1)):
     for i in range(h.shape[0]):
-        s = qd.simt.block.SharedArray((1,), qd.f16)
-        s[0] += 1.0  # f16 in shared memory: no word view of it (global f16 is a word CAS loop)
+        s = qd.simt.block.SharedArray((1,), qd.i16)
+        s[0] += 1  # a 16-bit integer: no target has an atomic add on one
 
 
 @qd.kernel
@@ -257,7 +257,7 @@ def test_unsupported_atomic_is_a_located_error():
     with pytest.raises(qd.TranspileError) as err:
         translate(half_atomic)
     msg = str(err.value)
-    assert "qd.atomic_add on f16 (shared memory)" in msg and "glsl target" in msg
+    assert "qd.atomic_add on i16 is not supported on the glsl target" in msg and "32- or 64-bit" in msg
     assert f"test_glsl.py:{half_atomic.fn.__code__.co_firstlineno + 4}:" in msg
 
 

@@ -84,3 +84,97 @@ def test_deprecated_subgroup_aliases_run_as_their_replacements(executor, rng):
     lane = np.arange(256) % {"vulkan": 8, "cpu-hip": 64}.get(executor, 32)  # the lanes of a subgroup: in order
     own = lane < 31  # (the bits kept)
     np.testing.assert_array_equal((new[own] >> lane[own]) & 1, pred[own])
+
+
+# An f16 atomic on a shared array (Quadrants' test_shared_array_float_atomics): GLSL has no
+# 16-bit atomics and cannot view shared memory as words, so such an array holds each element in
+# a uint of its own and the update is a compare-and-swap loop on it. Positive quarter-integers keep
+# every partial sum exact in f16, so the result is the same in whatever order the threads add.
+BLOCK = 64
+
+
+@qd.kernel
+def shared_f16_atomics(x: qd.types.ndarray(qd.f32, 1), out: qd.types.ndarray(qd.f32, 2),
+                       olds: qd.types.ndarray(qd.f32, 1)):
+    qd.loop_config(block_dim=BLOCK)
+    for i in range(x.shape[0]):
+        tid = i % BLOCK
+        sh = qd.simt.block.SharedArray((4, BLOCK), qd.f16)
+        v = qd.cast(x[i], qd.f16)
+        for k in qd.static(range(4)):
+            sh[k, tid] = v
+        qd.simt.block.sync()
+        olds[i] = qd.atomic_add(sh[0, 0], v)
+        qd.atomic_sub(sh[1, 1], v)
+        qd.atomic_min(sh[2, 2], v)
+        qd.atomic_max(sh[3, 3], v)
+        qd.simt.block.sync()
+        for k in qd.static(range(4)):
+            out[i, k] = sh[k, k]
+
+
+def test_f16_atomics_on_a_shared_array(executor, rng):
+    blocks = 5
+    x = (rng.integers(1, 16, blocks * BLOCK) * 0.25).astype(np.float32)
+    out = np.zeros((x.size, 4), np.float32)
+    olds = np.zeros(x.size, np.float32)
+    shared_f16_atomics(x, out, olds)
+    b = x.reshape(blocks, BLOCK)
+    want = np.stack([b[:, 0] + b.sum(1), b[:, 1] - b.sum(1), b.min(1), b.max(1)], 1)
+    np.testing.assert_array_equal(out.reshape(blocks, BLOCK, 4), np.repeat(want[:, None], BLOCK, 1))
+    # What each thread's add saw: with positive values, the partial sums in increasing order,
+    # so sorted, their steps (and the last one to the total) are the block's values.
+    o = np.sort(olds.reshape(blocks, BLOCK), 1)
+    np.testing.assert_array_equal(o[:, 0], b[:, 0])
+    steps = np.concatenate([np.diff(o, axis=1), want[:, :1] - o[:, -1:]], 1)
+    np.testing.assert_array_equal(np.sort(steps, 1), np.sort(b, 1))
+
+
+@pytest.mark.toolchain
+def test_f16_shared_atomics_pass_glslang_and_spirv_val():
+    from conftest import assert_compiles
+
+    tr = qd.translate(shared_f16_atomics, "glsl")
+    (src,) = tr.sources.values()
+    assert "shared uint sh[4 * 64];" in src and "atomicCompSwap(sh[" in src
+    assert tr.manifest["entry_points"][0]["shared_bytes"] == 4 * 4 * BLOCK
+    assert_compiles("glsl", tr)
+
+
+# `x ** n`, a float base and an integer exponent known at run time (Quadrants' test_pow
+# float_base_int_exp): Quadrants multiplies it out by squaring (its DemoteOperations pass); the
+# target's pow (lavapipe's GLSL pow is exp2(n * log2(x)), off by ~8 ulp at 6.66 ** 9) differs.
+@qd.kernel
+def float_int_powers(x: qd.types.ndarray(qd.f32, 1), n: qd.types.ndarray(qd.i32, 1),
+                     x64: qd.types.ndarray(qd.f64, 1), n64: qd.types.ndarray(qd.i64, 1),
+                     out: qd.types.ndarray(qd.f32, 1), out64: qd.types.ndarray(qd.f64, 1)):
+    for i in range(x.shape[0]):
+        out[i] = x[i] ** n[i]
+        out64[i] = x64[i] ** n64[i]
+
+
+def squaring_pow(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Quadrants' definition in NumPy, in the base's type: each product rounded as it is made."""
+    result, base, e = np.ones_like(x), x.copy(), np.abs(n)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        while (e > 0).any():
+            odd = (e & 1) == 1
+            result[odd] *= base[odd]
+            base *= base
+            e >>= 1
+        return np.where(n < 0, x.dtype.type(1) / result, result)
+
+
+def test_float_base_to_a_run_time_integer_power_multiplies_out(executor, rng):
+    size = 2000
+    x = (rng.standard_normal(size) * 4).astype(np.float32)
+    x[:8] = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 6.66, -6.66]
+    n = rng.integers(-40, 41, size).astype(np.int32)
+    n[:8] = [-3, 3, 2**31 - 1, -7, -2, 3, 9, -9]
+    x64 = rng.standard_normal(size) * 4
+    n64 = rng.integers(-300, 301, size)
+    out, out64 = np.zeros(size, np.float32), np.zeros(size)
+    float_int_powers(x, n, x64, n64, out, out64)
+    np.testing.assert_array_equal(out, squaring_pow(x, n))
+    np.testing.assert_array_equal(out64, squaring_pow(x64, n64))
+    assert out[6] == np.float32(25779113.0)  # 6.66 ** 9, where lavapipe's pow gave 25779082

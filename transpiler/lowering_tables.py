@@ -96,6 +96,8 @@ def atomic_cell(target_name: str, op: str, t: T.DType, space: str, options: dict
         return f"native on the bits (`{dialect.atomic_name(real_op, uint, space)}`)"
     if form == "word":
         return f"CAS loop on its 32-bit word (`{dialect.atomic_name('cas', T.u32, space)}`)"
+    if form == "wide":
+        return f"CAS loop on a 32-bit word per element (`{dialect.atomic_name('cas', T.u32, space)}`)"
     return f"CAS loop (`{dialect.atomic_name('cas', uint, space)}`)"
 
 

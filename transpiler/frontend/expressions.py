@@ -26,7 +26,7 @@ from .values import (
     CT, ArrayHandle, ArraySlice, BoundMethod, MatrixValue, MatrixVar, OuterProduct, ShapeHandle, StructValue, StructVar,
     TupleValue, sequence_items,
 )
-from ..lang.mathlib import fill, int_pow
+from ..lang.mathlib import fill, float_int_pow, int_pow
 from ..lang.names import did_you_mean
 from .matrices import MATRIX_METHODS, SWIZZLE_SETS, describe
 
@@ -432,6 +432,10 @@ class ExpressionLowering:
         if op == "pow":
             if t.is_float and isinstance(b, CT) and type(b.value) is int and abs(b.value) <= 64:
                 return self.power_by_squaring(self.coerce(ea, t, node), b.value, node)
+            if t.is_float and tb.is_int and not isinstance(b, CT):
+                # An integer exponent known at run time: by squaring, as Quadrants defines it (its
+                # DemoteOperations pass), not the target's pow (lavapipe's is off by ~8 ulp).
+                return self.inline_values(float_int_pow, node, [self.coerce(ea, t, node), eb])
             if t.is_float:
                 return ir.Math(t, loc, "pow", [self.coerce(ea, t, node), self.coerce(eb, t, node)])
             if not (isinstance(b, CT) and isinstance(b.value, int) and b.value >= 0):

@@ -35,6 +35,26 @@ def int_pow(x, n):
 
 
 @func
+def float_int_pow(x, n):
+    """``x ** n`` for a float ``x`` and an integer ``n`` known at run time (the frontend calls
+    it), as Quadrants computes it: the running square joins the product at each set bit of
+    ``|n|``, lowest first, and the reciprocal is taken for a negative ``n``."""
+    result = ops.cast(1, ops.typeof(x))
+    base = x
+    e = n
+    if e < 0:
+        e = -e
+    while e > 0:
+        if e & 1:
+            result *= base
+        base *= base
+        e >>= 1
+    if n < 0:
+        result = 1 / result
+    return result
+
+
+@func
 def raw_mod(a, b):
     """``qd.raw_mod``: C's remainder (the dividend's sign), from Python's (the divisor's),
     which every target computes the same way."""

@@ -101,6 +101,8 @@ class _Rewriter(HoistingRewriter):
         loc = a.loc
         if form == "word":
             return self.word_cas_loop(a, pre, result_used)
+        if form == "wide":
+            return self.cas_loop(a, pre, result_used, wide=True)
         if form == "bits":
             u = UINT_OF_WIDTH[t.bits]
             expected = None if a.expected is None else ir.BitCast(u, loc, a.expected)
@@ -108,9 +110,12 @@ class _Rewriter(HoistingRewriter):
             return ir.BitCast(t, loc, native)
         return self.cas_loop(a, pre, result_used)
 
-    def cas_loop(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool) -> ir.Expr | None:
+    def cas_loop(self, a: ir.Atomic, pre: list[ir.Stmt], result_used: bool, wide: bool = False) -> ir.Expr | None:
+        """``wide``: a 16-bit float in shared memory that holds each element in a 32-bit word
+        of its own, its bits in the low half (the target has no 16-bit atomics and cannot view
+        shared memory as words); the loop swaps the whole word."""
         t, loc = a.type, a.loc
-        mem = UINT_OF_WIDTH[t.bits] if t.is_float else t
+        mem = T.u32 if wide else UINT_OF_WIDTH[t.bits] if t.is_float else t
         try:
             cas_form = self.dialect.atomic_support("cas", mem, ir.space_of(a.array), loc)
         except TranspileError:
@@ -131,14 +136,21 @@ class _Rewriter(HoistingRewriter):
             return ir.LocalRef(var.type, loc, var)
 
         def bits(e: ir.Expr) -> ir.Expr:
+            if wide:
+                return ir.Cast(mem, loc, ir.BitCast(T.u16, loc, e))
             return ir.BitCast(mem, loc, e) if t.is_float else e
+
+        def value_of(e: ir.Expr) -> ir.Expr:
+            if wide:
+                return ir.BitCast(t, loc, ir.Cast(T.u16, loc, e))
+            return ir.BitCast(t, loc, e) if t.is_float else e
 
         desired = combine(a.op, ref(assumed), value, t, loc)
         cas = ir.Atomic(mem, loc, "cas", a.array, indices, bits(desired), bits(ref(assumed)))
         body = [
             ir.Declare(loc, assumed, ref(old)),
             ir.Declare(loc, seen, cas),
-            ir.Assign(loc, old, ir.BitCast(t, loc, ref(seen)) if t.is_float else ref(seen)),
+            ir.Assign(loc, old, value_of(ref(seen))),
             ir.If(loc, ir.Compare(T.bool_, loc, "eq", ref(seen), bits(ref(assumed))), [ir.Break(loc)], []),
         ]
         pre.append(ir.While(loc, ir.Const(T.bool_, loc, True), body))

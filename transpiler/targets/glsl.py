@@ -296,8 +296,11 @@ class GlslDialect(Dialect):
             return "native"
         if t.bits == 16:
             # GLSL has no 16-bit atomics: an f16 update is a CAS loop on its 32-bit word in a
-            # storage buffer (shared memory cannot be viewed as words).
-            return "word" if t.is_float and space == "global" and op in ("add", "mul", "min", "max") else None
+            # storage buffer; shared memory cannot be viewed as words, so a shared f16 array some
+            # atomic updates holds each element in a 32-bit word of its own ("wide").
+            if not (t.is_float and op in ("add", "mul", "min", "max")):
+                return None
+            return "word" if space == "global" else "wide"
         if op == "exchange" and t.name in ("f32", "f64"):
             return "bits"  # atomicExchange on the uint of the same width: no float extension needed
         if op in ("add", "mul", "min", "max") and (t.is_float or t.bits >= 32):
@@ -472,7 +475,9 @@ class GlslTarget(Target):
         for array in task.shared:
             name = r.declare_name(array, array.name)
             size = " * ".join(str(n) for n in array.type.shape)
-            dtype = UINT_OF_WIDTH[array.type.dtype.bits] if id(array) in r.bits_shared else array.type.dtype
+            # A 16-bit float one holds each element in a uint of its own: GLSL's smallest atomics.
+            bits = max(array.type.dtype.bits, 32)
+            dtype = UINT_OF_WIDTH[bits] if id(array) in r.bits_shared else array.type.dtype
             r.shared_decls.append(f"shared {r.type(dtype, array.loc)} {name}[{size}];{r.comment(array.loc)}")
 
     def finish_entry(self, r: GlslRenderer, ctx: TranslationContext, entry: EntryPoint) -> None:
@@ -482,6 +487,9 @@ class GlslTarget(Target):
         aliases = [dict(a, binding=bindings[id(a["param"])],
                         qualifier=a["qualifier"] + " " if a["qualifier"] else qualifier)
                    for a in sorted(r.aliases.values(), key=lambda a: (bindings[id(a["param"])], a["name"]))]
+        # A 16-bit float shared array held one element per uint (declare_shared) takes twice its bytes.
+        entry.shared_bytes += sum(a.type.nbytes for a in entry.task.shared
+                                  if id(a) in r.bits_shared and a.type.dtype.bits == 16)
         if r.fence_word:
             r.shared_decls.append(f"shared uint {FENCE_WORD};  // what fences and pauses are atomics on (lavapipe)")
             entry.shared_bytes += 4

@@ -105,6 +105,8 @@ class GlslRenderer(Renderer):
         if id(e.array) not in self.bits_shared:
             return super().expr_Load(e)
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
+        if e.type.bits == 16:  # its element is the low half of a uint of its own (declare_shared)
+            ref = f"{self.type(T.u16)}({ref})"
         return self.dialect.bitcast(ref, UINT_OF_WIDTH[e.type.bits], e.type), PREC_PRIMARY
 
     def stmt_Store(self, st: ir.Store, depth: int) -> None:
@@ -112,7 +114,10 @@ class GlslRenderer(Renderer):
             return super().stmt_Store(st, depth)
         ref = self.dialect.array_ref(self, st.array, self.linear_index(st.array, st.indices))
         t = st.array.type.dtype
-        self.put(depth, f"{ref} = {self.dialect.bitcast(self.text(st.value), t, UINT_OF_WIDTH[t.bits])};", st.loc)
+        bits = self.dialect.bitcast(self.text(st.value), t, UINT_OF_WIDTH[t.bits])
+        if t.bits == 16:  # the low half of the element's own uint (declare_shared)
+            bits = f"uint({bits})"
+        self.put(depth, f"{ref} = {bits};", st.loc)
 
     def linear_index(self, array: ir.Array, indices: list[ir.Expr]) -> str:
         # glslang takes only 32-bit subscripts: a 64-bit index (an i64 loop variable, an
