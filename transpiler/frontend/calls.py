@@ -10,6 +10,7 @@ import math as pymath
 import operator
 import re
 import types
+import struct
 import weakref
 from functools import lru_cache
 
@@ -329,6 +330,8 @@ class CallLowering:
     def value_parts(self, v, spec: str, node) -> list[tuple]:
         """What print() shows for a value: text known now, and run-time scalars between
         (a vector as [x, y, z], a matrix as rows of those, a struct as {a: ..., b: ...})."""
+        if isinstance(v, CT) and isinstance(v.value, (bool, int, float)) and not spec:
+            return [(_known_scalar_text(v.value), "", node)]
         if isinstance(v, CT) and isinstance(v.value, (str, bool, int, float)):
             m = _SPEC.fullmatch(spec) if spec and type(v.value) in (int, float) else None
             try:
@@ -617,6 +620,21 @@ def misplaced_return(body: tuple[ast.stmt, ...]) -> ast.Return | None:
 
 
 _SPEC = re.compile(r"([-+ #0]*)(\d*)(\.\d+)?(hh|h|ll|l|z|j|t)?([a-zA-Z]?)")
+
+
+def _known_scalar_text(value: bool | int | float) -> str:
+    """A value known at translation time as Quadrants prints it: a run-time value of the
+    default type (True as 1, 2.0 as 2.000000 in f32)."""
+    if isinstance(value, float):
+        fp = T.defaults().fp
+        if fp is T.f64:
+            return format(value, ".12f")
+        try:  # rounded to the default float (an f32, or an f16)
+            value = struct.unpack("<e" if fp is T.f16 else "<f", struct.pack("<e" if fp is T.f16 else "<f", value))[0]
+        except OverflowError:
+            value = pymath.copysign(pymath.inf, value)
+        return format(value, "f")
+    return str(int(value))
 
 
 def _printf_spec(lo, spec: str, dtype: T.DType, node) -> tuple[str, str]:
