@@ -297,7 +297,10 @@ class CallLowering:
         if isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "format" and \
                 isinstance(a.func.value, ast.Constant) and isinstance(a.func.value.value, str):
             return self.format_parts(a)
-        return self.value_parts(self.expr(a), "", a)
+        v = self.expr(a)
+        if isinstance(v, CT) and isinstance(v.value, (bool, int, float)):  # (an f-string field: Python's text)
+            return [(_known_scalar_text(v.value), "", a)]
+        return self.value_parts(v, "", a)
 
     def format_parts(self, call: ast.Call) -> list[tuple]:
         """``"x = {} ({:.2f})".format(a, b)``, positional, numbered or named fields."""
@@ -330,8 +333,6 @@ class CallLowering:
     def value_parts(self, v, spec: str, node) -> list[tuple]:
         """What print() shows for a value: text known now, and run-time scalars between
         (a vector as [x, y, z], a matrix as rows of those, a struct as {a: ..., b: ...})."""
-        if isinstance(v, CT) and isinstance(v.value, (bool, int, float)) and not spec:
-            return [(_known_scalar_text(v.value), "", node)]
         if isinstance(v, CT) and isinstance(v.value, (str, bool, int, float)):
             m = _SPEC.fullmatch(spec) if spec and type(v.value) in (int, float) else None
             try:
@@ -623,8 +624,8 @@ _SPEC = re.compile(r"([-+ #0]*)(\d*)(\.\d+)?(hh|h|ll|l|z|j|t)?([a-zA-Z]?)")
 
 
 def _known_scalar_text(value: bool | int | float) -> str:
-    """A value known at translation time as Quadrants prints it: a run-time value of the
-    default type (True as 1, 2.0 as 2.000000 in f32)."""
+    """A value known at translation time, a print() argument of its own, as Quadrants prints
+    it: a run-time value of the default type (True as 1, 2.0 as 2.000000 in f32)."""
     if isinstance(value, float):
         fp = T.defaults().fp
         if fp is T.f64:
