@@ -29,7 +29,7 @@ def show(x: qd.types.ndarray(dtype=qd.f32, ndim=1), d: qd.types.ndarray(dtype=qd
     for i in range(x.shape[0]):
         print(i, x[i], d[i], b[i], x[i] > 0.0, v[i], "|", end=";\n")
     for i, j in qd.ndrange(2, 3):
-        print(f"({i},{j}) {x[i * 3 + j]:.3e} {n:+06d}")
+        print(f"({i},{j}) {x[i * 3 + j]:.3e} {n:+06d} {True} {1.23}")  # (known fields: Python's text)
     print("end")
 
 
@@ -42,7 +42,7 @@ def expected_show(x, d, b, v, n, u) -> str:
         text += f"{i} {float(x[i]):f} {float(d[i]):.12f} {int(b[i])} {int(x[i] > 0)} {vec(v[i])} |;\n"
     for i in range(2):
         for j in range(3):
-            text += f"({i},{j}) {float(x[i * 3 + j]):.3e} {n:+06d}\n"
+            text += f"({i},{j}) {float(x[i * 3 + j]):.3e} {n:+06d} True 1.23\n"
     return text + "end\n"
 
 
