@@ -368,10 +368,13 @@ def test_formatted_prints_compile(target):
     assert_compiles(target, qd.translate(say_lists, target))
 
 
-def test_print_is_a_located_error_on_metal():
-    with pytest.raises(qd.TranspileError, match="print\\(\\) is not supported on the msl target") as info:
-        qd.translate(say, "msl")
-    assert info.value.loc.line == say.fn.__code__.co_firstlineno + 3
+def test_print_on_metal_writes_the_print_buffer():
+    tr = qd.translate(say, "msl")  # (once refused: Metal has no printf)
+    prints = tr.manifest["prints"]
+    (param,) = [p for p in tr.manifest["params"] if p.get("role") == "print"]
+    assert param["name"] == prints["param"] and "atomic_fetch_add_explicit" in tr.sources["say.metal"]
+    assert [(s["line"], s["args"]) for s in prints["sites"]] == \
+        [(say.fn.__code__.co_firstlineno + 3, ["i32", "f32", "i64"]), (say.fn.__code__.co_firstlineno + 4, [])]
 
 
 # ----------------------------------------------------------------------------- what is not there

@@ -175,6 +175,7 @@ def common_context(sources: dict[str, str], manifest: dict, language: str) -> di
         "result": result_context(manifest, params),
         "module_fields": fields_context(manifest, params),
         "loops": loops_context(manifest, params),
+        "prints": prints_context(manifest, params),
         "cstr": c_string, "strings": string_array,
     }
 
@@ -191,6 +192,29 @@ def fields_context(manifest: dict, params: list[dict]) -> list[dict]:
     arrays = [p["name"] for p in params if p["kind"] == "ndarray"]
     return [{"name": f["name"], "buffer": arrays.index(f["name"]), "bytes": f["bytes"]}
             for f in manifest.get("fields", [])]
+
+
+def prints_context(manifest: dict, params: list[dict]) -> dict | None:
+    """The print buffer's index and size, and each print() site's table row and parts."""
+    prints = manifest.get("prints")
+    if prints is None:
+        return None
+    arrays = [p["name"] for p in params if p["kind"] == "ndarray"]
+    sites = []
+    for s in prints["sites"]:
+        parts = [f"{{ {c_text(p['text'])}, 0, nullptr }}" if "text" in p else
+                 f"{{ nullptr, {p['arg']}, {c_string(p['spec'])} }}" for p in s["parts"]]
+        sites.append({"id": s["id"], "task": -1 if s["task"] is None else s["task"],
+                      "phase": 0 if s["phase"] is None else ("prelude", "body", "epilogue").index(s["phase"]),
+                      "num_keys": s["keys"], "args": s["args"], "parts": parts, "where": f"{s['file']}:{s['line']}"})
+    return {"param": prints["param"], "buffer": arrays.index(prints["param"]), "words": prints["words"], "sites": sites}
+
+
+def c_text(text: str) -> str:
+    """``text`` as a C string literal, control characters escaped (octal: no hex digit that
+    follows can extend it)."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(f"\\{ord(c):03o}" if ord(c) < 32 or ord(c) == 127 else c for c in out) + '"'
 
 
 def result_context(manifest: dict, params: list[dict]) -> dict | None:

@@ -16,7 +16,6 @@ from transpiler.ir import nodes as ir
 from transpiler.ir import types as T
 from transpiler.targets.context import TranslationContext
 from transpiler.targets.cxx import CXX_KEYWORDS, CxxDialect
-from transpiler.targets.dialect import printf_text
 from transpiler.targets.renderer import Renderer
 from transpiler.targets.target import Capabilities, Target, element_entry, param_role
 
@@ -89,16 +88,6 @@ class OpenclDialect(CxxDialect):
 
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"*(volatile {ADDRESS_SPACES[ir.space_of(e.array)]} {r.type(e.type)}*)&{ref}"
-
-    def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
-        specs, values = [], []
-        for e, text in zip(st.args, args):
-            t = e.type
-            spec = "%f" if t.is_float else ("%ld" if t.bits == 64 and t.is_signed else "%lu" if t.bits == 64 else
-                                            "%d" if t.is_signed or t is T.bool_ else "%u")
-            specs.append(spec)
-            values.append(f"(int)({text})" if t is T.bool_ else text)
-        return f"printf({printf_text(st.chunks, specs)}{''.join(', ' + v for v in values)});"
 
     def atomic_table(self, op: str, t: T.DType, space: str) -> str | None:
         if t.name in ("i32", "u32"):

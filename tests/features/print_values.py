@@ -1,5 +1,5 @@
-"""print() in a kernel: printf on CUDA and HIP, debugPrintfEXT on GLSL, a located error on
-Metal."""
+"""print() in a kernel: on every target, a record in the print buffer the manifest's
+`prints` entry describes (the host formats it after the launch)."""
 import transpiler as qd
 
 

@@ -10,6 +10,7 @@ import math as pymath
 import operator
 import re
 import types
+import struct
 import weakref
 from functools import lru_cache
 
@@ -296,7 +297,10 @@ class CallLowering:
         if isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "format" and \
                 isinstance(a.func.value, ast.Constant) and isinstance(a.func.value.value, str):
             return self.format_parts(a)
-        return self.value_parts(self.expr(a), "", a)
+        v = self.expr(a)
+        if isinstance(v, CT) and isinstance(v.value, (bool, int, float)):  # (an f-string field: Python's text)
+            return [(_known_scalar_text(v.value), "", a)]
+        return self.value_parts(v, "", a)
 
     def format_parts(self, call: ast.Call) -> list[tuple]:
         """``"x = {} ({:.2f})".format(a, b)``, positional, numbered or named fields."""
@@ -617,6 +621,21 @@ def misplaced_return(body: tuple[ast.stmt, ...]) -> ast.Return | None:
 
 
 _SPEC = re.compile(r"([-+ #0]*)(\d*)(\.\d+)?(hh|h|ll|l|z|j|t)?([a-zA-Z]?)")
+
+
+def _known_scalar_text(value: bool | int | float) -> str:
+    """A value known at translation time, a print() argument of its own, as Quadrants prints
+    it: a run-time value of the default type (True as 1, 2.0 as 2.000000 in f32)."""
+    if isinstance(value, float):
+        fp = T.defaults().fp
+        if fp is T.f64:
+            return format(value, ".12f")
+        try:  # rounded to the default float (an f32, or an f16)
+            value = struct.unpack("<e" if fp is T.f16 else "<f", struct.pack("<e" if fp is T.f16 else "<f", value))[0]
+        except OverflowError:
+            value = pymath.copysign(pymath.inf, value)
+        return format(value, "f")
+    return str(int(value))
 
 
 def _printf_spec(lo, spec: str, dtype: T.DType, node) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from ..ir.walk import iter_expr
 from ..lang.matrix import MatrixType
 from ..lang.ops import ndrange_axes_problem
 from ..lang.snode import SNode
+from ..passes.prints import buffer_prints
 from ..passes.ranges import loop_bounds
 from .common import (
     ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes, without_docstring,
@@ -818,5 +819,5 @@ def lower_kernel(kernel: lang.Kernel, template_args: dict | None = None,
             array.name = array.name or "shared"
     if kernel.autodiff is not None:
         ir_kernel = derive(ir_kernel, kernel.autodiff)
-    return ir_kernel
+    return buffer_prints(ir_kernel)  # (after deriving, which drops them)
 

@@ -651,6 +651,9 @@ class Kernel:
     # Debug mode's checks, by number (frontend/debug_checks.py): where each is and how its
     # message is formatted from the values the `role == "assert"` buffer holds.
     asserts: list = field(default_factory=list)
+    # Its print() sites, by number (passes/prints.py): how the host formats the records the
+    # `role == "print"` buffer holds.
+    prints: list = field(default_factory=list)
 
     def function(self, name: str) -> Function:
         return next(f for f in self.functions if f.name == name)

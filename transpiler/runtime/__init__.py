@@ -677,6 +677,10 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
         run_with_loops(backend, program, kir, values, plan_launches(kir, values))
     else:
         backend.run(program, kir, values, plan_launches(kir, values))
+    if kir.prints:  # (first: before a failed check's error, as the device printed them before it stopped)
+        from .prints import show_prints  # noqa: PLC0415 - only for a kernel that prints
+
+        show_prints(kir, values)
     if kernel_profiler.enabled:  # (the run returns when the device is done)
         kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
     for write_back in write_backs:  # an argument the kernel ran on a copy of: what the kernel wrote

@@ -11,7 +11,7 @@ from ..ir import types as T
 from .context import EntryPoint, TranslationContext, Usage
 from .cuda_nvshmem import NVSHMEM_MIN_SM, ShmemRenderer, requirement
 from .cxx import CXX_KEYWORDS, FIXED_WIDTH, CxxDialect
-from .dialect import MATH_FUNCS, printf_spec, printf_text
+from .dialect import MATH_FUNCS
 from .host_abi import HOST_TYPES, buffer_table
 from .renderer import Renderer
 from .target import Capabilities, Target, element_entry, param_role
@@ -89,13 +89,6 @@ EVIDENCE = (
     "Float min/max, `atomic_mul` and f16 add are CAS loops over `atomicCAS` on the same-width unsigned "
     "integer (16-bit `atomicCAS` needs sm_70); the new value follows minNum/maxNum (a NaN operand loses).",
 )
-
-
-# dtype -> (printf conversion, the type the argument is passed as where it must be converted)
-PRINTF = {"bool": ("%d", "int"), "i8": ("%d", "int"), "i16": ("%d", "int"), "i32": ("%d", None),
-          "i64": ("%lld", "long long"), "u8": ("%u", "unsigned int"), "u16": ("%u", "unsigned int"),
-          "u32": ("%u", None), "u64": ("%llu", "unsigned long long"), "f16": ("%f", "double"),
-          "f32": ("%f", "double"), "f64": ("%f", None)}
 
 
 class CudaDialect(CxxDialect):
@@ -203,14 +196,6 @@ class CudaDialect(CxxDialect):
     def clock(self, r: Renderer, e: ir.Clock) -> str:
         # the SM's (HIP: the compute unit's) 64-bit cycle counter, as Quadrants reads it
         return "(int64_t)clock64()"
-
-    def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
-        specs, values = [], []
-        for k, (e, text) in enumerate(zip(st.args, args, strict=True)):
-            spec, passed_as = PRINTF[e.type.name]
-            specs.append(printf_spec(spec, st.specs[k] if st.specs else None))
-            values.append(f"({passed_as})({text})" if passed_as else text)
-        return f"printf({printf_text(st.chunks, specs)}{''.join(', ' + v for v in values)});"
 
     def compute_type(self, t: T.DType) -> T.DType:
         return T.f32 if t is T.f16 else super().compute_type(t)

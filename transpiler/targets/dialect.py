@@ -90,27 +90,6 @@ class Helper:
         return (self.name, self.dtype)
 
 
-def printf_spec(default: str, asked: tuple[str, str] | None) -> str:
-    """The printf specifier for an argument whose type prints as ``default`` ("%lld"), with
-    the flags, width, precision and conversion letter the kernel asked for (``{x:.3e}``)."""
-    if not asked or asked == ("", ""):
-        return default
-    flags, letter = asked
-    length = default[1:-1]  # "ll" of "%lld": the type decides it, not the kernel
-    return f"%{flags}{length if letter in 'diouxX' or not letter else ''}{letter or default[-1]}"
-
-
-def printf_text(chunks: tuple[str, ...], specs: list[str]) -> str:
-    """A C string literal for printf: the chunks (escaped, % doubled) around the specifiers."""
-    out = []
-    for k, chunk in enumerate(chunks):
-        out.append(chunk.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-                   .replace("%", "%%"))
-        if k < len(specs):
-            out.append(specs[k])
-    return '"' + "".join(out) + '"'
-
-
 class Dialect:
     """Spellings of one C-like target language. Subclasses fill in the tables."""
 
@@ -254,10 +233,6 @@ class Dialect:
 
     def fence(self, scope: str, loc: ir.Loc) -> tuple[str, ...]:
         return self.fences[scope]
-
-    def print(self, r: Rendering, st: ir.Print, args: list[str]) -> str:
-        raise TranspileError(f"print() is not supported on the {self.name} target", st.loc,
-                             hint="remove it, or translate for a target that can print (CUDA, HIP, GLSL)")
 
     # ---------------------------------------------------------------- block and subgroup
 

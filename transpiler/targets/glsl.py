@@ -21,7 +21,7 @@ from ..ir.walk import all_exprs, iter_expr
 from ..passes.legalize import UINT_OF_WIDTH
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .dialect import (
-    MATH_FUNCS, PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, Dialect, f32_repr, float_text, printf_spec, printf_text,
+    MATH_FUNCS, PREC_AND, PREC_EQ, PREC_OR, PREC_PRIMARY, Dialect, f32_repr, float_text,
 )
 from . import glsl_f64
 from .glsl_layout import Layout
@@ -177,15 +177,6 @@ class GlslNeeds(Needs):
     subgroup_classes: set[str] = field(default_factory=set)  # GL_KHR_shader_subgroup_<class> used
     f64_via_f32: set[str] = field(default_factory=set)       # f64 functions computed in f32
     coherent: bool = False  # a device-scope fence or a volatile load needs coherent buffers
-    debug_printf: bool = False  # print(): debugPrintfEXT
-
-
-# dtype -> (debugPrintfEXT conversion, the type the argument is converted to where needed).
-# The validation layer (1.3.239) prints neither doubles nor 64-bit integers (its %ld reads 32
-# bits and shifts every later argument): f64 goes as float, i64 / u64 as their low 32 bits.
-PRINTF = {"bool": ("%d", "int"), "i8": ("%d", "int"), "i16": ("%d", "int"), "i32": ("%d", None),
-          "i64": ("%d", "int"), "u8": ("%u", "uint"), "u16": ("%u", "uint"), "u32": ("%u", None),
-          "u64": ("%u", "uint"), "f16": ("%f", "float"), "f32": ("%f", None), "f64": ("%f", "float")}
 
 
 class GlslDialect(Dialect):
@@ -326,16 +317,6 @@ class GlslDialect(Dialect):
 
     def bitcast(self, text: str, src: T.DType, dst: T.DType) -> str:
         return f"{self.bitcasts[(src.name, dst.name)]}({text})"
-
-    def print(self, r: Renderer, st: ir.Print, args: list[str]) -> str:
-        # GL_EXT_debug_printf: the Vulkan validation layer (or a capture tool) shows the text.
-        r.needs.debug_printf = True
-        specs, values = [], []
-        for k, (e, text) in enumerate(zip(st.args, args, strict=True)):
-            spec, passed_as = PRINTF[e.type.name]
-            specs.append(printf_spec(spec, st.specs[k] if st.specs else None))
-            values.append(f"{passed_as}({text})" if passed_as else text)
-        return f"debugPrintfEXT({printf_text(st.chunks, specs)}{''.join(', ' + v for v in values)});"
 
     def subgroup(self, r: Renderer, e: ir.SubgroupOp, args: list[str]) -> str:
         # subgroupBroadcast wants a constant lane; a run-time one is a shuffle.
@@ -532,14 +513,12 @@ class GlslTarget(Target):
             "glsl": GLSL_VERSION,
             "spirv": SPIRV_VERSION,
             "extensions": glsl_extensions(vk, needs),
-            "device_extensions": sorted({FEATURES[f][1] for f in vk if FEATURES[f][1]}
-                                        | ({"VK_KHR_shader_non_semantic_info"} if needs.debug_printf else set())),
+            "device_extensions": sorted({FEATURES[f][1] for f in vk if FEATURES[f][1]}),
             "features": vk,
             "f64_functions_in_f32": sorted(needs.f64_via_f32),
             # VkPhysicalDeviceSubgroupProperties::supportedOperations must include these
             # (VK_SUBGROUP_FEATURE_<NAME>_BIT) with supportedStages including compute.
             "subgroup_operations": [c.upper() for c in subgroup_classes(needs)],
-            **({"debug_printf": True} if needs.debug_printf else {}),
         }
 
     def finish_manifest(self, ctx: TranslationContext, manifest: dict) -> dict:
@@ -595,8 +574,7 @@ def vulkan_features(needs: GlslNeeds, used_types: set[str]) -> list[str]:
 
 def glsl_extensions(vk_features: list[str], needs: GlslNeeds) -> list[str]:
     return sorted({FEATURES[f][0] for f in vk_features if FEATURES[f][0]}
-                  | {f"GL_KHR_shader_subgroup_{c}" for c in subgroup_classes(needs)}
-                  | ({"GL_EXT_debug_printf"} if needs.debug_printf else set()))
+                  | {f"GL_KHR_shader_subgroup_{c}" for c in subgroup_classes(needs)})
 
 
 def subgroup_classes(needs: GlslNeeds) -> list[str]:

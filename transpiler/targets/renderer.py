@@ -515,9 +515,6 @@ class Renderer:
     def stmt_Barrier(self, st: ir.Barrier, depth: int) -> None:
         self.put_statements(depth, self.dialect.barrier(st.scope, st.loc), st.loc)
 
-    def stmt_Print(self, st: ir.Print, depth: int) -> None:
-        self.put(depth, self.dialect.print(self, st, [self.text(a) for a in st.args]), st.loc)
-
     def stmt_DeclareShared(self, st: ir.DeclareShared, depth: int) -> None:
         pass  # shared arrays are declared once per entry point (see Target.declare_shared)
 

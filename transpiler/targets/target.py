@@ -14,6 +14,8 @@ from ..ir import nodes as ir
 from ..ir.evaluate import uniform_env
 from ..ir.walk import called_by
 from ..passes.capabilities import Capabilities
+from ..passes.prints import HEADER as PRINT_HEADER
+from ..passes.prints import WORDS as PRINT_WORDS
 from ..passes.tasks import task_loop
 from .context import EntryPoint, Needs, Options, TranslationContext, Usage
 from .dialect import Dialect
@@ -191,6 +193,9 @@ class Target:
         if ctx.kernel.asserts:  # debug mode: what a nonzero word 0 of the `assert` buffer reports
             manifest["asserts"] = {"param": next(p.name for p in ctx.kernel.params if p.role == "assert"),
                                    "checks": ctx.kernel.asserts}
+        if ctx.kernel.prints:  # print(): the records the `print` buffer holds after the launch, and their text
+            manifest["prints"] = {"param": next(p.name for p in ctx.kernel.params if p.role == "print"),
+                                  "words": PRINT_WORDS, "header_words": PRINT_HEADER, "sites": ctx.kernel.prints}
         results = [p for p in ctx.kernel.params if p.role == "result"]
         paths = ctx.kernel.result_paths
         if results and not paths:

@@ -6,9 +6,22 @@
 #endif
 
 // print_values: parallel task from print_values.py:8, 128 threads per block
-extern "C" __global__ void __launch_bounds__(128) print_values(float* x, int32_t x_shape_0, int64_t n)
+extern "C" __global__ void __launch_bounds__(128) print_values(float* x, int32_t x_shape_0, int64_t n, uint32_t* qd_print)
 {
     for (int32_t i = (int32_t)(blockIdx.x * blockDim.x + threadIdx.x); i < x_shape_0; i += (int32_t)(blockDim.x * gridDim.x)) {  // print_values.py:8
-        printf("x[ %d ] = %f of %lld\n", i, (double)(x[i]), (long long)(n));  // print_values.py:9
+        int32_t qd_print_1_0_ = i;  // print_values.py:9
+        float qd_print_1_1_ = x[i];  // print_values.py:9
+        int64_t qd_print_1_2_ = n;  // print_values.py:9
+        uint32_t qd_print_at_1_ = atomicAdd(&qd_print[0], 6u);  // print_values.py:9
+        if (qd_print_at_1_ <= 65528u) {  // print_values.py:9
+            qd_print[int32_t(qd_print_at_1_) + 2] = 1u;  // print_values.py:9
+            qd_print[int32_t(qd_print_at_1_) + 3] = uint32_t(i);  // print_values.py:9
+            qd_print[int32_t(qd_print_at_1_) + 4] = uint32_t(qd_print_1_0_);  // print_values.py:9
+            qd_print[int32_t(qd_print_at_1_) + 5] = __float_as_uint(qd_print_1_1_);  // print_values.py:9
+            qd_print[int32_t(qd_print_at_1_) + 6] = uint32_t(uint64_t(qd_print_1_2_));  // print_values.py:9
+            qd_print[int32_t(qd_print_at_1_) + 7] = uint32_t(uint64_t(qd_print_1_2_) >> uint64_t(32));  // print_values.py:9
+        } else {
+            atomicAdd(&qd_print[1], 1u);  // print_values.py:9
+        }
     }
 }
