@@ -580,8 +580,9 @@ def buffer_names(kir: ir.Kernel) -> dict[str, str]:
     the kernel's own scratch (a kernel-scope variable, the result)."""
     out = {}
     for p in kir.params:
-        if p.role == "field":
-            out[p.name] = f"field `{p.name}`"
+        if p.role == "field":  # (by the field's own name: a parameter's may carry a suffix)
+            field = kir.bindings.get(p.name)
+            out[p.name] = f"field `{getattr(field, 'name', None) or getattr(field, '_qd_name', None) or p.name}`"
         elif p.hidden and not p.of:
             out[p.name] = f"the kernel's own buffer `{p.name}` ({p.role or 'scratch'})"
         else:
