@@ -169,3 +169,71 @@ def test_a_differential_evolution_overrun_is_named_and_the_process_exits_normall
     assert ("OverrunError: evolve: wrote past the end of field `best_fit` (bytes 0 to 3 after its last element) "
             "and of field `history` (bytes 0 to 159 after its last element)") in proc.stdout
     assert proc.stdout.rstrip().endswith("ok")
+
+
+USE_GUARDS = r"""
+#define QD_EMBED_GUARDS
+#include "axpy.cuda.h"
+#include "axpy.glsl.h"
+#include <cstdio>
+
+int main() {
+    using namespace qd::embed;
+    const std::size_t n = 102;
+    auto* a = static_cast<float*>(guarded_alloc(n * sizeof(float)));
+    if (a == nullptr || reinterpret_cast<std::uintptr_t>(a) % 16 != 0) return 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (a[i] != 0.0f) return 2;  // zeroed
+        a[i] = float(i);            // in range: nothing to report
+    }
+    if (!guarded_check(a).ok || guarded_bound_bytes(a) != n * sizeof(float) + 64) return 3;
+    volatile float sink = a[n];  // a read one past the end reads the zone
+    (void)sink;
+    a[n] = 1.0f;                 // a write one past the end
+    GuardReport r = guarded_check(a);
+    if (r.ok || r.after != 4 || r.before != 0) return 4;
+    if (!guarded_check(a).ok) return 5;  // the zone was restored
+    a[-1] = 1.0f;
+    r = guarded_check(a);
+    if (r.ok || r.before != 4 || r.after != 0) return 6;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (a[i] != float(i)) return 7;  // the buffer itself untouched by the checks
+    }
+    auto* rows = static_cast<float*>(guarded_alloc(9 * 40 * sizeof(float), 40 * sizeof(float)));
+    rows[9 * 40 + 39] = 1.0f;    // the last element of the row past the end
+    r = guarded_check(rows);
+    if (r.ok || r.after != 160) return 8;
+    guarded_free(rows);
+    guarded_free(a);
+    std::puts("guards ok");
+    return 0;
+}
+"""
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("compiler, flags", [("g++", ["-fsanitize=address"]), ("clang++-19", [])])
+def test_the_embedding_headers_guard_helper_catches_a_write_past_the_end(tmp_path, compiler, flags):
+    """Opt-in (QD_EMBED_GUARDS) in every generated header, one copy when several are included;
+    under AddressSanitizer, the writes past the end stay in memory the allocation owns."""
+    import shutil
+
+    from transpiler.header import header_name, render_header
+
+    if shutil.which(compiler) is None:
+        pytest.skip(f"needs {compiler}")
+    for target in ("cuda", "glsl"):
+        tr = qd.translate(axpy, target)
+        (tmp_path / header_name(tr.manifest)).write_text(render_header(tr))
+    (tmp_path / "use.cpp").write_text(USE_GUARDS)
+    exe = tmp_path / "use"
+    build = [compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-O1", *flags, "-o", str(exe), "use.cpp"]
+    r = subprocess.run(build, capture_output=True, text=True, cwd=tmp_path)
+    if r.returncode != 0 and flags and "asan" in r.stderr:
+        r = subprocess.run([b for b in build if b not in flags], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[:3000]
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert (run.returncode, run.stdout.strip()) == (0, "guards ok"), run.stderr[:3000]
+    header = (tmp_path / "axpy.cuda.h").read_text()
+    assert "guard_max_back = 4096;" in header and "guard_pattern = 0xA5;" in header  # the runtime's own
+    assert (guards.MAX_BACK, guards.PATTERN, guards.FRONT) == (4096, 0xA5, 64)
