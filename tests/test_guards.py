@@ -52,6 +52,12 @@ def read_one_past(a: qd.types.ndarray(qd.f32, ndim=1), out: qd.types.ndarray(qd.
 
 
 @qd.kernel
+def poke(a: qd.types.ndarray(qd.f32, ndim=1), at: qd.types.ndarray(qd.i32, ndim=1)):
+    for i in range(1):
+        a[at[0]] = 9.0
+
+
+@qd.kernel
 def axpy(a: qd.types.ndarray(qd.f32, ndim=1), b: qd.types.ndarray(qd.f32, ndim=1), k: qd.f32):
     for i in a:
         b[i] = k * a[i] + b[i]
@@ -98,6 +104,20 @@ def test_a_write_one_past_an_ndarray_is_reported_and_the_array_kept(guarded_exec
     b = data.copy()
     axpy(got.copy(), b, 2.0)
     np.testing.assert_allclose(b, 2.0 * got + data, rtol=1e-6)
+
+
+def test_a_replayed_launch_is_checked_too(guarded_executor):
+    """The same qd.ndarrays again: the launch is replayed as recorded, and still checked."""
+    a, at = qd.ndarray(qd.f32, N), qd.ndarray(qd.i32, 1)
+    poke(a, at)
+    at.from_numpy(np.array([N], np.int32))
+    with pytest.raises(guards.OverrunError, match=r"^poke: wrote past the end of ndarray `a` \(bytes 0 to 3 after"):
+        poke(a, at)
+    at.from_numpy(np.array([N - 1], np.int32))
+    poke(a, at)
+    want = np.zeros(N, np.float32)
+    want[[0, N - 1]] = 9.0
+    np.testing.assert_array_equal(a.to_numpy(), want)
 
 
 def test_a_row_past_a_2d_array_lands_in_its_zone(guarded_executor):

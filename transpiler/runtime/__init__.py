@@ -649,7 +649,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     t0 = time.perf_counter()
     if last is not None and not kwargs and last[0] is backend and _same_call(last[1], args) \
             and all(f.same() for f in last[4]) and backend.replay(last[2], last[3]):
-        guards.check(kernel.__name__, last[5], last[6])
+        if last[5] is not None:
+            last[5].verify(kernel.__name__, last[6])
         if kernel_profiler.enabled:
             kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
         return None
@@ -692,10 +693,11 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
         backend.run(program, kir, values, plan_launches(kir, values))
     if kernel_profiler.enabled:  # (the run returns when the device is done)
         kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
-    guarded = guards.guarded(values)
+    checks = guards.checklist(values)
     describe = functools.partial(buffer_names, kir)
     try:
-        guards.check(kernel.__name__, guarded, describe)
+        if checks is not None:
+            checks.verify(kernel.__name__, describe)
     finally:
         for write_back in write_backs:  # an argument the kernel ran on a copy of: what the kernel wrote
             write_back()
@@ -714,7 +716,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     key = None if token is None else _replay_key(args)
     kernel.__dict__["_last_call"] = None if key is None else \
         (backend, key, program, token, tuple(_FieldStorage(kir.bindings[p.name], values[p.name]) for p in fields),
-         guarded, describe)
+         checks, describe)
     results = [p for p in hidden if p.role == "result"]
     if not results:
         return None

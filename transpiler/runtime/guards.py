@@ -5,7 +5,7 @@ A guarded buffer is one host allocation: ``FRONT`` bytes of pattern, the array, 
 zone of pattern (``back_bytes``: one row of the leading dimension, 64 B to 4 KiB, so
 ``x[n, j]`` of an ``(n, m)`` array lands in it). A one-past-the-end read reads the pattern,
 owned memory; a write changes it. After each launch the zones of every guarded buffer the
-kernel was given are compared with the pattern (a ``memcmp`` each: about 0.3 us a buffer);
+kernel was given are compared with the pattern (joined, in one pass);
 a changed zone is restored and reported as ``OverrunError`` naming the kernel and the buffer.
 The buffer's own elements are never touched by the check.
 
@@ -13,7 +13,7 @@ What this covers and what it cannot: see docs/runtime.md ("Writes past the end")
 """
 from __future__ import annotations
 
-import ctypes
+import math
 import weakref
 
 import numpy as np
@@ -47,49 +47,33 @@ class OverrunError(KernelError):
 def back_bytes(shape: tuple[int, ...], itemsize: int) -> int:
     """The back zone: one row of the leading dimension (a whole index past the end), at least
     64 bytes, at most MAX_BACK, a multiple of 64."""
-    row = int(np.prod(shape[1:], dtype=np.int64)) * itemsize if len(shape) > 1 else itemsize
+    row = math.prod(shape[1:]) * itemsize
     return min(MAX_BACK, max(64, -(-row // 64) * 64))
 
 
-_PATTERN_BYTES = np.full(MAX_BACK, PATTERN, np.uint8)  # what each zone is compared with
-_PATTERN_ADDRESS = _PATTERN_BYTES.ctypes.data
-
-
-def _find_memcmp():
-    try:
-        fn = ctypes.CDLL(None).memcmp
-    except (OSError, AttributeError):  # (no C library by that name: NumPy compares instead)
-        return None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_memcmp = _find_memcmp()
-
-
 class Guard:
-    """The zones of one guarded buffer: ``zones`` are (byte view, address) pairs, the front
-    zone first where there is one."""
+    """The zones of one guarded buffer, as byte views (``zones``, the front zone first where
+    there is one) and as memoryviews (``views``: what ``check`` joins)."""
 
-    __slots__ = ("zones", "front", "nbytes", "__weakref__")
+    __slots__ = ("zones", "views", "front", "nbytes", "zone_bytes")
 
     def __init__(self, front: np.ndarray | None, back: np.ndarray, nbytes: int):
         self.front = front is not None
         self.nbytes = nbytes
-        self.zones = tuple((z, z.ctypes.data) for z in ((front, back) if front is not None else (back,)) if z.size)
-        for z, _ in self.zones:
-            z[...] = PATTERN
+        self.zones = (front, back) if front is not None else (back,)
+        for z in self.zones:
+            z.fill(PATTERN)
+        self.views = tuple(map(memoryview, self.zones))
+        self.zone_bytes = sum(z.size for z in self.zones)
 
     def intact(self) -> bool:
-        if _memcmp is not None:
-            return all(_memcmp(address, _PATTERN_ADDRESS, z.size) == 0 for z, address in self.zones)
-        return all(np.array_equal(z, _PATTERN_BYTES[:z.size]) for z, _ in self.zones)
+        data = b"".join(self.views)
+        return data == _pattern(len(data))
 
     def damage(self) -> str:
         """Which bytes outside the buffer changed, in words, and the zones restored."""
         parts = []
-        for k, (z, _) in enumerate(self.zones):
+        for k, z in enumerate(self.zones):
             changed = np.flatnonzero(z != PATTERN)
             if not changed.size:
                 continue
@@ -99,6 +83,16 @@ class Guard:
                 parts.append(f"bytes {changed[0]} to {changed[-1]} after its last element")
             z[...] = PATTERN
         return " and ".join(parts)
+
+
+_patterns: dict[int, bytes] = {}
+
+
+def _pattern(n: int) -> bytes:
+    hit = _patterns.get(n)
+    if hit is None:
+        hit = _patterns[n] = bytes([PATTERN]) * n
+    return hit
 
 
 # The guard of each guarded array, by the array's id (the runtime passes the very array
@@ -111,19 +105,22 @@ def guard_of(arr: object) -> Guard | None:
     return _guards.get(id(arr))
 
 
+_refs: dict[int, weakref.ref] = {}  # (a weak reference whose callback removes the entry)
+
+
 def register(arr: np.ndarray, front: np.ndarray | None, back: np.ndarray) -> np.ndarray:
     """Guard ``arr`` with the zones ``front`` (or none) and ``back``: byte views of memory
     around it that the same allocation owns. Returns ``arr``."""
     key = id(arr)
     _guards[key] = Guard(front, back, arr.nbytes)
-    weakref.finalize(arr, _guards.pop, key, None)
+    _refs[key] = weakref.ref(arr, lambda _, key=key: (_guards.pop(key, None), _refs.pop(key, None)))
     return arr
 
 
 def allocate(shape: tuple[int, ...], dtype: DTypeLike, zeroed: bool = True) -> np.ndarray:
     """A guarded host array of ``shape`` and ``dtype`` (zeros unless ``zeroed`` is False)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     back = back_bytes(shape, dtype.itemsize)
     whole = np.empty(FRONT + nbytes + back, np.uint8)
     body = whole[FRONT:FRONT + nbytes]
@@ -151,24 +148,41 @@ def shield(values: dict, write_backs: list, names: Iterable[str]) -> None:
         values[name] = copy
 
 
-def guarded(values: dict) -> list[tuple[str, Guard]]:
-    """(name, guard) of each guarded array among the launch's values."""
-    out = []
+class Checklist:
+    """The zones of a launch's guarded buffers, checked in one comparison: every zone joined
+    against as many pattern bytes (a ctypes memcmp per zone cost 0.4-1.4 us each here, more
+    than a small launch's whole check). Kept for a replayed launch, which uses the same."""
+
+    __slots__ = ("guards", "views", "expected")
+
+    def __init__(self, guards: list[tuple[str, Guard]]):
+        self.guards = guards
+        self.views = []
+        total = 0
+        for _, g in guards:
+            self.views += g.views
+            total += g.zone_bytes
+        self.expected = _pattern(total)
+
+    def verify(self, kernel: str, describe: Callable[[], dict[str, str]] | None = None) -> None:
+        """After a launch: raise OverrunError if the kernel wrote into a zone (restored
+        first); ``describe()`` names the buffers, by parameter name, for the message."""
+        if b"".join(self.views) == self.expected:
+            return
+        names = describe() if describe is not None else {}
+        bad = [(names.get(n, f"`{n}`"), g.damage()) for n, g in self.guards if not g.intact()]
+        raise OverrunError(overrun_message(kernel, bad))
+
+
+def checklist(values: dict) -> Checklist | None:
+    """The checklist of the guarded arrays among a launch's values (by parameter name),
+    None when there are none."""
+    found = []
     for name, v in values.items():
         g = _guards.get(id(v))
-        if g is not None and isinstance(name, str):
-            out.append((name, g))
-    return out
-
-
-def check(kernel: str, guards: list[tuple[str, Guard]], describe: Callable[[], dict[str, str]] | None = None) -> None:
-    """After a launch: raise OverrunError if a kernel wrote into a zone (restored first);
-    ``describe()`` names the buffers, by parameter name, for the message."""
-    bad = [(name, g) for name, g in guards if not g.intact()]
-    if not bad:
-        return
-    names = describe() if describe is not None else {}
-    raise OverrunError(overrun_message(kernel, [(names.get(n, f"`{n}`"), g.damage()) for n, g in bad]))
+        if g is not None and type(name) is str:
+            found.append((name, g))
+    return Checklist(found) if found else None
 
 
 def overrun_message(kernel: str, hits: list[tuple[str, str]]) -> str:

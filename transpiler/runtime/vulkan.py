@@ -685,7 +685,8 @@ class VulkanBackend(Backend):
                 arr.reshape(-1).view(np.uint8)[:] = program.buffers[program.bindings[name]].view[:arr.nbytes]
             program.runs += 1
             program.staged = bool(staged)
-        guards.check(kernel.name, zones, functools.partial(buffer_names, kernel))
+        if zones:
+            guards.Checklist(zones).verify(kernel.name, functools.partial(buffer_names, kernel))
 
     def _staged_zone(self, program: VulkanProgram, name: str, arr: np.ndarray) -> guards.Guard:
         """The red zone after a staged array in its binding's buffer (bound with it: a write
