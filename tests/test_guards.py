@@ -157,6 +157,18 @@ def test_a_guarded_allocation_is_aligned_zeroed_checked_and_released():
     assert key not in guards._guards
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB, and calloc's lazy pages: Linux")
+def test_a_big_guarded_allocation_takes_no_memory_until_written():
+    """A field's capacity under a sparse level is reserved whole: its pages must stay
+    untouched (calloc's), as np.zeros left them, save the zones'."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    big = guards.allocate((1 << 26,), np.float32)  # 256 MiB
+    assert guards.guard_of(big).intact() and big[-1] == 0.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 16 * 1024
+
+
 def test_back_zones_take_one_row_within_bounds():
     assert guards.back_bytes((100,), 4) == 64
     assert guards.back_bytes((50, 20, 2), 4) == 192     # a row of 160 bytes, in 64-byte steps

@@ -122,10 +122,10 @@ def allocate(shape: tuple[int, ...], dtype: DTypeLike, zeroed: bool = True) -> n
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     back = back_bytes(shape, dtype.itemsize)
-    whole = np.empty(FRONT + nbytes + back, np.uint8)
+    # np.zeros, not np.empty and a fill: a big one is calloc's fresh pages, which take no
+    # memory until written (a sparse field's capacity here), and only the zones' are touched.
+    whole = (np.zeros if zeroed else np.empty)(FRONT + nbytes + back, np.uint8)
     body = whole[FRONT:FRONT + nbytes]
-    if zeroed:
-        body[...] = 0
     return register(body.view(dtype).reshape(shape), whole[:FRONT], whole[FRONT + nbytes:])
 
 
