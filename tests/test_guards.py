@@ -120,6 +120,15 @@ def test_a_replayed_launch_is_checked_too(guarded_executor):
     np.testing.assert_array_equal(a.to_numpy(), want)
 
 
+def test_a_write_past_a_buffer_view_of_the_tail_names_the_view(guarded_executor):
+    """qd.BufferView (x[16:48] of a 1-d qd.ndarray) binds a range of the ndarray's memory:
+    past the end of the last range is past the ndarray's, reported at this launch."""
+    x = qd.ndarray(qd.f32, 48)
+    with pytest.raises(guards.OverrunError, match=r"^past_the_array: wrote past the end of ndarray `a`"):
+        past_the_array(x[16:48], 1.0)
+    np.testing.assert_array_equal(x.to_numpy()[16:], np.arange(32, dtype=np.float32))
+
+
 def test_a_row_past_a_2d_array_lands_in_its_zone(guarded_executor):
     a = qd.ndarray(qd.f32, (9, 40))
     with pytest.raises(guards.OverrunError, match=r"past_the_row: .*ndarray `a` \(bytes 0 to 159 after"):

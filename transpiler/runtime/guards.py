@@ -180,6 +180,8 @@ def checklist(values: dict) -> Checklist | None:
     found = []
     for name, v in values.items():
         g = _guards.get(id(v))
+        if g is None and getattr(v, "base", None) is not None:  # a range of one (a qd.BufferView's)
+            g = _guards.get(id(v.base))
         if g is not None and type(name) is str:
             found.append((name, g))
     return Checklist(found) if found else None
