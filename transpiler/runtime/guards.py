@@ -143,8 +143,8 @@ def shield(values: dict, write_backs: list, names: Iterable[str]) -> None:
         if copy is None:
             copy = copies[key] = allocate(arr.shape, arr.dtype, zeroed=False)
             copy[...] = arr
-            if arr.flags.writeable:
-                write_backs.append(lambda out=arr, src=copy: np.copyto(out, src))
+            if arr.flags.writeable:  # first: the binding's own write backs copy on from `arr`
+                write_backs.insert(0, lambda out=arr, src=copy: np.copyto(out, src))
         values[name] = copy
 
 
