@@ -39,7 +39,7 @@ from ..lang.matrix import HostStruct, MatrixType, dataclass_members
 from ..pipeline import Translation, translate
 from ..targets import get_target
 from ..targets.target import MAX_BLOCKS
-from . import kernel_profiler, profile
+from . import guards, kernel_profiler, profile
 from .ndarray import Ndarray, ndarray  # noqa: F401
 
 from typing import TYPE_CHECKING
@@ -115,6 +115,11 @@ class Backend:
         launch), or None where this executor has none: the array lives on the host."""
         return None
 
+    # Whether kernels use host memory in place (the CPU executor): then NumPy arguments and the
+    # kernel's own scratch get red zones on the host (see guards.py); an executor that copies
+    # them to its own buffers guards those.
+    host_memory_kernels = False
+
     # Whether ``resident_array``'s memory is the host array itself (mapped and coherent), so
     # the host reads and writes it with no host_read / host_written: a field's storage then.
     resident_is_host = False
@@ -130,23 +135,23 @@ class Backend:
 
 def array_storage(shape: tuple[int, ...], dtype: DTypeLike) -> tuple[np.ndarray, Backend | None]:
     """A qd.ndarray's storage: the current executor's resident memory and that executor,
-    else host memory and None."""
+    else guarded host memory (see guards.py) and None."""
     if _backend is not None:
         arr = _backend.resident_array(shape, dtype)
         if arr is not None:
             return arr, _backend
-    return np.zeros(shape, dtype), None
+    return guards.allocate(shape, dtype), None
 
 
 def field_storage(shape: tuple[int, ...], dtype: DTypeLike) -> np.ndarray:
     """A field's storage: the current executor's resident memory where that is the host's own
     (Vulkan's mapped memory: its kernels bind it in place, with no copy in or out around a
-    launch, and Python scope reads and writes it directly), else zeroed host memory."""
+    launch, and Python scope reads and writes it directly), else zeroed guarded host memory (guards.py)."""
     if _backend is not None and _backend.resident_is_host:
         arr = _backend.resident_array(shape, dtype)
         if arr is not None:
             return arr
-    return np.zeros(shape, dtype)
+    return guards.allocate(shape, dtype)
 
 
 def written_arrays(kernel: ir.Kernel) -> frozenset[str]:
@@ -578,6 +583,21 @@ def hidden_values(kir: ir.Kernel, zeros: Callable[..., object] = np.zeros) -> di
     return out
 
 
+def buffer_names(kir: ir.Kernel) -> dict[str, str]:
+    """How an overrun report names each buffer parameter: a field, an ndarray argument, or
+    the kernel's own scratch (a kernel-scope variable, the result)."""
+    out = {}
+    for p in kir.params:
+        if p.role == "field":  # (by the field's own name: a parameter's may carry a suffix)
+            field = kir.bindings.get(p.name)
+            out[p.name] = f"field `{getattr(field, 'name', None) or getattr(field, '_qd_name', None) or p.name}`"
+        elif p.hidden and not p.of:
+            out[p.name] = f"the kernel's own buffer `{p.name}` ({p.role or 'scratch'})"
+        else:
+            out[p.name] = f"ndarray `{p.name}`"
+    return out
+
+
 def memory_key(arr: np.ndarray) -> tuple:
     """What makes two arguments one buffer: the same memory seen the same way (an array
     passed for two parameters, or two views of it from the same address)."""
@@ -638,11 +658,15 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     t0 = time.perf_counter()
     if last is not None and not kwargs and last[0] is backend and _same_call(last[1], args) \
             and all(f.same() for f in last[4]) and backend.replay(last[2], last[3]):
+        if last[5] is not None:
+            last[5].verify(kernel.__name__, last[6])
         if kernel_profiler.enabled:
             kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
         return None
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
         template_args, arg_types, values, write_backs = bind_arguments(kernel, args, kwargs)
+    if backend.host_memory_kernels:  # (before the hidden values, which are guarded already)
+        guards.shield(values, write_backs, [name for name in values if isinstance(name, str)])
     cache = kernel.__dict__.setdefault("_program_cache", {})
     key = (backend.serial, freeze(template_args, instance_key), freeze(arg_types, instance_key), _defaults)
     hit = cache.get(key)
@@ -663,7 +687,7 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
         _compiled += 1
     kir, program = hit
     hidden = [p for p in kir.params if p.hidden]
-    values.update(hidden_values(kir))
+    values.update(hidden_values(kir, guards.allocate if backend.host_memory_kernels else np.zeros))
     for p in hidden:
         if p.of:  # x.grad / x.dual in the kernel: the argument's own
             if (p.of, p.role) not in values and kernel.autodiff is not None:
@@ -683,8 +707,14 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
         show_prints(kir, values)
     if kernel_profiler.enabled:  # (the run returns when the device is done)
         kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
-    for write_back in write_backs:  # an argument the kernel ran on a copy of: what the kernel wrote
-        write_back()
+    checks = guards.checklist(values)
+    describe = functools.partial(buffer_names, kir)
+    try:
+        if checks is not None:
+            checks.verify(kernel.__name__, describe)
+    finally:
+        for write_back in write_backs:  # an argument the kernel ran on a copy of: what the kernel wrote
+            write_back()
     if kir.asserts:
         from .asserts import raise_failed_assert  # noqa: PLC0415 - only when an assert failed
 
@@ -699,7 +729,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     token = backend.replay_token(program) if replayable else None
     key = None if token is None else _replay_key(args)
     kernel.__dict__["_last_call"] = None if key is None else \
-        (backend, key, program, token, tuple(_FieldStorage(kir.bindings[p.name], values[p.name]) for p in fields))
+        (backend, key, program, token, tuple(_FieldStorage(kir.bindings[p.name], values[p.name]) for p in fields),
+         checks, describe)
     results = [p for p in hidden if p.role == "result"]
     if not results:
         return None

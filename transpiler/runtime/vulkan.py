@@ -23,6 +23,7 @@ not one, before that cut (see GlslRenderer.stmt_Fence and stmt_While).
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import struct
@@ -41,7 +42,8 @@ from ..ir.walk import all_exprs, all_stmts, task_node_kinds
 from ..targets.glsl import TARGET_ENV
 from ..toolchains.glsl_check import compile_glsl, glslang_version
 from . import (
-    Backend, Launch, Translation, entries_by_task, memory_key, profile, spirv_compiler, warm_up, written_arrays,
+    Backend, Launch, Translation, buffer_names, entries_by_task, guards, memory_key, profile, spirv_compiler, warm_up,
+    written_arrays,
 )
 
 from typing import TYPE_CHECKING
@@ -678,6 +680,7 @@ class VulkanBackend(Backend):
                 program.recorded = recording
             if program.submit is None:
                 program.submit = vk.VkSubmitInfo(pCommandBuffers=[program.command_buffer])
+            zones = [(name, self._staged_zone(program, name, arrays[name])) for name in sorted(staged)]
             dev.submit_and_wait(program.submit)
             dev.flush_printed()
             for name in sorted({owners[w] for w in program.written} & staged):
@@ -685,6 +688,14 @@ class VulkanBackend(Backend):
                 arr.reshape(-1).view(np.uint8)[:] = program.buffers[program.bindings[name]].view[:arr.nbytes]
             program.runs += 1
             program.staged = bool(staged)
+        if zones:
+            guards.Checklist(zones).verify(kernel.name, functools.partial(buffer_names, kernel))
+
+    def _staged_zone(self, program: VulkanProgram, name: str, arr: np.ndarray) -> guards.Guard:
+        """The red zone after a staged array in its binding's buffer (bound with it: a write
+        one past the end lands there), filled with the pattern before the launch."""
+        buf = program.buffers[program.bindings[name]]
+        return guards.Guard(None, buf.view[arr.nbytes:min(buf.capacity, arr.nbytes + guards.MAX_BACK)], arr.nbytes)
 
     def replay_token(self, program: VulkanProgram | _Printing) -> object | None:
         if isinstance(program, _Printing) or program.staged:
@@ -720,7 +731,7 @@ class VulkanBackend(Backend):
                 chosen[name] = resident
                 continue
             binding = program.bindings[name]
-            need = max(16, -(-arr.nbytes // 16) * 16)
+            need = max(16, -(-arr.nbytes // 16) * 16) + guards.back_bytes(arr.shape, arr.itemsize)
             buf = program.buffers.get(binding)
             if buf is None or buf.capacity < need:
                 if buf is not None:
@@ -753,8 +764,9 @@ class VulkanBackend(Backend):
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         vk = self.device.vk
         try:
-            with self.device.lock:
-                buf = self._allocate(max(16, -(-nbytes // 16) * 16))
+            with self.device.lock:  # (with the red zone after it, bound with it: see guards.py)
+                zone = guards.back_bytes(shape, np.dtype(dtype).itemsize)
+                buf = self._allocate(max(16, -(-nbytes // 16) * 16) + zone)
         except (vk.VkErrorOutOfDeviceMemory, vk.VkErrorOutOfHostMemory):
             size = float(nbytes)
             for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):  # as NumPy's message writes it
@@ -764,8 +776,8 @@ class VulkanBackend(Backend):
             raise MemoryError(f"Vulkan could not allocate {size:.2f} {unit} for an array of shape {shape} "
                               f"({np.dtype(dtype).name})") from None
         mapped, buf.view = buf.view, None  # the _Buffer must not keep its own array alive
-        mapped[:] = 0
-        array = mapped[:nbytes].view(dtype).reshape(shape)
+        mapped[:nbytes] = 0
+        array = guards.register(mapped[:nbytes].view(dtype).reshape(shape), None, mapped[nbytes:])
         address = mapped.__array_interface__["data"][0]
         self.resident[address] = buf
         weakref.finalize(mapped, self._release_resident, address)

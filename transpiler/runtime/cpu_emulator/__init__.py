@@ -47,6 +47,7 @@ from ...ir.records import record, field
 from ...ir.walk import all_exprs, all_stmts, called_by
 from ...targets import get_target, names
 from .. import Backend, Launch, Translation, entries_by_task, profile, warm_up
+from ..guards import KernelError
 
 from typing import TYPE_CHECKING
 
@@ -72,10 +73,6 @@ _ERRLEN = 1 << 16
 # line, and from there to the Python line.
 _COMMON_FLAGS = ["-std=c++20", "-fPIC", "-g1", "-gdwarf-4", "-fsanitize=signed-integer-overflow",
                  "-fsanitize-undefined-trap-on-error", "-fno-strict-aliasing", "-pthread", "-U_FORTIFY_SOURCE"]
-
-
-class KernelError(RuntimeError):
-    """A kernel run by the CPU emulator failed: a trap, a crash, a bad launch."""
 
 
 class DeadlockError(KernelError):
@@ -689,6 +686,7 @@ class CpuBackend(Backend):
     launch on the calling thread, blocks in index order)."""
 
     name = "cpu"
+    host_memory_kernels = True  # NumPy arguments are passed in place: small ones get red zones
 
     @property
     def clock_freq_hz(self) -> float | None:
