@@ -165,8 +165,14 @@ def value(v: object, seen: frozenset = frozenset()) -> object:
         state = vars(v) if oriented else {name: getattr(v, name) for name, _ in dataclass_members(type(v))}
         members = {k: value(m, seen | {id(v)}) for k, m in sorted(state.items()) if _read_by_kernels(m)}
         return {"class" if oriented else "dataclass": type(v).__qualname__, "members": members}
-    return {"object": f"{type(v).__module__}.{type(v).__qualname__}" if not hasattr(v, "__qualname__")
-            else f"{getattr(v, '__module__', '')}.{v.__qualname__}"}
+    if hasattr(v, "__qualname__"):  # a function, class or kernel passed as a value: by its name
+        return {"object": f"{getattr(v, '__module__', '')}.{v.__qualname__}"}
+    state = getattr(v, "__dict__", None)
+    described = {"object": f"{type(v).__module__}.{type(v).__qualname__}"}
+    if isinstance(state, dict) and id(v) not in seen:  # a config object a kernel reads through qd.static
+        described["members"] = {k: value(m, seen | {id(v)}) for k, m in sorted(state.items())
+                                if not k.startswith("__") and not callable(m)}
+    return described
 
 
 def _read_by_kernels(m: object) -> bool:
