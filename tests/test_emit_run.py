@@ -177,3 +177,86 @@ def test_calltyped_corpus_emits_and_checks_with_run(program, tmp_path):
     r = cli("check", "--run", program, "--target", "all", "--json", "-q")
     assert r.returncode in (0, 3), r.stderr
     assert all(v["verdict"] in ("ok", "missing") for v in json.loads(r.stdout)["targets"].values()), r.stdout
+
+
+# ----------------------------------------------------------------------------- CMake: transpiler_add_program
+
+PROGRAM_PROJECT = """
+cmake_minimum_required(VERSION 3.20)
+project(run_test LANGUAGES CXX)
+include("{root}/cmake/Transpiler.cmake")
+transpiler_add_program(gen PROGRAM prog.py TARGETS glsl cuda hip msl ARGS 2)
+list(GET gen_SPECIALIZATIONS 0 first)
+add_executable(app main.cpp)
+target_compile_features(app PRIVATE cxx_std_17)
+target_compile_definitions(app PRIVATE FIRST_HEADER="${{first}}.cuda.h" FIRST_NS=${{first}})
+target_link_libraries(app PRIVATE gen)
+"""
+PROGRAM_HELPER = "FACTORS = {factors}\n"
+PROGRAM_MAIN = """
+import sys
+
+import numpy as np
+
+import transpiler as qd
+from helper import FACTORS
+
+
+@qd.kernel
+def scaled(x: qd.types.ndarray(), factor: qd.template()):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * factor
+
+
+if __name__ == "__main__":
+    for f in FACTORS[:int(sys.argv[1])]:
+        scaled(np.ones(8, np.float32), f)
+"""
+PROGRAM_APP = """
+#include FIRST_HEADER
+#include <cstdio>
+int main() {
+    std::printf("%zu\\n", qd::FIRST_NS::cuda::num_entry_points);
+    return 0;
+}
+"""
+
+
+@toolchain_test("needs cmake, g++ and glslang-tools (scripts/setup.sh toolchains)",
+                 not all(shutil.which(t) for t in ("cmake", "g++", "glslangValidator")))
+def test_cmake_runs_the_program_at_build_time_and_tracks_its_modules(tmp_path):
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(PROGRAM_PROJECT.format(root=ROOT.as_posix()))
+    (src / "prog.py").write_text(PROGRAM_MAIN)
+    (src / "helper.py").write_text(PROGRAM_HELPER.format(factors="(2, 3, 4)"))
+    (src / "main.cpp").write_text(PROGRAM_APP)
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    r = subprocess.run(["cmake", "-S", src, "-B", build, f"-DTRANSPILER_PYTHON={sys.executable}", *generator],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = subprocess.run(["cmake", "--build", build], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = build / "gen"
+    index = json.loads((out / "specializations.json").read_text())
+    assert [s["template_values"]["factor"] for s in index["specializations"]] == [2, 3]
+    first, second = (s["name"] for s in index["specializations"])
+    assert sorted(p.name for p in (out / "glsl").iterdir()) == sorted(
+        f"{n}.{ext}" for n in (first, second) for ext in ("comp", "json", "glsl.h", "spv"))
+    assert (out / "cuda" / f"{second}.cuda.h").is_file() and (out / "msl" / f"{first}.metal").is_file()
+    r = subprocess.run([build / "app"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == "1\n", r.stdout + r.stderr
+
+    # A module the program imports changes what it launches: the build re-runs it.
+    stamp = (out / "specializations.json").stat().st_mtime_ns
+    (src / "helper.py").write_text(PROGRAM_HELPER.format(factors="(2, 5, 4)"))
+    os.utime(src / "helper.py", ns=(stamp + 10**9, stamp + 10**9))
+    r = subprocess.run(["cmake", "--build", build], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    index = json.loads((out / "specializations.json").read_text())
+    assert [s["template_values"]["factor"] for s in index["specializations"]] == [2, 5]
+    assert index["specializations"][0]["name"] == first  # the same specialization keeps its name
+    third = index["specializations"][1]["name"]
+    assert third != second and (out / "glsl" / f"{third}.spv").is_file()
+    r = subprocess.run(["cmake", "--build", build], capture_output=True, text=True)  # nothing left to do
+    assert r.returncode == 0 and "transpiler: run" not in r.stdout, r.stdout

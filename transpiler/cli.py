@@ -354,7 +354,7 @@ def write_run_index(args: argparse.Namespace, results: list, written: dict) -> N
             return p.replace("\\", "/").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
 
         deps = " \\\n  ".join(escaped(p) for p in args.ran_files)
-        Path(args.depfile).write_text(f"{escaped(str(index.resolve()))}: \\\n  {deps}\n")
+        Path(args.depfile).write_text(f"{escaped(os.path.abspath(index))}: \\\n  {deps}\n")
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
