@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -174,6 +175,8 @@ def test_calltyped_corpus_emits_and_checks_with_run(program, tmp_path):
     assert index["specializations"]
     for s in index["specializations"]:
         assert set(s["files"]) == set(TARGETS)
+        # a C identifier without `__` or a leading `_` (Genesis's `_kernel_*` methods included)
+        assert re.fullmatch(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*_[0-9a-f]{8}", s["name"]), s["name"]
     r = cli("check", "--run", program, "--target", "all", "--json", "-q")
     assert r.returncode in (0, 3), r.stderr
     assert all(v["verdict"] in ("ok", "missing") for v in json.loads(r.stdout)["targets"].values()), r.stdout

@@ -10,9 +10,9 @@ a data-oriented instance's state may change later and a translation reads it the
 Names are stable across runs and across programs that launch more or fewer of them:
 ``<kernel>_<h>``, ``h`` the first 8 hex digits of the SHA-256 of the specialization's
 description (its manifest entry without the name); a method of a data-oriented class is
-``<Class>_<method>_<h>``. Two specializations with the same description that translate to
-different text (template values described only by their type) get ``_2``, ``_3``, ... in
-first-launch order."""
+``<Class>_<method>_<h>`` (runs of underscores made one, leading ones dropped). Two
+specializations with the same description that translate to different text (template values
+described only by their names) get ``_2``, ``_3``, ... in first-launch order."""
 from __future__ import annotations
 
 import contextlib
@@ -22,6 +22,7 @@ import io
 import json
 import math
 import os
+import re
 import runpy
 import sys
 import traceback
@@ -82,7 +83,8 @@ class Recorder:
             return
         description = describe(kernel, template_args, arg_types, defaults)
         digest = hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:8]
-        base = f"{description['kernel'].replace('.', '_')}_{digest}"
+        # (no `__` and no leading `_`: C++ reserves them, and Genesis's methods are `_kernel_*`)
+        base = f"{re.sub('_{2,}', '_', description['kernel'].replace('.', '_')).strip('_') or 'kernel'}_{digest}"
         same = [s for s in self.specializations if s.description == description]
         for k in range(len(same) + 1):
             name = base if k == 0 else f"{base}_{k + 1}"
@@ -169,7 +171,7 @@ def value(v: object, seen: frozenset = frozenset()) -> object:
         return {"object": f"{getattr(v, '__module__', '')}.{v.__qualname__}"}
     state = getattr(v, "__dict__", None)
     described = {"object": f"{type(v).__module__}.{type(v).__qualname__}"}
-    if isinstance(state, dict) and id(v) not in seen:  # a config object a kernel reads through qd.static
+    if isinstance(state, dict) and id(v) not in seen and len(seen) < 4:  # a config a kernel reads via qd.static
         described["members"] = {k: value(m, seen | {id(v)}) for k, m in sorted(state.items())
                                 if not k.startswith("__") and not callable(m)}
     return described
