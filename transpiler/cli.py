@@ -39,6 +39,10 @@ class UsageError(Exception):
     pass
 
 
+class LocatedUsageError(UsageError):
+    """A usage error that is already a located diagnostic (the program --run ran raised)."""
+
+
 def load_kernels(path: str) -> tuple[dict, object]:
     """Import ``path`` and return its @qd.kernel objects in definition order."""
     file = Path(path)
@@ -237,6 +241,8 @@ def _index_vector_size(value: ast.expr) -> int | None:
 def translations(args: argparse.Namespace, keep_going: bool = False) -> list:
     """(kernel, target, Translation) for every picked kernel and target. ``keep_going``: a
     target's TranspileError takes the Translation's place instead of being raised."""
+    if args.run_program:
+        return run_translations(args, keep_going)
     kernels, module = load_kernels(args.file)
     if not kernels and any(getattr(v, "_qd_data_oriented", False) for v in vars(module).values()):
         raise UsageError(f"{args.file} defines no @qd.kernel outside its @qd.data_oriented classes: their kernel "
@@ -276,9 +282,86 @@ def translations(args: argparse.Namespace, keep_going: bool = False) -> list:
     return out
 
 
+def run_translations(args: argparse.Namespace, keep_going: bool = False) -> list:
+    """``--run``: (specialization, target, Translation) for every kernel specialization the
+    program launched (runtime/capture.py), in first-launch order, each translated as it was
+    first launched. ``--kernel`` picks by the kernel's Python name or the specialization's."""
+    from .runtime import capture  # noqa: PLC0415 - the runtime loads only to run a program
+
+    if args.template:
+        raise UsageError("--template does not go with --run: the program's calls give the template values")
+    targets = parse_targets(args.target)
+    options = {"line_directives": getattr(args, "line_directives", False), "wave32": args.wave32,
+               "subgroup_size": args.subgroup_size, "no_hazards": args.no_hazards, "warn": False}
+
+    def emit(spec: capture.Specialization) -> list:
+        if args.kernel and not {spec.name, spec.description["kernel"], spec.kernel.fn.__name__} & set(args.kernel):
+            return []
+        out = []
+        for t in targets:
+            try:
+                with contextlib.redirect_stdout(sys.stderr):  # qd.static_print: never into sources on stdout
+                    tr = translate(spec.kernel, t, **options, template_args=spec.template_args,
+                                   arg_types=spec.arg_types, default_fp=spec.defaults.fp,
+                                   default_ip=spec.defaults.ip, debug=args.debug or spec.defaults.debug)
+            except TranspileError as exc:  # (reported after the run: never raised into the program)
+                out.append((spec.kernel, t, exc))
+                continue
+            tr.manifest["specialization"] = spec.description
+            out.append((spec.kernel, t, tr))
+        return out
+
+    recorder = capture.Recorder(args.executor, emit)
+    try:
+        args.ran_files = capture.run_program(args.file, args.program_args, recorder, quiet=args.quiet)
+    except capture.ProgramError as exc:
+        raise LocatedUsageError(str(exc)) from None
+    specs = recorder.specializations
+    launched = sorted({s.description["kernel"] for s in specs})
+    missing = [w for w in args.kernel or [] if not any(w in (s.name, s.description["kernel"], s.kernel.fn.__name__)
+                                                       for s in specs)]
+    if missing:
+        raise UsageError(f"{args.file} launched no kernel named {', '.join(missing)} (it launched: "
+                         f"{', '.join(launched)})")
+    out, shown = [], set()
+    for spec in specs:
+        for kernel, t, tr in spec.outputs:
+            if isinstance(tr, TranspileError) and not keep_going:
+                raise tr
+            for h in getattr(tr, "warnings", ()):  # warnings print once per location and go on
+                if str(h) not in shown:
+                    shown.add(str(h))
+                    print(str(h), file=sys.stderr)
+            out.append((kernel, t, tr))
+    return out
+
+
+def write_run_index(args: argparse.Namespace, results: list, written: dict) -> None:
+    """``emit --run -o DIR``: DIR/specializations.json lists what the program launched and the
+    files each specialization became (relative to DIR); ``--depfile`` names it and the Python
+    files the program ran, for a build system that reruns the program when one changes."""
+    index = Path(args.output) / "specializations.json"
+    entries: dict[str, dict] = {}
+    for kernel, target, tr in results:
+        entry = entries.setdefault(kernel.__name__, {"name": kernel.__name__, **tr.manifest["specialization"],
+                                                     "files": {}})
+        entry["files"][target] = written[(kernel.__name__, target)]
+    text = {"program": os.path.basename(args.file), "args": args.program_args, "executor": args.executor,
+            "specializations": list(entries.values())}
+    index.write_text(json.dumps(text, indent=2) + "\n")
+    if args.depfile:
+        def escaped(p: str) -> str:
+            return p.replace("\\", "/").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
+
+        deps = " \\\n  ".join(escaped(p) for p in args.ran_files)
+        Path(args.depfile).write_text(f"{escaped(os.path.abspath(index))}: \\\n  {deps}\n")
+
+
 def cmd_emit(args: argparse.Namespace) -> int:
     """Every kernel that translates is written; each one that does not is reported (its
     located diagnostic on stderr) and makes the exit code 1."""
+    if getattr(args, "depfile", None) and args.output is None:
+        raise UsageError("--depfile needs -o DIR (it names DIR/specializations.json)")
     results, failed = [], []
     for r in translations(args, keep_going=True):
         (failed if isinstance(r[2], TranspileError) else results).append(r)
@@ -300,6 +383,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
             if args.header:
                 sys.stdout.write(render_header(tr))
         return status
+    files = {}
     for kernel, target, tr in results:
         out = Path(args.output) / target if len(targets) > 1 else Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
@@ -310,8 +394,11 @@ def cmd_emit(args: argparse.Namespace) -> int:
         if args.header:
             written.append(header_name(tr.manifest))
             (out / written[-1]).write_text(render_header(tr))
+        files[(kernel.__name__, target)] = [(out / n).relative_to(args.output).as_posix() for n in written]
         if not args.quiet:
             print(f"{kernel.__name__} [{target}]: " + ", ".join(str(out / n) for n in written))
+    if args.run_program:
+        write_run_index(args, results, files)
     return status
 
 
@@ -387,7 +474,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {args.html}: {exc.strerror}") from None
         print(f"wrote {args.html}", file=sys.stderr)
         return EXIT_OK
-    if not args.kernel:
+    if not args.kernel and not args.run_program:
         raise UsageError("inspect needs --kernel NAME (or --html OUT.html, which shows every kernel)")
     if args.resources:
         raise UsageError("inspect --resources goes with --html (check --resources prints them)")
@@ -474,13 +561,23 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--debug", action="store_true",
                         help="keep the kernels' asserts, as qd.init(debug=True): a failed one is reported in the "
                              "buffer the manifest's `asserts` entry describes")
+        sp.add_argument("--run", action="store_true", dest="run_program",
+                        help="run the file as a program (its __main__; its arguments after --) and translate every "
+                             "kernel specialization it launches, each named <kernel>_<hash> (docs/cli.md)")
+        sp.add_argument("--executor", default="cpu-cuda", choices=["cpu-cuda", "cpu-hip", "vulkan", "cuda"],
+                        help="with --run: where the program's kernels run (default cpu-cuda, the CPU executor of "
+                             "the CUDA text), whatever arch its qd.init names")
 
     e = sub.add_parser("emit", help="write the generated sources and manifests")
     common(e)
     e.add_argument("-o", "--output", help="directory to write into (one sub-directory per target when "
                                           "several are asked for); default: stdout")
     e.add_argument("--line-directives", action="store_true", help="emit #line directives pointing at the Python")
-    e.add_argument("-q", "--quiet", action="store_true", help="do not list the files written")
+    e.add_argument("-q", "--quiet", action="store_true",
+                   help="do not list the files written; with --run, drop what the program prints")
+    e.add_argument("--depfile", metavar="FILE",
+                   help="with --run and -o: write a Make depfile: DIR/specializations.json depends on the Python "
+                        "files the program ran")
     e.add_argument("--header", action="store_true", help="also write a C++17 header per kernel and target, "
                                                          "<kernel>.<target>.h, embedding the source and its bindings")
     e.set_defaults(run=cmd_emit)
@@ -490,6 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--resources", action="store_true", help="report registers and shared memory (CUDA)")
     c.add_argument("--arch", default="sm_90", help="CUDA architecture for the cubin (default sm_90)")
     c.add_argument("--json", action="store_true", help="print the verdicts as JSON (per target and per file)")
+    c.add_argument("-q", "--quiet", action="store_true", help="with --run: drop what the program prints")
     c.set_defaults(run=cmd_check)
 
     t = sub.add_parser("targets", help="print the lowering tables (atomics, fences, volatile loads) per target")
@@ -508,17 +606,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "instantiation per value when --template gives a NAME several")
     i.add_argument("--resources", action="store_true",
                    help="with --html: registers and spills per entry point where the toolchains are installed")
+    i.add_argument("-q", "--quiet", action="store_true", help="with --run: drop what the program prints")
     i.set_defaults(run=cmd_inspect, target=None)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program_args = []
+    if "--" in argv:  # what follows is the --run program's own command line
+        cut = argv.index("--")
+        argv, program_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    args.program_args = program_args
     try:
+        if (program_args or getattr(args, "depfile", None)) and not getattr(args, "run_program", False):
+            raise UsageError("arguments after `--` and --depfile go with --run (transpiler emit --run prog.py -- ARGS)")
         return args.run(args)
     except UsageError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        print(exc if isinstance(exc, LocatedUsageError) else f"{parser.prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except TranspileError as exc:
         print(str(exc), file=sys.stderr)

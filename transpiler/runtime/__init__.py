@@ -252,6 +252,8 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     _random_seed, _launches, _compiled = int(random_seed), 0, 0
     _no_hazards = no_hazards
     _offline_cache = offline_cache.directory(options.get("offline_cache"), options.get("offline_cache_file_path"))
+    if _capture is not None:  # `transpiler emit --run`: the command line's executor, whatever the program asks
+        arch, options = _capture.arch, {**options, **_capture.options}
     own = ARCHS[arch]
     candidates = ([own] if own else []) + ([b for b in BEST_FIRST if b != own] if enable_fallback or arch == "gpu"
                                            else [])
@@ -297,6 +299,16 @@ def _next_seed() -> int:
     z = ((z ^ (z >> 16)) * 0x85EBCA6B) & 0xFFFFFFFF
     z = ((z ^ (z >> 13)) * 0xC2B2AE35) & 0xFFFFFFFF
     return z ^ (z >> 16)
+
+
+# `transpiler emit --run` (runtime/capture.py): it picks the executor every qd.init starts and
+# hears of each specialization the first time a launch translates it.
+_capture = None
+
+
+def set_capture(recorder: object | None) -> None:
+    global _capture
+    _capture = recorder
 
 
 def reset() -> None:
@@ -672,6 +684,8 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     hit = cache.get(key)
     first = None
     if hit is None:
+        if _capture is not None:
+            _capture.observe(kernel, template_args, arg_types, _defaults)
         # The first call translates (and runs the hazard checker: a divergent barrier is an
         # error before anything runs, warnings are qd.HazardWarning) and loads the program.
         first = profile.FirstCall(kernel.__name__, backend.name) if profile.enabled else None
