@@ -37,3 +37,15 @@ def normalize_grid_typed(grid_v: qd.types.ndarray(qd.math.vec2, 2), grid_m: qd.t
             grid_v[i, j].y -= gravity * 1e-4
         if i < 3 or i > grid_m.shape[0] - 3:
             grid_v[i, j].x = 0.0
+
+
+@qd.kernel
+def seed_grid(grid_v: qd.types.ndarray(), grid_m: qd.types.ndarray()):
+    for i, j in grid_m:
+        grid_v[i, j] = [grid_m[i, j] * 0.5, grid_m[i, j] - 1.0]
+
+
+@qd.kernel
+def seed_grid_typed(grid_v: qd.types.ndarray(qd.math.vec2, 2), grid_m: qd.types.ndarray(qd.f32, 2)):
+    for i, j in grid_m:
+        grid_v[i, j] = [grid_m[i, j] * 0.5, grid_m[i, j] - 1.0]

@@ -40,6 +40,7 @@ _VECTOR_FUNCS = {"length", "normalize", "dot", "cross", "distance", "reflect"}
 _FLOAT_FUNCS = {"sqrt", "rsqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan2", "tanh", "random",
                 "floor", "ceil", "round"}
 _COMPONENTS = "xyzw"
+GIVEN = "the dtype --template gives"
 
 
 def parse_array_spec(text: str) -> NdarrayAnnotation | None:
@@ -128,7 +129,7 @@ def untyped_params(kernel, given: dict, values: dict | None = None) -> dict[str,
             ndim = _array_ndim(kernel.fn, fdef, a.arg)
         ndim = 1 if ndim is None else ndim
         if dtype is not None:
-            out[a.arg] = Inferred(NdarrayAnnotation(dtype, ndim), a.lineno, "the dtype given", parsed.file)
+            out[a.arg] = Inferred(NdarrayAnnotation(dtype, ndim), a.lineno, GIVEN, parsed.file)
             continue
         uses, aliases = [], set()
         _collect(kernel.fn, parsed, {a.arg}, set(), uses, aliases, 0)
@@ -230,6 +231,9 @@ def _vector_size(e: ast.expr, env: dict) -> int | None:
             return int(m.group(1))
         if name in ("normalized", "cross") and isinstance(e.func, ast.Attribute):
             return _vector_size(e.func.value, env)
+        if name in ("min", "max", "abs", "clamp"):  # elementwise: the vector argument's length
+            sizes = {s for s in (_vector_size(x, env) for x in e.args) if s is not None}
+            return sizes.pop() if len(sizes) == 1 else None
         return None
     if isinstance(e, ast.BinOp) and isinstance(e.op, _ARITH):
         sizes = {s for s in (_vector_size(e.left, env), _vector_size(e.right, env)) if s is not None}
@@ -239,9 +243,10 @@ def _vector_size(e: ast.expr, env: dict) -> int | None:
     return env.get(e.id) if isinstance(e, ast.Name) else None
 
 
-def _locals(fdef: ast.FunctionDef, arrays: set) -> tuple[set, dict]:
+def _locals(fn: FunctionType, fdef: ast.FunctionDef, arrays: set, depth: int = 0) -> tuple[set, dict]:
     """The locals that are elements of ``arrays`` (every assignment of them is one: ``i_b =
-    envs_idx[i]``), and the locals bound to vectors of a known length."""
+    envs_idx[i]``, ``vc = sample(vf, i, j)`` of a @qd.func returning ``vf[..]``), and the
+    locals bound to vectors of a known length."""
     bound: dict[str, list] = {}
     for n in ast.walk(fdef):
         if isinstance(n, ast.Assign):
@@ -257,7 +262,7 @@ def _locals(fdef: ast.FunctionDef, arrays: set) -> tuple[set, dict]:
                     bound.setdefault(t.id, []).append(None)
     elements = {name for name, values in bound.items()
                 if all(isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id in arrays
-                       for v in values)}
+                       or depth < 2 and _returns_element(fn, v, arrays, depth) for v in values)}
     env: dict[str, int] = {}
     for _ in range(2):  # a vector built from another local's
         for name, values in bound.items():
@@ -265,6 +270,23 @@ def _locals(fdef: ast.FunctionDef, arrays: set) -> tuple[set, dict]:
             if len(sizes) == 1 and None not in sizes:
                 env[name] = sizes.pop()
     return elements, env
+
+
+def _returns_element(fn: FunctionType, call: ast.expr | None, arrays: set, depth: int) -> bool:
+    """``call`` is of a @qd.func that returns an element of the array passed to it."""
+    callee = _callee(fn, call) if isinstance(call, ast.Call) else None
+    if callee is None:
+        return False
+    cdef = parse_function(callee.fn).node
+    params = [a.arg for a in cdef.args.args]
+    got = {p for p, arg in [*zip(params, call.args, strict=False), *((kw.arg, kw.value) for kw in call.keywords)]
+           if isinstance(arg, ast.Name) and arg.id in arrays}
+    if not got:
+        return False
+    own, _ = _locals(callee.fn, cdef, got, depth + 1)
+    returns = [n.value for n in ast.walk(cdef) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id in got
+                                 or isinstance(v, ast.Name) and v.id in own for v in returns)
 
 
 def _callee(fn: FunctionType, call: ast.Call) -> Func | None:
@@ -283,7 +305,7 @@ def _collect(fn: FunctionType, parsed, arrays: set, elements: set, uses: list, a
     holding the array) and ``elements`` (its parameters holding an element), following them
     into the @qd.func functions it passes them to."""
     fdef = parsed.node
-    own, env = _locals(fdef, arrays)
+    own, env = _locals(fn, fdef, arrays)
     elements = elements | own
     aliases |= own
 
@@ -505,7 +527,9 @@ def _template_kind(fn: FunctionType, parsed, name: str, depth: int) -> tuple[str
         elif isinstance(n, ast.Call) and _is_name(n.func, name):
             first.setdefault("function", n)
         elif isinstance(n, ast.Call) and _name(n) in ("range", "ndrange") and any(_is_name(x, name) for x in n.args) \
-                or isinstance(n, ast.BinOp) and (_is_name(n.left, name) or _is_name(n.right, name)):
+                or isinstance(n, ast.BinOp) and (_is_name(n.left, name) or _is_name(n.right, name)) \
+                or isinstance(n, ast.Compare) and any(_is_name(x, name) for x in [n.left, *n.comparators]) \
+                or isinstance(n, ast.Subscript) and _is_name(n.slice, name):
             first.setdefault("number", n)
         elif isinstance(n, ast.Call) and depth < 8 and (callee := _callee(fn, n)) is not None:
             cparsed = parse_function(callee.fn)
@@ -547,6 +571,8 @@ def provenance(message: str, loc: Loc | None, inferred: dict[str, Inferred]) -> 
     when there are, else all of them; "" when it names none."""
     found = []
     for name, inf in inferred.items():
+        if inf.reason == GIVEN:
+            continue  # the user wrote it
         spelled = array_spec(inf.ann).split(":")[0]
         element = getattr(inf.ann.dtype, "dtype", None)
         if re.search(rf"\b({spelled}|{getattr(element, 'name', spelled)})\b", message):
@@ -558,10 +584,9 @@ def provenance(message: str, loc: Loc | None, inferred: dict[str, Inferred]) -> 
     said = []
     for n, i in near or found:
         spelled = array_spec(i.ann).split(":")[0]
-        other = "f32" if spelled.startswith("i") else "i32"
         at = _short(Loc(i.file, i.line, 0))
         said.append(f"{spelled} is the element type chosen for the untyped ndarray `{n}` at {at}: {i.reason}; "
-                    f"give it with --template {n}=DTYPE:{i.ann.ndim}, e.g. {n}={other}:{i.ann.ndim}")
+                    f"give it with --template {n}=DTYPE:{i.ann.ndim}, DTYPE f32, i32, vec2, ivec3, ...")
     return " (" + "; ".join(said) + ")"
 
 
