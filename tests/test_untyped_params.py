@@ -116,6 +116,23 @@ def test_a_vector_method_takes_its_length_from_another_use():
     assert "--template grid_v=vec2:2 or --template grid_v=vec3:2" in r.stderr
 
 
+def test_taichis_stable_fluid_emits_the_kernels_its_uses_type():
+    """The corpus's stable_fluid.py unchanged: apply_impulse, subtract_gradient and
+    enhance_vorticity (vector fields passed as qd.template()) were "`dc` is a f32 scalar"
+    errors; divergence reads only `vc.x` of `sample(vf, i, j)`: a length nothing gives."""
+    src = ROOT / "tests" / "corpus" / "stable_fluid.py"
+    r = cli("emit", src, "--target", "cuda", "--kernel", "apply_impulse", "--kernel", "subtract_gradient",
+            "--kernel", "enhance_vorticity")
+    assert r.returncode == 0, r.stderr
+    assert "`vf` of apply_impulse is typed by the call; translated as vec2, 2-d: assigned a vector of 2 at " \
+           "stable_fluid.py:190" in r.stderr
+    assert "`dyef` of apply_impulse is typed by the call; translated as vec3, 2-d" in r.stderr
+    assert "`vf` of enhance_vorticity is typed by the call; translated as vec2, 2-d" in r.stderr
+    r = cli("emit", src, "--target", "cuda", "--kernel", "divergence")
+    assert r.returncode == 1 and "its component `.x` taken at stable_fluid.py:207" in r.stderr
+    assert "--template vf=vec2:2" in r.stderr
+
+
 def test_template_parameters_that_need_a_value_name_the_flag():
     """Genesis's static_rigid_sim_config and use_fast_path: was "needs a value" and a generic hint."""
     r = cli("emit", PROGRAMS / "genesis_static_config.py", "--target", "cuda")

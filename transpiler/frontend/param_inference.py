@@ -108,6 +108,8 @@ def untyped_params(kernel, given: dict, values: dict | None = None) -> dict[str,
     for a in fdef.args.args:
         ann = annotations.get(a.arg)
         kind = param_kind(ann)
+        if a.arg == "self" and hasattr(kernel, "instance"):
+            continue  # a data-oriented instance's kernel: `self` is the instance
         if kind == "template" and values and a.arg in values:
             continue  # given a value (a literal, or a field the file defines)
         if kind == "template" and a.arg not in given:
