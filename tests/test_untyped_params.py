@@ -116,6 +116,21 @@ def test_a_vector_method_takes_its_length_from_another_use():
     assert "--template grid_v=vec2:2 or --template grid_v=vec3:2" in r.stderr
 
 
+def test_a_copy_from_or_into_a_field_takes_its_element_type():
+    r = cli("emit", PROGRAMS / "taichi_export.py", "--target", "cuda", "--kernel", "export_particles",
+            "--kernel", "load_particles")
+    assert r.returncode == 0, r.stderr
+    assert ("taichi_export.py:12: note: ndarray `out_pos` of export_particles is typed by the call; translated as "
+            "vec2, 1-d: copied from a vector field of 2 f32 at taichi_export.py:14") in r.stderr
+    assert "`out_cell` of export_particles is typed by the call; translated as i32, 1-d: copied from a field of " \
+           "i32 at taichi_export.py:15" in r.stderr
+    assert "`src` of load_particles is typed by the call; translated as vec2, 1-d: copied into a vector field" \
+        in r.stderr
+    m = program("taichi_export")
+    same_source(m.export_particles, m.export_particles_typed)
+    same_source(m.load_particles, m.load_particles_typed)
+
+
 def test_taichis_stable_fluid_emits_the_kernels_its_uses_type():
     """The corpus's stable_fluid.py unchanged: apply_impulse, subtract_gradient and
     enhance_vorticity (vector fields passed as qd.template()) were "`dc` is a f32 scalar"
@@ -231,6 +246,7 @@ CHECKS = [
     ("genesis_envs.py", ()),
     ("taichi_grid.py", ("--template", "grid_v=vec2:2")),
     ("taichi_dye.py", ("--template", "dyef=vec3:2")),
+    ("taichi_export.py", ()),
     ("genesis_static_config.py", ("--template", "static_rigid_sim_config=rigid_config",
                                   "--template", "use_fast_path=False")),
 ]
@@ -285,6 +301,19 @@ def test_inferred_kernels_compute_what_the_annotated_ones_do(executor, rng):
     (va, ma), (vb, mb) = _both(g.reset_grid, g.reset_grid_typed, grid_v, grid_m)
     np.testing.assert_array_equal(va, vb)
     assert not va.any() and not ma.any() and grid_v.all()
+
+    e = program("taichi_export")
+    src = rng.standard_normal((e.N, 2)).astype(np.float32)
+    cells = rng.integers(-1000, 1000, e.N).astype(np.int32)
+    e.cell.from_numpy(cells)
+    for load, export in ((inferred_kernel(e.load_particles)[0], inferred_kernel(e.export_particles)[0]),
+                         (e.load_particles_typed, e.export_particles_typed)):
+        e.pos.from_numpy(np.zeros((e.N, 2), np.float32))
+        load(src)
+        out_pos, out_cell = np.zeros((e.N, 2), np.float32), np.zeros(e.N, np.int32)
+        export(out_pos, out_cell)
+        np.testing.assert_array_equal(out_pos, src)
+        np.testing.assert_array_equal(out_cell, cells)
 
     d = program("taichi_dye")
     dyef = rng.random((8, 6, 3)).astype(np.float32)

@@ -13,8 +13,10 @@ array or an element is passed to:
 - hints a float: combined with, compared with or assigned a float (``0.5``, ``qd.sqrt(..)``,
   a module-level float, a true division);
 - a vector of n: assigned a list, a tuple or a vector of n (``qd.Vector([..])``, ``vec2(..)``,
-  an expression of such); a vector of unknown length: a vector method or component
-  (``.norm()``, ``.x``, ``e[1]``), which a length from another use must complete.
+  an expression of such);
+- the field's element type: copied from or into a module-level field (``arr[i] = pos[i]``);
+- a vector of unknown length: a vector method or component (``.norm()``, ``.x``, ``e[1]``),
+  which a length from another use must complete.
 An integer need beside a float hint, or hints of both, or vectors of two lengths, is ambiguous.
 Nothing at all: f32, the default, said as such."""
 from __future__ import annotations
@@ -28,6 +30,7 @@ from types import FunctionType
 from ..errors import Diagnostic, TranspileError, format_diagnostic
 from ..ir import types as T
 from ..ir.nodes import Loc
+from ..lang.field import Field
 from ..lang.kernel import Func, NdarrayAnnotation, ndarray_annotation, param_kind
 from ..lang.matrix import MatrixType
 from .source import parse_function
@@ -179,7 +182,7 @@ def _decide(name: str, ndim: int, uses: list[Use], loc: Loc) -> tuple[object, st
         raise TranspileError(f"the untyped ndarray `{name}` holds vectors of {sizes[0]} ({sized[0].where()})", loc,
                              hint=f"annotate it: {name}: qd.types.ndarray(dtype=qd.types.vector({sizes[0]}, "
                                   f"qd.{scalar.name}), ndim={ndim})")
-    reason = sized[0].where() + (f"; {decider.where()}" if decider else "")
+    reason = sized[0].where() + (f"; {decider.where()}" if decider and decider.why != sized[0].why else "")
     return _element(kind, sizes[0]), reason
 
 
@@ -344,7 +347,7 @@ def _collect(fn: FunctionType, parsed, arrays: set, elements: set, uses: list, a
         elif isinstance(n, ast.Compare):
             _compare_uses(fn, n, flows, add)
         elif isinstance(n, (ast.Assign, ast.AugAssign)):
-            _store_uses(fn, n, is_elem, env, add)
+            _store_uses(fn, n, is_elem, env, add, {a.arg for a in fdef.args.args})
         elif isinstance(n, ast.Attribute) and is_elem(n.value):
             if n.attr in _VECTOR_METHODS:
                 add("vec", f"`.{n.attr}` of an element", n)
@@ -399,9 +402,43 @@ def _compare_uses(fn, n: ast.Compare, flows, add) -> None:
                 add("float", "compared with a float", e)
 
 
-def _store_uses(fn, n: ast.Assign | ast.AugAssign, is_elem, env: dict, add) -> None:
+def _field_of(fn: FunctionType, e: ast.expr, params: set) -> Field | None:
+    """The module-level field ``e`` is an element of (``x[i]``, ``sim.x[i]``), if it is one
+    (a parameter of the same name hides it)."""
+    if not isinstance(e, ast.Subscript):
+        return None
+    f, path = e.value, []
+    while isinstance(f, ast.Attribute):
+        path.append(f.attr)
+        f = f.value
+    found = fn.__globals__.get(f.id) if isinstance(f, ast.Name) and f.id not in params else None
+    for part in reversed(path):
+        found = getattr(found, part, None)
+    return found if isinstance(found, Field) else None
+
+
+def _copy_uses(fn, t: ast.expr, value: ast.expr, is_elem, add, params: set) -> bool:
+    """An element copied from or into a module-level field: its element type (a vector of
+    the field's, an integer or a float as its dtype)."""
+    field_ = _field_of(fn, value, params) if is_elem(t) else _field_of(fn, t, params) if is_elem(value) else None
+    if field_ is None:
+        return False
+    elem = t if is_elem(t) else value
+    shape = "x".join(map(str, field_.element_shape))
+    spelled = f"{shape} {field_.dtype.name}" if shape else field_.dtype.name
+    why = f"copied {'from' if elem is t else 'into'} a {'vector ' * bool(shape)}field of {spelled}"
+    if len(field_.element_shape) == 1:
+        add("vec", why, elem, size=field_.element_shape[0])
+    if not len(field_.element_shape) > 1:
+        add("float" if field_.dtype.is_float else "int", why, elem)
+    return True
+
+
+def _store_uses(fn, n: ast.Assign | ast.AugAssign, is_elem, env: dict, add, params: set) -> None:
     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
     for t in targets:
+        if _copy_uses(fn, t, n.value, is_elem, add, params):
+            continue
         if not is_elem(t) or (isinstance(n, ast.Assign) and not isinstance(t, ast.Subscript)):
             continue  # (a local bound anew is no store into the array)
         if isinstance(n, ast.AugAssign) and type(n.op) in _BITS:
