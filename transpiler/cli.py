@@ -362,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--kernel", action="append",
                         help="a kernel to translate (repeatable; default: every kernel in the file)")
         sp.add_argument("--template", action="append", metavar="NAME=VALUE",
-                        help="the value of a qd.template() parameter, as a Python literal")
+                        help="the value of a qd.template() parameter (a Python literal, or a name the file defines), "
+                             "or the DTYPE[:NDIM] of an untyped ndarray (f32, i32:1, vec3:2)")
         sp.add_argument("--wave32", action="store_true", help="HIP: compile for 32-wide wavefronts (RDNA)")
         sp.add_argument("--subgroup-size", type=subgroup_size_arg, metavar="N",
                         help="the subgroup width to specialize to where a target has a choice: GLSL the "
