@@ -131,7 +131,7 @@ def test_a_copy_from_or_into_a_field_takes_its_element_type():
     same_source(m.load_particles, m.load_particles_typed)
 
 
-def test_taichis_stable_fluid_emits_the_kernels_its_uses_type():
+def test_taichis_stable_fluid_emits_the_kernels_its_uses_type(tmp_path):
     """The corpus's stable_fluid.py unchanged: apply_impulse, subtract_gradient and
     enhance_vorticity (vector fields passed as qd.template()) were "`dc` is a f32 scalar"
     errors; divergence reads only `vc.x` of `sample(vf, i, j)`: a length nothing gives."""
@@ -146,6 +146,10 @@ def test_taichis_stable_fluid_emits_the_kernels_its_uses_type():
     r = cli("emit", src, "--target", "cuda", "--kernel", "divergence")
     assert r.returncode == 1 and "its component `.x` taken at stable_fluid.py:207" in r.stderr
     assert "--template vf=vec2:2" in r.stderr
+    # with the flag the hint names, the whole file; `for I in ti.grouped(div_in)` reading I[1]: 2-d
+    r = cli("emit", src, "--target", "all", "--template", "vf=vec2:2", "-o", tmp_path, "-q")
+    assert r.returncode == 0, r.stderr
+    assert "`div_in` of copy_divergence is typed by the call; translated as f32, 2-d" in r.stderr
 
 
 def test_template_parameters_that_need_a_value_name_the_flag():

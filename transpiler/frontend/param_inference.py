@@ -466,8 +466,9 @@ def _array_ndim(fn: FunctionType, fdef: ast.FunctionDef, name: str, depth: int =
             inner = n.iter.args[0]
             if isinstance(inner, ast.Call):
                 grouped[n.target.id] = len(inner.args)
-            elif isinstance(inner, ast.Name) and inner.id != name:
-                grouped[n.target.id] = _array_ndim(fn, fdef, inner.id, depth) or 1
+            elif isinstance(inner, ast.Name):  # over an array: its ndim, or the components of I used
+                found = _array_ndim(fn, fdef, inner.id, depth) if inner.id != name else None
+                grouped[n.target.id] = found or _components_used(fdef, n.target.id) or 1
         elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
             size = _index_vector_size(n.value)  # I = qd.Vector([i, j]): a[I] takes 2 indices
             if size is not None:
@@ -503,6 +504,13 @@ def _array_ndim(fn: FunctionType, fdef: ast.FunctionDef, name: str, depth: int =
             for p in passed:
                 use(_array_ndim(callee.fn, cdef, p, depth + 1))
     return ndim
+
+
+def _components_used(fdef: ast.FunctionDef, var: str) -> int | None:
+    """1 + the highest constant component of ``var`` the function reads (``I[1]``: 2)."""
+    ks = [n.slice.value for n in ast.walk(fdef) if isinstance(n, ast.Subscript) and _is_name(n.value, var)
+          and isinstance(n.slice, ast.Constant) and type(n.slice.value) is int]
+    return max(ks) + 1 if ks else None
 
 
 def _index_vector_size(value: ast.expr) -> int | None:
