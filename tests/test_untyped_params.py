@@ -166,6 +166,14 @@ def test_template_parameters_that_need_a_value_name_the_flag():
             "static_rigid_sim_config=rigid_config", "--template", "use_fast_path=True")
     assert r.returncode == 0, r.stderr
     assert "0.99f" in r.stdout  # use_hibernation False: the damping branch
+    # the corpus's Genesis capsule contacts: every flag the kernel needs, each naming the file's object
+    src = ROOT / "tests" / "corpus" / "genesis_capsule_contact.py"
+    r = cli("emit", src, "--target", "cuda")
+    assert r.returncode == 1 and "hint: pass it: --template geoms_info=geoms_info; and for the kernel's other " \
+                                 "template parameters: --template rigid_global_info=rigid_global_info\n" in r.stderr
+    r = cli("emit", src, "--target", "cuda", "--template", "geoms_info=geoms_info", "--template",
+            "rigid_global_info=rigid_global_info")
+    assert r.returncode == 0, r.stderr
 
 
 AMBIGUOUS = '''

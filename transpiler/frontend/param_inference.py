@@ -107,7 +107,7 @@ def untyped_params(kernel, given: dict, values: dict | None = None) -> dict[str,
         return {}
     parsed = parse_function(kernel.fn)
     fdef = parsed.node
-    out = {}
+    out, missing = {}, []
     for a in fdef.args.args:
         ann = annotations.get(a.arg)
         kind = param_kind(ann)
@@ -120,7 +120,7 @@ def untyped_params(kernel, given: dict, values: dict | None = None) -> dict[str,
             # receives an array: typed like an untyped ndarray. Any other needs a value.
             if _array_ndim(kernel.fn, fdef, a.arg) is None:
                 if _used(fdef, a.arg):
-                    raise template_value_error(kernel.fn, parsed, a)
+                    missing.append(template_value_error(kernel.fn, parsed, a))
                 continue
         elif kind != "ndarray" and not (kind == "template" and a.arg in given):
             continue
@@ -140,6 +140,11 @@ def untyped_params(kernel, given: dict, values: dict | None = None) -> dict[str,
         _collect(kernel.fn, parsed, {a.arg}, set(), uses, aliases, 0)
         element, reason = _decide(a.arg, ndim, uses, parsed.loc(a))
         out[a.arg] = Inferred(NdarrayAnnotation(element, ndim), a.lineno, reason, parsed.file, aliases)
+    if missing:  # the first, with every flag the kernel needs
+        first = missing[0]
+        more = "; ".join(e.hint.removeprefix("pass it: ") for e in missing[1:])
+        raise TranspileError(first.message, first.loc, first.hint + (f"; and for the kernel's other template "
+                                                                     f"parameters: {more}" if more else ""))
     return out
 
 
