@@ -11,24 +11,19 @@ import argparse
 import ast
 import contextlib
 import importlib.util
-import inspect
 import json
 import os
-import re
 import sys
 import traceback
 from pathlib import Path
-from types import FunctionType, ModuleType
+from types import ModuleType
 
 from . import __version__
 from .errors import ToolchainMissing, TranspileError
-from .frontend.source import parse_function
-from .ir import types as T
+from .frontend.param_inference import array_spec, explain, explain_warning, parse_array_spec, untyped_params
 from .ir.nodes import Loc
 from .ir.printer import dump_kernel
-from .lang.kernel import (
-    BoundKernel, Func, Kernel, NdarrayAnnotation, ndarray_annotation, param_kind, translating_only,
-)
+from .lang.kernel import BoundKernel, Kernel, translating_only
 from .pipeline import translate
 from .targets import TARGETS, names
 
@@ -107,9 +102,6 @@ def parse_targets(value: str) -> list[str]:
     return targets
 
 
-_ARRAY_SPEC = re.compile(r"^(?:qd\.)?(i8|i16|i32|i64|u8|u16|u32|u64|f16|f32|f64|int|float)(?::(\d+))?$")
-
-
 def parse_templates(items: list[str] | None, module: ModuleType | None = None) -> tuple[dict, dict]:
     """``--template NAME=VALUE``: a Python literal is the value of a qd.template() parameter,
     and so is a name the file defines at module level (``--template vf=velocities``: a field);
@@ -120,10 +112,9 @@ def parse_templates(items: list[str] | None, module: ModuleType | None = None) -
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UsageError(f"--template expects NAME=VALUE, got {item!r}")
-        spec = _ARRAY_SPEC.match(value.strip())
+        spec = parse_array_spec(value)
         if spec:
-            dtype = T.python_type({"int": int, "float": float}.get(spec.group(1))) or T.SCALARS[spec.group(1)]
-            arrays[name] = NdarrayAnnotation(dtype, int(spec.group(2)) if spec.group(2) else None)
+            arrays[name] = spec
             continue
         try:
             values[name] = ast.literal_eval(value)
@@ -137,105 +128,6 @@ def parse_templates(items: list[str] | None, module: ModuleType | None = None) -
                                  "nor an array type such as f32 or i32:2") from None
             values[name] = found
     return values, arrays
-
-
-def assumed_arrays(kernel: Kernel | BoundKernel, given: dict, values: dict | None = None) -> dict:
-    """The ndarray parameters whose type the annotation and the command line leave open,
-    completed: the dtype f32 (or --template's), the ndim from how the kernel indexes it.
-    Returns name -> (annotation, the parameter's line)."""
-    try:
-        annotations = inspect.get_annotations(kernel.fn, eval_str=True)
-    except Exception:  # noqa: BLE001 - translating reports it at the def
-        return {}
-    fdef = parse_function(kernel.fn).node
-    out = {}
-    for a in fdef.args.args:
-        ann = annotations.get(a.arg)
-        kind = param_kind(ann)
-        if kind == "template" and values and a.arg in values:
-            continue  # given a value (a literal, or a field the file defines)
-        if kind == "template" and a.arg not in given:
-            # A qd.template() parameter the kernel (or a function it passes it to) indexes
-            # receives an array: typed like an untyped ndarray. Any other needs a value.
-            if _array_ndim(kernel.fn, fdef, a.arg) is None:
-                continue
-        elif kind != "ndarray" and not (kind == "template" and a.arg in given):
-            continue
-        ann = ndarray_annotation(ann) if kind == "ndarray" else NdarrayAnnotation()
-        chosen = given.get(a.arg, NdarrayAnnotation())
-        dtype = T.python_type(ann.dtype) or ann.dtype or chosen.dtype
-        ndim = ann.ndim if ann.ndim is not None else chosen.ndim
-        if dtype is not None and ndim is not None:
-            continue
-        if ndim is None:
-            ndim = _array_ndim(kernel.fn, fdef, a.arg)
-        out[a.arg] = (NdarrayAnnotation(dtype or T.f32, 1 if ndim is None else ndim), a.lineno)
-    return out
-
-
-def _array_ndim(fn: FunctionType, fdef: ast.FunctionDef, name: str, depth: int = 0) -> int | None:
-    """How many indices ``fn`` uses on its parameter ``name`` (a[i, j]: 2; a[None]: 0; a[I] in a
-    loop over qd.grouped(qd.ndrange(4, 8)): 2; for i, j in a: 2; a.shape[2]: 3), following it
-    into the @qd.func / @qd.real_func functions it is passed to; None: not used as an array."""
-    grouped = {}  # for I in qd.grouped(...): I -> its dimensions
-    for n in ast.walk(fdef):
-        if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, ast.Call) \
-                and getattr(n.iter.func, "attr", getattr(n.iter.func, "id", None)) == "grouped" and n.iter.args:
-            inner = n.iter.args[0]
-            if isinstance(inner, ast.Call):
-                grouped[n.target.id] = len(inner.args)
-            elif isinstance(inner, ast.Name) and inner.id != name:
-                grouped[n.target.id] = _array_ndim(fn, fdef, inner.id, depth) or 1
-        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            size = _index_vector_size(n.value)  # I = qd.Vector([i, j]): a[I] takes 2 indices
-            if size is not None:
-                grouped.setdefault(n.targets[0].id, size)
-    ndim = None
-
-    def use(k: int | None) -> None:
-        nonlocal ndim
-        if k is not None:
-            ndim = k if ndim is None else max(ndim, k)
-
-    for n in ast.walk(fdef):
-        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
-            sl = n.slice
-            use(len(sl.elts) if isinstance(sl, ast.Tuple) else
-                0 if isinstance(sl, ast.Constant) and sl.value is None else
-                grouped.get(sl.id, 1) if isinstance(sl, ast.Name) else 1)
-        elif isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id == name:
-            use(len(n.target.elts) if isinstance(n.target, ast.Tuple) else 1)
-        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Attribute) and n.value.attr == "shape" \
-                and isinstance(n.value.value, ast.Name) and n.value.value.id == name \
-                and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int):
-            use(n.slice.value + 1)
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and depth < 8:
-            callee = fn.__globals__.get(n.func.id)
-            if not isinstance(callee, Func):
-                continue
-            cdef = parse_function(callee.fn).node
-            params = [a.arg for a in cdef.args.args]
-            passed = [params[k] for k, arg in enumerate(n.args[:len(params)])
-                      if isinstance(arg, ast.Name) and arg.id == name]
-            passed += [kw.arg for kw in n.keywords if isinstance(kw.value, ast.Name) and kw.value.id == name]
-            for p in passed:
-                use(_array_ndim(callee.fn, cdef, p, depth + 1))
-    return ndim
-
-
-def _index_vector_size(value: ast.expr) -> int | None:
-    """The length of an index vector built in place: ``[i, j]``, ``(i, j)``,
-    ``qd.Vector([i, j])``, ``qd.math.ivec2(i, j)``; None for anything else."""
-    if isinstance(value, (ast.List, ast.Tuple)):
-        return len(value.elts)
-    if isinstance(value, ast.Call):
-        name = getattr(value.func, "attr", getattr(value.func, "id", ""))
-        if name == "Vector" and value.args and isinstance(value.args[0], (ast.List, ast.Tuple)):
-            return len(value.args[0].elts)
-        m = re.fullmatch(r"[iu]?vec([234])", name)
-        if m:
-            return int(m.group(1))
-    return None
 
 
 def translations(args: argparse.Namespace, keep_going: bool = False) -> list:
@@ -257,27 +149,33 @@ def translations(args: argparse.Namespace, keep_going: bool = False) -> list:
                "no_hazards": args.no_hazards, "debug": args.debug, "warn": False}
     out, shown = [], set()
     for k in picked:
-        assumed = assumed_arrays(k, arg_types, template_args)
-        for pname, (ann, line) in assumed.items():
-            print(f"{os.path.basename(k.fn.__code__.co_filename)}:{line}: note: ndarray `{pname}` of {k.__name__} "
-                  f"is typed by the call; translated as {ann.dtype.name}, {ann.ndim}-d "
+        try:  # the types no call gives: from the kernel's uses (frontend/param_inference.py)
+            assumed = untyped_params(k, arg_types, template_args)
+        except TranspileError as exc:
+            if not keep_going:
+                raise
+            out.extend((k, t, exc) for t in targets)
+            continue
+        for pname, inf in assumed.items():
+            print(f"{os.path.basename(k.fn.__code__.co_filename)}:{inf.line}: note: ndarray `{pname}` of {k.__name__} "
+                  f"is typed by the call; translated as {inf.ann.dtype.name}, {inf.ann.ndim}-d: {inf.reason} "
                   f"(--template {pname}=DTYPE:NDIM to choose)", file=sys.stderr)
-        kernel_types = {**arg_types, **{n: ann for n, (ann, _) in assumed.items()}}
+        kernel_types = {**arg_types, **{n: inf.ann for n, inf in assumed.items()}}
         for t in targets:
             try:
                 with contextlib.redirect_stdout(sys.stderr):  # qd.static_print: never into sources on stdout
                     tr = translate(k, t, **options, arg_types=kernel_types)
             except TranspileError as exc:
                 if not keep_going:
-                    raise
-                out.append((k, t, exc))
+                    raise explain(exc, assumed) from None
+                out.append((k, t, explain(exc, assumed)))
                 continue
             if assumed:  # the manifest says what the command line chose, as stderr did
-                tr.manifest["assumed"] = {n: f"{ann.dtype.name}:{ann.ndim}" for n, (ann, _) in assumed.items()}
+                tr.manifest["assumed"] = {n: array_spec(inf.ann) for n, inf in assumed.items()}
             for h in tr.warnings:  # warnings print once per location and go on
                 if str(h) not in shown:
                     shown.add(str(h))
-                    print(str(h), file=sys.stderr)
+                    print(explain_warning(h, assumed), file=sys.stderr)
             out.append((k, t, tr))
     return out
 
@@ -551,7 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--kernel", action="append",
                         help="a kernel to translate (repeatable; default: every kernel in the file)")
         sp.add_argument("--template", action="append", metavar="NAME=VALUE",
-                        help="the value of a qd.template() parameter, as a Python literal")
+                        help="the value of a qd.template() parameter (a Python literal, or a name the file defines), "
+                             "or the DTYPE[:NDIM] of an untyped ndarray (f32, i32:1, vec3:2)")
         sp.add_argument("--wave32", action="store_true", help="HIP: compile for 32-wide wavefronts (RDNA)")
         sp.add_argument("--subgroup-size", type=subgroup_size_arg, metavar="N",
                         help="the subgroup width to specialize to where a target has a choice: GLSL the "
