@@ -106,8 +106,35 @@ def block_own(a: i32v, out: i32v):
         out[i] = sh[t]
 
 
+@qd.kernel
+def float_min_once(c: f32v, tickets: f32v):
+    for i in c:
+        qd.atomic_min(c[i], qd.atomic_add(tickets[0], 1.0))  # (the line holds the operand's atomic)
+
+
+@qd.kernel
+def inner_offset(a: i32v):
+    for i in range(a.shape[0] - 4):
+        for k in range(3):
+            a[i + k] += 1  # atomic
+
+
+@qd.kernel
+def fenced(a: i32v):
+    for i in a:
+        a[i] += 1  # atomic
+        qd.simt.grid.mem_fence()
+
+
+@qd.kernel
+def diagonal(g: qd.types.ndarray(dtype=qd.i32, ndim=2)):
+    for i, j in g:
+        g[i, i] += 1  # atomic
+        g[j, j] += 1  # atomic
+
+
 KERNELS = [particles, particles_atomic, particles_field, scatter, neighbours, total, nested, grid2,
-           offsets_and_results, block_own]
+           offsets_and_results, block_own, float_min_once, inner_offset, fenced, diagonal]
 SOURCE = Path(__file__).name
 
 
@@ -154,6 +181,10 @@ def test_the_rules():
     assert atomics(scatter) == 1 and atomics(neighbours) == 2
     assert atomics(grid2) == 1 and atomics(nested) == 0 and atomics(block_own) == 0
     assert atomics(total) == 1  # the reduction's one atomic per block
+    assert atomics(float_min_once) == 1  # the operand's, on another array
+    assert atomics(inner_offset) == 1  # i + k: k is an inner loop's, threads overlap
+    assert atomics(fenced) == 1  # a task that orders memory publishes to observers outside it
+    assert atomics(diagonal) == 2  # g[i, i] leaves j out: threads (i, 0) and (i, 1) share it
 
 
 def _vec3(rng, n):
@@ -239,6 +270,15 @@ def test_offsets_results_and_serial(executor, rng):
     want_b = b0 + np.arange(n, dtype=np.int32)
     want_b[0] += 100
     assert np.array_equal(b, want_b)
+
+
+def test_an_operand_read_three_times_is_evaluated_once(executor, rng):
+    c0 = rng.standard_normal(500).astype(np.float32) * 1000
+    c, tickets = c0.copy(), np.zeros(1, np.float32)
+    float_min_once(c, tickets)
+    assert tickets[0] == 500  # one ticket a thread: float min's operand was not evaluated again
+    taken = c[c != c0]
+    assert (c <= c0).all() and (taken == np.round(taken)).all() and (taken >= 0).all()
 
 
 def test_shared_element_of_the_thread(executor, rng):

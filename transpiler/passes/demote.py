@@ -49,6 +49,7 @@ _UNIFORM_INDICES = ("block_dim", "grid_dim", "grid_stride")
 # A task that orders memory or talks to other PEs publishes to observers this analysis cannot
 # see (a kernel on another stream, the host, another PE): its atomics stay as written.
 _OBSERVED = (ir.Fence, ir.VolatileLoad, ir.ShmemOp, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)
+_SIMPLE = (ir.Const, ir.LocalRef, ir.ParamRef)
 _PURE = (ir.BinOp, ir.Compare, ir.Logical, ir.Unary, ir.Cast, ir.Select, ir.Math, ir.BitCast)
 
 
@@ -253,14 +254,14 @@ class _Rewriter:
     def demoted(self, st: ir.Stmt) -> tuple[ir.Atomic, list[ir.Stmt]] | None:
         """The statements that replace ``st`` and its atomic, or None where it stays."""
         if isinstance(st, ir.ExprStmt) and self.demotable(st.expr):
-            return st.expr, [self.update(st.expr, None)]
+            return st.expr, self.update(st.expr, None)
         if isinstance(st, (ir.Declare, ir.Assign)):
             a = st.init if isinstance(st, ir.Declare) else st.value
             if not (self.demotable(a) and st.var.type == a.type):
                 return None
             if isinstance(st, ir.Declare) and not _reads(a, st.var):
                 old = ir.LocalRef(a.type, a.loc, st.var)
-                return a, [ir.Declare(st.loc, st.var, _load(a)), self.update(a, old)]
+                return a, [ir.Declare(st.loc, st.var, _load(a))] + self.update(a, old)
             stmts, old = self.with_old(a)
             return a, stmts + [ir.Assign(st.loc, st.var, old)]
         if isinstance(st, ir.Store) and self.demotable(st.value) and \
@@ -282,12 +283,18 @@ class _Rewriter:
         local cannot simply be declared with it."""
         old = ir.Local(f"{a.array.name}_old", a.type, a.loc)
         ref = ir.LocalRef(a.type, a.loc, old)
-        return [ir.Declare(a.loc, old, _load(a)), self.update(a, ref)], ref
+        return [ir.Declare(a.loc, old, _load(a))] + self.update(a, ref), ref
 
-    def update(self, a: ir.Atomic, old: ir.Expr | None) -> ir.Store:
+    def update(self, a: ir.Atomic, old: ir.Expr | None) -> list[ir.Stmt]:
         """The store that does what ``a`` does to its element, ``old`` its value before."""
         cur = old if old is not None else _load(a)
         loc, t = a.loc, a.type
+        pre: list[ir.Stmt] = []
+        if a.op in ("min", "max") and t.is_float and not isinstance(a.value, _SIMPLE):
+            # minNum / maxNum read the operand three times: evaluated once, as the atomic did.
+            operand = ir.Local("operand", t, loc)
+            pre.append(ir.Declare(loc, operand, a.value))
+            a = dataclasses.replace(a, value=ir.LocalRef(t, loc, operand))
         if a.op == "cas":
             value = ir.Select(t, loc, ir.Compare(T.bool_, loc, "eq", cur, a.expected), a.value, cur)
         elif a.op in ("and", "or", "xor"):
@@ -296,7 +303,7 @@ class _Rewriter:
             value = ir.BinOp(t, loc, "sub", cur, a.value)
         else:
             value = combine(a.op, cur, a.value, t, loc)
-        return ir.Store(loc, a.array, a.indices, value)
+        return pre + [ir.Store(loc, a.array, a.indices, value)]
 
 
 def _load(a: ir.Atomic) -> ir.Load:
