@@ -80,6 +80,26 @@ def particles(pos: v3v, vel: v3v, dt: qd.f32):
         vel[i] = v * 0.999
 
 
+@qd.kernel
+def particles_add(pos: v3v, vel: v3v, acc: v3v, dt: qd.f32):
+    for i in range(pos.shape[0]):
+        vel[i] += acc[i] * dt  # `+=` on the thread's own element: no atomic needed
+        pos[i] += vel[i] * dt
+
+
+@qd.kernel
+def kernel_sum(x: f32v) -> qd.f32:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]  # a kernel-scope reduction
+    return s
+
+
+@qd.kernel
+def scatter_add(idx: i32v, x: f32v, out: f32v):
+    for i in range(x.shape[0]):
+        out[idx[i]] += x[i]  # any element, from any thread: atomic
+
 
 def field_particles(n: int):
     """The particles update in Taichi's everyday spelling: vector fields as module state (made

@@ -16,7 +16,9 @@ runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/
 A second table does the same for the CPU: our CPU executor (the CUDA text on the SIMT
 emulator; its first call includes the C++ build, cached on disk afterwards) against
 Quadrants' LLVM CPU backend, for saxpy, a sum, the 2-D stencil and the particles update (on
-ndarrays, and on vector fields with a struct-for: Taichi's everyday spelling) at 1K (the
+ndarrays, and on vector fields with a struct-for: Taichi's everyday spelling), the particles
+update written `vel[i] += ...; pos[i] += ...` on vec3 ndarrays (no atomic once demoted), a
+kernel-scope sum `s += x[i]` and a `+=` scatter to random elements, at 1K (the
 launch cost) and 1M elements (throughput; both frameworks use every core there);
 ``--cpu-sizes ''`` leaves it out.
 
@@ -40,8 +42,8 @@ from common import median, say, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KERNELS = ["saxpy", "sum", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil",
-           "particles", "field_particles"]
-CPU_KERNELS = ["saxpy", "sum", "stencil", "particles", "field_particles"]
+           "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
+CPU_KERNELS = ["saxpy", "sum", "stencil", "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
 OURS = sys.executable
 THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
 

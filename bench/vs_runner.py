@@ -76,6 +76,21 @@ def case(name: str, n: int):
         args = (device(u, qd.f32), device(np.zeros_like(u), qd.f32))
         want = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
         return K.stencil, args, lambda: np.allclose(args[1].to_numpy()[1:-1, 1:-1], want, rtol=1e-5, atol=1e-6)
+    if name == "particles_add":
+        pos, vel, acc = (rng.standard_normal((n, 3)).astype(np.float32) for _ in range(3))
+        v = vel + acc * np.float32(0.01)
+        args = (device(pos, qd.f32, 3), device(vel, qd.f32, 3), device(acc, qd.f32, 3), np.float32(0.01))
+        return K.particles_add, args, lambda: np.allclose(args[0].to_numpy(), pos + v * np.float32(0.01), rtol=1e-5,
+                                                          atol=1e-6)
+    if name == "kernel_sum":
+        x = rng.integers(0, 4 if 3 * n < 2**24 else 2, n).astype(np.float32)  # every partial sum exact in f32
+        got = []
+        return (lambda a: got.append(K.kernel_sum(a))), (device(x, qd.f32),), lambda: got[0] == x.sum()
+    if name == "scatter":
+        idx = rng.integers(0, n, n).astype(np.int32)  # spread over every element, a few collide
+        x = rng.integers(0, 4, n).astype(np.float32)  # small integers: every order sums exactly
+        args = (device(idx, qd.i32), device(x, qd.f32), device(np.zeros(n, np.float32), qd.f32))
+        return K.scatter_add, args, lambda: (args[2].to_numpy() == np.bincount(idx, x, n)).all()
     if name in ("particles", "field_particles"):
         pos, vel = rng.random((n, 3), np.float32), rng.standard_normal((n, 3)).astype(np.float32)
         v = vel + np.float32(0.01) * np.array([0, -9.8, 0], np.float32)

@@ -142,7 +142,7 @@ def test_static_for_unrolls():
                 f[i] += j
 
     src = cuda(k)
-    assert src.count("atomicAdd(&f[i]") == 3
+    assert src.count("f[i] = f[i] + ") == 3  # f[i] is the thread's own: no atomic (passes/demote.py)
 
 
 ALIASED_STATIC = qd.static  # a module-level alias of a built-in is still that built-in
@@ -170,7 +170,7 @@ def test_builtins_are_recognised_under_any_name_that_reaches_them():
 
     tr = qd.translate(k, "cuda", template_args={"flag": True}, warn=False)
     src = "\n".join(tr.sources.values())
-    assert src.count("atomicAdd(&f[i]") == 5 and src.count("for (") == 1  # 3 + 2 copies; only the task loop
+    assert src.count("f[i] = f[i] + ") == 5 and src.count("for (") == 1  # 3 + 2 copies; only the task loop
     assert "f[i] = 7.0f;" in src and "if (" not in src  # the static if chose at translation time
     assert tr.manifest["entry_points"][0]["block_dim"] == 64
 

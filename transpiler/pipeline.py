@@ -1,7 +1,7 @@
 """The translation pipeline, the one path from a ``@qd.kernel`` to a target's sources and
 manifest. The CLI, ``qd.translate`` and every runtime go through ``translate``:
 
-    lower (frontend, cached per instantiation)
+    lower (frontend, then atomic demotion; cached per instantiation)
     -> hazard check (once per instantiation, target and width)
     -> capability check (f64, system scope, NVSHMEM against the target's flags)
     -> target-dependent passes (block-vote emulation, atomics legalization)
@@ -56,6 +56,7 @@ def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | N
     """The typed IR of one instantiation, cached on the kernel object. ``defaults``: the
     types Python's int and float stand for (i32 and f32 unless given)."""
     from .frontend.lower import lower_kernel  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    from .passes.demote import demote_atomics  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     defaults = defaults or T.Defaults()
     cache = kernel.__dict__.setdefault("_ir_cache", {})
@@ -65,7 +66,8 @@ def lower(kernel: Kernel, template_args: dict | None = None, arg_types: dict | N
         hit = cache.get(base + ("any width",))
     if hit is None:
         with T.using_defaults(defaults):
-            hit = lower_kernel(kernel, template_args, arg_types, subgroup_size)
+            # Atomics no other thread can observe become plain updates once here, for every target.
+            hit = demote_atomics(lower_kernel(kernel, template_args, arg_types, subgroup_size))
         # IR that never asked for the subgroup width is the same at every width: one
         # lowering then serves hip (64) as well as cuda, glsl and msl (32).
         width = subgroup_size if hit.width_sensitive else "any width"

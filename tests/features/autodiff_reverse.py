@@ -1,6 +1,6 @@
 """Reverse-mode autodiff (`kernel.grad`): the primal replayed, then walked backwards; a branch
 under the condition the replay took, an inner loop run backwards (its carried product replayed
-from the loop's start), reads adding into `.grad` atomically, a store moving `.grad` out."""
+from the loop's start), reads adding into `.grad` (each its own: plain adds), a store moving `.grad` out."""
 import transpiler as qd
 
 vec = qd.types.ndarray(dtype=qd.f32, ndim=1)

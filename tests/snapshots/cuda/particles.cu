@@ -32,9 +32,10 @@ extern "C" __global__ void __launch_bounds__(128) particles(
         float v_x = p_v[i * 3] + opts_dt * (opts_gravity_x + (lhs_0_0 * rhs_x + lhs_0_1 * rhs_y + lhs_0_2 * rhs_z));  // vectors.py:20
         float v_y = p_v[i * 3 + 1] + opts_dt * (opts_gravity_y + (lhs_1_0 * rhs_x + lhs_1_1 * rhs_y + lhs_1_2 * rhs_z));  // vectors.py:20
         float v_z = p_v[i * 3 + 2] + opts_dt * (opts_gravity_z + (lhs_2_0 * rhs_x + lhs_2_1 * rhs_y + lhs_2_2 * rhs_z));  // vectors.py:20
-        atomicAdd(&p_x[i * 3], opts_dt * v_x);  // vectors.py:21
-        atomicAdd(&p_x[i * 3 + 1], opts_dt * v_y);  // vectors.py:21
-        atomicAdd(&p_x[i * 3 + 2], opts_dt * v_z);  // vectors.py:21
+        // atomic_add on p_x not atomic: no other thread touches the element
+        p_x[i * 3] = p_x[i * 3] + opts_dt * v_x;  // vectors.py:21
+        p_x[i * 3 + 1] = p_x[i * 3 + 1] + opts_dt * v_y;  // vectors.py:21
+        p_x[i * 3 + 2] = p_x[i * 3 + 2] + opts_dt * v_z;  // vectors.py:21
         p_v[i * 3] = v_x;  // vectors.py:22
         p_v[i * 3 + 1] = v_y;  // vectors.py:22
         p_v[i * 3 + 2] = v_z;  // vectors.py:22

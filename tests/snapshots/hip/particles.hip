@@ -5,18 +5,6 @@
 #include <hip/hip_runtime.h>
 #endif
 
-// f32 atomic add on global memory at agent scope. ROCm's atomicAdd(float*) is a CAS
-// loop unless built with -munsafe-fp-atomics; gfx90a and gfx94x have one instruction for it
-// (global_atomic_add_f32), which does not work on fine-grained (host-coherent) memory.
-__device__ __forceinline__ float qd_atomic_add(float* address, float value)
-{
-#if defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
-    return __builtin_amdgcn_global_atomic_fadd_f32((__attribute__((address_space(1))) float*)address, value);
-#else
-    return atomicAdd(address, value);
-#endif
-}
-
 // particles: parallel task from vectors.py:19, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) particles(
     float* p_x,
@@ -46,9 +34,10 @@ extern "C" __global__ void __launch_bounds__(128) particles(
         float v_x = p_v[i * 3] + opts_dt * (opts_gravity_x + (lhs_0_0 * rhs_x + lhs_0_1 * rhs_y + lhs_0_2 * rhs_z));  // vectors.py:20
         float v_y = p_v[i * 3 + 1] + opts_dt * (opts_gravity_y + (lhs_1_0 * rhs_x + lhs_1_1 * rhs_y + lhs_1_2 * rhs_z));  // vectors.py:20
         float v_z = p_v[i * 3 + 2] + opts_dt * (opts_gravity_z + (lhs_2_0 * rhs_x + lhs_2_1 * rhs_y + lhs_2_2 * rhs_z));  // vectors.py:20
-        qd_atomic_add(&p_x[i * 3], opts_dt * v_x);  // vectors.py:21
-        qd_atomic_add(&p_x[i * 3 + 1], opts_dt * v_y);  // vectors.py:21
-        qd_atomic_add(&p_x[i * 3 + 2], opts_dt * v_z);  // vectors.py:21
+        // atomic_add on p_x not atomic: no other thread touches the element
+        p_x[i * 3] = p_x[i * 3] + opts_dt * v_x;  // vectors.py:21
+        p_x[i * 3 + 1] = p_x[i * 3 + 1] + opts_dt * v_y;  // vectors.py:21
+        p_x[i * 3 + 2] = p_x[i * 3 + 2] + opts_dt * v_z;  // vectors.py:21
         p_v[i * 3] = v_x;  // vectors.py:22
         p_v[i * 3 + 1] = v_y;  // vectors.py:22
         p_v[i * 3 + 2] = v_z;  // vectors.py:22

@@ -605,7 +605,7 @@ class CpuProgram:
 # Node types whose meaning does not depend on which thread or block runs an iteration: a task
 # made of these alone computes the same for any grid, so the CPU may run fewer blocks.
 _GRID_FREE_STMTS = (ir.Declare, ir.Assign, ir.Store, ir.ExprStmt, ir.If, ir.For, ir.While, ir.Break, ir.Continue,
-                    ir.Return)
+                    ir.Return, ir.Note)
 _GRID_FREE_EXPRS = (ir.Const, ir.LocalRef, ir.ParamRef, ir.Shape, ir.Load, ir.BinOp, ir.Compare, ir.Logical,
                     ir.Unary, ir.Cast, ir.Select, ir.Math, ir.Atomic, ir.Call)
 

@@ -55,26 +55,9 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void smooth_loss_grad(
         y_grad[i] = 0.0f;  // autodiff_reverse.py:18
         p_adj += y_g * (1.0f / (1.0f + x[i] * x[i]));  // autodiff_reverse.py:18
         adj_t = y_g * -(p_was_1 / ((1.0f + x[i] * x[i]) * (1.0f + x[i] * x[i])));  // autodiff_reverse.py:18
-        float operand = adj_t * x[i];  // autodiff_reverse.py:18
-        float x_grad_old = x_grad[i];  // autodiff_reverse.py:18
-        while (true) {  // autodiff_reverse.py:18
-            float x_grad_assumed = x_grad_old;  // autodiff_reverse.py:18
-            uint x_grad_seen = atomic_cmpxchg((volatile __global uint*)&x_grad[i], as_uint(x_grad_assumed), as_uint(x_grad_assumed + operand));  // autodiff_reverse.py:18
-            x_grad_old = as_float(x_grad_seen);  // autodiff_reverse.py:18
-            if (x_grad_seen == as_uint(x_grad_assumed)) {  // autodiff_reverse.py:18
-                break;  // autodiff_reverse.py:18
-            }
-        }
-        float operand_1 = adj_t * x[i];  // autodiff_reverse.py:18
-        float x_grad_old_1 = x_grad[i];  // autodiff_reverse.py:18
-        while (true) {  // autodiff_reverse.py:18
-            float x_grad_assumed = x_grad_old_1;  // autodiff_reverse.py:18
-            uint x_grad_seen = atomic_cmpxchg((volatile __global uint*)&x_grad[i], as_uint(x_grad_assumed), as_uint(x_grad_assumed + operand_1));  // autodiff_reverse.py:18
-            x_grad_old_1 = as_float(x_grad_seen);  // autodiff_reverse.py:18
-            if (x_grad_seen == as_uint(x_grad_assumed)) {  // autodiff_reverse.py:18
-                break;  // autodiff_reverse.py:18
-            }
-        }
+        // atomic_add on x_grad not atomic: no other thread touches the element
+        x_grad[i] = x_grad[i] + adj_t * x[i];  // autodiff_reverse.py:18
+        x_grad[i] = x_grad[i] + adj_t * x[i];  // autodiff_reverse.py:18
         j_count = (int)((uint)(j_stop) - 0u) > 0 ? (int)((uint)(j_stop) - 0u) : 0;  // autodiff_reverse.py:16
         for (int j_rev = 0; j_rev < j_count; ++j_rev) {  // autodiff_reverse.py:16
             j_1 = (int)(0u + ((uint)(j_count) - 1u - (uint)(j_rev)) * 1u);  // autodiff_reverse.py:16
@@ -101,25 +84,9 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void smooth_loss_grad(
         }
         t_g_1 = t_adj;  // autodiff_reverse.py:12
         t_adj = 0.0f;  // autodiff_reverse.py:12
-        float operand_2 = t_g_1 * w[i] * cos(x[i]);  // autodiff_reverse.py:12
-        float x_grad_old_2 = x_grad[i];  // autodiff_reverse.py:12
-        while (true) {  // autodiff_reverse.py:12
-            float x_grad_assumed = x_grad_old_2;  // autodiff_reverse.py:12
-            uint x_grad_seen = atomic_cmpxchg((volatile __global uint*)&x_grad[i], as_uint(x_grad_assumed), as_uint(x_grad_assumed + operand_2));  // autodiff_reverse.py:12
-            x_grad_old_2 = as_float(x_grad_seen);  // autodiff_reverse.py:12
-            if (x_grad_seen == as_uint(x_grad_assumed)) {  // autodiff_reverse.py:12
-                break;  // autodiff_reverse.py:12
-            }
-        }
-        float operand_3 = t_g_1 * sin(x[i]);  // autodiff_reverse.py:12
-        float w_grad_old = w_grad[i];  // autodiff_reverse.py:12
-        while (true) {  // autodiff_reverse.py:12
-            float w_grad_assumed = w_grad_old;  // autodiff_reverse.py:12
-            uint w_grad_seen = atomic_cmpxchg((volatile __global uint*)&w_grad[i], as_uint(w_grad_assumed), as_uint(w_grad_assumed + operand_3));  // autodiff_reverse.py:12
-            w_grad_old = as_float(w_grad_seen);  // autodiff_reverse.py:12
-            if (w_grad_seen == as_uint(w_grad_assumed)) {  // autodiff_reverse.py:12
-                break;  // autodiff_reverse.py:12
-            }
-        }
+        // atomic_add on x_grad not atomic: no other thread touches the element
+        x_grad[i] = x_grad[i] + t_g_1 * w[i] * cos(x[i]);  // autodiff_reverse.py:12
+        // atomic_add on w_grad not atomic: no other thread touches the element
+        w_grad[i] = w_grad[i] + t_g_1 * sin(x[i]);  // autodiff_reverse.py:12
     }
 }

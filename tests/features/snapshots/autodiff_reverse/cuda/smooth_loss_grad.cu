@@ -59,8 +59,9 @@ extern "C" __global__ void __launch_bounds__(128) smooth_loss_grad(
         y_grad[i] = 0.0f;  // autodiff_reverse.py:18
         p_adj += y_g * (1.0f / (1.0f + x[i] * x[i]));  // autodiff_reverse.py:18
         adj_t = y_g * -(p_was_1 / ((1.0f + x[i] * x[i]) * (1.0f + x[i] * x[i])));  // autodiff_reverse.py:18
-        atomicAdd(&x_grad[i], adj_t * x[i]);  // autodiff_reverse.py:18
-        atomicAdd(&x_grad[i], adj_t * x[i]);  // autodiff_reverse.py:18
+        // atomic_add on x_grad not atomic: no other thread touches the element
+        x_grad[i] = x_grad[i] + adj_t * x[i];  // autodiff_reverse.py:18
+        x_grad[i] = x_grad[i] + adj_t * x[i];  // autodiff_reverse.py:18
         j_count = int32_t(uint32_t(j_stop) - 0u) > 0 ? int32_t(uint32_t(j_stop) - 0u) : 0;  // autodiff_reverse.py:16
         for (int32_t j_rev = 0; j_rev < j_count; ++j_rev) {  // autodiff_reverse.py:16
             j_1 = int32_t(0u + (uint32_t(j_count) - 1u - uint32_t(j_rev)) * 1u);  // autodiff_reverse.py:16
@@ -87,7 +88,9 @@ extern "C" __global__ void __launch_bounds__(128) smooth_loss_grad(
         }
         t_g_1 = t_adj;  // autodiff_reverse.py:12
         t_adj = 0.0f;  // autodiff_reverse.py:12
-        atomicAdd(&x_grad[i], t_g_1 * w[i] * cosf(x[i]));  // autodiff_reverse.py:12
-        atomicAdd(&w_grad[i], t_g_1 * sinf(x[i]));  // autodiff_reverse.py:12
+        // atomic_add on x_grad not atomic: no other thread touches the element
+        x_grad[i] = x_grad[i] + t_g_1 * w[i] * cosf(x[i]);  // autodiff_reverse.py:12
+        // atomic_add on w_grad not atomic: no other thread touches the element
+        w_grad[i] = w_grad[i] + t_g_1 * sinf(x[i]);  // autodiff_reverse.py:12
     }
 }

@@ -5,18 +5,6 @@
 #include <hip/hip_runtime.h>
 #endif
 
-// f32 atomic add on global memory at agent scope. ROCm's atomicAdd(float*) is a CAS
-// loop unless built with -munsafe-fp-atomics; gfx90a and gfx94x have one instruction for it
-// (global_atomic_add_f32), which does not work on fine-grained (host-coherent) memory.
-__device__ __forceinline__ float qd_atomic_add(float* address, float value)
-{
-#if defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
-    return __builtin_amdgcn_global_atomic_fadd_f32((__attribute__((address_space(1))) float*)address, value);
-#else
-    return atomicAdd(address, value);
-#endif
-}
-
 // smooth_loss_grad: parallel task from autodiff_reverse.py:11, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) smooth_loss_grad(
     float* x,
@@ -72,8 +60,9 @@ extern "C" __global__ void __launch_bounds__(128) smooth_loss_grad(
         y_grad[i] = 0.0f;  // autodiff_reverse.py:18
         p_adj += y_g * (1.0f / (1.0f + x[i] * x[i]));  // autodiff_reverse.py:18
         adj_t = y_g * -(p_was_1 / ((1.0f + x[i] * x[i]) * (1.0f + x[i] * x[i])));  // autodiff_reverse.py:18
-        qd_atomic_add(&x_grad[i], adj_t * x[i]);  // autodiff_reverse.py:18
-        qd_atomic_add(&x_grad[i], adj_t * x[i]);  // autodiff_reverse.py:18
+        // atomic_add on x_grad not atomic: no other thread touches the element
+        x_grad[i] = x_grad[i] + adj_t * x[i];  // autodiff_reverse.py:18
+        x_grad[i] = x_grad[i] + adj_t * x[i];  // autodiff_reverse.py:18
         j_count = int32_t(uint32_t(j_stop) - 0u) > 0 ? int32_t(uint32_t(j_stop) - 0u) : 0;  // autodiff_reverse.py:16
         for (int32_t j_rev = 0; j_rev < j_count; ++j_rev) {  // autodiff_reverse.py:16
             j_1 = int32_t(0u + (uint32_t(j_count) - 1u - uint32_t(j_rev)) * 1u);  // autodiff_reverse.py:16
@@ -100,7 +89,9 @@ extern "C" __global__ void __launch_bounds__(128) smooth_loss_grad(
         }
         t_g_1 = t_adj;  // autodiff_reverse.py:12
         t_adj = 0.0f;  // autodiff_reverse.py:12
-        qd_atomic_add(&x_grad[i], t_g_1 * w[i] * cosf(x[i]));  // autodiff_reverse.py:12
-        qd_atomic_add(&w_grad[i], t_g_1 * sinf(x[i]));  // autodiff_reverse.py:12
+        // atomic_add on x_grad not atomic: no other thread touches the element
+        x_grad[i] = x_grad[i] + t_g_1 * w[i] * cosf(x[i]);  // autodiff_reverse.py:12
+        // atomic_add on w_grad not atomic: no other thread touches the element
+        w_grad[i] = w_grad[i] + t_g_1 * sinf(x[i]);  // autodiff_reverse.py:12
     }
 }

@@ -19,6 +19,7 @@ extern "C" __global__ void __launch_bounds__(128) struct_for_1(float* a, int32_t
     for (int32_t linear = (int32_t)(blockIdx.x * 128u + threadIdx.x); linear < a_shape_0 * a_shape_1; linear += (int32_t)(128u * gridDim.x)) {  // struct_for.py:10
         int32_t I_0 = linear / a_shape_1;  // struct_for.py:10
         int32_t I_1 = linear % a_shape_1;  // struct_for.py:10
-        atomicAdd(&a[I_0 * a_shape_1 + I_1], float(I_0) * 0.5f);  // struct_for.py:11
+        // atomic_add on a not atomic: no other thread touches the element
+        a[I_0 * a_shape_1 + I_1] = a[I_0 * a_shape_1 + I_1] + float(I_0) * 0.5f;  // struct_for.py:11
     }
 }
