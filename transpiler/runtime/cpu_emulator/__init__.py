@@ -46,6 +46,8 @@ from ...ir import nodes as ir
 from ...ir.records import record, field
 from ...ir.walk import all_exprs, all_stmts, called_by
 from ...targets import get_target, names
+from ...ir.evaluate import evaluate, uniform_env
+from ...targets.target import MAX_BLOCKS
 from .. import Backend, Launch, Translation, entries_by_task, profile, warm_up
 
 from typing import TYPE_CHECKING
@@ -291,6 +293,7 @@ class CpuModule:
     python_files: dict[str, str] = field(default_factory=dict)  # basename -> full path, for source lines
     race_check: bool = False      # lib_path is then a TSan executable run in a child process
     was_cached: bool = False      # built by an earlier process (or call): found in the cache
+    plain: bool = False           # every entry runs as a loop over its elements (build_module)
     _lib: ctypes.CDLL | None = None
     _fns: dict = field(default_factory=dict)
 
@@ -493,6 +496,21 @@ class CpuModule:
         return cls(f"{entry}: {self.localize(message)}")
 
 
+@functools.cache
+def _host_cpu() -> str:
+    """What -march=native compiles for, part of a plain module's cache key: a cache shared
+    between machines (a home directory on NFS, a CI cache) must not hand one CPU's build to
+    another that lacks its instructions."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        import platform  # noqa: PLC0415 - only where /proc is missing
+        return platform.machine() + platform.processor()
+    keep = [ln for ln in info.splitlines() if ln.split(":")[0].strip() in ("model name", "flags", "Features")]
+    return "\n".join(sorted(set(keep)))
+
+
 def _dim3(v: int | Sequence[int]) -> tuple[int, int, int]:
     t = (int(v),) if isinstance(v, (int, np.integer)) else tuple(int(x) for x in v)
     if not 1 <= len(t) <= 3:
@@ -528,9 +546,13 @@ def _defines(dialect: str, wave32: bool, subgroup_size: int | None) -> list[str]
     return [f"-DQD_EMU_WARP_SIZE={warp}"] + [f"-D{d}" for d in target.emulator_defines]
 
 
-def kernel_flags(cxx: str, opt: str, defines: list[str]) -> list[str]:
-    """How a kernel (and the header it is precompiled with) is compiled, race checks aside."""
+def kernel_flags(cxx: str, opt: str, defines: list[str], plain: bool = False) -> list[str]:
+    """How a kernel (and the header it is precompiled with) is compiled, race checks aside.
+    ``plain``: a module of plain tasks (see CpuBackend.load), whose loops over elements are
+    left for the compiler to vectorize for this machine."""
     flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
+    if plain:
+        flags += ["-O3", "-march=native", "-DQD_EMU_PLAIN"]
     if _clang_major(cxx) >= 18:  # one trap per check: else clang merges them, and a trap's
         flags += ["-mllvm", "-ubsan-unique-traps"]  # address maps to no line (LLVM 18+)
     return flags
@@ -539,10 +561,13 @@ def kernel_flags(cxx: str, opt: str, defines: list[str]) -> list[str]:
 def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = "cuda", wave32: bool = False,
                  subgroup_size: int | None = None, entries: Sequence[str] | None = None, compiler: str | None = None,
                  opt: str = "-O2",
-                 python_files: dict[str, str] | None = None, race_check: bool = False) -> CpuModule:
+                 python_files: dict[str, str] | None = None, race_check: bool = False,
+                 plain: bool = False) -> CpuModule:
     """Compile one generated (or hand-written) CUDA/HIP source for the emulator, cached by
     content. ``entries`` defaults to every ``__global__`` function in the source.
-    ``race_check`` builds a ThreadSanitizer executable instead (see the module docstring)."""
+    ``race_check`` builds a ThreadSanitizer executable instead (see the module docstring).
+    ``plain``: every entry is a plain task's (see CpuBackend.load), run as a loop over its
+    elements (qd_simt.h, QD_EMU_PLAIN), launched with a grid that covers its range."""
     target = emulated(dialect)
     cxx = find_compiler(compiler, race_check)
     warp = target.subgroup_size(_width_options(wave32, subgroup_size))
@@ -562,10 +587,11 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
                                   'typedef int (*qd_entry_fn_t)(void**, const long long*, char*, int);\n', 1)
         out_name = "race"
     else:
-        flags = kernel_flags(cxx, opt, defines)
+        flags = kernel_flags(cxx, opt, defines, plain)
         rt = runtime_library(cxx)
         out_name = "kernel.so"
     key = digest("k", source, source_name, wrapper, HEADER.read_text(), compiler_id(cxx), " ".join(flags), str(rt),
+                 _host_cpu() if plain else "",
                   DRIVER_SRC.read_text() if race_check else "")
     final = cache_root() / f"k-{key}"
     lib = final / out_name
@@ -588,7 +614,7 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
                                str(rt), f"-Wl,-rpath,{rt.parent}"]
                     _run_compiler(cmd, source_name)
     return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}), race_check,
-                     cached)
+                     cached, plain and not race_check)
 
 
 # ----------------------------------------------------------------------------- the backend
@@ -637,6 +663,23 @@ def _runs_direct(task: ir.Task) -> bool:
         not any(isinstance(e, (ir.Atomic, ir.Call)) for e in all_exprs(task.body))
 
 
+def _plain(kernel: ir.Kernel, task: ir.Task) -> bool:
+    """A task that runs as a plain loop over its elements (qd_simt.h, QD_EMU_PLAIN), on as
+    many OS threads as pay, vectorized where the compiler can: a grid-free parallel task
+    (no thread index, shared array, barrier or collective, in its body or a function it
+    calls) with no reduction epilogue, a range the host knows (the grid covers it: one
+    element per GPU thread), no call of a real function (see _runs_direct) and no `while`
+    beside an atomic (a spin on what another element does: the elements of an OS thread's
+    share run one after another, so one may wait for a later one forever)."""
+    if task.kind != "parallel" or task.dynamic or task.shared or task.epilogue or not _grid_free(kernel, task):
+        return False
+    exprs = list(all_exprs(task.body))
+    if any(isinstance(e, ir.Call) for e in exprs):
+        return False
+    return not (any(isinstance(st, ir.While) for st in all_stmts(task.body))
+                and any(isinstance(e, ir.Atomic) for e in exprs))
+
+
 # A grid-free task whose epilogue folds a reduction per block runs on one OS thread (see load),
 # its blocks one after another, each paying for its fold (a barrier and shuffles across 128
 # fibers, about 80 us here) whatever its share of the loop: so on few blocks, an odd number
@@ -651,6 +694,17 @@ FOLDING_BLOCKS = 5
 # not memory, bound) 1.97x faster on 2. A machine with many cores so starts no more threads
 # than pay for themselves.
 ITERATIONS_PER_THREAD = 1 << 15
+
+
+def _iterations(kernel: ir.Kernel, task: ir.Task, values: dict[str, object]) -> int:
+    """The elements of a task whose range the host knows (plan_launches's count)."""
+    scalars = {p.name: values[p.name].item() for p in kernel.params if not p.is_array}
+    shapes = {p.name: values[p.name].shape for p in kernel.params if p.is_array}
+    env = uniform_env(task)
+    total = 1
+    for begin, end in task.ranges:
+        total *= max(0, evaluate(end, scalars, shapes, env) - evaluate(begin, scalars, shapes, env))
+    return total
 
 
 def _usable_cpus() -> int:
@@ -686,14 +740,15 @@ class CpuBackend(Backend):
     ``max_blocks`` (and at most this many blocks for such a task; 0: no cap), ``workers``
     (OS threads that split the blocks of such a task, each taking at least
     ``ITERATIONS_PER_THREAD`` iterations; default: the CPUs this process may use; 1: every
-    launch on the calling thread, blocks in index order)."""
+    launch on the calling thread, blocks in index order), ``plain`` (False: every task on the
+    emulator, none as a plain loop over its elements; see _plain)."""
 
     name = "cpu"
 
     def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
                  watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
                  poison_shared: bool = True, thread_iterations: int = 16, max_blocks: int = 0,
-                 subgroup_size: int | None = None, workers: int | None = None):
+                 subgroup_size: int | None = None, workers: int | None = None, plain: bool = True):
         try:
             emulated(dialect)
         except ValueError as exc:
@@ -713,12 +768,15 @@ class CpuBackend(Backend):
         self.thread_iterations = max(1, int(thread_iterations))
         self.max_blocks = int(max_blocks)
         self.workers = max(1, int(workers) if workers is not None else _usable_cpus())
+        self.plain = bool(plain)
         if not self.race_check:
             # While the program goes on to its first kernel call: what that call would
             # otherwise pay first (the translator's imports and templates, the precompiled
             # header; see warm_up).
             defines = _defines(dialect, self.wave32, self.width)
-            warm_up.start(dialect, lambda: precompiled_header(self.compiler, kernel_flags(self.compiler, opt, defines)))
+            cxx = self.compiler
+            warm_up.start(dialect, lambda: [precompiled_header(cxx, kernel_flags(cxx, opt, defines, plain))
+                                            for plain in (True, False)])
         # A range read on the device: blocks run one after another here, so few, but enough that
         # a thread's strided lines stay in cache for the next (see thread_iterations): saxpy over
         # a device-read count, ms per call here, 8 blocks: 1K 0.072, 64K 0.41, 1M 10.8, 4M 62;
@@ -733,10 +791,13 @@ class CpuBackend(Backend):
         (name, text), = tr.sources.items()
         entries = entries_by_task(kernel, manifest)
         pyfiles = {os.path.basename(kernel.file): kernel.file}
+        # One TU, one mode: a kernel whose tasks are all plain is compiled as a plain module;
+        # one with any other task keeps the emulator for all (its plain tasks run directly).
+        plain = not self.race_check and self.plain and all(_plain(kernel, t) for t in kernel.tasks)
         with profile.stage("build") as note:
             module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
                                   entries=[e["name"] for e in entries.values()], compiler=self.compiler,
-                                  opt=self.opt, python_files=pyfiles, race_check=self.race_check)
+                                  opt=self.opt, python_files=pyfiles, race_check=self.race_check, plain=plain)
             note.append("cached" if module.was_cached else "compiled")
         cappable = {t.name: t.kind == "parallel" and _grid_free(kernel, t) for t in kernel.tasks}
         # A reduction's epilogue keeps a grid-free task's blocks in one OS thread: its shared
@@ -767,6 +828,9 @@ class CpuBackend(Backend):
             if launch.blocks <= 0:
                 continue
             entry = program.entries[launch.task.name]
+            if program.module.plain:
+                todo.append(self._plain_launch(kernel, launch, entry, values))
+                continue
             blocks, workers = launch.blocks, 1
             direct = program.direct.get(launch.task.name, False)
             if program.cappable.get(launch.task.name):
@@ -790,6 +854,16 @@ class CpuBackend(Backend):
             _flush_c_stdout()  # what the kernel printed (printf) comes before what Python prints next
         program.runs += 1
         program.again = again
+
+    def _plain_launch(self, kernel: ir.Kernel, launch: Launch, entry: dict, values: dict[str, object]) -> tuple:
+        """A plain task's launch: a grid of one GPU thread per element (MAX_BLOCKS capped
+        the planned one, whose threads would each have looped), its blocks split among the
+        OS threads in contiguous shares of at least ITERATIONS_PER_THREAD elements."""
+        blocks, dim = launch.blocks, entry["block_dim"]
+        if blocks >= MAX_BLOCKS:
+            blocks = -(-_iterations(kernel, launch.task, values) // dim)
+        workers = max(1, min(self.workers, blocks * dim // ITERATIONS_PER_THREAD))
+        return entry["name"], blocks, dim, workers, True
 
     def replay_token(self, program: CpuProgram) -> object | None:
         # Arguments are host memory the kernel reads and writes in place: the same arrays and
