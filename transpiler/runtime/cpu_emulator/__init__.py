@@ -552,7 +552,8 @@ def kernel_flags(cxx: str, opt: str, defines: list[str], plain: bool = False) ->
     left for the compiler to vectorize for this machine."""
     flags = _COMMON_FLAGS + [opt, "-fvisibility=hidden", "-w"] + defines
     if plain:
-        flags += ["-O3", "-march=native", "-DQD_EMU_PLAIN"]
+        # -ffp-contract=off: no fused multiply-adds the emulator (and NumPy) would not do
+        flags += ["-O3", "-march=native", "-ffp-contract=off", "-DQD_EMU_PLAIN"]
     if _clang_major(cxx) >= 18:  # one trap per check: else clang merges them, and a trap's
         flags += ["-mllvm", "-ubsan-unique-traps"]  # address maps to no line (LLVM 18+)
     return flags

@@ -737,6 +737,8 @@ constexpr std::size_t kTupleMax = 256;
 static __thread qd_emu_uint3 plain_thread, plain_zero;
 // A block's elements: `exact` also sets the hardware threadIdx for each (not vectorized), so
 // that a fault names its thread; the runtime reruns a failed block so (QD_EMU_PLAIN).
+// The running element as the hardware indices (for the watchdog and its message).
+inline void plain_here() { threadIdx.x = plain_thread.x - blockIdx.x * blockDim.x; }
 template <auto K, bool exact, class... Ts, std::size_t... I>
 __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
     const unsigned n = blockDim.x, first = blockIdx.x * n;
@@ -848,14 +850,18 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
 #endif
 #ifdef QD_EMU_PLAIN
 // A plain module's task loop runs once per call (the runner calls it per element, which the
-// launch covers: CpuBackend.run): the grid stride, the only use of gridDim in a plain task,
-// marks the loop, whose next iteration then breaks. The compiler sees that, and the loop is
-// an `if` in the runner's loop over elements. Other loops run as written, without the tick
-// (their iterations are counted: a thread never waits for another in a plain task).
-static bool qd_emu_gs;  // a use of gridDim outside any loop marks this, read by nobody
-#define for(...) for (bool qd_emu_gs = false, qd_emu_once = true; qd_emu_once; qd_emu_once = false) \
-    for (__VA_ARGS__) if (qd_emu_gs) break; else
-#define threadIdx ::qd_emu::plain_thread
+// launch covers: CpuBackend.run): its start, the only use of threadIdx in a plain task, marks
+// the loop as the task's (no tick: the runner's loop over elements, which this loop becomes,
+// vectorizes), and its grid stride, the only use of gridDim, makes the next iteration break.
+// The compiler sees both, and the loop is an `if`. Other loops tick, for the watchdog; the
+// rare slow tick first tells the runtime which element runs (its message names the thread).
+static bool qd_emu_task, qd_emu_gs;  // marked by a use outside any loop, read by nobody
+#undef qd_emu_tick
+#define qd_emu_tick(line) (__builtin_expect((++qd_emu_ticks & QD_EMU_TICK_MASK) == 0, 0) \
+    ? (::qd_emu::plain_here(), qd_emu_tick_slow(line), true) : true)
+#define for(...) for (bool qd_emu_task = false, qd_emu_gs = false, qd_emu_once = true; qd_emu_once; qd_emu_once = false) \
+    for (__VA_ARGS__) if (qd_emu_gs) break; else if (!qd_emu_task && !qd_emu_tick(__LINE__)) {} else
+#define threadIdx (qd_emu_task = true, ::qd_emu::plain_thread)
 #define blockIdx ::qd_emu::plain_zero
 #define gridDim (qd_emu_gs = true, ::qd_emu::plain_zero)
 #else

@@ -684,7 +684,8 @@ struct Sched {
                 abort_code = first_code;
                 msg = first_msg;
             }
-            if (!abort_code || rerun || !(cfg->flags & QD_EMU_PLAIN_RERUN) || !direct) break;
+            bool faulted = abort_code == QD_EMU_TRAP || abort_code == QD_EMU_SIGNAL;
+            if (!faulted || rerun || !(cfg->flags & QD_EMU_PLAIN_RERUN) || !direct) break;
             rerun = true;
             first_code = abort_code;
             first_msg = msg;
