@@ -238,3 +238,34 @@ def test_a_fault_in_a_plain_module_names_its_thread(dialect):
         messages.append(str(info.value))
     assert "integer division by zero in thread 45 of block 77 of 391" in messages[0]
     assert messages[0] == messages[1]
+
+
+@qd.kernel
+def times(x: i32v, k: qd.i32):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * k  # OVERFLOW
+
+
+def test_debug_mode_still_reports_a_signed_overflow(dialect, monkeypatch, capfd):
+    """A plain module has no signed-overflow trap (clang would not vectorize past it). Under
+    qd.init(debug=True) the emitted text checks the multiply itself and reports it (a task
+    that reports is not plain: it keeps the emulator), whether or not plain modules are on."""
+    import inspect
+
+    seen = modes(monkeypatch)
+    lines, first = inspect.getsourcelines(times.fn)
+    line = first + next(k for k, text in enumerate(lines) if "# OVERFLOW" in text)
+    x = np.ones(1000, np.int32)
+    x[300] = 1 << 20
+    said = []
+    for plain in (True, False):
+        qd.init(arch="cpu", dialect=dialect, debug=True, plain=plain)
+        times(x.copy(), np.int32(1 << 12))
+        said.append(capfd.readouterr().out)
+    assert f"Multiplication overflow detected in {__file__}:{line}" in said[0]
+    assert said[0] == said[1]
+    qd.init(arch="cpu", dialect=dialect)
+    y = x.copy()
+    times(y, np.int32(3))
+    np.testing.assert_array_equal(y, x * 3)
+    assert seen == [False, False, True]

@@ -739,12 +739,18 @@ static __thread qd_emu_uint3 plain_thread, plain_zero;
 // that a fault names its thread; the runtime reruns a failed block so (QD_EMU_PLAIN).
 // The running element as the hardware indices (for the watchdog and its message).
 inline void plain_here() { threadIdx.x = plain_thread.x - blockIdx.x * blockDim.x; }
+// The thread a fault will name: stored before the element runs, in order (the kernel never
+// reads threadIdx here, so a plain store would be kept in a register until the loop ends).
+inline void set_thread(unsigned x) {
+    *(volatile unsigned*)&threadIdx.x = x;
+    __asm__ __volatile__("" ::: "memory");
+}
 template <auto K, bool exact, class... Ts, std::size_t... I>
 __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
     const unsigned n = blockDim.x, first = blockIdx.x * n;
     if constexpr (sizeof...(Ts) > kTupleMax) {  // see call_from
         for (unsigned x = 0; x < n; ++x) {
-            if constexpr (exact) threadIdx.x = x;
+            if constexpr (exact) set_thread(x);
             plain_thread.x = first + x;
             K(*static_cast<Ts*>(static_cast<void**>(args)[I])...);
         }
@@ -753,7 +759,7 @@ __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
         // kernel's stores (which may alias any memory) cannot change them.
         const std::tuple<Ts...> a = *static_cast<std::tuple<Ts...>*>(args);
         for (unsigned x = 0; x < n; ++x) {
-            if constexpr (exact) threadIdx.x = x;
+            if constexpr (exact) set_thread(x);
             plain_thread.x = first + x;
             K(std::get<I>(a)...);  // the task loop runs once: see `for`
         }
