@@ -563,6 +563,11 @@ def kernel_flags(cxx: str, opt: str, defines: list[str], plain: bool = False, tr
     if plain:
         # -ffp-contract=off: no fused multiply-adds the emulator (and NumPy) would not do
         flags += ["-O3", "-march=native", "-ffp-contract=off", "-DQD_EMU_PLAIN"]
+    if plain and _clang_major(cxx):
+        # A vec3 array's x, y, z of a block's elements as one masked load and shuffles (the
+        # last block's elements past the range are masked off), not a gather per component:
+        # particles on vec3 arrays, 1M elements, 2 threads here: 3.0 ms gathered, 1.1 scalar.
+        flags += ["-mllvm", "-enable-masked-interleaved-mem-accesses=1"]
     if _clang_major(cxx) >= 18 and trap_overflow:  # one trap per check: else clang merges them, and a trap's
         flags += ["-mllvm", "-ubsan-unique-traps"]  # address maps to no line (LLVM 18+)
     return flags

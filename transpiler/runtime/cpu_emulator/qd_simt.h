@@ -734,11 +734,20 @@ constexpr std::size_t kTupleMax = 256;
 // TU and their address never escapes, so the compiler knows no store of the kernel's
 // touches them: the runner's per-element store stays in a register, and the loop over a
 // block's elements, with the kernel's body inlined into it, vectorizes.
-static __thread qd_emu_uint3 plain_thread, plain_zero;
+// Signed: the task loop's `(int32_t)(blockIdx.x * 128u + threadIdx.x)` is then int arithmetic
+// that cannot wrap, so the compiler sees `x[i * 3 + 1]` as a fixed offset from `x[i * 3]` (in
+// unsigned arithmetic it checked at run time whether the two overlap, and they always did:
+// particles on vec3 arrays ran scalar).
+struct plain_index { int v; };
+inline plain_index operator*(plain_index a, unsigned b) { return {a.v * (int)b}; }
+inline int operator*(unsigned a, plain_index b) { return (int)a * b.v; }
+inline int operator+(plain_index a, plain_index b) { return a.v + b.v; }
+struct plain_dim { plain_index x; };
+static __thread plain_dim plain_thread, plain_zero;
 // A block's elements: `exact` also sets the hardware threadIdx for each (not vectorized), so
 // that a fault names its thread; the runtime reruns a failed block so (QD_EMU_PLAIN).
 // The running element as the hardware indices (for the watchdog and its message).
-inline void plain_here() { threadIdx.x = plain_thread.x - blockIdx.x * blockDim.x; }
+inline void plain_here() { threadIdx.x = (unsigned)plain_thread.x.v - blockIdx.x * blockDim.x; }
 // The thread a fault will name: stored before the element runs, in order (the kernel never
 // reads threadIdx here, so a plain store would be kept in a register until the loop ends).
 inline void set_thread(unsigned x) {
@@ -747,20 +756,21 @@ inline void set_thread(unsigned x) {
 }
 template <auto K, bool exact, class... Ts, std::size_t... I>
 __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
-    const unsigned n = blockDim.x, first = blockIdx.x * n;
+    // Signed, as plain_index: first + x cannot wrap (a grid holds fewer than 2^31 threads).
+    const int n = (int)blockDim.x, first = (int)(blockIdx.x * blockDim.x);
     if constexpr (sizeof...(Ts) > kTupleMax) {  // see call_from
-        for (unsigned x = 0; x < n; ++x) {
+        for (int x = 0; x < n; ++x) {
             if constexpr (exact) set_thread(x);
-            plain_thread.x = first + x;
+            plain_thread.x.v = first + x;
             K(*static_cast<Ts*>(static_cast<void**>(args)[I])...);
         }
     } else {
         // A copy whose address never escapes: the arguments stay in registers, where the
         // kernel's stores (which may alias any memory) cannot change them.
         const std::tuple<Ts...> a = *static_cast<std::tuple<Ts...>*>(args);
-        for (unsigned x = 0; x < n; ++x) {
+        for (int x = 0; x < n; ++x) {
             if constexpr (exact) set_thread(x);
-            plain_thread.x = first + x;
+            plain_thread.x.v = first + x;
             K(std::get<I>(a)...);  // the task loop runs once: see `for`
         }
     }
