@@ -5,7 +5,9 @@ The generated ``.cu``/``.hip`` file is compiled by the host C++ compiler after
 block is a fiber, blocks run in index order (a long grid-free task's blocks are split among
 OS threads, see ``CpuBackend``), ``__shared__`` is per block, barriers and warp collectives
 really wait. A task none of whose threads can wait for another runs them directly instead,
-one after another, one element each (see ``_runs_direct``). The scheduler lives in
+one after another, one element each (see ``_runs_direct``). A kernel whose tasks are all
+plain loops (see ``_plain``) is compiled as a plain module instead: each task a vectorized
+loop over its elements, split among OS threads, no fibers (qd_simt.h, QD_EMU_PLAIN). The scheduler lives in
 ``qd_simt_rt.cpp``, built once into a shared library that each kernel library links to. A
 target says whether the emulator runs its text, and with which defines
 (``Target.emulator_defines``). Both are cached by content hash under

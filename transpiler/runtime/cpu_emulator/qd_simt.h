@@ -8,7 +8,9 @@
 // Execution model: the threads of one block run as fibers on one OS thread, switched only
 // at barriers, warp collectives and (every few thousand iterations) loop back-edges; blocks
 // run one after another in index order. A launch flagged QD_EMU_DIRECT (no thread of it can
-// wait for another) runs each block's threads by plain calls instead, in index order.
+// wait for another) runs each block's threads by plain calls instead, in index order. A
+// plain module (QD_EMU_PLAIN, every task a loop whose elements never meet) maps the thread
+// indices so that each call runs one element, from a runner loop the compiler vectorizes.
 //
 // What the preprocessor does to the generated text (the text itself is not touched):
 //   - `__shared__` becomes a function-local `static` in section "qd_shared". One OS thread
