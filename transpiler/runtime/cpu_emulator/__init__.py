@@ -566,8 +566,10 @@ def kernel_flags(cxx: str, opt: str, defines: list[str], plain: bool = False, tr
     if not trap_overflow:
         flags = [f for f in flags if f not in _TRAP_OVERFLOW]
     if plain:
-        # -ffp-contract=off: no fused multiply-adds the emulator (and NumPy) would not do
-        flags += ["-O3", "-march=native", "-ffp-contract=off", "-DQD_EMU_PLAIN"]
+        # -ffp-contract=off: no fused multiply-adds the emulator (and NumPy) would not do. The
+        # backend's -O2, not -O3: at -O3 the element loop of a struct-for over a vec3 field (a
+        # constant range) was no longer vectorized ("cannot identify array bounds").
+        flags += ["-march=native", "-ffp-contract=off", "-DQD_EMU_PLAIN"]
     if plain and _clang_major(cxx):
         # A vec3 array's x, y, z of a block's elements as one masked load and shuffles (the
         # last block's elements past the range are masked off), not a gather per component:
