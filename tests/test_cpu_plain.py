@@ -269,3 +269,21 @@ def test_debug_mode_still_reports_a_signed_overflow(dialect, monkeypatch, capfd)
     times(y, np.int32(3))
     np.testing.assert_array_equal(y, x * 3)
     assert seen == [False, False, True]
+
+
+def test_a_kernel_binding_fields_keeps_the_emulator(dialect, monkeypatch):
+    """For now (see CpuBackend.load): a plain loop over a field runs on the emulator."""
+    seen = modes(monkeypatch)
+    qd.init(arch="cpu", dialect=dialect)
+    f = qd.field(qd.f32, shape=1000)
+    x = np.random.default_rng(3).random(1000).astype(np.float32)
+    f.from_numpy(x)
+
+    @qd.kernel
+    def double():
+        for i in f:
+            f[i] = 2.0 * f[i]
+
+    double()
+    assert seen == [False]
+    np.testing.assert_array_equal(f.to_numpy(), 2 * x)
