@@ -442,7 +442,8 @@ def cube_all(x: qd.types.ndarray(dtype=qd.f32, ndim=1), y: qd.types.ndarray(dtyp
 def test_threads_that_never_wait_run_directly(dialect, monkeypatch):
     """A grid-free task without a `while`, an atomic or a real function's call runs its threads
     by plain calls, one element each, in order (the whole grid); the others keep fibers and
-    their capped grid. Every result is NumPy's, at either setting."""
+    their capped grid. Every result is NumPy's, at either setting. (The emulator's policy:
+    plain=False; a plain module runs the first four as loops, see test_cpu_plain.py.)"""
     launched = _launched(monkeypatch)
     rng = np.random.default_rng(11)
     n = 100_003
@@ -451,7 +452,7 @@ def test_threads_that_never_wait_run_directly(dialect, monkeypatch):
     src = rng.random((301, 257), dtype=np.float32)
     keys = rng.integers(1, 1 << 16, n).astype(np.int32)
     for workers in (1, 2):
-        qd.init(arch="cpu", dialect=dialect, workers=workers)
+        qd.init(arch="cpu", dialect=dialect, workers=workers, plain=False)
         launched.clear()
         y = y0.copy()
         saxpy(np.float32(-1.25), x, y)
@@ -539,8 +540,8 @@ def test_a_fault_in_a_parallel_launch_is_reported_as_a_serial_run_would(dialect,
         else:
             pydivmod_counted(a, b, q, r, np.zeros(2, np.int32))
 
-    for workers in (1, 4):
-        qd.init(arch="cpu", dialect=dialect, workers=workers)
+    for workers in (1, 4):  # fibers: the emulator's (a plain module would run the atomic's task as a loop)
+        qd.init(arch="cpu", dialect=dialect, workers=workers, plain=direct)
         with pytest.raises(KernelError, match="integer division by zero") as info:
             divmod_(b, np.zeros_like(a), np.zeros_like(a))
         messages[workers] = str(info.value)

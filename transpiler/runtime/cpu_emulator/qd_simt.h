@@ -8,7 +8,9 @@
 // Execution model: the threads of one block run as fibers on one OS thread, switched only
 // at barriers, warp collectives and (every few thousand iterations) loop back-edges; blocks
 // run one after another in index order. A launch flagged QD_EMU_DIRECT (no thread of it can
-// wait for another) runs each block's threads by plain calls instead, in index order.
+// wait for another) runs each block's threads by plain calls instead, in index order. A
+// plain module (QD_EMU_PLAIN, every task a loop whose elements never meet) maps the thread
+// indices so that each call runs one element, from a runner loop the compiler vectorizes.
 //
 // What the preprocessor does to the generated text (the text itself is not touched):
 //   - `__shared__` becomes a function-local `static` in section "qd_shared". One OS thread
@@ -72,6 +74,10 @@ struct qd_emu_config {
 // atomics that run in lockstep, see CpuBackend.load): each thread of a block runs to its end
 // in turn, called directly on the OS thread's own stack, no fiber and no switch.
 #define QD_EMU_DIRECT 2
+// A plain module's launch (QD_EMU_PLAIN): a block that fails is run again by `call`, which
+// runs the block's threads as `direct` does but keeps threadIdx up to date, so that the
+// message names the thread (the vectorized `direct` keeps the element in a register).
+#define QD_EMU_PLAIN_RERUN 4
 
 // Status codes qd_emu_run returns; the message explains (generated lines as @L<n>@).
 #define QD_EMU_OK 0
@@ -576,7 +582,7 @@ inline unsigned long long qd_emu_match_bits(T v) { return qd_emu::to_bits(v); }
 // updates run in lane order once they all have. QD_EMU_NO_LOCKSTEP (and the race check,
 // which must see every interleaving) keeps the per-thread form. Compare-and-swap stays
 // per thread: its loops retry, whatever the order.
-#if !defined(QD_EMU_TSAN) && !defined(QD_EMU_NO_LOCKSTEP)
+#if !defined(QD_EMU_TSAN) && !defined(QD_EMU_NO_LOCKSTEP) && !defined(QD_EMU_PLAIN)
 namespace qd_emu {
 enum LockstepOp { LS_ADD, LS_SUB, LS_AND, LS_OR, LS_XOR, LS_EXCH, LS_MIN, LS_MAX };
 template <class T, int OP>
@@ -727,6 +733,59 @@ void run_direct_from(void* args) {
     }
 }
 constexpr std::size_t kTupleMax = 256;
+#ifdef QD_EMU_PLAIN
+// A plain module (QD_EMU_PLAIN: every task a loop whose iterations never meet, see
+// CpuBackend.load) reads the task loop's index from these instead of the hardware indices:
+// the element in plain_thread.x, blockIdx.x and gridDim.x as 0. They are internal to this
+// TU and their address never escapes, so the compiler knows no store of the kernel's
+// touches them: the runner's per-element store stays in a register, and the loop over a
+// block's elements, with the kernel's body inlined into it, vectorizes.
+// Signed: the task loop's `(int32_t)(blockIdx.x * 128u + threadIdx.x)` is then int arithmetic
+// that cannot wrap, so the compiler sees `x[i * 3 + 1]` as a fixed offset from `x[i * 3]` (in
+// unsigned arithmetic it checked at run time whether the two overlap, and they always did:
+// particles on vec3 arrays ran scalar).
+struct plain_index { int v; };
+inline plain_index operator*(plain_index a, unsigned b) { return {a.v * (int)b}; }
+inline int operator*(unsigned a, plain_index b) { return (int)a * b.v; }
+inline int operator+(plain_index a, plain_index b) { return a.v + b.v; }
+struct plain_dim { plain_index x; };
+static __thread plain_dim plain_thread, plain_zero;
+// A block's elements: `exact` also sets the hardware threadIdx for each (not vectorized), so
+// that a fault names its thread; the runtime reruns a failed block so (QD_EMU_PLAIN).
+// The running element as the hardware indices (for the watchdog and its message).
+inline void plain_here() { threadIdx.x = (unsigned)plain_thread.x.v - blockIdx.x * blockDim.x; }
+// The thread a fault will name: stored before the element runs, in order (the kernel never
+// reads threadIdx here, so a plain store would be kept in a register until the loop ends).
+inline void set_thread(unsigned x) {
+    *(volatile unsigned*)&threadIdx.x = x;
+    __asm__ __volatile__("" ::: "memory");
+}
+template <auto K, bool exact, class... Ts, std::size_t... I>
+__attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
+    // Signed, as plain_index: first + x cannot wrap (a grid holds fewer than 2^31 threads).
+    const int n = (int)blockDim.x, first = (int)(blockIdx.x * blockDim.x);
+    if constexpr (sizeof...(Ts) > kTupleMax) {  // see call_from
+        for (int x = 0; x < n; ++x) {
+            if constexpr (exact) set_thread(x);
+            plain_thread.x.v = first + x;
+            K(*static_cast<Ts*>(static_cast<void**>(args)[I])...);
+        }
+    } else {
+        // A copy whose address never escapes: the arguments stay in registers, where the
+        // kernel's stores (which may alias any memory) cannot change them.
+        const std::tuple<Ts...> a = *static_cast<std::tuple<Ts...>*>(args);
+        for (int x = 0; x < n; ++x) {
+            if constexpr (exact) set_thread(x);
+            plain_thread.x.v = first + x;
+            K(std::get<I>(a)...);  // the task loop runs once: see `for`
+        }
+    }
+}
+template <auto K, bool exact, class... Ts>
+void run_plain_block(void* args) {
+    run_plain<K, exact, Ts...>(args, std::index_sequence_for<Ts...>{});
+}
+#endif
 // args[i] points at the i-th parameter's value (cuLaunchKernel's convention).
 template <auto K, class... Ts>
 inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err, int errlen) {
@@ -737,6 +796,17 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
     c.first_block = cfg[8];
     c.last_block = cfg[9];
     c.workers = cfg[10];
+#ifdef QD_EMU_PLAIN
+    c.flags |= QD_EMU_DIRECT | QD_EMU_PLAIN_RERUN;
+    if constexpr (sizeof...(Ts) > kTupleMax) {
+        return qd_emu_run(&run_plain_block<K, true, Ts...>, &run_plain_block<K, false, Ts...>, args, &c,
+                          QD_EMU_WARP_SIZE, nullptr, nullptr, err, errlen);
+    } else {
+        std::tuple<Ts...> values = unpack<Ts...>(args, std::index_sequence_for<Ts...>{});
+        return qd_emu_run(&run_plain_block<K, true, Ts...>, &run_plain_block<K, false, Ts...>, &values, &c,
+                          QD_EMU_WARP_SIZE, nullptr, nullptr, err, errlen);
+    }
+#endif
     if constexpr (sizeof...(Ts) > kTupleMax) {
         return qd_emu_run([](void* p) { call_from<K, Ts...>(static_cast<void**>(p), std::index_sequence_for<Ts...>{}); },
                           &run_direct_from<K, Ts...>, args, &c, QD_EMU_WARP_SIZE, __start_qd_shared,
@@ -800,7 +870,25 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
 // global's GOT load per iteration took 1.7 ms, this 1.2).
 #define qd_emu_tick(line) (__builtin_expect((++qd_emu_ticks & QD_EMU_TICK_MASK) == 0, 0) ? (qd_emu_tick_slow(line), true) : true)
 #endif
+#ifdef QD_EMU_PLAIN
+// A plain module's task loop runs once per call (the runner calls it per element, which the
+// launch covers: CpuBackend.run): its start, the only use of threadIdx in a plain task, marks
+// the loop as the task's (no tick: the runner's loop over elements, which this loop becomes,
+// vectorizes), and its grid stride, the only use of gridDim, makes the next iteration break.
+// The compiler sees both, and the loop is an `if`. Other loops tick, for the watchdog; the
+// rare slow tick first tells the runtime which element runs (its message names the thread).
+static bool qd_emu_task, qd_emu_gs;  // marked by a use outside any loop, read by nobody
+#undef qd_emu_tick
+#define qd_emu_tick(line) (__builtin_expect((++qd_emu_ticks & QD_EMU_TICK_MASK) == 0, 0) \
+    ? (::qd_emu::plain_here(), qd_emu_tick_slow(line), true) : true)
+#define for(...) for (bool qd_emu_task = false, qd_emu_gs = false, qd_emu_once = true; qd_emu_once; qd_emu_once = false) \
+    for (__VA_ARGS__) if (qd_emu_gs) break; else if (!qd_emu_task && !qd_emu_tick(__LINE__)) {} else
+#define threadIdx (qd_emu_task = true, ::qd_emu::plain_thread)
+#define blockIdx ::qd_emu::plain_zero
+#define gridDim (qd_emu_gs = true, ::qd_emu::plain_zero)
+#else
 #define for(...) for (__VA_ARGS__) if (!qd_emu_tick(__LINE__)) {} else
+#endif
 #define while(...) while (qd_emu_tick(__LINE__) && (__VA_ARGS__))
 
 #endif  // QD_EMU_BUILDING_RUNTIME

@@ -696,13 +696,33 @@ struct Sched {
         launch_thread = pthread_self();
         in_kernel = 1;
 
-        int jumped = sigsetjmp(sig_jmp, 1);
-        if (jumped == 0) {
-            for (unsigned long long b = first; b < last && !abort_code; ++b) run_block(b);
-        } else if (jumped == 1) {  // a signal (2: a direct thread's abort_fiber, which set msg)
-            in_kernel = 0;
-            describe_signal();
-            abort_code = QD_EMU_SIGNAL;
+        // A plain launch's failed block runs again, thread by thread (`call`, see
+        // QD_EMU_PLAIN_RERUN), to name the thread; what the first run said stands if it passes.
+        volatile bool rerun = false;
+        volatile int first_code = 0;
+        std::string first_msg;
+        for (;;) {
+            int jumped = sigsetjmp(sig_jmp, 1);
+            if (jumped == 0) {
+                unsigned long long b0 = rerun ? cur_block : first, b1 = rerun ? cur_block + 1 : last;
+                for (unsigned long long b = b0; b < b1 && !abort_code; ++b) run_block(b);
+            } else if (jumped == 1) {  // a signal (2: a direct thread's abort_fiber, which set msg)
+                in_kernel = 0;
+                describe_signal();
+                abort_code = QD_EMU_SIGNAL;
+            }
+            if (rerun && !abort_code) {
+                abort_code = first_code;
+                msg = first_msg;
+            }
+            bool faulted = abort_code == QD_EMU_TRAP || abort_code == QD_EMU_SIGNAL;
+            if (!faulted || rerun || !(cfg->flags & QD_EMU_PLAIN_RERUN) || !direct) break;
+            rerun = true;
+            first_code = abort_code;
+            first_msg = msg;
+            abort_code = 0;
+            g_direct = call;
+            in_kernel = 1;
         }
         in_kernel = 0;
         sigaltstack(&old_alt, nullptr);

@@ -1,0 +1,289 @@
+"""The CPU executor's plain modules (cpu_emulator: QD_EMU_PLAIN): a kernel whose tasks are all
+plain loops runs each as a loop over its elements on the helper threads, and computes what
+the SIMT emulator computes for the same text (``qd.init(arch="cpu", plain=False)``), on
+random data; a task with block-level work keeps the emulator."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import transpiler as qd
+from transpiler.runtime.cpu_emulator import KernelError
+
+pytestmark = [pytest.mark.toolchain,
+              pytest.mark.skipif(shutil.which("g++") is None and shutil.which("clang++") is None,
+                                 reason="needs a host C++20 compiler")]
+
+DIALECTS = ["cuda", "hip"]
+f32v = qd.types.ndarray(dtype=qd.f32, ndim=1)
+i32v = qd.types.ndarray(dtype=qd.i32, ndim=1)
+f32m = qd.types.ndarray(dtype=qd.f32, ndim=2)
+
+
+@pytest.fixture(params=DIALECTS)
+def dialect(request):
+    yield request.param
+    qd.init(arch="cpu")
+
+
+def modes(monkeypatch) -> list:
+    """Whether each module the backend loads is plain, in load order."""
+    from transpiler.runtime import cpu_emulator as C
+
+    seen = []
+    real = C.CpuBackend.load
+
+    def load(self, tr):
+        program = real(self, tr)
+        seen.append(program.module.plain)
+        return program
+
+    monkeypatch.setattr(C.CpuBackend, "load", load)
+    return seen
+
+
+def both(dialect: str, run, workers: int = 2) -> tuple:
+    """``run()``'s result as a plain module and on the emulator."""
+    out = []
+    for plain in (True, False):
+        qd.init(arch="cpu", dialect=dialect, plain=plain, workers=workers)
+        out.append(run())
+    return tuple(out)
+
+
+@qd.kernel
+def contend(keys: i32v, vals: i32v, bins: i32v, lo: i32v, hi: i32v, fsum: f32v, bits: i32v):
+    for i in range(keys.shape[0]):
+        k = keys[i] % 7
+        qd.atomic_add(bins[k], vals[i])
+        qd.atomic_min(lo[k], vals[i])
+        qd.atomic_max(hi[k], vals[i])
+        qd.atomic_add(fsum[k], qd.f32(vals[i] % 16))  # small integers: every order sums exactly
+        qd.atomic_or(bits[k], 1 << (vals[i] % 31))
+        qd.atomic_xor(bits[7 + k], vals[i])
+
+
+def test_atomics_under_contention_match_the_emulator(dialect, monkeypatch):
+    seen = modes(monkeypatch)
+    rng = np.random.default_rng(5)
+    n = 300_000  # several helper threads' shares, all on 7 bins
+    keys, vals = rng.integers(0, 1 << 20, n).astype(np.int32), rng.integers(-1000, 1000, n).astype(np.int32)
+
+    def run():
+        out = [np.zeros(7, np.int32), np.full(7, 1 << 30, np.int32), np.full(7, -(1 << 30), np.int32),
+               np.zeros(7, np.float32), np.zeros(14, np.int32)]
+        contend(keys, vals, *out)
+        return out
+
+    plain, emulated = both(dialect, run)
+    assert seen == [True, False]
+    for a, b in zip(plain, emulated):
+        np.testing.assert_array_equal(a, b)
+    k = keys % 7
+    np.testing.assert_array_equal(plain[0], [vals[k == j].sum() for j in range(7)])
+    np.testing.assert_array_equal(plain[1], [vals[k == j].min() for j in range(7)])
+
+
+@qd.kernel
+def counted_slots(x: f32v, slot: i32v, count: i32v):
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            slot[i] = qd.atomic_add(count[0], 1)  # the old values: a permutation, in any order
+
+
+def test_atomic_old_values_are_a_permutation(dialect):
+    x = np.random.default_rng(9).random(200_001).astype(np.float32)
+
+    def run():
+        slot, count = np.full(x.size, -1, np.int32), np.zeros(1, np.int32)
+        counted_slots(x, slot, count)
+        return np.sort(slot[x > 0.5]), count[0]
+
+    (a, na), (b, nb) = both(dialect, run)
+    assert na == nb == (x > 0.5).sum()
+    np.testing.assert_array_equal(a, np.arange(na))
+    np.testing.assert_array_equal(b, np.arange(nb))
+
+
+@qd.kernel
+def stencil(u: f32m, v: f32m):
+    for i, j in qd.ndrange((1, u.shape[0] - 1), (1, u.shape[1] - 1)):
+        v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) - u[i, j]
+
+
+@qd.kernel
+def skip_and_stop(x: f32v, y: f32v, lim: qd.i32):
+    for i in range(x.shape[0]):
+        if x[i] < 0.25:
+            continue  # the element's early end
+        acc = 0.0
+        for k in range(lim):  # a loop of its own, left by `break`
+            if acc > x[i] * 3.0:
+                break
+            acc += x[i] * k
+        y[i] = acc
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_loops_match_the_emulator_and_numpy(dialect, monkeypatch, workers):
+    """A 2-D ndrange (odd extents: a partial last block) and a task whose elements leave
+    early (`continue`) and run loops of their own (`break`): the same bits either way."""
+    seen = modes(monkeypatch)
+    rng = np.random.default_rng(13)
+    u = rng.random((333, 517), dtype=np.float32)
+    x = rng.random(100_003, dtype=np.float32)
+
+    def run():
+        v, y = np.zeros_like(u), np.full_like(x, -1.0)
+        stencil(u, v)
+        skip_and_stop(x, y, np.int32(9))
+        return v, y
+
+    (v1, y1), (v2, y2) = both(dialect, run, workers)
+    assert seen == [True, True, False, False]
+    np.testing.assert_array_equal(v1, v2)
+    np.testing.assert_array_equal(y1, y2)
+    want = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+    np.testing.assert_allclose(v1[1:-1, 1:-1], want, rtol=1e-5, atol=1e-6)
+    assert (v1[0] == 0).all() and (y1[x < 0.25] == -1.0).all() and (y1[x >= 0.25] >= 0).all()
+
+
+@qd.kernel
+def add_index(x: i32v):
+    for i in range(x.shape[0]):
+        x[i] += i % 1000
+
+
+def test_a_range_past_the_capped_grid_is_covered(dialect):
+    """More elements than MAX_BLOCKS blocks of threads: the planned grid's threads would each
+    loop; a plain module launches one thread per element instead."""
+    from transpiler.targets.target import MAX_BLOCKS
+
+    n = MAX_BLOCKS * 128 + 12_345
+    x0 = np.random.default_rng(1).integers(-5, 5, n).astype(np.int32)
+
+    def run():
+        x = x0.copy()
+        add_index(x)
+        return x
+
+    plain, emulated = both(dialect, run)
+    np.testing.assert_array_equal(plain, emulated)
+    np.testing.assert_array_equal(plain, x0 + np.arange(n, dtype=np.int32) % 1000)
+
+
+@qd.kernel
+def total(x: f32v, s: f32v, m: i32v, b: i32v):
+    for i in range(x.shape[0]):
+        s[0] += x[i]
+        qd.atomic_min(m[0], qd.i32(x[i] * 1000.0))
+        qd.atomic_max(m[1], qd.i32(x[i] * 1000.0))
+        qd.atomic_or(b[0], 1 << (qd.i32(x[i] * 1000.0) % 31))
+
+
+@qd.kernel
+def with_shared(x: f32v, y: f32v):
+    qd.loop_config(block_dim=64)
+    for i in range(x.shape[0]):
+        tile = qd.simt.block.SharedArray((64,), qd.f32)
+        t = qd.simt.block.thread_idx()
+        tile[t] = x[i]
+        qd.simt.block.sync()
+        y[i] = tile[63 - t]
+
+
+def test_block_level_tasks_keep_the_emulator(dialect, monkeypatch):
+    """A kernel-scope reduction (its fold is block work: shared partials, a barrier, shuffles)
+    and a task with a shared array run on the emulator, plain=True or not, with the same
+    results; the reductions of each op exact on integer-valued data."""
+    seen = modes(monkeypatch)
+    rng = np.random.default_rng(17)
+    x = (rng.integers(0, 1000, 64 * 999) / np.float32(1000)).astype(np.float32)
+
+    def run():
+        s, m, b, y = np.zeros(1, np.float32), np.array([1 << 30, -(1 << 30)], np.int32), np.zeros(1, np.int32), \
+            np.zeros_like(x)
+        total(x, s, m, b)
+        with_shared(x, y)
+        return s, m, b, y
+
+    plain, emulated = both(dialect, run)
+    assert seen == [False, False, False, False]
+    for a, e in zip(plain, emulated):
+        np.testing.assert_array_equal(a, e)
+    ints = np.rint(x * 1000).astype(np.int64)
+    assert plain[1].tolist() == [ints.min(), ints.max()]
+    np.testing.assert_array_equal(plain[3], x.reshape(-1, 64)[:, ::-1].reshape(-1))
+
+
+@qd.kernel
+def divide(a: i32v, b: i32v, q: i32v):
+    for i in range(a.shape[0]):
+        q[i] = a[i] // b[i]
+
+
+def test_a_fault_in_a_plain_module_names_its_thread(dialect):
+    """The vectorized loop keeps its element in a register: the failed block runs again one
+    thread at a time, and the message names the thread as the emulator's does."""
+    n = 50_000
+    a, b = np.arange(n, dtype=np.int32), np.ones(n, np.int32)
+    b[77 * 128 + 45] = 0
+    messages = []
+    for plain in (True, False):
+        qd.init(arch="cpu", dialect=dialect, plain=plain, workers=2)
+        with pytest.raises(KernelError, match="integer division by zero") as info:
+            divide(a, b, np.zeros_like(a))
+        messages.append(str(info.value))
+    assert "integer division by zero in thread 45 of block 77 of 391" in messages[0]
+    assert messages[0] == messages[1]
+
+
+@qd.kernel
+def times(x: i32v, k: qd.i32):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * k  # OVERFLOW
+
+
+def test_debug_mode_still_reports_a_signed_overflow(dialect, monkeypatch, capfd):
+    """A plain module has no signed-overflow trap (clang would not vectorize past it). Under
+    qd.init(debug=True) the emitted text checks the multiply itself and reports it (a task
+    that reports is not plain: it keeps the emulator), whether or not plain modules are on."""
+    import inspect
+
+    seen = modes(monkeypatch)
+    lines, first = inspect.getsourcelines(times.fn)
+    line = first + next(k for k, text in enumerate(lines) if "# OVERFLOW" in text)
+    x = np.ones(1000, np.int32)
+    x[300] = 1 << 20
+    said = []
+    for plain in (True, False):
+        qd.init(arch="cpu", dialect=dialect, debug=True, plain=plain)
+        times(x.copy(), np.int32(1 << 12))
+        said.append(capfd.readouterr().out)
+    assert f"Multiplication overflow detected in {__file__}:{line}" in said[0]
+    assert said[0] == said[1]
+    qd.init(arch="cpu", dialect=dialect)
+    y = x.copy()
+    times(y, np.int32(3))
+    np.testing.assert_array_equal(y, x * 3)
+    assert seen == [False, False, True]
+
+
+def test_a_kernel_binding_fields_keeps_the_emulator(dialect, monkeypatch):
+    """For now (see CpuBackend.load): a plain loop over a field runs on the emulator."""
+    seen = modes(monkeypatch)
+    qd.init(arch="cpu", dialect=dialect)
+    f = qd.field(qd.f32, shape=1000)
+    x = np.random.default_rng(3).random(1000).astype(np.float32)
+    f.from_numpy(x)
+
+    @qd.kernel
+    def double():
+        for i in f:
+            f[i] = 2.0 * f[i]
+
+    double()
+    assert seen == [False]
+    np.testing.assert_array_equal(f.to_numpy(), 2 * x)
