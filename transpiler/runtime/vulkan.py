@@ -395,6 +395,12 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
 
 # ----------------------------------------------------------------------------- programs
 
+def _word_end(nbytes: int) -> int:
+    """Where an array's red zone starts in its buffer: past the 32-bit word its last element
+    ends in, since a shader stores a bool (or a packed 8/16-bit element) as a whole word."""
+    return -(-nbytes // 4) * 4
+
+
 @record
 class _Buffer:
     buffer: object
@@ -695,7 +701,8 @@ class VulkanBackend(Backend):
         """The red zone after a staged array in its binding's buffer (bound with it: a write
         one past the end lands there), filled with the pattern before the launch."""
         buf = program.buffers[program.bindings[name]]
-        return guards.Guard(None, buf.view[arr.nbytes:min(buf.capacity, arr.nbytes + guards.MAX_BACK)], arr.nbytes)
+        start = _word_end(arr.nbytes)
+        return guards.Guard(None, buf.view[start:min(buf.capacity, start + guards.MAX_BACK)], start)
 
     def replay_token(self, program: VulkanProgram | _Printing) -> object | None:
         if isinstance(program, _Printing) or program.staged:
@@ -777,7 +784,7 @@ class VulkanBackend(Backend):
                               f"({np.dtype(dtype).name})") from None
         mapped, buf.view = buf.view, None  # the _Buffer must not keep its own array alive
         mapped[:nbytes] = 0
-        array = guards.register(mapped[:nbytes].view(dtype).reshape(shape), None, mapped[nbytes:])
+        array = guards.register(mapped[:nbytes].view(dtype).reshape(shape), None, mapped[_word_end(nbytes):])
         address = mapped.__array_interface__["data"][0]
         self.resident[address] = buf
         weakref.finalize(mapped, self._release_resident, address)
