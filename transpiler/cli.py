@@ -607,7 +607,7 @@ def check_output_dir(value: str) -> None:
     path = Path(value)
     if path.is_dir():
         return
-    suggest = f"{path.with_suffix('') if path.suffix else path.parent / 'out'}/"
+    suggest = f"{path.with_suffix('') if path.suffix else path.parent / (path.name + '_out')}/"
     if path.exists():
         raise UsageError(f"-o {value}: is a file, and -o names the directory the sources and manifests go into; "
                          f"hint: -o {suggest} (or no -o: to stdout)")
