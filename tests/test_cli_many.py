@@ -83,6 +83,16 @@ def test_a_directory_is_its_python_files_sorted(tmp_path, bad_file):
     assert "bad.py:7:16: error: strings are not supported in kernels" in r.stderr
 
 
+def test_a_helper_module_in_a_directory_is_skipped_a_named_one_is_not(tmp_path):
+    shutil.copy(ROOT / SAXPY, tmp_path / "saxpy.py")
+    (tmp_path / "helpers.py").write_text("SCALE = 2.0\n")
+    r = cli("emit", tmp_path, "--target", "cuda", "-v")
+    assert r.returncode == 0, r.stderr
+    assert f"transpiler: INFO: {tmp_path / 'helpers.py'} defines no @qd.kernel: skipped" in r.stderr
+    named = cli("emit", tmp_path / "helpers.py", tmp_path / "saxpy.py", "--target", "cuda")
+    assert named.returncode == 2 and "helpers.py defines no @qd.kernel" in named.stderr
+
+
 def test_emit_one_bad_file_the_others_are_still_written(tmp_path, bad_file):
     out = tmp_path / "out"
     r = cli("emit", SAXPY, bad_file, HISTOGRAM, "-o", out)

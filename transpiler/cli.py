@@ -12,6 +12,7 @@ import ast
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 import traceback
@@ -32,6 +33,7 @@ from .targets import TARGETS, names
 
 EXIT_OK, EXIT_KERNEL, EXIT_USAGE, EXIT_TOOLCHAIN = 0, 1, 2, 3
 PROG = "transpiler"
+log = logging.getLogger("transpiler.cli")
 
 
 class UsageError(Exception):
@@ -82,6 +84,7 @@ def load_kernels(path: str) -> tuple[dict, object]:
                 if isinstance(member, Kernel):
                     kernels[f"{var}.{attr}"] = BoundKernel(member, obj, f"{var}.{attr}")
     kernels = dict(sorted(kernels.items(), key=lambda kv: kv[1].fn.__code__.co_firstlineno))
+    log.debug("imported %s: %d kernel(s): %s", path, len(kernels), ", ".join(kernels))
     return kernels, module
 
 
@@ -140,6 +143,9 @@ def translations(args: argparse.Namespace, keep_going: bool = False) -> list:
     if args.run_program:
         return run_translations(args, keep_going)
     kernels, module = load_kernels(args.file)
+    if not kernels and getattr(args, "from_directory", False):  # a helper module beside the kernels
+        log.info("%s defines no @qd.kernel: skipped", args.file)
+        return []
     if not kernels and any(getattr(v, "_qd_data_oriented", False) for v in vars(module).values()):
         raise UsageError(f"{args.file} defines no @qd.kernel outside its @qd.data_oriented classes: their kernel "
                          "methods are translated through an instance the module makes (sim = Simulation(...)), "

@@ -57,7 +57,8 @@ def worst(codes: list[int]) -> int:
 
 def run_one(run: Runner, args: argparse.Namespace, path: str) -> FileResult:
     """One file's command with its stdout and stderr captured."""
-    one = argparse.Namespace(**{**vars(args), "file": path, "files": [path]})
+    # A file a directory brought in may be a helper module with no kernel: skipped, not an error.
+    one = argparse.Namespace(**{**vars(args), "file": path, "files": [path], "from_directory": path not in args.files})
     if getattr(args, "output", None) and getattr(args, "output_per_file", False):
         one.output = os.path.join(args.output, Path(path).stem)
     out, err = io.StringIO(), io.StringIO()
@@ -92,8 +93,11 @@ def results(run: Runner, args: argparse.Namespace, files: list[str], jobs: int,
     with concurrent.futures.ProcessPoolExecutor(min(jobs, len(files)), mp_context=context,
                                                 initializer=_start_worker, initargs=(run, args, setup)) as pool:
         futures = [pool.submit(_work, path) for path in files]
-        for future in futures:  # in file order: a later file that finished first waits its turn
-            yield future.result()
+        for path, future in zip(files, futures, strict=True):  # in file order: one done early waits its turn
+            try:
+                yield future.result()
+            except concurrent.futures.process.BrokenProcessPool as exc:  # a worker died (a signal, memory)
+                yield FileResult(path, 1, "", f"transpiler: error: {path}: the worker process died ({exc})\n", 0.0)
 
 
 class Progress:
