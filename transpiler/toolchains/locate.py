@@ -13,6 +13,7 @@ import importlib
 import logging
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -100,10 +101,22 @@ def find(name: str) -> Found:
         if not os.path.isfile(named):
             raise ToolchainMissing(f"{t.what} (${t.env}={named}: no such file)", t.install)
         return Found(t, named, f"${t.env}")
+    found = _discovered(name, os.environ.get("PATH", ""), tuple(sys.path))
+    if found is None:
+        raise ToolchainMissing(t.what, t.install)
+    return found
+
+
+@cache
+def _discovered(name: str, path_env: str, sys_path: tuple[str, ...]) -> Found | None:
+    """Discovery, once per tool and search path (the runtimes look a tool up per compile)."""
+    t = tool(name)
     for path, how in t.discover():
         if path:
+            log.debug("toolchain %s: %s (%s)", name, path, how)
             return Found(t, path, how)
-    raise ToolchainMissing(t.what, t.install)
+    log.debug("toolchain %s: not found (%s)", name, t.env)
+    return None
 
 
 def path_of(name: str) -> str:
