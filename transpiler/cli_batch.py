@@ -6,12 +6,10 @@ end with one summary line per file. ``-j N`` runs the files in a pool of N proce
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import io
 import json
 import logging
-import multiprocessing
 import os
 import sys
 import time
@@ -88,6 +86,9 @@ def results(run: Runner, args: argparse.Namespace, files: list[str], jobs: int,
         for path in files:
             yield run_one(run, args, path)
         return
+    import concurrent.futures.process  # noqa: PLC0415 - the pool's modules load only for -j N
+    import multiprocessing  # noqa: PLC0415
+
     # fork where there is one: the workers start with the package imported (spawn re-imports it).
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     with concurrent.futures.ProcessPoolExecutor(min(jobs, len(files)), mp_context=context,
