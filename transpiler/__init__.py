@@ -3,10 +3,12 @@
 ``import transpiler as qd`` gives the whole kernel language, spelled as in Quadrants.
 """
 import contextlib as _contextlib
+import os as _os
 import sys as _sys
 import warnings as _warnings
 from collections.abc import Callable as _Callable
 
+from . import log_config as _log_config
 from .errors import TranspileError  # noqa: F401
 from .ir.types import (  # noqa: F401
     bool_ as u1, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
@@ -179,12 +181,32 @@ def pure(fn: _Callable) -> _Callable:
 
 
 def init(arch: str = "vulkan", **options) -> None:
-    """Choose where kernels run when called from Python (the runtime loads on first call)."""
-    if _running_disabled():  # the command line is importing the file to translate it
+    """Choose where kernels run when called from Python (the runtime loads on first call).
+    ``log_level`` (qd.TRACE, qd.DEBUG, qd.INFO, qd.WARN, qd.ERROR, qd.CRITICAL, or those
+    strings; else ``$QD_LOG_LEVEL``, as in Quadrants) shows the ``transpiler`` logger's
+    messages from that level up on stderr."""
+    if _running_disabled():  # the command line is importing the file to translate it: its -v/-q rule
         return
+    level = options.get("log_level") or _os.environ.get("QD_LOG_LEVEL")
+    if level:
+        set_logging_level(level)
     from .runtime import init as _init  # noqa: PLC0415 - loaded on first need (above)
 
     _init(arch, **options)
+
+
+# Quadrants' logging levels (quadrants/_logging.py): the strings qd.init(log_level=...) takes.
+TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = "trace", "debug", "info", "warn", "error", "critical"
+
+
+def set_logging_level(level: str | int) -> None:
+    """Show the ``transpiler`` logger's messages from ``level`` up (qd.INFO: each translation
+    with its time, offline cache hits, the toolchains found; qd.DEBUG: more)."""
+    _log_config.set_level(level)
+
+
+def is_logging_effective(level: str | int) -> bool:
+    return _log_config.level_of(level) >= _log_config.level()
 
 
 def reset() -> None:

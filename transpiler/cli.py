@@ -12,6 +12,7 @@ import ast
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 import traceback
@@ -19,15 +20,20 @@ from pathlib import Path
 from types import ModuleType
 
 from . import __version__
+from .cli_batch import expand, run_many
+from .cli_toolchains import add_toolchain_option, add_toolchains_command, apply_choices
 from .errors import ToolchainMissing, TranspileError
 from .frontend.param_inference import array_spec, explain, explain_warning, parse_array_spec, untyped_params
 from .ir.nodes import Loc
 from .ir.printer import dump_kernel
 from .lang.kernel import BoundKernel, Kernel, translating_only
+from .log_config import set_verbosity
 from .pipeline import translate
-from .targets import TARGETS, names
+from .targets import TARGETS, get_target, names
 
 EXIT_OK, EXIT_KERNEL, EXIT_USAGE, EXIT_TOOLCHAIN = 0, 1, 2, 3
+PROG = "transpiler"
+log = logging.getLogger("transpiler.cli")
 
 
 class UsageError(Exception):
@@ -78,6 +84,7 @@ def load_kernels(path: str) -> tuple[dict, object]:
                 if isinstance(member, Kernel):
                     kernels[f"{var}.{attr}"] = BoundKernel(member, obj, f"{var}.{attr}")
     kernels = dict(sorted(kernels.items(), key=lambda kv: kv[1].fn.__code__.co_firstlineno))
+    log.debug("imported %s: %d kernel(s): %s", path, len(kernels), ", ".join(kernels))
     return kernels, module
 
 
@@ -136,6 +143,9 @@ def translations(args: argparse.Namespace, keep_going: bool = False) -> list:
     if args.run_program:
         return run_translations(args, keep_going)
     kernels, module = load_kernels(args.file)
+    if not kernels and getattr(args, "from_directory", False):  # a helper module beside the kernels
+        log.info("%s defines no @qd.kernel: skipped", args.file)
+        return []
     if not kernels and any(getattr(v, "_qd_data_oriented", False) for v in vars(module).values()):
         raise UsageError(f"{args.file} defines no @qd.kernel outside its @qd.data_oriented classes: their kernel "
                          "methods are translated through an instance the module makes (sim = Simulation(...)), "
@@ -437,43 +447,54 @@ def subgroup_size_arg(text: str) -> int:
     return n
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="transpiler",
-                                description=f"Python GPU kernels to GPU source ({', '.join(names())}).")
-    p.add_argument("--version", action="version", version=f"transpiler {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+def add_common(sp: argparse.ArgumentParser) -> None:
+    """The options emit, check and inspect share: the files, what to translate, and how."""
+    sp.add_argument("files", nargs="+", metavar="FILE",
+                    help="Python files that define @qd.kernel functions, or directories (their *.py files)")
+    sp.add_argument("-j", "--jobs", type=jobs_arg, default=1, metavar="N",
+                    help="translate (and check) N files at once in a process pool (0: one per CPU); the output "
+                         "is the same, in the order the files were given")
+    sp.add_argument("--target", default="cuda", help=f"{', '.join(names())}, a comma-separated list, or all")
+    sp.add_argument("--kernel", action="append",
+                    help="a kernel to translate (repeatable; default: every kernel in the file)")
+    sp.add_argument("--template", action="append", metavar="NAME=VALUE",
+                    help="the value of a qd.template() parameter (a Python literal, or a name the file defines), "
+                         "or the DTYPE[:NDIM] of an untyped ndarray (f32, i32:1, vec3:2)")
+    sp.add_argument("--wave32", action="store_true", help="HIP: compile for 32-wide wavefronts (RDNA)")
+    sp.add_argument("--subgroup-size", type=subgroup_size_arg, metavar="N",
+                    help="the subgroup width to specialize to where a target has a choice: GLSL the "
+                         "Vulkan device's (default 32), HIP 64 or 32 (= --wave32); CUDA and Metal are 32")
+    sp.add_argument("--no-hazards", action="store_true",
+                    help="skip the SIMT hazard checker (a `# qd: ignore-hazard` comment silences one line)")
+    sp.add_argument("--debug", action="store_true",
+                    help="keep the kernels' asserts, as qd.init(debug=True): a failed one is reported in the "
+                         "buffer the manifest's `asserts` entry describes")
+    sp.add_argument("--run", action="store_true", dest="run_program",
+                    help="run the file as a program (its __main__; its arguments after --) and translate every "
+                         "kernel specialization it launches, each named <kernel>_<hash> (docs/cli.md)")
+    sp.add_argument("--executor", default="cpu-cuda", choices=["cpu-cuda", "cpu-hip", "vulkan", "cuda"],
+                    help="with --run: where the program's kernels run (default cpu-cuda, the CPU executor of "
+                         "the CUDA text), whatever arch its qd.init names")
 
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("file", help="a Python file that defines @qd.kernel functions")
-        sp.add_argument("--target", default="cuda", help=f"{', '.join(names())}, a comma-separated list, or all")
-        sp.add_argument("--kernel", action="append",
-                        help="a kernel to translate (repeatable; default: every kernel in the file)")
-        sp.add_argument("--template", action="append", metavar="NAME=VALUE",
-                        help="the value of a qd.template() parameter (a Python literal, or a name the file defines), "
-                             "or the DTYPE[:NDIM] of an untyped ndarray (f32, i32:1, vec3:2)")
-        sp.add_argument("--wave32", action="store_true", help="HIP: compile for 32-wide wavefronts (RDNA)")
-        sp.add_argument("--subgroup-size", type=subgroup_size_arg, metavar="N",
-                        help="the subgroup width to specialize to where a target has a choice: GLSL the "
-                             "Vulkan device's (default 32), HIP 64 or 32 (= --wave32); CUDA and Metal are 32")
-        sp.add_argument("--no-hazards", action="store_true",
-                        help="skip the SIMT hazard checker (a `# qd: ignore-hazard` comment silences one line)")
-        sp.add_argument("--debug", action="store_true",
-                        help="keep the kernels' asserts, as qd.init(debug=True): a failed one is reported in the "
-                             "buffer the manifest's `asserts` entry describes")
-        sp.add_argument("--run", action="store_true", dest="run_program",
-                        help="run the file as a program (its __main__; its arguments after --) and translate every "
-                             "kernel specialization it launches, each named <kernel>_<hash> (docs/cli.md)")
-        sp.add_argument("--executor", default="cpu-cuda", choices=["cpu-cuda", "cpu-hip", "vulkan", "cuda"],
-                        help="with --run: where the program's kernels run (default cpu-cuda, the CPU executor of "
-                             "the CUDA text), whatever arch its qd.init names")
 
-    e = sub.add_parser("emit", help="write the generated sources and manifests")
-    common(e)
+def verbosity_parser() -> argparse.ArgumentParser:
+    """-v / -q, which every command takes."""
+    v = argparse.ArgumentParser(add_help=False)
+    v.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log what the library does on stderr (-v: translations, toolchains, files; -vv: debug)")
+    v.add_argument("-q", "--quiet", action="store_true",
+                   help="only errors: no list of files written (emit), no progress or ok lines (several files); "
+                        "with --run, drop what the program prints")
+    return v
+
+
+def add_emit(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    e = sub.add_parser("emit", parents=parents, help="write the generated sources and manifests")
+    add_common(e)
     e.add_argument("-o", "--output", help="directory to write into (one sub-directory per target when "
-                                          "several are asked for); default: stdout")
+                                          "several are asked for, and per file, DIR/<file stem>/, when several "
+                                          "files are given); default: stdout")
     e.add_argument("--line-directives", action="store_true", help="emit #line directives pointing at the Python")
-    e.add_argument("-q", "--quiet", action="store_true",
-                   help="do not list the files written; with --run, drop what the program prints")
     e.add_argument("--depfile", metavar="FILE",
                    help="with --run and -o: write a Make depfile: DIR/specializations.json depends on the Python "
                         "files the program ran")
@@ -481,33 +502,163 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "<kernel>.<target>.h, embedding the source and its bindings")
     e.set_defaults(run=cmd_emit)
 
-    c = sub.add_parser("check", help="compile the generated sources with the real toolchains")
-    common(c)
+
+def add_check(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser("check", parents=parents, help="compile the generated sources with the real toolchains")
+    add_common(c)
     c.add_argument("--resources", action="store_true", help="report registers and shared memory (CUDA)")
     c.add_argument("--arch", default="sm_90", help="CUDA architecture for the cubin (default sm_90)")
     c.add_argument("--json", action="store_true", help="print the verdicts as JSON (per target and per file)")
-    c.add_argument("-q", "--quiet", action="store_true", help="with --run: drop what the program prints")
+    add_toolchain_option(c)
     c.set_defaults(run=cmd_check)
 
-    t = sub.add_parser("targets", help="print the lowering tables (atomics, fences, volatile loads) per target")
-    t.add_argument("--markdown", action="store_true", help="the docs/lowering.md text (the default output too)")
-    t.set_defaults(run=cmd_targets)
 
-    d = sub.add_parser("cmake-dir", help="print the folder for find_package(Transpiler): "
-                                         "cmake -DTranspiler_DIR=$(transpiler cmake-dir)")
-    d.set_defaults(run=cmd_cmake_dir)
-
-    i = sub.add_parser("inspect", help="show the typed IR and the generated source beside the Python lines")
-    common(i)
+def add_inspect(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    i = sub.add_parser("inspect", parents=parents,
+                       help="show the typed IR and the generated source beside the Python lines")
+    add_common(i)
     i.add_argument("--html", metavar="OUT.html",
                    help="write one self-contained page instead (- for stdout): the Python beside every target "
                         "(default: all), linked line by line; every kernel unless --kernel, and one "
                         "instantiation per value when --template gives a NAME several")
     i.add_argument("--resources", action="store_true",
                    help="with --html: registers and spills per entry point where the toolchains are installed")
-    i.add_argument("-q", "--quiet", action="store_true", help="with --run: drop what the program prints")
+    add_toolchain_option(i)
     i.set_defaults(run=cmd_inspect, target=None)
+
+
+def add_targets(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    t = sub.add_parser("targets", parents=parents,
+                       help="print the lowering tables (atomics, fences, volatile loads) per target")
+    t.add_argument("--markdown", action="store_true", help="the docs/lowering.md text (the default output too)")
+    t.set_defaults(run=cmd_targets)
+
+
+def add_cmake_dir(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    d = sub.add_parser("cmake-dir", parents=parents, help="print the folder for find_package(Transpiler): "
+                                                          "cmake -DTranspiler_DIR=$(transpiler cmake-dir)")
+    d.set_defaults(run=cmd_cmake_dir)
+
+
+# The subcommands, in the order --help lists them: each adds its parser (with the -v/-q
+# parents) and sets ``run``. A new command is one more function here.
+COMMANDS = [add_emit, add_check, add_targets, add_cmake_dir, add_inspect, add_toolchains_command]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=f"Python GPU kernels to GPU source ({', '.join(names())}).")
+    p.add_argument("--version", action="version", version=f"transpiler {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    parents = [verbosity_parser()]
+    for add in COMMANDS:
+        add(sub, parents)
     return p
+
+
+def jobs_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (0: one per CPU)")
+    return n or os.cpu_count() or 1
+
+
+def setup(args: argparse.Namespace) -> None:
+    """What every process running the command needs first: the log level, the toolchains chosen."""
+    set_verbosity(args.verbose, args.quiet)
+    try:
+        apply_choices(getattr(args, "toolchain", None))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def failure(exc: Exception) -> int:
+    """The one line (or located diagnostic) an error prints, and its exit code."""
+    if isinstance(exc, LocatedUsageError):
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, UsageError):
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, TranspileError):
+        print(str(exc), file=sys.stderr)
+        return EXIT_KERNEL
+    if isinstance(exc, ToolchainMissing):
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_TOOLCHAIN
+    print(f"{PROG}: error: {io_message(exc)}", file=sys.stderr)  # an OSError: writing failed
+    return EXIT_KERNEL
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """One command on one file (or none): its exit code, errors reported as `failure` says."""
+    try:
+        return args.run(args)
+    except BrokenPipeError:
+        raise
+    except (UsageError, TranspileError, ToolchainMissing, OSError) as exc:
+        return failure(exc)
+
+
+# Names an -o directory is unlikely to have: the files the commands write, and their kin.
+FILE_SUFFIXES = frozenset(".cu .cuh .hip .comp .glsl .spv .metal .msl .air .h .hpp .c .cc .cpp .o .so .ptx .cubin "
+                          ".json .html .txt .py .d".split())
+
+
+def check_output_dir(value: str) -> None:
+    """``-o`` names a directory: one that is a file, or whose name says file, is a usage
+    error before any work (a directory named ``saxpy.cu`` is never what was meant)."""
+    path = Path(value)
+    if path.is_dir():
+        return
+    suggest = f"{path.with_suffix('') if path.suffix else path.parent / (path.name + '_out')}/"
+    if path.exists():
+        raise UsageError(f"-o {value}: is a file, and -o names the directory the sources and manifests go into; "
+                         f"hint: -o {suggest} (or no -o: to stdout)")
+    if path.suffix.lower() in FILE_SUFFIXES:
+        raise UsageError(f"-o {value}: looks like a file name, and -o names the directory the sources and "
+                         f"manifests go into; hint: -o {suggest} (or no -o: to stdout)")
+
+
+def io_message(exc: OSError) -> str:
+    """One line for a failed write (a read-only folder, a full disk): exit code 1, no traceback."""
+    what = exc.strerror or str(exc)
+    return f"I/O error: {exc.filename}: {what}" if exc.filename else f"I/O error writing the output: {what}"
+
+
+def check_usage(args: argparse.Namespace, files: list[str], many: bool) -> None:
+    """What the command line can be refused for before any file is read."""
+    if (args.program_args or getattr(args, "depfile", None)) and not getattr(args, "run_program", False):
+        raise UsageError("arguments after `--` and --depfile go with --run (transpiler emit --run prog.py -- ARGS)")
+    if not hasattr(args, "files"):
+        return
+    if not files:
+        raise UsageError(f"no Python files in {', '.join(args.files)}")
+    if many and args.run_program:
+        raise UsageError("--run runs one program: give one file")
+    if many and getattr(args, "html", None):
+        raise UsageError("inspect --html makes a page of one file: give one file")
+    if getattr(args, "output", None):
+        check_output_dir(args.output)
+        stems: dict[str, str] = {}
+        for f in files if many else []:
+            other = stems.setdefault(Path(f).stem, f)
+            if other != f:
+                raise UsageError(f"{other} and {f} would both write into {Path(args.output) / Path(f).stem}/: "
+                                 "emit them with separate -o directories")
+        args.output_per_file = many
+
+
+def warm_up(args: argparse.Namespace) -> None:
+    """Import what every file's translation (and check) loads before the pool forks: the
+    workers inherit it instead of each importing it again (~0.3 s a worker)."""
+    importlib.import_module(f"{__package__}.frontend.lower")
+    for t in parse_targets(args.target or "all"):
+        target = get_target(t)
+        if args.command != "emit" and target.checker:
+            importlib.import_module(target.checker)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -520,20 +671,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.program_args = program_args
     try:
-        if (program_args or getattr(args, "depfile", None)) and not getattr(args, "run_program", False):
-            raise UsageError("arguments after `--` and --depfile go with --run (transpiler emit --run prog.py -- ARGS)")
-        return args.run(args)
-    except UsageError as exc:
-        print(exc if isinstance(exc, LocatedUsageError) else f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except TranspileError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_KERNEL
-    except ToolchainMissing as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return EXIT_TOOLCHAIN
+        setup(args)
+        files, many = expand(args.files) if hasattr(args, "files") else ([], False)
+        check_usage(args, files, many)
+        if not many:
+            args.file = files[0] if files else None
+            code = run_command(args)
+        else:
+            if args.jobs > 1:
+                warm_up(args)
+            code = run_many(run_command, args, files, setup, summary=args.command != "emit")
+        sys.stdout.flush()
+        return code
     except BrokenPipeError:
         os._exit(EXIT_OK)
+    except (UsageError, OSError) as exc:  # an OSError here: stdout could not take the output
+        if isinstance(exc, OSError) and exc.filename is None:
+            with contextlib.suppress(OSError, ValueError):  # nor can it at exit: point it at nothing
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return failure(exc)
 
 
 if __name__ == "__main__":

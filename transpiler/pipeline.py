@@ -10,6 +10,7 @@ manifest. The CLI, ``qd.translate`` and every runtime go through ``translate``:
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 import warnings
@@ -29,6 +30,8 @@ from .targets import all_targets, get_target, names
 if TYPE_CHECKING:
     from .targets.context import Options, TranslationContext
     from .targets.target import Target
+
+log = logging.getLogger(__name__)  # "transpiler.pipeline": shown by -v and qd.init(log_level=qd.INFO)
 
 
 class HazardWarning(TranslationWarning):
@@ -162,6 +165,8 @@ def _translate(kernel: Kernel, t: Target, opts: Options, options: dict) -> Trans
         if entry:
             offline_cache.store(folder, entry, sources, manifest, language)
         seconds["emit"] = time.perf_counter() - t2
+    log.info("translated %s for %s in %.1f ms%s", kir.name, t.name, 1e3 * sum(seconds.values()),
+             " (offline cache hit)" if hit else "")
     return Translation(t.name, sources, manifest, kir, kir.diagnostics + hazards, language, seconds)
 
 

@@ -7,36 +7,49 @@ spirv-val runs on its output with the same target environment. The runtime share
 from __future__ import annotations
 
 import os
-import shutil
+import re
 import subprocess
 import tempfile
 import time
-from functools import cache
 
-from ..errors import ToolchainMissing, ToolchainRejected
+from ..errors import ToolchainRejected
 from ..targets.glsl import TARGET_ENV
-from . import Checker, Verdict, map_log
+from . import Checker, Verdict, locate, map_log
 
 INSTALL_HINT = "apt-get install glslang-tools spirv-tools (Debian/Ubuntu), or the Vulkan SDK"
 # glslang: "ERROR: saxpy.comp:9: 'x' : undeclared identifier"
 GLSLANG_LOCATION = r"(ERROR|WARNING): (?P<file>[^:\s]+):(?P<line>\d+):"
 
 
-@cache
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise ToolchainMissing(name, INSTALL_HINT)
-    return path
-
-
-@cache
-def glslang_version() -> str:
-    out = subprocess.run([tool("glslangValidator"), "--version"], capture_output=True, text=True).stdout
+def _glslang_version(path: str) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
     for line in out.splitlines():  # "Glslang Version: 11:12.0.0"
         if line.startswith("Glslang Version:"):
             return line.split(":")[-1].strip()
     return "unknown"
+
+
+def _spirv_val_version(path: str) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"SPIRV-Tools v?([\w.]+)", out)  # "SPIRV-Tools v2023.1 unknown hash, ..."
+    return m.group(1) if m else "?"
+
+
+TOOLS = {"glslangValidator": locate.register(locate.Tool(
+             "glslang", "glslangValidator", "GLSL to SPIR-V (check --target glsl, the Vulkan executor)", INSTALL_HINT,
+             lambda: locate.on_path("glslangValidator"), _glslang_version)),
+         "spirv-val": locate.register(locate.Tool(
+             "spirv-val", "spirv-val", "validates the SPIR-V for Vulkan (check --target glsl)", INSTALL_HINT,
+             lambda: locate.on_path("spirv-val"), _spirv_val_version))}
+
+
+def tool(name: str) -> str:
+    """The path of ``glslangValidator`` or ``spirv-val`` (raises ToolchainMissing)."""
+    return locate.path_of(TOOLS[name].name)
+
+
+def glslang_version() -> str:
+    return locate.version("glslang", tool("glslangValidator"))
 
 
 def _clean(log: str, name: str) -> str:

@@ -9,16 +9,14 @@ import ctypes.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from functools import cache
 
 from ..errors import ToolchainMissing
 from ..ir.records import record
-from . import Checker, Verdict, map_log
+from . import Checker, Verdict, locate, map_log
 
 INSTALL_HINT = "apt-get install -y --no-install-recommends hipcc libamdhip64-dev rocm-device-libs"
 # clang's diagnostics; hipRTC names the file .../input/CompileSource, rewritten to ours first.
@@ -84,26 +82,48 @@ def hip_env(workdir: str | None = None) -> dict[str, str]:
     return env
 
 
-@cache
-def hipcc_version() -> str:
-    hipcc = shutil.which("hipcc")
-    if hipcc is None:
-        raise ToolchainMissing("hipcc", INSTALL_HINT)
-    out = subprocess.run([hipcc, "--version"], env=hip_env(), capture_output=True, text=True).stdout
+def _hipcc_version(path: str) -> str:
+    out = subprocess.run([path, "--version"], env=hip_env(), capture_output=True, text=True).stdout
     m = re.search(r"HIP version: (\d+\.\d+)", out)
     return m.group(1) if m else "?"
 
 
-@cache
+def _hiprtc_version(library: str) -> str:
+    """The version in the file name the library resolves to (libamdhip64.so.5.2.50200 -> 5.2),
+    read by a child that loads it, as the checks do."""
+    code = ("import ctypes, os, sys; ctypes.CDLL(sys.argv[1]); print(next((os.path.realpath(ln.split()[-1]) "
+            "for ln in open('/proc/self/maps') if 'libamdhip64' in ln), ''))")
+    out = subprocess.run([sys.executable, "-c", code, library], capture_output=True, text=True).stdout
+    m = re.search(r"\.so\.(\d+\.\d+)", out)
+    return m.group(1) if m else "?"
+
+
+def _readelf_version(path: str) -> str:
+    m = re.search(r"LLVM version ([\d.]+)", subprocess.run([path, "--version"], capture_output=True, text=True).stdout)
+    return m.group(1) if m else "?"
+
+
+locate.register(locate.Tool("hipcc", "hipcc", "HIP to AMD code objects (check --target hip)", INSTALL_HINT,
+                            lambda: locate.on_path("hipcc"), _hipcc_version))
+locate.register(locate.Tool("hiprtc", "hipRTC (libamdhip64.so.5)", "HIP compiled in-process, as a host does "
+                            "(check --target hip)", INSTALL_HINT,
+                            lambda: [(ctypes.util.find_library("amdhip64"), "system library path")],
+                            _hiprtc_version, library=True))
+locate.register(locate.Tool("llvm-readelf", "llvm-readelf", "registers and LDS of HIP code objects "
+                            "(check --target hip --resources)", "apt-get install -y llvm-19",
+                            lambda: locate.on_path("llvm-readelf-19", "llvm-readelf"), _readelf_version))
+
+
+def hipcc_version() -> str:
+    return locate.version("hipcc", locate.path_of("hipcc"))
+
+
 def hiprtc_library() -> str:
-    name = ctypes.util.find_library("amdhip64")
-    if name is None:
-        raise ToolchainMissing("hipRTC (libamdhip64.so.5)", INSTALL_HINT)
-    return name
+    return locate.path_of("hiprtc")
 
 
 def start_hipcc(path: str, arch: str, out: str) -> subprocess.Popen:
-    cmd = [shutil.which("hipcc") or "hipcc", f"--offload-arch={arch}", "--cuda-device-only",
+    cmd = [locate.path_of("hipcc"), f"--offload-arch={arch}", "--cuda-device-only",
            "--no-gpu-bundle-output", "-c", "-O3", os.path.basename(path), "-o", out]
     return subprocess.Popen(cmd, cwd=os.path.dirname(path), env=hip_env(os.path.dirname(path)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -173,8 +193,11 @@ def wave_mismatch(arch: str, wave: int | None) -> str | None:
 
 def resource_usage(code_object: str) -> dict[str, dict]:
     """Registers, LDS bytes and wavefront size per kernel, from the code object's metadata."""
-    readelf = shutil.which("llvm-readelf-19") or shutil.which("llvm-readelf")
-    if readelf is None or not os.path.exists(code_object):
+    try:
+        readelf = locate.path_of("llvm-readelf")
+    except ToolchainMissing:
+        return {}
+    if not os.path.exists(code_object):
         return {}
     notes = subprocess.run([readelf, "--notes", code_object], capture_output=True, text=True).stdout
     usage: dict[str, dict] = {}
@@ -195,8 +218,7 @@ def resource_usage(code_object: str) -> dict[str, dict]:
 
 def make_checker() -> Checker:
     """The compile check for this target's files (raises ToolchainMissing)."""
-    if shutil.which("hipcc") is None:
-        raise ToolchainMissing("hipcc", INSTALL_HINT)
+    locate.path_of("hipcc")  # raise ToolchainMissing before any file is tried
     hiprtc_library()
 
     def check(name: str, text: str, manifest: dict, options: dict) -> Verdict:

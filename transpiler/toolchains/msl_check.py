@@ -19,8 +19,7 @@ import time
 from functools import cache
 from pathlib import Path
 
-from ..errors import ToolchainMissing
-from . import Checker, Verdict, map_log
+from . import Checker, Verdict, locate, map_log
 
 SHIM_DIR = Path(__file__).resolve().parent / "metal_shim"
 CLANG_NAMES = ("clang++-19", "clang++-20", "clang++-18", "clang++-17", "clang++-16", "clang++")
@@ -41,19 +40,19 @@ UNKNOWN_ATTRIBUTE = re.compile(r"^(?P<where>\S+): warning: unknown attribute '(?
 
 
 @cache
-def find_clang() -> str:
-    for name in CLANG_NAMES:
-        path = shutil.which(name)
-        if path:
-            return path
-    raise ToolchainMissing("clang++ (for the Metal shim check)", INSTALL_HINT)
-
-
-@cache
 def clang_version(clang: str) -> str:
     out = subprocess.run([clang, "--version"], capture_output=True, text=True).stdout
     m = re.search(r"clang version (\d+\.\d+)", out)
     return m.group(1) if m else "?"
+
+
+CLANG = locate.register(locate.Tool("clang", "clang++ (for the Metal shim check)",
+                                    "type-checks MSL against the metal_stdlib shim (check --target msl)",
+                                    INSTALL_HINT, lambda: locate.on_path(*CLANG_NAMES), clang_version))
+
+
+def find_clang() -> str:
+    return locate.path_of("clang")
 
 
 def for_clang(text: str) -> str:

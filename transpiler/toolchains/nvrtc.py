@@ -13,6 +13,7 @@ from functools import cache
 
 from ..errors import ToolchainMissing
 from ..ir.records import record
+from . import locate
 
 INSTALL_HINT = "pip install nvidia-cuda-nvrtc"
 
@@ -35,23 +36,44 @@ def _candidates() -> list[str]:
     return found
 
 
-@cache
-def library() -> ctypes.CDLL:
+def _discover() -> list[tuple[str, str]]:
+    """The candidates that load, as the first that does is the one used."""
     for path in _candidates():
         try:
-            lib = ctypes.CDLL(path)
+            _load(path)
         except OSError:
             continue
-        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-        return lib
-    raise ToolchainMissing("NVRTC", INSTALL_HINT)
+        return [(path, "default folder" if path.startswith("/usr/local/cuda/") else "pip wheel")]
+    return []
+
+
+@cache
+def _load(path: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(path)
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    return lib
+
+
+def _version(path: str) -> str:
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    _load(path).nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return f"{major.value}.{minor.value}"
+
+
+NVRTC = locate.register(locate.Tool("nvrtc", "NVRTC", "CUDA C++ to PTX and cubin in-process (check --target cuda, "
+                                    "the CUDA executor)", INSTALL_HINT, _discover, _version, library=True))
+
+
+def library() -> ctypes.CDLL:
+    path = locate.path_of("nvrtc")
+    try:
+        return _load(path)
+    except OSError as exc:  # a library named explicitly that does not load
+        raise ToolchainMissing(f"NVRTC ({path}: {exc})", INSTALL_HINT) from None
 
 
 def version() -> str:
-    lib = library()
-    major, minor = ctypes.c_int(), ctypes.c_int()
-    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    return f"{major.value}.{minor.value}"
+    return locate.version("nvrtc", locate.path_of("nvrtc"))
 
 
 def _get(lib: ctypes.CDLL, prog: ctypes.c_void_p, size_fn: str, get_fn: str) -> bytes:
@@ -150,20 +172,32 @@ def nvshmem_version() -> str:
     return m.group(1) if m else "unknown"
 
 
+def _nvlink_version(path: str) -> str:
+    out = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release ([\d.]+)", out)  # "Cuda compilation tools, release 13.0, V13.0.88"
+    return m.group(1) if m else "?"
+
+
+NVLINK = locate.register(locate.Tool(
+    "nvlink", "nvlink (the CUDA device linker)", "links qd.shmem kernels with NVSHMEM (check --target cuda)",
+    "pip install nvidia-cuda-nvcc",
+    lambda: [(p, "pip wheel") for p in _wheel_dirs("cu13", "bin", "nvlink") if os.access(p, os.X_OK)]
+    + [(p, "default folder") for p in ["/usr/local/cuda/bin/nvlink"] if os.access(p, os.X_OK)],
+    _nvlink_version))
+
+
 def nvlink() -> str | None:
     """nvlink from the nvcc wheel (nvidia-cuda-nvcc) or a toolkit: the device linker."""
-    for path in [os.path.join(d, "nvlink") for d in _wheel_dirs("cu13", "bin")] + ["/usr/local/cuda/bin/nvlink"]:
-        if os.access(path, os.X_OK):
-            return path
-    return None
+    try:
+        return locate.path_of("nvlink")
+    except ToolchainMissing:
+        return None
 
 
 def link_nvshmem(cubin: bytes, arch: str = "sm_90") -> NvrtcResult:
     """Device-link a relocatable (-rdc=true) cubin with NVSHMEM's device library, as a host
     does before loading it: every NVSHMEM routine the code calls must resolve."""
-    tool = nvlink()
-    if tool is None:
-        raise ToolchainMissing("nvlink (the CUDA device linker)", "pip install nvidia-cuda-nvcc")
+    tool = locate.path_of("nvlink")
     with tempfile.TemporaryDirectory() as tmp:
         src, out = os.path.join(tmp, "kernel.cubin"), os.path.join(tmp, "linked.cubin")
         with open(src, "wb") as f:
