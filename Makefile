@@ -27,8 +27,10 @@ check:
 	@for f in examples/*.py; do $(PY) cli.py check $$f --target all || exit 1; done
 
 # Benchmark tables and bench/report.json; BENCH_ARGS=--with-competitors adds cupyx.jit and Warp.
+# Quadrants 1.3.3 goes into bench/.venv-quadrants, for bench/vs_quadrants.py and bench/algorithms.py.
 bench:
 	scripts/setup.sh toolchains
+	$(PY) bench/quadrants_venv.py
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # The differential fuzzer (tests/fuzz): N random kernels on every target and executor against

@@ -8,8 +8,8 @@ already on the device as qd.ndarray, the result checked against NumPy), the two
 frameworks alternating, ROUNDS times; the table gives the median over rounds. A first call is
 each framework's as its users get it, offline caches on (both frameworks' default): any process
 but the first to run a kernel finds its translation, or Quadrants' compiled kernel, on disk. Quadrants
-runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/bin/python:
-`python3 -m venv /tmp/qvenv && /tmp/qvenv/bin/pip install quadrants==1.3.3 numpy`).
+runs from its own virtual environment: bench/.venv-quadrants, which `make bench` (or
+`python bench/quadrants_venv.py`) fills, or $QD_QUADRANTS_PYTHON, or /tmp/qvenv/bin/python.
 
     python bench/vs_quadrants.py [--quick] [--sizes 1024,4194304] [--rounds 3] [--reps 50] [--kernels a,b]
 
@@ -39,13 +39,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median, say, table  # noqa: E402
+from quadrants_venv import quadrants_python  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KERNELS = ["saxpy", "sum", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil",
            "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
 CPU_KERNELS = ["saxpy", "sum", "stencil", "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
 OURS = sys.executable
-THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
+THEIRS = quadrants_python()
 
 
 def run(python: str, module: str, kernel: str, n: int, reps: int, timeout: float, arch: str = "vulkan") -> dict:
@@ -116,7 +117,7 @@ def main() -> None:
     if a.quick:
         a.rounds, a.reps = 1, 20
     if not shutil.which(THEIRS):
-        say(f"Quadrants not found at {THEIRS}: set QD_QUADRANTS_PYTHON (see this file's docstring)")
+        say(f"Quadrants not found at {THEIRS}: run python bench/quadrants_venv.py, or set QD_QUADRANTS_PYTHON")
         return
     results = {}
     sizes = [int(s) for s in a.sizes.split(",") if s.strip()]

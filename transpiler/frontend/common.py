@@ -166,6 +166,9 @@ def without_docstring(fdef: ast.FunctionDef) -> list[ast.stmt]:
     return body
 
 
+# Cached: the scopes of every inlined call and every kernel ask again (lost its cache when
+# without_docstring was added above it; 10-15% of a translation on bench/corpus.py).
+@lru_cache(maxsize=1024)
 def store_counts(fdef: ast.AST) -> dict[str, int]:
     """How often each name is assigned in ``fdef``; shared between callers, read only."""
     counts: dict[str, int] = {}
