@@ -166,8 +166,8 @@ def without_docstring(fdef: ast.FunctionDef) -> list[ast.stmt]:
     return body
 
 
-# Cached: the scopes of every inlined call and every kernel ask again (lost its cache when
-# without_docstring was added above it; 10-15% of a translation on bench/corpus.py).
+# Cached, as the comment says: the scope of every inlined call asks again (the decorator went
+# to without_docstring when that was added above; 700 of 2,300 isinstance calls a translation).
 @lru_cache(maxsize=1024)
 def store_counts(fdef: ast.AST) -> dict[str, int]:
     """How often each name is assigned in ``fdef``; shared between callers, read only."""
