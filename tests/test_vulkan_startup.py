@@ -71,3 +71,21 @@ def test_a_device_that_fails_beside_fails_its_first_use_and_drops_the_record(tmp
     assert not record.exists()
     with pytest.raises(ToolchainMissing, match="no device is called this"):  # in qd.init again, so it may fall back
         vulkan.VulkanBackend(device=choice)
+
+
+@pytest.mark.toolchain
+def test_the_start_up_bench_runs_two_new_kernels_and_checks_them(tmp_path):
+    """bench/vs_startup.py, the start-up table's runner: two kernels no cache has, both
+    results checked against NumPy, every stage timed."""
+    pytest.importorskip("vulkan")
+    import json
+
+    env = dict(os.environ, QD_MODULE="transpiler", QD_CACHE_DIR=str(tmp_path))
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "vs_startup.py")], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)
+    if "ToolchainMissing" in run.stderr:
+        pytest.skip(run.stderr.strip().splitlines()[-1])
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["ok"] is True
+    assert all(out[k] > 0 for k in ("import_ms", "init_ms", "first_ms", "next_ms", "total_ms"))
