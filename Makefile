@@ -26,8 +26,10 @@ check:
 	$(PY) cli.py check examples/*.py --target all -j 2
 
 # Benchmark tables and bench/report.json; BENCH_ARGS=--with-competitors adds cupyx.jit and Warp.
+# Quadrants 1.3.3 goes into bench/.venv-quadrants, for bench/vs_quadrants.py and bench/algorithms.py.
 bench:
 	scripts/setup.sh toolchains
+	$(PY) bench/quadrants_venv.py
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # The differential fuzzer (tests/fuzz): N random kernels on every target and executor against

@@ -2,8 +2,9 @@
 
 1. Throughput (elements/s) on Vulkan in this run: ours on the Vulkan device this machine
    has (lavapipe on a CPU-only machine) against Quadrants 1.3.3's qd.algorithms on the same
-   device, run in its own virtual environment as a subprocess ($QD_QUADRANTS_PYTHON, default
-   /tmp/qvenv/bin/python). Where Quadrants refuses to run an op there, the table says why.
+   device, run in its own virtual environment as a subprocess (bench/quadrants_venv.py: the
+   bench's own venv, $QD_QUADRANTS_PYTHON, or /tmp/qvenv). Where Quadrants refuses to run an
+   op there, the table says why.
 2. SASS instructions (sm_90) of each phase of our sort (onesweep, as CUB's) and scan, compiled
    by the pip NVRTC and disassembled by the pip cuobjdump, next to CUB's DeviceRadixSort /
    DeviceScan kernels (the performance reference kit's sass_tables_sm90.txt).
@@ -25,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import cuda_tool, median, perf_kit, say, table  # noqa: E402
+from quadrants_venv import quadrants_python  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -145,9 +147,10 @@ print("JSON" + json.dumps(out))
 
 
 def quadrants(sizes: list[int], reps: int) -> dict:
-    python = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
+    python = quadrants_python()
     if not os.access(python, os.X_OK):
-        return {"error": f"Quadrants not found ({python}); set QD_QUADRANTS_PYTHON"}
+        return {"error": f"Quadrants not found ({python}); run python bench/quadrants_venv.py, or set "
+                         "QD_QUADRANTS_PYTHON"}
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "quadrants_algorithms.py"
         script.write_text(QUADRANTS_SCRIPT)

@@ -8,10 +8,16 @@ already on the device as qd.ndarray, the result checked against NumPy), the two
 frameworks alternating, ROUNDS times; the table gives the median over rounds. A first call is
 each framework's as its users get it, offline caches on (both frameworks' default): any process
 but the first to run a kernel finds its translation, or Quadrants' compiled kernel, on disk. Quadrants
-runs from its own virtual environment ($QD_QUADRANTS_PYTHON, default /tmp/qvenv/bin/python:
-`python3 -m venv /tmp/qvenv && /tmp/qvenv/bin/pip install quadrants==1.3.3 numpy`).
+runs from its own virtual environment: bench/.venv-quadrants, which `make bench` (or
+`python bench/quadrants_venv.py`) fills, or $QD_QUADRANTS_PYTHON, or /tmp/qvenv/bin/python.
 
     python bench/vs_quadrants.py [--quick] [--sizes 1024,4194304] [--rounds 3] [--reps 50] [--kernels a,b]
+
+First, start-up on Vulkan (bench/vs_startup.py, each framework in new processes, alternating):
+the import, ``qd.init(arch=qd.vulkan)``, the first calls of two kernels no process has run
+before (a constant drawn per run in their text, so no disk cache has them): the process's first
+kernel, right after qd.init, and the next one; and the import to the first result.
+``--startup-rounds 0`` leaves it out.
 
 A second table does the same for the CPU: our CPU executor (the CUDA text on the SIMT
 emulator; its first call includes the C++ build, cached on disk afterwards) against
@@ -39,13 +45,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median, say, table  # noqa: E402
+from quadrants_venv import quadrants_python  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KERNELS = ["saxpy", "sum", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil",
            "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
 CPU_KERNELS = ["saxpy", "sum", "stencil", "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
 OURS = sys.executable
-THEIRS = os.environ.get("QD_QUADRANTS_PYTHON", "/tmp/qvenv/bin/python")
+THEIRS = quadrants_python()
 
 
 def run(python: str, module: str, kernel: str, n: int, reps: int, timeout: float, arch: str = "vulkan") -> dict:
@@ -77,6 +84,43 @@ def measure(kernels: list[str], sizes: list[int], rounds: int, reps: int, timeou
     return results
 
 
+STARTUP_ROWS = (("import_ms", "import"), ("init_ms", "qd.init(arch=qd.vulkan)"),
+                ("first_ms", "first call of the first kernel"), ("next_ms", "first call of the next new kernel"),
+                ("total_ms", "import to first result"))
+
+
+def startup(rounds: int, timeout: float) -> dict:
+    """bench/vs_startup.py in new processes, the two frameworks alternating: who -> runs."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # both frameworks import from their bytecode caches
+    runs: dict = {"ours": [], "theirs": []}
+    for _ in range(rounds):
+        for who, python, module in (("ours", OURS, "transpiler"), ("theirs", THEIRS, "quadrants")):
+            try:
+                proc = subprocess.run([python, str(HERE / "vs_startup.py")], capture_output=True, text=True,
+                                      env=dict(env, QD_MODULE=module), timeout=timeout)
+            except subprocess.TimeoutExpired:
+                runs[who].append({"error": f"no result in {timeout:.0f} s"})
+                continue
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            last = [ln for ln in proc.stderr.splitlines() if ln.strip()] or ["no output"]
+            runs[who].append(json.loads(lines[-1]) if lines else {"error": last[-1][:120]})
+    return runs
+
+
+def startup_table(runs: dict, rounds: int) -> str:
+    good = {who: [r for r in rs if "error" not in r] for who, rs in runs.items()}
+    rows, notes = [], [f"{who}: {rs[0]['error']}" for who, rs in runs.items() if rs and not good[who]]
+    for key, label in STARTUP_ROWS:
+        cells = {who: median([r[key] for r in rs]) if rs else None for who, rs in good.items()}
+        ok = all(r["ok"] for rs in good.values() for r in rs)
+        rows.append([label] + ["-" if cells[w] is None else f"{cells[w]:.1f}" for w in ("ours", "theirs")] +
+                    ["-" if None in cells.values() else f"{cells['ours'] / cells['theirs']:.2f}" + ("" if ok else
+                                                                                                 " WRONG")])
+    return table(f"Start-up on the Vulkan device, new processes: ours / Quadrants 1.3.3 (median of {rounds} rounds; "
+                 "ms)", ["stage", "ours ms", "Quadrants ms", "ratio"], rows, note="\n".join(notes) or None)
+
+
 def summary(runs: list[dict]) -> dict:
     good = [r for r in runs if "error" not in r]
     if not good:
@@ -105,6 +149,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--timeout", type=float, default=180.0)
+    p.add_argument("--startup-rounds", type=int, default=7, help="new processes per framework for the start-up "
+                   "table (import, qd.init, a new kernel's first call; 0 for none)")
     p.add_argument("--quick", action="store_true", help="one round, 20 reps")
     p.add_argument("--json", help="also write the raw results here")
     p.add_argument("--kernels", help="only these kernels, comma-separated (e.g. histogram,block_reduce)")
@@ -114,11 +160,14 @@ def main() -> None:
     if unknown:
         p.error(f"unknown kernels {', '.join(sorted(unknown))}; choose from {', '.join(KERNELS)}")
     if a.quick:
-        a.rounds, a.reps = 1, 20
+        a.rounds, a.reps, a.startup_rounds = 1, 20, min(a.startup_rounds, 3)
     if not shutil.which(THEIRS):
-        say(f"Quadrants not found at {THEIRS}: set QD_QUADRANTS_PYTHON (see this file's docstring)")
+        say(f"Quadrants not found at {THEIRS}: run python bench/quadrants_venv.py, or set QD_QUADRANTS_PYTHON")
         return
     results = {}
+    if a.startup_rounds and a.arch == "vulkan":
+        results["startup"] = startup(a.startup_rounds, a.timeout)
+        say(startup_table(results["startup"], a.startup_rounds))
     sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
     if sizes:  # (--sizes '': the CPU table alone)
         chosen = [k for k in KERNELS if not only or k in only]

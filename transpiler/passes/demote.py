@@ -105,7 +105,8 @@ class _Facts:
         self.values: dict[ir.Local, ir.Expr] = {}  # a local's value, where one Declare is its only definition
         redefined: set[ir.Local] = set()
         self.written: set[int] = set()  # ids of the arrays the task (or what it calls) writes
-        for st in all_stmts(self.code):
+        self.stmts = list(all_stmts(self.code))
+        for st in self.stmts:
             if isinstance(st, ir.Declare):
                 if st.init is None or st.var in self.values:
                     redefined.add(st.var)
@@ -130,6 +131,21 @@ class _Facts:
                 if isinstance(n, (ir.Store, ir.Atomic, ir.ShmemOp)):
                     self.written.update(id(r) for r in _arrays_named(n))
         self._kinds: dict[tuple[int, bool], _Kind] = {}
+        self._uses: dict[int, list] | None = None
+
+    def uses(self, array: ir.Array) -> list:
+        """The statements and expressions that name ``array``, in program order (statements
+        first): one walk for every array the task's atomics update, not one each."""
+        if self._uses is None:
+            self._uses = {}
+            ref_fields: dict[type, tuple[str, ...]] = {}  # most node classes name nothing
+            for n in self.stmts + self.exprs:
+                names = ref_fields.get(type(n))
+                if names is None:
+                    names = ref_fields[type(n)] = fields_of(type(n)).refs
+                for key in {id(getattr(n, f)) for f in names}:
+                    self._uses.setdefault(key, []).append(n)
+        return self._uses.get(id(array), [])
 
     def atomic_arrays(self) -> list[ir.Array]:
         seen: dict[int, ir.Array] = {}
@@ -146,8 +162,8 @@ class _Facts:
         if self.task.kind == "serial":
             return True
         owners = set()
-        for n in list(all_stmts(self.code)) + self.exprs:
-            if not any(r is array for r in references(n)) or isinstance(n, (ir.Shape, ir.DeclareShared)):
+        for n in self.uses(array):
+            if isinstance(n, (ir.Shape, ir.DeclareShared)):
                 continue
             if not isinstance(n, (ir.Load, ir.Store, ir.Atomic, ir.VolatileLoad)):
                 return False

@@ -39,8 +39,6 @@ from ..errors import ToolchainMissing
 from ..ir import nodes as ir
 from ..ir.records import record, field
 from ..ir.walk import all_exprs, all_stmts, task_node_kinds
-from ..targets.glsl import TARGET_ENV
-from ..toolchains.glsl_check import compile_glsl, glslang_version
 from . import (
     Backend, Launch, Translation, buffer_names, entries_by_task, guards, memory_key, profile, spirv_compiler, warm_up,
     written_arrays,
@@ -49,6 +47,7 @@ from . import (
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
 
 INSTALL_HINT = "pip install vulkan; apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe runs on the CPU)"
@@ -352,6 +351,98 @@ def _shutdown() -> None:
             pass
 
 
+# ----------------------------------------------------------------------------- the device, beside qd.init
+
+# Creating the device is most of qd.init: the `vulkan` binding's import, the loader's instance
+# (it loads every installed driver), the device and its queue: 100-130 ms on lavapipe, 2 cores.
+# Where this configuration made a device before, qd.init leaves that to a thread of its own and
+# returns; the first use of the device waits for it. Without that record it is made in qd.init,
+# as a failure there lets qd.init fall back to another executor.
+_DRIVER_DIRS = ("/etc/vulkan/icd.d", "/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d",
+                "~/.local/share/vulkan/icd.d")
+
+
+def _record_path(choice: str | int | None, printf: bool) -> str:
+    """The file whose presence says a device for ``choice`` was made here: named by what
+    decides whether one can be (the choice, the loader's VK_* variables, the driver manifests'
+    folders, which a driver installed or removed changes, and the binding's package)."""
+    import importlib.util  # noqa: PLC0415 - only here
+
+    spec = importlib.util.find_spec("vulkan")
+    parts = [repr(choice), str(printf), spec.origin if spec else "-"]
+    parts += sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("VK_"))
+    for folder in _DRIVER_DIRS:
+        try:
+            parts.append(f"{folder}:{os.stat(os.path.expanduser(folder)).st_mtime_ns}")
+        except OSError:
+            parts.append(f"{folder}:-")
+    return os.path.join(cache_dir("vulkan"), "device-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32])
+
+
+class _Beside:
+    """``first()`` then ``get_device(choice, printf)`` in a thread; ``get`` waits for the device.
+    (One thread from qd.init: each start waits for the new thread to run, which, while others
+    hold the interpreter, cost qd.init 10 ms a thread; ``first`` starts the warm-up's.)"""
+
+    def __init__(self, choice: str | int | None, printf: bool, record_path: str, first: Callable[[], object]):
+        self.device: Device | None = None
+        self.error: BaseException | None = None
+        self.record_path = record_path
+        self.thread = threading.Thread(target=self._make, args=(choice, printf, first), daemon=True,
+                                       name="qd-vulkan-device")
+        _beside.add(self.thread)
+        self.thread.start()
+
+    def _make(self, choice: str | int | None, printf: bool, first: Callable[[], object]) -> None:
+        try:
+            first()
+        except Exception:  # noqa: BLE001 - a head start only; the device is what matters here
+            pass
+        try:
+            self.device = get_device(choice, printf)
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits (get)
+            self.error = exc
+            try:  # the next qd.init makes it in place again, and may fall back
+                os.remove(self.record_path)
+            except OSError:
+                pass
+
+    def get(self) -> Device:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.device
+
+
+_beside: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+@atexit.register
+def _join_beside() -> None:
+    """A device still being made when the program ends: finished, not cut off inside the driver."""
+    for thread in list(_beside):
+        thread.join()
+
+
+def start_device(choice: str | int | None, printf: bool, first: Callable[[], object]) -> Callable[[], Device]:
+    """``first()``, and what gives the device: made already, made here (no record of one), or
+    in a thread (which calls ``first`` too)."""
+    with _devices_lock:
+        dev = _devices.get((choice, printf))
+    path = None if dev is not None else _record_path(choice, printf)
+    if path is not None and os.path.exists(path):
+        return _Beside(choice, printf, path, first).get
+    first()
+    if dev is None:
+        dev = get_device(choice, printf)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            open(path, "w").close()
+        except OSError:
+            pass  # a read-only home: each qd.init makes the device in place
+    return lambda: dev
+
+
 # ----------------------------------------------------------------------------- SPIR-V
 
 _spirv_cache: dict[str, bytes] = {}
@@ -362,6 +453,11 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     on disk), and where it came from: "in memory", "from disk" or "compiled". Compiled in
     this process where glslang's libraries are installed (a few ms, see spirv_compiler),
     else by glslangValidator (~0.16 s a file)."""
+    # Imported here, not by qd.init: the GLSL target and the glslang command line's module (with
+    # subprocess, shutil, tempfile) cost 20-40 ms there, and a first call imports them anyway.
+    from ..targets.glsl import TARGET_ENV  # noqa: PLC0415
+    from ..toolchains.glsl_check import compile_glsl, glslang_version  # noqa: PLC0415
+
     in_process = spirv_compiler.identity()
     compiler = f"in-process {in_process}" if in_process else glslang_version()
     key = hashlib.sha256(f"{compiler}\0{TARGET_ENV}\0{text}".encode()).hexdigest()
@@ -497,24 +593,43 @@ class VulkanBackend(Backend):
         # identity first (its imports, a stat of the library), which a first call's disk hit asks for;
         # glslang's built-in tables in a thread of their own from the start (C++, without the GIL:
         # a new kernel called right after qd.init waited for them, first call 72-84 -> 29-48 ms).
-        warm_up.start("glsl", first=spirv_compiler.identity, beside=spirv_compiler.fill_builtins)
-        self.device = get_device(device, printf)
+        self._device = start_device(device, printf, lambda: warm_up.start(
+            "glsl", first=spirv_compiler.identity, beside=spirv_compiler.fill_builtins))
         self.choice = device
         self.fast_math = fast_math
         self._printing: VulkanBackend | None = None  # where kernels that print run (see load)
-        dev = self.device
-        low, high = dev.subgroup_size_range
-        if subgroup_size is not None and subgroup_size != dev.subgroup_size and not (
-                "subgroupSizeControl" in dev.features and low <= subgroup_size <= high
-                and subgroup_size & (subgroup_size - 1) == 0):
-            raise DeviceUnsupported(f"{dev.name} cannot run compute shaders with subgroup size {subgroup_size} "
-                                    f"(it supports {low}..{high}, default {dev.subgroup_size})")
-        self._subgroup_size = subgroup_size or dev.subgroup_size
-        self.max_shared_memory = dev.max_shared_memory
+        self._asked_subgroup_size = subgroup_size
         self.resident: dict[int, _Buffer] = {}  # the host address of a qd.ndarray's mapping -> its buffer
-        self.on_cpu = dev.type == "VK_PHYSICAL_DEVICE_TYPE_CPU"
-        if self.on_cpu:  # lavapipe: a few workgroups per core do
-            self.dynamic_blocks = 8 * (os.cpu_count() or 1)
+        if subgroup_size is not None:  # a width the device cannot run fails qd.init
+            _ = self.subgroup_size
+
+    @functools.cached_property
+    def device(self) -> Device:
+        """The Vulkan device (made beside qd.init: the first use waits for it)."""
+        return self._device()
+
+    @functools.cached_property
+    def _subgroup_size(self) -> int:
+        dev, size = self.device, self._asked_subgroup_size
+        low, high = dev.subgroup_size_range
+        if size is not None and size != dev.subgroup_size and not (
+                "subgroupSizeControl" in dev.features and low <= size <= high and size & (size - 1) == 0):
+            raise DeviceUnsupported(f"{dev.name} cannot run compute shaders with subgroup size {size} "
+                                    f"(it supports {low}..{high}, default {dev.subgroup_size})")
+        return size or dev.subgroup_size
+
+    @functools.cached_property
+    def max_shared_memory(self) -> int:
+        return self.device.max_shared_memory
+
+    @functools.cached_property
+    def on_cpu(self) -> bool:
+        return self.device.type == "VK_PHYSICAL_DEVICE_TYPE_CPU"
+
+    @functools.cached_property
+    def dynamic_blocks(self) -> int:
+        # lavapipe: a few workgroups per core do
+        return 8 * (os.cpu_count() or 1) if self.on_cpu else Backend.dynamic_blocks
 
     @property
     def device_features(self) -> frozenset[str]:
