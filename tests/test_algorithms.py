@@ -325,11 +325,11 @@ def test_scratch_slots_on_device(executor):
 
 
 def test_sort_scratch_is_counts_tickets_and_two_look_back_tables():
-    # 8 passes x 256 digit counts, 8 tickets, then two tables of 256 words per tile of 2048 keys:
-    # about n / 4 slots, where Quadrants' multi-pass sort takes about n.
+    # 8 passes x 256 digit counts, 8 tickets, then two tables of 256 words per tile of 4096 keys:
+    # about n / 8 slots, where Quadrants' multi-pass sort takes about n.
     assert alg.sort_scratch_slots(1) == 2056 + 2 * 256
-    assert alg.sort_scratch_slots(2049, 2) == 2056 + 4 * 256
-    assert alg.sort_scratch_slots(1_000_000) == 2056 + 2 * 489 * 256
+    assert alg.sort_scratch_slots(4097, 2) == 2056 + 4 * 256
+    assert alg.sort_scratch_slots(1_000_000) == 2056 + 2 * 245 * 256
     with pytest.raises(ValueError, match="at most 1073741823 keys"):
         alg.sort_scratch_slots(1 << 30)
 
