@@ -6,11 +6,15 @@ Tasks, for P = end_bit / 8 digits: (1) clear the tile tickets, the digit counts 
 first look-back table; (2) one read of every key counts the digits of all P passes at once;
 (3) each pass's 256 counts become its digits' first output positions (one block per pass);
 then (4) P onesweep passes. In a pass, each block takes the next tile of TILE keys from an
-atomic ticket, ranks its keys by digit (stably, ITEMS rounds of BLOCK_DIM keys, the rank
-carried in registers), and publishes its per-digit counts in the pass's look-back table:
-one thread per digit walks back over the tiles before it (decoupled look-back) until a
-tile that knows its inclusive prefix, publishes its own, and the tile's keys go straight
-to their places. P + 3 launches, each key read twice and written once per pass.
+atomic ticket and ranks its keys by digit as CUB's onesweep does: ITEMS keys a thread,
+each subgroup a contiguous run of the tile, ranked within the subgroup by ballot match
+into its own row of digit counts (no block barrier per round), one pass over the rows
+giving the subgroups' prefixes. It publishes its per-digit counts in the pass's look-back
+table: one thread per digit walks back over the tiles before it (decoupled look-back)
+until a tile that knows its inclusive prefix, and publishes its own. The tile then sorts
+itself by digit in shared memory and writes out from there, so that the writes of a
+subgroup are runs of consecutive addresses. P + 3 launches, each key read twice and
+written once per pass.
 
 The ticket is what makes the look-back safe without a promise that blocks run together: a
 tile only waits on tiles whose blocks took their tickets earlier and so are running or
@@ -24,7 +28,7 @@ fly, so there are no separate twiddle passes and the keys are stored as given.
 """
 from __future__ import annotations
 
-from .. import blocklib, qd
+from .. import qd
 from ..kernel import HostFunc, comptime
 
 from .common import BLOCK_DIM, check_depth_host, depth_problem, dtype_problem, wide_for
@@ -126,6 +130,27 @@ def _work_words(group_size) -> int:
     return max(TILE, (BLOCK_DIM // group_size) * DIGITS // _halves(group_size))
 
 
+@comptime
+def _mask_dtype(group_size):
+    """A subgroup's lane masks: 32 bits where it has no more lanes, else 64."""
+    return qd.u32 if group_size <= 32 else qd.u64
+
+
+@qd.func
+def _match(digit):
+    """The lanes of this subgroup holding this lane's 8-bit digit, as a ballot mask: one
+    ballot per digit bit, folded in as the votes where the bit is set and their complement
+    where it is clear (CUB's match; a ballot per bit is faster than CUDA's match.any on so
+    few bits, CUB notes). 32-bit masks where the subgroup fits, as 64-bit logic costs two
+    instructions where 32-bit costs one."""
+    mask = qd.static(_mask_dtype(subgroup.group_size()))
+    same = qd.cast(subgroup.ballot(True), mask)
+    for b in qd.static(range(8)):
+        is_set = (digit & (1 << b)) != 0
+        same &= qd.cast(subgroup.ballot(is_set), mask) ^ qd.select(is_set, mask(0), ~mask(0))
+    return same
+
+
 @qd.func
 def _warp_rank(digit, counts: qd.template(), row):
     """How many keys with this lane's digit its subgroup ranked before this one: those of its
@@ -136,8 +161,9 @@ def _warp_rank(digit, counts: qd.template(), row):
     shared-memory atomic per distinct digit a round, and no barrier."""
     halves = qd.static(_halves(subgroup.group_size()))
     lane = block.thread_idx() & (subgroup.group_size() - 1)
-    same = blocklib.match_digit(digit, 8)
-    below = qd.math.popcnt(same & ((qd.u64(1) << qd.u64(lane)) - qd.u64(1)))
+    same = _match(digit)
+    mask = qd.static(_mask_dtype(subgroup.group_size()))
+    below = qd.math.popcnt(same & ((mask(1) << mask(lane)) - mask(1)))
     half = qd.u32(0)
     if qd.static(halves == 2):
         half = qd.u32((digit & 1) << 4)
@@ -199,10 +225,10 @@ def _look_back(keys_in: qd.template(), scratch: qd.template(), counts: qd.templa
         if block.sync_any_nonzero(qd.i32(not done and word == qd.u32(0))):
             counts[digit] = qd.u32(0)
             block.sync()
-            for r in qd.static(range(ITEMS)):
-                idx = (k << LOG2_TILE) + r * BLOCK_DIM + digit
-                if idx < n:
-                    qd.atomic_add(counts[_digit(keys_in[idx], key_dtype, shift)], qd.u32(1))
+            # A loop with bounds known only at run time, so that compilers keep it rolled:
+            # this path is rare, and unrolled it would be an eighth of the pass's code.
+            for idx in range((k << LOG2_TILE) + digit, min((k + 1) << LOG2_TILE, n), BLOCK_DIM):
+                qd.atomic_add(counts[_digit(keys_in[idx], key_dtype, shift)], qd.u32(1))
             block.sync()
             if not done and word == qd.u32(0):
                 word = qd.u32(AGGREGATE) | counts[digit]
@@ -236,10 +262,10 @@ def _through_stage(work: qd.template(), items, local, dtype: qd.template()):
     got = qd.Vector([0] * ITEMS, dt=wide)
     for w in qd.static(range(dtype.bits // 32)):
         block.sync()  # the stage is free: ranks read, or the previous word read back
-        for r in range(ITEMS):
+        for r in qd.static(range(ITEMS)):
             work[local[r]] = _word(items[r], dtype, w)
         block.sync()
-        for r in range(ITEMS):
+        for r in qd.static(range(ITEMS)):
             if qd.static(w == 0):
                 got[r] = qd.cast(work[r * BLOCK_DIM + tid], wide)
             else:
@@ -268,9 +294,11 @@ def _rank_tile(keys_in: qd.template(), work: qd.template(), totals: qd.template(
     keys = qd.Vector([0] * ITEMS, dt=key_dtype)
     digits = qd.Vector([0] * ITEMS, dt=qd.i32)
     ranks = qd.Vector([0] * ITEMS, dt=qd.i32)
-    # Loops in the output, not static ones: NVRTC and hipcc unroll them, while lavapipe
-    # compiles a shader of unrolled rounds slowly (8 copies of a round took it about 5 s).
-    for r in range(ITEMS):
+    # Unrolled here, as every loop over a thread's items: in an output loop a register array
+    # indexed by the loop variable is an if-chain per access, which NVRTC then kept rolled
+    # (the pass's rounds cost 3x their unrolled instructions). The price is lavapipe's
+    # first compile of a sort: 7.7 s for a u32 key-value sort with no shader cache, was 4.8.
+    for r in qd.static(range(ITEMS)):
         d = 255
         if first + r * size < n:
             key = keys_in[first + r * size]
@@ -290,7 +318,7 @@ def _local_places(work: qd.template(), starts: qd.template(), digits, ranks):
     width = qd.static(DIGITS // halves)
     row = (block.thread_idx() >> qd.static(subgroup.log2_group_size())) * width
     local = qd.Vector([0] * ITEMS, dt=qd.i32)
-    for r in range(ITEMS):
+    for r in qd.static(range(ITEMS)):
         d = digits[r]
         before = work[row + d // halves]
         if qd.static(halves == 2):
@@ -336,7 +364,7 @@ def _onesweep_pass(keys_in: qd.template(), keys_out: qd.template(), values_in: q
         sorted_keys = _through_stage(work, keys, local, key_dtype)
         valid = min(TILE, n - (tile << LOG2_TILE))
         places = qd.Vector([0] * ITEMS, dt=qd.i32)
-        for r in range(ITEMS):
+        for r in qd.static(range(ITEMS)):
             if r * BLOCK_DIM + tid < valid:
                 key = qd.bit_cast(sorted_keys[r], key_dtype)
                 places[r] = starts[_digit(key, key_dtype, shift)] + r * BLOCK_DIM + tid
@@ -354,11 +382,11 @@ def _move_values(values_in: qd.template(), values_out: qd.template(), work: qd.t
     first = (tile << LOG2_TILE) + (tid >> qd.static(subgroup.log2_group_size())) * (size * ITEMS) + (tid & (size - 1))
     dtype = qd.static(qd.typeof(values_in[0]))
     values = qd.Vector([0] * ITEMS, dt=dtype)
-    for r in range(ITEMS):
+    for r in qd.static(range(ITEMS)):
         if first + r * size < n:
             values[r] = values_in[first + r * size]
     staged = _through_stage(work, values, local, dtype)
-    for r in range(ITEMS):
+    for r in qd.static(range(ITEMS)):
         if r * BLOCK_DIM + tid < valid:
             values_out[places[r]] = qd.bit_cast(staged[r], dtype)
 
