@@ -156,7 +156,7 @@ def _warp_rank(digit, counts: qd.template(), row):
     """How many keys with this lane's digit its subgroup ranked before this one: those of its
     earlier rounds (the subgroup's running counts, at ``counts[row:]``) and the lanes below
     this one in this round. The lanes sharing the digit find each other with one ballot per
-    digit bit (blocklib.match_digit, CUB's match at any subgroup width); the first of them
+    digit bit (CUB's match, at any subgroup width, see _match); the first of them
     adds their number to the count and hands the old count to the others by shuffle: one
     shared-memory atomic per distinct digit a round, and no barrier."""
     halves = qd.static(_halves(subgroup.group_size()))
