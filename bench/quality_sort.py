@@ -12,6 +12,9 @@ cancels out. The same for the shared-memory and global-memory instructions.
 """
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 from common import cuda_tool, perf_kit, say, table
@@ -113,3 +116,55 @@ def sort_pass(report: dict, workdir: Path) -> None:
         f"{RATIO_GOAL}x goal)")
     report["sort_per_key"] = {"ours": mine, "cub": theirs, "ours_items": radix_sort.ITEMS,
                               "cub_items": CUB_KEYS_PER_THREAD, "ratio": ratio, "goal": RATIO_GOAL}
+    amd_sort_pass(report, workdir)
+
+
+# ---------------------------------------------------------------------------- AMDGPU
+
+AMD_ARCHS = (("gfx90a", False), ("gfx1030", True))  # CDNA at wave64, RDNA at wave32
+
+
+def _isa_counts(co: Path, arch: str) -> dict[str, int]:
+    """Instructions of each kernel up to its last s_endpgm (llvm-objdump-19)."""
+    text = subprocess.run(["llvm-objdump-19", "-d", f"--mcpu={arch}", str(co)], capture_output=True, text=True).stdout
+    ops: dict[str, list[str]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(\w+)>:", line)
+        if m:
+            cur = ops.setdefault(m.group(1), [])
+        elif cur is not None and (m := re.match(r"^\s+([a-z_0-9]+)\b.*//", line)):
+            cur.append(m.group(1))
+    return {k: max((i for i, op in enumerate(v) if op == "s_endpgm"), default=len(v) - 1) + 1 for k, v in ops.items()}
+
+
+def amd_sort_pass(report: dict, workdir: Path) -> None:
+    """Our pass through hipcc at both wavefront widths: registers, LDS, spills, instructions
+    per key. No AMD rival here (hipCUB is not installed), so no ratio."""
+    from quality import _hipcc, amdgpu_notes
+
+    if not all(shutil.which(t) for t in ("hipcc", "llvm-readelf-19", "llvm-objdump-19")):
+        say("  sort rows, AMDGPU: skipped (hipcc, llvm-readelf-19, llvm-objdump-19 not all found)")
+        return
+    rows, out = [], {}
+    for arch, wave32 in AMD_ARCHS:
+        tr = qd.translate(sort_u32_keys, "hip", warn=False, wave32=wave32)
+        ((_, source),) = tr.sources.items()
+        src = workdir / f"sort_{arch}.hip"
+        src.write_text(source)
+        co, err = _hipcc(src, arch)
+        if co is None:
+            rows.append([f"ours ({arch})", "hipcc failed", *[""] * 6])
+            say(f"  {arch}: {err}")
+            continue
+        notes, insts = amdgpu_notes(co), _isa_counts(co, arch)
+        main = max(insts, key=insts.get)
+        n = notes.get(main, {})
+        spills = f"{n.get('vgpr_spill')}/{n.get('sgpr_spill')}"
+        rows.append([f"ours: onesweep pass ({arch}, wave{n.get('wave')})", radix_sort.ITEMS, n.get("vgpr"),
+                     n.get("sgpr"), n.get("lds"), n.get("scratch"), spills, insts[main],
+                     f"{insts[main] / radix_sort.ITEMS:.2f}"])
+        out[arch] = {"kernel": main, "notes": n, "insts": insts[main]}
+    say(table("Sort pass, AMDGPU ISA per key (hipcc -O3; no hipCUB here to compare with)",
+              ["kernel", "keys/thread", "VGPR", "SGPR", "LDS B", "scratch", "spill v/s", "insts", "insts/key"], rows))
+    report["sort_per_key_amdgpu"] = out
