@@ -249,7 +249,22 @@ def amdgpu(args, report: dict, cases: list[dict], workdir: Path) -> None:
     report["amdgpu"] = sec
 
 
+def per_key(report: dict, workdir: Path) -> None:
+    """SASS per key of the device-wide algorithms against CUB's (issue 47), a function each."""
+    import quality_sort
+
+    quality_sort.sort_pass(report, workdir)
+
+
 def run(args, report: dict, cases: list[dict], workdir: Path) -> None:
     say("\n=== 3. Code quality " + "=" * 67)
     nvidia(args, report, cases, workdir)
     amdgpu(args, report, cases, workdir)
+    per_key(report, workdir)
+
+
+if __name__ == "__main__":  # python bench/quality.py: the per-key tables alone
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        per_key({}, Path(tmp))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import transpiler as qd
-from conftest import assert_compiles
+from conftest import assert_compiles, init_executor
 
 alg = qd.algorithms
 ND1 = qd.types.ndarray(ndim=1)
@@ -230,6 +230,43 @@ def test_sort_keys_only_and_low_bits(executor, rng):
     check_sort("i32", [5, 4097], rng, end_bit=16)
 
 
+def check_sort_given(keys: np.ndarray, n: int) -> None:
+    """Sort keys[:n] with their positions as values; compare with NumPy's stable argsort."""
+    given, values = keys.copy(), np.arange(len(keys), dtype=np.int32)
+    scratch = np.zeros(alg.sort_scratch_slots(max(n, 1), D), np.uint32)
+    radix_sort(keys, np.zeros_like(keys), values, np.zeros_like(values), scratch, np.array(n, np.int32),
+               DTYPES[{v: k for k, v in NP.items()}[keys.dtype.type]], True, keys.dtype.itemsize * 8)
+    order = np.argsort(given[:n], kind="stable")
+    np.testing.assert_array_equal(keys[:n], given[:n][order], err_msg=f"n={n}")
+    np.testing.assert_array_equal(values[:n], order, err_msg=f"n={n}: not stable")
+    np.testing.assert_array_equal(keys[n:], given[n:])
+
+
+# A tile is 4096 keys: sizes on both sides of one, two and three tiles.
+TILE_EDGES = [4095, 4096, 4097, 8191, 8193, 12289]
+
+
+def test_sort_duplicates_at_tile_edges(lanes_executor, rng):
+    """Subgroups of 8 to 64 lanes (8: the ranking table's two counts a word) ranking keys
+    that mostly share their digits: a few distinct keys, one key, and random ones."""
+    for n in TILE_EDGES:
+        few = rng.choice(np.array([7, 0x07070707, 0xFF00FF00, 0xFFFFFFFF, 0x80000000], np.uint32), n + 5)
+        check_sort_given(few, n)
+    check_sort_given(np.full(5000, 3, np.int32), 4999)
+    check_sort_given(rng.integers(-2**31, 2**31, 9000, dtype=np.int64).astype(np.int32), 9000)
+    # Float ties, none of them zero (the sort puts -0.0 before 0.0, which NumPy calls equal).
+    check_sort_given(rng.integers(-40, 40, 4097).astype(np.float32) / 4 + 0.125, 4097)
+
+
+def test_sort_on_wave32_hip(rng):
+    init_executor("cpu-hip", wave32=True)
+    try:
+        for n in (0, 1, 4097):
+            check_sort_given(rng.integers(0, 50, max(n, 1)).astype(np.uint32), n)
+    finally:
+        qd.init(arch="cpu")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["i64", "u64", "f64"])
 def test_sort_64bit(executor, name, rng):
@@ -325,11 +362,11 @@ def test_scratch_slots_on_device(executor):
 
 
 def test_sort_scratch_is_counts_tickets_and_two_look_back_tables():
-    # 8 passes x 256 digit counts, 8 tickets, then two tables of 256 words per tile of 2048 keys:
-    # about n / 4 slots, where Quadrants' multi-pass sort takes about n.
+    # 8 passes x 256 digit counts, 8 tickets, then two tables of 256 words per tile of 4096 keys:
+    # about n / 8 slots, where Quadrants' multi-pass sort takes about n.
     assert alg.sort_scratch_slots(1) == 2056 + 2 * 256
-    assert alg.sort_scratch_slots(2049, 2) == 2056 + 4 * 256
-    assert alg.sort_scratch_slots(1_000_000) == 2056 + 2 * 489 * 256
+    assert alg.sort_scratch_slots(4097, 2) == 2056 + 4 * 256
+    assert alg.sort_scratch_slots(1_000_000) == 2056 + 2 * 245 * 256
     with pytest.raises(ValueError, match="at most 1073741823 keys"):
         alg.sort_scratch_slots(1 << 30)
 

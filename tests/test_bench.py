@@ -100,3 +100,21 @@ def test_vs_quadrants_kernels_compute_what_numpy_does(executor):
         kernel(*args)
         qd.sync()
         assert check(), name
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+def test_sort_pass_sass_per_key_is_within_goal_of_cub(tmp_path):
+    """bench/quality.py's sort rows: our onesweep pass against CUB's, sm_90 SASS per key
+    (issue 47: within 1.2x), and no local-memory traffic (spills) in ours."""
+    import quality_sort
+    from common import cuda_tool
+
+    if perf_kit() is None or not (cuda_tool("nvcc") and cuda_tool("cuobjdump")):
+        pytest.skip("needs the perf kit, nvcc and cuobjdump")
+    report: dict = {}
+    quality_sort.sort_pass(report, tmp_path)
+    row = report["sort_per_key"]
+    assert "ratio" in row, row
+    assert row["ratio"] <= quality_sort.RATIO_GOAL, row["ratio"]
+    assert row["ours"]["classes"]["LDL/STL"] == 0

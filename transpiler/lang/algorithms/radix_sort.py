@@ -6,11 +6,15 @@ Tasks, for P = end_bit / 8 digits: (1) clear the tile tickets, the digit counts 
 first look-back table; (2) one read of every key counts the digits of all P passes at once;
 (3) each pass's 256 counts become its digits' first output positions (one block per pass);
 then (4) P onesweep passes. In a pass, each block takes the next tile of TILE keys from an
-atomic ticket, ranks its keys by digit (stably, ITEMS rounds of BLOCK_DIM keys, the rank
-carried in registers), and publishes its per-digit counts in the pass's look-back table:
-one thread per digit walks back over the tiles before it (decoupled look-back) until a
-tile that knows its inclusive prefix, publishes its own, and the tile's keys go straight
-to their places. P + 3 launches, each key read twice and written once per pass.
+atomic ticket and ranks its keys by digit as CUB's onesweep does: ITEMS keys a thread,
+each subgroup a contiguous run of the tile, ranked within the subgroup by ballot match
+into its own row of digit counts (no block barrier per round), one pass over the rows
+giving the subgroups' prefixes. It publishes its per-digit counts in the pass's look-back
+table: one thread per digit walks back over the tiles before it (decoupled look-back)
+until a tile that knows its inclusive prefix, and publishes its own. The tile then sorts
+itself by digit in shared memory and writes out from there, so that the writes of a
+subgroup are runs of consecutive addresses. P + 3 launches, each key read twice and
+written once per pass.
 
 The ticket is what makes the look-back safe without a promise that blocks run together: a
 tile only waits on tiles whose blocks took their tickets earlier and so are running or
@@ -24,17 +28,17 @@ fly, so there are no separate twiddle passes and the keys are stored as given.
 """
 from __future__ import annotations
 
-from .. import blocklib, qd
+from .. import qd
 from ..kernel import HostFunc, comptime
 
-from .common import BLOCK_DIM, check_depth_host, depth_problem, dtype_problem
+from .common import BLOCK_DIM, check_depth_host, depth_problem, dtype_problem, wide_for
 
 block = qd.simt.block
 subgroup = qd.simt.subgroup
 DIGITS = 256
-ITEMS = 8                         # keys per thread per tile, ranked in ITEMS rounds
-TILE = BLOCK_DIM * ITEMS          # keys per tile: 2048
-LOG2_TILE = 11
+ITEMS = 16                        # keys per thread per tile, ranked in ITEMS rounds
+TILE = BLOCK_DIM * ITEMS          # keys per tile: 4096
+LOG2_TILE = 12
 HIST_ITEMS = 16                   # keys per thread per block in the digit count
 MAX_PASSES = 8                    # 64-bit keys
 TICKETS = MAX_PASSES * DIGITS     # scratch: [digit counts of each pass][tickets][table 0][table 1]
@@ -111,42 +115,89 @@ def _digit_starts(scratch: qd.template(), passes: qd.template()):
         scratch[k] = block.exclusive_add(scratch[k], BLOCK_DIM, qd.u32)
 
 
+@comptime
+def _halves(group_size) -> int:
+    """Digit counts per shared word in the ranking table: one, or two 16-bit counts where a
+    word each would pass 16 KB (lavapipe's 32 subgroups of 8). A subgroup counts at most
+    64 * ITEMS keys of a digit and a tile TILE, both under 2 ** 16, so halves never carry."""
+    return 2 if (BLOCK_DIM // group_size) * DIGITS * 4 > 16384 else 1
+
+
+@comptime
+def _work_words(group_size) -> int:
+    """The ranking table (a row of digit counts per subgroup) and, once the ranks are known,
+    the stage the tile's keys and values pass through on their way out: one array for both."""
+    return max(TILE, (BLOCK_DIM // group_size) * DIGITS // _halves(group_size))
+
+
+@comptime
+def _mask_dtype(group_size):
+    """A subgroup's lane masks: 32 bits where it has no more lanes, else 64."""
+    return qd.u32 if group_size <= 32 else qd.u64
+
+
 @qd.func
-def _rank_round(digit, counts: qd.template(), running: qd.template()):
-    """How many keys of the tile before this thread's hold its digit: the earlier rounds'
-    (``running``, two 16-bit counts per word), the subgroups before this one in this round
-    (per-subgroup counts, also two per word, so that lavapipe's 32 subgroups of 8 fit in 16
-    KB), and the lanes before this one in its own sharing its digit (blocklib.match_digit).
-    Adds the round's counts to ``running``."""
-    size = qd.static(subgroup.group_size())
-    n_sub = qd.static(BLOCK_DIM // subgroup.group_size())
-    tid = block.thread_idx()
-    lane = tid & (size - 1)
-    sub = tid >> qd.static(subgroup.log2_group_size())
-    block.sync()  # the previous round's readers are done with counts
-    # Loops with a count known here are unrolled: lavapipe ends every loop of a shader once
-    # 65,535 iterations have run in all, and a block may rank several tiles (their rounds,
-    # a loop of ITEMS a tile, are few: a block takes at most 9 tiles of 2 ** 30 keys).
-    for j in qd.static(range(-(-n_sub * (DIGITS // 2) // BLOCK_DIM))):
-        k = tid + j * BLOCK_DIM
-        if qd.static((j + 1) * BLOCK_DIM <= n_sub * (DIGITS // 2)) or k < n_sub * (DIGITS // 2):
-            counts[k // (DIGITS // 2), k % (DIGITS // 2)] = qd.u32(0)
-    same = blocklib.match_digit(digit, 8)
-    below = qd.math.popcnt(same & ((qd.u64(1) << qd.u64(lane)) - qd.u64(1)))
-    half = qd.u32((digit & 1) << 4)
-    block.sync()
+def _match(digit):
+    """The lanes of this subgroup holding this lane's 8-bit digit, as a ballot mask: one
+    ballot per digit bit, folded in as the votes where the bit is set and their complement
+    where it is clear (CUB's match; a ballot per bit is faster than CUDA's match.any on so
+    few bits, CUB notes). 32-bit masks where the subgroup fits, as 64-bit logic costs two
+    instructions where 32-bit costs one."""
+    mask = qd.static(_mask_dtype(subgroup.group_size()))
+    same = qd.cast(subgroup.ballot(True), mask)
+    for b in qd.static(range(8)):
+        is_set = (digit & (1 << b)) != 0
+        same &= qd.cast(subgroup.ballot(is_set), mask) ^ qd.select(is_set, mask(0), ~mask(0))
+    return same
+
+
+@qd.func
+def _warp_rank(digit, counts: qd.template(), row):
+    """How many keys with this lane's digit its subgroup ranked before this one: those of its
+    earlier rounds (the subgroup's running counts, at ``counts[row:]``) and the lanes below
+    this one in this round. The lanes sharing the digit find each other with one ballot per
+    digit bit (CUB's match, at any subgroup width, see _match); the first of them
+    adds their number to the count and hands the old count to the others by shuffle: one
+    shared-memory atomic per distinct digit a round, and no barrier."""
+    halves = qd.static(_halves(subgroup.group_size()))
+    lane = block.thread_idx() & (subgroup.group_size() - 1)
+    same = _match(digit)
+    mask = qd.static(_mask_dtype(subgroup.group_size()))
+    below = qd.math.popcnt(same & ((mask(1) << mask(lane)) - mask(1)))
+    half = qd.u32(0)
+    if qd.static(halves == 2):
+        half = qd.u32((digit & 1) << 4)
+    old = qd.u32(0)
     if below == 0:
-        qd.atomic_add(counts[sub, digit >> 1], qd.u32(qd.math.popcnt(same)) << half)
-    block.sync()
-    if tid < DIGITS // 2:  # prefix over the subgroups, both halves at once (no carry: <= TILE)
-        total = running[tid]
+        old = qd.atomic_add(counts[row + digit // halves], qd.u32(qd.math.popcnt(same)) << half)
+    old = subgroup.shuffle(old, qd.math.ffs(same) - 1)
+    if qd.static(halves == 2):
+        old = (old >> half) & qd.u32(0xFFFF)
+    return qd.i32(old) + qd.i32(below)
+
+
+@qd.func
+def _subgroup_prefix(work: qd.template(), totals: qd.template()):
+    """Each subgroup's row of digit counts becomes the count of the digit in the subgroups
+    before it; returns the tile's count of the calling thread's digit (thread d: digit d)."""
+    halves = qd.static(_halves(subgroup.group_size()))
+    n_sub = qd.static(BLOCK_DIM // subgroup.group_size())
+    width = qd.static(DIGITS // halves)
+    tid = block.thread_idx()
+    block.sync()  # every subgroup has ranked its keys
+    if tid < width:
+        total = qd.u32(0)
         for s in qd.static(range(n_sub)):
-            c = counts[s, tid]
-            counts[s, tid] = total
+            c = work[s * width + tid]
+            work[s * width + tid] = total
             total += c
-        running[tid] = total
+        if qd.static(halves == 2):
+            totals[2 * tid] = total & qd.u32(0xFFFF)
+            totals[2 * tid + 1] = total >> qd.u32(16)
+        else:
+            totals[tid] = total
     block.sync()
-    return qd.i32((counts[sub, digit >> 1] >> half) & qd.u32(0xFFFF)) + qd.i32(below)
+    return totals[tid]
 
 
 @qd.func
@@ -174,10 +225,10 @@ def _look_back(keys_in: qd.template(), scratch: qd.template(), counts: qd.templa
         if block.sync_any_nonzero(qd.i32(not done and word == qd.u32(0))):
             counts[digit] = qd.u32(0)
             block.sync()
-            for r in qd.static(range(ITEMS)):
-                idx = (k << LOG2_TILE) + r * BLOCK_DIM + digit
-                if idx < n:
-                    qd.atomic_add(counts[_digit(keys_in[idx], key_dtype, shift)], qd.u32(1))
+            # A loop with bounds known only at run time, so that compilers keep it rolled:
+            # this path is rare, and unrolled it would be an eighth of the pass's code.
+            for idx in range((k << LOG2_TILE) + digit, min((k + 1) << LOG2_TILE, n), BLOCK_DIM):
+                qd.atomic_add(counts[_digit(keys_in[idx], key_dtype, shift)], qd.u32(1))
             block.sync()
             if not done and word == qd.u32(0):
                 word = qd.u32(AGGREGATE) | counts[digit]
@@ -192,57 +243,152 @@ def _look_back(keys_in: qd.template(), scratch: qd.template(), counts: qd.templa
 
 
 @qd.func
+def _word(value, dtype: qd.template(), w: qd.template()):
+    """The ``w``-th 32-bit word of ``value``'s bits (the stage holds u32)."""
+    if qd.static(dtype.bits == 32):
+        return qd.bit_cast(value, qd.u32)
+    else:
+        return qd.u32((qd.bit_cast(value, qd.u64) >> qd.u64(32 * w)) & qd.u64(0xFFFFFFFF))
+
+
+@qd.func
+def _through_stage(work: qd.template(), items, local, dtype: qd.template()):
+    """Each thread's ``items`` (round r: the key at ``first + r * subgroup size``) written to
+    their places ``local`` in the tile's sorted order, and read back striped: round r of
+    thread t gets the item at place r * BLOCK_DIM + t, so that a subgroup's writes to the
+    output are runs of consecutive addresses. 64-bit items pass as two words in turn."""
+    tid = block.thread_idx()
+    wide = qd.static(wide_for(dtype))
+    got = qd.Vector([0] * ITEMS, dt=wide)
+    for w in qd.static(range(dtype.bits // 32)):
+        block.sync()  # the stage is free: ranks read, or the previous word read back
+        for r in qd.static(range(ITEMS)):
+            work[local[r]] = _word(items[r], dtype, w)
+        block.sync()
+        for r in qd.static(range(ITEMS)):
+            if qd.static(w == 0):
+                got[r] = qd.cast(work[r * BLOCK_DIM + tid], wide)
+            else:
+                got[r] |= qd.cast(work[r * BLOCK_DIM + tid], wide) << qd.u64(32 * w)
+    return got
+
+
+@qd.func
+def _rank_tile(keys_in: qd.template(), work: qd.template(), totals: qd.template(), tile, n,
+               key_dtype: qd.template(), shift: qd.template()):
+    """The tile's keys, ITEMS a thread (subgroup s, round r, lane l: key r * size + l of the
+    subgroup's run of size * ITEMS, so loads are coalesced and the order of (s, r, l) is the
+    keys' order), their digits (255 past the live count, so that they rank last) and their
+    ranks within their subgroup; leaves in ``work`` the digit counts of the subgroups before
+    each, and returns the tile's count of thread d's digit d."""
+    size = qd.static(subgroup.group_size())
+    width = qd.static(DIGITS // _halves(subgroup.group_size()))
+    tid = block.thread_idx()
+    sub = tid >> qd.static(subgroup.log2_group_size())
+    for j in qd.static(range(-(-(BLOCK_DIM // size) * width // BLOCK_DIM))):
+        k = tid + j * BLOCK_DIM
+        if qd.static((j + 1) * BLOCK_DIM <= (BLOCK_DIM // size) * width) or k < (BLOCK_DIM // size) * width:
+            work[k] = qd.u32(0)
+    block.sync()
+    first = (tile << LOG2_TILE) + sub * (size * ITEMS) + (tid & (size - 1))
+    keys = qd.Vector([0] * ITEMS, dt=key_dtype)
+    digits = qd.Vector([0] * ITEMS, dt=qd.i32)
+    ranks = qd.Vector([0] * ITEMS, dt=qd.i32)
+    # Unrolled here, as every loop over a thread's items: in an output loop a register array
+    # indexed by the loop variable is an if-chain per access, which NVRTC then kept rolled
+    # (the pass's rounds cost 3x their unrolled instructions). The price is lavapipe's
+    # first compile of a sort: 7.7 s for a u32 key-value sort with no shader cache, was 4.8.
+    for r in qd.static(range(ITEMS)):
+        d = 255
+        if first + r * size < n:
+            key = keys_in[first + r * size]
+            keys[r] = key
+            d = _digit(key, key_dtype, shift)
+        digits[r] = d
+        ranks[r] = _warp_rank(d, work, sub * width)
+    count = _subgroup_prefix(work, totals)
+    return keys, digits, ranks, count
+
+
+@qd.func
+def _local_places(work: qd.template(), starts: qd.template(), digits, ranks):
+    """Each key's place in the tile sorted by digit: where its digit starts in the tile, plus
+    the keys of its digit in the subgroups before its own, plus its rank in its subgroup."""
+    halves = qd.static(_halves(subgroup.group_size()))
+    width = qd.static(DIGITS // halves)
+    row = (block.thread_idx() >> qd.static(subgroup.log2_group_size())) * width
+    local = qd.Vector([0] * ITEMS, dt=qd.i32)
+    for r in qd.static(range(ITEMS)):
+        d = digits[r]
+        before = work[row + d // halves]
+        if qd.static(halves == 2):
+            before = (before >> qd.u32((d & 1) << 4)) & qd.u32(0xFFFF)
+        local[r] = starts[d] + qd.i32(before) + ranks[r]
+    return local
+
+
+@qd.func
 def _onesweep_pass(keys_in: qd.template(), keys_out: qd.template(), values_in: qd.template(),
                    values_out: qd.template(), scratch: qd.template(), n, num_tiles, key_dtype: qd.template(),
                    has_values: qd.template(), p: qd.template(), passes: qd.template()):
-    """One digit: every tile ranks its keys, learns where its digits start by look-back,
-    and scatters its keys (and values) there."""
+    """One digit: every tile ranks its keys, learns where its digits start by look-back, sorts
+    itself by digit in shared memory and writes its keys (and values) out from there."""
     shift = qd.static(8 * p)
     table = TABLES + (p & 1) * (num_tiles << 8)
     next_table = TABLES + ((p + 1) & 1) * (num_tiles << 8)
     qd.loop_config(block_dim=BLOCK_DIM)
     for i in range(num_tiles << 8):
         ticket = block.SharedArray((1,), qd.i32)
-        counts = block.SharedArray((BLOCK_DIM // subgroup.group_size(), DIGITS // 2), qd.u32)
-        running = block.SharedArray((DIGITS // 2,), qd.u32)
+        work = block.SharedArray((_work_words(subgroup.group_size()),), qd.u32)
+        totals = block.SharedArray((DIGITS,), qd.u32)
         starts = block.SharedArray((DIGITS,), qd.i32)
         late = block.SharedArray((DIGITS,), qd.u32)  # a late tile's digit counts, made by this block
         tid = block.thread_idx()
         if tid == 0:
             ticket[0] = qd.i32(qd.atomic_add(scratch[TICKETS + p], qd.u32(1)))
-        if tid < DIGITS // 2:
-            running[tid] = qd.u32(0)
         block.sync()
         tile = ticket[0]
-        first = (tile << LOG2_TILE) + tid
-        keys = qd.Vector([0] * ITEMS, dt=key_dtype)
-        ranks = qd.Vector([0] * ITEMS, dt=qd.i32)
-        # A loop in the output, not a static one: NVRTC and hipcc unroll it themselves (sm_90
-        # SASS per pass 1,329-1,351 against the unrolled text's 1,322-1,335, the same registers
-        # on sm_90 and gfx90a), while eight copies of a round made each pass 1,780 lines of GLSL
-        # that lavapipe took about 5 s to compile (a 64-bit sort's first call: 45 s, now 6 s).
-        # Its 8 iterations a tile are far below lavapipe's 65,535 back-edges (see _rank_round).
-        for r in range(ITEMS):
-            d = 255  # past the live count: the largest digit, so that they rank after every real key
-            if first + r * BLOCK_DIM < n:
-                key = keys_in[first + r * BLOCK_DIM]
-                keys[r] = key
-                d = _digit(key, key_dtype, shift)
-            ranks[r] = _rank_round(d, counts, running)
-        count = (running[tid >> 1] >> qd.u32((tid & 1) << 4)) & qd.u32(0xFFFF)
+        keys, digits, ranks, count = _rank_tile(keys_in, work, totals, tile, n, key_dtype, shift)
+        starts[tid] = qd.i32(block.exclusive_add(count, BLOCK_DIM, qd.u32))
+        live = count
         if tid == DIGITS - 1:  # the keys past the live count ranked as the last digit
-            count -= qd.u32(max((tile << LOG2_TILE) + TILE - n, 0))
-        before = _look_back(keys_in, scratch, late, table, tile, n, key_dtype, shift, count)
+            live -= qd.u32(max((tile << LOG2_TILE) + TILE - n, 0))
+        before = _look_back(keys_in, scratch, late, table, tile, n, key_dtype, shift, live)
         if qd.static(p + 1 < passes):
             scratch[next_table + (tile << 8) + tid] = qd.u32(0)
-        starts[tid] = qd.i32(scratch[p * DIGITS + tid] + before)
-        block.sync()
+        block.sync()  # starts holds the tile's digit starts
+        local = _local_places(work, starts, digits, ranks)
+        offset = qd.i32(scratch[p * DIGITS + tid] + before) - starts[tid]
+        block.sync()  # every thread has read its starts
+        starts[tid] = offset  # a digit's place in the tile -> its place in the output
+        sorted_keys = _through_stage(work, keys, local, key_dtype)
+        valid = min(TILE, n - (tile << LOG2_TILE))
+        places = qd.Vector([0] * ITEMS, dt=qd.i32)
         for r in qd.static(range(ITEMS)):
-            if first + r * BLOCK_DIM < n:
-                pos = starts[_digit(keys[r], key_dtype, shift)] + ranks[r]
-                keys_out[pos] = keys[r]
-                if qd.static(has_values):
-                    values_out[pos] = values_in[first + r * BLOCK_DIM]
+            if r * BLOCK_DIM + tid < valid:
+                key = qd.bit_cast(sorted_keys[r], key_dtype)
+                places[r] = starts[_digit(key, key_dtype, shift)] + r * BLOCK_DIM + tid
+                keys_out[places[r]] = key
+        if qd.static(has_values):
+            _move_values(values_in, values_out, work, local, places, tile, n, valid)
+
+
+@qd.func
+def _move_values(values_in: qd.template(), values_out: qd.template(), work: qd.template(), local, places, tile, n,
+                 valid):
+    """The values follow their keys through the stage to the same places."""
+    size = qd.static(subgroup.group_size())
+    tid = block.thread_idx()
+    first = (tile << LOG2_TILE) + (tid >> qd.static(subgroup.log2_group_size())) * (size * ITEMS) + (tid & (size - 1))
+    dtype = qd.static(qd.typeof(values_in[0]))
+    values = qd.Vector([0] * ITEMS, dt=dtype)
+    for r in qd.static(range(ITEMS)):
+        if first + r * size < n:
+            values[r] = values_in[first + r * size]
+    staged = _through_stage(work, values, local, dtype)
+    for r in qd.static(range(ITEMS)):
+        if r * BLOCK_DIM + tid < valid:
+            values_out[places[r]] = qd.bit_cast(staged[r], dtype)
 
 
 @qd.func
