@@ -1,8 +1,9 @@
 # Generate GPU code from Python kernels at build time.
 #
 #   include(path/to/transpiler/cmake/Transpiler.cmake)       # from a checkout, or
-#   find_package(Transpiler REQUIRED)                          # after `pip install`, with
-#       -DTranspiler_DIR=$(transpiler cmake-dir)               # (TranspilerConfig.cmake)
+#   find_package(Transpiler REQUIRED)                          # after `pip install qd-transpiler`, with
+#       -DTranspiler_DIR=$(transpiler cmake-dir)               # (TranspilerConfig.cmake), or
+#       -DCMAKE_PREFIX_PATH=/path/to/venv                      # (its share/cmake/Transpiler)
 #   transpiler_add_kernels(<name>
 #       SOURCES kernels.py [more.py ...]
 #       TARGETS glsl cuda hip msl           # any of them
@@ -38,7 +39,7 @@
 # <name>_SPECIALIZATIONS (the names, in first-launch order) in the caller's scope.
 #
 # Cache variables: TRANSPILER_PYTHON (default: the checkout's .venv interpreter if there is
-# one, else python3), TRANSPILER_CLI (default: cli.py of the checkout this file is in, else
+# one, the venv's the package is installed in, else python3), TRANSPILER_CLI (default: cli.py of the checkout this file is in, else
 # the installed package this file came with), TRANSPILER_GLSLANG (glslangValidator).
 if(CMAKE_VERSION VERSION_LESS 3.20)
   message(FATAL_ERROR "cmake/Transpiler.cmake needs CMake 3.20 or newer")
@@ -55,8 +56,13 @@ endif()
 set(_TRANSPILER_TEMPLATES "${_transpiler_root}/templates" CACHE INTERNAL "the transpiler's templates")
 
 if(NOT TRANSPILER_PYTHON)
+  # Installed in a venv (or a prefix with its own Python): the interpreter that has its dependencies.
+  string(REGEX REPLACE "/lib/python[0-9.]*/(site|dist)-packages/transpiler$" "/bin/python3" _transpiler_own_python
+         "${_transpiler_root}")
   if(EXISTS "${_transpiler_root}/.venv/bin/python")
     set(_transpiler_python "${_transpiler_root}/.venv/bin/python")
+  elseif(NOT _transpiler_own_python STREQUAL _transpiler_root AND EXISTS "${_transpiler_own_python}")
+    set(_transpiler_python "${_transpiler_own_python}")
   else()
     find_program(_transpiler_python NAMES python3 python REQUIRED)
   endif()

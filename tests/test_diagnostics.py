@@ -68,7 +68,7 @@ def test_type_errors_name_the_types():
 def test_hint_for_unknown_function():
     with pytest.raises(qd.TranspileError) as info:
         qd.translate(MODULE.unknown_function, "cuda")
-    assert "hint: decorate it with @qd.func" in str(info.value)
+    assert "hint: decorate `_Scaler.__call__` with @qd.func" in str(info.value)  # (tests/test_library_calls.py follows it)
 
 
 def test_hint_names_the_cell_of_a_dynamic_list():

@@ -64,7 +64,7 @@ def test_installed_package_finds_its_data(tmp_path):
     assert r.returncode == 0, r.stderr
     assert 'data-py="8"' in (work / "saxpy.html").read_text()
     # the metadata `pip show` reads: the license, the project URLs, a LICENSE file in the wheel
-    meta = next(target.glob("transpiler-*.dist-info"))
+    meta = next(target.glob("qd_transpiler-*.dist-info"))  # (the distribution qd-transpiler)
     fields = (meta / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in fields and "Project-URL: Documentation, " in fields
     assert "Classifier: Topic :: Software Development :: Compilers" in fields

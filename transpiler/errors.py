@@ -47,13 +47,28 @@ class Diagnostic:
 
 
 class TranspileError(Exception):
-    """The user's kernel cannot be translated. ``str()`` is the full located diagnostic."""
+    """The user's kernel cannot be translated. ``str()`` is the full located diagnostic,
+    then one note per call that led to it when it lies in a function the kernel called,
+    innermost first (as a C++ compiler's "in instantiation of ... requested here" notes)."""
 
-    def __init__(self, message: str, loc: Loc | None = None, hint: str | None = None):
+    def __init__(self, message: str, loc: Loc | None = None, hint: str | None = None,
+                 notes: tuple[tuple[Loc, str], ...] = ()):
         self.message = message
         self.loc = loc
         self.hint = hint
+        self.notes: list[tuple[Loc, str]] = list(notes)
         super().__init__(format_diagnostic("error", message, loc, hint))
+
+    def called_from(self, site: Loc, callee: str) -> None:
+        """Adds the note that ``callee``, where the error lies, was called at ``site``."""
+        if site != self.loc and all(site != at for at, _ in self.notes):
+            self.notes.append((site, f"in `{callee}`, called from here"))
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), *(format_diagnostic("note", text, at) for at, text in self.notes)])
+
+    def __reduce__(self):  # noqa: ANN204 - pickled whole (a worker process's error): not rebuilt from str()
+        return type(self), (self.message, self.loc, self.hint, tuple(self.notes))
 
 
 class StaticValueError(TranspileError, ValueError):

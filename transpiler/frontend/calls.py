@@ -28,6 +28,7 @@ from .tiles import is_tile
 from .fields import StructArray
 from .handlers import HandlerTable
 from .intrinsics import call_builtin, cast_call, dtype_call
+from .library_calls import equivalent, is_library_callable, is_user_function, library_call_error
 from .values import (
     CT, ArrayHandle, BoundMethod, KernelVar, MatrixValue, MatrixVar, MethodValue, ShapeHandle, StructValue, StructVar,
     TupleValue, bound_method, sequence_items,
@@ -49,15 +50,6 @@ _OPERATOR_SPELLINGS = {
     **{getattr(operator, name): (2, lambda a, b, op=op: ast.Compare(a, [op()], [b])) for name, op in (
         ("eq", ast.Eq), ("ne", ast.NotEq), ("lt", ast.Lt), ("le", ast.LtE), ("gt", ast.Gt), ("ge", ast.GtE))},
 }
-# Functions of these modules run in Python (at translation time) or are named as unsupported.
-_LIBRARY_MODULES = frozenset({"numpy", "math", "builtins", "operator", "functools", "random", "transpiler", "torch",
-                              "scipy"})
-
-def _user_code(fn: types.FunctionType) -> bool:
-    """A function of the user's (not of a library, this package included, whose functions a
-    kernel cannot call unless they are the language's)."""
-    return (fn.__module__ or "").split(".")[0] not in _LIBRARY_MODULES
-
 
 class CallLowering:
     """Call methods of KernelLowering."""
@@ -212,15 +204,22 @@ class CallLowering:
             # operator.add(a, b) (a test's parametrized `ops`): the expression it spells
             return self.expr(ast.copy_location(spelled[1](*node.args), node))
         if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) and \
-                _user_code(fn.__func__):  # `self.helper(x)`, a plain method
+                is_user_function(fn.__func__):  # `self.helper(x)`, a plain method
             args = [self.expr(a) for a in node.args]
             kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
             return self.inline_values(self.implicit_func(fn.__func__, node), node, [CT(fn.__self__), *args], kwargs)
-        if isinstance(fn, types.FunctionType) and _user_code(fn):
+        if isinstance(fn, types.FunctionType) and is_user_function(fn):
             return self.inline(self.implicit_func(fn, node), node)
+        call = inspect.getattr_static(type(fn), "__call__", None)
+        if isinstance(call, lang.Func):  # an object whose __call__ is a @qd.func: that method
+            return self.call_value(CT(bound_method(lang.BoundFunc(call, fn))), node)
+        if is_library_callable(fn):
+            raise library_call_error(fn, node, self.loc(node))
         what = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
-        raise self.error(node, f"call to unknown Python function `{what}`",
-                         hint="decorate it with @qd.func to call it from a kernel")
+        hint = "decorate it with @qd.func to call it from a kernel" if isinstance(fn, types.FunctionType) else \
+            f"decorate `{type(fn).__qualname__}.__call__` with @qd.func to call it from a kernel" \
+            if isinstance(call, types.FunctionType) else None
+        raise self.error(node, f"call to unknown Python function `{what}`", hint=hint)
 
     def evaluate_call(self, fn, node: ast.Call):
         """A function Python runs at translation time, on arguments known then."""
@@ -234,8 +233,9 @@ class CallLowering:
                     from None
         if fn is range:
             raise self.error(node, "range() can only drive a for loop in a kernel")
-        raise self.error(node, f"`{getattr(fn, '__name__', fn)}` needs arguments known at translation time",
-                         hint="use the qd.* function (e.g. qd.sqrt) for run-time values")
+        spelling = equivalent(fn)
+        raise self.error(node, f"`{ast.unparse(node.func)}` needs arguments known at translation time",
+                         hint=f"use {spelling} for run-time values" if spelling else None)
 
     def implicit_func(self, fn: types.FunctionType, node: ast.Call) -> lang.Func:
         """A plain Python function a kernel calls: Quadrants calls it with its expressions, the
@@ -425,7 +425,7 @@ class CallLowering:
             frame.return_type = annotations["return"]
         call_site = node if isinstance(node, ir.Loc) else self.loc(node)
         with self.declaring() as declares, \
-                self.inlining(frame, callee_root, call_site if is_library(parsed.file) else None):
+                self.inlining(frame, callee_root, call_site):
             runtime_params = self.bind_inline_arguments(func, parsed, arguments, annotations, body, callee_root,
                                                         call_site)
             body = self.static_select(body)

@@ -24,7 +24,7 @@ from ..lang.snode import SNode
 from ..passes.prints import buffer_prints
 from ..passes.ranges import loop_bounds
 from .common import (
-    ast_nodes, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes, without_docstring,
+    ast_nodes, is_library, locals_assigned, locals_read, locals_read_expr, nonneg, target_nodes, without_docstring,
 )
 from .source import parse_function
 from .values import CT, PRIVATE, ArrayHandle, KernelVar, MatrixValue, component_locals
@@ -209,17 +209,23 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.task_state, self.body.in_parallel = outer, parallel
 
     @contextmanager
-    def inlining(self, frame: _FuncFrame, scope: Scope, site: ir.Loc | None) -> Iterator[None]:
-        """The body of ``frame``'s function, inlined: its names are looked up in ``scope``;
-        ``site``: the user's call it is attributed to when the function is library code."""
+    def inlining(self, frame: _FuncFrame, scope: Scope, site: ir.Loc) -> Iterator[None]:
+        """The body of ``frame``'s function, called at ``site``, inlined: its names are looked
+        up in ``scope``. Library code is attributed to the user's call; an error in the user's
+        own function gets a note for the call that led there."""
         saved_site = self.body.library_site
-        if site is not None:
+        library = is_library(frame.parsed.file)
+        if library:
             self.body.library_site = site
         self.frames.append(frame)
         self.body.inline_stack.append(frame.fn)
         try:
             with self.scoped(scope):
                 yield
+        except TranspileError as exc:
+            if not library and saved_site is None:
+                exc.called_from(site, getattr(frame.fn, "__qualname__", frame.fn.__name__))
+            raise
         finally:
             self.frames.pop()
             self.body.inline_stack.pop()

@@ -608,7 +608,7 @@ def explain(exc: TranspileError, inferred: dict[str, Inferred]) -> TranspileErro
     """``exc`` with where a type it names came from when this module chose it (an error never
     names a type the user did not write without saying so); ``exc`` itself otherwise."""
     said = provenance(exc.message, exc.loc, inferred)
-    return TranspileError(exc.message + said, exc.loc, exc.hint) if said else exc
+    return TranspileError(exc.message + said, exc.loc, exc.hint, tuple(exc.notes)) if said else exc
 
 
 def explain_warning(d: Diagnostic, inferred: dict[str, Inferred]) -> str:

@@ -72,8 +72,13 @@ class RealFuncLowering:
         result = self.function_result(func, parsed.node, annotations)
         fn = self.function_keys.get(tuple(args.key))
         if fn is None:
-            fn = self.lower_function(func, parsed, tuple(args.key), args.fixed, [(n, t) for n, t, _ in args.scalars],
-                                     result, args.compound, [(n, v.type) for n, v in args.refs])
+            try:
+                fn = self.lower_function(func, parsed, tuple(args.key), args.fixed,
+                                         [(n, t) for n, t, _ in args.scalars], result, args.compound,
+                                         [(n, v.type) for n, v in args.refs])
+            except TranspileError as exc:  # located in the function: say which call led there
+                exc.called_from(self.loc(node), func.__name__)
+                raise
         elif fn in self.function_stack:
             # A call back into a function still being lowered: recursion. Every function on
             # the cycle is recursive; the callee is defined after the caller, so it is

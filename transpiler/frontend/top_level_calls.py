@@ -21,7 +21,7 @@ from ..errors import TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.walk import iter_expr
-from .common import bind_arguments, closure_vars, is_library, store_counts, without_docstring
+from .common import bind_arguments, closure_vars, store_counts, without_docstring
 from .scopes import Scope, _FuncFrame
 from .source import parse_function
 from .values import CT, ArrayHandle, BoundMethod, MatrixValue, ShapeHandle, StructValue, StructVar, bound_method
@@ -135,7 +135,7 @@ class TopLevelCallLowering:
         self.kernel_scope, outer_kernel_scope = root, self.kernel_scope
         frame = _FuncFrame(func.fn, parsed, f"{func.__name__.lstrip('_')}_result")
         try:
-            with self.inlining(frame, root, call_site if is_library(parsed.file) else None):
+            with self.inlining(frame, root, call_site):
                 self.bind_top_level_arguments(root, arguments, fdef, annotations, node, call_site)
                 self.top_level(body)
         finally:

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import os
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,13 @@ if TYPE_CHECKING:
 # How a kernel call runs: installed by the package (``transpiler/__init__.py``), so the language
 # surface does not import the runtime.
 _launcher: Callable | None = None
+
+
+def debug_traceback() -> bool:
+    """QD_DEBUG_TRACEBACK=1: a kernel call's translation error keeps the translator's frames.
+    Otherwise it is raised from the kernel call, as a compiler's error: the located
+    diagnostic says where the kernel is wrong, and the frames below the call are noise."""
+    return os.environ.get("QD_DEBUG_TRACEBACK", "") not in ("", "0")
 
 
 def set_launcher(fn: Callable) -> None:
@@ -110,7 +118,12 @@ class Kernel(_Decorated):
             raise RuntimeError(f"{self.__name__}: no runtime is installed to run kernels")
         if kwargs:
             kwargs = take_stream(kwargs)
-        return _launcher(_autodiff(self, args) if self.autodiff is None else self, args, kwargs)
+        try:
+            return _launcher(_autodiff(self, args) if self.autodiff is None else self, args, kwargs)
+        except TranspileError as exc:
+            if debug_traceback():
+                raise
+            raise exc.with_traceback(None) from None  # QD_DEBUG_TRACEBACK=1 shows the translator's frames
 
     def __get__(self, instance: object, owner: type | None = None):
         # A kernel method of a @qd.data_oriented class: `self` is the instance (a
@@ -146,7 +159,12 @@ class BoundKernel:
         self.__name__ = name or kernel.__name__
 
     def __call__(self, *args, **kwargs):
-        return self.kernel(self.instance, *args, **kwargs)
+        try:
+            return self.kernel(self.instance, *args, **kwargs)
+        except TranspileError as exc:
+            if debug_traceback():
+                raise
+            raise exc.with_traceback(None) from None  # QD_DEBUG_TRACEBACK=1 shows the translator's frames
 
     @property
     def grad(self) -> BoundKernel:

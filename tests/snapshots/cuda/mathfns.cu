@@ -2,8 +2,12 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
-typedef long long int64_t;
 typedef unsigned int uint32_t;
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#include <cstdint>  // nvcc: the host's own 64-bit integers (`long` on Linux), which the host code shares
+#else
+typedef long long int64_t;
+#endif
 
 // mathfns: parallel task from mathfns.py:8, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) mathfns(

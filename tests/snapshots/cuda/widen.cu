@@ -4,11 +4,15 @@
 typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
-typedef long long int64_t;
 typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#include <cstdint>  // nvcc: the host's own 64-bit integers (`long` on Linux), which the host code shares
+#else
+typedef long long int64_t;
 typedef unsigned long long uint64_t;
+#endif
 
 // IEEE binary16 in 16 bits; arithmetic happens in float, results round on conversion back.
 #ifndef QD_SIMT_EMULATOR  // the CPU emulator's qd_simt.h has its own (PTX asm cannot run there)

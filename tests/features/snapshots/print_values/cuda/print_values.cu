@@ -2,9 +2,13 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
-typedef long long int64_t;
 typedef unsigned int uint32_t;
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#include <cstdint>  // nvcc: the host's own 64-bit integers (`long` on Linux), which the host code shares
+#else
+typedef long long int64_t;
 typedef unsigned long long uint64_t;
+#endif
 
 // print_values: parallel task from print_values.py:8, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) print_values(float* x, int32_t x_shape_0, int64_t n, uint32_t* qd_print)

@@ -2,7 +2,11 @@
 
 // Fixed-width integers (NVRTC compiles without <cstdint>)
 typedef int int32_t;
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#include <cstdint>  // nvcc: the host's own 64-bit integers (`long` on Linux), which the host code shares
+#else
 typedef unsigned long long uint64_t;
+#endif
 
 // subgroup_votes: parallel task from subgroup_votes.py:7, 128 threads per block
 extern "C" __global__ void __launch_bounds__(128) subgroup_votes(int32_t* x, int32_t x_shape_0, uint64_t* out, int32_t out_shape_0, int32_t out_shape_1)
