@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import __version__
+from .cli_cache import add_cache_command
 from .errors import ToolchainMissing, TranspileError
 from .frontend.param_inference import array_spec, explain, explain_warning, parse_array_spec, untyped_params
 from .ir.nodes import Loc
@@ -507,6 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --html: registers and spills per entry point where the toolchains are installed")
     i.add_argument("-q", "--quiet", action="store_true", help="with --run: drop what the program prints")
     i.set_defaults(run=cmd_inspect, target=None)
+    add_cache_command(sub)
     return p
 
 
