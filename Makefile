@@ -26,16 +26,24 @@ check:
 	scripts/setup.sh toolchains
 	@for f in examples/*.py; do $(PY) cli.py check $$f --target all || exit 1; done
 
-# Benchmark tables and bench/report.json; BENCH_ARGS=--with-competitors adds cupyx.jit and Warp.
-bench:
+# The toolchain set-up, done once per version of scripts/setup.sh for the targets that name this
+# stamp as a prerequisite: its name holds the script's hash, so a changed script (or a new venv)
+# runs it again, and a failed set-up writes none. `rm $(VENV)/.setup-toolchains-*` forces a new one.
+SETUP_STAMP := $(VENV)/.setup-toolchains-$(shell sha256sum scripts/setup.sh | cut -c1-16)
+$(SETUP_STAMP):
 	scripts/setup.sh toolchains
+	rm -f $(VENV)/.setup-toolchains-*
+	touch $@
+
+# Benchmark tables and bench/report.json; BENCH_ARGS=--with-competitors adds cupyx.jit and Warp.
+bench: $(SETUP_STAMP)
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # The differential fuzzer (tests/fuzz): N random kernels on every target and executor against
-# its reference interpreter; failing kernels land in fuzz-failures/<class>/<seed>/.
+# its reference interpreter; failing kernels land in fuzz-failures/<class>/<seed>/, each one named
+# with its reproduction command as it fails, under a progress line.
 N ?= 200
-fuzz:
-	scripts/setup.sh toolchains
+fuzz: $(SETUP_STAMP)
 	PYTHONPATH=tests:. $(PY) -m fuzz.drive -n $(N) $(FUZZ_ARGS)
 
 # docs/inspect.png, the README's picture of `inspect --html`: the browser test's page for
