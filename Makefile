@@ -25,18 +25,26 @@ check:
 	scripts/setup.sh toolchains
 	$(PY) cli.py check examples/*.py --target all -j 2
 
+# The toolchain set-up, done once per version of scripts/setup.sh for the targets that name this
+# stamp as a prerequisite: its name holds the script's hash, so a changed script (or a new venv)
+# runs it again, and a failed set-up writes none. `rm $(VENV)/.setup-toolchains-*` forces a new one.
+SETUP_STAMP := $(VENV)/.setup-toolchains-$(shell sha256sum scripts/setup.sh | cut -c1-16)
+$(SETUP_STAMP):
+	scripts/setup.sh toolchains
+	rm -f $(VENV)/.setup-toolchains-*
+	touch $@
+
 # Benchmark tables and bench/report.json; BENCH_ARGS=--with-competitors adds cupyx.jit and Warp.
 # Quadrants 1.3.3 goes into bench/.venv-quadrants, for bench/vs_quadrants.py and bench/algorithms.py.
-bench:
-	scripts/setup.sh toolchains
+bench: $(SETUP_STAMP)
 	$(PY) bench/quadrants_venv.py
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # The differential fuzzer (tests/fuzz): N random kernels on every target and executor against
-# its reference interpreter; failing kernels land in fuzz-failures/<class>/<seed>/.
+# its reference interpreter; failing kernels land in fuzz-failures/<class>/<seed>/, each one named
+# with its reproduction command as it fails, under a progress line.
 N ?= 200
-fuzz:
-	scripts/setup.sh toolchains
+fuzz: $(SETUP_STAMP)
 	PYTHONPATH=tests:. $(PY) -m fuzz.drive -n $(N) $(FUZZ_ARGS)
 
 # docs/inspect.png, the README's picture of `inspect --html`: the browser test's page for

@@ -226,8 +226,8 @@ class Tool:
         return time.perf_counter() - t0, len(code)
 
 
-def measure(tool: str, iters: int) -> dict:
-    workdir = Path(tempfile.mkdtemp(prefix=f"qd_bench_{tool}_"))
+def measure(tool: str, iters: int, workdir: Path) -> dict:
+    """Each kernel's codegen time with ``tool``, its modules (and Warp's cache) in ``workdir``."""
     sys.path.insert(0, str(workdir))
     t = Tool(tool, workdir)
     out = {"tool": tool, "import_s": t.import_s, "kernels": {}}
@@ -323,7 +323,8 @@ def main() -> None:
     # Warp's native library prints its banner on fd 1; keep fd 1 for the JSON alone.
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    result = measure(a.tool, a.iters)
+    with tempfile.TemporaryDirectory(prefix=f"qd_bench_{a.tool}_") as work:
+        result = measure(a.tool, a.iters, Path(work))
     sys.stdout.flush()
     out.write(json.dumps(result) + "\n")
     out.flush()

@@ -21,7 +21,6 @@ import re
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -181,12 +180,13 @@ def write_corpus(directory: Path, n: int, seed: int = 8) -> Path:
     return path
 
 
-def run(args, report: dict) -> None:
+def run(args, report: dict, workdir: Path) -> None:
+    """Section 1; its generated corpora are written to ``workdir`` (run.py's, removed after)."""
     say("\n=== 1. Translation latency " + "=" * 60)
     say(__doc__.split("Definitions", 1)[1].split("\n", 1)[1].rstrip())
     warm_up()
     repeat = args.repeat
-    tmp = Path(tempfile.mkdtemp(prefix="qd_bench_"))
+    tmp = workdir
     sec = report.setdefault("translation", {})
 
     # Examples: one row per kernel.

@@ -121,10 +121,14 @@ def field_particles(n: int):
     return pos, vel, step
 
 
+_COPIES: list = []  # the copies' temporary folders: alive while the kernels may be compiled, removed at exit
+
+
 def lookback_scan_module():
     """examples/lookback_scan.py (the decoupled look-back scan), importing this framework:
     a copy in a temporary folder when that is not the transpiler (the frameworks read a
-    kernel's source from its file)."""
+    kernel's source from its file, whenever they compile it: the folder lives as long as
+    the process)."""
     import importlib.util
     import pathlib
     import tempfile
@@ -132,7 +136,8 @@ def lookback_scan_module():
     path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "lookback_scan.py"
     if qd.__name__ != "transpiler":
         text = path.read_text().replace("import transpiler as qd", f"import {qd.__name__} as qd")
-        path = pathlib.Path(tempfile.mkdtemp(prefix="qd-vs-")) / "lookback_scan.py"
+        _COPIES.append(tempfile.TemporaryDirectory(prefix="qd-vs-"))
+        path = pathlib.Path(_COPIES[-1].name) / "lookback_scan.py"
         path.write_text(text)
     spec = importlib.util.spec_from_file_location("lookback_scan", path)
     module = importlib.util.module_from_spec(spec)

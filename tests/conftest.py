@@ -34,6 +34,36 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) or sys.dont_write_bytecode:
     sys.dont_write_bytecode = False
 # ----------------------------------------------------------------------------- end speed
 
+
+# ----------------------------------------------------------------------------- the temp folder
+# What the tests, the pytest-xdist workers and every program they start write to the temp folder
+# lands in one folder of it for the session (TMPDIR), removed at the end with the bytecode of the
+# modules tests wrote there: nothing a run makes stays in the temp folder, and whatever a test or
+# a tool leaves behind is named at the end. A failed run keeps it (its tests' tmp_path folders).
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # an xdist worker: TMPDIR is already the controller's folder
+        return
+    config.session_temp = tempfile.mkdtemp(prefix="transpiler-tests-")
+    os.environ["TMPDIR"] = tempfile.tempdir = config.session_temp
+
+
+def pytest_sessionfinish(session, exitstatus):
+    folder = getattr(session.config, "session_temp", None)
+    if folder is None:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    left = sorted(name for name in os.listdir(folder) if not name.startswith("pytest-of-"))
+    if left and reporter is not None:
+        reporter.write_line(f"left in the temp folder by the tests: {', '.join(left)}", yellow=True)
+    if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        if reporter is not None:
+            reporter.write_line(f"the run's temp folder, kept for its failed tests: {folder}")
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        shutil.rmtree(os.path.join(os.environ["PYTHONPYCACHEPREFIX"], folder.lstrip(os.sep)), ignore_errors=True)
+
 import transpiler as qd  # noqa: E402
 
 

@@ -26,14 +26,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "transpiler"
 # (layer, the package's top-level modules and folders in it), bottom up.
 LAYERS = (
     ("core", ("ir",)),
-    ("base", ("errors", "log_config")),
+    ("base", ("errors", "log_config", "cache", "version")),
     ("language", ("lang",)),
     ("analyses", ("passes",)),
     ("front/back", ("frontend", "targets", "toolchains")),
-    ("driver", ("pipeline", "offline_cache", "header", "cache_dirs")),
+    ("driver", ("pipeline", "offline_cache", "header")),
     ("execution", ("runtime",)),
     ("public", ("__init__",)),
-    ("tools", ("cli", "cli_batch", "cli_toolchains", "inspect_html", "lowering_tables", "__main__")),
+    ("tools", ("cli", "cli_batch", "cli_toolchains", "cli_cache", "inspect_html", "lowering_tables", "__main__")),
 )
 RANK = {part: rank for rank, (_, parts) in enumerate(LAYERS) for part in parts}
 

@@ -32,7 +32,8 @@ def fresh(kernel) -> None:
 
 
 def entries(folder) -> list[str]:
-    return sorted(f for _, _, files in os.walk(folder) for f in files)
+    """The entries, not the cache's own bookkeeping (transpiler/cache.py: .usage, .version)."""
+    return sorted(f for _, _, files in os.walk(folder) for f in files if not f.startswith("."))
 
 
 def kernels() -> list[tuple[str, qd.Kernel, dict]]:
@@ -188,14 +189,19 @@ def test_an_executor_reuses_an_earlier_runs_translation(executor, tmp_path, rng,
     assert "emit" in capsys.readouterr().err and not (tmp_path / "off").exists()
 
 
-def test_a_full_folder_loses_its_least_recently_used_half(tmp_path, monkeypatch):
-    monkeypatch.setattr(offline_cache, "MAX_PER_FOLDER", 4)
+def test_a_full_cache_loses_its_least_recently_used_entries(tmp_path, monkeypatch):
+    """Over its bound (transpiler/cache.py), the cache loses its least recently used entries
+    down to the bound less the cleaning factor's share; a load counts as a use."""
+    from transpiler import cache
+
     names = [f"ab{k:062x}" for k in range(5)]
     for k, name in enumerate(names[:4]):
-        offline_cache.store(str(tmp_path), name, {"k.cu": str(k)}, {}, "CUDA")
+        offline_cache.store(str(tmp_path), name, {"k.cu": str(k) * 100}, {}, "CUDA")
         os.utime(tmp_path / "ab" / name, ns=(k * 10**9, k * 10**9))
-    assert offline_cache.load(str(tmp_path), names[0]) == ({"k.cu": "0"}, {}, "CUDA")  # used: now the newest
-    offline_cache.store(str(tmp_path), names[4], {"k.cu": "4"}, {}, "CUDA")  # five: keep two
+    size = os.path.getsize(tmp_path / "ab" / names[0])
+    monkeypatch.setattr(cache, "_settings", cache.Settings("lru", 4 * size + size // 2, 0.5))
+    assert offline_cache.load(str(tmp_path), names[0]) == ({"k.cu": "0" * 100}, {}, "CUDA")  # used: the newest
+    offline_cache.store(str(tmp_path), names[4], {"k.cu": "4" * 100}, {}, "CUDA")  # five: over 4.5, keep 2.25
     assert entries(tmp_path) == sorted([names[0], names[4]])
 
 

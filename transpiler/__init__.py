@@ -61,6 +61,7 @@ from .lang.stream import Event, Stream, create_event, create_stream  # noqa: F40
 from .lang.tile import outer  # noqa: F401
 from .pipeline import HazardWarning, Translation, TranslationWarning, translate  # noqa: F401
 from .targets import TARGETS  # noqa: F401
+from .version import __version__  # noqa: F401
 
 _library.install()  # qd.simt's collectives and tiles, written in the language itself
 linalg = _matrixfree.namespace()
@@ -83,8 +84,6 @@ _paths.update({f"types.{_name}": Namespace(f"qd.types.{_name}", **{n: getattr(ty
 for _name, _module in _paths.items():
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 del _paths, _scope, _name, _module
-
-__version__ = "0.1.0"
 
 int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64

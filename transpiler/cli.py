@@ -22,6 +22,7 @@ from types import ModuleType
 from . import __version__
 from .cli_batch import expand, run_many
 from .cli_toolchains import add_toolchain_option, add_toolchains_command, apply_choices
+from .cli_cache import add_cache_command
 from .errors import ToolchainMissing, TranspileError
 from .frontend.param_inference import array_spec, explain, explain_warning, parse_array_spec, untyped_params
 from .ir.nodes import Loc
@@ -542,7 +543,8 @@ def add_cmake_dir(sub: argparse._SubParsersAction, parents: list[argparse.Argume
 
 # The subcommands, in the order --help lists them: each adds its parser (with the -v/-q
 # parents) and sets ``run``. A new command is one more function here.
-COMMANDS = [add_emit, add_check, add_targets, add_cmake_dir, add_inspect, add_toolchains_command]
+COMMANDS = [add_emit, add_check, add_targets, add_cmake_dir, add_inspect, add_toolchains_command,
+            add_cache_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,8 +12,8 @@ Jinja2's import: most of a first call's translation.
 A kernel whose IR holds anything else (a Python object of the user's) is not cached, and a
 target defined outside this package never is: their code is not in the key. An unreadable
 or corrupt entry is a miss. ``QD_OFFLINE_CACHE=0`` (or ``offline_cache=False``) turns it off,
-as in Quadrants; the directory is ``offline_cache_file_path``, else
-``$QD_CACHE_DIR/offline`` (``~/.cache/transpiler/offline``)."""
+as in Quadrants; the directory is ``offline_cache_file_path``, else the cache ``offline`` of
+transpiler/cache.py (``~/.cache/transpiler/offline``), which bounds its size."""
 from __future__ import annotations
 
 import hashlib
@@ -27,7 +27,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache_dirs import cache_dir
+from . import cache as caches
 from .targets.templates import templates_dir
 
 if TYPE_CHECKING:
@@ -36,10 +36,7 @@ if TYPE_CHECKING:
     from .targets.target import Target
 
 FORMAT = 1  # bumped when what an entry holds changes
-# Entries are spread over 256 folders by their name's first two hex digits; a folder holding
-# more than this many loses its least recently used half (about 16K entries of a few KB in
-# all: Quadrants' offline cache keeps 100 MB by default).
-MAX_PER_FOLDER = 64
+# Entries are spread over 256 folders by their name's first two hex digits.
 
 
 def directory(enabled: bool | None = None, path: str | None = None) -> str | None:
@@ -50,7 +47,7 @@ def directory(enabled: bool | None = None, path: str | None = None) -> str | Non
         return None
     if path:
         return os.fspath(path)
-    return cache_dir("offline")
+    return caches.directory("offline")
 
 
 @cache
@@ -131,7 +128,7 @@ def load(folder: str, name: str) -> tuple[dict, dict, str] | None:
             entry = pickle.load(f)
         sources, manifest, language = entry
         if isinstance(sources, dict) and isinstance(manifest, dict) and isinstance(language, str):
-            os.utime(path)  # used: the last to go when its folder is trimmed
+            caches.touch(path)  # used: the last to go when the cache is over its bound
             return sources, manifest, language
     except Exception:  # noqa: BLE001 - missing, unreadable, truncated or from elsewhere: a miss
         pass
@@ -148,21 +145,10 @@ def store(folder: str, name: str, sources: dict, manifest: dict, language: str) 
         with open(tmp, "wb") as f:
             pickle.dump((sources, manifest, language), f, protocol=5)
         os.replace(tmp, path)
-        _trim(os.path.dirname(path))
+        caches.added("offline", folder, name, os.path.getsize(path))
     except OSError:
         try:
             os.unlink(tmp)
         except OSError:
             pass
 
-
-def _trim(folder: str) -> None:
-    """Remove the least recently used half of ``folder``'s entries when it holds too many."""
-    with os.scandir(folder) as it:
-        found = [(e.stat().st_mtime_ns, e.path) for e in it if e.is_file() and not e.name.endswith(".tmp")]
-    if len(found) > MAX_PER_FOLDER:
-        for _, path in sorted(found)[:len(found) - MAX_PER_FOLDER // 2]:
-            try:
-                os.unlink(path)
-            except OSError:  # another process took it first
-                pass

@@ -289,40 +289,44 @@ def _worker(conn, executors, sample, workdir) -> None:
 
 
 def run_many(seeds: list[int], executors: list[str], sample: int, jobs: int, timeout: float,
-             out_dir: Path | None, log=print) -> tuple[list[Outcome], Counter]:
+             out_dir: Path | None, progress: Progress | None = None) -> tuple[list[Outcome], Counter]:
     """Check every seed with ``jobs`` worker processes; a seed that runs past ``timeout``
-    seconds (a hang) is a failure of class ``timeout`` and its worker is replaced."""
+    seconds (a hang) is a failure of class ``timeout`` and its worker is replaced. The
+    kernels' modules go to a temporary folder, removed at the end, however the run ends."""
     ctx = mp.get_context("fork")
-    tmp = tempfile.mkdtemp(prefix="qd_fuzz_")
+    progress = progress or Progress(len(seeds))
     pending = list(reversed(seeds))
     workers: list[list] = []   # [process, conn, seed, started]
     results: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="qd_fuzz_") as tmp:
 
-    def spawn():
-        parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(child, executors, sample, tmp), daemon=True)
-        p.start()
-        return [p, parent, None, 0.0]
+        def spawn():
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(child, executors, sample, tmp), daemon=True)
+            p.start()
+            return [p, parent, None, 0.0]
 
-    for _ in range(max(1, min(jobs, len(seeds)))):
-        workers.append(spawn())
-    try:
-        _loop(pending, workers, results, spawn, timeout, out_dir, log)
-    except KeyboardInterrupt:  # stopped early: report the seeds done so far
-        # A second signal (`pkill -f` matches the workers too) must not cut the summary short.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        log(f"interrupted after {len(results)} kernels")
+        for _ in range(max(1, min(jobs, len(seeds)))):
+            workers.append(spawn())
+        try:
+            _loop(pending, workers, results, spawn, timeout, out_dir, progress)
+        except KeyboardInterrupt:  # stopped early: report the seeds done so far
+            # A second signal (`pkill -f` matches the workers too) must not cut the summary short.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            progress.say(f"interrupted after {len(results)} kernels")
+            for w in workers:
+                w[0].kill()
+                w[0].join(5)
+            return results, summarize(results)
         for w in workers:
-            w[0].kill()
-        return results, summarize(results)
-    for w in workers:
-        w[1].send(None)
-        w[0].join(5)
+            w[1].send(None)
+            w[0].join(5)
+    progress.close()
     return results, summarize(results)
 
 
-def _loop(pending, workers, results, spawn, timeout, out_dir, log) -> None:
+def _loop(pending, workers, results, spawn, timeout, out_dir, progress) -> None:
     while pending or any(w[2] is not None for w in workers):
         for k, w in enumerate(workers):
             if w[2] is None and pending:
@@ -340,9 +344,7 @@ def _loop(pending, workers, results, spawn, timeout, out_dir, log) -> None:
                 else:
                     w[2] = None
                 results.append(o)
-                _report(o, out_dir, log)
-                if len(results) % 100 == 0:
-                    log(f"... {len(results)} kernels, {sum(1 for r in results if r.failure)} failing")
+                _report(o, out_dir, progress)
             elif time.monotonic() - w[3] > timeout or not w[0].is_alive():
                 o = Outcome(w[2], "timeout" if w[0].is_alive() else "crash",
                             f"no answer after {timeout:.0f} s" if w[0].is_alive() else "the worker process died")
@@ -350,16 +352,68 @@ def _loop(pending, workers, results, spawn, timeout, out_dir, log) -> None:
                 w[0].join()
                 workers[k] = spawn()
                 results.append(o)
-                _report(o, out_dir, log)
+                _report(o, out_dir, progress)
 
 
-def _report(o: Outcome, out_dir: Path | None, log) -> None:
+def _report(o: Outcome, out_dir: Path | None, progress: Progress) -> None:
     if o.failure:
-        where = ""
-        if out_dir is not None:
-            where = f" -> {save_failure(generate(o.seed), o, out_dir)}"
-        first = o.detail.strip().splitlines()[0] if o.detail.strip() else ""
-        log(f"seed {o.seed}: {o.failure}{where}: {first[:200]}")
+        saved = save_failure(generate(o.seed), o, out_dir) if out_dir is not None else None
+        progress.failure(o, saved)
+    progress.advance(o)
+
+
+class Progress:
+    """What a run says while it runs, on ``stream``: each failure when it happens (one line:
+    the seed, its class, the first line of what failed and the command that reproduces it),
+    and the count so far (kernels done of the total, the rate, the time left, the failures):
+    a line rewritten in place on a terminal, a plain line every ``every_s`` seconds elsewhere
+    (a CI log, ``make fuzz > log``)."""
+
+    def __init__(self, total: int, stream=None, live: bool | None = None, every_s: float = 30.0,
+                 clock=time.monotonic) -> None:
+        self.stream = stream or sys.stdout
+        self.live = self.stream.isatty() if live is None else live
+        self.total, self.every_s, self.clock = total, every_s, clock
+        self.done = self.failed = 0
+        self.t0 = self.last = clock()
+        self.shown = False
+
+    def status(self) -> str:
+        elapsed = max(self.clock() - self.t0, 1e-9)
+        rate = self.done / elapsed
+        left = f", {(self.total - self.done) / rate:.0f} s left" if rate > 0 and self.done < self.total else ""
+        return (f"{self.done}/{self.total} kernels, {rate:.2f}/s{left}, "
+                f"{self.failed} failure{'' if self.failed == 1 else 's'}")
+
+    def say(self, line: str) -> None:
+        if self.shown:  # the live line gives way; the next kernel draws it again
+            self.stream.write("\r\x1b[K")
+            self.shown = False
+        print(line, file=self.stream, flush=True)
+
+    def failure(self, o: Outcome, saved: Path | None) -> None:
+        first = o.detail.strip().splitlines()[0][:160] if o.detail.strip() else ""
+        where = f" (saved in {saved})" if saved is not None else ""
+        self.say(f"FAIL seed {o.seed}: {o.failure}: {first}; reproduce: {repro_command(o.seed)}{where}")
+
+    def advance(self, o: Outcome) -> None:
+        self.done += 1
+        self.failed += bool(o.failure)
+        now = self.clock()
+        if self.live:
+            self.stream.write(f"\r\x1b[K{self.status()}")
+            self.stream.flush()
+            self.shown = True
+        elif now - self.last >= self.every_s or self.done == self.total:
+            self.last = now
+            print(self.status(), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """End the live line (its last count stays), so what follows starts a line of its own."""
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.shown = False
 
 
 def summarize(results: list[Outcome]) -> Counter:
@@ -395,13 +449,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a kernel counts as hung")
     ap.add_argument("--out", type=Path, default=Path("fuzz-failures"))
+    ap.add_argument("--progress-every", type=float, default=30.0, metavar="S",
+                    help="when the output is not a terminal: a progress line every S seconds (default 30)")
     a = ap.parse_args(argv)
     executors = [e for e in a.executors.split(",") if e]
     if a.seed is not None or a.replay is not None:
         prog = generate(a.seed) if a.replay is None else pickle.loads(a.replay.read_bytes())
         if a.show:
             print(render(prog))
-        o = check_seed(prog, Path(tempfile.mkdtemp(prefix="qd_fuzz_")), executors, compile_all=True)
+        with tempfile.TemporaryDirectory(prefix="qd_fuzz_") as work:
+            o = check_seed(prog, Path(work), executors, compile_all=True)
         print(f"seed {prog.seed}: {o.failure or ('skipped: ' + o.skipped if o.skipped else 'passed')}")
         print(f"  executed on {o.executed}, compiled by {o.compiled}, refused by {o.refused}")
         if o.detail:
@@ -410,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     seeds = list(range(a.start, a.start + a.n))
     signal.signal(signal.SIGTERM, _stop)  # `kill PID` (a background job ignores SIGINT) ends it with a summary
-    results, counts = run_many(seeds, executors, a.sample, a.jobs, a.timeout, a.out)
+    progress = Progress(len(seeds), every_s=a.progress_every)
+    results, counts = run_many(seeds, executors, a.sample, a.jobs, a.timeout, a.out, progress)
     print(f"\n{len(results)} of {len(seeds)} kernels in {time.monotonic() - t0:.0f} s")
     for k, v in sorted(counts.items()):
         print(f"  {k}: {v}")

@@ -120,7 +120,14 @@ def drop_unused(prog: Program) -> None:
 
 def minimize(prog: Program, executors: list[str], targets: list[str], budget_s: float = 600.0,
              log=print) -> Program:
-    workdir = Path(tempfile.mkdtemp(prefix="qd_min_"))
+    """The smallest program found within ``budget_s`` that fails as ``prog`` does; the
+    candidates' modules in a temporary folder, removed at the end."""
+    with tempfile.TemporaryDirectory(prefix="qd_min_") as work:
+        return _minimize(prog, executors, targets, budget_s, log, Path(work))
+
+
+def _minimize(prog: Program, executors: list[str], targets: list[str], budget_s: float, log,
+              workdir: Path) -> Program:
     want = signature_of(*failure_of(prog, executors, targets, workdir))
     if want[0] is None:
         raise SystemExit("the program does not fail; nothing to minimize")

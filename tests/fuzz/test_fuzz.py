@@ -81,3 +81,61 @@ def test_a_device_limit_is_a_refusal_not_a_failure(tmp_path):
     o = check_seed(prog, tmp_path, ["vulkan", "cpu-cuda"], compile_all=False)
     assert o.failure is None, o.detail[:1500]
     assert "vulkan" in o.refused and "cpu-cuda" in o.executed
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_is_a_live_line_on_a_terminal_and_plain_lines_elsewhere():
+    import io
+
+    from fuzz.drive import Outcome, Progress
+
+    clock, out = Clock(), io.StringIO()
+    p = Progress(4, out, live=True, clock=clock)
+    for seed, failure in ((0, None), (1, "wrong"), (2, None)):
+        clock.now += 2.0
+        if failure:
+            p.failure(Outcome(seed, failure, "cpu-cuda: a (i32, 1 of 8 differ): [3] want 1 got 2\nmore"), None)
+        p.advance(Outcome(seed, failure))
+    text = out.getvalue()
+    assert text.startswith("\r\x1b[K1/4 kernels, 0.50/s, 6 s left, 0 failures")
+    assert ("\r\x1b[KFAIL seed 1: wrong: cpu-cuda: a (i32, 1 of 8 differ): [3] want 1 got 2; "
+            "reproduce: PYTHONPATH=tests:. python -m fuzz.drive --seed 1\n") in text  # the live line gives way
+    assert text.endswith("\r\x1b[K3/4 kernels, 0.50/s, 2 s left, 1 failure")
+
+    clock, out = Clock(), io.StringIO()
+    p = Progress(5, out, live=False, every_s=10.0, clock=clock)
+    for seed in range(5):
+        clock.now += 4.0
+        p.advance(Outcome(seed, "crash" if seed == 3 else None))
+    assert out.getvalue().splitlines() == ["3/5 kernels, 0.25/s, 8 s left, 0 failures",  # every 10 s, and the last
+                                           "5/5 kernels, 0.25/s, 1 failure"]
+
+
+def test_a_run_reports_each_failure_as_it_happens(tmp_path, monkeypatch):
+    """Through the worker processes (forked: they see the stand-in check): a failing seed is
+    said when it fails, with its reproduction command and where it was saved, before the run ends."""
+    import io
+
+    from fuzz import drive
+
+    def check(prog, workdir, executors, compile_all):
+        assert workdir.is_dir() and workdir.name.startswith("qd_fuzz_")
+        return drive.Outcome(prog.seed, "wrong" if prog.seed == 2 else None, "vulkan: x differs" if prog.seed == 2 else "")
+
+    monkeypatch.setattr(drive, "check_seed", check)
+    out = io.StringIO()
+    results, counts = drive.run_many([1, 2, 3], ["vulkan"], 0, 2, 60.0, tmp_path,
+                                     drive.Progress(3, out, live=False, every_s=1e9))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == (f"FAIL seed 2: wrong: vulkan: x differs; reproduce: PYTHONPATH=tests:. python -m fuzz.drive "
+                        f"--seed 2 (saved in {tmp_path / 'wrong' / '2'})")
+    assert lines[-1] == "3/3 kernels, " + lines[-1].split(", ", 1)[1] and lines[-1].endswith("1 failure")
+    assert counts["failures: wrong"] == 1 and counts["passed"] == 2
+    assert "reproduce:" in (tmp_path / "wrong" / "2" / "report.txt").read_text()

@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from .. import lang, offline_cache
+from .. import cache, lang, offline_cache
 from ..errors import KernelArgumentError, ToolchainMissing, TranspileError, call_mismatch
 from ..ir import nodes as ir
 from ..ir import types as T
@@ -229,6 +229,18 @@ class Config:
         return f"<qd.cfg arch={self.arch!r} debug={self.debug}>"
 
 
+def _caches(options: dict) -> str | None:
+    """qd.init's cache options (transpiler/cache.py): the policy and bound of every cache, each
+    cleaned now as Quadrants cleans its own at qd.init; returns the offline cache's folder."""
+    folder = offline_cache.directory(options.get("offline_cache"), options.get("offline_cache_file_path"))
+    cache.configure(options.get("offline_cache_cleaning_policy"), options.get("offline_cache_max_size_of_files"),
+                    options.get("offline_cache_cleaning_factor"))
+    for kind, where in (("offline", folder), ("spirv", None), ("cpu", None)):
+        if kind != "offline" or where:
+            cache.tidy(kind, where)
+    return folder
+
+
 def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType | None = None,
          default_ip: T.DType | None = None, enable_fallback: bool = True, random_seed: int = 0, **options) -> None:
     """Choose the executor (``arch``: gpu, cuda, amdgpu, metal, vulkan, cpu, x64, arm64; an
@@ -251,7 +263,7 @@ def init(arch: str = "vulkan", *, no_hazards: bool = False, default_fp: T.DType 
     lang.math.follow_defaults(_defaults.fp, _defaults.ip)
     _random_seed, _launches, _compiled = int(random_seed), 0, 0
     _no_hazards = no_hazards
-    _offline_cache = offline_cache.directory(options.get("offline_cache"), options.get("offline_cache_file_path"))
+    _offline_cache = _caches(options)
     if _capture is not None:  # `transpiler emit --run`: the command line's executor, whatever the program asks
         arch, options = _capture.arch, {**options, **_capture.options}
     own = ARCHS[arch]

@@ -16,6 +16,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+from .. import cache
 from .cpu_emulator import build_lock, building, cache_root, compiler_id, digest
 
 SOURCE = Path(__file__).with_name("spirv_compiler.cpp")
@@ -72,7 +73,9 @@ def _load() -> ctypes.CDLL | None:
     key, archives, cxx = found
     final = cache_root() / f"glslang-{key}"
     lib = final / "libqd_glslang.so"
-    if not lib.exists():
+    if lib.exists():
+        cache.touch(final)
+    else:
         try:
             with build_lock(final):  # one process builds it; another (a pytest-xdist worker) waits, then finds it
                 if not lib.exists():

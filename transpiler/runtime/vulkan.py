@@ -34,7 +34,7 @@ import weakref
 
 import numpy as np
 
-from ..cache_dirs import cache_dir
+from .. import cache
 from ..errors import ToolchainMissing
 from ..ir import nodes as ir
 from ..ir.records import record, field
@@ -465,11 +465,12 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     if hit is not None:
         return hit, "in memory"
     origin = "from disk"
-    cache = cache_dir("spirv")
-    path = os.path.join(cache, key + ".spv")
+    folder = cache.directory("spirv")
+    path = os.path.join(folder, key + ".spv")
     try:
         with open(path, "rb") as f:
             hit = f.read()
+        cache.touch(path)
     except OSError:
         hit = None
     if not hit:
@@ -478,11 +479,12 @@ def spirv_for(text: str, name: str) -> tuple[bytes, str]:
         if not hit:
             hit = compile_glsl(text, name)
         try:
-            os.makedirs(cache, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "wb") as f:
                 f.write(hit)
             os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
+            cache.added("spirv", folder, key + ".spv", len(hit))
         except OSError:
             pass  # a read-only home only costs the recompilation
     _spirv_cache[key] = hit

@@ -4,9 +4,11 @@ own (a target defined outside the package)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from functools import cache
 from pathlib import Path
 
+from ..cache import directory as cache_directory
 from ..errors import TranspileError
 from ..ir.memo import freeze
 
@@ -43,15 +45,25 @@ def jinja_env(extra_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
 
 
 def _bytecode_cache(jinja2: ModuleType, syntax: dict):
-    """Jinja's on-disk cache of compiled templates (its per-user temp directory, which it
-    checks is private): parsing and compiling the templates was a third of a cold
-    `emit --target all`. Entries are checked against the template source; the syntax
+    """Jinja's on-disk cache of compiled templates, beside the package's other caches (the
+    cache ``jinja`` of transpiler/cache.py): parsing and compiling the templates was a third of
+    a cold `emit --target all`. Entries are checked against the template source; the syntax
     options and Jinja's version, which change the compiled code too, are in the file name."""
     tag = hashlib.sha1(repr((jinja2.__version__, sorted(syntax.items()))).encode()).hexdigest()[:12]
+
+    class Cache(jinja2.FileSystemBytecodeCache):
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:  # its folder removed meanwhile (`transpiler cache clean`) or read-only
+                pass
+
+    folder = cache_directory("jinja")
     try:
-        return jinja2.FileSystemBytecodeCache(pattern=f"__transpiler_{tag}_%s.cache")
-    except (OSError, RuntimeError):  # no usable temp directory: compile every time
+        os.makedirs(folder, exist_ok=True)
+    except OSError:  # nowhere to keep it: compile every time
         return None
+    return Cache(folder, pattern=f"__transpiler_{tag}_%s.cache")
 
 
 def join_params(params: list[str]) -> str:

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ... import cache
 from ...errors import ToolchainMissing
 from ...ir import nodes as ir
 from ...ir.records import record, field
@@ -94,20 +95,9 @@ class RaceError(KernelError):
 # ----------------------------------------------------------------------------- toolchain
 
 def cache_root() -> Path:
-    """Where built libraries are kept: $QD_CPU_CACHE, else the user's cache directory, else
-    (read-only home, as in some CI sandboxes) a per-user folder in the temp directory."""
-    env = os.environ.get("QD_CPU_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    root = Path(base) / "transpiler" / "cpu"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        if os.access(root, os.W_OK):
-            return root
-    except OSError:
-        pass
-    return Path(tempfile.gettempdir()) / f"transpiler-cpu-{os.getuid()}"
+    """Where built libraries are kept: the cache ``cpu`` (transpiler/cache.py: $QD_CPU_CACHE,
+    else the user's cache directory), bounded there, least recently used first."""
+    return Path(cache.directory("cpu"))
 
 
 _compiler_ids: dict[str, str] = {}
@@ -144,16 +134,19 @@ def _stored_compiler_id(cxx: str) -> str:
     key = digest(cxx, os.path.realpath(cxx), str(st.st_ino), str(st.st_size), str(st.st_mtime_ns))
     stored = cache_root() / f"cxx-{key}"
     try:
-        return stored.read_text()
+        ident = stored.read_text()
+        cache.touch(stored)
+        return ident
     except OSError:
         pass
     out = subprocess.run([cxx, "--version"], capture_output=True, text=True)
     ident = cxx + "\n" + out.stdout.splitlines()[0] if out.stdout else cxx
     try:
         cache_root().mkdir(parents=True, exist_ok=True)
-        scratch = stored.with_name(f"{stored.name}.{os.getpid()}.{threading.get_ident()}")
+        scratch = stored.with_name(f"{stored.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         scratch.write_text(ident)
         os.replace(scratch, stored)  # whole, whoever writes it last
+        cache.added("cpu", str(cache_root()), stored.name, len(ident))
     except OSError:
         pass  # a read-only cache: ask again next time
     return ident
@@ -184,10 +177,11 @@ def _run_compiler(cmd: list[str], what: str) -> None:
 
 @contextlib.contextmanager
 def building(final: Path, prefix: str) -> Iterator[Path]:
-    """A scratch folder in the cache to build into, moved into place as ``final`` atomically
-    when the build succeeds (another process may race us to it), removed when it fails."""
+    """A scratch folder in the cache to build into (``.tmp``: the cache's eviction leaves it
+    alone), moved into place as ``final`` atomically when the build succeeds (another process
+    may race us to it) and counted against the cache's bound, removed when it fails."""
     cache_root().mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=cache_root()))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=cache_root()))
     try:
         yield tmp
     except BaseException:
@@ -199,6 +193,8 @@ def building(final: Path, prefix: str) -> Iterator[Path]:
         if not final.exists():
             raise
         shutil.rmtree(tmp, ignore_errors=True)
+        return
+    cache.added("cpu", str(final.parent), final.name, cache.tree_size(final))
 
 
 @contextlib.contextmanager
@@ -221,6 +217,7 @@ def _built_once(folder: str, key: str, name: str, command: Callable[[Path], list
     final = cache_root() / f"{folder}-{key}"
     out = final / name
     if out.exists():
+        cache.touch(final)
         return out
     with _build_lock, build_lock(final):
         if not out.exists():
@@ -616,7 +613,9 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
     final = cache_root() / f"k-{key}"
     lib = final / out_name
     cached = lib.exists()
-    if not cached:
+    if cached:
+        cache.touch(final)
+    else:
         # The header first: its build takes a lock of its own, which may be this one's stripe.
         pch = None if race_check else precompiled_header(cxx, flags)
         with build_lock(final):
