@@ -111,9 +111,10 @@ def case(name: str, n: int):
 
 
 def fresh_saxpy():
-    """saxpy (+ 0.5) from a module written for this process alone: a comment with a new number
-    makes its source new, so neither framework's on-disk caches know it (the first call
-    translates and compiles). Both read a kernel's source from its file, hence the file."""
+    """saxpy (+ 0.5) from a module written for this process alone: a test against a new number
+    (never true: i >= 0) makes its source and its emitted code new, so neither framework's
+    on-disk caches know it (the first call translates and compiles). Both read a kernel's
+    source from its file, hence the file."""
     import importlib.util  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
     import uuid  # noqa: PLC0415
@@ -123,8 +124,9 @@ def fresh_saxpy():
         f.write(f"import {qd.__name__} as qd\n\n\n@qd.kernel\n"
                 "def saxpy(a: qd.f32, x: qd.types.ndarray(dtype=qd.f32, ndim=1), "
                 "y: qd.types.ndarray(dtype=qd.f32, ndim=1)):\n"
-                f"    for i in range(x.shape[0]):  # {uuid.uuid4().hex}\n"
-                "        y[i] = a * x[i] + y[i] + 0.5\n")
+                "    for i in range(x.shape[0]):\n"
+                f"        if i != -{uuid.uuid4().int % 2**30 + 1}:\n"
+                "            y[i] = a * x[i] + y[i] + 0.5\n")
     spec = importlib.util.spec_from_file_location("fresh_kernel", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
