@@ -25,7 +25,9 @@ Quadrants' LLVM CPU backend, for saxpy, a sum, the 2-D stencil and the particles
 ndarrays, and on vector fields with a struct-for: Taichi's everyday spelling), the particles
 update written `vel[i] += ...; pos[i] += ...` on vec3 ndarrays (no atomic once demoted), a
 kernel-scope sum `s += x[i]` and a `+=` scatter to random elements, at 1K (the
-launch cost) and 1M elements (throughput; both frameworks use every core there);
+launch cost) and 1M elements (throughput; both frameworks use every core there), and
+`first_call`: saxpy from a module written anew in each process, so that its "first ms" is a
+new kernel's translation and build in both (no cache knows it);
 ``--cpu-sizes ''`` leaves it out.
 
 ``--arch cuda`` runs the first table on an NVIDIA GPU instead (ours through CuPy, Quadrants'
@@ -50,7 +52,8 @@ from quadrants_venv import quadrants_python  # noqa: E402
 HERE = Path(__file__).resolve().parent
 KERNELS = ["saxpy", "sum", "block_reduce", "histogram", "block_scan", "lookback_scan", "radix_rank", "stencil",
            "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
-CPU_KERNELS = ["saxpy", "sum", "stencil", "particles", "field_particles", "particles_add", "kernel_sum", "scatter"]
+CPU_KERNELS = ["saxpy", "sum", "stencil", "particles", "field_particles", "particles_add", "kernel_sum", "scatter",
+               "first_call"]
 OURS = sys.executable
 THEIRS = quadrants_python()
 

@@ -103,7 +103,34 @@ def case(name: str, n: int):
         fpos.from_numpy(pos)
         fvel.from_numpy(vel)
         return step, (np.float32(0.01),), lambda: np.allclose(fpos.to_numpy(), p, rtol=1e-5, atol=1e-6)
+    if name == "first_call":
+        x, y = rng.random(n, np.float32), rng.random(n, np.float32)
+        args = (np.float32(2.5), device(x, qd.f32), device(y, qd.f32))
+        return fresh_saxpy(), args, lambda: np.allclose(args[2].to_numpy(), 2.5 * x + y + 0.5, rtol=1e-6)
     raise SystemExit(f"unknown kernel {name}")
+
+
+def fresh_saxpy():
+    """saxpy (+ 0.5) from a module written for this process alone: a test against a new number
+    (never true: i >= 0) makes its source and its emitted code new, so neither framework's
+    on-disk caches know it (the first call translates and compiles). Both read a kernel's
+    source from its file, hence the file."""
+    import importlib.util  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    import uuid  # noqa: PLC0415
+
+    path = os.path.join(tempfile.mkdtemp(prefix="vs-first-"), "fresh_kernel.py")
+    with open(path, "w") as f:
+        f.write(f"import {qd.__name__} as qd\n\n\n@qd.kernel\n"
+                "def saxpy(a: qd.f32, x: qd.types.ndarray(dtype=qd.f32, ndim=1), "
+                "y: qd.types.ndarray(dtype=qd.f32, ndim=1)):\n"
+                "    for i in range(x.shape[0]):\n"
+                f"        if i != -{uuid.uuid4().int % 2**30 + 1}:\n"
+                "            y[i] = a * x[i] + y[i] + 0.5\n")
+    spec = importlib.util.spec_from_file_location("fresh_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.saxpy
 
 
 SETTLE_S = 0.2

@@ -820,12 +820,7 @@ class CpuBackend(Backend):
         pyfiles = {os.path.basename(kernel.file): kernel.file}
         # One TU, one mode: a kernel whose tasks are all plain is compiled as a plain module;
         # one with any other task keeps the emulator for all (its plain tasks run directly).
-        # Not yet a kernel that binds fields: after a Vulkan run in the same process, two field
-        # tests read back a plain module's first call's result wrong (tests/test_fields.py
-        # test_data_oriented_members_fields_ndarrays_and_tensors[cpu-hip] after its [vulkan]
-        # and [cpu-cuda] runs); not understood yet, so such kernels keep the emulator.
-        fields = any(p.hidden and p.role == "field" for p in kernel.params)
-        plain = not self.race_check and self.plain and not fields and all(_plain(kernel, t) for t in kernel.tasks)
+        plain = not self.race_check and self.plain and all(_plain(kernel, t) for t in kernel.tasks)
         with profile.stage("build") as note:
             module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
                                   entries=[e["name"] for e in entries.values()], compiler=self.compiler,
