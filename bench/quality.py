@@ -253,3 +253,6 @@ def run(args, report: dict, cases: list[dict], workdir: Path) -> None:
     say("\n=== 3. Code quality " + "=" * 67)
     nvidia(args, report, cases, workdir)
     amdgpu(args, report, cases, workdir)
+    import quality_device  # noqa: PLC0415 - the device-wide reduce and scan against CUB's kernels
+
+    quality_device.run(report, workdir)
