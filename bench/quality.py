@@ -261,10 +261,18 @@ def run(args, report: dict, cases: list[dict], workdir: Path) -> None:
     nvidia(args, report, cases, workdir)
     amdgpu(args, report, cases, workdir)
     per_key(report, workdir)
+    per_element(report, workdir)
 
 
-if __name__ == "__main__":  # python bench/quality.py: the per-key tables alone
+def per_element(report: dict, workdir: Path) -> None:
+    import quality_device  # noqa: PLC0415 - the device-wide reduce and scan against CUB's kernels
+
+    quality_device.run(report, workdir)
+
+
+if __name__ == "__main__":  # python bench/quality.py: the per-key and per-element tables alone
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         per_key({}, Path(tmp))
+        per_element({}, Path(tmp))

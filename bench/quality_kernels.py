@@ -94,5 +94,5 @@ def cases(workdir: Path) -> tuple[list[dict], list[str]]:
         {"name": "look-back scan i32", "ours": sc["prefix_sum"], "ref": "c_decoupled_lookback.cu",
          "hand": ["hand_lookback_init", "hand_lookback_scan_i32"],
          "cub": ["cub_lookback_init", "cub_lookback_scan_i32"],
-         "note": "ours: 8 items per thread, scalar loads"},
+         "note": "ours: 8 items per thread, staged through shared memory for coalesced loads and stores"},
     ], notes

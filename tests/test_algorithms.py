@@ -113,6 +113,46 @@ def test_reduce_and_scan_a_million(executor, name, rng):
     check_reduce_scan(name, "add", [BIG, BIG - 1], rng)
 
 
+TILE = 4096  # elements a thread block folds per step of the reduce (16 per thread)
+
+
+@pytest.mark.parametrize("name,op", [("i32", "add"), ("f32", "max"), ("u32", "min"), ("f32", "add")])
+def test_reduce_at_the_tile_edges(executor, name, op, rng):
+    """Sizes around the reduce's 4096-element tile: the guarded last tile, none, and several."""
+    check_reduce_scan(name, op, [TILE - 1, TILE, TILE + 1, 3 * TILE + 5], rng)
+
+
+@pytest.mark.slow
+def test_reduce_with_several_tiles_per_block(executor, rng):
+    """Past 1024 tiles each block of the first launch folds several, strided by the grid."""
+    check_reduce_scan("i32", "add", [1024 * TILE + TILE + 3], rng)
+
+
+I32V = qd.types.ndarray(qd.i32, 1)
+
+
+@qd.kernel
+def total_of(a: ND1, out: ND1, scratch: ND1, n: ND1, dtype: qd.template()):
+    alg.reduce_add(a, out, scratch, n[0], dtype, D)
+
+
+@pytest.mark.parametrize("dtype,vector", [(qd.f32, "float4"), (qd.i32, "int4"), (qd.f64, "double2")])
+def test_reduce_reads_16_byte_vectors_on_cuda_only(dtype, vector):
+    """Two launches (the tiles, then the partials); CUDA reads an aligned array as 16-byte vectors
+    behind a run-time alignment check, with a scalar loop for the rest; the other targets
+    keep only the scalar loop (whose loads are coalesced across threads)."""
+    vec = qd.types.ndarray(dtype, 1)
+    types = {"a": vec, "out": vec, "scratch": qd.types.ndarray(qd.u32 if dtype.bits == 32 else qd.u64, 1),
+             "n": I32V}
+    tr = qd.translate(total_of, "cuda", arg_types=types, template_args={"dtype": dtype})
+    (text,) = tr.sources.values()
+    assert len(tr.manifest["entry_points"]) == 2
+    assert f"reinterpret_cast<const {vector}*>(a)" in text and "& 15ull) == 0ull" in text
+    for target in ("hip", "glsl") + (("msl",) if dtype.bits == 32 else ()):  # Metal has no f64
+        other = "".join(qd.translate(total_of, target, arg_types=types, template_args={"dtype": dtype}).sources.values())
+        assert vector not in other and "reinterpret_cast<const" not in other and "15ull" not in other, target
+
+
 # ----------------------------------------------------------------------------- select, reduce_by_key_add
 
 @qd.kernel

@@ -542,6 +542,27 @@ def test_lookback_scan_of_a_million_elements(executor, rng):
         np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32))
 
 
+def test_lookback_scan_at_the_tile_edges(executor, rng):
+    """examples/lookback_scan.py at 1 element and around its tile (the guarded last tile),
+    and over more tiles than one look-back window of any subgroup width (64 + 3 tiles)."""
+    import sys
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from lookback_scan import TILE, prefix_sum
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    for n in (1, TILE - 1, TILE, TILE + 1, 67 * TILE - 5):
+        x = rng.integers(-1000, 1000, n, dtype=np.int32)
+        y = np.zeros_like(x)
+        tiles = -(-n // TILE)
+        flags, counter = np.zeros(tiles, np.int32), np.zeros(1, np.int32)
+        prefix_sum(x, y, flags, np.zeros(tiles, np.int32), np.zeros(tiles, np.int32), counter)
+        assert counter[0] == tiles and (flags == 2).all(), n
+        np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32), err_msg=f"n={n}")
+
+
 def test_lavapipe_fences_and_spin_waits_in_glsl():
     """What the lavapipe option changes in the look-back scan's GLSL: no memoryBarrier() (a
     workgroup barrier there), a pause in its spin-wait, and the shared word they use."""
@@ -560,7 +581,7 @@ def test_lavapipe_fences_and_spin_waits_in_glsl():
     text = lava.sources[scan]
     assert "    memoryBarrier();" not in text and text.count("atomicExchange(qd_fence, 0u);") == 4 + 64
     assert "shared uint qd_fence;" in text
-    spin = text[text.index("for (bool qd_go = k >= 0; qd_go; qd_go = k >= 0) {"):]
+    spin = text[text.index("for (bool qd_go1 = subgroupMin(f) == 0; qd_go1; qd_go1 = subgroupMin(f) == 0) {"):]
     assert spin.splitlines()[1].strip() == "qd_pause();"
     assert text.count("barrier();") == plain.sources[scan].count("barrier();")  # block.sync() stays
     sizes = [[e["shared_bytes"] for e in t.manifest["entry_points"]] for t in (plain, lava)]

@@ -68,6 +68,7 @@ KINDS = {k.name: k for k in (
     Kind("spirv", "Vulkan SPIR-V", 1, 100 * MB, None),
     Kind("offline", "offline cache (translations)", 2, 100 * MB, "QD_OFFLINE_CACHE_FILE_PATH"),
     Kind("jinja", "Jinja2 compiled templates", 1, None, None),
+    Kind("vulkan", "Vulkan devices made before (qd.init makes such a device beside)", 1, None, None),
 )}
 
 

@@ -177,6 +177,7 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
     from .passes.block_votes import emulate_block_votes  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
     from .passes.capabilities import check_capabilities  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
     from .passes.legalize import legalize_atomics  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    from .passes.vector_loads import scalarize_vector_loads  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
     from .targets.context import Options, ParamNames, TranslationContext  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     if isinstance(target, str):
@@ -188,6 +189,8 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
     if not target.caps.block_votes:
         kir = emulate_block_votes(kir)
     kir = legalize_atomics(kir, target.dialect)
+    if not target.caps.vector_loads:
+        kir = scalarize_vector_loads(kir)
     ctx = TranslationContext(target, kir, options, ParamNames.choose(target.dialect, kir))
     ctx.sources, ctx.manifest = target.render(ctx)
     return ctx

@@ -289,6 +289,28 @@ class VolatileLoad(Expr):
 
 
 @record(eq=False, slots=True)
+class VectorLane(Expr):
+    """Element ``index * width + lane`` of the 1-d ndarray ``array``, read as lane ``lane`` of
+    its ``width``-element vector ``index``. On a target with vector loads the lanes of one
+    vector share one 16-byte load, so the code must first check ``Aligned(array, 16)``; on
+    the others it is the plain element (passes/vector_loads.py)."""
+
+    array: Param
+    index: Expr
+    width: int
+    lane: int
+
+
+@record(eq=False, slots=True)
+class Aligned(Expr):
+    """Whether the first element of the ndarray ``array`` sits at a multiple of ``bytes``: a
+    bool on a target with vector loads, False on the others (they read scalars anyway)."""
+
+    array: Param
+    bytes: int
+
+
+@record(eq=False, slots=True)
 class Clock(Expr):
     """``qd.clock_counter()``: the device's cycle counter (i64) where the thread stands. It is
     read every time: never folded, merged or moved out of a loop."""

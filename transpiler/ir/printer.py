@@ -57,6 +57,10 @@ def dump_expr(e: ir.Expr, names: _Names) -> str:
         return f"bitcast.{t}({dump_expr(e.a, names)})"
     if isinstance(e, ir.VolatileLoad):
         return f"volatile {_element(e, names)}"
+    if isinstance(e, ir.VectorLane):
+        return f"{e.array.name}.vec{e.width}[{dump_expr(e.index, names)}].{e.lane}"
+    if isinstance(e, ir.Aligned):
+        return f"aligned{e.bytes}({e.array.name})"
     if isinstance(e, ir.BlockVote):
         return f"block_sync_{e.op}.{t}({dump_expr(e.pred, names)})"
     if isinstance(e, ir.WarpOp):

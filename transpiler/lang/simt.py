@@ -71,6 +71,12 @@ subgroup = Namespace("qd.simt.subgroup", **{k: _marker(f"subgroup.{k}", d) for k
 grid = Namespace("qd.simt.grid",
     mem_fence=_marker("grid.mem_fence", "Order this thread's memory accesses as seen by every thread of the launch."),
     memfence=_marker("grid.memfence", "Deprecated alias of grid.mem_fence()."),
+    _aligned=_marker("grid._aligned", "_aligned(arr): whether a 1-d ndarray may be read by _vector_lane: its "
+                                      "first element at a multiple of 16 bytes on a target with vector loads, "
+                                      "False elsewhere (the library's building block)."),
+    _vector_lane=_marker("grid._vector_lane", "_vector_lane(arr, q, lane): arr[q * W + lane], W = 16 bytes "
+                                              "of its elements: the lanes of vector q share one 16-byte load "
+                                              "where the target has them (the library's building block)."),
 )
 # CUDA's legacy warp API, as Quadrants keeps it: explicit lane masks, 32-lane warps. CUDA and
 # HIP (full masks) only; qd.simt.subgroup is the portable spelling.

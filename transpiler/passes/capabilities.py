@@ -35,6 +35,9 @@ class Capabilities:
     # qd.simt.subgroup and what is built on it (the block library, register tiles): the dialect
     # spells its operations (``Dialect.subgroup``); without them each use is a located error.
     subgroups: bool = True
+    # 16-byte vector loads of ndarray elements (CUDA's float4 / int4 ...), for the lanes of a
+    # VectorLane; without them each lane is a scalar load (passes/vector_loads.py).
+    vector_loads: bool = False
     # A @qd.real_func's parameters passed by reference: its vector, matrix or struct result
     # parts, qd.ref parameters, the caller's random stream (C has no references).
     references: bool = True

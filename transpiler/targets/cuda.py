@@ -50,6 +50,8 @@ BITCASTS = {
 # The oldest architecture NVRTC 13 compiles for; everything emitted here (warp-synchronous
 # intrinsics, 16-bit atomicCAS) needs sm_70 at least anyway.
 MIN_SM = 75
+# The vector types of CUDA's 16-byte loads, by element type (a VectorLane's width follows).
+VECTOR_TYPES = {"f32": "float", "i32": "int", "u32": "uint", "f64": "double", "i64": "longlong", "u64": "ulonglong"}
 # qd.simt.warp: CUDA's masked intrinsics as they are ({0} the mask, but for ballot and active_mask);
 # match_all is a helper, its intrinsic reporting through a pointer too.
 WARP = {"all": "__all_sync({0}, {1})", "any": "__any_sync({0}, {1})", "uni": "__uni_sync({0}, {1})",
@@ -193,6 +195,15 @@ class CudaDialect(CxxDialect):
     def volatile_load(self, r: Renderer, e: ir.VolatileLoad, ref: str) -> str:
         return f"{r.helper('volatile_load', e.type)}(&{ref})"
 
+    def vector_lane(self, r: Renderer, e: ir.VectorLane, index: str) -> str:
+        # Each lane reads its member of the 16-byte vector; NVVM merges the lanes of one vector
+        # into one LDG.128 (the pointer is 16-byte aligned by the vector type).
+        vec = f"{VECTOR_TYPES[e.type.name]}{e.width}"
+        return f"reinterpret_cast<const {vec}*>({r.array_name(e.array)})[{index}].{'xyzw'[e.lane]}"
+
+    def aligned(self, r: Renderer, e: ir.Aligned) -> str:
+        return f"((reinterpret_cast<unsigned long long>({r.array_name(e.array)}) & {e.bytes - 1}ull) == 0ull)"
+
     def clock(self, r: Renderer, e: ir.Clock) -> str:
         # the SM's (HIP: the compute unit's) 64-bit cycle counter, as Quadrants reads it
         return "(int64_t)clock64()"
@@ -245,7 +256,8 @@ class CudaTarget(Target):
     name = "cuda"
     title = "CUDA"
     dialect = CudaDialect()
-    caps = Capabilities(system_scope=True, nvshmem=True, block_votes=True, recursion=True, warp_api=True)
+    caps = Capabilities(system_scope=True, nvshmem=True, block_votes=True, recursion=True, warp_api=True,
+                        vector_loads=True)
     renderer_class = ShmemRenderer
     file_ext = ".cu"
     module_template = "cuda/module.cu.j2"

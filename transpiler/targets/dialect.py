@@ -193,6 +193,13 @@ class Dialect:
     def volatile_load(self, r: Rendering, e: ir.VolatileLoad, ref: str) -> str:
         raise NotImplementedError
 
+    def vector_lane(self, r: Rendering, e: ir.VectorLane, index: str) -> str:
+        """A lane of a vector load; only a target with the vector_loads capability sees one."""
+        raise NotImplementedError
+
+    def aligned(self, r: Rendering, e: ir.Aligned) -> str:
+        raise NotImplementedError
+
     def clock(self, r: Rendering, e: ir.Clock) -> str:
         """``qd.clock_counter()``: the target's cycle counter as an i64."""
         raise TranspileError(f"qd.clock_counter() has no equivalent on the {self.name} target: it has no cycle "

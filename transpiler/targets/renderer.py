@@ -348,6 +348,12 @@ class Renderer:
         ref = self.dialect.array_ref(self, e.array, self.linear_index(e.array, e.indices))
         return self.dialect.volatile_load(self, e, ref), PREC_PRIMARY
 
+    def expr_VectorLane(self, e: ir.VectorLane) -> tuple[str, int]:
+        return self.dialect.vector_lane(self, e, self.text(e.index)), PREC_PRIMARY
+
+    def expr_Aligned(self, e: ir.Aligned) -> tuple[str, int]:
+        return self.dialect.aligned(self, e), PREC_PRIMARY
+
     def expr_BlockVote(self, e: ir.BlockVote) -> tuple[str, int]:
         return self.dialect.block_vote(self, e, self.text(e.pred)), PREC_PRIMARY
 

@@ -84,6 +84,43 @@ def _shared_array(lo, name, node):
     return ArrayHandle(array)
 
 
+def _vector_array(lo, node, name: str) -> ir.Param | None:
+    """The 1-d ndarray of 4- or 8-byte scalars a vector load reads, or None (a field, a
+    shared array, a narrow or vector dtype: those are read element by element)."""
+    base = lo.expr(node.args[0])
+    if not isinstance(base, ArrayHandle):
+        raise lo.error(node.args[0], f"qd.simt.{name}() reads an ndarray: pass the array itself")
+    array = base.array
+    if isinstance(array, ir.Param) and not array.hidden and array.type.ndim == 1 and \
+            not array.type.element_shape and not array.type.bool_elements and array.type.dtype.bits in (32, 64):
+        return array
+    return None
+
+
+@handler("grid._aligned")
+def _aligned(lo, name, node):
+    if len(node.args) != 1 or node.keywords:
+        raise lo.error(node, "qd.simt.grid._aligned(arr) takes one ndarray")
+    array = _vector_array(lo, node, name)
+    return CT(False) if array is None else ir.Aligned(T.bool_, lo.loc(node), array, 16)
+
+
+@handler("grid._vector_lane")
+def _vector_lane(lo, name, node):
+    if len(node.args) != 3 or node.keywords:
+        raise lo.error(node, "qd.simt.grid._vector_lane(arr, q, lane) takes an ndarray, a vector index and a lane")
+    array = _vector_array(lo, node, name)
+    q = lo.coerce(lo.to_expr(lo.expr(node.args[1]), node.args[1]), T.i32, node.args[1])
+    lane = lo.static_value(node.args[2], what="the lane of qd.simt.grid._vector_lane")
+    if array is None:
+        raise lo.error(node.args[0], "qd.simt.grid._vector_lane() reads a 1-d ndarray of 4- or 8-byte scalars",
+                       hint="check qd.simt.grid._aligned(arr) first: it is False for every other array")
+    width = 128 // array.type.dtype.bits
+    if not isinstance(lane, int) or not 0 <= lane < width:
+        raise lo.error(node.args[2], f"the lane must be an int from 0 to {width - 1}, known at translation time")
+    return ir.VectorLane(array.type.dtype, lo.loc(node), array, q, width, lane)
+
+
 @handler("block.sync")
 def _block_sync(lo, name, node):
     call_args(lo, node, name, 0)

@@ -9,7 +9,8 @@ from ..kernel import HostFunc
 from .common import (
     check_depth_host, depth_problem, dtype_problem, natural_depth, partial_slots_host, scratch_problem, wide_for,
 )
-from .staircase import exclusive_scan_levels, reduce_levels
+from .device_reduce import device_reduce
+from .staircase import exclusive_scan_levels
 
 
 @qd.func
@@ -28,7 +29,7 @@ def _checked(arr: qd.template(), out: qd.template(), scratch: qd.template(), dty
 def _reduce(arr: qd.template(), out: qd.template(), scratch: qd.template(), n, dtype: qd.template(),
             log256_max_n: qd.template(), op: qd.template()):
     _checked(arr, out, scratch, dtype, log256_max_n)
-    reduce_levels(arr, out, scratch, n, dtype, wide_for(dtype), op, log256_max_n)
+    device_reduce(arr, out, scratch, n, dtype, wide_for(dtype), op, log256_max_n)
 
 
 @qd.func

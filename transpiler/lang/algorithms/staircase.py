@@ -1,4 +1,4 @@
-"""The fixed-depth staircase behind reduce and scan (and through scan, select, reduce-by-key
+"""The fixed-depth staircase behind scan (and through it, select, reduce-by-key
 and the radix sort's histogram scan): every phase is one top-level loop, so one task, one
 GPU launch, and the launch boundary is the grid-wide barrier between phases.
 
@@ -50,21 +50,6 @@ def tile_reduce(src: qd.template(), src_off, src_wide: qd.template(), dst: qd.te
         total = block.reduce(v, BLOCK_DIM, op, dtype)
         if block.thread_idx() == 0:
             store(dst, dst_off + (i >> 8), total, dst_wide)
-
-
-@qd.func
-def tile_reduce_into_one(src: qd.template(), src_off, src_wide: qd.template(), out: qd.template(), count,
-                         dtype: qd.template(), op: qd.template()):
-    """out[0] = fold of src[src_off : src_off + count] (count <= BLOCK_DIM) by one block: the
-    identity when count is 0."""
-    qd.loop_config(block_dim=BLOCK_DIM)
-    for i in range(BLOCK_DIM):
-        v = blocklib.identity(op, dtype)
-        if i < count:
-            v = load(src, src_off + i, src_wide, dtype)
-        total = block.reduce(v, BLOCK_DIM, op, dtype)
-        if i == 0:
-            out[0] = total
 
 
 @qd.func
@@ -128,27 +113,3 @@ def exclusive_scan_levels(src: qd.template(), src_wide: qd.template(), dst: qd.t
         tile_scan_add_prefix(scratch, o2, wide, scratch, o3, wide, scratch, o2, wide, c2, dtype, op)
         tile_scan_add_prefix(scratch, base, wide, scratch, o2, wide, scratch, base, wide, c1, dtype, op)
         tile_scan_add_prefix(src, 0, src_wide, scratch, base, wide, dst, 0, dst_wide, count, dtype, op)
-
-
-@qd.func
-def reduce_levels(src: qd.template(), out: qd.template(), scratch: qd.template(), count, dtype: qd.template(),
-                  wide: qd.template(), op: qd.template(), depth: qd.template()):
-    """out[0] = fold of src[0:count]; levels 1 .. depth - 1 stacked in scratch from 0."""
-    c1 = (count + (BLOCK_DIM - 1)) >> 8
-    c2 = (c1 + (BLOCK_DIM - 1)) >> 8
-    c3 = (c2 + (BLOCK_DIM - 1)) >> 8
-    o3 = c1 + c2
-    if qd.static(depth == 1):
-        tile_reduce_into_one(src, 0, None, out, count, dtype, op)
-    elif qd.static(depth == 2):
-        tile_reduce(src, 0, None, scratch, 0, wide, count, dtype, op)
-        tile_reduce_into_one(scratch, 0, wide, out, c1, dtype, op)
-    elif qd.static(depth == 3):
-        tile_reduce(src, 0, None, scratch, 0, wide, count, dtype, op)
-        tile_reduce(scratch, 0, wide, scratch, c1, wide, c1, dtype, op)
-        tile_reduce_into_one(scratch, c1, wide, out, c2, dtype, op)
-    else:
-        tile_reduce(src, 0, None, scratch, 0, wide, count, dtype, op)
-        tile_reduce(scratch, 0, wide, scratch, c1, wide, c1, dtype, op)
-        tile_reduce(scratch, c1, wide, scratch, o3, wide, c2, dtype, op)
-        tile_reduce_into_one(scratch, o3, wide, out, c3, dtype, op)

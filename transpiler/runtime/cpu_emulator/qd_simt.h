@@ -144,6 +144,15 @@ struct dim3 {
 
 inline constexpr int warpSize = QD_EMU_WARP_SIZE;
 
+// CUDA's 16-byte vector types, which the CUDA text reads ndarray elements through
+// (reinterpret_cast<const float4*>(a)[q].x, after checking that a is 16-byte aligned).
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+struct alignas(16) longlong2 { long long x, y; };
+struct alignas(16) ulonglong2 { unsigned long long x, y; };
+
 #ifndef QD_EMU_HIP
 // IEEE binary16 with the CUDA prelude's interface (the prelude's version is PTX asm).
 // Round to nearest even on the way in, exact on the way out.
