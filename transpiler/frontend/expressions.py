@@ -125,6 +125,8 @@ class ExpressionLowering:
                 return ir.LocalRef(bound.type, self.loc(node), bound)
         elif isinstance(bound, (ir.Expr, CT)):
             return bound
+        elif bound is None:  # a global (`qd`, a @qd.func, a field): half the names a kernel reads
+            return self.global_name(node)
         shared = self.shared_for_read(bound, scope)
         if shared is not None:
             return self.load_var(shared, self.loc(node))
@@ -136,8 +138,9 @@ class ExpressionLowering:
             return self.read_matrix(bound, scope, self.loc(node))
         if isinstance(bound, StructVar):
             return self.read_struct(bound, scope, self.loc(node))
-        if bound is not None:
-            return bound
+        return bound
+
+    def global_name(self, node: ast.Name):
         found = self.global_lookup(node.id)
         if found is None:
             raise self.error(node, f"undefined name `{node.id}`")

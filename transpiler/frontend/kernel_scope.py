@@ -226,14 +226,18 @@ class KernelScopeLowering:
         if self.names_of_loop[0] is not body:
             updated, named = set(), {}
             for st in body or []:
-                for n in ast_nodes(st):
-                    if isinstance(n, (ast.Name, ast.Attribute)):
-                        named.setdefault(n.id if isinstance(n, ast.Name) else n.attr, []).append(n)
-                    target = n.target if isinstance(n, ast.AugAssign) else n.value.args[0] if (
-                        isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and n.value.args and
-                        self.is_atomic_call(n.value.func)) else None
-                    if isinstance(target, ast.Subscript):
-                        updated.add(id(target.value))
+                for n in ast_nodes(st):  # (by exact class: every node of the loop body is looked at)
+                    cls = type(n)
+                    if cls is ast.Name:
+                        named.setdefault(n.id, []).append(n)
+                    elif cls is ast.Attribute:
+                        named.setdefault(n.attr, []).append(n)
+                    elif cls is ast.AugAssign or cls is ast.Expr:
+                        target = n.target if cls is ast.AugAssign else n.value.args[0] if (
+                            isinstance(n.value, ast.Call) and n.value.args and
+                            self.is_atomic_call(n.value.func)) else None
+                        if isinstance(target, ast.Subscript):
+                            updated.add(id(target.value))
             self.names_of_loop = (body, updated, named)
         _, updated, named = self.names_of_loop
         return not any(id(n) not in updated and ast.unparse(n) == base for n in named.get(base.rsplit(".", 1)[-1], ()))
