@@ -414,9 +414,10 @@ class ExpressionLowering:
                 return CT(PY_BINOPS[op](a.value, b.value))
             except Exception as exc:  # noqa: BLE001
                 raise self.error(node, f"cannot evaluate `{SYMBOL[op]}` at translation time: {exc}") from None
-        seqs = [sequence_items(v) for v in (a, b)]
-        if op == "add" and None not in seqs:  # `[k, n] + [m]`: Python's concatenation
-            return TupleValue(seqs[0] + seqs[1])
+        if op == "add":
+            seqs = [sequence_items(v) for v in (a, b)]
+            if None not in seqs:  # `[k, n] + [m]`: Python's concatenation
+                return TupleValue(seqs[0] + seqs[1])
         loc = self.loc(node)
         ea, eb = self.to_expr(a, node), self.to_expr(b, node)
         ta, tb = self.operand_types(a, ea, b, eb)
