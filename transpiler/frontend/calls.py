@@ -20,7 +20,7 @@ from ..ir import nodes as ir
 from ..ir import types as T
 from .common import (
     CT_PY_CALLABLES, annotations as func_annotations, bind_arguments, component_stores, has_side_effects, is_library,
-    is_py_scalar, is_simple, name_loads, return_count, signature, store_counts, without_docstring,
+    is_py_scalar, is_simple, name_loads, return_count, signature, store_counts, without_docstring, ast_nodes,
 )
 from .source import ParsedFunction, parse_function
 from ..lang.matrix import MatrixType
@@ -578,8 +578,9 @@ def _plain_data(value: StructValue) -> bool:
                for m in value.members.values())
 
 
-def _names(node: ast.AST, ctx: type) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+@lru_cache(maxsize=8192)  # (parsed trees live as long as the process: once per statement)
+def _names(node: ast.AST, ctx: type) -> frozenset[str]:
+    return frozenset(n.id for n in ast_nodes(node) if type(n) is ast.Name and isinstance(n.ctx, ctx))
 
 
 def _returns_always(st: ast.stmt) -> bool:

@@ -125,6 +125,8 @@ class ExpressionLowering:
                 return ir.LocalRef(bound.type, self.loc(node), bound)
         elif isinstance(bound, (ir.Expr, CT)):
             return bound
+        elif bound is None:  # a global (`qd`, a @qd.func, a field): half the names a kernel reads
+            return self.global_name(node)
         shared = self.shared_for_read(bound, scope)
         if shared is not None:
             return self.load_var(shared, self.loc(node))
@@ -136,8 +138,9 @@ class ExpressionLowering:
             return self.read_matrix(bound, scope, self.loc(node))
         if isinstance(bound, StructVar):
             return self.read_struct(bound, scope, self.loc(node))
-        if bound is not None:
-            return bound
+        return bound
+
+    def global_name(self, node: ast.Name):
         found = self.global_lookup(node.id)
         if found is None:
             raise self.error(node, f"undefined name `{node.id}`")
@@ -411,9 +414,10 @@ class ExpressionLowering:
                 return CT(PY_BINOPS[op](a.value, b.value))
             except Exception as exc:  # noqa: BLE001
                 raise self.error(node, f"cannot evaluate `{SYMBOL[op]}` at translation time: {exc}") from None
-        seqs = [sequence_items(v) for v in (a, b)]
-        if op == "add" and None not in seqs:  # `[k, n] + [m]`: Python's concatenation
-            return TupleValue(seqs[0] + seqs[1])
+        if op == "add":
+            seqs = [sequence_items(v) for v in (a, b)]
+            if None not in seqs:  # `[k, n] + [m]`: Python's concatenation
+                return TupleValue(seqs[0] + seqs[1])
         loc = self.loc(node)
         ea, eb = self.to_expr(a, node), self.to_expr(b, node)
         ta, tb = self.operand_types(a, ea, b, eb)

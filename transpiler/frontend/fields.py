@@ -26,6 +26,10 @@ class StructArray:
         self.source = source  # the qd.StructField it is
 
 
+# The classes whose objects module_object gives back unchanged: what it tests is the class's.
+_AS_THEY_ARE: set[type] = set()
+
+
 class FieldLowering:
     """Field methods of KernelLowering."""
 
@@ -35,12 +39,15 @@ class FieldLowering:
         if not isinstance(value, CT):
             return value
         obj = value.value
+        if type(obj) in _AS_THEY_ARE:  # (`qd`, a @qd.func, a number: every global name a kernel reads)
+            return value
         if getattr(type(obj), "_qd_host_matrix", False):  # (the class: an object's own __getattr__ may be costly)
             return self.host_matrix(obj, node)
         if isinstance(obj, Field) or _is_ndarray_object(obj):
             return ArrayHandle(self.field_param(obj, name, node))
         if isinstance(obj, StructField):
             return self.struct_array(obj, name, node)
+        _AS_THEY_ARE.add(type(obj))
         return value
 
     def host_matrix(self, obj, node) -> MatrixValue:

@@ -226,14 +226,18 @@ class KernelScopeLowering:
         if self.names_of_loop[0] is not body:
             updated, named = set(), {}
             for st in body or []:
-                for n in ast_nodes(st):
-                    if isinstance(n, (ast.Name, ast.Attribute)):
-                        named.setdefault(n.id if isinstance(n, ast.Name) else n.attr, []).append(n)
-                    target = n.target if isinstance(n, ast.AugAssign) else n.value.args[0] if (
-                        isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and n.value.args and
-                        self.is_atomic_call(n.value.func)) else None
-                    if isinstance(target, ast.Subscript):
-                        updated.add(id(target.value))
+                for n in ast_nodes(st):  # (by exact class: every node of the loop body is looked at)
+                    cls = type(n)
+                    if cls is ast.Name:
+                        named.setdefault(n.id, []).append(n)
+                    elif cls is ast.Attribute:
+                        named.setdefault(n.attr, []).append(n)
+                    elif cls is ast.AugAssign or cls is ast.Expr:
+                        target = n.target if cls is ast.AugAssign else n.value.args[0] if (
+                            isinstance(n.value, ast.Call) and n.value.args and
+                            self.is_atomic_call(n.value.func)) else None
+                        if isinstance(target, ast.Subscript):
+                            updated.add(id(target.value))
             self.names_of_loop = (body, updated, named)
         _, updated, named = self.names_of_loop
         return not any(id(n) not in updated and ast.unparse(n) == base for n in named.get(base.rsplit(".", 1)[-1], ()))
@@ -404,8 +408,6 @@ class KernelScopeLowering:
     def finish_reductions(self) -> tuple[list[ir.Stmt], list[ir.Stmt]]:
         """The accumulators' declarations (before the loop) and, after it, each block's fold
         and one atomic per block into the buffer."""
-        from ..lang import blocklib  # noqa: PLC0415 - lang/blocklib.py is kernel-language code that imports the package; loaded on first use
-
         prelude, epilogue = [], []
         if any(red.element for red in self.task_state.reductions.values()) and (
                 self.task_state.shared or node_kinds(self.body.block) & _COLLECTIVES):
@@ -419,6 +421,9 @@ class KernelScopeLowering:
             for red in self.task_state.reductions.values():
                 loc, dtype = red.loc, red.array.type.dtype
                 prelude.append(ir.Declare(loc, red.acc, ir.Const(dtype, loc, T.identity(red.op, dtype))))
+                # (imported here, where a reduction is folded: an import statement costs even when loaded)
+                from ..lang import blocklib  # noqa: PLC0415 - lang/blocklib.py is kernel-language code that imports the package; loaded on first use
+
                 total = self.inline_values(blocklib.reduce, loc, [
                     ir.LocalRef(dtype, loc, red.acc), CT(self.task_state.block_dim), CT(red.op), CT(dtype)])
                 tid = ir.ThreadIndex(T.i32, loc, "thread_idx")
@@ -640,7 +645,7 @@ def _reads(body: list[ast.stmt] | None, name: str, is_atomic_call: Callable[[ast
     (``name += v``, ``qd.atomic_*(name, v)``)."""
     skip = set()
     for st in body or []:
-        for n in ast.walk(st):
+        for n in ast_nodes(st):
             if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == name \
                     and is_atomic_call(n.func):
                 skip.add(id(n.args[0]))
@@ -650,7 +655,7 @@ def _reads(body: list[ast.stmt] | None, name: str, is_atomic_call: Callable[[ast
                     [n.value.left, n.value.right] if isinstance(n.value, ast.BinOp) else []
                 skip |= {id(a) for a in operands if isinstance(a, ast.Name) and a.id == n.targets[0].id}
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in skip
-               for st in body or [] for n in ast.walk(st))
+               for st in body or [] for n in ast_nodes(st))
 
 
 def _directly_in(body: list[ast.stmt], loop: ast.For) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 from .. import lang
 from ..errors import Diagnostic, TranspileError
@@ -49,6 +49,24 @@ from .derivative import derive
 # A non-integer argument of qd.ndrange in a loop, refused in Quadrants' words.
 NDRANGE_BOUND = "Every argument of ndrange should be an integer scalar or a tuple/list of (int, int)"
 
+
+
+class _Swap:
+    """``obj.attr`` set to ``value`` inside a ``with`` (which yields the value), the old one
+    back afterwards, also when lowering raised: a class, not a generator context manager,
+    as the lowering enters tens of these per kernel and a generator costs several times more."""
+    __slots__ = ("obj", "attr", "value", "saved")
+
+    def __init__(self, obj, attr: str, value):
+        self.obj, self.attr, self.value = obj, attr, value
+
+    def __enter__(self):
+        self.saved = getattr(self.obj, self.attr)
+        setattr(self.obj, self.attr, self.value)
+        return self.value
+
+    def __exit__(self, *exc) -> None:
+        setattr(self.obj, self.attr, self.saved)
 
 class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, KernelScopeLowering, RealFuncLowering,
                      MatrixLowering, StructLowering, FieldLowering, SparseLowering, GraphLowering, TileLowering,
@@ -151,27 +169,15 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             stmt = ir.Store(stmt.loc, stmt.array, self.before_write(stmt.array, stmt.indices, stmt.loc), stmt.value)
         self.body.block.append(stmt)
 
-    @contextmanager
-    def collecting(self, into: list[ir.Stmt] | None = None) -> Iterator[list[ir.Stmt]]:
+    def collecting(self, into: list[ir.Stmt] | None = None) -> _Swap:
         """Statements emitted inside go to ``into`` (a fresh list by default), which it yields;
         the enclosing block is back afterwards, also when lowering raised."""
-        saved = self.body.block
-        self.body.block = body = [] if into is None else into
-        try:
-            yield body
-        finally:
-            self.body.block = saved
+        return _Swap(self.body, "block", [] if into is None else into)
 
-    @contextmanager
-    def scoped(self, scope: Scope | None = None, task_root: bool = False) -> Iterator[Scope]:
+    def scoped(self, scope: Scope | None = None, task_root: bool = False) -> _Swap:
         """Names are looked up in ``scope`` (by default a new block scope inside the current
         one: names first assigned inside live inside); the current scope is back afterwards."""
-        saved = self.body.scope
-        self.body.scope = Scope(saved, task_root) if scope is None else scope
-        try:
-            yield self.body.scope
-        finally:
-            self.body.scope = saved
+        return _Swap(self.body, "scope", Scope(self.body.scope, task_root) if scope is None else scope)
 
     @contextmanager
     def loop_body(self) -> Iterator[None]:
@@ -231,15 +237,10 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.body.inline_stack.pop()
             self.body.library_site = saved_site
 
-    @contextmanager
-    def declaring(self) -> Iterator[list[ir.Stmt]]:
+    def declaring(self) -> _Swap:
         """Collects the result variables the inlined function's returns declare (they go
         before the call, in the caller's block)."""
-        saved, self.body.frame_declares = self.body.frame_declares, []
-        try:
-            yield self.body.frame_declares
-        finally:
-            self.body.frame_declares = saved
+        return _Swap(self.body, "frame_declares", [])
 
     @contextmanager
     def function_body(self, frame: _FuncFrame, scope: Scope) -> Iterator[list[ir.Stmt]]:
@@ -256,9 +257,19 @@ class KernelLowering(StatementLowering, ExpressionLowering, CallLowering, Kernel
             self.body = outer
 
     def lower_block(self, stmts: list[ast.stmt], new_scope: bool = True) -> list[ir.Stmt]:
-        with self.collecting() as body, self.scoped() if new_scope else nullcontext():
+        # collecting() and scoped() written out: this runs for every block of every kernel.
+        state = self.body
+        saved_block, saved_scope = state.block, state.scope
+        state.block = body = []
+        if new_scope:
+            state.scope = Scope(saved_scope)
+        try:
             for s in stmts:
                 self.stmt(s)
+        finally:
+            state.block = saved_block
+            if new_scope:
+                state.scope = saved_scope
         return body
 
     # ------------------------------------------------------------------ kernel

@@ -143,6 +143,11 @@ class _Facts:
                 names = ref_fields.get(type(n))
                 if names is None:
                     names = ref_fields[type(n)] = fields_of(type(n)).refs
+                if not names:
+                    continue
+                if len(names) == 1:  # (most that name anything name one: no set to build)
+                    self._uses.setdefault(id(getattr(n, names[0])), []).append(n)
+                    continue
                 for key in {id(getattr(n, f)) for f in names}:
                     self._uses.setdefault(key, []).append(n)
         return self._uses.get(id(array), [])

@@ -16,7 +16,7 @@ from ..errors import TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.memo import per_kernel
-from ..ir.walk import all_exprs, contains
+from ..ir.walk import all_exprs, contains, task_node_kinds
 from .rewrite import HoistingRewriter
 
 
@@ -43,7 +43,9 @@ def _legalize(kernel: ir.Kernel, dialect: AtomicsTable) -> ir.Kernel:
         return kernel
     needs = False
     bits_shared: set[int] = set()
-    for stmts in [t.code() for t in kernel.tasks] + [f.body for f in kernel.functions]:
+    # (Only the tasks with an atomic are walked; their node classes are known from demotion.)
+    for stmts in [t.code() for t in kernel.tasks if ir.Atomic in task_node_kinds(t)] + \
+            [f.body for f in kernel.functions]:
         for e in all_exprs(stmts):
             if isinstance(e, ir.Atomic):
                 form = dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)

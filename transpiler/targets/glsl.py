@@ -17,7 +17,7 @@ from ..errors import Diagnostic, TranslationWarning, TranspileError
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir.records import record, field
-from ..ir.walk import all_exprs, iter_expr
+from ..ir.walk import all_exprs, iter_expr, task_node_kinds
 from ..passes.legalize import UINT_OF_WIDTH
 from .context import EntryPoint, Needs, TranslationContext, Usage
 from .dialect import (
@@ -451,8 +451,10 @@ class GlslTarget(Target):
 
     def declare_shared(self, r: GlslRenderer, task: ir.Task) -> None:
         # GLSL allows `shared` variables only at global scope.
+        # (A task without atomics, most of them, is not walked: its node classes are known.)
         r.bits_shared = {id(e.array) for e in all_exprs(task.code()) if isinstance(e, ir.Atomic)
-                         and isinstance(e.array, ir.SharedArray) and e.reinterpreted}
+                         and isinstance(e.array, ir.SharedArray) and e.reinterpreted} \
+            if ir.Atomic in task_node_kinds(task) else set()
         for array in task.shared:
             name = r.declare_name(array, array.name)
             size = " * ".join(str(n) for n in array.type.shape)
