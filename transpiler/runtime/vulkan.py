@@ -376,7 +376,8 @@ def _record_path(choice: str | int | None, printf: bool) -> str:
             parts.append(f"{folder}:{os.stat(os.path.expanduser(folder)).st_mtime_ns}")
         except OSError:
             parts.append(f"{folder}:-")
-    return os.path.join(cache.directory("vulkan"), "device-" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32])
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+    return os.path.join(cache.directory("vulkan"), "device-" + digest)
 
 
 class _Beside:
