@@ -1166,3 +1166,25 @@ def test_lavapipe_steps_a_multi_dimensional_range_and_other_devices_divide():
 def test_range_kernels_compile(target):
     for kernel in (changed_through_a_template, ring_neighbours, non_negative_division, numbered_3d, numbered_wide):
         assert_compiles(target, qd.translate(kernel, target), kernel.__name__)
+
+
+@qd.kernel
+def serial_running_sum(src: qd.types.ndarray(qd.f32, ndim=1), out: qd.types.ndarray(qd.f32, ndim=1),
+                       reps: qd.i32):
+    qd.loop_config(serialize=True, block_dim=1)
+    for i in range(out.shape[0]):  # one thread, in order: each iteration reads the one before
+        acc = src[i]
+        for _ in range(reps):  # a data-dependent inner loop, as Quadrants' test_clock_monotonic has
+            acc = acc * 0.5 + src[i] * 0.5
+        out[i] = acc + (out[i - 1] if i > 0 else 0.0)
+
+
+def test_serialized_loop_runs_every_iteration_in_order(executor, rng):
+    # Reported as "serialize with block_dim=1 writes only the first 8 elements on Vulkan": the
+    # lowering is one thread over all iterations on every target; what cut that kernel short was
+    # lavapipe's loop budget (65535 back-edges per invocation, docs/differences.md). Kept well
+    # under it here so the order and the count are what is checked.
+    src = rng.random(32).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    serial_running_sum(src, out, 20)
+    np.testing.assert_allclose(out, np.cumsum(src), rtol=1e-5)
