@@ -7,6 +7,7 @@ import numpy as np
 from ..errors import KernelAssertionError
 from ..ir import nodes as ir
 from ..ir import types as T
+from .prints import decode_scalars
 
 
 def raise_failed_assert(kir: ir.Kernel, values: dict) -> None:
@@ -20,20 +21,8 @@ def raise_failed_assert(kir: ir.Kernel, values: dict) -> None:
 
 def failed_assert_message(check: dict, words: np.ndarray) -> str:
     """The message of ``check`` (a manifest ``asserts`` entry) from the words its values left."""
-    args, at = [], 0
-    for name in check["args"]:  # (as frontend/debug_checks.py's _words stored them)
-        t = T.SCALARS[name]
-        n = 2 if t.bits == 64 else 1
-        raw = np.asarray(words[at:at + n], np.uint32)
-        at += n
-        if n == 2:
-            args.append(raw.view(t.np_dtype)[0].item())
-        elif t.is_float:  # (an f16 was widened to f32)
-            args.append(float(raw.view(np.float32)[0]))
-        elif t is T.bool_:
-            args.append(bool(raw[0]))
-        else:  # (a narrow integer was widened to 32 bits)
-            args.append(int(raw.view(np.int32 if t.kind == "int" else np.uint32)[0]))
+    values, _ = decode_scalars(check["args"], words)  # (as frontend/debug_checks.py's _words stored them)
+    args = [bool(v) if T.SCALARS[name] is T.bool_ else v for name, v in zip(check["args"], values, strict=True)]
     text = ""
     for part in check["parts"]:
         if "text" in part:

@@ -30,7 +30,7 @@ def print_text(kernel: str, sites: list[dict], words: np.ndarray) -> str:
         site = sites[int(words[HEADER + at]) - 1]
         record = words[HEADER + at + 1:]
         keys = tuple(int(k) for k in record[:site["keys"]].view(np.int32))
-        args, n = _scalars(site["args"], record[site["keys"]:])
+        args, n = decode_scalars(site["args"], record[site["keys"]:])
         task = (1 << 31) if site["task"] is None else site["task"]
         phase = PHASES.index(site["phase"]) if site["phase"] else 0
         records.append(((task, phase, keys, at), site, args))
@@ -44,9 +44,10 @@ def print_text(kernel: str, sites: list[dict], words: np.ndarray) -> str:
     return text
 
 
-def _scalars(types: list[str], words: np.ndarray) -> tuple[list, int]:
-    """The values of ``types`` from their words (a 64-bit one low word first), and how many
-    words they took."""
+def decode_scalars(types: list[str], words: np.ndarray) -> tuple[list, int]:
+    """The values of ``types`` from their words (a 64-bit one low word first; a narrower one
+    widened to 32 bits, a bool as 0 or 1), and how many words they took: a print record's
+    values, a failed assert's."""
     out, at = [], 0
     for name in types:
         t = T.SCALARS[name]

@@ -56,6 +56,17 @@ def tiles(count):
 
 
 @qd.func
+def fold(a, b, op: qd.template()):
+    """``op`` ("add", "min" or "max") of two values, chosen when the kernel is translated."""
+    if qd.static(op == "add"):
+        return a + b
+    elif qd.static(op == "min"):
+        return min(a, b)
+    else:
+        return max(a, b)
+
+
+@qd.func
 def load(src: qd.template(), index, wide: qd.template(), dtype: qd.template()):
     """``src[index]`` as ``dtype``: the bits of a scratch slot, or the caller's value."""
     if qd.static(wide is not None):

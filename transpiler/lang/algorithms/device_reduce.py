@@ -14,7 +14,7 @@ from __future__ import annotations
 from .. import blocklib, qd
 from ..kernel import comptime
 
-from .common import BLOCK_DIM, block, load, store
+from .common import BLOCK_DIM, block, fold, load, store
 
 ITEMS = 16               # elements per thread and tile
 TILE_SHIFT = 12          # log2(TILE)
@@ -28,16 +28,6 @@ grid = qd.simt.grid
 def vector_width(dtype) -> int:
     """Elements in a 16-byte vector of ``dtype`` (4- or 8-byte scalars)."""
     return 128 // dtype.bits
-
-
-@qd.func
-def _fold(a, b, op: qd.template()):
-    if qd.static(op == "add"):
-        return a + b
-    elif qd.static(op == "min"):
-        return min(a, b)
-    else:
-        return max(a, b)
 
 
 @qd.func
@@ -64,19 +54,19 @@ def reduce_tiles(src: qd.template(), dst: qd.template(), dst_wide: qd.template()
                 q = t * (TILE // w) + tid
                 for k in qd.static(range(ITEMS // w)):
                     for lane in qd.static(range(w)):
-                        acc = _fold(acc, grid._vector_lane(src, q + k * BLOCK_DIM, lane), op)
+                        acc = fold(acc, grid._vector_lane(src, q + k * BLOCK_DIM, lane), op)
                 t += blocks
         else:
             while t < full:
                 base = (t << TILE_SHIFT) + tid
                 for k in qd.static(range(ITEMS)):
-                    acc = _fold(acc, src[base + k * BLOCK_DIM], op)
+                    acc = fold(acc, src[base + k * BLOCK_DIM], op)
                 t += blocks
         if t == full:  # the last tile, when count is not a multiple of TILE: guarded loads
             base = (t << TILE_SHIFT) + tid
             for k in qd.static(range(ITEMS)):
                 if base + k * BLOCK_DIM < count:
-                    acc = _fold(acc, src[base + k * BLOCK_DIM], op)
+                    acc = fold(acc, src[base + k * BLOCK_DIM], op)
         total = block.reduce(acc, BLOCK_DIM, op, dtype)
         if tid == 0:
             store(dst, i >> 8, total, dst_wide)
@@ -91,7 +81,7 @@ def reduce_into_one(src: qd.template(), src_wide: qd.template(), out: qd.templat
         acc = blocklib.identity(op, dtype)
         for k in qd.static(range(MAX_PARTIALS // BLOCK_DIM)):
             if i + k * BLOCK_DIM < count:
-                acc = _fold(acc, load(src, i + k * BLOCK_DIM, src_wide, dtype), op)
+                acc = fold(acc, load(src, i + k * BLOCK_DIM, src_wide, dtype), op)
         total = block.reduce(acc, BLOCK_DIM, op, dtype)
         if i == 0:
             out[0] = total

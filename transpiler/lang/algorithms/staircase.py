@@ -13,19 +13,9 @@ from __future__ import annotations
 
 from .. import blocklib, qd
 
-from .common import BLOCK_DIM, block, load, store
+from .common import BLOCK_DIM, block, fold, load, store
 
 subgroup = qd.simt.subgroup
-
-
-@qd.func
-def _fold(a, b, op: qd.template()):
-    if qd.static(op == "add"):
-        return a + b
-    elif qd.static(op == "min"):
-        return min(a, b)
-    else:
-        return max(a, b)
 
 
 @qd.func
@@ -79,7 +69,7 @@ def tile_scan_add_prefix(src: qd.template(), src_off, src_wide: qd.template(), p
             v = load(src, src_off + i, src_wide, dtype)
         prefix = _block_exclusive(v, op, dtype)
         if i < count:
-            store(dst, dst_off + i, _fold(load(prefixes, pre_off + (i >> 8), pre_wide, dtype), prefix, op), dst_wide)
+            store(dst, dst_off + i, fold(load(prefixes, pre_off + (i >> 8), pre_wide, dtype), prefix, op), dst_wide)
 
 
 @qd.func
