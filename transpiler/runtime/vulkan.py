@@ -381,11 +381,11 @@ def _record_path(choice: str | int | None, printf: bool) -> str:
 
 
 class _Beside:
-    """``first()`` then ``get_device(choice, printf)`` in a thread; ``get`` waits for the device.
+    """``first(True)`` then ``get_device(choice, printf)`` in a thread; ``get`` waits for the device.
     (One thread from qd.init: each start waits for the new thread to run, which, while others
     hold the interpreter, cost qd.init 10 ms a thread; ``first`` starts the warm-up's.)"""
 
-    def __init__(self, choice: str | int | None, printf: bool, record_path: str, first: Callable[[], object]):
+    def __init__(self, choice: str | int | None, printf: bool, record_path: str, first: Callable[[bool], object]):
         self.device: Device | None = None
         self.error: BaseException | None = None
         self.record_path = record_path
@@ -394,9 +394,9 @@ class _Beside:
         _beside.add(self.thread)
         self.thread.start()
 
-    def _make(self, choice: str | int | None, printf: bool, first: Callable[[], object]) -> None:
+    def _make(self, choice: str | int | None, printf: bool, first: Callable[[bool], object]) -> None:
         try:
-            first()
+            first(True)
         except Exception:  # noqa: BLE001 - a head start only; the device is what matters here
             pass
         try:
@@ -425,15 +425,15 @@ def _join_beside() -> None:
         thread.join()
 
 
-def start_device(choice: str | int | None, printf: bool, first: Callable[[], object]) -> Callable[[], Device]:
-    """``first()``, and what gives the device: made already, made here (no record of one), or
-    in a thread (which calls ``first`` too)."""
+def start_device(choice: str | int | None, printf: bool, first: Callable[[bool], object]) -> Callable[[], Device]:
+    """``first(beside)``, and what gives the device: made already, made here (no record of one),
+    or in a thread (which calls ``first`` too); ``beside`` says whether it is that thread."""
     with _devices_lock:
         dev = _devices.get((choice, printf))
     path = None if dev is not None else _record_path(choice, printf)
     if path is not None and os.path.exists(path):
         return _Beside(choice, printf, path, first).get
-    first()
+    first(False)
     if dev is None:
         dev = get_device(choice, printf)
         try:
@@ -595,9 +595,15 @@ class VulkanBackend(Backend):
         # Beside the device's creation (which lets go of the GIL): the SPIR-V cache key's compiler
         # identity first (its imports, a stat of the library), which a first call's disk hit asks for;
         # glslang's built-in tables in a thread of their own from the start (C++, without the GIL:
-        # a new kernel called right after qd.init waited for them, first call 72-84 -> 29-48 ms).
-        self._device = start_device(device, printf, lambda: warm_up.start(
-            "glsl", first=spirv_compiler.identity, beside=spirv_compiler.fill_builtins))
+        # a new kernel called right after qd.init waited for them, first call 72-84 -> 29-48 ms);
+        # once the device is there, a launch of the warm-up kernel (see warm_up.launch_once).
+        self._made = threading.Event()  # set once self._device is (the warm-up launch waits for it)
+        try:
+            self._device = start_device(device, printf, lambda in_thread: warm_up.start(
+                "glsl", then=self._warm_launch, first=spirv_compiler.identity, beside=spirv_compiler.fill_builtins,
+                render_early=in_thread))
+        finally:
+            self._made.set()
         self.choice = device
         self.fast_math = fast_math
         self._printing: VulkanBackend | None = None  # where kernels that print run (see load)
@@ -605,6 +611,11 @@ class VulkanBackend(Backend):
         self.resident: dict[int, _Buffer] = {}  # the host address of a qd.ndarray's mapping -> its buffer
         if subgroup_size is not None:  # a width the device cannot run fails qd.init
             _ = self.subgroup_size
+
+    def _warm_launch(self) -> None:
+        self._made.wait()
+        if hasattr(self, "_device"):  # (not where qd.init failed to make the device)
+            warm_up.launch_once(self)
 
     @functools.cached_property
     def device(self) -> Device:

@@ -8,6 +8,8 @@ of block-level work (a record compiles its methods on first use, see ir/records.
 import threading
 from collections.abc import Callable
 
+import numpy as np
+
 from .. import runtime
 from ..lang import blocklib, qd, subgrouplib
 from ..lang.kernel import Func
@@ -34,11 +36,22 @@ def warm_up_block(x: qd.types.ndarray(dtype=qd.f32, ndim=1), total: qd.types.nda
 def translate_once(target: str, folder: str | None) -> None:
     """The two kernels, through the offline cache in ``folder``: that of the qd.init which
     started the thread (a later qd.init may have changed the runtime's by now)."""
+    translate_plain(target, folder)
+    translate_block(target, folder)
+
+
+def translate_plain(target: str, folder: str | None) -> None:
+    """The elementwise kernel: the frontend, the hazard checker and the target's passes, what
+    every first call uses. Through the offline cache, as a first call goes: on a warm disk it
+    neither imports Jinja2 nor renders, and leaves the caller's first call the interpreter sooner."""
+    translate(warm_up, target, warn=False, offline_cache=folder)
+
+
+def translate_block(target: str, folder: str | None) -> None:
+    """The block and subgroup libraries' parsed functions and the block-level kernel: what only
+    a kernel with a block collective uses."""
     from ..frontend.source import parse_function  # noqa: PLC0415 - imported in this thread: its purpose
 
-    # Through the offline cache, as a first call goes: on a warm disk neither imports Jinja2 or
-    # renders, and this thread leaves the caller's first call the interpreter to itself sooner.
-    translate(warm_up, target, warn=False, offline_cache=folder)
     for library in (subgrouplib, blocklib):
         for value in vars(library).values():
             if isinstance(value, Func):
@@ -55,15 +68,35 @@ def emitter_once(target: str) -> None:
     translate(warm_up, target, warn=False)
 
 
+def launch_once(backend: runtime.Backend) -> np.ndarray:
+    """The elementwise kernel loaded and run once on ``backend`` (64 elements), as its device
+    becomes ready: a process's first launch sets up what each later one reuses (the `vulkan`
+    binding's struct types for pipelines, descriptors, buffers and submissions, the SPIR-V
+    cache's folder, the driver's first pipeline and dispatch), which a new kernel called right
+    after qd.init paid for in its first call. Returns the array it ran on (x[i] = 2 i + 1 below 48)."""
+    tr = translate(warm_up, backend.target, warn=False, offline_cache=runtime._offline_cache,
+                   **backend.translate_options())
+    program = backend.load(tr)
+    values = {"x": np.arange(64, dtype=np.float32), "n": np.int32(48)}
+    backend.run(program, tr.ir, values, runtime.plan_launches(tr.ir, values))
+    return values["x"]
+
+
 _started: set[str] = set()
 
 
 def start(target: str, then: Callable[[], object] | None = None, first: Callable[[], object] | None = None,
-          beside: Callable[[], object] | None = None) -> None:
+          beside: Callable[[], object] | None = None, render_early: bool = False) -> None:
     """``first``, ``translate_once``, ``then`` and ``emitter_once`` for ``target`` in a
     background thread, once per process and target; ``beside`` in a second thread from the
     start, which the first waits for before the emitter. Failures are ignored: this only gives
-    the first call a head start, and that call reports whatever is wrong."""
+    the first call a head start, and that call reports whatever is wrong.
+
+    ``render_early``: where every first call waits longer for something else (the Vulkan device
+    made beside qd.init, 40-100 ms) than the emitter's load takes (about 20 ms), so that no cached
+    first call can run meanwhile, the emitter comes right after the elementwise kernel, before
+    the block libraries and without waiting for ``beside``: a new kernel called as soon as the
+    device is there found Jinja2 still unloaded (its first call 42 ms, 19 of them rendering)."""
     if target in _started:
         return
     _started.add(target)
@@ -76,14 +109,21 @@ def start(target: str, then: Callable[[], object] | None = None, first: Callable
     def run() -> None:
         if first is not None:
             _quietly(first)
-        _quietly(translate_once, target, folder)
+        if render_early:
+            _quietly(translate_plain, target, folder)
+            _quietly(emitter_once, target)
+        else:
+            _quietly(translate_once, target, folder)
         if then is not None:
             _quietly(then)
         if helper is not None:
             # Jinja's import holds the interpreter: not while a cached first call may be running,
             # that is, not before what runs beside is done (as when it ran in this thread).
             helper.join()
-        _quietly(emitter_once, target)
+        if render_early:  # (last: only a kernel with a block collective uses it)
+            _quietly(translate_block, target, folder)
+        else:
+            _quietly(emitter_once, target)
 
     threading.Thread(target=run, daemon=True, name=f"qd-warm-up-{target}").start()
 
