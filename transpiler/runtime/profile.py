@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from collections.abc import Iterator
 
 enabled = os.environ.get("QD_PROFILE", "").strip() not in ("", "0")
 
-# The stages timed so far in this thread's first call being profiled: (name, seconds, note), in
-# `stages`. Per thread: a backend's warm-up loads a program of its own beside the caller's.
-_current = threading.local()
+# The stages timed so far in the first call being profiled: (name, seconds, note).
+_stages: list[tuple[str, float, str]] | None = None
 
 
 @contextmanager
@@ -27,15 +25,14 @@ def stage(name: str) -> Iterator[list[str]]:
     """Time a part of a first call's load (a backend's compile, pipeline creation). The
     yielded list takes a note to print beside it (e.g. "cached")."""
     notes: list[str] = []
-    stages = getattr(_current, "stages", None)
-    if stages is None:
+    if _stages is None:
         yield notes
         return
     t0 = time.perf_counter()
     try:
         yield notes
     finally:
-        stages.append((name, time.perf_counter() - t0, " ".join(notes)))
+        _stages.append((name, time.perf_counter() - t0, " ".join(notes)))
 
 
 class FirstCall:
@@ -43,21 +40,24 @@ class FirstCall:
     with the launch."""
 
     def __init__(self, kernel: str, backend: str):
+        global _stages
         self.kernel, self.backend = kernel, backend
         self.t0 = time.perf_counter()
         self.translate: dict[str, float] = {}
         self.translate_s = self.load_s = 0.0
         self.loaded: list[tuple[str, float, str]] = []
-        _current.stages = []
+        _stages = []
 
     def translated(self, seconds: dict[str, float], elapsed: float) -> None:
         self.translate, self.translate_s = seconds, elapsed
 
     def loaded_in(self, elapsed: float) -> None:
-        self.load_s, self.loaded, _current.stages = elapsed, getattr(_current, "stages", None) or [], None
+        global _stages
+        self.load_s, self.loaded, _stages = elapsed, _stages or [], None
 
     def done(self) -> None:
-        _current.stages = None
+        global _stages
+        _stages = None
         total = time.perf_counter() - self.t0
         launch = total - self.translate_s - self.load_s
         ms = lambda s: f"{s * 1e3:.1f}"  # noqa: E731

@@ -449,6 +449,14 @@ def start_device(choice: str | int | None, printf: bool, first: Callable[[bool],
 _spirv_cache: dict[str, bytes] = {}
 
 
+def spirv_ready() -> None:
+    """What ``spirv_for`` imports and asks first, ahead of a first call (3 ms of it)."""
+    from ..targets.glsl import TARGET_ENV  # noqa: F401, PLC0415 - see spirv_for
+    from ..toolchains.glsl_check import compile_glsl  # noqa: F401, PLC0415
+
+    spirv_compiler.identity()
+
+
 def spirv_for(text: str, name: str) -> tuple[bytes, str]:
     """SPIR-V for one GLSL file, cached by the hash of its text and compiler (in memory and
     on disk), and where it came from: "in memory", "from disk" or "compiled". Compiled in
@@ -592,18 +600,13 @@ class VulkanBackend(Backend):
 
     def __init__(self, device: str | int | None = None, fast_math: bool = False, subgroup_size: int | None = None,
                  printf: bool = False, **_options):
-        # Beside the device's creation (which lets go of the GIL): the SPIR-V cache key's compiler
-        # identity first (its imports, a stat of the library), which a first call's disk hit asks for;
-        # glslang's built-in tables in a thread of their own from the start (C++, without the GIL:
-        # a new kernel called right after qd.init waited for them, first call 72-84 -> 29-48 ms);
-        # once the device is there, a launch of the warm-up kernel (see warm_up.launch_once).
-        self._made = threading.Event()  # set once self._device is (the warm-up launch waits for it)
-        try:
-            self._device = start_device(device, printf, lambda in_thread: warm_up.start(
-                "glsl", then=self._warm_launch, first=spirv_compiler.identity, beside=spirv_compiler.fill_builtins,
-                render_early=in_thread))
-        finally:
-            self._made.set()
+        # Beside the device's creation (which lets go of the GIL): the SPIR-V step's modules and the
+        # cache key's compiler identity first (its imports, a stat of the library), which a first
+        # call's disk hit asks for; glslang's built-in tables in a thread of their own from the start
+        # (C++, without the GIL: a new kernel called right after qd.init waited for them, first call
+        # 72-84 -> 29-48 ms).
+        self._device = start_device(device, printf, lambda in_thread: warm_up.start(
+            "glsl", first=spirv_ready, beside=spirv_compiler.fill_builtins, render_early=in_thread))
         self.choice = device
         self.fast_math = fast_math
         self._printing: VulkanBackend | None = None  # where kernels that print run (see load)
@@ -611,11 +614,6 @@ class VulkanBackend(Backend):
         self.resident: dict[int, _Buffer] = {}  # the host address of a qd.ndarray's mapping -> its buffer
         if subgroup_size is not None:  # a width the device cannot run fails qd.init
             _ = self.subgroup_size
-
-    def _warm_launch(self) -> None:
-        self._made.wait()
-        if hasattr(self, "_device"):  # (not where qd.init failed to make the device)
-            warm_up.launch_once(self)
 
     @functools.cached_property
     def device(self) -> Device:

@@ -8,8 +8,6 @@ of block-level work (a record compiles its methods on first use, see ir/records.
 import threading
 from collections.abc import Callable
 
-import numpy as np
-
 from .. import runtime
 from ..lang import blocklib, qd, subgrouplib
 from ..lang.kernel import Func
@@ -68,20 +66,6 @@ def emitter_once(target: str) -> None:
     translate(warm_up, target, warn=False)
 
 
-def launch_once(backend: runtime.Backend) -> np.ndarray:
-    """The elementwise kernel loaded and run once on ``backend`` (64 elements), as its device
-    becomes ready: a process's first launch sets up what each later one reuses (the `vulkan`
-    binding's struct types for pipelines, descriptors, buffers and submissions, the SPIR-V
-    cache's folder, the driver's first pipeline and dispatch), which a new kernel called right
-    after qd.init paid for in its first call. Returns the array it ran on (x[i] = 2 i + 1 below 48)."""
-    tr = translate(warm_up, backend.target, warn=False, offline_cache=runtime._offline_cache,
-                   **backend.translate_options())
-    program = backend.load(tr)
-    values = {"x": np.arange(64, dtype=np.float32), "n": np.int32(48)}
-    backend.run(program, tr.ir, values, runtime.plan_launches(tr.ir, values))
-    return values["x"]
-
-
 _started: set[str] = set()
 
 
@@ -92,11 +76,14 @@ def start(target: str, then: Callable[[], object] | None = None, first: Callable
     start, which the first waits for before the emitter. Failures are ignored: this only gives
     the first call a head start, and that call reports whatever is wrong.
 
-    ``render_early``: where every first call waits longer for something else (the Vulkan device
+    ``render_early``, where every first call waits longer for something else (the Vulkan device
     made beside qd.init, 40-100 ms) than the emitter's load takes (about 20 ms), so that no cached
-    first call can run meanwhile, the emitter comes right after the elementwise kernel, before
-    the block libraries and without waiting for ``beside``: a new kernel called as soon as the
-    device is there found Jinja2 still unloaded (its first call 42 ms, 19 of them rendering)."""
+    first call can run meanwhile: the elementwise kernel, then the emitter at once, without
+    waiting for ``beside`` (a new kernel called as soon as the device was there found Jinja2
+    unloaded: its first call 42 ms, 19 of them rendering), and not the block-level kernel: the
+    device is there by then, and that translation (17 ms of the interpreter) ran beside the
+    program's first call, which it slowed by 8 ms (a median of 9 runs: 33 -> 25 ms). A kernel with
+    a block collective parses the libraries in its own first call instead."""
     if target in _started:
         return
     _started.add(target)
@@ -120,9 +107,7 @@ def start(target: str, then: Callable[[], object] | None = None, first: Callable
             # Jinja's import holds the interpreter: not while a cached first call may be running,
             # that is, not before what runs beside is done (as when it ran in this thread).
             helper.join()
-        if render_early:  # (last: only a kernel with a block collective uses it)
-            _quietly(translate_block, target, folder)
-        else:
+        if not render_early:
             _quietly(emitter_once, target)
 
     threading.Thread(target=run, daemon=True, name=f"qd-warm-up-{target}").start()
