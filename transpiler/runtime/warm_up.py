@@ -4,7 +4,8 @@ import and build, once per process, what a first kernel call would otherwise pay
 the caller's thread (the frontend, the hazard checker, the target's emitter, Jinja's
 compiled templates, Python's tokenizer), the parsed source of the block and subgroup
 libraries' functions, which any kernel with a block collective inlines, and the IR classes
-of block-level work (a record compiles its methods on first use, see ir/records.py)."""
+of block-level work (a record compiles its methods on first use, see ir/records.py); where the
+Vulkan device is made beside qd.init, the first kernel only (see ``start``)."""
 import threading
 from collections.abc import Callable
 
@@ -61,8 +62,8 @@ def emitter_once(target: str) -> None:
     """The target's emitter (Jinja2, the target's templates and helpers), which the offline
     cache's hits left unloaded: a kernel new to the cache renders, and paid 18-20 ms of its
     first call for them here (a new saxpy's first call 1 s after qd.init: 27-41 ms, 8-10 with
-    them loaded). Last in the thread, after what a cached first call waits for; where a
-    translation has rendered already, a millisecond."""
+    them loaded). Last in the thread, after what a cached first call waits for (unless
+    ``render_early``, see start); where a translation has rendered already, a millisecond."""
     translate(warm_up, target, warn=False)
 
 
