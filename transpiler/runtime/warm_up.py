@@ -55,6 +55,21 @@ def emitter_once(target: str) -> None:
     translate(warm_up, target, warn=False)
 
 
+def imports(target: str) -> None:
+    """The modules a first call of a new kernel imports (the frontend, the passes, the
+    target's emitter, Jinja2 and the templates' environment), in the caller's thread: a
+    backend whose own first build is short imports them at qd.init, as Quadrants' import
+    loads its compiler, rather than in the first call (a new saxpy's first call on the CPU
+    spent 40-50 of its ~90 ms here importing them)."""
+    from ..frontend import lower  # noqa: F401, PLC0415 - the point: imported now
+    from ..passes import block_votes, capabilities, demote, hazards, legalize, vector_loads  # noqa: F401, PLC0415
+    from ..targets import get_target  # noqa: PLC0415
+    from ..targets.templates import jinja_env  # noqa: PLC0415
+
+    get_target(target)
+    jinja_env()
+
+
 _started: set[str] = set()
 
 
