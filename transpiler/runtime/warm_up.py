@@ -56,18 +56,18 @@ def emitter_once(target: str) -> None:
 
 
 def imports(target: str) -> None:
-    """The modules a first call of a new kernel imports (the frontend, the passes, the
-    target's emitter, Jinja2 and the templates' environment), in the caller's thread: a
-    backend whose own first build is short imports them at qd.init, as Quadrants' import
-    loads its compiler, rather than in the first call (a new saxpy's first call on the CPU
-    spent 40-50 of its ~90 ms here importing them)."""
-    from ..frontend import lower  # noqa: F401, PLC0415 - the point: imported now
-    from ..passes import block_votes, capabilities, demote, hazards, legalize, vector_loads  # noqa: F401, PLC0415
-    from ..targets import get_target  # noqa: PLC0415
-    from ..targets.templates import jinja_env  # noqa: PLC0415
+    """What a first call of a new kernel for ``target`` pays for besides its own work (the
+    frontend's, the passes' and the target's modules, Jinja2 and the templates, the IR
+    classes' methods, compiled on first use), in the caller's thread: a backend whose own
+    first build is short does this at qd.init, as Quadrants' import loads its compiler,
+    rather than in the first call (a new saxpy's first call on the CPU spent 40-50 of its
+    ~90 ms here on it; what remains is the kernel's own 3-6 ms), and the identity of the
+    package's code that the offline cache's keys hold (a stat of each file)."""
+    emitter_once(target)
+    if runtime._offline_cache is not None:
+        from ..offline_cache import code_identity  # noqa: PLC0415 - only with an offline cache
 
-    get_target(target)
-    jinja_env()
+        code_identity()
 
 
 _started: set[str] = set()

@@ -927,17 +927,19 @@ class CpuBackend(Backend):
         self.plain = bool(plain)
         self.light_first = bool(light_first)
         self._defines = _defines(dialect, self.wave32, self.width)
+        self._warm_up: Callable[[], None] | None = None
         if not self.race_check:
-            # While the program goes on to its first kernel call: what that call would
-            # otherwise pay first (the translator's imports and templates, the precompiled
-            # header; see warm_up).
+            # What a first kernel call would otherwise pay first: the translator's imports now;
+            # the warm-up's translations and precompiled headers (see warm_up) once the first
+            # build is done (started here, its translations took the interpreter from a first
+            # call that came at once: 15-20 ms of it).
             with contextlib.suppress(Exception):  # (what fails here fails in the first call, with its message)
                 warm_up.imports(dialect)  # the first call's translation is then 5-10 ms, not ~50
             defines = self._defines
             cxx = self.compiler
             plain_flags = kernel_flags(cxx, opt, defines, True, False)
-            warm_up.start(dialect, lambda: [precompiled_header(cxx, flags)
-                                            for flags in (plain_flags, kernel_flags(cxx, opt, defines))])
+            self._warm_up = functools.partial(warm_up.start, dialect, lambda: [
+                precompiled_header(cxx, flags) for flags in (plain_flags, kernel_flags(cxx, opt, defines))])
             if self.plain and self.light_first:  # a light build's compiler and linker, started now (a
                 # millisecond here) where the header is built, else on a thread that builds it first
                 light = kernel_flags(cxx, first_build.LIGHT_OPT, defines, True, False)
@@ -977,6 +979,9 @@ class CpuBackend(Backend):
             if module is None:
                 module = full()
             note.append(("cached" if module.was_cached else "compiled") + (" light" if rebuild else ""))
+        if self._warm_up is not None:
+            self._warm_up, start = None, self._warm_up
+            start()
         cappable = {t.name: t.kind == "parallel" and _grid_free(kernel, t) for t in kernel.tasks}
         # A reduction's epilogue keeps a grid-free task's blocks in one OS thread: its shared
         # array is one buffer of the module, which blocks on two threads would both write.
