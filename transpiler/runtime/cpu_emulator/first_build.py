@@ -160,6 +160,12 @@ def prepare(key: tuple, make: Callable[[], Spare]) -> None:
     spare.close()  # another thread's got there first
 
 
+# Optimised builds running at once: one fewer than the CPUs (at least one), so that the
+# program and the next light build keep a core (many new kernels in a row queue here).
+_rebuilds = threading.BoundedSemaphore(max(1, len(os.sched_getaffinity(0)) - 1)
+                                       if hasattr(os, "sched_getaffinity") else 1)
+
+
 class Rebuild:
     """The optimised build of a module whose light build runs meanwhile, on a thread."""
 
@@ -171,7 +177,8 @@ class Rebuild:
 
     def _run(self, build: Callable[[], object]) -> None:
         try:
-            self.module = build()
+            with _rebuilds:
+                self.module = build()
         except BaseException as exc:  # noqa: BLE001 - kept: the light module simply stays
             self.error = exc
 
