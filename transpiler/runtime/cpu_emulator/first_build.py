@@ -67,8 +67,10 @@ def finish(proc: subprocess.Popen, text: str | None = None) -> tuple[int, str]:
 
 def scratch(prefix: str, parent: Path) -> Path:
     """A new scratch folder (``.tmp``: the cache's eviction leaves it alone a while), recorded."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
-    with _lock:
+    with _lock:  # made and recorded at once: the exit removes every folder made before it
+        if _exiting:
+            raise Exiting("the program is exiting")
+        folder = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
         _scratch.add(folder)
     return folder
 
