@@ -679,11 +679,16 @@ def _prepare_light(cxx: str, flags: list[str], build: bool = True) -> bool:
         return True
 
 
-def _rebuild(cxx: str, light_flags: list[str], full: Callable[[], CpuModule]) -> CpuModule:
+def _rebuild(cxx: str, light_flags: list[str], full: Callable[[], CpuModule],
+             then: Callable[[], None] | None) -> CpuModule:
     """A light module's optimised build (first_build.Rebuild), after starting the spares of
-    the next light build."""
+    the next light build; ``then`` (the backend's warm-up) after it."""
     _prepare_light(cxx, light_flags)
-    return full()
+    try:
+        return full()
+    finally:
+        if then is not None:
+            then()
 
 
 @record
@@ -766,6 +771,7 @@ class CpuProgram:
     runs: int = 0                     # launches so far: what a replay token names
     again: Callable[[], None] | None = None  # runs the last launches again (see replay)
     rebuild: first_build.Rebuild | None = None  # module's optimised build, while it is a light one
+    build_later: Callable[[], CpuModule] | None = None  # that build, until the first launch starts it
 
     def swap(self) -> None:
         """The optimised module in place of the light one, once its build is done (between
@@ -963,7 +969,7 @@ class CpuBackend(Backend):
         # One TU, one mode: a kernel whose tasks are all plain is compiled as a plain module;
         # one with any other task keeps the emulator for all (its plain tasks run directly).
         plain = not self.race_check and self.plain and all(_plain(kernel, t) for t in kernel.tasks)
-        rebuild = None
+        later = None  # the optimised build, begun once the first launch is done (see run)
         with profile.stage("build") as note:
             where = dict(dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
                          entries=[e["name"] for e in entries.values()], compiler=self.compiler)
@@ -975,10 +981,11 @@ class CpuBackend(Backend):
                 module = light_module(text, name, python_files=pyfiles, **where)
                 if module is not None:
                     light = kernel_flags(self.compiler, first_build.LIGHT_OPT, self._defines, True, False)
-                    rebuild = first_build.Rebuild(functools.partial(_rebuild, self.compiler, light, full))
+                    later = functools.partial(_rebuild, self.compiler, light, full, self._warm_up)
+                    self._warm_up = None  # (started by that build, when it is done)
             if module is None:
                 module = full()
-            note.append(("cached" if module.was_cached else "compiled") + (" light" if rebuild else ""))
+            note.append(("cached" if module.was_cached else "compiled") + (" light" if later else ""))
         if self._warm_up is not None:
             self._warm_up, start = None, self._warm_up
             start()
@@ -987,7 +994,7 @@ class CpuBackend(Backend):
         # array is one buffer of the module, which blocks on two threads would both write.
         splittable = {t.name: cappable[t.name] and not t.shared and not t.epilogue for t in kernel.tasks}
         direct = {t.name: splittable[t.name] and not self.race_check and _runs_direct(t) for t in kernel.tasks}
-        return CpuProgram(module, manifest, entries, cappable, splittable, direct, rebuild=rebuild)
+        return CpuProgram(module, manifest, entries, cappable, splittable, direct, build_later=later)
 
     def arguments(self, program: CpuProgram, values: dict[str, object]) -> tuple[list, list[str]]:
         """The entry points' argument list in manifest order (arrays, their shapes as i32,
@@ -1036,6 +1043,9 @@ class CpuBackend(Backend):
                                                poison_shared=self.poison_shared, arg_names=names)
         finally:
             _flush_c_stdout()  # what the kernel printed (printf) comes before what Python prints next
+            if program.build_later is not None:  # after the first launch: its thread's start takes the
+                # interpreter a while (a switch interval), which the first call need not wait for
+                program.rebuild, program.build_later = first_build.Rebuild(program.build_later), None
         program.runs += 1
         program.again = again
 
