@@ -159,6 +159,20 @@ def _clang_major(cxx: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+_texts: dict[tuple, str] = {}
+
+
+def _text(path: Path) -> str:
+    """A source's text, read once per version of the file (its size and time): a first
+    build's cache keys read the header and the runtime's source several times."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    text = _texts.get(key)
+    if text is None:
+        text = _texts[key] = path.read_text()
+    return text
+
+
 def digest(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -226,7 +240,7 @@ def _built_once(folder: str, key: str, name: str, command: Callable[[Path], list
 def runtime_library(cxx: str) -> Path:
     """The scheduler library (qd_simt_rt.cpp), built once per compiler and header version."""
     flags = _COMMON_FLAGS + ["-O2"]
-    key = digest("rt", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
+    key = digest("rt", _text(HEADER), _text(RUNTIME_SRC), compiler_id(cxx), " ".join(flags))
     return _built_once("rt", key, "libqd_simt.so",
                        lambda out: [cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(out), "-ldl"],
                        "the SIMT runtime")
@@ -260,7 +274,7 @@ def precompiled_header(cxx: str, flags: list[str], build: bool = True) -> Path |
     # of a small plain kernel's here).
     stat = HEADER.stat()
     pch_flags = [*flags, "-fpch-instantiate-templates"]
-    key = digest("pch", str(HEADER), str(stat.st_mtime_ns), HEADER.read_text(), compiler_id(cxx), " ".join(pch_flags))
+    key = digest("pch", str(HEADER), str(stat.st_mtime_ns), _text(HEADER), compiler_id(cxx), " ".join(pch_flags))
     if not build:
         found = cache_root() / f"pch-{key}" / "qd_simt.h.pch"
         return found if found.exists() else None
@@ -276,7 +290,7 @@ def runtime_object(cxx: str) -> Path:
     """qd_simt_rt.cpp compiled for race-check executables: TSan fiber hooks on, the
     scheduler itself not instrumented (its bookkeeping is shared by all fibers on purpose)."""
     flags = _COMMON_FLAGS + ["-O2", "-DQD_EMU_TSAN"]
-    key = digest("rt-tsan", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
+    key = digest("rt-tsan", _text(HEADER), _text(RUNTIME_SRC), compiler_id(cxx), " ".join(flags))
     return _built_once("rt", key, "qd_simt_rt.o",
                        lambda out: [cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(out)],
                        "the SIMT runtime (race check)")
@@ -737,9 +751,9 @@ def _plan(source: str, source_name: str, dialect: str, wave32: bool, subgroup_si
         rt = runtime_library(cxx)
         out_name = "kernel.so"
     folder = "kl" if light else "k"
-    key = digest(folder, source, source_name, wrapper, HEADER.read_text(), compiler_id(cxx), " ".join(flags), str(rt),
+    key = digest(folder, source, source_name, wrapper, _text(HEADER), compiler_id(cxx), " ".join(flags), str(rt),
                  _host_cpu() if plain else "",
-                  DRIVER_SRC.read_text() if race_check else "")
+                  _text(DRIVER_SRC) if race_check else "")
     return _Plan(cxx, warp, names, flags, wrapper, rt, cache_root() / f"{folder}-{key}", out_name)
 
 
@@ -935,23 +949,24 @@ class CpuBackend(Backend):
         self._defines = _defines(dialect, self.wave32, self.width)
         self._warm_up: Callable[[], None] | None = None
         if not self.race_check:
-            # What a first kernel call would otherwise pay first: the translator's imports now;
-            # the warm-up's translations and precompiled headers (see warm_up) once the first
-            # build is done (started here, its translations took the interpreter from a first
-            # call that came at once: 15-20 ms of it).
-            with contextlib.suppress(Exception):  # (what fails here fails in the first call, with its message)
-                warm_up.imports(dialect)  # the first call's translation is then 5-10 ms, not ~50
+            # What a first kernel call would otherwise pay first: a light build's compiler and
+            # linker, started now (a millisecond here) where the header is built, else on a
+            # thread that builds it first, so that they load while the translator's imports run
+            # (next); the warm-up's translations and precompiled headers (see warm_up) once the
+            # first build is done (started here, its translations took the interpreter from a
+            # first call that came at once: 15-20 ms of it).
             defines = self._defines
             cxx = self.compiler
-            plain_flags = kernel_flags(cxx, opt, defines, True, False)
-            self._warm_up = functools.partial(warm_up.start, dialect, lambda: [
-                precompiled_header(cxx, flags) for flags in (plain_flags, kernel_flags(cxx, opt, defines))])
-            if self.plain and self.light_first:  # a light build's compiler and linker, started now (a
-                # millisecond here) where the header is built, else on a thread that builds it first
+            if self.plain and self.light_first:
                 light = kernel_flags(cxx, first_build.LIGHT_OPT, defines, True, False)
                 if not _prepare_light(cxx, light, build=False):
                     threading.Thread(target=_prepare_light, args=(cxx, light), daemon=True,
                                      name="qd-cpu-spares").start()
+            with contextlib.suppress(Exception):  # (what fails here fails in the first call, with its message)
+                warm_up.imports(dialect)  # the first call's translation is then 2-6 ms, not ~50
+            plain_flags = kernel_flags(cxx, opt, defines, True, False)
+            self._warm_up = functools.partial(warm_up.start, dialect, lambda: [
+                precompiled_header(cxx, flags) for flags in (plain_flags, kernel_flags(cxx, opt, defines))])
         # A range read on the device: blocks run one after another here, so few, but enough that
         # a thread's strided lines stay in cache for the next (see thread_iterations): saxpy over
         # a device-read count, ms per call here, 8 blocks: 1K 0.072, 64K 0.41, 1M 10.8, 4M 62;
