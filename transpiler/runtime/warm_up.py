@@ -67,6 +67,28 @@ def emitter_once(target: str) -> None:
     translate(warm_up, target, warn=False)
 
 
+_imported: set[str] = set()
+
+
+def imports(target: str) -> None:
+    """What a first call of a new kernel for ``target`` pays for besides its own work (the
+    frontend's, the passes' and the target's modules, Jinja2 and the templates, the IR
+    classes' methods, compiled on first use), in the caller's thread: a backend whose own
+    first build is short does this at qd.init, as Quadrants' import loads its compiler,
+    rather than in the first call (a new saxpy's first call on the CPU spent 40-50 of its
+    ~90 ms here on it; what remains is the kernel's own 3-6 ms), and the identity of the
+    package's code that the offline cache's keys hold (a stat of each file). Once per
+    process and target."""
+    if target in _imported:
+        return
+    _imported.add(target)
+    emitter_once(target)
+    if runtime._offline_cache is not None:
+        from ..offline_cache import code_identity  # noqa: PLC0415 - only with an offline cache
+
+        code_identity()
+
+
 _started: set[str] = set()
 
 

@@ -52,6 +52,7 @@ from ...targets import get_target, names
 from ...ir.evaluate import evaluate, uniform_env
 from ...targets.target import MAX_BLOCKS
 from .. import Backend, Launch, Translation, entries_by_task, profile, warm_up
+from . import first_build
 from ..guards import KernelError
 
 from typing import TYPE_CHECKING
@@ -158,6 +159,20 @@ def _clang_major(cxx: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+_texts: dict[tuple, str] = {}
+
+
+def _text(path: Path) -> str:
+    """A source's text, read once per version of the file (its size and time): a first
+    build's cache keys read the header and the runtime's source several times."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    text = _texts.get(key)
+    if text is None:
+        text = _texts[key] = path.read_text()
+    return text
+
+
 def digest(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -167,34 +182,30 @@ def digest(*parts: str) -> str:
 
 
 def _run_compiler(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        if "-fsanitize=thread" in cmd and re.search(r"cannot find .*tsan|lib(clang_rt\.)?tsan", proc.stderr):
+    # (a child first_build records: an exit during a background build kills it)
+    returncode, stderr = first_build.finish(first_build.start(cmd))
+    if returncode != 0:
+        if "-fsanitize=thread" in cmd and re.search(r"cannot find .*tsan|lib(clang_rt\.)?tsan", stderr):
             raise ToolchainMissing(f"the ThreadSanitizer runtime of {cmd[0]}",
                                    "apt-get install libtsan2 (g++) or libclang-rt-19-dev (clang++)")
-        raise KernelError(f"building {what} for the CPU emulator failed:\n$ {' '.join(cmd)}\n{proc.stderr}")
+        raise KernelError(f"building {what} for the CPU emulator failed:\n$ {' '.join(cmd)}\n{stderr}")
 
 
 @contextlib.contextmanager
 def building(final: Path, prefix: str) -> Iterator[Path]:
     """A scratch folder in the cache to build into (``.tmp``: the cache's eviction leaves it
     alone), moved into place as ``final`` atomically when the build succeeds (another process
-    may race us to it) and counted against the cache's bound, removed when it fails."""
+    may race us to it) and counted against the cache's bound, removed when it fails (or the
+    program exits first: see first_build)."""
     cache_root().mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=cache_root()))
+    tmp = first_build.scratch(prefix, cache_root())
     try:
         yield tmp
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        first_build.discard(tmp)
         raise
-    try:
-        os.replace(tmp, final)
-    except OSError:
-        if not final.exists():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)
-        return
-    cache.added("cpu", str(final.parent), final.name, cache.tree_size(final))
+    if first_build.install(tmp, final):
+        cache.added("cpu", str(final.parent), final.name, cache.tree_size(final))
 
 
 @contextlib.contextmanager
@@ -229,7 +240,7 @@ def _built_once(folder: str, key: str, name: str, command: Callable[[Path], list
 def runtime_library(cxx: str) -> Path:
     """The scheduler library (qd_simt_rt.cpp), built once per compiler and header version."""
     flags = _COMMON_FLAGS + ["-O2"]
-    key = digest("rt", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
+    key = digest("rt", _text(HEADER), _text(RUNTIME_SRC), compiler_id(cxx), " ".join(flags))
     return _built_once("rt", key, "libqd_simt.so",
                        lambda out: [cxx, *flags, "-shared", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(out), "-ldl"],
                        "the SIMT runtime")
@@ -238,26 +249,38 @@ def runtime_library(cxx: str) -> Path:
 def link_flags(cxx: str) -> list[str]:
     """LLVM's linker where clang brings its own: GNU ld took 0.12 s of a small kernel's 0.29 s
     build here, lld 0.06 (what it writes loads and traps the same)."""
-    if _clang_major(cxx) and os.path.exists(os.path.join(os.path.dirname(os.path.realpath(cxx)), "ld.lld")):
-        return ["-fuse-ld=lld"]
-    return []
+    return ["-fuse-ld=lld"] if _lld(cxx) else []
 
 
-def precompiled_header(cxx: str, flags: list[str]) -> Path | None:
+def _lld(cxx: str) -> str | None:
+    """The ld.lld beside clang ``cxx``, if there is one."""
+    lld = os.path.join(os.path.dirname(os.path.realpath(cxx)), "ld.lld")
+    return lld if _clang_major(cxx) and os.path.exists(lld) else None
+
+
+def precompiled_header(cxx: str, flags: list[str], build: bool = True) -> Path | None:
     """qd_simt.h precompiled with exactly ``flags`` (clang refuses a PCH built with others),
     once per compiler, flags and header version: parsing it and the standard headers it
     includes is most of a small kernel's build (0.2 -> 0.1 s of CPU for saxpy here). None
-    for a compiler other than clang, or when building it fails (the build then parses it)."""
+    for a compiler other than clang, or when building it fails (the build then parses it),
+    or (``build=False``) when it is not built yet."""
     if not _clang_major(cxx):
         return None
     # clang checks that the header a PCH was built from is unchanged (its size and time), so
     # the key holds the header's path and time as well as its text: a PCH built from another
     # checkout's identical copy, or before a `git checkout` rewrote this one, is not used.
+    # -fpch-instantiate-templates: the header's own template instantiations (<cmath>'s
+    # special functions, ...) are done once in the PCH, not in every kernel's build (30-40 ms
+    # of a small plain kernel's here).
     stat = HEADER.stat()
-    key = digest("pch", str(HEADER), str(stat.st_mtime_ns), HEADER.read_text(), compiler_id(cxx), " ".join(flags))
+    pch_flags = [*flags, "-fpch-instantiate-templates"]
+    key = digest("pch", str(HEADER), str(stat.st_mtime_ns), _text(HEADER), compiler_id(cxx), " ".join(pch_flags))
+    if not build:
+        found = cache_root() / f"pch-{key}" / "qd_simt.h.pch"
+        return found if found.exists() else None
     try:
         return _built_once("pch", key, "qd_simt.h.pch",
-                           lambda out: [cxx, *flags, f"-I{HERE}", "-x", "c++-header", str(HEADER), "-o", str(out)],
+                           lambda out: [cxx, *pch_flags, f"-I{HERE}", "-x", "c++-header", str(HEADER), "-o", str(out)],
                            "the precompiled SIMT header")
     except KernelError:
         return None
@@ -267,7 +290,7 @@ def runtime_object(cxx: str) -> Path:
     """qd_simt_rt.cpp compiled for race-check executables: TSan fiber hooks on, the
     scheduler itself not instrumented (its bookkeeping is shared by all fibers on purpose)."""
     flags = _COMMON_FLAGS + ["-O2", "-DQD_EMU_TSAN"]
-    key = digest("rt-tsan", HEADER.read_text(), RUNTIME_SRC.read_text(), compiler_id(cxx), " ".join(flags))
+    key = digest("rt-tsan", _text(HEADER), _text(RUNTIME_SRC), compiler_id(cxx), " ".join(flags))
     return _built_once("rt", key, "qd_simt_rt.o",
                        lambda out: [cxx, *flags, "-c", f"-I{HERE}", str(RUNTIME_SRC), "-o", str(out)],
                        "the SIMT runtime (race check)")
@@ -585,6 +608,126 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
     ``plain``: every entry is a plain task's (see CpuBackend.load), run as a loop over its
     elements (qd_simt.h, QD_EMU_PLAIN), launched with a grid that covers its range;
     ``trap_overflow`` (see kernel_flags) applies to those."""
+    plan = _plan(source, source_name, dialect, wave32, subgroup_size, entries, compiler, opt, race_check, plain,
+                 trap_overflow)
+    lib = plan.final / plan.out_name
+    cached = lib.exists()
+    if cached:
+        cache.touch(plan.final)
+    else:
+        # The header first: its build takes a lock of its own, which may be this one's stripe.
+        pch = None if race_check else precompiled_header(plan.cxx, plan.flags)
+        with build_lock(plan.final):
+            cached = lib.exists()  # another process built it while this one waited
+            if not cached:
+                with building(plan.final, "k-") as tmp:
+                    _compile_and_link(plan, source, source_name, tmp, pch, race_check)
+    return plan.module(source, source_name, dialect, python_files, race_check, cached, plain and not race_check)
+
+
+def is_built(source: str, source_name: str, **options: object) -> bool:
+    """Whether build_module(source, source_name, **options) would find its module in the cache."""
+    plan = _plan(source, source_name, options.get("dialect", "cuda"), options.get("wave32", False),
+                 options.get("subgroup_size"), options.get("entries"), options.get("compiler"),
+                 options.get("opt", "-O2"), options.get("race_check", False), options.get("plain", False),
+                 options.get("trap_overflow", True))
+    return (plan.final / plan.out_name).exists()
+
+
+def light_module(source: str, source_name: str, *, dialect: str = "cuda", wave32: bool = False,
+                 subgroup_size: int | None = None, entries: Sequence[str] | None = None, compiler: str | None = None,
+                 python_files: dict[str, str] | None = None) -> CpuModule | None:
+    """A plain module's light build (see first_build: -O0 in a clang started ahead, linked by
+    ld.lld directly), cached as a full build is, under a key of its own. None where it cannot
+    be made so (a compiler other than clang, no ld.lld beside it, no precompiled header) or
+    its build failed: the full build then reports what is wrong."""
+    plan = _plan(source, source_name, dialect, wave32, subgroup_size, entries, compiler, first_build.LIGHT_OPT,
+                 False, True, False, light=True)
+    cached = (plan.final / plan.out_name).exists()
+    if cached:
+        cache.touch(plan.final)
+        return plan.module(source, source_name, dialect, python_files, False, True, True)
+    spares = light_spares(plan.cxx, plan.flags)
+    if spares is None:
+        return None
+    spare = first_build.take(*spares)
+    try:
+        failed = spare.build(source_name, source, plan.wrapper)
+    except OSError as exc:
+        failed = str(exc)
+    if failed:
+        spare.close()
+        return None
+    if first_build.install(spare.folder, plan.final):
+        cache.added("cpu", str(plan.final.parent), plan.final.name, cache.tree_size(plan.final))
+    return plan.module(source, source_name, dialect, python_files, False, False, True)
+
+
+def light_spares(cxx: str, flags: list[str],
+                 build: bool = True) -> tuple[tuple, Callable[[], first_build.Spare]] | None:
+    """The key and maker of the spare compiler and linker (first_build.Spare) of a light build
+    with ``flags``; None where there can be none (see light_module), or (``build=False``) the
+    precompiled header is not built yet."""
+    lld = _lld(cxx)
+    pch = precompiled_header(cxx, flags, build) if lld else None
+    if pch is None:
+        return None
+    rt = runtime_library(cxx)
+    compile_cmd = [cxx, *flags, "-include-pch", str(pch), f"-I{HERE}"]
+    # --eh-frame-hdr, as the driver passes it; no crt files or libraries: the kernel's few
+    # outside names (libm's, the runtime's) come with the runtime library, which needs them.
+    link_cmd = [lld, "-shared", "--eh-frame-hdr", str(rt), "-rpath", str(rt.parent)]
+    key = (cxx, *flags, str(pch), str(rt))
+    return key, functools.partial(first_build.Spare, cache_root(), compile_cmd, link_cmd)
+
+
+def _prepare_light(cxx: str, flags: list[str], build: bool = True) -> bool:
+    """Start a light build's spares, unless the precompiled header is to be built and
+    ``build`` is False; whether they are started (or there can be none)."""
+    try:
+        spares = light_spares(cxx, flags, build)
+        if spares is not None:
+            first_build.prepare(*spares)
+        return spares is not None or _lld(cxx) is None
+    except Exception:  # noqa: BLE001 - only a head start: the build itself reports what is wrong
+        return True
+
+
+def _rebuild(cxx: str, light_flags: list[str], full: Callable[[], CpuModule],
+             then: Callable[[], None] | None) -> CpuModule:
+    """A light module's optimised build (first_build.Rebuild), after starting the spares of
+    the next light build; ``then`` (the backend's warm-up) after it."""
+    _prepare_light(cxx, light_flags)
+    try:
+        return full()
+    finally:
+        if then is not None:
+            then()
+
+
+@record
+class _Plan:
+    """How one module is built (build_module, light_module) and where it is kept."""
+
+    cxx: str
+    warp: int
+    names: list[str]
+    flags: list[str]
+    wrapper: str
+    rt: Path
+    final: Path
+    out_name: str
+
+    def module(self, source: str, source_name: str, dialect: str, python_files: dict[str, str] | None,
+               race_check: bool, cached: bool, plain: bool) -> CpuModule:
+        return CpuModule(source_name, source, dialect, self.warp, self.names, self.final / self.out_name, self.final,
+                         dict(python_files or {}), race_check, cached, plain)
+
+
+def _plan(source: str, source_name: str, dialect: str, wave32: bool, subgroup_size: int | None,
+          entries: Sequence[str] | None, compiler: str | None, opt: str, race_check: bool, plain: bool,
+          trap_overflow: bool, light: bool = False) -> _Plan:
+    """See build_module; ``light``: a light build's (light_module), whose key differs."""
     target = emulated(dialect)
     cxx = find_compiler(compiler, race_check)
     warp = target.subgroup_size(_width_options(wave32, subgroup_size))
@@ -607,33 +750,26 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
         flags = kernel_flags(cxx, opt, defines, plain, trap_overflow or not plain)
         rt = runtime_library(cxx)
         out_name = "kernel.so"
-    key = digest("k", source, source_name, wrapper, HEADER.read_text(), compiler_id(cxx), " ".join(flags), str(rt),
+    folder = "kl" if light else "k"
+    key = digest(folder, source, source_name, wrapper, _text(HEADER), compiler_id(cxx), " ".join(flags), str(rt),
                  _host_cpu() if plain else "",
-                  DRIVER_SRC.read_text() if race_check else "")
-    final = cache_root() / f"k-{key}"
-    lib = final / out_name
-    cached = lib.exists()
-    if cached:
-        cache.touch(final)
+                  _text(DRIVER_SRC) if race_check else "")
+    return _Plan(cxx, warp, names, flags, wrapper, rt, cache_root() / f"{folder}-{key}", out_name)
+
+
+def _compile_and_link(plan: _Plan, source: str, source_name: str, tmp: Path, pch: Path | None,
+                      race_check: bool) -> None:
+    cxx, flags, rt = plan.cxx, plan.flags, plan.rt
+    (tmp / source_name).write_text(source)
+    (tmp / "wrapper.cpp").write_text(plan.wrapper)
+    if race_check:
+        cmd = [cxx, *flags, f"-I{HERE}", str(tmp / "wrapper.cpp"), str(DRIVER_SRC), str(rt), "-o",
+               str(tmp / plan.out_name), "-ldl"]
     else:
-        # The header first: its build takes a lock of its own, which may be this one's stripe.
-        pch = None if race_check else precompiled_header(cxx, flags)
-        with build_lock(final):
-            cached = lib.exists()  # another process built it while this one waited
-            if not cached:
-                with building(final, "k-") as tmp:
-                    (tmp / source_name).write_text(source)
-                    (tmp / "wrapper.cpp").write_text(wrapper)
-                    if race_check:
-                        cmd = [cxx, *flags, f"-I{HERE}", str(tmp / "wrapper.cpp"), str(DRIVER_SRC), str(rt), "-o",
-                               str(tmp / out_name), "-ldl"]
-                    else:
-                        cmd = [cxx, *flags, *(["-include-pch", str(pch)] if pch else []), "-shared",
-                               *link_flags(cxx), f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / out_name),
-                               str(rt), f"-Wl,-rpath,{rt.parent}"]
-                    _run_compiler(cmd, source_name)
-    return CpuModule(source_name, source, dialect, warp, names, lib, final, dict(python_files or {}), race_check,
-                     cached, plain and not race_check)
+        cmd = [cxx, *flags, *(["-include-pch", str(pch)] if pch else []), "-shared",
+               *link_flags(cxx), f"-I{HERE}", str(tmp / "wrapper.cpp"), "-o", str(tmp / plan.out_name),
+               str(rt), f"-Wl,-rpath,{rt.parent}"]
+    _run_compiler(cmd, source_name)
 
 
 # ----------------------------------------------------------------------------- the backend
@@ -648,6 +784,17 @@ class CpuProgram:
     direct: dict[str, bool]           # entry name -> and its threads one after another, without fibers
     runs: int = 0                     # launches so far: what a replay token names
     again: Callable[[], None] | None = None  # runs the last launches again (see replay)
+    rebuild: first_build.Rebuild | None = None  # module's optimised build, while it is a light one
+    build_later: Callable[[], CpuModule] | None = None  # that build, until the first launch starts it
+
+    def swap(self) -> None:
+        """The optimised module in place of the light one, once its build is done (between
+        launches: none is running)."""
+        rebuild = self.rebuild
+        if rebuild is not None and rebuild.done:
+            self.rebuild = None
+            if rebuild.module is not None:
+                self.module, self.again = rebuild.module, None
 
 
 # Node types whose meaning does not depend on which thread or block runs an iteration: a task
@@ -760,7 +907,9 @@ class CpuBackend(Backend):
     (OS threads that split the blocks of such a task, each taking at least
     ``ITERATIONS_PER_THREAD`` iterations; default: the CPUs this process may use; 1: every
     launch on the calling thread, blocks in index order), ``plain`` (False: every task on the
-    emulator, none as a plain loop over its elements; see _plain)."""
+    emulator, none as a plain loop over its elements; see _plain), ``light_first`` (False: a
+    new plain kernel's first call waits for its optimised build rather than running a light
+    one meanwhile; see first_build)."""
 
     name = "cpu"
     host_memory_kernels = True  # NumPy arguments are passed in place: small ones get red zones
@@ -774,7 +923,8 @@ class CpuBackend(Backend):
     def __init__(self, dialect: str = "cuda", wave32: bool = False, race_check: bool = False,
                  watchdog_s: float = 10.0, compiler: str | None = None, opt: str = "-O2",
                  poison_shared: bool = True, thread_iterations: int = 16, max_blocks: int = 0,
-                 subgroup_size: int | None = None, workers: int | None = None, plain: bool = True):
+                 subgroup_size: int | None = None, workers: int | None = None, plain: bool = True,
+                 light_first: bool = True):
         try:
             emulated(dialect)
         except ValueError as exc:
@@ -795,15 +945,28 @@ class CpuBackend(Backend):
         self.max_blocks = int(max_blocks)
         self.workers = max(1, int(workers) if workers is not None else _usable_cpus())
         self.plain = bool(plain)
+        self.light_first = bool(light_first)
+        self._defines = _defines(dialect, self.wave32, self.width)
+        self._warm_up: Callable[[], None] | None = None
         if not self.race_check:
-            # While the program goes on to its first kernel call: what that call would
-            # otherwise pay first (the translator's imports and templates, the precompiled
-            # header; see warm_up).
-            defines = _defines(dialect, self.wave32, self.width)
+            # What a first kernel call would otherwise pay first: a light build's compiler and
+            # linker, started now (a millisecond here) where the header is built, else on a
+            # thread that builds it first, so that they load while the translator's imports run
+            # (next); the warm-up's translations and precompiled headers (see warm_up) once the
+            # first build is done (started here, its translations took the interpreter from a
+            # first call that came at once: 15-20 ms of it).
+            defines = self._defines
             cxx = self.compiler
+            if self.plain and self.light_first:
+                light = kernel_flags(cxx, first_build.LIGHT_OPT, defines, True, False)
+                if not _prepare_light(cxx, light, build=False):
+                    threading.Thread(target=_prepare_light, args=(cxx, light), daemon=True,
+                                     name="qd-cpu-spares").start()
+            with contextlib.suppress(Exception):  # (what fails here fails in the first call, with its message)
+                warm_up.imports(dialect)  # the first call's translation is then 2-6 ms, not ~50
             plain_flags = kernel_flags(cxx, opt, defines, True, False)
-            warm_up.start(dialect, lambda: [precompiled_header(cxx, flags)
-                                            for flags in (plain_flags, kernel_flags(cxx, opt, defines))])
+            self._warm_up = functools.partial(warm_up.start, dialect, lambda: [
+                precompiled_header(cxx, flags) for flags in (plain_flags, kernel_flags(cxx, opt, defines))])
         # A range read on the device: blocks run one after another here, so few, but enough that
         # a thread's strided lines stay in cache for the next (see thread_iterations): saxpy over
         # a device-read count, ms per call here, 8 blocks: 1K 0.072, 64K 0.41, 1M 10.8, 4M 62;
@@ -821,18 +984,32 @@ class CpuBackend(Backend):
         # One TU, one mode: a kernel whose tasks are all plain is compiled as a plain module;
         # one with any other task keeps the emulator for all (its plain tasks run directly).
         plain = not self.race_check and self.plain and all(_plain(kernel, t) for t in kernel.tasks)
+        later = None  # the optimised build, begun once the first launch is done (see run)
         with profile.stage("build") as note:
-            module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
-                                  entries=[e["name"] for e in entries.values()], compiler=self.compiler,
-                                  opt=self.opt, python_files=pyfiles, race_check=self.race_check, plain=plain,
-                                  trap_overflow=False)
-            note.append("cached" if module.was_cached else "compiled")
+            where = dict(dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
+                         entries=[e["name"] for e in entries.values()], compiler=self.compiler)
+            full = functools.partial(build_module, text, name, opt=self.opt, python_files=pyfiles,
+                                     race_check=self.race_check, plain=plain, trap_overflow=False, **where)
+            module = None
+            if plain and self.light_first and not is_built(text, name, opt=self.opt, plain=True, trap_overflow=False,
+                                                           **where):
+                module = light_module(text, name, python_files=pyfiles, **where)
+                if module is not None:
+                    light = kernel_flags(self.compiler, first_build.LIGHT_OPT, self._defines, True, False)
+                    later = functools.partial(_rebuild, self.compiler, light, full, self._warm_up)
+                    self._warm_up = None  # (started by that build, when it is done)
+            if module is None:
+                module = full()
+            note.append(("cached" if module.was_cached else "compiled") + (" light" if later else ""))
+        if self._warm_up is not None:
+            self._warm_up, start = None, self._warm_up
+            start()
         cappable = {t.name: t.kind == "parallel" and _grid_free(kernel, t) for t in kernel.tasks}
         # A reduction's epilogue keeps a grid-free task's blocks in one OS thread: its shared
         # array is one buffer of the module, which blocks on two threads would both write.
         splittable = {t.name: cappable[t.name] and not t.shared and not t.epilogue for t in kernel.tasks}
         direct = {t.name: splittable[t.name] and not self.race_check and _runs_direct(t) for t in kernel.tasks}
-        return CpuProgram(module, manifest, entries, cappable, splittable, direct)
+        return CpuProgram(module, manifest, entries, cappable, splittable, direct, build_later=later)
 
     def arguments(self, program: CpuProgram, values: dict[str, object]) -> tuple[list, list[str]]:
         """The entry points' argument list in manifest order (arrays, their shapes as i32,
@@ -850,6 +1027,7 @@ class CpuBackend(Backend):
         return args, names
 
     def run(self, program: CpuProgram, kernel: ir.Kernel, values: dict[str, object], launches: list[Launch]) -> None:
+        program.swap()
         args, names = self.arguments(program, values)
         todo = []
         for launch in launches:
@@ -880,6 +1058,9 @@ class CpuBackend(Backend):
                                                poison_shared=self.poison_shared, arg_names=names)
         finally:
             _flush_c_stdout()  # what the kernel printed (printf) comes before what Python prints next
+            if program.build_later is not None:  # after the first launch: its thread's start takes the
+                # interpreter a while (a switch interval), which the first call need not wait for
+                program.rebuild, program.build_later = first_build.Rebuild(program.build_later), None
         program.runs += 1
         program.again = again
 
@@ -899,8 +1080,8 @@ class CpuBackend(Backend):
         return program.runs if program.again is not None else None
 
     def replay(self, program: CpuProgram, token: object) -> bool:
-        if program.runs != token or program.again is None:
-            return False
+        if program.runs != token or program.again is None or (program.rebuild and program.rebuild.done):
+            return False  # (the last: run swaps the optimised module in)
         try:
             program.again()
         finally:

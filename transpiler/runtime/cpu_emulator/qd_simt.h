@@ -758,6 +758,13 @@ inline plain_index operator*(plain_index a, unsigned b) { return {a.v * (int)b};
 inline int operator*(unsigned a, plain_index b) { return (int)a * b.v; }
 inline int operator+(plain_index a, plain_index b) { return a.v + b.v; }
 struct plain_dim { plain_index x; };
+// The arguments of a plain launch, one member each: what std::tuple holds, without its
+// instantiations (std::tuple's constraints were half of a small kernel's build at -O0).
+template <std::size_t I, class T> struct plain_slot { T v; };
+template <class S, class... Ts> struct plain_args;
+template <std::size_t... I, class... Ts>
+struct plain_args<std::index_sequence<I...>, Ts...> : plain_slot<I, Ts>... {};
+template <std::size_t I, class T> inline T plain_get(const plain_slot<I, T>& s) { return s.v; }
 static __thread plain_dim plain_thread, plain_zero;
 // A block's elements: `exact` also sets the hardware threadIdx for each (not vectorized), so
 // that a fault names its thread; the runtime reruns a failed block so (QD_EMU_PLAIN).
@@ -782,11 +789,11 @@ __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
     } else {
         // A copy whose address never escapes: the arguments stay in registers, where the
         // kernel's stores (which may alias any memory) cannot change them.
-        const std::tuple<Ts...> a = *static_cast<std::tuple<Ts...>*>(args);
+        const plain_args<std::index_sequence<I...>, Ts...> a{{*static_cast<Ts*>(static_cast<void**>(args)[I])}...};
         for (int x = 0; x < n; ++x) {
             if constexpr (exact) set_thread(x);
             plain_thread.x.v = first + x;
-            K(std::get<I>(a)...);  // the task loop runs once: see `for`
+            K(plain_get<I>(a)...);  // the task loop runs once: see `for`
         }
     }
 }
@@ -807,15 +814,9 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
     c.workers = cfg[10];
 #ifdef QD_EMU_PLAIN
     c.flags |= QD_EMU_DIRECT | QD_EMU_PLAIN_RERUN;
-    if constexpr (sizeof...(Ts) > kTupleMax) {
-        return qd_emu_run(&run_plain_block<K, true, Ts...>, &run_plain_block<K, false, Ts...>, args, &c,
-                          QD_EMU_WARP_SIZE, nullptr, nullptr, err, errlen);
-    } else {
-        std::tuple<Ts...> values = unpack<Ts...>(args, std::index_sequence_for<Ts...>{});
-        return qd_emu_run(&run_plain_block<K, true, Ts...>, &run_plain_block<K, false, Ts...>, &values, &c,
-                          QD_EMU_WARP_SIZE, nullptr, nullptr, err, errlen);
-    }
-#endif
+    return qd_emu_run(&run_plain_block<K, true, Ts...>, &run_plain_block<K, false, Ts...>, args, &c,
+                      QD_EMU_WARP_SIZE, nullptr, nullptr, err, errlen);
+#else  // not instantiated in a plain module: a third of its build, for code it never runs
     if constexpr (sizeof...(Ts) > kTupleMax) {
         return qd_emu_run([](void* p) { call_from<K, Ts...>(static_cast<void**>(p), std::index_sequence_for<Ts...>{}); },
                           &run_direct_from<K, Ts...>, args, &c, QD_EMU_WARP_SIZE, __start_qd_shared,
@@ -826,6 +827,7 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
                           &run_direct<K, Ts...>, &values, &c, QD_EMU_WARP_SIZE, __start_qd_shared,
                           __stop_qd_shared, err, errlen);
     }
+#endif
 }
 }  // namespace qd_emu
 
