@@ -7,6 +7,9 @@ from .. import qd
 from ..kernel import comptime
 
 BLOCK_DIM = 256          # threads per block and elements per tile in every phase
+ITEMS = 16               # elements per thread in the tiles of the device reduce and scan
+TILE_SHIFT = 12          # log2(TILE)
+TILE = BLOCK_DIM * ITEMS
 MAX_LOG256_MAX_N = 4     # 256 ** 4 == 2 ** 32 already exceeds an i32 index
 SCALAR_DTYPES = ("i32", "u32", "f32", "i64", "u64", "f64")
 

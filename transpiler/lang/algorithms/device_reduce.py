@@ -14,11 +14,8 @@ from __future__ import annotations
 from .. import blocklib, qd
 from ..kernel import comptime
 
-from .common import BLOCK_DIM, block, fold, load, store
+from .common import BLOCK_DIM, ITEMS, TILE, TILE_SHIFT, block, fold, load, store
 
-ITEMS = 16               # elements per thread and tile
-TILE_SHIFT = 12          # log2(TILE)
-TILE = BLOCK_DIM * ITEMS
 MAX_PARTIALS = 1024      # blocks of the first launch, partials of the second (4 per thread)
 
 grid = qd.simt.grid

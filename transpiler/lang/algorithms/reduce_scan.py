@@ -10,6 +10,7 @@ from .common import (
     check_depth_host, depth_problem, dtype_problem, natural_depth, partial_slots_host, scratch_problem, wide_for,
 )
 from .device_reduce import device_reduce
+from .device_scan import device_scan
 from .staircase import exclusive_scan_levels
 
 
@@ -36,7 +37,10 @@ def _reduce(arr: qd.template(), out: qd.template(), scratch: qd.template(), n, d
 def _scan(arr: qd.template(), out: qd.template(), scratch: qd.template(), n, dtype: qd.template(),
           log256_max_n: qd.template(), op: qd.template()):
     _checked(arr, out, scratch, dtype, log256_max_n)
-    exclusive_scan_levels(arr, None, out, None, scratch, 0, n, dtype, wide_for(dtype), op, log256_max_n)
+    if qd.static(dtype.bits == 32):
+        device_scan(arr, out, scratch, n, dtype, op)
+    else:
+        exclusive_scan_levels(arr, None, out, None, scratch, 0, n, dtype, wide_for(dtype), op, log256_max_n)
 
 
 @qd.func(requires_top_level=True)
