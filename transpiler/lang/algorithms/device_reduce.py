@@ -34,6 +34,15 @@ def partial_count(count):
 
 
 @qd.func
+def fold_full_tile(src: qd.template(), acc, t, tid, op: qd.template()):
+    """``acc`` folded with thread ``tid``'s ITEMS elements of full tile ``t``: coalesced scalar loads."""
+    base = (t << TILE_SHIFT) + tid
+    for k in qd.static(range(ITEMS)):
+        acc = fold(acc, src[base + k * BLOCK_DIM], op)
+    return acc
+
+
+@qd.func
 def reduce_tiles(src: qd.template(), dst: qd.template(), dst_wide: qd.template(), count, dtype: qd.template(),
                  op: qd.template()):
     """dst[b] = fold of tiles b, b + B, ... of src[0:count] for b < B = partial_count(count)
@@ -55,9 +64,7 @@ def reduce_tiles(src: qd.template(), dst: qd.template(), dst_wide: qd.template()
                 t += blocks
         else:
             while t < full:
-                base = (t << TILE_SHIFT) + tid
-                for k in qd.static(range(ITEMS)):
-                    acc = fold(acc, src[base + k * BLOCK_DIM], op)
+                acc = fold_full_tile(src, acc, t, tid, op)
                 t += blocks
         if t == full:  # the last tile, when count is not a multiple of TILE: guarded loads
             base = (t << TILE_SHIFT) + tid

@@ -29,6 +29,7 @@ from __future__ import annotations
 from .. import blocklib, qd
 
 from .common import BLOCK_DIM, ITEMS, TILE, TILE_SHIFT, block, fold
+from .device_reduce import fold_full_tile
 
 grid = qd.simt.grid
 EMPTY, AGGREGATE, PREFIX = 0, 1, 2
@@ -68,10 +69,7 @@ def _publish(scratch: qd.template(), slot, flag_slot, value, flag):
 @qd.func
 def _fold_tile(src: qd.template(), k, dtype: qd.template(), op: qd.template()):
     """The fold of (full) tile k of src, in thread 0: a late tile counted here."""
-    acc = blocklib.identity(op, dtype)
-    # Bounds known only at run time, so that compilers keep this rare path rolled.
-    for idx in range((k << TILE_SHIFT) + block.thread_idx(), (k + 1) << TILE_SHIFT, BLOCK_DIM):
-        acc = fold(acc, src[idx], op)
+    acc = fold_full_tile(src, blocklib.identity(op, dtype), k, block.thread_idx(), op)
     return block.reduce(acc, BLOCK_DIM, op, dtype)
 
 
@@ -94,9 +92,10 @@ def _look_back(src: qd.template(), scratch: qd.template(), tile, tiles, total, d
     while k >= 0:                    # k is the same in every thread
         flag = qd.u32(EMPTY)
         if tid == 0:
-            for _ in qd.static(range(POLLS)):
-                if flag == qd.u32(EMPTY):
-                    flag = qd.volatile_load(scratch[flags + k])
+            polls = 0                # a loop kept rolled: the reads wait on memory anyway
+            while flag == qd.u32(EMPTY) and polls < POLLS:
+                flag = qd.volatile_load(scratch[flags + k])
+                polls += 1
         value = blocklib.identity(op, dtype)
         if block.sync_any_nonzero(qd.i32(tid == 0 and flag == qd.u32(EMPTY))):
             value = _fold_tile(src, k, dtype, op)
@@ -127,11 +126,11 @@ def scan_tiles(src: qd.template(), dst: qd.template(), scratch: qd.template(), c
         block.sync()
         tile = ticket[0]
         start = tile << TILE_SHIFT
-        full = start + TILE <= count
+        valid = min(count - start, TILE)  # one guard per element, no full-tile copy of the tile code
         for k in qd.static(range(ITEMS)):
             j = k * BLOCK_DIM + tid
             v = blocklib.identity(op, dtype)
-            if full or start + j < count:
+            if j < valid:
                 v = src[start + j]
             stage[_padded(j)] = v
         block.sync()
@@ -155,7 +154,7 @@ def scan_tiles(src: qd.template(), dst: qd.template(), scratch: qd.template(), c
         block.sync()
         for k in qd.static(range(ITEMS)):
             j = k * BLOCK_DIM + tid
-            if full or start + j < count:
+            if start + j < count:
                 dst[start + j] = stage[_padded(j)]
         block.sync()                 # the slots and the stage are reused by the block's next tile
 
