@@ -70,6 +70,17 @@ def fold(a, b, op: qd.template()):
 
 
 @qd.func
+def block_exclusive(v, op: qd.template(), dtype: qd.template()):
+    """The block's exclusive ``op`` scan of ``v`` (BLOCK_DIM threads), from the identity."""
+    if qd.static(op == "add"):
+        return block.exclusive_add(v, BLOCK_DIM, dtype)
+    elif qd.static(op == "min"):
+        return block.exclusive_min(v, BLOCK_DIM, dtype)
+    else:
+        return block.exclusive_max(v, BLOCK_DIM, dtype)
+
+
+@qd.func
 def load(src: qd.template(), index, wide: qd.template(), dtype: qd.template()):
     """``src[index]`` as ``dtype``: the bits of a scratch slot, or the caller's value."""
     if qd.static(wide is not None):

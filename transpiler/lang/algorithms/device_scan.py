@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from .. import blocklib, qd
 
-from .common import BLOCK_DIM, ITEMS, TILE, TILE_SHIFT, block, fold
+from .common import BLOCK_DIM, ITEMS, TILE, TILE_SHIFT, block, block_exclusive, fold
 from .device_reduce import fold_full_tile
 
 grid = qd.simt.grid
@@ -40,16 +40,6 @@ STAGE = TILE + TILE // 32
 @qd.func
 def _padded(i):
     return i + (i >> 5)
-
-
-@qd.func
-def _block_exclusive(v, op: qd.template(), dtype: qd.template()):
-    if qd.static(op == "add"):
-        return block.exclusive_add(v, BLOCK_DIM, dtype)
-    elif qd.static(op == "min"):
-        return block.exclusive_min(v, BLOCK_DIM, dtype)
-    else:
-        return block.exclusive_max(v, BLOCK_DIM, dtype)
 
 
 @qd.func
@@ -139,7 +129,7 @@ def scan_tiles(src: qd.template(), dst: qd.template(), scratch: qd.template(), c
             v[k] = stage[_padded(tid * ITEMS + k)]
         for k in qd.static(range(1, ITEMS)):
             v[k] = fold(v[k - 1], v[k], op)
-        before = _block_exclusive(v[ITEMS - 1], op, dtype)
+        before = block_exclusive(v[ITEMS - 1], op, dtype)
         if tid == BLOCK_DIM - 1:
             slot[1] = fold(before, v[ITEMS - 1], op)  # the tile's total
         block.sync()

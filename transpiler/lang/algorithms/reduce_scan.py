@@ -1,6 +1,7 @@
 """``qd.algorithms.reduce_{add,min,max}`` and ``exclusive_scan_{add,min,max}``, with their
 scratch sizing helpers: Quadrants 1.3.3's signatures, each op a @qd.func called at the top
-level of the user's kernel, where it expands into the staircase's tasks."""
+level of the user's kernel, where it expands into its tasks: the device reduce's two, the
+single-pass scan's two (4-byte dtypes) or the staircase's (8-byte dtypes)."""
 from __future__ import annotations
 
 from .. import qd
