@@ -144,6 +144,8 @@ def scan_tiles(src: qd.template(), dst: qd.template(), scratch: qd.template(), c
         block.sync()
         for k in qd.static(range(ITEMS)):
             j = k * BLOCK_DIM + tid
+            # The loads' guard spelled another way, so that the compiler recomputes it here rather
+            # than keeping 16 predicates live across the look-back (ptxas spilled for that).
             if start + j < count:
                 dst[start + j] = stage[_padded(j)]
         block.sync()                 # the slots and the stage are reused by the block's next tile
