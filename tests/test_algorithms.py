@@ -15,6 +15,7 @@ import pytest
 
 import transpiler as qd
 from conftest import assert_compiles, init_executor
+from transpiler.lang.algorithms.device_scan import scan_tiles
 
 alg = qd.algorithms
 ND1 = qd.types.ndarray(ndim=1)
@@ -126,6 +127,80 @@ def test_reduce_at_the_tile_edges(executor, name, op, rng):
 def test_reduce_with_several_tiles_per_block(executor, rng):
     """Past 1024 tiles each block of the first launch folds several, strided by the grid."""
     check_reduce_scan("i32", "add", [1024 * TILE + TILE + 3], rng)
+
+
+@qd.kernel
+def scan_only(arr: ND1, scanned: ND1, scratch: ND1, n: ND1, dtype: qd.template(), op: qd.template(),
+              depth: qd.template()):
+    if qd.static(op == "add"):
+        alg.exclusive_scan_add(arr, scanned, scratch, n[0], dtype, depth)
+    elif qd.static(op == "min"):
+        alg.exclusive_scan_min(arr, scanned, scratch, n[0], dtype, depth)
+    else:
+        alg.exclusive_scan_max(arr, scanned, scratch, n[0], dtype, depth)
+
+
+def check_scan_exact_scratch(name: str, op: str, sizes: list[int], depth: int, rng) -> None:
+    """The scan at each size with a scratch of exactly the slots the helper gives for it,
+    every slot set beforehand (the scan must clear what it reads)."""
+    for n in sizes:
+        a = random_values(rng, name, max(n, 1))
+        scanned = np.full(max(n, 1), 7, NP[name])
+        scratch = np.full(alg.exclusive_scan_scratch_slots(n, depth), 0xFFFFFFFF, np.uint32)
+        scan_only(a, scanned, scratch, count(n), DTYPES[name], op, depth)
+        _, excl = expected_reduce_scan(a[:n], op)
+        if name == "f32" and op == "add":  # the device adds in another order
+            assert np.allclose(scanned[:n], excl, rtol=1e-3, atol=1e-3 * max(1, n) * 1000), n
+        else:
+            np.testing.assert_array_equal(scanned[:n], excl, err_msg=f"{name} {op} n={n}")
+        if n == 0:
+            assert scanned[0] == 7  # nothing past the live count is written
+
+
+# The single-pass scan's tiles are 4096 elements: either side of one, two and 37 of them.
+SCAN_EDGES = [0, 1, 4095, 4096, 4097, 8191, 8192, 8193, 37 * TILE - 1, 37 * TILE + 11]
+
+
+@pytest.mark.parametrize("name,op", [("i32", "add"), ("u32", "min"), ("f32", "max"), ("f32", "add")])
+def test_scan_at_the_tile_edges(lanes_executor, name, op, rng):
+    """Subgroups of 8 to 64 lanes: the guarded last tile, one tile (nothing published), the
+    look-back walking over several tiles, 1 and 0 elements."""
+    check_scan_exact_scratch(name, op, SCAN_EDGES, D, rng)
+
+
+def test_scan_of_one_tile_at_every_depth(executor, rng):
+    """Up to 256 elements the helper gives one slot of scratch at any depth: the ticket alone."""
+    for depth in (1, 2, 4):
+        check_scan_exact_scratch("i32", "add", [1, 2, 255, 256], depth, rng)
+    check_scan_exact_scratch("u32", "max", [257, 4096, 4097, 65536], 2, rng)
+
+
+@qd.kernel
+def scan_tiles_only(arr: I32V, scanned: I32V, scratch: qd.types.ndarray(qd.u32, 1), n: I32V):
+    scan_tiles(arr, scanned, scratch, n[0], qd.i32, "add")
+
+
+def test_scan_folds_a_tile_that_never_publishes(executor, rng):
+    """The look-back's way out of a wait: with the ticket starting at 1 no block scans tile
+    0, so tile 1 reads its flag empty POLLS times, then folds tile 0 from the input itself.
+    (The block that draws ticket 3, past the last tile, scans nothing.)"""
+    n = 3 * TILE
+    a = random_values(rng, "i32", n)
+    scanned = np.full(n, 7, np.int32)
+    scratch = np.zeros(3 * 3, np.uint32)
+    scratch[0] = 1
+    scan_tiles_only(a, scanned, scratch, count(n))
+    _, excl = expected_reduce_scan(a, "add")
+    np.testing.assert_array_equal(scanned[TILE:], excl[TILE:])
+    assert (scanned[:TILE] == 7).all()
+
+
+def test_scan_on_wave32_hip(rng):
+    init_executor("cpu-hip", wave32=True)
+    try:
+        check_scan_exact_scratch("i32", "add", [1, 4097, 3 * TILE + 5], D, rng)
+    finally:
+        qd.init(arch="cpu")
 
 
 I32V = qd.types.ndarray(qd.i32, 1)

@@ -118,3 +118,23 @@ def test_sort_pass_sass_per_key_is_within_goal_of_cub(tmp_path):
     assert "ratio" in row, row
     assert row["ratio"] <= quality_sort.RATIO_GOAL, row["ratio"]
     assert row["ours"]["classes"]["LDL/STL"] == 0
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+def test_library_scan_sass_per_item_is_within_goal_of_cub(tmp_path):
+    """bench/quality.py's scan rows: qd.algorithms.exclusive_scan_add's scanning launch
+    against CUB's DeviceScanKernel, sm_90 SASS per item (issue 47: within 1.1x), and no
+    local-memory traffic (spills) in ours."""
+    import quality_device
+    from common import cccl_include, cuda_tool
+
+    if not (cuda_tool("nvcc") and cuda_tool("cuobjdump") and cccl_include()):
+        pytest.skip("needs nvcc, cuobjdump and CUB's headers")
+    ref = quality_device.cub_scan()
+    assert not isinstance(ref, str), ref
+    lib = quality_device.library_scan(tmp_path, ref[1])
+    assert not isinstance(lib, str), lib
+    row, m = lib
+    assert m["ratio"] <= quality_device.RATIO_GOAL, row
+    assert m["spill"] == 0 and m["local"] == 0, row

@@ -7,6 +7,9 @@ from .. import qd
 from ..kernel import comptime
 
 BLOCK_DIM = 256          # threads per block and elements per tile in every phase
+ITEMS = 16               # elements per thread in the tiles of the device reduce and scan
+TILE_SHIFT = 12          # log2(TILE)
+TILE = BLOCK_DIM * ITEMS
 MAX_LOG256_MAX_N = 4     # 256 ** 4 == 2 ** 32 already exceeds an i32 index
 SCALAR_DTYPES = ("i32", "u32", "f32", "i64", "u64", "f64")
 
@@ -64,6 +67,17 @@ def fold(a, b, op: qd.template()):
         return min(a, b)
     else:
         return max(a, b)
+
+
+@qd.func
+def block_exclusive(v, op: qd.template(), dtype: qd.template()):
+    """The block's exclusive ``op`` scan of ``v`` (BLOCK_DIM threads), from the identity."""
+    if qd.static(op == "add"):
+        return block.exclusive_add(v, BLOCK_DIM, dtype)
+    elif qd.static(op == "min"):
+        return block.exclusive_min(v, BLOCK_DIM, dtype)
+    else:
+        return block.exclusive_max(v, BLOCK_DIM, dtype)
 
 
 @qd.func

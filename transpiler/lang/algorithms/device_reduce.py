@@ -14,11 +14,8 @@ from __future__ import annotations
 from .. import blocklib, qd
 from ..kernel import comptime
 
-from .common import BLOCK_DIM, block, fold, load, store
+from .common import BLOCK_DIM, ITEMS, TILE, TILE_SHIFT, block, fold, load, store
 
-ITEMS = 16               # elements per thread and tile
-TILE_SHIFT = 12          # log2(TILE)
-TILE = BLOCK_DIM * ITEMS
 MAX_PARTIALS = 1024      # blocks of the first launch, partials of the second (4 per thread)
 
 grid = qd.simt.grid
@@ -34,6 +31,15 @@ def vector_width(dtype) -> int:
 def partial_count(count):
     """B, the partials reduce_tiles writes for ``count`` elements."""
     return min((count >> TILE_SHIFT) + min(count & (TILE - 1), 1), MAX_PARTIALS)
+
+
+@qd.func
+def fold_full_tile(src: qd.template(), acc, t, tid, op: qd.template()):
+    """``acc`` folded with thread ``tid``'s ITEMS elements of full tile ``t``: coalesced scalar loads."""
+    base = (t << TILE_SHIFT) + tid
+    for k in qd.static(range(ITEMS)):
+        acc = fold(acc, src[base + k * BLOCK_DIM], op)
+    return acc
 
 
 @qd.func
@@ -58,9 +64,7 @@ def reduce_tiles(src: qd.template(), dst: qd.template(), dst_wide: qd.template()
                 t += blocks
         else:
             while t < full:
-                base = (t << TILE_SHIFT) + tid
-                for k in qd.static(range(ITEMS)):
-                    acc = fold(acc, src[base + k * BLOCK_DIM], op)
+                acc = fold_full_tile(src, acc, t, tid, op)
                 t += blocks
         if t == full:  # the last tile, when count is not a multiple of TILE: guarded loads
             base = (t << TILE_SHIFT) + tid

@@ -1,6 +1,7 @@
 """``qd.algorithms.reduce_{add,min,max}`` and ``exclusive_scan_{add,min,max}``, with their
 scratch sizing helpers: Quadrants 1.3.3's signatures, each op a @qd.func called at the top
-level of the user's kernel, where it expands into the staircase's tasks."""
+level of the user's kernel, where it expands into its tasks: the device reduce's two, the
+single-pass scan's two (4-byte dtypes) or the staircase's (8-byte dtypes)."""
 from __future__ import annotations
 
 from .. import qd
@@ -10,6 +11,7 @@ from .common import (
     check_depth_host, depth_problem, dtype_problem, natural_depth, partial_slots_host, scratch_problem, wide_for,
 )
 from .device_reduce import device_reduce
+from .device_scan import device_scan
 from .staircase import exclusive_scan_levels
 
 
@@ -36,7 +38,10 @@ def _reduce(arr: qd.template(), out: qd.template(), scratch: qd.template(), n, d
 def _scan(arr: qd.template(), out: qd.template(), scratch: qd.template(), n, dtype: qd.template(),
           log256_max_n: qd.template(), op: qd.template()):
     _checked(arr, out, scratch, dtype, log256_max_n)
-    exclusive_scan_levels(arr, None, out, None, scratch, 0, n, dtype, wide_for(dtype), op, log256_max_n)
+    if qd.static(dtype.bits == 32):
+        device_scan(arr, out, scratch, n, dtype, op)
+    else:
+        exclusive_scan_levels(arr, None, out, None, scratch, 0, n, dtype, wide_for(dtype), op, log256_max_n)
 
 
 @qd.func(requires_top_level=True)

@@ -1,5 +1,5 @@
-"""The fixed-depth staircase behind scan (and through it, select, reduce-by-key
-and the radix sort's histogram scan): every phase is one top-level loop, so one task, one
+"""The fixed-depth staircase behind the scan of 8-byte dtypes, select and reduce-by-key
+(4-byte scans are single-pass: device_scan.py): every phase is one top-level loop, so one task, one
 GPU launch, and the launch boundary is the grid-wide barrier between phases.
 
 Level 0 is the input (``count`` elements); level k >= 1 holds the ``ceil(count_{k-1} / 256)``
@@ -13,19 +13,9 @@ from __future__ import annotations
 
 from .. import blocklib, qd
 
-from .common import BLOCK_DIM, block, fold, load, store
+from .common import BLOCK_DIM, block, block_exclusive, fold, load, store
 
 subgroup = qd.simt.subgroup
-
-
-@qd.func
-def _block_exclusive(v, op: qd.template(), dtype: qd.template()):
-    if qd.static(op == "add"):
-        return block.exclusive_add(v, BLOCK_DIM, dtype)
-    elif qd.static(op == "min"):
-        return block.exclusive_min(v, BLOCK_DIM, dtype)
-    else:
-        return block.exclusive_max(v, BLOCK_DIM, dtype)
 
 
 @qd.func
@@ -51,7 +41,7 @@ def tile_scan(src: qd.template(), src_off, src_wide: qd.template(), dst: qd.temp
         v = blocklib.identity(op, dtype)
         if i < count:
             v = load(src, src_off + i, src_wide, dtype)
-        prefix = _block_exclusive(v, op, dtype)
+        prefix = block_exclusive(v, op, dtype)
         if i < count:
             store(dst, dst_off + i, prefix, dst_wide)
 
@@ -67,7 +57,7 @@ def tile_scan_add_prefix(src: qd.template(), src_off, src_wide: qd.template(), p
         v = blocklib.identity(op, dtype)
         if i < count:
             v = load(src, src_off + i, src_wide, dtype)
-        prefix = _block_exclusive(v, op, dtype)
+        prefix = block_exclusive(v, op, dtype)
         if i < count:
             store(dst, dst_off + i, fold(load(prefixes, pre_off + (i >> 8), pre_wide, dtype), prefix, op), dst_wide)
 
