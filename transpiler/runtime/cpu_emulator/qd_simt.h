@@ -846,9 +846,10 @@ inline void set_thread(unsigned x) {
 // 20 assumes the call keeps those: a scalar argument held there came back as garbage (a kernel's
 // f32 argument read as 4.2e-44 on its first call, glibc 2.36). Taken here, before anything is
 // loaded (the memory clobber keeps the argument loads after it), that call is the function's
-// only one (clang computes a local-dynamic base once per function).
+// only one (clang computes a local-dynamic base once per function). Their values, not their
+// addresses, which must not escape (see plain_index).
 inline void plain_tls_first() {
-    __asm__ __volatile__("" : : "r"(&plain_thread), "r"(&plain_count), "r"(&plain_op) : "memory");
+    __asm__ __volatile__("" : : "r"(plain_thread.x.v), "r"(plain_count), "r"(plain_op) : "memory");
 }
 template <auto K, bool exact, class... Ts, std::size_t... I>
 __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
@@ -856,9 +857,9 @@ __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
     // Signed, as plain_index: first + x cannot wrap (a grid holds fewer than 2^31 threads).
     const int n = (int)blockDim.x, first = (int)(blockIdx.x * blockDim.x);
     if constexpr (sizeof...(Ts) > kTupleMax) {  // see call_from
+        plain_count = 1;  // one element a call (see `for`)
         for (int x = 0; x < n; ++x) {
             if constexpr (exact) set_thread(x);
-            plain_count = 1;
             plain_thread.x.v = first + x;
             K(*static_cast<Ts*>(static_cast<void**>(args)[I])...);
         }
@@ -866,9 +867,9 @@ __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
         // A copy whose address never escapes: the arguments stay in registers, where the
         // kernel's stores (which may alias any memory) cannot change them.
         const std::tuple<Ts...> a = *static_cast<std::tuple<Ts...>*>(args);
+        plain_count = 1;  // one element a call (see `for`)
         for (int x = 0; x < n; ++x) {
             if constexpr (exact) set_thread(x);
-            plain_count = 1;
             plain_thread.x.v = first + x;
             K(std::get<I>(a)...);  // the task loop runs once: see `for`
         }
