@@ -374,7 +374,8 @@ def reduction_shares(monkeypatch) -> list:
 
     def load(self, tr):
         program = real(self, tr)
-        seen.append((program.module.plain, [C._reduction_op(t) for t in tr.ir.tasks if C._reduction_op(t) is not None]))
+        ops = [C._reduction_op(t, program.module.warp_size) for t in tr.ir.tasks]
+        seen.append((program.module.plain, [op for op in ops if op is not None]))
         return program
 
     monkeypatch.setattr(C.CpuBackend, "load", load)
@@ -442,3 +443,21 @@ def test_kernel_scope_sums_run_as_plain_shares(dialect, monkeypatch):
     small = np.arange(5, dtype=np.float32)
     assert returned_sum(small) == 10.0 and returned_sum(small[:0]) == 0.0
     assert sum_and_max(small) == 14.0 and seen[-1] == (False, [])
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_narrow_subgroups_fold_more_partials_than_lanes(monkeypatch, width):
+    """On a 4- or 8-lane subgroup a 128-thread block has more subgroups than a subgroup has
+    lanes, and lane 0 also reads the slots the others publish, which a lone thread never
+    writes: such a reduction keeps the emulator; on 16 lanes it runs per share. Both exact."""
+    seen = reduction_shares(monkeypatch)
+    x = np.random.default_rng(23).integers(-1000, 1000, 3 * 32768 + 11).astype(np.int32)
+    qd.init(arch="cpu", subgroup_size=width, workers=3)
+    try:
+        for kernel, start, want in ((sum_into, 5, x.sum() + 5), (min_into, 10**6, x.min())):
+            out = np.array([start], np.int32)
+            kernel(x, out)
+            assert out[0] == want
+    finally:
+        qd.init(arch="cpu")
+    assert seen == [(width == 16, [0] if width == 16 else []), (width == 16, [1] if width == 16 else [])]

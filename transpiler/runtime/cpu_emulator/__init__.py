@@ -696,7 +696,7 @@ def _runs_direct(task: ir.Task) -> bool:
         not any(isinstance(e, (ir.Atomic, ir.Call)) for e in all_exprs(task.body))
 
 
-def _plain(kernel: ir.Kernel, task: ir.Task) -> bool:
+def _plain(kernel: ir.Kernel, task: ir.Task, warp: int = 32) -> bool:
     """A task that runs as a plain loop over its elements (qd_simt.h, QD_EMU_PLAIN), on as
     many OS threads as pay, vectorized where the compiler can: a grid-free task (no thread
     index, shared array, barrier or collective, in its body or a function it calls): serial,
@@ -707,7 +707,7 @@ def _plain(kernel: ir.Kernel, task: ir.Task) -> bool:
     wait for a later one forever)."""
     if task.dynamic or not _grid_free(kernel, task):
         return False
-    if (task.shared or task.epilogue) and _reduction_op(task) is None:
+    if (task.shared or task.epilogue) and _reduction_op(task, warp) is None:
         return False
     exprs = list(all_exprs(task.body))
     if any(isinstance(e, ir.Call) for e in exprs):
@@ -720,12 +720,15 @@ def _plain(kernel: ir.Kernel, task: ir.Task) -> bool:
 _PLAIN_OPS = {"add": 0, "min": 1, "max": 2, "and": 3, "or": 4, "xor": 5}
 
 
-def _reduction_op(task: ir.Task) -> int | None:
+def _reduction_op(task: ir.Task, warp: int = 32) -> int | None:
     """The PlainOp a parallel task's epilogue folds (frontend/kernel_scope.py: a block fold
     and one atomic per block, the one operation of all its atomics), for a plain module to
     run the task once per OS thread's share, lane 0 alone, the other lanes the operation's
-    identity (qd_simt.h, run_share). None for a task without one or with several."""
-    if task.kind != "parallel" or not task.epilogue:
+    identity (qd_simt.h, run_share). None for a task without one or with several, or whose
+    block has more subgroups of ``warp`` lanes than a subgroup has lanes: lane 0 then also
+    reads the slots other subgroups publish (lang/blocklib.py, _block_fold), which a lone
+    thread never writes."""
+    if task.kind != "parallel" or not task.epilogue or -(-task.block_dim // warp) > warp:
         return None
     ops = {e.op for e in all_exprs(task.epilogue) if isinstance(e, ir.Atomic)}
     return _PLAIN_OPS.get(ops.pop()) if len(ops) == 1 else None
@@ -852,9 +855,10 @@ class CpuBackend(Backend):
         pyfiles = {os.path.basename(kernel.file): kernel.file}
         # One TU, one mode: a kernel whose tasks are all plain is compiled as a plain module;
         # one with any other task keeps the emulator for all (its plain tasks run directly).
-        plain = not self.race_check and self.plain and all(_plain(kernel, t) for t in kernel.tasks)
-        shares = {entries[t.name]["name"]: _reduction_op(t) for t in kernel.tasks
-                  if plain and _reduction_op(t) is not None}
+        warp = emulated(self.dialect).subgroup_size(self.translate_options())
+        plain = not self.race_check and self.plain and all(_plain(kernel, t, warp) for t in kernel.tasks)
+        shares = {entries[t.name]["name"]: _reduction_op(t, warp) for t in kernel.tasks
+                  if plain and _reduction_op(t, warp) is not None}
         with profile.stage("build") as note:
             module = build_module(text, name, dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
                                   entries=[e["name"] for e in entries.values()], compiler=self.compiler,
