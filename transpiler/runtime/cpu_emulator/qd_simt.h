@@ -842,8 +842,8 @@ inline void set_thread(unsigned x) {
 }
 // First in each runner: this module's thread-locals, reached through glibc's __tls_get_addr,
 // whose slow path (a thread's first use of a newly loaded module, or the first after another
-// was loaded) calls malloc and memcpy, which use xmm16-31 (their EVEX forms), and clang before
-// 20 assumes the call keeps those: a scalar argument held there came back as garbage (a kernel's
+// was loaded) calls malloc and memcpy, which use xmm16-31 (their EVEX forms), and clang 19
+// assumes the call keeps those: a scalar argument held there came back as garbage (a kernel's
 // f32 argument read as 4.2e-44 on its first call, glibc 2.36). Taken here, before anything is
 // loaded (the memory clobber keeps the argument loads after it), that call is the function's
 // only one (clang computes a local-dynamic base once per function). Their values, not their
