@@ -404,11 +404,12 @@ def int_total(x: qd.types.ndarray(dtype=qd.i32, ndim=1), total: qd.types.ndarray
 def test_a_reduction_runs_on_few_blocks_of_one_os_thread(dialect, monkeypatch):
     """A grid-stride loop whose only block-level work is the reductions' fold after it: few
     blocks (each pays for its fold), all on the calling thread (the fold's shared array is one
-    buffer of the module), the sums exact."""
+    buffer of the module), the sums exact. (On the emulator: a plain module runs such a task
+    once per OS thread's share, see test_cpu_plain.py.)"""
     from transpiler.runtime import cpu_emulator as C
 
     launched = _launched(monkeypatch)
-    qd.init(arch="cpu", dialect=dialect, workers=3)
+    qd.init(arch="cpu", dialect=dialect, workers=3, plain=False)
     x = np.random.default_rng(3).integers(-50, 50, 1 << 20).astype(np.int32)
     total = np.zeros(1, np.int32)
     squares = int_total(x, total)

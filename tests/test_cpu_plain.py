@@ -318,3 +318,146 @@ def test_kernels_binding_fields_run_as_plain_loops(dialect, monkeypatch):
     v = vel0 + np.float32(0.01) * np.array([0, -9.8, 0], np.float32)
     np.testing.assert_allclose(plain[1], v + np.float32(0.02) * np.array([0, -9.8, 0], np.float32), rtol=1e-6)
     assert (plain[2] == 2.5).all() and (plain[3] == 5.0).all()
+
+
+# Kernel-scope reductions (frontend/kernel_scope.py: a block fold and one atomic per block),
+# any dtype: a plain module runs each once per OS thread's share (qd_simt.h, run_share).
+@qd.kernel
+def sum_into(x: qd.types.ndarray(), out: qd.types.ndarray()):
+    s = out[0]
+    for i in range(x.shape[0]):
+        s += x[i]
+    out[0] = s
+
+
+@qd.kernel
+def min_into(x: qd.types.ndarray(), out: qd.types.ndarray()):
+    m = out[0]
+    for i in range(x.shape[0]):
+        m = min(m, x[i])
+    out[0] = m
+
+
+@qd.kernel
+def max_into(x: qd.types.ndarray(), out: qd.types.ndarray()):
+    m = out[0]
+    for i in range(x.shape[0]):
+        qd.atomic_max(m, x[i])
+    out[0] = m
+
+
+@qd.kernel
+def returned_sum(x: f32v) -> qd.f32:
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]  # Quadrants' everyday kernel-scope sum, returned
+    return s
+
+
+@qd.kernel
+def sum_and_max(x: f32v) -> qd.f32:
+    s = 0.0
+    m = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+        m = max(m, x[i])  # a second operation in the same epilogue: the emulator's
+    return s + m
+
+
+def reduction_shares(monkeypatch) -> list:
+    """For each module the backend loads: whether it is plain, and the PlainOp of each task
+    it runs once per OS thread's share (see _reduction_op)."""
+    from transpiler.runtime import cpu_emulator as C
+
+    seen = []
+    real = C.CpuBackend.load
+
+    def load(self, tr):
+        program = real(self, tr)
+        ops = [C._reduction_op(t, program.module.warp_size) for t in tr.ir.tasks]
+        seen.append((program.module.plain, [op for op in ops if op is not None]))
+        return program
+
+    monkeypatch.setattr(C.CpuBackend, "load", load)
+    return seen
+
+
+# Sizes against 3 workers: fewer elements, as many, more, and several shares of at least
+# ITERATIONS_PER_THREAD each (the last one partial).
+SIZES = [1, 3, 5, 129, 3 * 32768 + 4097]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_kernel_scope_reductions_match_numpy(dialect, monkeypatch, dtype):
+    """Sum, min and max into a kernel-scope variable, on random data, as plain modules and on
+    the emulator: integers exact, floats exact where every order sums exactly (small
+    integers) and within rounding of NumPy's sum otherwise (a share's partial is summed in
+    vector lanes, as Quadrants' fast math does)."""
+    seen = reduction_shares(monkeypatch)
+    rng = np.random.default_rng(21)
+    floating = np.issubdtype(dtype, np.floating)
+    for n in SIZES:
+        exact = rng.integers(-60, 60, n).astype(dtype)
+        spread = rng.standard_normal(n).astype(dtype) if floating else rng.integers(-2**30, 2**30, n).astype(dtype)
+
+        def run(exact=exact, spread=spread):
+            out = []
+            for x in (exact, spread):
+                for kernel, start in ((sum_into, 7), (min_into, 10**6), (max_into, -10**6)):
+                    o = np.array([start], dtype)
+                    kernel(x, o)
+                    out.append(o[0])
+            return out
+
+        plain, emulated = both(dialect, run, workers=3)
+        for got in (plain, emulated):
+            assert got[0] == exact.sum(dtype=np.float64 if floating else np.int64) + 7, (n, got)
+            assert got[1:3] == [min(exact.min(), 10**6), max(exact.max(), -10**6)]
+            assert got[4:6] == [min(spread.min(), 10**6), max(spread.max(), -10**6)]
+            want = spread.astype(np.float64 if floating else np.int64).sum() + 7
+            if floating:
+                eps = np.finfo(dtype).eps
+                assert abs(got[3] - want) <= 4 * eps * (np.abs(spread).sum() + 7), (n, got[3], want)
+            else:
+                assert got[3] == dtype(want), (n, got[3], want)  # (i32: wraps as the kernel's sum does)
+    plain_modules = [s for s in seen if s[0]]
+    assert len(plain_modules) == len(seen) // 2 and all(len(ops) == 1 for _, ops in plain_modules)
+
+
+def test_kernel_scope_sums_run_as_plain_shares(dialect, monkeypatch):
+    """Quadrants' returned kernel-scope sum takes the plain path, its reduction once per
+    worker's share (one atomic each: the result is the sum of those partials), and a warm
+    call on the same qd.ndarray (replayed, its scratch buffers zeroed again) sees new data."""
+    seen = reduction_shares(monkeypatch)
+    rng = np.random.default_rng(22)
+    n = 4 * 32768 + 5
+    x0, x1 = (rng.integers(0, 8, n).astype(np.float32) for _ in range(2))
+    qd.init(arch="cpu", dialect=dialect, workers=3)
+    x = qd.ndarray(qd.f32, (n,))
+    got = []
+    for data in (x0, x0, x1, x1):
+        x.from_numpy(data)
+        got.append(returned_sum(x))
+    assert seen == [(True, [0])]
+    assert got == [x0.sum(), x0.sum(), x1.sum(), x1.sum()]
+    small = np.arange(5, dtype=np.float32)
+    assert returned_sum(small) == 10.0 and returned_sum(small[:0]) == 0.0
+    assert sum_and_max(small) == 14.0 and seen[-1] == (False, [])
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_narrow_subgroups_fold_more_partials_than_lanes(monkeypatch, width):
+    """On a 4- or 8-lane subgroup a 128-thread block has more subgroups than a subgroup has
+    lanes, and lane 0 also reads the slots the others publish, which a lone thread never
+    writes: such a reduction keeps the emulator; on 16 lanes it runs per share. Both exact."""
+    seen = reduction_shares(monkeypatch)
+    x = np.random.default_rng(23).integers(-1000, 1000, 3 * 32768 + 11).astype(np.int32)
+    qd.init(arch="cpu", subgroup_size=width, workers=3)
+    try:
+        for kernel, start, want in ((sum_into, 5, x.sum() + 5), (min_into, 10**6, x.min())):
+            out = np.array([start], np.int32)
+            kernel(x, out)
+            assert out[0] == want
+    finally:
+        qd.init(arch="cpu")
+    assert seen == [(width == 16, [0] if width == 16 else []), (width == 16, [1] if width == 16 else [])]

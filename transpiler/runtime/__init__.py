@@ -681,12 +681,12 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
     last = kernel.__dict__.get("_last_call")
     t0 = time.perf_counter()
     if last is not None and not kwargs and last[0] is backend and _same_call(last[1], args) \
-            and all(f.same() for f in last[4]) and backend.replay(last[2], last[3]):
+            and all(f.same() for f in last[4]) and _zeroed(last[7]) and backend.replay(last[2], last[3]):
         if last[5] is not None:
             last[5].verify(kernel.__name__, last[6])
         if kernel_profiler.enabled:
             kernel_profiler.record(kernel.__name__, (time.perf_counter() - t0) * 1e3)
-        return None
+        return last[8]()
     with T.using_defaults(_defaults):  # Python's int and float in annotations, at call time
         template_args, arg_types, values, write_backs = bind_arguments(kernel, args, kwargs)
     if backend.host_memory_kernels:  # (before the hidden values, which are guarded already)
@@ -747,20 +747,36 @@ def launch(kernel: lang.Kernel, args: tuple, kwargs: dict) -> object:
         raise_failed_assert(kir, values)
     if first is not None:
         first.done()
-    # A kernel with no arguments of its own but fields (not scratch buffers zeroed per call, a
-    # seed, a result) may be replayed by the next call with the same arguments, while each
-    # field keeps the storage this call bound (qd.reset() lets it go).
+    # A kernel with no arguments of its own but fields (not a seed) may be replayed by the next
+    # call with the same arguments, while each field keeps the storage this call bound
+    # (qd.reset() lets it go); on an executor whose kernels use host memory in place, so may
+    # one with scratch buffers and a result: the same buffers, zeroed again.
     fields = [p for p in hidden if p.role == "field"]
-    replayable = len(fields) == len(hidden) and not kwargs and not kir.loops
+    own = [values[p.name] for p in hidden if p.role in ("scratch", "result") and not p.of] \
+        if backend.host_memory_kernels else []
+    replayable = len(fields) + len(own) == len(hidden) and not kwargs and not kir.loops
     token = backend.replay_token(program) if replayable else None
     key = None if token is None else _replay_key(args)
+    results = [p for p in hidden if p.role == "result"]
+    returned = functools.partial(_returned, kernel, kir, results, [values[p.name] for p in results])
     kernel.__dict__["_last_call"] = None if key is None else \
         (backend, key, program, token, tuple(_FieldStorage(kir.bindings[p.name], values[p.name]) for p in fields),
-         checks, describe)
-    results = [p for p in hidden if p.role == "result"]
+         checks, describe, own, returned)
+    return returned()
+
+
+def _zeroed(buffers: list[np.ndarray]) -> bool:
+    """The kernel's own buffers as a new call gets them (hidden_values): zeros."""
+    for b in buffers:
+        b.fill(0)
+    return True
+
+
+def _returned(kernel: lang.Kernel, kir: ir.Kernel, results: list[ir.Param], buffers: list[np.ndarray]) -> object:
+    """What the kernel returns, from its result buffers (None when it has none)."""
     if not results:
         return None
-    parts = iter([_result_value(p, values[p.name]) for p in results])
+    parts = iter([_result_value(p, b) for p, b in zip(results, buffers, strict=True)])
     if not kir.result_paths:
         return next(parts)
     from ..frontend.kernel_scope import result_type  # noqa: PLC0415 - the frontend loads with the first translation

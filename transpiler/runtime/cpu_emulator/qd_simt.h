@@ -78,6 +78,10 @@ struct qd_emu_config {
 // runs the block's threads as `direct` does but keeps threadIdx up to date, so that the
 // message names the thread (the vectorized `direct` keeps the element in a register).
 #define QD_EMU_PLAIN_RERUN 4
+// A plain module's reduction (a task whose epilogue folds one operation, see _plain): each OS
+// thread calls it once for its whole share of blocks, qd_emu_share_blocks of them from
+// blockIdx, so that it ends with one partial and one atomic.
+#define QD_EMU_PLAIN_SHARE 8
 
 // Status codes qd_emu_run returns; the message explains (generated lines as @L<n>@).
 #define QD_EMU_OK 0
@@ -110,12 +114,14 @@ long long qd_emu_clock(void);  // clock64(): the running thread's own time in ns
 #define QD_EMU_TLS __thread __attribute__((tls_model("initial-exec")))
 extern QD_EMU_TLS qd_emu_uint3 threadIdx, blockIdx, blockDim, gridDim;
 extern QD_EMU_TLS unsigned qd_emu_ticks;
+extern QD_EMU_TLS long long qd_emu_share_blocks;
 
 }  // extern "C"
 
 #ifndef QD_EMU_BUILDING_RUNTIME
 
 #include <cmath>
+#include <limits>
 #include <bit>
 #include <tuple>
 #include <type_traits>
@@ -504,6 +510,40 @@ inline T from_bits(unsigned long long b) {
 
 enum ShflKind { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_XOR };
 
+#ifdef QD_EMU_PLAIN
+// A plain module's reduction runs its task once per OS thread's share (QD_EMU_PLAIN_SHARE):
+// one thread, lane 0 of its warp and thread 0 of its block, alone. Barriers have no one to
+// wait for, a collective's members are that lane, and a shuffle from a lane that is not
+// there reads the identity of the reduction the task's epilogue folds (`plain_op`, set by the
+// runner: the epilogue folds one operation, see _plain), so the block fold of one partial is
+// that partial, and the epilogue's one atomic per block is one per share.
+enum PlainOp { PLAIN_ADD, PLAIN_MIN, PLAIN_MAX, PLAIN_AND, PLAIN_OR, PLAIN_XOR };
+// plain_count: the elements the task loop runs (one outside a reduction's share).
+static __thread int plain_count, plain_op;
+template <class T>
+inline T plain_identity() {
+    if constexpr (std::is_arithmetic_v<T>) {
+        using L = std::numeric_limits<T>;
+        if (plain_op == PLAIN_MIN) return L::has_infinity ? L::infinity() : L::max();
+        if (plain_op == PLAIN_MAX) return L::has_infinity ? -L::infinity() : L::lowest();
+        if (plain_op == PLAIN_AND) return std::is_integral_v<T> ? (T)~0ull : T{};
+    }
+    return T{};
+}
+inline unsigned long long plain_lone(unsigned long long value, long long arg, int width, qd_emu_compute_fn fn) {
+    qd_emu_lanes L;
+    L.members = 1;
+    L.width = width;
+    L.warp_size = QD_EMU_WARP_SIZE;
+    L.value[0] = L.result[0] = value;
+    L.arg[0] = arg;
+    fn(&L);
+    return L.result[0];
+}
+#define qd_emu_warp_op(line, what, mask, converge, value, arg, width, ...) \
+    ::qd_emu::plain_lone((value), (arg), (width), (__VA_ARGS__))
+#endif
+
 // Source lane for each shuffle kind, as PTX `shfl.sync` defines it (and HIP's __shfl_* do):
 // outside the caller's `width`-wide segment, a lane keeps its own value.
 template <int K>
@@ -525,6 +565,12 @@ template <int K, class T>
 inline T shfl(int line, const char* what, unsigned long long mask, int converge, T var, long long arg,
               int width = QD_EMU_WARP_SIZE) {
     if (width <= 0 || width > QD_EMU_WARP_SIZE || (width & (width - 1))) width = QD_EMU_WARP_SIZE;
+#ifdef QD_EMU_PLAIN
+    // Lane 0 alone (see plain_lone): its own value where PTX reads lane 0 or keeps its own,
+    // the reduction's identity where it reads a lane that is not there.
+    long long src = K == SHFL_IDX ? (arg & (width - 1)) : K == SHFL_UP || arg >= width ? 0 : arg;
+    return src == 0 ? var : plain_identity<T>();
+#endif
     return from_bits<T>(qd_emu_warp_op(line, what, mask, converge, to_bits(var), arg, width, &shfl_compute<K>));
 }
 
@@ -679,10 +725,19 @@ inline lanemask_t match_all(int line, unsigned long long mask, unsigned long lon
 
 // ----------------------------------------------------------------------------- block barriers
 
+#ifdef QD_EMU_PLAIN  // one thread alone (see plain_lone)
+#define __syncthreads() ((void)0)
+#define __syncthreads_count(p) ((p) ? 1 : 0)
+#define __syncthreads_and(p) ((int)((p) ? 1 : 0))
+#define __syncthreads_or(p) ((int)((p) ? 1 : 0))
+#undef __builtin_amdgcn_s_barrier
+#define __builtin_amdgcn_s_barrier() ((void)0)
+#else
 #define __syncthreads() ((void)qd_emu_block_barrier(__LINE__, "__syncthreads()", 1))
 #define __syncthreads_count(p) qd_emu_block_barrier(__LINE__, "__syncthreads_count()", (p) ? 1 : 0)
 #define __syncthreads_and(p) ((int)(qd_emu_block_barrier(__LINE__, "__syncthreads_and()", (p) ? 1 : 0) == (int)(blockDim.x * blockDim.y * blockDim.z)))
 #define __syncthreads_or(p) ((int)(qd_emu_block_barrier(__LINE__, "__syncthreads_or()", (p) ? 1 : 0) != 0))
+#endif
 #define __nanosleep(ns) qd_emu_yield(__LINE__)
 #define __trap() qd_emu_trap(__LINE__, "__trap()")
 #define __brkpt() qd_emu_trap(__LINE__, "__brkpt()")
@@ -753,7 +808,10 @@ constexpr std::size_t kTupleMax = 256;
 // that cannot wrap, so the compiler sees `x[i * 3 + 1]` as a fixed offset from `x[i * 3]` (in
 // unsigned arithmetic it checked at run time whether the two overlap, and they always did:
 // particles on vec3 arrays ran scalar).
-struct plain_index { int v; };
+struct plain_index {
+    int v;
+    explicit operator int() const { return v; }  // a reduction epilogue's `(int32_t)threadIdx.x`
+};
 inline plain_index operator*(plain_index a, unsigned b) { return {a.v * (int)b}; }
 inline int operator*(unsigned a, plain_index b) { return (int)a * b.v; }
 inline int operator+(plain_index a, plain_index b) { return a.v + b.v; }
@@ -766,6 +824,19 @@ template <std::size_t... I, class... Ts>
 struct plain_args<std::index_sequence<I...>, Ts...> : plain_slot<I, Ts>... {};
 template <std::size_t I, class T> inline T plain_get(const plain_slot<I, T>& s) { return s.v; }
 static __thread plain_dim plain_thread, plain_zero;
+// threadIdx in the task loop (see `for`: qd_emu_task is then the loop's int) is the element,
+// or a share's first; anywhere else (a reduction's epilogue) the lone thread 0.
+struct plain_outside {
+    plain_outside& operator=(bool) { return *this; }
+};
+inline const plain_dim& thread_at(int) { return plain_thread; }
+inline const plain_dim& thread_at(plain_outside&) { return plain_zero; }
+// gridDim.x, the grid stride's factor: the task loop steps one element (through a share).
+struct plain_step {};
+inline int operator*(unsigned, plain_step) { return 1; }
+inline int operator*(plain_step, unsigned) { return 1; }
+struct plain_grid { plain_step x; };
+inline constexpr plain_grid plain_grid_dim{};
 // A block's elements: `exact` also sets the hardware threadIdx for each (not vectorized), so
 // that a fault names its thread; the runtime reruns a failed block so (QD_EMU_PLAIN).
 // The running element as the hardware indices (for the watchdog and its message).
@@ -776,11 +847,24 @@ inline void set_thread(unsigned x) {
     *(volatile unsigned*)&threadIdx.x = x;
     __asm__ __volatile__("" ::: "memory");
 }
+// First in each runner: this module's thread-locals, reached through glibc's __tls_get_addr,
+// whose slow path (a thread's first use of a newly loaded module, or the first after another
+// was loaded) calls malloc and memcpy, which use xmm16-31 (their EVEX forms), and clang 19
+// assumes the call keeps those: a scalar argument held there came back as garbage (a kernel's
+// f32 argument read as 4.2e-44 on its first call, glibc 2.36). Taken here, before anything is
+// loaded (the memory clobber keeps the argument loads after it), that call is the function's
+// only one (clang computes a local-dynamic base once per function). Their values, not their
+// addresses, which must not escape (see plain_index).
+inline void plain_tls_first() {
+    __asm__ __volatile__("" : : "r"(plain_thread.x.v), "r"(plain_count), "r"(plain_op) : "memory");
+}
 template <auto K, bool exact, class... Ts, std::size_t... I>
 __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
+    plain_tls_first();
     // Signed, as plain_index: first + x cannot wrap (a grid holds fewer than 2^31 threads).
     const int n = (int)blockDim.x, first = (int)(blockIdx.x * blockDim.x);
     if constexpr (sizeof...(Ts) > kTupleMax) {  // see call_from
+        plain_count = 1;  // one element a call (see `for`)
         for (int x = 0; x < n; ++x) {
             if constexpr (exact) set_thread(x);
             plain_thread.x.v = first + x;
@@ -790,6 +874,7 @@ __attribute__((flatten)) void run_plain(void* args, std::index_sequence<I...>) {
         // A copy whose address never escapes: the arguments stay in registers, where the
         // kernel's stores (which may alias any memory) cannot change them.
         const plain_args<std::index_sequence<I...>, Ts...> a{{*static_cast<Ts*>(static_cast<void**>(args)[I])}...};
+        plain_count = 1;  // one element a call (see `for`)
         for (int x = 0; x < n; ++x) {
             if constexpr (exact) set_thread(x);
             plain_thread.x.v = first + x;
@@ -801,9 +886,29 @@ template <auto K, bool exact, class... Ts>
 void run_plain_block(void* args) {
     run_plain<K, exact, Ts...>(args, std::index_sequence_for<Ts...>{});
 }
+// A reduction's share (QD_EMU_PLAIN_SHARE): one call whose task loop runs every element of the
+// share's blocks, in order, into one partial; its epilogue then folds that alone (plain_lone).
+template <auto K, int OP, class... Ts, std::size_t... I>
+__attribute__((flatten)) void run_share(void* args, std::index_sequence<I...>) {
+    plain_tls_first();
+    plain_op = OP;
+    plain_count = (int)(qd_emu_share_blocks * blockDim.x);
+    plain_thread.x.v = (int)(blockIdx.x * blockDim.x);
+    if constexpr (sizeof...(Ts) > kTupleMax) {  // see call_from
+        K(*static_cast<Ts*>(static_cast<void**>(args)[I])...);
+    } else {
+        const plain_args<std::index_sequence<I...>, Ts...> a{{*static_cast<Ts*>(static_cast<void**>(args)[I])}...};
+        K(plain_get<I>(a)...);  // see run_plain
+    }
+}
+template <auto K, int OP, class... Ts>
+void run_share_block(void* args) {
+    run_share<K, OP, Ts...>(args, std::index_sequence_for<Ts...>{});
+}
 #endif
-// args[i] points at the i-th parameter's value (cuLaunchKernel's convention).
-template <auto K, class... Ts>
+// args[i] points at the i-th parameter's value (cuLaunchKernel's convention). OP >= 0: a plain
+// module's reduction, whose epilogue folds that PlainOp (QD_EMU_SHARE_ENTRY).
+template <auto K, int OP = -1, class... Ts>
 inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err, int errlen) {
     qd_emu_config c;
     for (int i = 0; i < 3; ++i) c.grid[i] = cfg[i], c.block[i] = cfg[3 + i];
@@ -813,10 +918,13 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
     c.last_block = cfg[9];
     c.workers = cfg[10];
 #ifdef QD_EMU_PLAIN
-    c.flags |= QD_EMU_DIRECT | QD_EMU_PLAIN_RERUN;
-    return qd_emu_run(&run_plain_block<K, true, Ts...>, &run_plain_block<K, false, Ts...>, args, &c,
-                      QD_EMU_WARP_SIZE, nullptr, nullptr, err, errlen);
+    c.flags |= QD_EMU_DIRECT | QD_EMU_PLAIN_RERUN | (OP >= 0 ? QD_EMU_PLAIN_SHARE : 0);
+    qd_emu_block_fn fast;
+    if constexpr (OP >= 0) fast = &run_share_block<K, OP, Ts...>;
+    else fast = &run_plain_block<K, false, Ts...>;
+    return qd_emu_run(&run_plain_block<K, true, Ts...>, fast, args, &c, QD_EMU_WARP_SIZE, nullptr, nullptr, err, errlen);
 #else  // not instantiated in a plain module: a third of its build, for code it never runs
+    static_assert(OP < 0, "a reduction's share runs in a plain module only");
     if constexpr (sizeof...(Ts) > kTupleMax) {
         return qd_emu_run([](void* p) { call_from<K, Ts...>(static_cast<void**>(p), std::index_sequence_for<Ts...>{}); },
                           &run_direct_from<K, Ts...>, args, &c, QD_EMU_WARP_SIZE, __start_qd_shared,
@@ -836,6 +944,12 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
         void** args, const long long* cfg, char* err, int errlen) {                              \
         return ::qd_emu::launch<name>(name, args, cfg, err, errlen);                             \
     }
+// A plain module's reduction task, whose epilogue folds the PlainOp `op` (see run_share).
+#define QD_EMU_SHARE_ENTRY(name, op)                                                             \
+    extern "C" __attribute__((visibility("default"))) int qd_launch_##name(                      \
+        void** args, const long long* cfg, char* err, int errlen) {                              \
+        return ::qd_emu::launch<name, op>(name, args, cfg, err, errlen);                         \
+    }
 
 // ----------------------------------------------------------------------------- spellings
 // Everything below rewrites the generated text; nothing after this point may use loops.
@@ -850,7 +964,9 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
 // One OS thread runs one block at a time, so a function-local static is per block.
 // `used`: the scheduler writes these behind the compiler's back (poison, fresh pages), so a
 // shared array the kernel only reads must not be folded to its zero initializer.
-#ifdef QD_EMU_TSAN  // whole pages, which the scheduler can swap for fresh ones per block
+#if defined(QD_EMU_PLAIN)  // a reduction's epilogue: each OS thread its own lone block's (run_share)
+#define __shared__ static __thread __attribute__((aligned(16)))
+#elif defined(QD_EMU_TSAN)  // whole pages, which the scheduler can swap for fresh ones per block
 #define __shared__ static __attribute__((section("qd_shared"), aligned(4096), used))
 #else
 #define __shared__ static __attribute__((section("qd_shared"), aligned(16), used))
@@ -883,20 +999,31 @@ inline int launch(void (*)(Ts...), void** args, const long long* cfg, char* err,
 #endif
 #ifdef QD_EMU_PLAIN
 // A plain module's task loop runs once per call (the runner calls it per element, which the
-// launch covers: CpuBackend.run): its start, the only use of threadIdx in a plain task, marks
-// the loop as the task's (no tick: the runner's loop over elements, which this loop becomes,
-// vectorizes), and its grid stride, the only use of gridDim, makes the next iteration break.
-// The compiler sees both, and the loop is an `if`. Other loops tick, for the watchdog; the
-// rare slow tick first tells the runtime which element runs (its message names the thread).
-static bool qd_emu_task, qd_emu_gs;  // marked by a use outside any loop, read by nobody
+// launch covers: CpuBackend.run), or over a reduction's share (run_share): plain_count
+// elements, a grid stride of one apart. Its start, the only use of threadIdx in a plain
+// task's loop, marks the loop as the task's (no tick: the runner's loop over elements, which
+// this loop becomes, vectorizes), and its grid stride, the only use of gridDim, counts down
+// to the break at the top of the next iteration (a break before the body, rather than after
+// the stride, stops clang vectorizing a share's sum: its partial leaves the loop from two
+// places). The compiler sees both, and plain_count is the 1 the runner just stored: the loop
+// is an `if`. Other loops tick, for the watchdog; the rare slow tick first tells the runtime
+// which element runs (its message names the thread). QD_EMU_LOOP_HINT: what a module with
+// reductions puts before each loop (see build_module).
+static ::qd_emu::plain_outside qd_emu_task;  // outside any loop: a reduction's epilogue
+static int qd_emu_gs, qd_emu_n;  // (gridDim outside any loop: read by nobody)
+#ifndef QD_EMU_LOOP_HINT
+#define QD_EMU_LOOP_HINT
+#endif
 #undef qd_emu_tick
 #define qd_emu_tick(line) (__builtin_expect((++qd_emu_ticks & QD_EMU_TICK_MASK) == 0, 0) \
     ? (::qd_emu::plain_here(), qd_emu_tick_slow(line), true) : true)
-#define for(...) for (bool qd_emu_task = false, qd_emu_gs = false, qd_emu_once = true; qd_emu_once; qd_emu_once = false) \
-    for (__VA_ARGS__) if (qd_emu_gs) break; else if (!qd_emu_task && !qd_emu_tick(__LINE__)) {} else
-#define threadIdx (qd_emu_task = true, ::qd_emu::plain_thread)
+#define for(...) for (int qd_emu_task = 0, qd_emu_gs = 0, qd_emu_once = 1, qd_emu_n = ::qd_emu::plain_count; \
+                      qd_emu_once; qd_emu_once = 0) \
+    QD_EMU_LOOP_HINT for (__VA_ARGS__) if (qd_emu_gs) break; \
+    else if (!qd_emu_task && !qd_emu_tick(__LINE__)) {} else
+#define threadIdx (::qd_emu::thread_at(qd_emu_task = true))
 #define blockIdx ::qd_emu::plain_zero
-#define gridDim (qd_emu_gs = true, ::qd_emu::plain_zero)
+#define gridDim (qd_emu_gs = --qd_emu_n <= 0, ::qd_emu::plain_grid_dim)
 #else
 #define for(...) for (__VA_ARGS__) if (!qd_emu_tick(__LINE__)) {} else
 #endif

@@ -53,6 +53,7 @@ QD_EXPORT_VAR QD_EMU_TLS qd_emu_uint3 blockIdx = {0, 0, 0};
 QD_EXPORT_VAR QD_EMU_TLS qd_emu_uint3 blockDim = {1, 1, 1};
 QD_EXPORT_VAR QD_EMU_TLS qd_emu_uint3 gridDim = {1, 1, 1};
 QD_EXPORT_VAR QD_EMU_TLS unsigned qd_emu_ticks = 0;
+QD_EXPORT_VAR QD_EMU_TLS long long qd_emu_share_blocks = 0;
 
 // Race-check builds (-DQD_EMU_TSAN, kernel compiled with -fsanitize=thread, this file not):
 // each fiber is a TSan thread, switched without implied synchronization, and barriers and
@@ -698,13 +699,20 @@ struct Sched {
 
         // A plain launch's failed block runs again, thread by thread (`call`, see
         // QD_EMU_PLAIN_RERUN), to name the thread; what the first run said stands if it passes.
+        // A whole share in one call (QD_EMU_PLAIN_SHARE: a reduction, one partial per share)
+        // reruns element by element, all its blocks, to find the thread.
         volatile bool rerun = false;
         volatile int first_code = 0;
         std::string first_msg;
+        const bool whole = direct && (cfg->flags & QD_EMU_PLAIN_SHARE);
         for (;;) {
             int jumped = sigsetjmp(sig_jmp, 1);
-            if (jumped == 0) {
-                unsigned long long b0 = rerun ? cur_block : first, b1 = rerun ? cur_block + 1 : last;
+            if (jumped == 0 && whole && !rerun) {
+                qd_emu_share_blocks = (long long)(last - first);
+                if (last > first) run_block(first);
+            } else if (jumped == 0) {
+                bool one = rerun && !whole;
+                unsigned long long b0 = one ? cur_block : first, b1 = one ? cur_block + 1 : last;
                 for (unsigned long long b = b0; b < b1 && !abort_code; ++b) run_block(b);
             } else if (jumped == 1) {  // a signal (2: a direct thread's abort_fiber, which set msg)
                 in_kernel = 0;
