@@ -44,6 +44,7 @@ _LEVEL_WORDS = {SUBGROUP: "the subgroup (lane) it runs in", THREAD: "the thread 
 SILENCE = "qd: ignore-hazard"
 
 _SUBGROUP_UNIFORM_OPS = {"broadcast", "ballot", "all", "any", "reduce_add", "reduce_min", "reduce_max"}
+_LEAVES = frozenset((ir.Const, ir.ParamRef, ir.Shape, ir.BlockVote))  # uniform, nothing below them to read
 
 
 # A hazard is a located diagnostic whose kind names it ("divergent-barrier", "spin-wait", ...).
@@ -97,25 +98,26 @@ class _Levels:
     def _assignments(self, stmts: list[ir.Stmt], control: int) -> bool:
         changed = False
         for st in stmts:
-            value = st.init if isinstance(st, ir.Declare) else st.value if isinstance(st, ir.Assign) else \
-                st.expr if isinstance(st, ir.ExprStmt) else None
+            cls = type(st)  # (statement classes have no subclasses: one dispatch by class)
+            value = st.init if cls is ir.Declare else st.value if cls is ir.Assign else \
+                st.expr if cls is ir.ExprStmt else None
             if value is not None and self.calls:
                 for call in iter_expr(value):
                     if isinstance(call, ir.Call):  # a real function writes these locals of the caller
                         for var in call.outs:
                             changed |= self._raise(var, max(control, self.of(call)))
-            if isinstance(st, ir.Declare) and st.init is not None:
+            if cls is ir.Declare and st.init is not None:
                 changed |= self._raise(st.var, max(control, self.of(st.init)))
-            elif isinstance(st, ir.Declare):
+            elif cls is ir.Declare:
                 changed |= self._raise(st.var, control)
-            elif isinstance(st, ir.Assign):
+            elif cls is ir.Assign:
                 changed |= self._raise(st.var, max(control, self.of(st.value)))
-            elif isinstance(st, ir.If):
+            elif cls is ir.If:
                 inner = max(control, self.of(st.cond))
                 changed |= self._assignments(st.then, inner) | self._assignments(st.orelse, inner)
-            elif isinstance(st, (ir.For, ir.While)):
+            elif cls is ir.For or cls is ir.While:
                 inner = max(control, self.loop_level(st))
-                if isinstance(st, ir.For):
+                if cls is ir.For:
                     changed |= self._raise(st.var, inner)
                 changed |= self._assignments(st.body, inner)
         return changed
@@ -153,22 +155,23 @@ class _Levels:
         stack = [e]
         while stack:
             n = stack.pop()
-            if isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.BlockVote)):
+            cls = type(n)  # (these expression classes have no subclasses: one dispatch by class)
+            if cls in _LEAVES:
                 continue
-            if isinstance(n, ir.LocalRef):
+            if cls is ir.LocalRef:
                 reads.append(id(n.var))
-            elif isinstance(n, ir.ThreadIndex):
+            elif cls is ir.ThreadIndex:
                 if n.kind in ("thread_idx", "global_thread_idx"):
                     level = THREAD
-            elif isinstance(n, (ir.Atomic, ir.VolatileLoad, ir.ShmemAtomic)):
+            elif cls is ir.Atomic or cls is ir.VolatileLoad or cls is ir.ShmemAtomic:
                 level = THREAD
-            elif isinstance(n, ir.SubgroupOp):
+            elif cls is ir.SubgroupOp:
                 level = max(level, SUBGROUP if n.op in _SUBGROUP_UNIFORM_OPS else THREAD)
-            elif isinstance(n, ir.Load):
+            elif cls is ir.Load:
                 stack += n.indices
-            elif isinstance(n, ir.BinOp) and self.subgroup_index(n):
+            elif cls is ir.BinOp and self.subgroup_index(n):
                 level = max(level, SUBGROUP)
-            elif isinstance(n, ir.BinOp) and self.block_var is not None and self.block_index(n):
+            elif cls is ir.BinOp and self.block_var is not None and self.block_index(n):
                 stack.append(n.b)  # uniform, as long as the divisor is
             else:
                 stack += children(n)

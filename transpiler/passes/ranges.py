@@ -24,34 +24,37 @@ def type_range(t: T.DType) -> Range:
 
 def value_range(e: ir.Expr) -> Range | None:
     """Bounds every value of integer expression ``e`` lies within, or None when unknown."""
-    if not (e.type.is_int or e.type is T.bool_):
+    t = e.type
+    if not (t.is_int or t is T.bool_):
         return None
-    if isinstance(e, ir.Const):
+    cls = type(e)  # (none of these node classes has a subclass: one dispatch by class)
+    if cls is ir.Const:
         v = int(e.value)
         return (v, v)
-    if isinstance(e, ir.ThreadIndex):
+    if cls is ir.BinOp:
+        return _within(_binop(e), t)
+    if cls is ir.LocalRef:
+        if e.var.bounds is not None:
+            return e.var.bounds
+        if e.var.nonneg:
+            return (0, type_range(t)[1])
+    elif cls is ir.ThreadIndex:
         return _THREAD_KINDS.get(e.kind, _I32)
-    if isinstance(e, ir.Shape):
+    elif cls is ir.Shape:
         return _I32
-    if isinstance(e, ir.LocalRef) and e.var.bounds is not None:
-        return e.var.bounds
-    if isinstance(e, ir.LocalRef) and e.var.nonneg:
-        return (0, type_range(e.type)[1])
-    if isinstance(e, ir.Compare | ir.Logical):
+    elif cls is ir.Compare or cls is ir.Logical:
         return (0, 1)
-    if isinstance(e, ir.Cast):
+    elif cls is ir.Cast:
         if not (e.a.type.is_int or e.a.type is T.bool_):
             return None  # from a float: any value
-        return _within(value_range(e.a) or type_range(e.a.type), e.type)
-    if isinstance(e, ir.Select):
+        return _within(value_range(e.a) or type_range(e.a.type), t)
+    elif cls is ir.Select:
         a, b = value_range(e.a), value_range(e.b)
         return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
-    if isinstance(e, ir.BinOp):
-        return _within(_binop(e), e.type)
-    if isinstance(e, ir.Unary) and e.op == "neg":
+    elif cls is ir.Unary and e.op == "neg":
         r = value_range(e.a) or type_range(e.a.type)
-        return _within((-r[1], -r[0]), e.type)
-    return _within(type_range(e.type), e.type) if e.type.bits < 32 else None
+        return _within((-r[1], -r[0]), t)
+    return _within(type_range(t), t) if t.bits < 32 else None
 
 
 def loop_bounds(start: ir.Expr, stop: ir.Expr, sign: int, t: T.DType) -> Range | None:
@@ -114,7 +117,8 @@ _ADDITIVE = frozenset(("add", "sub", "mul"))
 
 def additive(e: ir.Expr) -> bool:
     """+, - or * of two values, or a negation: what index arithmetic is made of."""
-    return (isinstance(e, ir.BinOp) and e.op in _ADDITIVE) or (isinstance(e, ir.Unary) and e.op == "neg")
+    cls = type(e)  # (BinOp and Unary have no subclasses)
+    return (cls is ir.BinOp and e.op in _ADDITIVE) or (cls is ir.Unary and e.op == "neg")
 
 
 # An expression class's sub-expression fields, and its lists of them with whether the list

@@ -222,7 +222,8 @@ class Renderer:
 
     def narrow(self, text: str, prec: int, t: T.DType) -> tuple[str, int]:
         """C computes narrow ints as int: convert the result back to ``t``."""
-        if self.dialect.compute_type(t) != t:
+        wide = self.dialect.compute_type(t)
+        if wide is not t and wide != t:
             return self.dialect.cast(text, t), PREC_PRIMARY
         return text, prec
 
