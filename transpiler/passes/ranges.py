@@ -204,38 +204,42 @@ def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool) -> tuple[set, set, 
     used: set[int] = set()
     chain: set[int] = set()
 
-    def visit(e: ir.Expr, in_index: bool, by_root: bool) -> None:
-        cls = type(e)
-        if cls is ir.LocalRef:
-            if not in_index:
-                plain.add(id(e.var))
-            elif by_root:
-                used.add(id(e.var))
-            else:
-                chain.add(id(e.var))
-            return
-        if cls is ir.Const:
-            return
-        # index_roots written out for an expression (this is the hot loop). Index space
-        # reaches a child only through + - * and negation: a `%`, shift or call uses the
-        # wrapped value (a hash).
-        exprs, lists = _CHILDREN.get(cls) or _children(cls)
-        check = cls is ir.Compare and (_extent(e.a) or _extent(e.b))
-        if check:
-            below = below_root = True
-        elif (cls is ir.BinOp and e.op in _ADDITIVE) or (cls is ir.Unary and e.op == "neg"):
-            below, below_root = in_index, by_root
-        else:
-            below = below_root = False
-        for f in exprs:
-            c = getattr(e, f)
-            if c is not None:
-                visit(c, below, below_root)
-        for f, indices in lists:
-            root = check or indices
-            for c in getattr(e, f):
-                visit(c, root or below, root or below_root)
-
     for e, root in roots:
-        visit(e, root or defines, root)
+        _visit(e, root or defines, root, plain, used, chain)
     return plain, used, chain
+
+
+def _visit(e: ir.Expr, in_index: bool, by_root: bool, plain: set, used: set, chain: set) -> None:
+    """_reads' walk (a module function, not a closure over itself: a closure that calls itself
+    is a reference cycle left for the collector, once per statement)."""
+    cls = type(e)
+    if cls is ir.LocalRef:
+        if not in_index:
+            plain.add(id(e.var))
+        elif by_root:
+            used.add(id(e.var))
+        else:
+            chain.add(id(e.var))
+        return
+    if cls is ir.Const:
+        return
+    # index_roots written out for an expression (this is the hot loop). Index space
+    # reaches a child only through + - * and negation: a `%`, shift or call uses the
+    # wrapped value (a hash).
+    exprs, lists = _CHILDREN.get(cls) or _children(cls)
+    check = cls is ir.Compare and (_extent(e.a) or _extent(e.b))
+    if check:
+        below = below_root = True
+    elif (cls is ir.BinOp and e.op in _ADDITIVE) or (cls is ir.Unary and e.op == "neg"):
+        below, below_root = in_index, by_root
+    else:
+        below = below_root = False
+    for f in exprs:
+        c = getattr(e, f)
+        if c is not None:
+            _visit(c, below, below_root, plain, used, chain)
+    for f, indices in lists:
+        root = check or indices
+        for c in getattr(e, f):
+            _visit(c, root or below, root or below_root, plain, used, chain)
+
