@@ -27,18 +27,15 @@ from .matrices import component_suffixes, describe
 def loop_jumps(body: list[ast.stmt]) -> set[str]:
     """Which of break / continue a loop body uses for itself (not those of loops inside it)."""
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
+    stack = list(body)  # (a stack, not a closure that calls itself: that is a reference cycle per call)
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Break):
             found.add("break")
         elif isinstance(node, ast.Continue):
             found.add("continue")
         elif not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
-            for child in ast.iter_child_nodes(node):
-                visit(child)
-
-    for st in body:
-        visit(st)
+            stack.extend(ast.iter_child_nodes(node))
     return found
 
 
