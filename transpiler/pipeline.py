@@ -198,11 +198,12 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
 
 def _hazards(kernel: Kernel, kir: ir.Kernel, target: Target, subgroup_size: int | None) -> list:
     """The checker's findings; the IR of an instantiation never changes, so they are computed
-    once per target and width."""
-    from .passes.hazards import check_hazards  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    once per IR and what the checker reads of the target and width (most kernels: once for
+    every target)."""
+    from .passes.hazards import check_hazards, findings_key  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     cache = kernel.__dict__.setdefault("_hazard_cache", {})
-    key = (id(kir), target.name, subgroup_size)
+    key = (id(kir), findings_key(kir, target, subgroup_size))
     hit = cache.get(key)
     if hit is None or hit[0] is not kir:  # (an id outlives its IR where the IR cache was dropped)
         hit = cache[key] = (kir, check_hazards(kir, target, subgroup_size))

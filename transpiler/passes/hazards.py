@@ -383,13 +383,23 @@ class _Checker:
                          "the kernel into two launches"))
 
 
+def findings_key(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None) -> tuple:
+    """What check_hazards reads of the width and the target for ``kernel``: its findings are
+    the same for every translation with an equal key. The divergence and NVSHMEM checks read
+    the width only where there are collectives, barriers or NVSHMEM; the spin-wait and
+    publication checks read the target only where there is a loop or a fence."""
+    width = subgroup_size if contains(kernel, ir.Barrier, ir.BlockVote, ir.SubgroupOp, *_SHMEM) else None
+    profile = (target.caps.fence_orders_plain_stores, target.title) if contains(kernel, ir.While, ir.Fence) else None
+    return width, profile
+
+
 def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None = None) -> list[Hazard]:
     """Errors raise a TranspileError (the first one); warnings are returned, minus the
     silenced ones."""
     found: list[Hazard] = []
     for task in kernel.tasks:
         found.extend(_Checker(task, target, subgroup_size).run())
-    if contains(kernel, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll, ir.ShmemOp):
+    if contains(kernel, *_SHMEM):
         signals = _signal_arrays(kernel)
         for task in kernel.tasks:
             found.extend(_ShmemChecker(task, signals, subgroup_size).run())
@@ -409,6 +419,8 @@ def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int |
 
 
 # ----------------------------------------------------------------------------- NVSHMEM ordering
+
+_SHMEM = (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll, ir.ShmemOp)  # what the NVSHMEM checks look at
 
 def _signal_arrays(kernel: ir.Kernel) -> set[int]:
     """Arrays used as signals: some thread waits on them (wait_until, or a loop polling them)."""

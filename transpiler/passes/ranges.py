@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir import walk
+from ..ir.memo import per_kernel
 
 Range = tuple[int, int]
 
@@ -153,7 +154,8 @@ def index_roots(node: ir.Expr | ir.Stmt) -> list[tuple[ir.Expr, bool]]:
     return out
 
 
-def index_locals(stmts: list[ir.Stmt]) -> set[int]:
+@per_kernel  # an entry's or a function's body, the same list for every target (tasks.task_loop)
+def index_locals(stmts: list[ir.Stmt]) -> frozenset[int]:
     """ids of the integer locals read only in index space (subscripts, loop bounds, bounds
     checks, or the values of other such locals) and whose values reach one of those: they
     are index arithmetic too, where overflow means out of bounds whatever the spelling. A
@@ -192,7 +194,7 @@ def index_locals(stmts: list[ir.Stmt]) -> set[int]:
                 todo.extend(feeds.get(v, ()))
         kept = (index & reaching) - plain
         if kept == index:
-            return index
+            return frozenset(index)
         index = kept
 
 
