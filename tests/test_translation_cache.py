@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import transpiler as qd
-from transpiler.passes.hazards import findings_key
+from transpiler.passes.hazards import check_hazards_at, target_key
 from transpiler.pipeline import lower
 from transpiler.targets import get_target
 
@@ -113,16 +113,15 @@ def test_a_target_with_other_capabilities_gets_its_own_hazard_findings(order):
 
 
 def test_the_hazard_findings_are_keyed_on_what_the_checker_reads():
-    """A kernel without collectives, fences or loops shares one set of findings across every
-    target; a fence puts the target's fence capability in the key, a subgroup operation the
-    width."""
-    plain = lower(_plain)
-    assert len({findings_key(plain, get_target(t), w) for t in qd.TARGETS for w in (32, 64)}) == 1
+    """The target is in the key only where the checker reads it (a loop or a fence, on a
+    target whose fences do not order plain stores), the width only where a finding hinged on
+    it (a branch on ``thread_idx // 32`` under a collective)."""
+    assert {target_key(lower(_plain), get_target(t)) for t in qd.TARGETS} == {None}
     fenced = lower(_publication)
-    keys = {t: findings_key(fenced, get_target(t), 32) for t in qd.TARGETS}
-    assert keys["msl"] != keys["cuda"] and keys["cuda"][1][0] is True and keys["msl"][1][0] is False
-    collective = lower(_collective)
-    assert findings_key(collective, get_target("glsl"), 32) != findings_key(collective, get_target("glsl"), 64)
+    assert {t: target_key(fenced, get_target(t)) for t in qd.TARGETS} == {
+        "cuda": None, "hip": None, "glsl": None, "msl": get_target("msl").title}
+    assert check_hazards_at(lower(_plain), get_target("cuda"), 32) == ([], False)
+    assert check_hazards_at(lower(_collective), get_target("glsl"), 32) == ([], True)
 
 
 @qd.kernel

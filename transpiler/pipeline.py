@@ -198,13 +198,17 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
 
 def _hazards(kernel: Kernel, kir: ir.Kernel, target: Target, subgroup_size: int | None) -> list:
     """The checker's findings; the IR of an instantiation never changes, so they are computed
-    once per IR and what the checker reads of the target and width (most kernels: once for
-    every target)."""
-    from .passes.hazards import check_hazards, findings_key  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    once per IR and what the checker reads: the target only where it matters (hazards.
+    target_key), the width only where a finding hinged on it. Most kernels: once for all
+    four targets."""
+    from .passes.hazards import check_hazards_at, target_key  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     cache = kernel.__dict__.setdefault("_hazard_cache", {})
-    key = (id(kir), findings_key(kir, target, subgroup_size))
-    hit = cache.get(key)
-    if hit is None or hit[0] is not kir:  # (an id outlives its IR where the IR cache was dropped)
-        hit = cache[key] = (kir, check_hazards(kir, target, subgroup_size))
-    return hit[1]
+    profile = target_key(kir, target)
+    for width in (subgroup_size, "any width"):
+        hit = cache.get((id(kir), profile, width))
+        if hit is not None and hit[0] is kir:  # (an id outlives its IR where the IR cache was dropped)
+            return hit[1]
+    found, width_read = check_hazards_at(kir, target, subgroup_size)
+    cache[id(kir), profile, subgroup_size if width_read else "any width"] = (kir, found)
+    return found

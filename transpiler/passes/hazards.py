@@ -62,6 +62,7 @@ class _Levels:
         self.locals: dict[int, int] = {}
         self.task = task
         self.subgroup_size = subgroup_size
+        self.width_read = False  # whether a level hinged on the width (subgroup_index)
         self.summaries: dict[int, tuple] = {}  # expression id -> (expression, *_summary)
         self.calls = ir.Call in task_node_kinds(task)  # a real function may write the caller's locals
         # Locals defined once from the thread index: `tid // 32` is the same across a warp.
@@ -179,7 +180,7 @@ class _Levels:
 
     def subgroup_index(self, e: ir.BinOp) -> bool:
         """``tid // k`` (or ``tid >> s``) with k a multiple of the subgroup size."""
-        if self.subgroup_size is None or not isinstance(e.b, ir.Const) or not e.type.is_int:
+        if not isinstance(e.b, ir.Const) or not e.type.is_int:
             return False
         if e.op in ("truncdiv", "floordiv"):
             k = e.b.value
@@ -187,7 +188,10 @@ class _Levels:
             k = 1 << e.b.value
         else:
             return False
-        return k > 0 and k % self.subgroup_size == 0 and self.is_thread_index(e.a)
+        if k <= 0 or not self.is_thread_index(e.a):
+            return False
+        self.width_read = True
+        return self.subgroup_size is not None and k % self.subgroup_size == 0
 
     def block_index(self, e: ir.BinOp) -> bool:
         """``i // k`` (or ``i >> s``) of the block-aligned loop variable, k a multiple of the
@@ -246,6 +250,7 @@ class _Checker:
         self.task = task
         self.target = target
         self.subgroup_size = subgroup_size
+        self.levels: _Levels | None = None
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:
@@ -383,26 +388,33 @@ class _Checker:
                          "the kernel into two launches"))
 
 
-def findings_key(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None) -> tuple:
-    """What check_hazards reads of the width and the target for ``kernel``: its findings are
-    the same for every translation with an equal key. The divergence and NVSHMEM checks read
-    the width only where there are collectives, barriers or NVSHMEM; the spin-wait and
-    publication checks read the target only where there is a loop or a fence."""
-    width = subgroup_size if contains(kernel, ir.Barrier, ir.BlockVote, ir.SubgroupOp, *_SHMEM) else None
-    profile = (target.caps.fence_orders_plain_stores, target.title) if contains(kernel, ir.While, ir.Fence) else None
-    return width, profile
+def target_key(kernel: ir.Kernel, target: TargetProfile) -> str | None:
+    """What check_hazards reads of ``target`` for ``kernel``: the findings for two targets
+    with the same key are the same (at one width). Only the spin-wait and publication checks
+    read it (a loop or a fence), and only on a target whose fences do not order plain stores
+    (its title is in their messages)."""
+    if target.caps.fence_orders_plain_stores or not contains(kernel, ir.While, ir.Fence):
+        return None
+    return target.title
 
 
 def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None = None) -> list[Hazard]:
     """Errors raise a TranspileError (the first one); warnings are returned, minus the
     silenced ones."""
-    found: list[Hazard] = []
-    for task in kernel.tasks:
-        found.extend(_Checker(task, target, subgroup_size).run())
+    return check_hazards_at(kernel, target, subgroup_size)[0]
+
+
+def check_hazards_at(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None) -> tuple[list[Hazard], bool]:
+    """check_hazards' findings, and whether they hinged on the width (a ``tid // k`` uniform
+    across a subgroup or not): when not, they are the findings at every width."""
+    checkers = [_Checker(task, target, subgroup_size) for task in kernel.tasks]
     if contains(kernel, *_SHMEM):
         signals = _signal_arrays(kernel)
-        for task in kernel.tasks:
-            found.extend(_ShmemChecker(task, signals, subgroup_size).run())
+        checkers += [_ShmemChecker(task, signals, subgroup_size) for task in kernel.tasks]
+    found: list[Hazard] = []
+    for checker in checkers:
+        found.extend(checker.run())
+    width_read = any(c.levels is not None and c.levels.width_read for c in checkers)
     errors = [h for h in found if h.severity == "error"]
     if errors:
         # The first in the source; at one call site the block-level finding explains more
@@ -415,7 +427,7 @@ def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int |
         if key not in seen and not silenced(h.loc):
             seen.add(key)
             out.append(h)
-    return out
+    return out, width_read
 
 
 # ----------------------------------------------------------------------------- NVSHMEM ordering
@@ -492,6 +504,7 @@ class _ShmemChecker:
         self.task = task
         self.signals = signals
         self.subgroup_size = subgroup_size
+        self.levels: _Levels | None = None
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:
