@@ -102,14 +102,23 @@ def _plain(x: vec):
         x[i] = x[i] * 2.0
 
 
+@qd.kernel
+def _spin_on_plain_flag(flag: ivec, count: ivec):
+    for i in range(flag.shape[0]):
+        while flag[0] == 0:
+            qd.atomic_add(count[flag[i]], 1)
+
+
 @pytest.mark.parametrize("order", [qd.TARGETS, tuple(reversed(qd.TARGETS))])
-def test_a_target_with_other_capabilities_gets_its_own_hazard_findings(order):
-    """Metal's fences order only atomics: its translation warns about the plain store, the
-    others (whose fences order every store) do not, in either order of translation."""
+@pytest.mark.parametrize("kernel, kind", [(_publication, "metal-publication"), (_spin_on_plain_flag, "metal-spin-wait")])
+def test_a_target_with_other_capabilities_gets_its_own_hazard_findings(order, kernel, kind):
+    """Metal's fences order only atomics: its translation warns about the plain store (or the
+    plain load a loop spins on), the others (whose fences order every store) do not, in
+    either order of translation."""
     for cache in ("_ir_cache", "_hazard_cache"):
-        _publication.__dict__.pop(cache, None)
-    kinds = {t: [w.kind for w in qd.translate(_publication, t, warn=False).warnings] for t in order}
-    assert kinds == {"cuda": [], "hip": [], "glsl": [], "msl": ["metal-publication"]}
+        kernel.__dict__.pop(cache, None)
+    kinds = {t: [w.kind for w in qd.translate(kernel, t, warn=False).warnings] for t in order}
+    assert kinds == {"cuda": [], "hip": [], "glsl": [], "msl": [kind]}
 
 
 def test_the_hazard_findings_are_keyed_on_what_the_checker_reads():

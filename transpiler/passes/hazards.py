@@ -40,6 +40,11 @@ from ..ir.walk import (
 from .capabilities import TargetProfile
 
 UNIFORM, SUBGROUP, THREAD = 0, 1, 2
+# What orders memory in a spin-wait's body (_Checker.spin_waits' body_orders): statements,
+# then expressions.
+_ORDERING_STMTS = (ir.Fence, ir.Barrier)
+_ORDERING_EXPRS = (ir.Atomic, ir.VolatileLoad, ir.BlockVote)
+_ORDERING = _ORDERING_STMTS + _ORDERING_EXPRS
 _LEVEL_WORDS = {SUBGROUP: "the subgroup (lane) it runs in", THREAD: "the thread index"}
 SILENCE = "qd: ignore-hazard"
 
@@ -326,8 +331,8 @@ class _Checker:
                 continue
             plain = [e for e in iter_expr(st.cond) if isinstance(e, ir.Load) and id(e.array) not in written]
             ordered = any(isinstance(e, (ir.VolatileLoad, ir.Atomic)) for e in iter_expr(st.cond))
-            body_orders = any(isinstance(s, (ir.Fence, ir.Barrier)) or any(
-                isinstance(e, (ir.Atomic, ir.VolatileLoad, ir.BlockVote))
+            body_orders = any(isinstance(s, _ORDERING_STMTS) or any(
+                isinstance(e, _ORDERING_EXPRS)
                 for x in stmt_exprs(s) for e in iter_expr(x)) for s in all_stmts(st.body))
             # On Metal only an atomic read sees another block's store (qd.volatile_load is one
             # there); a plain load kept fresh by a fence in the loop is not enough.
@@ -390,12 +395,14 @@ class _Checker:
 
 def target_key(kernel: ir.Kernel, target: TargetProfile) -> str | None:
     """What check_hazards reads of ``target`` for ``kernel``: the findings for two targets
-    with the same key are the same (at one width). Only the spin-wait and publication checks
-    read it (a loop or a fence), and only on a target whose fences do not order plain stores
-    (its title is in their messages)."""
-    if target.caps.fence_orders_plain_stores or not contains(kernel, ir.While, ir.Fence):
+    with the same key are the same (at one width). Only the publication check (a fence) and
+    the spin-wait check (a loop whose body orders memory: _ORDERING) read it, and only on a
+    target whose fences do not order plain stores (its title is in their messages)."""
+    if target.caps.fence_orders_plain_stores:
         return None
-    return target.title
+    if contains(kernel, ir.Fence) or (contains(kernel, ir.While) and contains(kernel, *_ORDERING)):
+        return target.title
+    return None
 
 
 def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None = None) -> list[Hazard]:
