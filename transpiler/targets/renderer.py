@@ -68,7 +68,10 @@ class Renderer:
     # ------------------------------------------------------------------ names
 
     def taken(self, name: str) -> bool:
-        return any(name in s for s in self.scopes)
+        for scope in self.scopes:  # (a loop: any() over a generator costs twice as much here)
+            if name in scope:
+                return True
+        return False
 
     def declare_name(self, obj: object, base: str) -> str:
         base = self.dialect.identifier(base)
