@@ -2,7 +2,7 @@
 manifest. The CLI, ``qd.translate`` and every runtime go through ``translate``:
 
     lower (frontend, then atomic demotion; cached per instantiation)
-    -> hazard check (once per instantiation, target and width)
+    -> hazard check (once per instantiation, and per target and width only where it reads them)
     -> capability check (f64, system scope, NVSHMEM against the target's flags)
     -> target-dependent passes (block-vote emulation, atomics legalization)
     -> render (a fresh TranslationContext per call)
