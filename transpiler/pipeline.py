@@ -2,7 +2,7 @@
 manifest. The CLI, ``qd.translate`` and every runtime go through ``translate``:
 
     lower (frontend, then atomic demotion; cached per instantiation)
-    -> hazard check (once per instantiation, target and width)
+    -> hazard check (once per instantiation, and per target and width only where it reads them)
     -> capability check (f64, system scope, NVSHMEM against the target's flags)
     -> target-dependent passes (block-vote emulation, atomics legalization)
     -> render (a fresh TranslationContext per call)
@@ -198,12 +198,17 @@ def translate_ir(kir: ir.Kernel, target: str | Target, options: dict | Options |
 
 def _hazards(kernel: Kernel, kir: ir.Kernel, target: Target, subgroup_size: int | None) -> list:
     """The checker's findings; the IR of an instantiation never changes, so they are computed
-    once per target and width."""
-    from .passes.hazards import check_hazards  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
+    once per IR and what the checker reads: the target only where it matters (hazards.
+    target_key), the width only where a finding hinged on it. Most kernels: once for all
+    four targets."""
+    from .passes.hazards import check_hazards_at, target_key  # noqa: PLC0415 - the frontend, passes and targets load with the first translation: `import transpiler` stays light
 
     cache = kernel.__dict__.setdefault("_hazard_cache", {})
-    key = (id(kir), target.name, subgroup_size)
-    hit = cache.get(key)
-    if hit is None or hit[0] is not kir:  # (an id outlives its IR where the IR cache was dropped)
-        hit = cache[key] = (kir, check_hazards(kir, target, subgroup_size))
-    return hit[1]
+    profile = target_key(kir, target)
+    for width in (subgroup_size, "any width"):
+        hit = cache.get((id(kir), profile, width))
+        if hit is not None and hit[0] is kir:  # (an id outlives its IR where the IR cache was dropped)
+            return hit[1]
+    found, width_read = check_hazards_at(kir, target, subgroup_size)
+    cache[id(kir), profile, subgroup_size if width_read else "any width"] = (kir, found)
+    return found

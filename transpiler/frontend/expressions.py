@@ -678,7 +678,7 @@ class ExpressionLowering:
                assigning: ir.Local | None = None) -> ir.Expr:
         """Convert ``e`` to ``t``. An implicit float -> int conversion truncates, as Quadrants'
         does, with the located warning Quadrants gives ("may lose precision")."""
-        if e.type == t:
+        if e.type is t or e.type == t:  # (dtypes are one object per name: `is` is the usual answer)
             return e
         loc = node if isinstance(node, ir.Loc) else self.loc(node)
         if not explicit and e.type.is_float and (t.is_int or t is T.bool_):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from functools import lru_cache
 
 from .. import lang
 from ..ir import nodes as ir
@@ -24,22 +25,20 @@ from .matrices import component_suffixes, describe
 
 
 
-def loop_jumps(body: list[ast.stmt]) -> set[str]:
-    """Which of break / continue a loop body uses for itself (not those of loops inside it)."""
+@lru_cache(maxsize=4096)  # (parsed trees live as long as the process and are never changed)
+def loop_jumps(loop: ast.For) -> frozenset[str]:
+    """Which of break / continue a loop's body uses for itself (not those of loops inside it)."""
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
+    stack = list(loop.body)  # (a stack, not a closure that calls itself: that is a reference cycle per call)
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Break):
             found.add("break")
         elif isinstance(node, ast.Continue):
             found.add("continue")
         elif not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
-            for child in ast.iter_child_nodes(node):
-                visit(child)
-
-    for st in body:
-        visit(st)
-    return found
+            stack.extend(ast.iter_child_nodes(node))
+    return frozenset(found)
 
 
 class StaticJump(Exception):
@@ -598,7 +597,7 @@ class StatementLowering:
                 self.static_nesting -= 1
             self.returned_statically = self.result_param is not None or self.ended
             return
-        jumps = loop_jumps(s.body)
+        jumps = loop_jumps(s)
         if not jumps:
             for item in items:
                 self.static_copy(s, item)

@@ -18,44 +18,49 @@ def evaluate(e: ir.Expr, scalars: dict[str, object], shapes: dict[str, tuple[int
              env: dict[int, ir.Expr] | None = None) -> int | float | bool:
     """``scalars``: parameter name -> value; ``shapes``: ndarray name -> shape;
     ``env``: values of the top-level locals the expression may read (see ``uniform_env``)."""
-    env = env or {}
+    return _ev(e, scalars, shapes, env or {})
 
-    def ev(x: ir.Expr):
-        if isinstance(x, ir.Const):
-            return x.value
-        if isinstance(x, ir.ParamRef):
-            return scalars[x.param.name]
-        if isinstance(x, ir.Shape):
-            return shapes[x.array.name][x.dim]
-        if isinstance(x, ir.LocalRef) and id(x.var) in env:
-            return ev(env[id(x.var)])
-        if isinstance(x, ir.Cast):
-            v = ev(x.a)
-            return float(v) if x.type.is_float else int(v)
-        if isinstance(x, ir.Unary) and x.op == "neg":
-            return -ev(x.a)
-        if isinstance(x, ir.Unary) and x.op == "not":
-            return not ev(x.a)
-        if isinstance(x, ir.Compare):
-            return PY_CMPOPS[x.op](ev(x.a), ev(x.b))
-        if isinstance(x, ir.Logical):
-            return (ev(x.a) and ev(x.b)) if x.op == "and" else (ev(x.a) or ev(x.b))
-        if isinstance(x, ir.Select):
-            return ev(x.a) if ev(x.cond) else ev(x.b)
-        if isinstance(x, ir.BinOp):
-            a, b = ev(x.a), ev(x.b)
-            ops = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
-                   "floordiv": lambda: a // b, "mod": lambda: a % b, "truediv": lambda: a / b,
-                   "truncdiv": lambda: int(a / b), "truncmod": lambda: a - int(a / b) * b,
-                   "lshift": lambda: a << b, "rshift": lambda: a >> b, "bitand": lambda: a & b,
-                   "bitor": lambda: a | b, "bitxor": lambda: a ^ b, "pow": lambda: a ** b}
-            return ops[x.op]()
-        if isinstance(x, ir.Math) and x.fn in ("min", "max", "abs"):
-            args = [ev(a) for a in x.args]
-            return {"min": min, "max": max, "abs": abs}[x.fn](*args)
-        raise NotHostComputable(type(x).__name__)
 
-    return ev(e)
+_BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
+           "mod": operator.mod, "truediv": operator.truediv, "truncdiv": lambda a, b: int(a / b),
+           "truncmod": lambda a, b: a - int(a / b) * b, "lshift": operator.lshift, "rshift": operator.rshift,
+           "bitand": operator.and_, "bitor": operator.or_, "bitxor": operator.xor, "pow": operator.pow}
+_MATH = {"min": min, "max": max, "abs": abs}
+
+
+def _ev(x: ir.Expr, scalars: dict, shapes: dict, env: dict):
+    # (a module function, not a closure that calls itself: that is a reference cycle per call)
+    def ev(y: ir.Expr):
+        return _ev(y, scalars, shapes, env)
+
+    if isinstance(x, ir.Const):
+        return x.value
+    if isinstance(x, ir.ParamRef):
+        return scalars[x.param.name]
+    if isinstance(x, ir.Shape):
+        return shapes[x.array.name][x.dim]
+    if isinstance(x, ir.LocalRef) and id(x.var) in env:
+        return ev(env[id(x.var)])
+    if isinstance(x, ir.Cast):
+        v = ev(x.a)
+        return float(v) if x.type.is_float else int(v)
+    if isinstance(x, ir.Unary) and x.op == "neg":
+        return -ev(x.a)
+    if isinstance(x, ir.Unary) and x.op == "not":
+        return not ev(x.a)
+    if isinstance(x, ir.Compare):
+        return PY_CMPOPS[x.op](ev(x.a), ev(x.b))
+    if isinstance(x, ir.Logical):
+        return (ev(x.a) and ev(x.b)) if x.op == "and" else (ev(x.a) or ev(x.b))
+    if isinstance(x, ir.Select):
+        return ev(x.a) if ev(x.cond) else ev(x.b)
+    if isinstance(x, ir.BinOp):
+        a, b = ev(x.a), ev(x.b)
+        return _BINOPS[x.op](a, b)
+    if isinstance(x, ir.Math) and x.fn in ("min", "max", "abs"):
+        args = [ev(a) for a in x.args]
+        return _MATH[x.fn](*args)
+    raise NotHostComputable(type(x).__name__)
 
 
 def host_computable(e: ir.Expr, env: dict[int, ir.Expr]) -> bool:

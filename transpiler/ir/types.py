@@ -199,7 +199,7 @@ class SharedArrayType:
 
 def promote(a: DType, b: DType) -> DType:
     """The common type of a binary arithmetic operation on ``a`` and ``b``."""
-    if a == b:
+    if a is b or a == b:
         return i32 if a is bool_ else a
     if a is bool_:
         a = i32

@@ -100,6 +100,7 @@ def first_recursion(kernel: ir.Kernel) -> ir.Loc | None:
                    if isinstance(e, ir.Call) and e.function in recursive])
 
 
+@per_kernel
 def first_f64(kernel: ir.Kernel) -> ir.Loc | None:
     """The earliest place in the source where the kernel uses f64."""
     found = [p.loc for p in kernel.params if (p.type.dtype if p.is_array else p.type) is T.f64]

@@ -50,6 +50,9 @@ _UNIFORM_INDICES = ("block_dim", "grid_dim", "grid_stride")
 # see (a kernel on another stream, the host, another PE): its atomics stay as written.
 _OBSERVED = (ir.Fence, ir.VolatileLoad, ir.ShmemOp, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll)
 _SIMPLE = (ir.Const, ir.LocalRef, ir.ParamRef)
+# Expression classes that neither call nor write: the use index skips them at once.
+_NOT_WRITES = frozenset((ir.Const, ir.LocalRef, ir.ParamRef, ir.Load, ir.BinOp, ir.Compare, ir.Logical, ir.Unary,
+                         ir.Cast, ir.Select, ir.Math, ir.ThreadIndex, ir.Shape))
 _PURE = (ir.BinOp, ir.Compare, ir.Logical, ir.Unary, ir.Cast, ir.Select, ir.Math, ir.BitCast)
 
 
@@ -107,19 +110,23 @@ class _Facts:
         self.written: set[int] = set()  # ids of the arrays the task (or what it calls) writes
         self.stmts = list(all_stmts(self.code))
         for st in self.stmts:
-            if isinstance(st, ir.Declare):
+            cls = type(st)  # (statement classes have no subclasses: one dispatch by class)
+            if cls is ir.Declare:
                 if st.init is None or st.var in self.values:
                     redefined.add(st.var)
                 self.values[st.var] = st.init
-            elif isinstance(st, (ir.Assign, ir.For)):
+            elif cls is ir.Assign or cls is ir.For:
                 redefined.add(st.var)
-            elif isinstance(st, ir.Store):
+            elif cls is ir.Store:
                 self.written.add(id(st.array))
         self.exprs = list(all_exprs(self.code))
         for e in self.exprs:
-            if isinstance(e, ir.Call):
+            cls = type(e)
+            if cls in _NOT_WRITES:  # (most expressions: no isinstance test for ShmemOp's family)
+                continue
+            if cls is ir.Call:
                 redefined.update(e.outs)
-            elif isinstance(e, (ir.Atomic, ir.ShmemOp)):
+            elif cls is ir.Atomic or isinstance(e, ir.ShmemOp):
                 self.written.update(id(r) for r in _arrays_named(e))
         for v in redefined:
             self.values.pop(v, None)

@@ -40,10 +40,16 @@ from ..ir.walk import (
 from .capabilities import TargetProfile
 
 UNIFORM, SUBGROUP, THREAD = 0, 1, 2
+# What orders memory in a spin-wait's body (_Checker.spin_waits' body_orders): statements,
+# then expressions.
+_ORDERING_STMTS = (ir.Fence, ir.Barrier)
+_ORDERING_EXPRS = (ir.Atomic, ir.VolatileLoad, ir.BlockVote)
+_ORDERING = _ORDERING_STMTS + _ORDERING_EXPRS
 _LEVEL_WORDS = {SUBGROUP: "the subgroup (lane) it runs in", THREAD: "the thread index"}
 SILENCE = "qd: ignore-hazard"
 
 _SUBGROUP_UNIFORM_OPS = {"broadcast", "ballot", "all", "any", "reduce_add", "reduce_min", "reduce_max"}
+_LEAVES = frozenset((ir.Const, ir.ParamRef, ir.Shape, ir.BlockVote))  # uniform, nothing below them to read
 
 
 # A hazard is a located diagnostic whose kind names it ("divergent-barrier", "spin-wait", ...).
@@ -61,6 +67,7 @@ class _Levels:
         self.locals: dict[int, int] = {}
         self.task = task
         self.subgroup_size = subgroup_size
+        self.width_read = False  # whether a level hinged on the width (subgroup_index)
         self.summaries: dict[int, tuple] = {}  # expression id -> (expression, *_summary)
         self.calls = ir.Call in task_node_kinds(task)  # a real function may write the caller's locals
         # Locals defined once from the thread index: `tid // 32` is the same across a warp.
@@ -97,25 +104,26 @@ class _Levels:
     def _assignments(self, stmts: list[ir.Stmt], control: int) -> bool:
         changed = False
         for st in stmts:
-            value = st.init if isinstance(st, ir.Declare) else st.value if isinstance(st, ir.Assign) else \
-                st.expr if isinstance(st, ir.ExprStmt) else None
+            cls = type(st)  # (statement classes have no subclasses: one dispatch by class)
+            value = st.init if cls is ir.Declare else st.value if cls is ir.Assign else \
+                st.expr if cls is ir.ExprStmt else None
             if value is not None and self.calls:
                 for call in iter_expr(value):
                     if isinstance(call, ir.Call):  # a real function writes these locals of the caller
                         for var in call.outs:
                             changed |= self._raise(var, max(control, self.of(call)))
-            if isinstance(st, ir.Declare) and st.init is not None:
+            if cls is ir.Declare and st.init is not None:
                 changed |= self._raise(st.var, max(control, self.of(st.init)))
-            elif isinstance(st, ir.Declare):
+            elif cls is ir.Declare:
                 changed |= self._raise(st.var, control)
-            elif isinstance(st, ir.Assign):
+            elif cls is ir.Assign:
                 changed |= self._raise(st.var, max(control, self.of(st.value)))
-            elif isinstance(st, ir.If):
+            elif cls is ir.If:
                 inner = max(control, self.of(st.cond))
                 changed |= self._assignments(st.then, inner) | self._assignments(st.orelse, inner)
-            elif isinstance(st, (ir.For, ir.While)):
+            elif cls is ir.For or cls is ir.While:
                 inner = max(control, self.loop_level(st))
-                if isinstance(st, ir.For):
+                if cls is ir.For:
                     changed |= self._raise(st.var, inner)
                 changed |= self._assignments(st.body, inner)
         return changed
@@ -153,22 +161,23 @@ class _Levels:
         stack = [e]
         while stack:
             n = stack.pop()
-            if isinstance(n, (ir.Const, ir.ParamRef, ir.Shape, ir.BlockVote)):
+            cls = type(n)  # (these expression classes have no subclasses: one dispatch by class)
+            if cls in _LEAVES:
                 continue
-            if isinstance(n, ir.LocalRef):
+            if cls is ir.LocalRef:
                 reads.append(id(n.var))
-            elif isinstance(n, ir.ThreadIndex):
+            elif cls is ir.ThreadIndex:
                 if n.kind in ("thread_idx", "global_thread_idx"):
                     level = THREAD
-            elif isinstance(n, (ir.Atomic, ir.VolatileLoad, ir.ShmemAtomic)):
+            elif cls is ir.Atomic or cls is ir.VolatileLoad or cls is ir.ShmemAtomic:
                 level = THREAD
-            elif isinstance(n, ir.SubgroupOp):
+            elif cls is ir.SubgroupOp:
                 level = max(level, SUBGROUP if n.op in _SUBGROUP_UNIFORM_OPS else THREAD)
-            elif isinstance(n, ir.Load):
+            elif cls is ir.Load:
                 stack += n.indices
-            elif isinstance(n, ir.BinOp) and self.subgroup_index(n):
+            elif cls is ir.BinOp and self.subgroup_index(n):
                 level = max(level, SUBGROUP)
-            elif isinstance(n, ir.BinOp) and self.block_var is not None and self.block_index(n):
+            elif cls is ir.BinOp and self.block_var is not None and self.block_index(n):
                 stack.append(n.b)  # uniform, as long as the divisor is
             else:
                 stack += children(n)
@@ -176,7 +185,7 @@ class _Levels:
 
     def subgroup_index(self, e: ir.BinOp) -> bool:
         """``tid // k`` (or ``tid >> s``) with k a multiple of the subgroup size."""
-        if self.subgroup_size is None or not isinstance(e.b, ir.Const) or not e.type.is_int:
+        if not isinstance(e.b, ir.Const) or not e.type.is_int:
             return False
         if e.op in ("truncdiv", "floordiv"):
             k = e.b.value
@@ -184,7 +193,10 @@ class _Levels:
             k = 1 << e.b.value
         else:
             return False
-        return k > 0 and k % self.subgroup_size == 0 and self.is_thread_index(e.a)
+        if k <= 0 or not self.is_thread_index(e.a):
+            return False
+        self.width_read = True
+        return self.subgroup_size is not None and k % self.subgroup_size == 0
 
     def block_index(self, e: ir.BinOp) -> bool:
         """``i // k`` (or ``i >> s``) of the block-aligned loop variable, k a multiple of the
@@ -243,6 +255,7 @@ class _Checker:
         self.task = task
         self.target = target
         self.subgroup_size = subgroup_size
+        self.levels: _Levels | None = None
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:
@@ -318,8 +331,8 @@ class _Checker:
                 continue
             plain = [e for e in iter_expr(st.cond) if isinstance(e, ir.Load) and id(e.array) not in written]
             ordered = any(isinstance(e, (ir.VolatileLoad, ir.Atomic)) for e in iter_expr(st.cond))
-            body_orders = any(isinstance(s, (ir.Fence, ir.Barrier)) or any(
-                isinstance(e, (ir.Atomic, ir.VolatileLoad, ir.BlockVote))
+            body_orders = any(isinstance(s, _ORDERING_STMTS) or any(
+                isinstance(e, _ORDERING_EXPRS)
                 for x in stmt_exprs(s) for e in iter_expr(x)) for s in all_stmts(st.body))
             # On Metal only an atomic read sees another block's store (qd.volatile_load is one
             # there); a plain load kept fresh by a fence in the loop is not enough.
@@ -380,16 +393,35 @@ class _Checker:
                          "the kernel into two launches"))
 
 
+def target_key(kernel: ir.Kernel, target: TargetProfile) -> str | None:
+    """What check_hazards reads of ``target`` for ``kernel``: the findings for two targets
+    with the same key are the same (at one width). Only the publication check (a fence) and
+    the spin-wait check (a loop whose body orders memory: _ORDERING) read it, and only on a
+    target whose fences do not order plain stores (its title is in their messages)."""
+    if target.caps.fence_orders_plain_stores:
+        return None
+    if contains(kernel, ir.Fence) or (contains(kernel, ir.While) and contains(kernel, *_ORDERING)):
+        return target.title
+    return None
+
+
 def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None = None) -> list[Hazard]:
     """Errors raise a TranspileError (the first one); warnings are returned, minus the
     silenced ones."""
-    found: list[Hazard] = []
-    for task in kernel.tasks:
-        found.extend(_Checker(task, target, subgroup_size).run())
-    if contains(kernel, ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll, ir.ShmemOp):
+    return check_hazards_at(kernel, target, subgroup_size)[0]
+
+
+def check_hazards_at(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int | None) -> tuple[list[Hazard], bool]:
+    """check_hazards' findings, and whether they hinged on the width (a ``tid // k`` uniform
+    across a subgroup or not): when not, they are the findings at every width."""
+    checkers = [_Checker(task, target, subgroup_size) for task in kernel.tasks]
+    if contains(kernel, *_SHMEM):
         signals = _signal_arrays(kernel)
-        for task in kernel.tasks:
-            found.extend(_ShmemChecker(task, signals, subgroup_size).run())
+        checkers += [_ShmemChecker(task, signals, subgroup_size) for task in kernel.tasks]
+    found: list[Hazard] = []
+    for checker in checkers:
+        found.extend(checker.run())
+    width_read = any(c.levels is not None and c.levels.width_read for c in checkers)
     errors = [h for h in found if h.severity == "error"]
     if errors:
         # The first in the source; at one call site the block-level finding explains more
@@ -402,10 +434,12 @@ def check_hazards(kernel: ir.Kernel, target: TargetProfile, subgroup_size: int |
         if key not in seen and not silenced(h.loc):
             seen.add(key)
             out.append(h)
-    return out
+    return out, width_read
 
 
 # ----------------------------------------------------------------------------- NVSHMEM ordering
+
+_SHMEM = (ir.ShmemFence, ir.ShmemQuiet, ir.ShmemBarrierAll, ir.ShmemOp)  # what the NVSHMEM checks look at
 
 def _signal_arrays(kernel: ir.Kernel) -> set[int]:
     """Arrays used as signals: some thread waits on them (wait_until, or a loop polling them)."""
@@ -477,6 +511,7 @@ class _ShmemChecker:
         self.task = task
         self.signals = signals
         self.subgroup_size = subgroup_size
+        self.levels: _Levels | None = None
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:

@@ -43,15 +43,11 @@ def _legalize(kernel: ir.Kernel, dialect: AtomicsTable) -> ir.Kernel:
         return kernel
     needs = False
     bits_shared: set[int] = set()
-    # (Only the tasks with an atomic are walked; their node classes are known from demotion.)
-    for stmts in [t.code() for t in kernel.tasks if ir.Atomic in task_node_kinds(t)] + \
-            [f.body for f in kernel.functions]:
-        for e in all_exprs(stmts):
-            if isinstance(e, ir.Atomic):
-                form = dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
-                needs |= form != "native"
-                if form != "native" and isinstance(e.array, ir.SharedArray) and not dialect.shared_views:
-                    bits_shared.add(id(e.array))
+    for e in _atomics(kernel):
+        form = dialect.atomic_support(e.op, e.type, ir.space_of(e.array), e.loc)
+        needs |= form != "native"
+        if form != "native" and isinstance(e.array, ir.SharedArray) and not dialect.shared_views:
+            bits_shared.add(id(e.array))
     if not needs:
         return kernel
     rw = _Rewriter(dialect, bits_shared)
@@ -59,6 +55,14 @@ def _legalize(kernel: ir.Kernel, dialect: AtomicsTable) -> ir.Kernel:
              for t in kernel.tasks]
     functions = [dataclasses.replace(f, body=rw.block(f.body)) for f in kernel.functions]
     return dataclasses.replace(kernel, tasks=tasks, functions=functions)
+
+
+@per_kernel
+def _atomics(kernel: ir.Kernel) -> list[ir.Atomic]:
+    """The kernel's atomics, in code order: one walk per IR, whichever targets legalize it.
+    (Only the tasks with an atomic are walked; their node classes are known from demotion.)"""
+    return [e for stmts in [t.code() for t in kernel.tasks if ir.Atomic in task_node_kinds(t)] +
+            [f.body for f in kernel.functions] for e in all_exprs(stmts) if isinstance(e, ir.Atomic)]
 
 
 class _Rewriter(HoistingRewriter):

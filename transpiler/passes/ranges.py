@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir import types as T
 from ..ir import walk
+from ..ir.memo import per_kernel
 
 Range = tuple[int, int]
 
@@ -24,34 +25,37 @@ def type_range(t: T.DType) -> Range:
 
 def value_range(e: ir.Expr) -> Range | None:
     """Bounds every value of integer expression ``e`` lies within, or None when unknown."""
-    if not (e.type.is_int or e.type is T.bool_):
+    t = e.type
+    if not (t.is_int or t is T.bool_):
         return None
-    if isinstance(e, ir.Const):
+    cls = type(e)  # (none of these node classes has a subclass: one dispatch by class)
+    if cls is ir.Const:
         v = int(e.value)
         return (v, v)
-    if isinstance(e, ir.ThreadIndex):
+    if cls is ir.BinOp:
+        return _within(_binop(e), t)
+    if cls is ir.LocalRef:
+        if e.var.bounds is not None:
+            return e.var.bounds
+        if e.var.nonneg:
+            return (0, type_range(t)[1])
+    elif cls is ir.ThreadIndex:
         return _THREAD_KINDS.get(e.kind, _I32)
-    if isinstance(e, ir.Shape):
+    elif cls is ir.Shape:
         return _I32
-    if isinstance(e, ir.LocalRef) and e.var.bounds is not None:
-        return e.var.bounds
-    if isinstance(e, ir.LocalRef) and e.var.nonneg:
-        return (0, type_range(e.type)[1])
-    if isinstance(e, ir.Compare | ir.Logical):
+    elif cls is ir.Compare or cls is ir.Logical:
         return (0, 1)
-    if isinstance(e, ir.Cast):
+    elif cls is ir.Cast:
         if not (e.a.type.is_int or e.a.type is T.bool_):
             return None  # from a float: any value
-        return _within(value_range(e.a) or type_range(e.a.type), e.type)
-    if isinstance(e, ir.Select):
+        return _within(value_range(e.a) or type_range(e.a.type), t)
+    elif cls is ir.Select:
         a, b = value_range(e.a), value_range(e.b)
         return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
-    if isinstance(e, ir.BinOp):
-        return _within(_binop(e), e.type)
-    if isinstance(e, ir.Unary) and e.op == "neg":
+    elif cls is ir.Unary and e.op == "neg":
         r = value_range(e.a) or type_range(e.a.type)
-        return _within((-r[1], -r[0]), e.type)
-    return _within(type_range(e.type), e.type) if e.type.bits < 32 else None
+        return _within((-r[1], -r[0]), t)
+    return _within(type_range(t), t) if t.bits < 32 else None
 
 
 def loop_bounds(start: ir.Expr, stop: ir.Expr, sign: int, t: T.DType) -> Range | None:
@@ -114,7 +118,8 @@ _ADDITIVE = frozenset(("add", "sub", "mul"))
 
 def additive(e: ir.Expr) -> bool:
     """+, - or * of two values, or a negation: what index arithmetic is made of."""
-    return (isinstance(e, ir.BinOp) and e.op in _ADDITIVE) or (isinstance(e, ir.Unary) and e.op == "neg")
+    cls = type(e)  # (BinOp and Unary have no subclasses)
+    return (cls is ir.BinOp and e.op in _ADDITIVE) or (cls is ir.Unary and e.op == "neg")
 
 
 # An expression class's sub-expression fields, and its lists of them with whether the list
@@ -149,7 +154,8 @@ def index_roots(node: ir.Expr | ir.Stmt) -> list[tuple[ir.Expr, bool]]:
     return out
 
 
-def index_locals(stmts: list[ir.Stmt]) -> set[int]:
+@per_kernel  # an entry's or a function's body, the same list for every target (tasks.task_loop)
+def index_locals(stmts: list[ir.Stmt]) -> frozenset[int]:
     """ids of the integer locals read only in index space (subscripts, loop bounds, bounds
     checks, or the values of other such locals) and whose values reach one of those: they
     are index arithmetic too, where overflow means out of bounds whatever the spelling. A
@@ -188,7 +194,7 @@ def index_locals(stmts: list[ir.Stmt]) -> set[int]:
                 todo.extend(feeds.get(v, ()))
         kept = (index & reaching) - plain
         if kept == index:
-            return index
+            return frozenset(index)
         index = kept
 
 
@@ -200,38 +206,42 @@ def _reads(roots: list[tuple[ir.Expr, bool]], defines: bool) -> tuple[set, set, 
     used: set[int] = set()
     chain: set[int] = set()
 
-    def visit(e: ir.Expr, in_index: bool, by_root: bool) -> None:
-        cls = type(e)
-        if cls is ir.LocalRef:
-            if not in_index:
-                plain.add(id(e.var))
-            elif by_root:
-                used.add(id(e.var))
-            else:
-                chain.add(id(e.var))
-            return
-        if cls is ir.Const:
-            return
-        # index_roots written out for an expression (this is the hot loop). Index space
-        # reaches a child only through + - * and negation: a `%`, shift or call uses the
-        # wrapped value (a hash).
-        exprs, lists = _CHILDREN.get(cls) or _children(cls)
-        check = cls is ir.Compare and (_extent(e.a) or _extent(e.b))
-        if check:
-            below = below_root = True
-        elif (cls is ir.BinOp and e.op in _ADDITIVE) or (cls is ir.Unary and e.op == "neg"):
-            below, below_root = in_index, by_root
-        else:
-            below = below_root = False
-        for f in exprs:
-            c = getattr(e, f)
-            if c is not None:
-                visit(c, below, below_root)
-        for f, indices in lists:
-            root = check or indices
-            for c in getattr(e, f):
-                visit(c, root or below, root or below_root)
-
     for e, root in roots:
-        visit(e, root or defines, root)
+        _visit(e, root or defines, root, plain, used, chain)
     return plain, used, chain
+
+
+def _visit(e: ir.Expr, in_index: bool, by_root: bool, plain: set, used: set, chain: set) -> None:
+    """_reads' walk (a module function, not a closure over itself: a closure that calls itself
+    is a reference cycle left for the collector, once per statement)."""
+    cls = type(e)
+    if cls is ir.LocalRef:
+        if not in_index:
+            plain.add(id(e.var))
+        elif by_root:
+            used.add(id(e.var))
+        else:
+            chain.add(id(e.var))
+        return
+    if cls is ir.Const:
+        return
+    # index_roots written out for an expression (this is the hot loop). Index space
+    # reaches a child only through + - * and negation: a `%`, shift or call uses the
+    # wrapped value (a hash).
+    exprs, lists = _CHILDREN.get(cls) or _children(cls)
+    check = cls is ir.Compare and (_extent(e.a) or _extent(e.b))
+    if check:
+        below = below_root = True
+    elif (cls is ir.BinOp and e.op in _ADDITIVE) or (cls is ir.Unary and e.op == "neg"):
+        below, below_root = in_index, by_root
+    else:
+        below = below_root = False
+    for f in exprs:
+        c = getattr(e, f)
+        if c is not None:
+            _visit(c, below, below_root, plain, used, chain)
+    for f, indices in lists:
+        root = check or indices
+        for c in getattr(e, f):
+            _visit(c, root or below, root or below_root, plain, used, chain)
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir import types as T
+from ..ir.memo import per_kernel
 from . import fold
 
 
@@ -28,10 +29,13 @@ def _rem(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     return ir.BinOp(T.i32, a.loc, "truncmod", a, b)
 
 
+@per_kernel
 def task_loop(task: ir.Task, stepped: bool = False) -> list[ir.Stmt]:
     """The statements of a task's entry point (the body of the generated function).
     ``stepped``: a multi-dimensional task's indices are stepped from one iteration to the next
-    instead of divided out of the linear index in each (see ``_stepped``)."""
+    instead of divided out of the linear index in each (see ``_stepped``). Built once per
+    task: every target then renders the same statements, and what is computed from them
+    (ranges.index_locals) is computed once."""
     return task.prelude + _loop(task, stepped) + task.epilogue
 
 

@@ -451,10 +451,11 @@ class GlslTarget(Target):
 
     def declare_shared(self, r: GlslRenderer, task: ir.Task) -> None:
         # GLSL allows `shared` variables only at global scope.
-        # (A task without atomics, most of them, is not walked: its node classes are known.)
+        # (A task without shared arrays or without atomics, most of them, is not walked: its
+        # shared arrays and node classes are known.)
         r.bits_shared = {id(e.array) for e in all_exprs(task.code()) if isinstance(e, ir.Atomic)
                          and isinstance(e.array, ir.SharedArray) and e.reinterpreted} \
-            if ir.Atomic in task_node_kinds(task) else set()
+            if task.shared and ir.Atomic in task_node_kinds(task) else set()
         for array in task.shared:
             name = r.declare_name(array, array.name)
             size = " * ".join(str(n) for n in array.type.shape)

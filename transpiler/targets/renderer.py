@@ -68,7 +68,10 @@ class Renderer:
     # ------------------------------------------------------------------ names
 
     def taken(self, name: str) -> bool:
-        return any(name in s for s in self.scopes)
+        for scope in self.scopes:  # (a loop: any() over a generator costs twice as much here)
+            if name in scope:
+                return True
+        return False
 
     def declare_name(self, obj: object, base: str) -> str:
         base = self.dialect.identifier(base)
@@ -222,7 +225,8 @@ class Renderer:
 
     def narrow(self, text: str, prec: int, t: T.DType) -> tuple[str, int]:
         """C computes narrow ints as int: convert the result back to ``t``."""
-        if self.dialect.compute_type(t) != t:
+        wide = self.dialect.compute_type(t)
+        if wide is not t and wide != t:
             return self.dialect.cast(text, t), PREC_PRIMARY
         return text, prec
 
