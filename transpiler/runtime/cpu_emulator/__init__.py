@@ -1032,8 +1032,8 @@ class CpuBackend(Backend):
             # Not a module with reductions: its optimised build adds a float sum's elements in
             # vector lanes (see _LOOP_HINT), the light one in order, and later calls must see
             # what the first saw.
-            if plain and self.light_first and not shares and not is_built(text, name, opt=self.opt, plain=True, trap_overflow=False,
-                                                           **where):
+            if plain and self.light_first and not shares and \
+                    not is_built(text, name, opt=self.opt, plain=True, trap_overflow=False, **where):
                 module = light_module(text, name, python_files=pyfiles, **where)
                 if module is not None:
                     light = kernel_flags(self.compiler, first_build.LIGHT_OPT, self._defines, True, False)
