@@ -611,7 +611,8 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
                  subgroup_size: int | None = None, entries: Sequence[str] | None = None, compiler: str | None = None,
                  opt: str = "-O2",
                  python_files: dict[str, str] | None = None, race_check: bool = False,
-                 plain: bool = False, trap_overflow: bool = True, shares: dict[str, int] | None = None) -> CpuModule:
+                 plain: bool = False, trap_overflow: bool = True, shares: dict[str, int] | None = None,
+                 prefetch: Sequence[str] = ()) -> CpuModule:
     """Compile one generated (or hand-written) CUDA/HIP source for the emulator, cached by
     content. ``entries`` defaults to every ``__global__`` function in the source.
     ``race_check`` builds a ThreadSanitizer executable instead (see the module docstring).
@@ -619,9 +620,10 @@ def build_module(source: str, source_name: str = "kernel.cu", *, dialect: str = 
     elements (qd_simt.h, QD_EMU_PLAIN), launched with a grid that covers its range;
     ``trap_overflow`` (see kernel_flags) applies to those; ``shares`` names the entries among
     them that are reductions (entry -> qd_simt.h PlainOp, see _reduction_op), each run once
-    per OS thread's share."""
+    per OS thread's share; ``prefetch`` those whose atomics run after a prefetch pass (see
+    _prefetchable)."""
     plan = _plan(source, source_name, dialect, wave32, subgroup_size, entries, compiler, opt, race_check, plain,
-                 trap_overflow, shares)
+                 trap_overflow, shares, prefetch)
     lib = plan.final / plan.out_name
     cached = lib.exists()
     if cached:
@@ -642,19 +644,20 @@ def is_built(source: str, source_name: str, **options: object) -> bool:
     plan = _plan(source, source_name, options.get("dialect", "cuda"), options.get("wave32", False),
                  options.get("subgroup_size"), options.get("entries"), options.get("compiler"),
                  options.get("opt", "-O2"), options.get("race_check", False), options.get("plain", False),
-                 options.get("trap_overflow", True), options.get("shares"))
+                 options.get("trap_overflow", True), options.get("shares"), options.get("prefetch", ()))
     return (plan.final / plan.out_name).exists()
 
 
 def light_module(source: str, source_name: str, *, dialect: str = "cuda", wave32: bool = False,
                  subgroup_size: int | None = None, entries: Sequence[str] | None = None, compiler: str | None = None,
-                 python_files: dict[str, str] | None = None, shares: dict[str, int] | None = None) -> CpuModule | None:
+                 python_files: dict[str, str] | None = None, shares: dict[str, int] | None = None,
+                 prefetch: Sequence[str] = ()) -> CpuModule | None:
     """A plain module's light build (see first_build: -O0 in a clang started ahead, linked by
     ld.lld directly), cached as a full build is, under a key of its own. None where it cannot
     be made so (a compiler other than clang, no ld.lld beside it, no precompiled header) or
     its build failed: the full build then reports what is wrong."""
     plan = _plan(source, source_name, dialect, wave32, subgroup_size, entries, compiler, first_build.LIGHT_OPT,
-                 False, True, False, shares, light=True)
+                 False, True, False, shares, prefetch, light=True)
     cached = (plan.final / plan.out_name).exists()
     if cached:
         cache.touch(plan.final)
@@ -738,7 +741,8 @@ class _Plan:
 
 def _plan(source: str, source_name: str, dialect: str, wave32: bool, subgroup_size: int | None,
           entries: Sequence[str] | None, compiler: str | None, opt: str, race_check: bool, plain: bool,
-          trap_overflow: bool, shares: dict[str, int] | None, light: bool = False) -> _Plan:
+          trap_overflow: bool, shares: dict[str, int] | None, prefetch: Sequence[str] = (),
+          light: bool = False) -> _Plan:
     """See build_module; ``light``: a light build's (light_module), whose key differs."""
     target = emulated(dialect)
     cxx = find_compiler(compiler, race_check)
@@ -746,8 +750,10 @@ def _plan(source: str, source_name: str, dialect: str, wave32: bool, subgroup_si
     names = list(entries) if entries is not None else _ENTRY_RE.findall(source)
     defines = _defines(dialect, wave32, subgroup_size)
     shares = shares if plain and shares and not race_check else {}
+    prefetch = set(prefetch) if plain and not race_check else set()
     wrapper = f'#include "qd_simt.h"\n{_LOOP_HINT if shares else ""}#include "{source_name}"\n' + "".join(
-        f"QD_EMU_SHARE_ENTRY({n}, {shares[n]})\n" if n in shares else f"QD_EMU_ENTRY({n})\n" for n in names)
+        f"QD_EMU_SHARE_ENTRY({n}, {shares[n]})\n" if n in shares else
+        f"QD_EMU_PREFETCH_ENTRY({n})\n" if n in prefetch else f"QD_EMU_ENTRY({n})\n" for n in names)
     if race_check:
         # -O1: TSan reports stay close to the source; seq_cst atomics: a GPU's fence + atomic
         # publication is a happens-before edge TSan can see (it does not model fences).
@@ -861,6 +867,32 @@ def _plain(kernel: ir.Kernel, task: ir.Task, warp: int = 32) -> bool:
         return False
     return not (any(isinstance(st, ir.While) for st in all_stmts(task.body))
                 and any(isinstance(e, ir.Atomic) for e in exprs))
+
+
+# What a task that runs with prefetch passes may hold (see _prefetchable): no store to memory,
+# print or call; an atomic only as a statement of its own (its result unused).
+_PREFETCH_STMTS = (ir.Declare, ir.Assign, ir.ExprStmt, ir.If, ir.For, ir.Break, ir.Continue, ir.Return, ir.Note)
+
+
+def _prefetchable(task: ir.Task) -> bool:
+    """A plain task (no reduction's share) whose writes to memory are all atomics whose results
+    it never reads, none to an array it reads: its atomics then run after a prefetch pass over
+    each chunk of a block's elements (qd_simt.h, run_plain), in which every atomic only
+    prefetches its element, so that the random misses of a scatter `y[idx[i]] += x[i]` overlap
+    (each locked update otherwise waits for its own). The pass so reads what the real one
+    reads (no array it reads changes in between: no fault or address of its own) and writes
+    nothing (debug mode's checks store and print: no such task). 1M random f32 `+=`, 2 threads
+    here, ms per call (median, a busy machine): 4.7 without, 4.1 with."""
+    if task.epilogue or task.shared:
+        return False
+    stmts = list(all_stmts(task.body))
+    if not all(isinstance(st, _PREFETCH_STMTS) for st in stmts):
+        return False
+    atomics = [e for e in all_exprs(task.body) if isinstance(e, ir.Atomic)]
+    alone = {id(st.expr) for st in stmts if isinstance(st, ir.ExprStmt) and isinstance(st.expr, ir.Atomic)}
+    written = {a.array.name for a in atomics}
+    read = {e.array.name for e in all_exprs(task.body) if isinstance(e, ir.Load)}
+    return bool(atomics) and all(id(a) in alone for a in atomics) and not written & read
 
 
 # The reductions a plain module runs once per OS thread's share, as qd_simt.h's PlainOp.
@@ -1022,10 +1054,12 @@ class CpuBackend(Backend):
         plain = not self.race_check and self.plain and all(_plain(kernel, t, warp) for t in kernel.tasks)
         shares = {entries[t.name]["name"]: _reduction_op(t, warp) for t in kernel.tasks
                   if plain and _reduction_op(t, warp) is not None}
+        prefetch = [entries[t.name]["name"] for t in kernel.tasks if plain and _prefetchable(t)]
         later = None  # the optimised build, begun once the first launch is done (see run)
         with profile.stage("build") as note:
             where = dict(dialect=self.dialect, wave32=self.wave32, subgroup_size=self.width,
-                         entries=[e["name"] for e in entries.values()], compiler=self.compiler, shares=shares)
+                         entries=[e["name"] for e in entries.values()], compiler=self.compiler, shares=shares,
+                         prefetch=prefetch)
             full = functools.partial(build_module, text, name, opt=self.opt, python_files=pyfiles,
                                      race_check=self.race_check, plain=plain, trap_overflow=False, **where)
             module = None
