@@ -461,3 +461,127 @@ def test_narrow_subgroups_fold_more_partials_than_lanes(monkeypatch, width):
     finally:
         qd.init(arch="cpu")
     assert seen == [(width == 16, [0] if width == 16 else []), (width == 16, [1] if width == 16 else [])]
+
+
+# Scatters whose only writes to memory are atomics with unused results: a plain module runs
+# each chunk of a block's elements first as a prefetch pass (qd_simt.h, run_plain; see
+# _prefetchable), then for real.
+f64v = qd.types.ndarray(dtype=qd.f64, ndim=1)
+
+
+@qd.kernel
+def scatter_all(idx: i32v, x: f32v, k: i32v, fs: f32v, ks: i32v, ds: f64v, lo: f32v, hi: f32v, klo: i32v,
+                khi: i32v, count: i32v):
+    for i in range(x.shape[0]):
+        j = idx[i]
+        fs[j] += x[i]
+        ks[j] += k[i]
+        ds[j] += qd.f64(x[i]) * 0.5
+        qd.atomic_min(lo[j], x[i])
+        qd.atomic_max(hi[j], x[i])
+        qd.atomic_min(klo[j], k[i])
+        qd.atomic_max(khi[j], k[i])
+        qd.atomic_add(count[j % 5], 1)  # an atomic whose (returned) result is unused
+
+
+@qd.kernel
+def scatter_and_store(idx: i32v, x: f32v, out: f32v, seen: f32v):
+    for i in range(x.shape[0]):
+        out[idx[i]] += x[i]
+        seen[i] = x[i]  # a plain store: a prefetch pass would write it too
+
+
+@qd.kernel
+def scatter_reading_old(idx: i32v, x: f32v, out: f32v, aux: f32v):
+    for i in range(x.shape[0]):
+        old = qd.atomic_add(out[idx[i]], x[i])
+        if old > 2.0:  # the result read: a prefetch pass would see a made-up one
+            aux[idx[i] % 3] += 1.0
+
+
+@qd.kernel
+def scatter_reading_target(idx: i32v, x: f32v, out: f32v):
+    for i in range(x.shape[0]):
+        out[idx[i]] += out[i % 7] * 0.0 + x[i]  # reads what its atomics write: no prefetch pass
+
+
+def prefetch_paths(monkeypatch) -> list:
+    """For each module the backend loads: whether it is plain, whether each task qualifies
+    for prefetch passes, and how many of its entries the build marked so."""
+    from transpiler.runtime import cpu_emulator as C
+
+    seen = []
+    real = C.CpuBackend.load
+
+    def load(self, tr):
+        program = real(self, tr)
+        wrapper = (program.module.build_dir / "wrapper.cpp").read_text()
+        seen.append((program.module.plain, [C._prefetchable(t) for t in tr.ir.tasks],
+                     wrapper.count("QD_EMU_PREFETCH_ENTRY(")))
+        return program
+
+    monkeypatch.setattr(C.CpuBackend, "load", load)
+    return seen
+
+
+# Fewer elements than a chunk (64), one more, no multiple of it, several helper threads' shares.
+SCATTER_SIZES = [1, 65, 1001, 3 * 32768 + 77]
+
+
+def test_scatters_with_prefetch_passes_match_numpy(dialect, monkeypatch):
+    """`+=` of f32, i32 and f64, atomic min and max, and an atomic add whose result is unused,
+    to random elements with many collisions: as plain modules (with prefetch passes) and on
+    the emulator, exactly NumPy's np.add.at / minimum.at / maximum.at (floats hold small
+    integers and halves: every order of additions sums exactly)."""
+    seen = prefetch_paths(monkeypatch)
+    rng = np.random.default_rng(46)
+    for n in SCATTER_SIZES:
+        m = max(1, n // 8)
+        idx = rng.integers(0, m, n).astype(np.int32)
+        x = rng.integers(-50, 50, n).astype(np.float32)
+        x[x == 0] = 7  # (a doubled update of 0 would go unseen)
+        k = rng.integers(-2**20, 2**20, n).astype(np.int32)
+
+        def run(idx=idx, x=x, k=k, m=m):
+            out = [np.zeros(m, np.float32), np.zeros(m, np.int32), np.zeros(m, np.float64),
+                   np.full(m, 1e9, np.float32), np.full(m, -1e9, np.float32), np.full(m, 2**30, np.int32),
+                   np.full(m, -2**30, np.int32), np.zeros(5, np.int32)]
+            scatter_all(idx, x, k, *out)
+            return out
+
+        want = [np.zeros(m, np.float32), np.zeros(m, np.int32), np.zeros(m, np.float64),
+                np.full(m, 1e9, np.float32), np.full(m, -1e9, np.float32), np.full(m, 2**30, np.int32),
+                np.full(m, -2**30, np.int32), np.zeros(5, np.int32)]
+        for arr, ufunc, v in ((0, np.add, x), (1, np.add, k), (2, np.add, x.astype(np.float64) * 0.5),
+                              (3, np.minimum, x), (4, np.maximum, x), (5, np.minimum, k), (6, np.maximum, k)):
+            ufunc.at(want[arr], idx, v)
+        np.add.at(want[7], idx % 5, 1)
+        for got in both(dialect, run):
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w, err_msg=f"n={n}")
+    assert seen == [(True, [True], 1), (False, [True], 0)] * len(SCATTER_SIZES)
+
+
+def test_only_atomic_only_tasks_take_prefetch_passes(dialect, monkeypatch):
+    """A task with a plain store, one that reads an atomic's result and one that reads an
+    array its atomics write run without prefetch passes, and compute what NumPy does."""
+    seen = prefetch_paths(monkeypatch)
+    rng = np.random.default_rng(47)
+    n, m = 5000, 37
+    idx = rng.integers(0, m, n).astype(np.int32)
+    x = rng.integers(0, 4, n).astype(np.float32)
+    qd.init(arch="cpu", dialect=dialect, workers=2)
+    out, stored = np.zeros(m, np.float32), np.zeros(n, np.float32)
+    scatter_and_store(idx, x, out, stored)
+    want = np.zeros(m, np.float32)
+    np.add.at(want, idx, x)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(stored, x)
+    out, aux = np.zeros(m, np.float32), np.zeros(3, np.float32)
+    scatter_reading_old(idx, x, out, aux)
+    np.testing.assert_array_equal(out, want)
+    assert aux.sum() > 0  # (which elements saw an old value above 2 depends on the order)
+    out = np.zeros(m, np.float32)
+    scatter_reading_target(idx, x, out)
+    np.testing.assert_array_equal(out, want)
+    assert seen == [(True, [False], 0)] * 3
