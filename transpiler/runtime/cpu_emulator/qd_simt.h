@@ -882,8 +882,10 @@ inline void plain_tls_first() {
     __asm__ __volatile__("" : : "r"(plain_thread.x.v), "r"(plain_count), "r"(plain_op), "r"(plain_prefetch)
                          : "memory");
 }
-// A prefetch pass's elements (see prefetch_only): 1M random f32 `+=`, 2 threads here, ms per
-// call (median, a busy machine): no pass 4.7, chunks of 64 elements 4.1.
+// A prefetch pass's elements (see prefetch_only): 1M random f32 `+=`, 2 threads here, median
+// ms per call over three runs on a busy machine: no pass 4.7-4.8, chunks of 32 elements
+// 4.7-8.9, 64 4.1-4.4, 128 4.1-4.4 (a block's 128); prefetching 16, 32 or 64 elements ahead
+// of each one instead, within the block, measured no better than chunks of 64.
 #ifndef QD_EMU_PREFETCH_CHUNK
 #define QD_EMU_PREFETCH_CHUNK 64
 #endif
