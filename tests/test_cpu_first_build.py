@@ -79,7 +79,7 @@ class Never:
     done = False
     module = None
 
-    def __init__(self, build):
+    def __init__(self, build, then=None):
         pass
 
 
@@ -124,30 +124,33 @@ def test_a_later_call_runs_the_optimised_module_and_the_next_process_finds_it(ca
     assert found.rebuild is None and found.module.build_dir == program.module.build_dir and found.module.was_cached
 
 
-def test_an_exit_during_the_background_build_kills_it_and_keeps_the_cache_whole(tmp_path):
+def _short_program(tmp_path: Path, exit_wait_s: float, constant: float = 1.0) -> tuple[Path, list[str]]:
+    """Run a program that calls a new kernel once and exits at once, its exit waiting at most
+    ``exit_wait_s`` for the optimised build; the CPU cache folder and what the program printed."""
     kernel = tmp_path / "kern.py"
-    kernel.write_text(textwrap.dedent("""\
+    kernel.write_text(textwrap.dedent(f"""\
         import numpy as np
         import transpiler as qd
+        from transpiler.runtime.cpu_emulator import first_build
+
+        first_build.EXIT_WAIT_S = {exit_wait_s}
 
         @qd.kernel
         def scale(x: qd.types.ndarray(dtype=qd.f32, ndim=1), a: qd.f32):
             for i in range(x.shape[0]):
-                x[i] = x[i] * a + 1.0
+                x[i] = x[i] * a + {constant}
 
         qd.init(arch="cpu")
         x = np.arange(1000, dtype=np.float32)
         scale(x, np.float32(2.0))
         (_, program), = scale._program_cache.values()
         print("light", program.module.build_dir.name.startswith("kl-"), "running", not program.rebuild.done,
-              "ok", bool((x == np.arange(1000) * 2 + 1).all()))
+              "ok", bool((x == np.arange(1000) * 2 + {constant}).all()))
         """))
     cache = tmp_path / "cpu"
     env = dict(os.environ, QD_CPU_CACHE=str(cache), PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, str(kernel)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    # (a fresh cache: the optimised build first builds its precompiled header, for seconds)
-    assert proc.stdout.split() == ["light", "True", "running", "True", "ok", "True"], proc.stdout
     left = [p for p in _processes() if str(cache) in p]
     assert not left, left  # no compiler or linker outlived the program
     entries = sorted(os.listdir(cache))
@@ -158,6 +161,24 @@ def test_an_exit_during_the_background_build_kills_it_and_keeps_the_cache_whole(
         if e.startswith("pch-"):
             assert (cache / e / "qd_simt.h.pch").is_file(), e
     assert [e for e in entries if e.startswith("kl-")]
+    return cache, proc.stdout.split()
+
+
+def test_an_exit_during_the_background_build_kills_it_and_keeps_the_cache_whole(tmp_path):
+    # (a fresh cache: the optimised build first builds its precompiled header, for seconds)
+    cache, printed = _short_program(tmp_path, exit_wait_s=0.0)
+    assert printed == ["light", "True", "running", "True", "ok", "True"], printed
+    assert not [e for e in os.listdir(cache) if e.startswith("k-")]  # killed, not half-installed
+
+
+def test_an_exit_lets_the_optimised_build_finish_into_the_cache(tmp_path):
+    _short_program(tmp_path, exit_wait_s=0.0)  # the precompiled headers, whatever the build
+    cache, printed = _short_program(tmp_path, exit_wait_s=120.0, constant=3.0)
+    assert printed == ["light", "True", "running", "True", "ok", "True"], printed
+    # the light builds of both kernels, and the second kernel's optimised build, which the
+    # exit waited for (the next process loads it: no light build, no -O0 code)
+    assert len([e for e in os.listdir(cache) if e.startswith("kl-")]) == 2
+    assert len([e for e in os.listdir(cache) if e.startswith("k-")]) == 1
 
 
 def _processes() -> list[str]:

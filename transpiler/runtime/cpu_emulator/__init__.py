@@ -708,16 +708,11 @@ def _prepare_light(cxx: str, flags: list[str], build: bool = True) -> bool:
         return True
 
 
-def _rebuild(cxx: str, light_flags: list[str], full: Callable[[], CpuModule],
-             then: Callable[[], None] | None) -> CpuModule:
+def _rebuild(cxx: str, light_flags: list[str], full: Callable[[], CpuModule]) -> CpuModule:
     """A light module's optimised build (first_build.Rebuild), after starting the spares of
-    the next light build; ``then`` (the backend's warm-up) after it."""
+    the next light build."""
     _prepare_light(cxx, light_flags)
-    try:
-        return full()
-    finally:
-        if then is not None:
-            then()
+    return full()
 
 
 @record
@@ -805,7 +800,7 @@ class CpuProgram:
     runs: int = 0                     # launches so far: what a replay token names
     again: Callable[[], None] | None = None  # runs the last launches again (see replay)
     rebuild: first_build.Rebuild | None = None  # module's optimised build, while it is a light one
-    build_later: Callable[[], CpuModule] | None = None  # that build, until the first launch starts it
+    build_later: tuple | None = None  # that build and what follows it, until the first launch starts them
 
     def swap(self) -> None:
         """The optimised module in place of the light one, once its build is done (between
@@ -1071,7 +1066,7 @@ class CpuBackend(Backend):
                 module = light_module(text, name, python_files=pyfiles, **where)
                 if module is not None:
                     light = kernel_flags(self.compiler, first_build.LIGHT_OPT, self._defines, True, False)
-                    later = functools.partial(_rebuild, self.compiler, light, full, self._warm_up)
+                    later = (functools.partial(_rebuild, self.compiler, light, full), self._warm_up)
                     self._warm_up = None  # (started by that build, when it is done)
             if module is None:
                 module = full()
@@ -1135,7 +1130,7 @@ class CpuBackend(Backend):
             _flush_c_stdout()  # what the kernel printed (printf) comes before what Python prints next
             if program.build_later is not None:  # after the first launch: its thread's start takes the
                 # interpreter a while (a switch interval), which the first call need not wait for
-                program.rebuild, program.build_later = first_build.Rebuild(program.build_later), None
+                program.rebuild, program.build_later = first_build.Rebuild(*program.build_later), None
         program.runs += 1
         program.again = again
 

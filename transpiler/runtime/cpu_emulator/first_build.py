@@ -13,8 +13,9 @@ one is taken. A new saxpy here: clang -O2 with the PCH, through the driver, 137 
 link 45; -O0 in a started clang 21, the started linker 4.
 
 Everything this process starts (spares, the compilers and linkers of builds in progress) is
-recorded here, so that an exit while a background build runs kills them and removes their
-scratch folders: no process outlives the program, and the cache only ever gains complete
+recorded here, so that an exit lets the optimised builds under way finish (EXIT_WAIT_S at
+most: a short program's builds then reach the cache), kills the rest and removes their scratch
+folders: no process outlives the program, and the cache only ever gains complete
 entries (a build's folder is renamed into place whole, never after the exit has begun)."""
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 from collections.abc import Callable
 
@@ -38,6 +40,11 @@ _exiting = False
 _running: set[subprocess.Popen] = set()   # compilers and linkers now running
 _scratch: set[Path] = set()               # folders of builds in progress (spares' included)
 _spares: dict[tuple, Spare] = {}
+_pending: set[Rebuild] = set()            # optimised builds not done yet
+
+# How long an exit waits for the optimised builds still running (see _at_exit): a new kernel's
+# takes 0.1-0.3 s here once the precompiled header exists.
+EXIT_WAIT_S = 5.0
 
 
 class Exiting(RuntimeError):
@@ -169,36 +176,54 @@ _rebuilds = threading.BoundedSemaphore(max(1, len(os.sched_getaffinity(0)) - 1)
 
 
 class Rebuild:
-    """The optimised build of a module whose light build runs meanwhile, on a thread."""
+    """The optimised build of a module whose light build runs meanwhile, on a thread;
+    ``then`` after it, on that thread (the backend's warm-up, which an exit does not wait for)."""
 
-    def __init__(self, build: Callable[[], object]):
+    def __init__(self, build: Callable[[], object], then: Callable[[], object] | None = None):
         self.module: object | None = None
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(build,), daemon=True, name="qd-cpu-rebuild")
+        self._built = threading.Event()
+        with _lock:
+            _pending.add(self)
+        self._thread = threading.Thread(target=self._run, args=(build, then), daemon=True, name="qd-cpu-rebuild")
         self._thread.start()
 
-    def _run(self, build: Callable[[], object]) -> None:
+    def _run(self, build: Callable[[], object], then: Callable[[], object] | None) -> None:
         try:
             with _rebuilds:
                 self.module = build()
         except BaseException as exc:  # noqa: BLE001 - kept: the light module simply stays
             self.error = exc
+        finally:
+            with _lock:
+                _pending.discard(self)
+            self._built.set()
+        if then is not None:
+            with contextlib.suppress(Exception):  # only a head start for later first calls
+                then()
 
     @property
     def done(self) -> bool:
-        return not self._thread.is_alive()
+        return self._built.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the build (tests); True when it is done."""
-        self._thread.join(timeout)
-        return self.done
+        """Wait for the build; True when it is done."""
+        return self._built.wait(timeout)
 
 
 def _at_exit() -> None:
-    """Kill what this process started and remove the scratch folders of unfinished builds."""
+    """Let the optimised builds under way finish (EXIT_WAIT_S at most, in all), then kill what
+    this process started and remove the scratch folders of unfinished builds. The wait is what
+    puts a short program's optimised builds in the cache: killed, each of its runs would build
+    and run the light module again (the bench's warm calls of a 1K kernel ran -O0 code: 3x)."""
     global _exiting
     if os.getpid() != _owner:
         return
+    deadline = time.monotonic() + EXIT_WAIT_S
+    with _lock:
+        pending = list(_pending)
+    for rebuild in pending:
+        rebuild.wait(max(0.0, deadline - time.monotonic()))
     with _lock:
         _exiting = True
         procs = list(_running)
