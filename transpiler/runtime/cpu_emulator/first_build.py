@@ -1,5 +1,6 @@
 """A new plain kernel's first build on the CPU executor (see CpuBackend.load): a light build
-first, the optimised one on a thread meanwhile, which the program swaps in once it is ready.
+first, the optimised one on a thread from the kernel's second call (see CpuBackend.run), which
+the program swaps in once it is ready.
 
 The light build compiles the same wrapper and text with the same flags but ``LIGHT_OPT``
 (-ffp-contract=off and the same math functions in both: the two compute bit-identical results,

@@ -501,6 +501,39 @@ template <class T> inline bool __hip_atomic_compare_exchange_strong(T* p, T* exp
 template <class T> inline bool __hip_atomic_compare_exchange_weak(T* p, T* expected, T desired, int, int, int) {
     return __atomic_compare_exchange(p, expected, &desired, false, QD_EMU_ATOMIC_ORDER, QD_EMU_ATOMIC_ORDER);
 }
+#elif defined(QD_EMU_PLAIN)
+// clang's own builtins would bypass the prefetch pass (prefetch_only): the HIP text spells i64
+// min/max and its 16-bit compare-and-swap with them, so a plain module routes those through
+// it (the wrappers, defined before the names are, call the builtins themselves).
+#define QD_EMU_HIP_RMW(name)                                                                     \
+    template <class T> inline T qd_emu_##name(T* p, T v, int order, int scope) {                \
+        return qd_emu::prefetch_only(p) ? T{} : name(p, v, order, scope);                        \
+    }
+QD_EMU_HIP_RMW(__hip_atomic_fetch_add)
+QD_EMU_HIP_RMW(__hip_atomic_fetch_min)
+QD_EMU_HIP_RMW(__hip_atomic_fetch_max)
+QD_EMU_HIP_RMW(__hip_atomic_fetch_and)
+QD_EMU_HIP_RMW(__hip_atomic_fetch_or)
+QD_EMU_HIP_RMW(__hip_atomic_fetch_xor)
+QD_EMU_HIP_RMW(__hip_atomic_exchange)
+#undef QD_EMU_HIP_RMW
+// A compare-and-swap in the prefetch pass succeeds without writing: the loop around it ends.
+#define QD_EMU_HIP_CAS(name)                                                                     \
+    template <class T> inline bool qd_emu_##name(T* p, T* expected, T desired, int s, int f, int scope) { \
+        return qd_emu::prefetch_only(p) || name(p, expected, desired, s, f, scope);              \
+    }
+QD_EMU_HIP_CAS(__hip_atomic_compare_exchange_strong)
+QD_EMU_HIP_CAS(__hip_atomic_compare_exchange_weak)
+#undef QD_EMU_HIP_CAS
+#define __hip_atomic_fetch_add qd_emu___hip_atomic_fetch_add
+#define __hip_atomic_fetch_min qd_emu___hip_atomic_fetch_min
+#define __hip_atomic_fetch_max qd_emu___hip_atomic_fetch_max
+#define __hip_atomic_fetch_and qd_emu___hip_atomic_fetch_and
+#define __hip_atomic_fetch_or qd_emu___hip_atomic_fetch_or
+#define __hip_atomic_fetch_xor qd_emu___hip_atomic_fetch_xor
+#define __hip_atomic_exchange qd_emu___hip_atomic_exchange
+#define __hip_atomic_compare_exchange_strong qd_emu___hip_atomic_compare_exchange_strong
+#define __hip_atomic_compare_exchange_weak qd_emu___hip_atomic_compare_exchange_weak
 #endif  // __clang__
 #define __builtin_amdgcn_fence(order, scope) __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
