@@ -236,7 +236,7 @@ def fuzz(tmp_path: Path, name: str, **env: str) -> Path:
 
 def cpu_builds(caches: Path) -> tuple[int, list[cache.Entry]]:
     found = cache.entries("cpu", str(caches / "cpu"))
-    return sum(e.size for e in found), [e for e in found if os.path.basename(e.path).startswith("k-")]
+    return sum(e.size for e in found), [e for e in found if os.path.basename(e.path).startswith(("k-", "kl-"))]
 
 
 @pytest.mark.toolchain

@@ -1128,11 +1128,7 @@ class CpuBackend(Backend):
                                                poison_shared=self.poison_shared, arg_names=names)
         finally:
             _flush_c_stdout()  # what the kernel printed (printf) comes before what Python prints next
-            # At the second call, after its launch: a kernel called once (most of a test suite's:
-            # building both doubled its CPU time) never pays for an optimised build, and a thread's
-            # start takes the interpreter a while (a switch interval), which no call waits for.
-            if program.build_later is not None and program.runs >= 1:
-                program.rebuild, program.build_later = first_build.Rebuild(*program.build_later), None
+            self._start_rebuild(program)
         program.runs += 1
         program.again = again
 
@@ -1152,11 +1148,20 @@ class CpuBackend(Backend):
         return program.runs if program.again is not None else None
 
     def replay(self, program: CpuProgram, token: object) -> bool:
-        if program.runs != token or program.again is None or (program.rebuild and program.rebuild.done) \
-                or program.build_later is not None:
-            return False  # (the last two: run swaps the optimised module in, or starts its build)
+        if program.runs != token or program.again is None or (program.rebuild and program.rebuild.done):
+            return False  # (the last: run swaps the optimised module in)
         try:
             program.again()
         finally:
             _flush_c_stdout()
+            self._start_rebuild(program)
         return True
+
+    @staticmethod
+    def _start_rebuild(program: CpuProgram) -> None:
+        """At a light module's second call, after its launch, its optimised build (first_build.
+        Rebuild): a kernel called once (most of a test suite's: building both doubled its CPU
+        time) never pays for it, and a thread's start takes the interpreter a while (a switch
+        interval), which no call waits for."""
+        if program.build_later is not None and program.runs >= 1:
+            program.rebuild, program.build_later = first_build.Rebuild(*program.build_later), None
