@@ -1047,8 +1047,8 @@ class CpuBackend(Backend):
         # one with any other task keeps the emulator for all (its plain tasks run directly).
         warp = emulated(self.dialect).subgroup_size(self.translate_options())
         plain = not self.race_check and self.plain and all(_plain(kernel, t, warp) for t in kernel.tasks)
-        shares = {entries[t.name]["name"]: _reduction_op(t, warp) for t in kernel.tasks
-                  if plain and _reduction_op(t, warp) is not None}
+        ops = {entries[t.name]["name"]: _reduction_op(t, warp) for t in kernel.tasks} if plain else {}
+        shares = {name: op for name, op in ops.items() if op is not None}
         prefetch = [entries[t.name]["name"] for t in kernel.tasks if plain and _prefetchable(t)]
         later = None  # the optimised build, begun once the first launch is done (see run)
         with profile.stage("build") as note:
